@@ -1,0 +1,1 @@
+"""A readable GPT-2 compatible byte-level BPE tokenizer (work in progress)."""
