@@ -1,0 +1,135 @@
+"""A small, scriptable HTTP file server for testing downloads without the internet.
+
+Real downloads fail in a handful of ways: the connection drops mid-file, the server hiccups with a 500,
+the body ends before the announced Content-Length, the file is not there (404), or the server ignores a
+range request and sends the whole file again. :class:`FileServer` serves in-memory files from
+127.0.0.1 (a free port picked by the OS) and can be told to misbehave in exactly those ways, once per
+queued fault, so a test can say "cut the next request for this path, then behave".
+
+It supports ``Range: bytes=N-`` (and ``N-M``) the way real blob storage does: 206 with Content-Range,
+or 416 when N is past the end. It records every request so tests can check what the client asked for.
+
+Not a conftest.py on purpose (that file belongs to the lead); tests import the fixture explicitly:
+``from conftest_download import file_server``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import defaultdict, deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+# What a queued fault does to one request:
+FAULTS = {
+    "cut": "send the headers for the full body, half of the body, then close the connection",
+    "short": "announce a Content-Length larger than the body that follows, then close",
+    "500": "answer 500 Internal Server Error",
+    "ignore-range": "answer 200 with the whole file even though a range was asked for",
+    "stall": "wait `stall_seconds` before answering (to trigger client timeouts)",
+}
+
+
+class FileServer:
+    """Serves ``files`` (URL path -> bytes) over HTTP on 127.0.0.1 until :meth:`close`."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.requests: list[tuple[str, str | None]] = []  # (path, Range header or None)
+        self.stall_seconds = 1.0
+        self._faults: dict[str, deque[str]] = defaultdict(deque)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True  # a stalled handler must not hold up the test run
+        # A short poll interval makes shutdown() (run after every test) quick.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def fault(self, path: str, *modes: str) -> None:
+        """Queue faults for ``path``: each of the next requests for it suffers one, in order."""
+        for mode in modes:
+            if mode not in FAULTS:
+                raise ValueError(f"unknown fault {mode!r}; choose from {sorted(FAULTS)}")
+            self._faults[path].append(mode)
+
+    def requests_for(self, path: str) -> list[str | None]:
+        """The Range headers (None when absent) of every request made for ``path``, in order."""
+        return [rng for p, rng in self.requests if p == path]
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _next_fault(self, path: str) -> str | None:
+        queue = self._faults[path]
+        return queue.popleft() if queue else None
+
+
+def _make_handler(server: FileServer):
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            range_header = self.headers.get("Range")
+            server.requests.append((path, range_header))
+            fault = server._next_fault(path)
+            if fault == "stall":
+                time.sleep(server.stall_seconds)
+            if fault == "500":
+                return self._plain(500, b"scripted failure\n")
+            body = server.files.get(path)
+            if body is None:
+                return self._plain(404, b"no such file\n")
+
+            status, start, end = 200, 0, len(body)
+            match = re.fullmatch(r"bytes=(\d+)-(\d*)", range_header or "")
+            if match and fault != "ignore-range":
+                start = int(match[1])
+                if start >= len(body):
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(body)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                end = min(len(body), int(match[2]) + 1) if match[2] else len(body)
+                status = 206
+            chunk = body[start:end]
+
+            self.send_response(status)
+            announced = len(chunk) + (1000 if fault == "short" else 0)
+            self.send_header("Content-Length", str(announced))
+            if status == 206:
+                self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(body)}")
+            self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
+            if fault == "cut":
+                chunk = chunk[: len(chunk) // 2]
+            self.wfile.write(chunk)
+            if fault in ("cut", "short"):
+                self.wfile.flush()
+                self.close_connection = True
+
+        def _plain(self, status: int, text: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
+
+        def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's name
+            pass  # keep test output clean
+
+    return Handler
+
+
+@pytest.fixture
+def file_server():
+    """A fresh :class:`FileServer` per test, shut down afterwards."""
+    server = FileServer()
+    yield server
+    server.close()

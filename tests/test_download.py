@@ -1,0 +1,248 @@
+"""Tests for tokenizer/download.py against a local, scriptable HTTP server (no internet needed).
+
+Each failure mode a real download meets is staged on purpose (see conftest_download.FileServer) and the
+test checks the promise that matters: ``dest`` appears only complete and correct, and otherwise the
+error says what went wrong and where.
+"""
+
+import hashlib
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # let `import tokenizer` work however pytest was started
+    sys.path.insert(0, str(ROOT))
+
+from conftest_download import file_server  # noqa: E402,F401 - a fixture, used by name
+from tokenizer import download  # noqa: E402
+from tokenizer.download import ChecksumError, DownloadError, download_file  # noqa: E402
+
+# Several read chunks long, so a cut in the middle leaves a useful partial file to resume from.
+BODY = bytes(range(256)) * (4 * 1024 * 3 + 7)  # about 3 MiB, not a round number
+PATH = "/gpt-2/models/124M/model.ckpt.data-00000-of-00001"
+
+
+@pytest.fixture(autouse=True)
+def no_backoff(monkeypatch):
+    """Record retry delays instead of sleeping them, so retry tests are instant."""
+    delays = []
+    monkeypatch.setattr(download, "_sleep", delays.append)
+    return delays
+
+
+@pytest.fixture
+def served(file_server, monkeypatch):
+    file_server.files[PATH] = BODY
+    monkeypatch.setenv("OPENAIPUBLIC_URL", file_server.url)
+    return file_server
+
+
+def _get(tmp_path, **kwargs):
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    kwargs.setdefault("progress", False)
+    return dest, download_file(download.openai_public_url(PATH), dest, **kwargs)
+
+
+def _no_part_files(directory: Path) -> bool:
+    return not list(directory.rglob("*.part"))
+
+
+def test_openai_public_url_default_and_override(monkeypatch):
+    monkeypatch.delenv("OPENAIPUBLIC_URL", raising=False)
+    assert download.openai_public_url("gpt-2/x") == "https://openaipublic.blob.core.windows.net/gpt-2/x"
+    monkeypatch.setenv("OPENAIPUBLIC_URL", "http://mirror.local/base/")
+    assert download.openai_public_url("/gpt-2/x") == "http://mirror.local/base/gpt-2/x"
+
+
+def test_sha256_file(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(BODY)
+    assert download.sha256_file(path) == hashlib.sha256(BODY).hexdigest()
+
+
+def test_plain_download_creates_dirs_and_leaves_no_part(served, tmp_path):
+    dest, returned = _get(tmp_path)
+    assert returned == dest
+    assert dest.read_bytes() == BODY
+    assert _no_part_files(tmp_path)
+    assert served.requests_for(PATH) == [None]
+
+
+def test_cut_connection_resumes_with_range(served, tmp_path, no_backoff):
+    served.fault(PATH, "cut")
+    dest, _ = _get(tmp_path)
+    assert dest.read_bytes() == BODY
+    assert _no_part_files(tmp_path)
+    first, second = served.requests_for(PATH)
+    assert first is None
+    resumed_at = int(second.removeprefix("bytes=").removesuffix("-"))
+    assert 0 < resumed_at <= len(BODY) // 2  # continued the partial file instead of starting over
+    assert no_backoff == [download.BACKOFF_SECONDS]
+
+
+def test_existing_part_file_is_resumed(served, tmp_path):
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    dest.parent.mkdir(parents=True)
+    (dest.parent / (dest.name + ".part")).write_bytes(BODY[:12345])
+    _get(tmp_path)
+    assert dest.read_bytes() == BODY
+    assert served.requests_for(PATH) == ["bytes=12345-"]
+
+
+def test_server_ignoring_range_restarts_from_zero(served, tmp_path):
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    dest.parent.mkdir(parents=True)
+    # Garbage that must not end up in front of the real bytes.
+    (dest.parent / (dest.name + ".part")).write_bytes(b"x" * 999)
+    served.fault(PATH, "ignore-range")
+    _get(tmp_path)
+    assert dest.read_bytes() == BODY
+
+
+def test_complete_part_file_is_finished_without_a_body(served, tmp_path):
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    dest.parent.mkdir(parents=True)
+    (dest.parent / (dest.name + ".part")).write_bytes(BODY)
+    _get(tmp_path, sha256=hashlib.sha256(BODY).hexdigest())
+    assert dest.read_bytes() == BODY
+    assert served.requests_for(PATH) == [f"bytes={len(BODY)}-"]  # answered 416, nothing re-sent
+
+
+def test_overlong_part_file_is_discarded(served, tmp_path):
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    dest.parent.mkdir(parents=True)
+    (dest.parent / (dest.name + ".part")).write_bytes(BODY + b"extra")
+    _get(tmp_path)
+    assert dest.read_bytes() == BODY
+
+
+def test_500_once_is_retried(served, tmp_path, no_backoff):
+    served.fault(PATH, "500")
+    dest, _ = _get(tmp_path)
+    assert dest.read_bytes() == BODY
+    assert served.requests_for(PATH) == [None, None]
+    assert no_backoff == [download.BACKOFF_SECONDS]
+
+
+def test_backoff_doubles_and_gives_up_after_retries(served, tmp_path, no_backoff):
+    served.fault(PATH, *["500"] * 10)
+    with pytest.raises(DownloadError) as info:
+        _get(tmp_path, retries=3)
+    assert len(served.requests_for(PATH)) == 4
+    base = download.BACKOFF_SECONDS
+    assert no_backoff == [base, 2 * base, 4 * base]
+    assert download.openai_public_url(PATH) in str(info.value)
+    assert not (tmp_path / "deep" / "dir" / "model.ckpt.data").exists()
+
+
+def test_short_body_is_an_error_and_keeps_the_part_for_resume(served, tmp_path):
+    served.fault(PATH, *["short"] * 3)
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    with pytest.raises(DownloadError) as info:
+        _get(tmp_path, retries=2)
+    assert "resume" in str(info.value)
+    assert not dest.exists()
+    part = dest.with_name(dest.name + ".part")
+    # Every real byte arrived, but the HTTP stack may drop its last unfinished read when the
+    # connection dies, so expect a non-empty prefix of the file rather than all of it.
+    kept = part.read_bytes()
+    assert 0 < len(kept) <= len(BODY) and BODY.startswith(kept)
+    # Once the server behaves, the next call finishes from the kept bytes.
+    _get(tmp_path)
+    assert dest.read_bytes() == BODY
+    assert served.requests_for(PATH)[-1] == f"bytes={len(kept)}-"
+
+
+def test_404_fails_at_once_naming_url_and_remedy(served, tmp_path):
+    url = download.openai_public_url("/gpt-2/models/124M/missing.bin")
+    dest = tmp_path / "missing.bin"
+    with pytest.raises(DownloadError) as info:
+        download_file(url, dest, progress=False)
+    message = str(info.value)
+    assert url in message and "404" in message
+    assert str(dest) in message and "OPENAIPUBLIC_URL" in message
+    assert served.requests_for("/gpt-2/models/124M/missing.bin") == [None]  # no retries
+    assert isinstance(info.value, OSError)
+    assert not dest.exists()
+
+
+def test_connection_refused_is_retried_then_reported(tmp_path, no_backoff):
+    with socket.socket() as sock:  # find a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/x"
+    with pytest.raises(DownloadError) as info:
+        download_file(url, tmp_path / "x", progress=False, retries=2)
+    assert url in str(info.value)
+    assert len(no_backoff) == 2
+
+
+def test_timeout_is_retried(served, tmp_path):
+    served.stall_seconds = 1.0
+    served.fault(PATH, "stall")
+    dest, _ = _get(tmp_path, timeout=0.2)
+    assert dest.read_bytes() == BODY
+    assert len(served.requests_for(PATH)) == 2
+
+
+def test_wrong_sha256_names_both_hashes_and_leaves_nothing(served, tmp_path):
+    expected = "0" * 64
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    with pytest.raises(ValueError) as info:
+        _get(tmp_path, sha256=expected)
+    assert isinstance(info.value, ChecksumError)
+    message = str(info.value)
+    assert expected in message and hashlib.sha256(BODY).hexdigest() in message
+    assert download.openai_public_url(PATH) in message
+    assert not dest.exists() and _no_part_files(tmp_path)
+
+
+def test_right_sha256_accepts_any_case(served, tmp_path):
+    dest, _ = _get(tmp_path, sha256=hashlib.sha256(BODY).hexdigest().upper())
+    assert dest.read_bytes() == BODY
+
+
+def test_existing_file_is_not_downloaded_again(served, tmp_path):
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(b"already here")
+    _get(tmp_path)
+    _get(tmp_path, sha256=hashlib.sha256(b"already here").hexdigest())
+    assert served.requests == []
+    assert dest.read_bytes() == b"already here"
+
+
+def test_existing_file_with_wrong_sha256_is_replaced(served, tmp_path):
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(b"stale copy")
+    _get(tmp_path, sha256=hashlib.sha256(BODY).hexdigest())
+    assert dest.read_bytes() == BODY
+
+
+def test_progress_bar_counts_exact_bytes(served, tmp_path, monkeypatch):
+    bars = []
+
+    class RecordingBar(download.tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            bars.append((self, kwargs))
+
+    monkeypatch.setattr(download, "tqdm", RecordingBar)
+    served.fault(PATH, "cut")  # the bar must also be right across a resume
+    _get(tmp_path, progress=True, desc="weights")
+    (bar, kwargs), = bars
+    assert kwargs["unit"] == "B" and kwargs["unit_scale"] and kwargs["desc"] == "weights"
+    assert bar.total == len(BODY) and bar.n == len(BODY)
+
+
+def test_progress_false_prints_nothing(served, tmp_path, capsys):
+    _get(tmp_path, progress=False)
+    assert capsys.readouterr().err == ""
+    os.remove(tmp_path / "deep" / "dir" / "model.ckpt.data")
+    _get(tmp_path, progress=True, desc="weights")
+    assert "weights" in capsys.readouterr().err

@@ -1,0 +1,196 @@
+"""Download a file so that a half-finished or damaged copy can never be mistaken for a good one.
+
+The idea: bytes only ever land in ``dest + ".part"`` next to the destination. The part file becomes
+``dest`` (one atomic ``os.replace``) only after two checks pass:
+
+1. its size equals the size the server announced (``Content-Length``), and
+2. when the caller knows the file's sha256, the digest matches.
+
+So ``dest`` existing means "complete", and a crash, a dropped connection or Ctrl-C at any moment leaves
+at worst a ``.part``. The next call continues that ``.part`` with an HTTP range request
+(``Range: bytes=N-``) instead of starting again, which matters for GPT-2's 0.5-6 GB checkpoints.
+
+Failures that may go away by themselves (connection errors, timeouts, a body cut short, HTTP 5xx) are
+retried with exponential backoff; each retry resumes from whatever the ``.part`` already holds.
+A 4xx answer (404 and friends) will not change by retrying, so it fails at once with a
+:class:`DownloadError` that says how to put the file in place by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import re
+import time
+
+import requests
+from tqdm import tqdm
+
+DEFAULT_OPENAIPUBLIC_URL = "https://openaipublic.blob.core.windows.net"
+
+# Read and hash in 1 MiB pieces: large enough to be fast, small enough to keep memory flat.
+CHUNK_SIZE = 1 << 20
+
+# The first retry waits this long, each later one twice as long as the one before.
+# Tests patch it (or `_sleep`) so that retries cost nothing.
+BACKOFF_SECONDS = 0.5
+_sleep = time.sleep
+
+
+class DownloadError(OSError):
+    """A download failed; the message names the URL and how to get the file in place by hand."""
+
+
+class ChecksumError(ValueError):
+    """A downloaded (or already present) file does not have the sha256 the caller expected."""
+
+
+class _Transient(Exception):
+    """Internal: a failure worth retrying (5xx, a body cut short). Never escapes this module."""
+
+
+def openai_public_url(path: str) -> str:
+    """Return the URL of ``path`` on OpenAI's public blob storage.
+
+    The root comes from ``$OPENAIPUBLIC_URL`` when set (a mirror, or a local server in tests),
+    else :data:`DEFAULT_OPENAIPUBLIC_URL`. Exactly one "/" joins root and path.
+    """
+    root = os.environ.get("OPENAIPUBLIC_URL") or DEFAULT_OPENAIPUBLIC_URL
+    return root.rstrip("/") + "/" + path.lstrip("/")
+
+
+def sha256_file(path) -> str:
+    """Return the hex sha256 of the file at ``path``, read in chunks so size does not matter."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(CHUNK_SIZE), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def download_file(
+    url: str,
+    dest,
+    *,
+    sha256: str | None = None,
+    progress: bool = True,
+    retries: int = 4,
+    timeout: float = 30.0,
+    desc: str | None = None,
+) -> pathlib.Path:
+    """Download ``url`` to ``dest`` (creating parent directories) and return ``dest`` as a Path.
+
+    An existing ``dest`` is trusted and kept, unless ``sha256`` is given and does not match, in which
+    case it is downloaded again. ``retries`` is how many times a transient failure is retried after the
+    first attempt. ``timeout`` (seconds) bounds connecting and each wait for data, not the whole
+    transfer. ``progress`` shows a tqdm bar on stderr labelled ``desc`` (default: the file name).
+
+    Raises :class:`DownloadError` (an ``OSError``) when the file cannot be fetched, and
+    :class:`ChecksumError` (a ``ValueError``) when the finished download has the wrong sha256;
+    the bad bytes are deleted so that the next attempt starts clean.
+    """
+    dest = pathlib.Path(dest)
+    if sha256 is not None:
+        sha256 = sha256.lower()
+    if dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
+        return dest
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    bar = tqdm(desc=desc or dest.name, unit="B", unit_scale=True, unit_divisor=1024, disable=not progress)
+    try:
+        for attempt in range(retries + 1):
+            try:
+                _fetch_into(url, part, timeout, bar)
+                break
+            except (_Transient, requests.ConnectionError, requests.Timeout,
+                    requests.exceptions.ChunkedEncodingError) as exc:
+                if attempt == retries:
+                    have = part.stat().st_size if part.exists() else 0
+                    raise DownloadError(
+                        f"could not download {url} after {retries + 1} attempts: {exc}. "
+                        f"{have} bytes are kept in {part}; run again to resume, or {_by_hand(url, dest)}"
+                    ) from exc
+                _sleep(BACKOFF_SECONDS * 2**attempt)
+    finally:
+        bar.close()
+
+    if sha256 is not None:
+        actual = sha256_file(part)
+        if actual != sha256:
+            # Resuming from these bytes could never produce the right file, so drop them.
+            part.unlink()
+            raise ChecksumError(
+                f"{url} downloaded to {dest} has the wrong sha256: expected {sha256}, got {actual}. "
+                f"The download was deleted; try again, and if it keeps failing the file on the server "
+                f"differs from the one this code expects."
+            )
+    os.replace(part, dest)
+    return dest
+
+
+def _fetch_into(url: str, part: pathlib.Path, timeout: float, bar: tqdm) -> None:
+    """One attempt: append the missing bytes of ``url`` to ``part``; return only when it is complete."""
+    have = part.stat().st_size if part.exists() else 0
+    # "identity" keeps the body byte-for-byte what is stored, so sizes and offsets mean file bytes.
+    headers = {"Accept-Encoding": "identity"}
+    if have:
+        headers["Range"] = f"bytes={have}-"
+    with requests.get(url, headers=headers, stream=True, timeout=timeout) as resp:
+        if resp.status_code == 416 and have:
+            # Nothing left after byte `have`: either the .part is already whole, or it is longer than
+            # the file (a different file was there before). Content-Range "bytes */SIZE" tells which.
+            size = _total_from_content_range(resp.headers.get("Content-Range", ""))
+            if size == have:
+                return
+            part.unlink()
+            raise _Transient(f"{part} did not fit the file on the server; starting again")
+        if resp.status_code >= 500:
+            raise _Transient(f"HTTP {resp.status_code} {resp.reason}")
+        if resp.status_code >= 400:
+            raise DownloadError(
+                f"could not download {url}: HTTP {resp.status_code} {resp.reason}. {_by_hand(url, part)}"
+            )
+
+        start = 0
+        if resp.status_code == 206:
+            start = _start_from_content_range(resp.headers.get("Content-Range", ""))
+            if start != have:
+                part.unlink(missing_ok=True)
+                raise _Transient(f"server resumed at byte {start}, not {have}; starting again")
+        # Any other success (200) carries the whole file, so what the .part held is thrown away.
+        length = resp.headers.get("Content-Length")
+        total = start + int(length) if length is not None else None
+
+        bar.reset(total=total)
+        bar.update(start)
+        with open(part, "ab" if start else "wb") as f:
+            for chunk in resp.iter_content(chunk_size=CHUNK_SIZE):
+                f.write(chunk)
+                bar.update(len(chunk))
+    size = part.stat().st_size
+    if total is not None and size != total:
+        raise _Transient(f"the connection ended after {size} of {total} bytes")
+
+
+def _start_from_content_range(value: str) -> int:
+    """First byte offset of a 206 answer's ``Content-Range: bytes START-END/SIZE``; -1 if unreadable."""
+    match = re.match(r"\s*bytes\s+(\d+)-", value)
+    return int(match[1]) if match else -1
+
+
+def _total_from_content_range(value: str) -> int | None:
+    """Full file size from ``Content-Range: bytes .../SIZE`` (as sent with 416); None if unknown."""
+    match = re.search(r"/(\d+)\s*$", value)
+    return int(match[1]) if match else None
+
+
+def _by_hand(url: str, dest: pathlib.Path) -> str:
+    """The advice every DownloadError ends with: how to get past it without this code's help."""
+    final = dest.with_name(dest.name[: -len(".part")]) if dest.name.endswith(".part") else dest
+    return (
+        f"To supply the file yourself, fetch {url} some other way and place it at {final} "
+        f"(an existing file is used as is); for files from OpenAI's storage you can instead point "
+        f"$OPENAIPUBLIC_URL at a mirror (default {DEFAULT_OPENAIPUBLIC_URL})."
+    )
