@@ -1,1 +1,42 @@
-"""A readable GPT-2 compatible byte-level BPE tokenizer (work in progress)."""
+"""A readable GPT-2 compatible byte-level BPE tokenizer with tiktoken's API and exact tiktoken ids.
+
+Start with ``bpe.py`` (the algorithm), then ``pretokenize.py`` (how text is cut before BPE) and
+``encoding.py`` (the ``Encoding`` class that joins them).
+
+>>> import tokenizer
+>>> enc = tokenizer.get_encoding("gpt2")
+>>> enc.encode("Not all heroes wear capes.")
+[3673, 477, 10281, 5806, 1451, 274, 13]
+>>> enc.decode([3673, 477, 10281, 5806, 1451, 274, 13])
+'Not all heroes wear capes.'
+"""
+
+from .bpe import merge, merge_reference
+from .encoding import Encoding
+from .formats import bytes_to_unicode
+from .registry import get_encoding, list_encoding_names
+
+__all__ = [
+    "Encoding",
+    "bytes_to_unicode",
+    "get_encoding",
+    "list_encoding_names",
+    "merge",
+    "merge_reference",
+    "train_bpe",
+    "load",
+]
+
+
+def train_bpe(*args, **kwargs):
+    """Train a byte-level BPE tokenizer; see :func:`tokenizer.train.train_bpe`."""
+    from .train import train_bpe as _train_bpe
+
+    return _train_bpe(*args, **kwargs)
+
+
+def load(path):
+    """Load an encoding saved with :meth:`Encoding.save` (gpt2, tiktoken or hf format)."""
+    from .formats import load_encoding
+
+    return load_encoding(path)

@@ -1,0 +1,373 @@
+"""``Encoding``: text <-> token ids, with tiktoken's API, over pre-tokenization and the BPE core.
+
+Encoding runs three steps: special tokens are found first (only those you allow), the text between them is
+cut into pieces by the pattern (:mod:`tokenizer.pretokenize`), and each piece becomes ids by BPE
+(:mod:`tokenizer.bpe`). Decoding looks each id up and joins the bytes.
+
+>>> enc = get_encoding("gpt2")  # doctest: +SKIP
+>>> enc.encode("hello world")   # doctest: +SKIP
+[31373, 995]
+
+Speed comes from a cache: text repeats its pieces (" the", ",", " of"), so each distinct piece is
+BPE-encoded once and later found in a dict. ``encode_ordinary`` is a lookup per piece done by ``map`` in C.
+"""
+
+from __future__ import annotations
+
+import functools
+from itertools import chain
+from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Sequence
+
+from . import bpe
+from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex
+
+# The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
+PIECE_CACHE_LIMIT = 1 << 19
+
+
+class _PieceCache(dict):
+    """piece (str) -> token ids (tuple); a missing piece is encoded once, on first lookup."""
+
+    __slots__ = ("encode_piece",)
+
+    def __missing__(self, piece: str) -> tuple[int, ...]:
+        if len(self) >= PIECE_CACHE_LIMIT:
+            self.clear()
+        ids = self[piece] = self.encode_piece(piece)
+        return ids
+
+
+class Encoding:
+    """A byte-level BPE tokenizer with the API of ``tiktoken.Encoding``.
+
+    Args:
+        name: what the encoding is called (``"gpt2"``, ``"cl100k_base"``, ...).
+        pat_str: the pre-tokenization regular expression.
+        mergeable_ranks: token bytes -> rank. As in tiktoken, the rank is both the token's id and its merge
+            priority (lower merges first).
+        special_tokens: special token text -> id, e.g. ``{"<|endoftext|>": 50256}``.
+        explicit_n_vocab: if given, checked against the number of tokens.
+
+    Use :meth:`from_vocab_merges` for a ``vocab`` + ``merges`` pair (a trained tokenizer, CS336 style).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        pat_str: str,
+        mergeable_ranks: dict[bytes, int],
+        special_tokens: dict[str, int],
+        explicit_n_vocab: int | None = None,
+    ):
+        self._setup(name, pat_str, mergeable_ranks, mergeable_ranks, special_tokens)
+        if explicit_n_vocab is not None:
+            n_tokens = len(mergeable_ranks) + len(special_tokens)
+            if n_tokens != explicit_n_vocab or self.max_token_value != explicit_n_vocab - 1:
+                raise ValueError(
+                    f"encoding {name!r}: explicit_n_vocab={explicit_n_vocab} but there are {n_tokens} tokens "
+                    f"with ids up to {self.max_token_value}"
+                )
+
+    @classmethod
+    def from_vocab_merges(
+        cls,
+        vocab: dict[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] = (),
+        *,
+        name: str = "custom",
+        pat_str: str = GPT2_PATTERN,
+    ) -> "Encoding":
+        """An encoding from a vocab (id -> bytes) and merges (in priority order), as a BPE trainer returns them.
+
+        Merge priority is the position in ``merges``; a token's id is the vocab's id for its bytes (ids need
+        not equal ranks: GPT-2's own vocab + merges give GPT-2's ids). Special tokens missing from the vocab
+        get new ids after the largest one.
+
+        >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+        >>> Encoding.from_vocab_merges(vocab, [(b"a", b"b")]).encode("abc")
+        [256, 99]
+        """
+        special_tokens = list(special_tokens)
+        special_bytes = {s.encode("utf-8") for s in special_tokens}
+        token_ids: dict[bytes, int] = {}
+        for idx, token in vocab.items():
+            if not isinstance(token, bytes) or not isinstance(idx, int):
+                raise TypeError(f"vocab must map int ids to bytes, got {idx!r}: {token!r}")
+            if token not in special_bytes:
+                token_ids.setdefault(token, idx)
+        missing_bytes = [bytes([b]) for b in range(256) if bytes([b]) not in token_ids]
+        if missing_bytes:
+            raise ValueError(
+                f"vocab lacks {len(missing_bytes)} single-byte tokens (e.g. {missing_bytes[0]!r}); "
+                "byte-level BPE needs all 256 so that any text can be encoded"
+            )
+        merge_ranks: dict[bytes, int] = {}
+        for rank, (left, right) in enumerate(merges):
+            merged = left + right
+            if merged not in token_ids:
+                raise ValueError(f"merge #{rank} {left!r} + {right!r} makes {merged!r}, which is not in the vocab")
+            merge_ranks.setdefault(merged, rank)
+        by_bytes = {token: idx for idx, token in vocab.items()}
+        next_id = max(vocab, default=-1) + 1
+        specials: dict[str, int] = {}
+        for s in special_tokens:
+            idx = by_bytes.get(s.encode("utf-8"))
+            if idx is None:
+                idx, next_id = next_id, next_id + 1
+            specials[s] = idx
+        enc = cls.__new__(cls)
+        enc._setup(name, pat_str, merge_ranks, token_ids, specials)
+        return enc
+
+    def _setup(self, name, pat_str, merge_ranks, token_ids, special_tokens) -> None:
+        self.name = name
+        self._pat_str = pat_str
+        self._merge_ranks = merge_ranks  # bytes -> merge priority
+        self._mergeable_ranks = token_ids  # bytes -> id (tiktoken's name; equal to merge_ranks for its files)
+        self._special_tokens = dict(special_tokens)
+        self._pretokenizer = compile_pattern(pat_str)
+        self._decoder: dict[int, bytes] = {idx: token for token, idx in token_ids.items()}
+        for text, idx in self._special_tokens.items():
+            self._decoder[idx] = text.encode("utf-8")
+        self._special_token_values = frozenset(self._special_tokens.values())
+        self.max_token_value = max(self._decoder, default=-1)
+        self._cache = _PieceCache()
+        self._cache.encode_piece = self._encode_piece
+
+    def __repr__(self) -> str:
+        return f"<Encoding {self.name!r}>"
+
+    # ---- encoding ------------------------------------------------------------------------------------------
+
+    def _encode_piece(self, piece: str) -> tuple[int, ...]:
+        """One pre-token -> ids. Raises UnicodeEncodeError on a lone surrogate (handled by the callers)."""
+        data = piece.encode("utf-8")
+        token_ids = self._mergeable_ranks
+        idx = token_ids.get(data)
+        if idx is not None:
+            return (idx,)  # a whole piece that is a token is that token, as in tiktoken
+        return tuple([token_ids[part] for part in bpe.merge(data, self._merge_ranks)])
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text``, treating special tokens as plain text.
+
+        >>> enc.encode_ordinary("hello world<|endoftext|>")  # doctest: +SKIP
+        [31373, 995, 27, 91, 437, 1659, 5239, 91, 29]
+        """
+        try:
+            return list(chain.from_iterable(map(self._cache.__getitem__, self._pretokenizer.split(text))))
+        except UnicodeEncodeError:
+            # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
+            text = _replace_surrogates(text)
+            return list(chain.from_iterable(map(self._cache.__getitem__, self._pretokenizer.split(text))))
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006 - tiktoken's signature
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> list[int]:
+        """Encode ``text``. Special tokens are encoded as such only when allowed.
+
+        By default any text that spells a special token raises ``ValueError`` (a prompt injection guard);
+        pass it in ``allowed_special`` to get its id, or exclude it from ``disallowed_special`` to encode it
+        as plain text.
+
+        >>> enc.encode("hello <|endoftext|>", allowed_special="all")  # doctest: +SKIP
+        [31373, 220, 50256]
+        >>> enc.encode("hello <|endoftext|>", disallowed_special=())  # doctest: +SKIP
+        [31373, 1279, 91, 437, 1659, 5239, 91, 29]
+        """
+        allowed = self._allowed(allowed_special)
+        self._check_disallowed(text, allowed, disallowed_special)
+        if not allowed:
+            return self.encode_ordinary(text)
+        ids: list[int] = []
+        start = 0
+        for m in special_token_regex(allowed).finditer(text):
+            ids += self.encode_ordinary(text[start : m.start()])
+            ids.append(self._special_tokens[m.group()])
+            start = m.end()
+        ids += self.encode_ordinary(text[start:])
+        return ids
+
+    def _allowed(self, allowed_special) -> frozenset[str]:
+        if allowed_special == "all":
+            return frozenset(self._special_tokens)
+        if isinstance(allowed_special, str):
+            raise TypeError(f'allowed_special must be "all" or a set of special tokens, got {allowed_special!r}')
+        unknown = set(allowed_special) - self._special_tokens.keys()
+        if unknown:
+            raise ValueError(
+                f"allowed_special names {sorted(unknown)!r}, which are not special tokens of {self.name!r}; "
+                f"its special tokens are {sorted(self._special_tokens)!r}"
+            )
+        return frozenset(allowed_special)
+
+    def _check_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
+        if disallowed_special == "all":
+            disallowed = frozenset(self._special_tokens) - allowed
+        elif isinstance(disallowed_special, str):
+            raise TypeError(f'disallowed_special must be "all" or a collection of tokens, got {disallowed_special!r}')
+        else:
+            disallowed = frozenset(disallowed_special)
+        if disallowed:
+            m = special_token_regex(disallowed).search(text)
+            if m:
+                token = m.group()
+                raise ValueError(
+                    f"The text contains the special token {token!r}, which is disallowed. "
+                    f"To encode it as the special token, pass allowed_special={{{token!r}}} (or \"all\"); "
+                    f"to encode it as plain text, pass disallowed_special=() "
+                    f"(or enc.special_tokens_set - {{{token!r}}} to keep checking the others)."
+                )
+
+    def encode_batch(
+        self,
+        text: Sequence[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> list[list[int]]:
+        """Encode several texts. ``num_threads`` is accepted for tiktoken compatibility; with Python's GIL
+        threads would not help, so texts are encoded one after another."""
+        return [self.encode(t, allowed_special=allowed_special, disallowed_special=disallowed_special) for t in text]
+
+    def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
+        """Encode several texts, special tokens as plain text."""
+        return [self.encode_ordinary(t) for t in text]
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The id of a text that is exactly one token (special tokens included); KeyError otherwise.
+
+        >>> enc.encode_single_token("hello")  # doctest: +SKIP
+        31373
+        """
+        if isinstance(text_or_bytes, str):
+            if text_or_bytes in self._special_tokens:
+                return self._special_tokens[text_or_bytes]
+            data = text_or_bytes.encode("utf-8", "surrogatepass")
+        else:
+            data = bytes(text_or_bytes)
+        idx = self._mergeable_ranks.get(data)
+        if idx is None:
+            special = {t.encode("utf-8"): i for t, i in self._special_tokens.items()}.get(data)
+            if special is None:
+                raise KeyError(f"{text_or_bytes!r} is not a single token of {self.name!r}; use encode() for text")
+            return special
+        return idx
+
+    # ---- decoding ------------------------------------------------------------------------------------------
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        """The bytes of ``tokens`` joined.
+
+        >>> enc.decode_bytes([31373, 995])  # doctest: +SKIP
+        b'hello world'
+        """
+        try:
+            return b"".join(map(self._decoder.__getitem__, tokens))
+        except KeyError as e:
+            raise self._unknown_token(e.args[0]) from None
+        except TypeError:
+            bad = next(t for t in tokens if not isinstance(t, int) and not hasattr(t, "__index__"))
+            raise TypeError(f"token ids must be integers, got {bad!r}") from None
+
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        """The text of ``tokens``. Bytes that are not valid UTF-8 (a token sequence may cut a character in
+        two) become U+FFFD by default; pass ``errors="strict"`` to get an error instead.
+
+        >>> enc.decode([31373, 995])  # doctest: +SKIP
+        'hello world'
+        """
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token (special tokens included); KeyError for an unknown id."""
+        try:
+            return self._decoder[token]
+        except (KeyError, TypeError):
+            raise self._unknown_token(token) from None
+
+    def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
+        """The bytes of each token: useful to see where the boundaries fall.
+
+        >>> enc.decode_tokens_bytes([31373, 995])  # doctest: +SKIP
+        [b'hello', b' world']
+        """
+        return [self.decode_single_token_bytes(t) for t in tokens]
+
+    def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8) -> list[str]:
+        """Decode several token lists."""
+        return [self.decode(tokens, errors=errors) for tokens in batch]
+
+    def _unknown_token(self, token) -> KeyError:
+        return KeyError(
+            f"token id {token!r} is not in the vocabulary of {self.name!r} (ids run from 0 to {self.max_token_value})"
+        )
+
+    # ---- streaming -----------------------------------------------------------------------------------------
+
+    def encode_iterable(
+        self,
+        iterable: Iterable[str],
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> Iterator[int]:
+        """Lazily encode text arriving in chunks; yields exactly ``encode("".join(chunks))``'s ids."""
+        from .streaming import encode_iterable
+
+        return encode_iterable(self, iterable, allowed_special=allowed_special, disallowed_special=disallowed_special)
+
+    # ---- saving --------------------------------------------------------------------------------------------
+
+    def save(self, path, format: str = "gpt2") -> None:  # noqa: A002
+        """Write this encoding's files to ``path`` in ``format`` ("gpt2", "tiktoken" or "hf")."""
+        from .formats import save_encoding
+
+        save_encoding(self, path, format=format)
+
+    # ---- about the vocabulary ------------------------------------------------------------------------------
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every ordinary (non-special) token, sorted."""
+        return sorted(self._mergeable_ranks)
+
+    @property
+    def eot_token(self) -> int:
+        """The id of ``<|endoftext|>``."""
+        return self._special_tokens["<|endoftext|>"]
+
+    @functools.cached_property
+    def special_tokens_set(self) -> set[str]:
+        return set(self._special_tokens)
+
+    def is_special_token(self, token: int) -> bool:
+        return token in self._special_token_values
+
+    @property
+    def n_vocab(self) -> int:
+        """The number of ids, ``max_token_value + 1``."""
+        return self.max_token_value + 1
+
+    @property
+    def pat_str(self) -> str:
+        return self._pat_str
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special_tokens)
+
+    @property
+    def merge_ranks(self) -> dict[bytes, int]:
+        """Merge priority of each token made by a merge (lower merges first)."""
+        return self._merge_ranks
+
+
+def _replace_surrogates(text: str) -> str:
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
