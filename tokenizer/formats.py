@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,19 +41,23 @@ def unicode_to_bytes() -> dict[str, int]:
     return {c: b for b, c in bytes_to_unicode().items()}
 
 
+# str.translate tables, so converting a whole vocabulary runs in C: byte b <-> the character GPT-2 uses for it.
+_TO_GPT2 = {b: c for b, c in bytes_to_unicode().items()}
+_FROM_GPT2 = {ord(c): b for b, c in bytes_to_unicode().items()}
+_NOT_GPT2_CHAR = re.compile("[^" + re.escape("".join(bytes_to_unicode().values())) + "]")
+
+
 def token_to_gpt2_str(token: bytes) -> str:
     """``b" world"`` -> ``"Ġworld"``."""
-    table = bytes_to_unicode()
-    return "".join(table[b] for b in token)
+    return token.decode("latin-1").translate(_TO_GPT2)
 
 
 def gpt2_str_to_token(text: str, *, where: str = "") -> bytes:
     """``"Ġworld"`` -> ``b" world"``; a character outside the map raises ValueError naming ``where``."""
-    table = unicode_to_bytes()
-    try:
-        return bytes(table[c] for c in text)
-    except KeyError as e:
-        raise ValueError(f"{where}: {e.args[0]!r} is not a character of GPT-2's byte<->unicode map") from None
+    bad = _NOT_GPT2_CHAR.search(text)
+    if bad:
+        raise ValueError(f"{where}: {bad.group()!r} is not a character of GPT-2's byte<->unicode map")
+    return text.translate(_FROM_GPT2).encode("latin-1")
 
 
 def read_gpt2_encoder_json(path: str | os.PathLike) -> tuple[dict[bytes, int], dict[str, int]]:
@@ -67,16 +72,15 @@ def read_gpt2_encoder_json(path: str | os.PathLike) -> tuple[dict[bytes, int], d
         raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object mapping token strings to ids")
-    table = unicode_to_bytes()
     ranks: dict[bytes, int] = {}
     specials: dict[str, int] = {}
     for text, idx in data.items():
         if not isinstance(idx, int):
             raise ValueError(f"{path}: token {text!r} has id {idx!r}, expected an integer")
-        if all(c in table for c in text) and not (text.startswith("<|") and text.endswith("|>")):
-            ranks[bytes(table[c] for c in text)] = idx
-        else:
+        if _NOT_GPT2_CHAR.search(text) or (text.startswith("<|") and text.endswith("|>")):
             specials[text] = idx
+        else:
+            ranks[text.translate(_FROM_GPT2).encode("latin-1")] = idx
     return ranks, specials
 
 

@@ -17,7 +17,6 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .download import ChecksumError, DownloadError, download_file, openai_public_url, sha256_file
 from .encoding import Encoding
 from .formats import read_gpt2_encoder_json, read_tiktoken_file
 from .pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
@@ -150,6 +149,9 @@ def cache_dir() -> Path:
 
 def vocab_file_path(vocab: VocabFile) -> Path:
     """A verified local copy of ``vocab``: packaged, in $TOKENIZER_DATA_DIR, cached, or downloaded now."""
+    # imported here: requests and tqdm cost ~0.1 s, and the packaged GPT-2 files never need them
+    from .download import DownloadError, download_file, openai_public_url, sha256_file
+
     if vocab in (GPT2_ENCODER_JSON, GPT2_VOCAB_BPE):
         return _verified(PACKAGE_DATA / Path(vocab.name).name, vocab)
     data_dir = os.environ.get("TOKENIZER_DATA_DIR")
@@ -170,6 +172,8 @@ def vocab_file_path(vocab: VocabFile) -> Path:
 
 
 def _verified(path: Path, vocab: VocabFile) -> Path:
+    from .download import ChecksumError, sha256_file
+
     actual = sha256_file(path)
     if actual != vocab.sha256:
         raise ChecksumError(f"{path}: sha256 is {actual}, expected {vocab.sha256} for {vocab.name}; the file is corrupt or not "
