@@ -164,11 +164,7 @@ def vocab_file_path(vocab: VocabFile) -> Path:
     try:
         return download_file(url, cached, sha256=vocab.sha256, desc=vocab.name)
     except DownloadError as e:
-        raise DownloadError(
-            f"{vocab.name} is not available offline and could not be downloaded ({e}). "
-            f"Put the file at {cached}, or set TOKENIZER_DATA_DIR to a folder holding {vocab.name}, "
-            f"or set OPENAIPUBLIC_URL to a mirror."
-        ) from e
+        raise DownloadError(f"{e} Or set TOKENIZER_DATA_DIR to a folder that holds {vocab.name}.") from e
 
 
 def _verified(path: Path, vocab: VocabFile) -> Path:

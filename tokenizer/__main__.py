@@ -1,0 +1,7 @@
+"""``python -m tokenizer``: see :mod:`tokenizer.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
