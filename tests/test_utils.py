@@ -1,0 +1,255 @@
+"""Tests for utils.py: downloading a GPT-2 checkpoint, converting it, and the TF-free warm start.
+
+A tiny checkpoint in OpenAI's exact format (tests/tiny_checkpoint.py) stands in for the real 500 MB
+one; it is written once per session because importing TensorFlow takes seconds. Downloads come from
+a local HTTP server (tests/conftest_download.py). The project's encoder.py is replaced by a stub so
+these tests exercise only utils.py.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # let `import utils` work however pytest was started
+    sys.path.insert(0, str(ROOT))
+
+import utils  # noqa: E402
+from conftest_download import file_server  # noqa: E402,F401 - a fixture, used by name
+from tiny_checkpoint import write_tiny_checkpoint  # noqa: E402
+
+SIZE = "124M"  # served under the real name; the files inside are tiny
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """(model_dir, params) of a tiny checkpoint shared by every test; copy it before changing it."""
+    model_dir = tmp_path_factory.mktemp("tiny") / SIZE
+    return model_dir, write_tiny_checkpoint(model_dir)
+
+
+@pytest.fixture
+def stub_encoder(monkeypatch):
+    module = types.ModuleType("encoder")
+    module.get_encoder = lambda model_name, models_dir: ("stub encoder", model_name, str(models_dir))
+    monkeypatch.setitem(sys.modules, "encoder", module)
+
+
+@pytest.fixture
+def served(file_server, tiny, monkeypatch):
+    """The tiny checkpoint's files, served where download_gpt2_files looks for GPT-2 124M."""
+    model_dir, _ = tiny
+    for name in utils.CHECKPOINT_FILES:
+        path = model_dir / name
+        # The tiny checkpoint has no .meta graph; nothing reads it, but the real release has one.
+        body = path.read_bytes() if path.exists() else b"placeholder meta graph\n"
+        file_server.files[f"/gpt-2/models/{SIZE}/{name}"] = body
+    monkeypatch.setenv("OPENAIPUBLIC_URL", file_server.url)
+    return file_server
+
+
+@pytest.fixture
+def conversions(monkeypatch):
+    """Count calls of the TF converter (still doing the real work)."""
+    calls = []
+    convert = utils.load_gpt2_params_from_tf_ckpt
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return convert(*args, **kwargs)
+
+    monkeypatch.setattr(utils, "load_gpt2_params_from_tf_ckpt", counting)
+    return calls
+
+
+def assert_same_params(actual, expected):
+    assert actual.keys() == expected.keys()
+    assert len(actual["blocks"]) == len(expected["blocks"])
+    pairs = [(actual["wte"], expected["wte"]), (actual["wpe"], expected["wpe"])]
+    pairs += _leaf_pairs(actual["ln_f"], expected["ln_f"])
+    for got_block, want_block in zip(actual["blocks"], expected["blocks"]):
+        pairs += _leaf_pairs(got_block, want_block)
+    for got, want in pairs:
+        assert got.dtype == np.float32 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+
+
+def _leaf_pairs(got, want):
+    assert got.keys() == want.keys()
+    pairs = []
+    for key in want:
+        if isinstance(want[key], dict):
+            pairs += _leaf_pairs(got[key], want[key])
+        else:
+            pairs.append((got[key], want[key]))
+    return pairs
+
+
+def test_tiny_checkpoint_has_openai_layout(tiny):
+    import tensorflow as tf
+
+    model_dir, params = tiny
+    assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "model.ckpt")
+    assert utils.latest_checkpoint(model_dir) == model_dir / "model.ckpt"  # the TF-free twin agrees
+    shapes = dict(tf.train.list_variables(str(model_dir / "model.ckpt")))
+    assert shapes["model/wte"] == [50257, 16]
+    assert shapes["model/h1/attn/c_attn/w"] == [1, 16, 48]
+    assert shapes["model/h0/mlp/c_proj/w"] == [1, 64, 16]
+    assert params["blocks"][0]["mlp"]["c_proj"]["w"].shape == (64, 16)
+
+
+def test_latest_checkpoint_needs_the_index_file(tiny, tmp_path):
+    assert utils.latest_checkpoint(tmp_path) is None
+    shutil.copy(tiny[0] / "checkpoint", tmp_path)
+    assert utils.latest_checkpoint(tmp_path) is None  # names model.ckpt, whose .index is absent
+
+
+def test_conversion_round_trip_is_exact(tiny):
+    model_dir, params = tiny
+    hparams = json.loads((model_dir / "hparams.json").read_text())
+    assert_same_params(utils.load_gpt2_params_from_tf_ckpt(model_dir / "model.ckpt", hparams), params)
+
+
+def test_shape_mismatch_names_variable_and_both_shapes(tiny):
+    model_dir, _ = tiny
+    hparams = json.loads((model_dir / "hparams.json").read_text())
+    with pytest.raises(ValueError) as info:
+        utils.load_gpt2_params_from_tf_ckpt(model_dir / "model.ckpt", {**hparams, "n_ctx": 64})
+    message = str(info.value)
+    assert "model/wpe" in message and "[32, 16]" in message and "[64, 16]" in message
+
+
+@pytest.mark.parametrize("n_layer, named", [(3, "missing variables ['model/h2/"), (1, "unexpected variables ['model/h1/")])
+def test_layer_count_mismatch_names_the_variables(tiny, n_layer, named):
+    model_dir, _ = tiny
+    hparams = json.loads((model_dir / "hparams.json").read_text())
+    with pytest.raises(ValueError, match=named.replace("[", r"\[")):
+        utils.load_gpt2_params_from_tf_ckpt(model_dir / "model.ckpt", {**hparams, "n_layer": n_layer})
+
+
+def test_unknown_model_size_lists_the_valid_ones(tmp_path):
+    for call in (utils.download_gpt2_files, utils.load_encoder_hparams_and_params):
+        with pytest.raises(ValueError) as info:
+            call("125M", tmp_path)
+        assert "125M" in str(info.value)
+        assert all(size in str(info.value) for size in ("124M", "355M", "774M", "1558M"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_gpt2_files_fetches_all_seven(served, tmp_path):
+    utils.download_gpt2_files(SIZE, tmp_path / SIZE)
+    for name in utils.CHECKPOINT_FILES:
+        assert (tmp_path / SIZE / name).read_bytes() == served.files[f"/gpt-2/models/{SIZE}/{name}"]
+    assert len(served.requests) == 7
+
+
+def test_cold_load_downloads_and_converts_then_warm_load_uses_cache(
+    served, tiny, tmp_path, stub_encoder, monkeypatch
+):
+    _, params = tiny
+    encoder, hparams, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert encoder == ("stub encoder", SIZE, str(tmp_path))
+    assert hparams == {"n_vocab": 50257, "n_ctx": 32, "n_embd": 16, "n_head": 2, "n_layer": 2}
+    assert_same_params(loaded, params)
+    assert len(served.requests) == 7
+    assert (tmp_path / SIZE / "params-npy" / "manifest.json").is_file()
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a warm start must neither convert nor download")
+
+    monkeypatch.setattr(utils, "load_gpt2_params_from_tf_ckpt", forbidden)
+    monkeypatch.setattr(utils, "download_gpt2_files", forbidden)
+    _, hparams_again, warm = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert hparams_again == hparams
+    assert_same_params(warm, params)
+    assert isinstance(warm["wte"], np.memmap) and not warm["wte"].flags.writeable
+
+
+def test_warm_load_does_not_import_tensorflow(tiny, tmp_path, stub_encoder):
+    shutil.copytree(tiny[0], tmp_path / SIZE)
+    utils.load_encoder_hparams_and_params(SIZE, tmp_path)  # cold: builds the cache (imports TF here)
+    script = (
+        "import sys, types\n"
+        "stub = types.ModuleType('encoder'); stub.get_encoder = lambda *args: 'stub'\n"
+        "sys.modules['encoder'] = stub\n"
+        "import utils\n"
+        "encoder, hparams, params = utils.load_encoder_hparams_and_params('124M', sys.argv[1])\n"
+        "print('tensorflow' in sys.modules, type(params['blocks'][1]['attn']['c_attn']['w']).__name__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "memmap"]
+
+
+def test_cache_is_rebuilt_when_the_checkpoint_changes(tiny, tmp_path, stub_encoder, conversions):
+    model_dir = tmp_path / SIZE
+    shutil.copytree(tiny[0], model_dir)
+    utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert len(conversions) == 1
+
+    new_params = write_tiny_checkpoint(model_dir, seed=1)  # same shapes, new weights
+    _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert len(conversions) == 2
+    assert_same_params(loaded, new_params)
+    _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert len(conversions) == 2  # and the rebuilt cache is used from then on
+    assert_same_params(loaded, new_params)
+
+
+def test_damaged_cache_is_rebuilt_with_a_warning(tiny, tmp_path, stub_encoder, conversions):
+    shutil.copytree(tiny[0], tmp_path / SIZE)
+    utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    damaged = tmp_path / SIZE / "params-npy" / "h0.attn.c_attn.w.npy"
+    damaged.write_bytes(damaged.read_bytes()[:200])
+    with pytest.warns(UserWarning, match="h0.attn.c_attn.w.npy"):
+        _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert len(conversions) == 2
+    assert_same_params(loaded, tiny[1])
+    assert not list((tmp_path / SIZE).glob(".params-npy-*"))  # no temporary directories left behind
+
+
+def test_partial_download_is_completed(served, tiny, tmp_path, stub_encoder):
+    model_dir = tmp_path / SIZE
+    shutil.copytree(tiny[0], model_dir)
+    (model_dir / "vocab.bpe").unlink()  # as if an earlier download stopped near the end
+    _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert_same_params(loaded, tiny[1])
+    assert (model_dir / "vocab.bpe").read_bytes() == (tiny[0] / "vocab.bpe").read_bytes()
+    # Only what was missing was fetched: vocab.bpe and the (unneeded but absent) .meta graph.
+    assert sorted(path for path, _ in served.requests) == [
+        f"/gpt-2/models/{SIZE}/model.ckpt.meta",
+        f"/gpt-2/models/{SIZE}/vocab.bpe",
+    ]
+
+
+def test_corrupt_hparams_json_is_named(tiny, tmp_path, stub_encoder):
+    shutil.copytree(tiny[0], tmp_path / SIZE)
+    (tmp_path / SIZE / "hparams.json").write_text("{not json")
+    with pytest.raises(ValueError, match="hparams.json"):
+        utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    (tmp_path / SIZE / "hparams.json").write_text('{"n_vocab": 50257}')
+    with pytest.raises(ValueError, match="n_ctx"):
+        utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+
+
+def test_truncated_checkpoint_data_is_named(tiny, tmp_path, stub_encoder):
+    model_dir = tmp_path / SIZE
+    shutil.copytree(tiny[0], model_dir)
+    data = model_dir / "model.ckpt.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:1000])
+    with pytest.raises(ValueError, match="model.ckpt"):
+        utils.load_encoder_hparams_and_params(SIZE, tmp_path)

@@ -1,0 +1,289 @@
+"""Fetch OpenAI's GPT-2 checkpoint and turn it into NumPy arrays (picoGPT's utils.py, made sturdy).
+
+GPT-2 was released as a TensorFlow checkpoint. Reading it needs TensorFlow, which takes seconds to
+import, so TF is used only once per checkpoint: the first load converts the weights and saves them
+beside the checkpoint in NumPy's own ``.npy`` format (``{model_dir}/params-npy/``). Every later load
+memory-maps those files with ``np.load(mmap_mode="r")``: no TensorFlow import, no copying, and pages
+of the weights are read from disk only when the model touches them.
+
+A small manifest in that directory records what the cache was made from (the hparams, the sha256 of
+``model.ckpt.index``, which holds a checksum of every tensor, and the data files' sizes), so a changed
+checkpoint is converted again instead of silently using stale arrays. The cache is built in a
+temporary directory and renamed into place, so a half-written cache never exists.
+
+The weights come back in picoGPT's params tree::
+
+    {"wte": [n_vocab, n_embd], "wpe": [n_ctx, n_embd],
+     "blocks": [{"ln_1": {"g", "b"}, "attn": {"c_attn": {"w", "b"}, "c_proj": {"w", "b"}},
+                 "ln_2": {"g", "b"}, "mlp": {"c_fc": {"w", "b"}, "c_proj": {"w", "b"}}}, ...],
+     "ln_f": {"g", "b"}}
+
+Warm-loaded arrays are read-only memory maps; copy one (``np.array(a)``) before changing it in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from tokenizer.download import download_file, openai_public_url, sha256_file
+
+MODEL_SIZES = ("124M", "355M", "774M", "1558M")
+CHECKPOINT_FILES = (
+    "checkpoint",
+    "encoder.json",
+    "hparams.json",
+    "model.ckpt.data-00000-of-00001",
+    "model.ckpt.index",
+    "model.ckpt.meta",
+    "vocab.bpe",
+)
+# Everything above except the .meta graph, which nothing here reads: a missing one is no reason to
+# go to the network.
+NEEDED_FILES = tuple(name for name in CHECKPOINT_FILES if name != "model.ckpt.meta")
+CACHE_DIR_NAME = "params-npy"
+CACHE_FORMAT = 1  # bump when the cache layout changes, so old caches are rebuilt
+
+
+def download_gpt2_files(model_size: str, model_dir) -> None:
+    """Download the 7 files of GPT-2 ``model_size`` into ``model_dir``; files already there are kept."""
+    _check_model_size(model_size)
+    for name in CHECKPOINT_FILES:
+        url = openai_public_url(f"gpt-2/models/{model_size}/{name}")
+        download_file(url, Path(model_dir) / name, desc=f"{model_size}/{name}")
+
+
+def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict) -> dict:
+    """Read OpenAI's TF checkpoint at ``tf_ckpt_path`` (a prefix such as ``.../model.ckpt``) into the
+    params tree, float32 and C-contiguous, checking every shape against ``hparams`` first."""
+    import tensorflow as tf  # only here: a warm start must never pay for importing TF
+
+    expected = _expected_shapes(hparams)
+    try:
+        stored = {name: tuple(shape) for name, shape in tf.train.list_variables(str(tf_ckpt_path))}
+    except Exception as exc:  # TF raises a zoo of error types for unreadable files
+        raise ValueError(
+            f"cannot read the TensorFlow checkpoint {tf_ckpt_path} ({exc}); delete its files and "
+            f"download them again"
+        ) from exc
+
+    missing = sorted(set(expected) - set(stored))
+    unexpected = sorted(name for name in stored if name.startswith("model/") and name not in expected)
+    if missing or unexpected:
+        raise ValueError(
+            f"checkpoint {tf_ckpt_path} does not match hparams {hparams}: missing variables {missing}, "
+            f"unexpected variables {unexpected}; are hparams.json and the checkpoint from the same model?"
+        )
+    for name, shape in expected.items():
+        if stored[name] != shape:
+            raise ValueError(
+                f"checkpoint {tf_ckpt_path}: variable {name} has shape {list(stored[name])}, but hparams "
+                f"{hparams} expect {list(shape)}; are hparams.json and the checkpoint from the same model?"
+            )
+
+    params = {}
+    for name, shape in expected.items():
+        try:
+            array = tf.train.load_variable(str(tf_ckpt_path), name)
+        except Exception as exc:  # typically a missing or truncated .data file
+            raise ValueError(
+                f"cannot read variable {name} from the TensorFlow checkpoint {tf_ckpt_path} ({exc}); "
+                f"delete its files and download them again"
+            ) from exc
+        if len(shape) == 3:
+            array = array[0]  # the [1, nx, nf] "convolution" is really an [nx, nf] matrix
+        _put(params, name, np.ascontiguousarray(array, dtype=np.float32))
+    return params
+
+
+def load_encoder_hparams_and_params(model_size: str, models_dir):
+    """Return ``(encoder, hparams, params)`` for GPT-2 ``model_size`` in ``{models_dir}/{model_size}``.
+
+    Files are downloaded when the checkpoint or a file this needs is missing (files already there are
+    kept). The TF checkpoint is converted once into cached ``.npy`` arrays, which later calls map.
+    """
+    _check_model_size(model_size)
+    model_dir = Path(models_dir) / model_size
+    if latest_checkpoint(model_dir) is None or not all((model_dir / n).is_file() for n in NEEDED_FILES):
+        download_gpt2_files(model_size, model_dir)
+    ckpt_path = latest_checkpoint(model_dir)
+    if ckpt_path is None:
+        raise FileNotFoundError(
+            f"{model_dir / 'checkpoint'} names no checkpoint whose .index file exists; delete "
+            f"{model_dir} and run again to download it afresh"
+        )
+
+    hparams = _read_hparams(model_dir / "hparams.json")
+    stamp = _checkpoint_stamp(ckpt_path, hparams)
+    params = _load_cache(model_dir / CACHE_DIR_NAME, stamp, hparams)
+    if params is None:
+        params = load_gpt2_params_from_tf_ckpt(ckpt_path, hparams)
+        _save_cache(model_dir / CACHE_DIR_NAME, stamp, params)
+
+    import encoder  # the project's top-level encoder.py; imported late to keep `import utils` light
+
+    return encoder.get_encoder(model_size, models_dir), hparams, params
+
+
+def latest_checkpoint(model_dir) -> Path | None:
+    """The checkpoint prefix named by ``{model_dir}/checkpoint``, or None if there is none.
+
+    Does what ``tf.train.latest_checkpoint`` does for OpenAI's layout, without importing TF: the
+    file's ``model_checkpoint_path: "model.ckpt"`` line names a prefix, which counts only if
+    ``{prefix}.index`` exists.
+    """
+    state = Path(model_dir) / "checkpoint"
+    try:
+        text = state.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    match = re.search(r'^model_checkpoint_path:\s*"((?:[^"\\]|\\.)*)"', text, re.MULTILINE)
+    if not match:
+        return None
+    prefix = Path(model_dir) / match[1]  # an absolute path stays absolute
+    return prefix if prefix.with_name(prefix.name + ".index").is_file() else None
+
+
+def _check_model_size(model_size: str) -> None:
+    if model_size not in MODEL_SIZES:
+        raise ValueError(f"unknown GPT-2 model size {model_size!r}; choose one of {', '.join(MODEL_SIZES)}")
+
+
+def _read_hparams(path: Path) -> dict:
+    """hparams.json as a dict, or an error naming the file and what is wrong with it."""
+    try:
+        hparams = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read {path} ({exc}); delete it and run again to download it afresh") from exc
+    needed = ("n_vocab", "n_ctx", "n_embd", "n_head", "n_layer")
+    if not isinstance(hparams, dict):
+        raise ValueError(f"{path} holds {type(hparams).__name__}, not a JSON object; delete it and run again")
+    bad = [key for key in needed if not isinstance(hparams.get(key), int)]
+    if bad:
+        raise ValueError(f"{path} lacks integer values for {bad}; delete it and run again to download it afresh")
+    return hparams
+
+
+def _expected_shapes(hparams: dict) -> dict[str, tuple[int, ...]]:
+    """OpenAI's variable names mapped to the shapes ``hparams`` imply (see tests/tiny_checkpoint.py)."""
+    d = hparams["n_embd"]
+    shapes = {"model/wte": (hparams["n_vocab"], d), "model/wpe": (hparams["n_ctx"], d)}
+    # In the order a block uses them; "w" is [1, nx, nf] (see load_gpt2_params_from_tf_ckpt).
+    block = {"ln_1": None, "attn/c_attn": (d, 3 * d), "attn/c_proj": (d, d),
+             "ln_2": None, "mlp/c_fc": (d, 4 * d), "mlp/c_proj": (4 * d, d)}
+    for i in range(hparams["n_layer"]):
+        for name, dense in block.items():
+            if dense is None:  # a layer norm: gain and bias
+                shapes[f"model/h{i}/{name}/g"] = shapes[f"model/h{i}/{name}/b"] = (d,)
+            else:
+                shapes[f"model/h{i}/{name}/w"] = (1, *dense)
+                shapes[f"model/h{i}/{name}/b"] = (dense[1],)
+    shapes["model/ln_f/g"] = shapes["model/ln_f/b"] = (d,)
+    return shapes
+
+
+def _split(variable: str) -> tuple[int | None, list[str]]:
+    """"model/h3/attn/c_attn/w" -> (3, ["attn", "c_attn", "w"]); "model/ln_f/g" -> (None, ["ln_f", "g"])."""
+    keys = variable.removeprefix("model/").split("/")
+    if re.fullmatch(r"h\d+", keys[0]):
+        return int(keys[0][1:]), keys[1:]
+    return None, keys
+
+
+def _put(params: dict, variable: str, array: np.ndarray) -> None:
+    """Store ``array`` at the place in the params tree that OpenAI's ``variable`` name maps to."""
+    block, keys = _split(variable)
+    node = params
+    if block is not None:
+        blocks = params.setdefault("blocks", [])
+        while len(blocks) <= block:  # variables arrive block by block, so this only appends
+            blocks.append({})
+        node = blocks[block]
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = array
+
+
+def _get(params: dict, variable: str) -> np.ndarray:
+    block, keys = _split(variable)
+    node = params if block is None else params["blocks"][block]
+    for key in keys:
+        node = node[key]
+    return node
+
+
+def _cache_file(cache_dir: Path, variable: str) -> Path:
+    """"model/h3/attn/c_attn/w" -> cache_dir / "h3.attn.c_attn.w.npy"."""
+    return cache_dir / (variable.removeprefix("model/").replace("/", ".") + ".npy")
+
+
+def _checkpoint_stamp(ckpt_path: Path, hparams: dict) -> dict:
+    """What the cache must have been made from to be valid for this checkpoint."""
+    index = ckpt_path.with_name(ckpt_path.name + ".index")
+    data = sorted(ckpt_path.parent.glob(ckpt_path.name + ".data-*"))
+    return {
+        "format": CACHE_FORMAT,
+        "hparams": hparams,
+        "index_sha256": sha256_file(index),
+        "data_sizes": {path.name: path.stat().st_size for path in data},
+    }
+
+
+def _load_cache(cache_dir: Path, stamp: dict, hparams: dict) -> dict | None:
+    """The cached params if the cache matches ``stamp``; None (rebuild it) if absent or stale;
+    None with a warning if it is damaged."""
+    try:
+        manifest = json.loads((cache_dir / "manifest.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"ignoring the damaged cache manifest {cache_dir / 'manifest.json'} ({exc}); rebuilding it")
+        return None
+    if not isinstance(manifest, dict) or manifest.get("stamp") != stamp:
+        return None
+    params = {}
+    for name, shape in _expected_shapes(hparams).items():
+        path = _cache_file(cache_dir, name)
+        want = shape[1:] if len(shape) == 3 else shape  # stored as used: [nx, nf]
+        try:
+            array = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"ignoring the damaged cached array {path} ({exc}); rebuilding the cache")
+            return None
+        if array.shape != want or array.dtype != np.float32:
+            warnings.warn(f"ignoring the cached array {path}: {array.dtype}{list(array.shape)}, "
+                          f"expected float32{list(want)}; rebuilding the cache")
+            return None
+        _put(params, name, array)
+    return params
+
+
+def _save_cache(cache_dir: Path, stamp: dict, params: dict) -> None:
+    """Write the cache into a temporary sibling directory, then rename it into place.
+
+    Failing to write a cache (read-only directory, full disk) only costs speed, so it warns instead
+    of failing the load.
+    """
+    tmp = None
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-", dir=cache_dir.parent))
+        for name in _expected_shapes(stamp["hparams"]):
+            np.save(_cache_file(tmp, name), _get(params, name))
+        # The manifest goes last: a cache is only ever trusted through it.
+        (tmp / "manifest.json").write_text(json.dumps({"stamp": stamp}, indent=1) + "\n", encoding="utf-8")
+        if cache_dir.exists():  # a directory cannot be replaced in one step: move the old one aside
+            old = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-old-", dir=cache_dir.parent))
+            os.replace(cache_dir, old / cache_dir.name)
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(tmp, cache_dir)
+    except OSError as exc:
+        warnings.warn(f"could not write the NumPy cache {cache_dir} ({exc}); the next load converts again")
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
