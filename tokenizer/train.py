@@ -1,0 +1,429 @@
+"""Train a byte-level BPE tokenizer from a text file (CS336 assignment 1 semantics).
+
+    >>> vocab, merges = train_bpe("corpus.txt", 10_000, ["<|endoftext|>"])
+
+The result is ``(vocab, merges)``: ``vocab`` maps ids to token bytes — ids 0..255 are the single bytes, then
+one id per merge in the order the merges were learned, then the special tokens — and ``merges`` lists the
+learned pairs ``(left, right)`` in that same order.
+
+What is counted, exactly:
+
+* The text is cut at special tokens first (the longest one wins where two overlap); special tokens are hard
+  boundaries and are never counted nor merged into anything.
+* Each piece between special tokens is cut into pre-tokens with the regular expression ``pattern`` (GPT-2's by
+  default). A pair of adjacent tokens is only ever counted inside one pre-token.
+* Every step merges the most frequent pair; among pairs with the same count the lexicographically greater
+  pair of byte strings wins, comparing ``(left_bytes, right_bytes)`` tuples. Inside a pre-token a merge
+  replaces occurrences left to right without overlap (``a a a`` with the pair ``(a, a)`` becomes ``aa a``).
+* Training stops at ``vocab_size`` entries, or earlier when no pair is left.
+
+How it runs, in two phases:
+
+1. Counting pre-tokens. The file is cut into chunks of about ``chunk_size`` bytes at *safe boundaries*
+   (see :func:`find_chunk_boundaries`), so no pre-token and no special token straddles two chunks and the
+   counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a time, split it and
+   return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up. Memory therefore grows
+   with the number of distinct pre-tokens, not with the size of the corpus.
+2. Merging. Each distinct pre-token becomes a list of token ids with its count. The trainer keeps the count of
+   every adjacent pair, the set of pre-tokens each pair occurs in, and a heap to find the best pair without
+   rescanning all pairs. A merge only revisits the pre-tokens that contain the merged pair.
+
+The file is read as bytes and decoded as strict UTF-8: invalid bytes raise :class:`ValueError` naming the
+file and the byte offset. Line endings are not translated (``"\\r\\n"`` stays two characters).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+import regex
+from tqdm import tqdm
+
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+# Chunks handed to the workers are about this many bytes (they end at the next safe boundary after it).
+DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
+# How far ahead one read looks for a safe boundary; the search keeps going until it finds one.
+_BOUNDARY_WINDOW = 64 * 1024
+
+_NOT_SPACE = regex.compile(r"\S")  # the pattern's \s: Unicode White_Space
+
+Vocab = dict[int, bytes]
+Merges = list[tuple[bytes, bytes]]
+
+
+def train_bpe(
+    input_path: str | os.PathLike,
+    vocab_size: int,
+    special_tokens: Iterable[str] = (),
+    *,
+    pattern: str = GPT2_PATTERN,
+    num_workers: int | None = None,
+    progress: bool = True,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> tuple[Vocab, Merges]:
+    """Learn ``vocab_size - 256 - len(special_tokens)`` merges (or fewer) from the UTF-8 text file ``input_path``.
+
+    ``special_tokens`` are strings; each gets an id after the merges, in the order given (duplicates are
+    dropped). ``pattern`` is the pre-tokenization regex (``regex`` package syntax). ``num_workers`` processes
+    count pre-tokens (default: ``os.cpu_count()``); ``chunk_size`` is the target size in bytes of the pieces of
+    the file they get. ``progress`` shows tqdm bars. The result does not depend on ``num_workers`` or
+    ``chunk_size``.
+
+    Raises ``ValueError`` when ``vocab_size`` is below the minimum (256 + number of special tokens), when the
+    file is empty or when it is not valid UTF-8; ``FileNotFoundError`` when it does not exist.
+    """
+    specials = _check_special_tokens(special_tokens)
+    minimum = 256 + len(specials)
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small: the minimum is {minimum} "
+            f"(256 single bytes + {len(specials)} special token(s))"
+        )
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+    path = os.fspath(input_path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"training file not found: {path!r}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"training input is a directory, not a file: {path!r}")
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"training file is empty: {path!r} (nothing to learn merges from)")
+
+    counts = count_pretokens(
+        path, specials, pattern=pattern, num_workers=num_workers, progress=progress, chunk_size=chunk_size
+    )
+    num_merges = vocab_size - minimum
+    merges = learn_merges(counts, num_merges, progress=progress)
+
+    vocab: Vocab = {i: bytes([i]) for i in range(256)}
+    for left, right in merges:
+        vocab[len(vocab)] = left + right
+    for s in specials:
+        vocab[len(vocab)] = s.encode("utf-8")
+    return vocab, merges
+
+
+def _check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
+    if isinstance(special_tokens, (str, bytes)):
+        raise TypeError("special_tokens must be a list of strings, not a single string")
+    out: list[str] = []
+    for s in special_tokens:
+        if not isinstance(s, str):
+            raise TypeError(f"special tokens must be str, got {type(s).__name__}: {s!r}")
+        if not s:
+            raise ValueError("a special token cannot be the empty string")
+        if s not in out:
+            out.append(s)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Phase 1: counting pre-tokens
+
+
+def _splitter(pattern: str):
+    """The pre-tokenizer: a function text -> list of pre-token strings (same as ``regex.findall``)."""
+    return regex.compile(pattern).findall
+
+
+def _special_splitter(specials: Sequence[str]):
+    """A function text -> list of the pieces between special tokens (longest special first where they overlap)."""
+    if not specials:
+        return lambda text: [text]
+    alternatives = "|".join(re.escape(s) for s in sorted(specials, key=len, reverse=True))
+    return re.compile(alternatives).split
+
+
+_worker_cache: dict[tuple[str, tuple[str, ...]], tuple] = {}
+
+
+def _count_range(path: str, start: int, end: int, pattern: str, specials: tuple[str, ...]) -> Counter:
+    """Count the pre-tokens of bytes ``start:end`` of the file (which begin and end at safe boundaries)."""
+    key = (pattern, specials)
+    fns = _worker_cache.get(key)
+    if fns is None:
+        fns = _worker_cache[key] = (_splitter(pattern), _special_splitter(specials))
+    split, split_specials = fns
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path!r} is not valid UTF-8: {e.reason} at byte offset {start + e.start} "
+            f"(byte 0x{data[e.start]:02x})"
+        ) from None
+    del data
+    counts: Counter = Counter()
+    for piece in split_specials(text):
+        if piece:
+            counts.update(split(piece))
+    return counts
+
+
+def _count_range_star(args) -> tuple[int, Counter]:
+    start, end = args[1], args[2]
+    return end - start, _count_range(*args)
+
+
+def count_pretokens(
+    path: str | os.PathLike,
+    special_tokens: Sequence[str] = (),
+    *,
+    pattern: str = GPT2_PATTERN,
+    num_workers: int | None = None,
+    progress: bool = False,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> Counter:
+    """``Counter`` of pre-token string -> occurrences over the whole file, special tokens excluded."""
+    path = os.fspath(path)
+    specials = tuple(special_tokens)
+    size = os.path.getsize(path)
+    workers = (os.cpu_count() or 1) if num_workers is None else num_workers
+    if workers < 1:
+        raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+    # Give every worker something to do on files smaller than workers * chunk_size.
+    target = max(1, min(chunk_size, -(-size // workers)))
+    bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials])
+    jobs = [(path, a, b, pattern, specials) for a, b in zip(bounds, bounds[1:])]
+    total: Counter = Counter()
+    with tqdm(
+        total=round(size / 1e6, 2), unit="MB", desc="pre-tokenizing", disable=not progress, leave=False
+    ) as bar:
+        if workers == 1 or len(jobs) == 1:
+            results = map(_count_range_star, jobs)
+            _add_all(total, results, bar)
+        else:
+            import multiprocessing
+
+            with multiprocessing.get_context().Pool(min(workers, len(jobs))) as pool:
+                _add_all(total, pool.imap_unordered(_count_range_star, jobs), bar)
+    return total
+
+
+def _add_all(total: Counter, results, bar) -> None:
+    for nbytes, counts in results:
+        if total:
+            total.update(counts)
+        else:
+            dict.update(total, counts)
+        bar.update(round(nbytes / 1e6, 2))
+
+
+def find_chunk_boundaries(path: str | os.PathLike, chunk_size: int, special_tokens: Sequence[bytes] = ()) -> list[int]:
+    """Byte offsets ``[0, b1, ..., file_size]`` cutting the file into chunks of about ``chunk_size`` bytes.
+
+    Each inner boundary is the first *safe* offset at or after the previous boundary + ``chunk_size``. An
+    offset ``p`` is safe when no occurrence of a special token straddles it and either
+
+    * a special token starts at ``p`` — the text is cut there anyway; or
+    * byte ``p`` is ``"\\n"``, the character after it is not whitespace, and no special token touches either.
+      Then ``"\\n"`` is the last character of a whitespace run followed by a non-space, which GPT-2's pattern
+      always makes a pre-token on its own (``\\s+``) after the rest of the run (``\\s+(?!\\S)``); cutting just
+      before it gives the same pieces on both sides, since the rest of the run is also a whole piece at the
+      end of a string. (This reasoning is specific to GPT-2-like patterns.)
+
+    When no safe offset exists the chunk grows until one is found (or the file ends).
+    """
+    path = os.fspath(path)
+    size = os.path.getsize(path)
+    specials = [s for s in special_tokens if s]
+    bounds = [0]
+    with open(path, "rb") as f:
+        pos = chunk_size
+        while pos < size:
+            b = _next_safe_boundary(f, pos, size, specials)
+            if b >= size:
+                break
+            bounds.append(b)
+            pos = b + chunk_size
+    bounds.append(size)
+    return bounds
+
+
+def _next_safe_boundary(f, pos: int, size: int, specials: Sequence[bytes]) -> int:
+    margin = max((len(s) for s in specials), default=0) + 8
+    lo = pos
+    while lo < size:
+        hi = min(size, lo + _BOUNDARY_WINDOW)
+        start = max(0, lo - margin)
+        f.seek(start)
+        buf = f.read(min(size, hi + margin) - start)
+        candidates = set()
+        i = buf.find(b"\n", lo - start, hi - start)
+        while i >= 0:
+            candidates.add(i)
+            i = buf.find(b"\n", i + 1, hi - start)
+        for s in specials:
+            i = buf.find(s, lo - start)
+            while 0 <= i < hi - start:
+                candidates.add(i)
+                i = buf.find(s, i + 1)
+        for i in sorted(candidates):
+            if _is_safe(buf, i, specials, at_file_end=start + len(buf) == size):
+                return start + i
+        lo = hi
+    return size
+
+
+def _straddles(buf: bytes, lo: int, hi: int, specials: Sequence[bytes]) -> bool:
+    """Does an occurrence of a special token overlap ``buf[lo:hi]`` (hi > lo) ?"""
+    return any(buf.find(s, max(0, lo - len(s) + 1), hi + len(s) - 1) >= 0 for s in specials)
+
+
+def _is_safe(buf: bytes, i: int, specials: Sequence[bytes], at_file_end: bool) -> bool:
+    # No special token may straddle the cut, whatever kind of cut it is.
+    if any(buf.find(s, max(0, i - len(s) + 1), i - 1 + len(s)) >= 0 for s in specials):
+        return False
+    if any(buf.startswith(s, i) for s in specials):
+        return True
+    if buf[i] != 0x0A:
+        return False
+    # The character after the newline must exist and not be whitespace.
+    lead = buf[i + 1] if i + 1 < len(buf) else None
+    if lead is None:
+        return False
+    n = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    if i + 1 + n > len(buf) and not at_file_end:
+        return False
+    try:
+        ch = buf[i + 1 : i + 1 + n].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if not _NOT_SPACE.match(ch):
+        return False
+    return not _straddles(buf, i, i + 1 + n, specials)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Phase 2: merging
+
+
+def _sort_key(token: bytes) -> bytes:
+    """A key whose ascending order is the *descending* lexicographic order of ``token``.
+
+    Each byte ``c`` becomes ``00, 255 - c`` and the key ends with ``01``: at the first differing byte the
+    smaller inverted byte wins, and a proper prefix (which sorts first as bytes) gets ``01`` where the longer
+    token has ``00``, so it sorts last. For pairs, ``key(a) + key(b)`` orders like ``(a, b)`` reversed because
+    the terminator decides before the right halves are compared.
+    """
+    return bytes(x for c in token for x in (0, 255 - c)) + b"\x01"
+
+
+def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = False) -> Merges:
+    """Up to ``num_merges`` merges learned from pre-token counts (see the module docstring for the rules)."""
+    tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
+    keys: list[bytes] = [_sort_key(t) for t in tokens]  # id -> heap tie-break key
+
+    # Pre-tokens of one byte have no pairs and can never change: leave them out.
+    words: list[list[int]] = []
+    freqs: list[int] = []
+    for w, c in counts.items():
+        b = w.encode("utf-8") if isinstance(w, str) else bytes(w)
+        if len(b) > 1 and c > 0:
+            words.append(list(b))
+            freqs.append(c)
+
+    pair_count: dict[tuple[int, int], int] = defaultdict(int)
+    where: dict[tuple[int, int], set[int]] = defaultdict(set)
+    for wi, w in enumerate(words):
+        c = freqs[wi]
+        for p in zip(w, w[1:]):
+            pair_count[p] += c
+            where[p].add(wi)
+
+    heap = [(-c, keys[a] + keys[b], a, b) for (a, b), c in pair_count.items()]
+    heapq.heapify(heap)
+
+    merges: Merges = []
+    bar = tqdm(total=num_merges, unit="merges", desc="merging", disable=not progress, leave=False)
+    while len(merges) < num_merges and heap:
+        negc, _, a, b = heapq.heappop(heap)
+        cur = pair_count.get((a, b), 0)
+        if cur != -negc:
+            if cur > 0:  # its count went down since this entry was pushed: re-queue with the current count
+                heapq.heappush(heap, (-cur, _, a, b))
+            continue
+        new = len(tokens)
+        tokens.append(tokens[a] + tokens[b])
+        keys.append(keys[a][:-1] + keys[b])
+        merges.append((tokens[a], tokens[b]))
+        bar.update(1)
+
+        delta: dict[tuple[int, int], int] = defaultdict(int)
+        for wi in where.pop((a, b)):
+            w = words[wi]
+            n = len(w)
+            # First occurrence of a, b (the set may hold words that lost the pair to an earlier merge).
+            i = -1
+            try:
+                while True:
+                    i = w.index(a, i + 1)
+                    if i + 1 < n and w[i + 1] == b:
+                        break
+            except ValueError:
+                continue
+            c = freqs[wi]
+            # Is there a second occurrence after this one?
+            j = i + 1
+            try:
+                while True:
+                    j = w.index(a, j + 1)
+                    if j + 1 < n and w[j + 1] == b:
+                        break
+            except ValueError:
+                j = -1
+            if j < 0:
+                # One occurrence: only the pairs with its two neighbours change.
+                if i:
+                    x = w[i - 1]
+                    delta[(x, a)] -= c
+                    p = (x, new)
+                    delta[p] += c
+                    where[p].add(wi)
+                if i + 2 < n:
+                    y = w[i + 2]
+                    delta[(b, y)] -= c
+                    p = (new, y)
+                    delta[p] += c
+                    where[p].add(wi)
+                w[i : i + 2] = [new]
+                continue
+            # Several occurrences: rebuild the word and recount its pairs.
+            out: list[int] = w[:i]
+            k = i
+            while k < n:
+                if w[k] == a and k + 1 < n and w[k + 1] == b:
+                    out.append(new)
+                    k += 2
+                else:
+                    out.append(w[k])
+                    k += 1
+            for p in zip(w, w[1:]):
+                delta[p] -= c
+            for p in zip(out, out[1:]):
+                delta[p] += c
+                if new in p:
+                    where[p].add(wi)
+            words[wi] = out
+        del pair_count[(a, b)]
+        delta.pop((a, b), None)
+        for p, d in delta.items():
+            if d:
+                v = pair_count[p] + d
+                if v:
+                    pair_count[p] = v
+                else:
+                    del pair_count[p]
+                if d > 0:  # only pairs containing the new token can grow
+                    heapq.heappush(heap, (-v, keys[p[0]] + keys[p[1]], p[0], p[1]))
+    bar.close()
+    return merges
