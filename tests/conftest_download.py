@@ -16,6 +16,7 @@ Not a conftest.py on purpose (that file belongs to the lead); tests import the f
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -41,7 +42,7 @@ class FileServer:
         self.requests: list[tuple[str, str | None]] = []  # (path, Range header or None)
         self.stall_seconds = 1.0
         self._faults: dict[str, deque[str]] = defaultdict(deque)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd = _QuietServer(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True  # a stalled handler must not hold up the test run
         # A short poll interval makes shutdown() (run after every test) quick.
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
@@ -70,6 +71,13 @@ class FileServer:
     def _next_fault(self, path: str) -> str | None:
         queue = self._faults[path]
         return queue.popleft() if queue else None
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        # Clients hanging up mid-answer (after a timeout, say) are part of these tests, not news.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _make_handler(server: FileServer):

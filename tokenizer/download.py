@@ -108,9 +108,9 @@ def download_file(
                     requests.exceptions.ChunkedEncodingError) as exc:
                 if attempt == retries:
                     have = part.stat().st_size if part.exists() else 0
+                    kept = f"The {have} bytes received are kept in {part}; run again to resume. " if have else ""
                     raise DownloadError(
-                        f"could not download {url} after {retries + 1} attempts: {exc}. "
-                        f"{have} bytes are kept in {part}; run again to resume, or {_by_hand(url, dest)}"
+                        f"could not download {url} after {retries + 1} attempt{'s' if retries else ''}: {exc}. {kept}{_by_hand(url, dest)}"
                     ) from exc
                 _sleep(BACKOFF_SECONDS * 2**attempt)
     finally:
