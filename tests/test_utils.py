@@ -125,7 +125,9 @@ def test_shape_mismatch_names_variable_and_both_shapes(tiny):
     assert "model/wpe" in message and "[32, 16]" in message and "[64, 16]" in message
 
 
-@pytest.mark.parametrize("n_layer, named", [(3, "missing variables ['model/h2/"), (1, "unexpected variables ['model/h1/")])
+@pytest.mark.parametrize(
+    "n_layer, named", [(3, "missing variables ['model/h2/"), (1, "unexpected variables ['model/h1/")]
+)
 def test_layer_count_mismatch_names_the_variables(tiny, n_layer, named):
     model_dir, _ = tiny
     hparams = json.loads((model_dir / "hparams.json").read_text())

@@ -109,8 +109,9 @@ def download_file(
                 if attempt == retries:
                     have = part.stat().st_size if part.exists() else 0
                     kept = f"The {have} bytes received are kept in {part}; run again to resume. " if have else ""
+                    tries = f"{retries + 1} attempt{'s' if retries else ''}"
                     raise DownloadError(
-                        f"could not download {url} after {retries + 1} attempt{'s' if retries else ''}: {exc}. {kept}{_by_hand(url, dest)}"
+                        f"could not download {url} after {tries}: {exc}. {kept}{_by_hand(url, dest)}"
                     ) from exc
                 _sleep(BACKOFF_SECONDS * 2**attempt)
     finally:
