@@ -2,8 +2,8 @@
 
 A tiny checkpoint in OpenAI's exact format (tests/tiny_checkpoint.py) stands in for the real 500 MB
 one; it is written once per session because importing TensorFlow takes seconds. Downloads come from
-a local HTTP server (tests/conftest_download.py). The project's encoder.py is replaced by a stub so
-these tests exercise only utils.py.
+a local HTTP server (tests/conftest_download.py). In-process tests replace the project's encoder.py
+with a stub so they exercise only utils.py; the warm-start test runs the real one in a fresh interpreter.
 """
 
 import json
