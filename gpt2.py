@@ -146,12 +146,13 @@ def check_sampling(temperature, top_k, top_p):
         raise ValueError(f"top_p must be in (0, 1] or None, got {top_p}")
 
 
-def sample(logits, temperature, top_k, top_p, rng):  # [n_vocab] -> one token id
+def sample(logits, temperature=0.0, top_k=None, top_p=None, rng=None):  # [n_vocab] -> token id
     """Greedy at temperature 0; otherwise sample among the top_k tokens, then among the
     smallest most-likely set whose probability reaches top_p. Excluded tokens are not
     candidates at all, so they can never be drawn."""
     if temperature == 0:
         return int(np.argmax(logits))
+    rng = np.random.default_rng() if rng is None else rng
     logits = logits.astype(np.float64) / temperature  # [n_vocab]
     if top_k is not None and top_k < len(logits):
         candidates = np.argpartition(-logits, int(top_k) - 1)[: int(top_k)]  # [top_k]
