@@ -1,0 +1,169 @@
+"""Encode text that arrives in chunks (a file read line by line, a network stream) without holding all of it.
+
+``encode_iterable(enc, chunks)`` yields exactly the ids of ``enc.encode("".join(chunks))`` however the text is
+cut into chunks, while keeping in memory only the text that could still change its tokens. Two things can
+change when more text arrives:
+
+1. **Special tokens.** The end of the text so far may be the start of one (``"<|endof"``). The last
+   ``longest special token - 1`` characters are held back until the next chunk shows whether they are.
+2. **Pre-tokens.** The pattern's last piece may grow (``" hel"`` + ``"lo"`` is one piece ``" hello"``), and
+   whitespace is split differently depending on what follows it (``\\s+(?!\\S)``, ``\\s++$``). So ordinary text
+   is only encoded up to a *safe cut*: a position ``c`` where, whatever follows, the pattern ends a piece at
+   ``c`` and splits the text before it exactly as it would split that text alone.
+
+The safe cuts used here, for every pattern in this package (gpt2/r50k/p50k, cl100k, o200k):
+
+* after a letter or digit (``\\p{L}``, ``\\p{N}``) that is followed by a character that can never continue a
+  piece holding a letter or digit: anything but a letter, digit, combining mark (o200k keeps marks inside
+  words) or apostrophe (o200k attaches ``'s``, ``'t`` ... to the word); e.g. ``"word|,"``, ``"word|\\n"``,
+  ``"3| "``;
+* before a space ``" "`` that follows a character that is not whitespace, e.g. ``"!| x"``. No alternative of
+  any pattern can step from a non-space character into a space: letter, digit and punctuation runs stop
+  there, and the whitespace alternatives (the only ones with ``(?!\\S)`` or ``$`` that look ahead) cannot have
+  started before it.
+
+Why that suffices: a regex match starting at a position never reads the text before it (the patterns have no
+look-behind), so the pieces after ``c`` are those of the text after ``c`` alone. Every match attempt that
+starts before ``c`` reads the character at ``c`` at most to see that a run stops there, and a run stops there
+just as it stops at the end of the string. What is *not* a safe cut, and why it matters: before the last
+``"\\n"`` of ``"a  \\n"`` (r50k's ``\\s++$`` takes the whole run at the very end), between ``"!"`` and ``"\\n"``
+(cl100k's ``[\\r\\n]*`` appends newlines to punctuation), between ``"\\r"`` and ``"\\n"``, and inside a word.
+
+Text with no safe cut (a long run of one kind, such as a line of dashes) is held until one comes or the
+stream ends, so memory is bounded by the longest such run plus the encoding's piece cache, not by the input.
+"""
+
+from __future__ import annotations
+
+from typing import AbstractSet, Collection, Iterable, Iterator, Literal
+
+import regex
+
+from .pretokenize import special_token_regex
+
+try:
+    # Characters that `regex` (newer Unicode) calls letters, digits or marks but tiktoken's tables do not:
+    # pretokenize treats them as "other", so after one of them a newline may join a punctuation piece.
+    from .pretokenize import _NEWER_THAN_TIKTOKEN
+except ImportError:  # a pretokenizer without that correction classifies exactly as `regex` does
+    _NEWER_THAN_TIKTOKEN = []
+_NEWER = "".join(f"{chr(a)}-{chr(b)}" for a, b in _NEWER_THAN_TIKTOKEN)
+_LETTER_OR_DIGIT = rf"[[\p{{L}}\p{{N}}]--[{_NEWER}]]" if _NEWER else r"[\p{L}\p{N}]"
+
+# A safe cut is the end of a match. (?r) searches right to left: we want the last cut in the new text.
+SAFE_CUT_PATTERN = rf"{_LETTER_OR_DIGIT}(?=[^\p{{L}}\p{{N}}\p{{M}}'])|\S(?= )"
+_LAST_SAFE_CUT = regex.compile(r"(?rV1)" + SAFE_CUT_PATTERN)
+
+
+def encode_iterable(
+    enc,
+    chunks: Iterable[str],
+    *,
+    allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006 - tiktoken's signature
+    disallowed_special: Literal["all"] | Collection[str] = "all",
+) -> Iterator[int]:
+    """Lazily yield the ids of ``enc.encode("".join(chunks), ...)``, reading ``chunks`` one at a time.
+
+    ``chunks`` is any iterable of ``str`` (an open text file yields lines). ``allowed_special`` and
+    ``disallowed_special`` mean what they mean for :meth:`Encoding.encode`; a disallowed special token raises
+    the same ``ValueError`` (even when it is split across chunks), before any id of the text from that token on
+    has been yielded.
+
+    >>> from tokenizer import get_encoding
+    >>> list(encode_iterable(get_encoding("gpt2"), ["hel", "lo wor", "ld"]))
+    [31373, 995]
+    """
+    # Checked now, not on the first next(): a bad argument should fail where it is passed.
+    allowed = enc._allowed(allowed_special)
+    if disallowed_special == "all":
+        disallowed = frozenset(enc.special_tokens_set) - allowed
+    elif isinstance(disallowed_special, str):
+        raise TypeError(f'disallowed_special must be "all" or a collection of tokens, got {disallowed_special!r}')
+    else:
+        disallowed = frozenset(disallowed_special)
+    if isinstance(chunks, str):
+        chunks = (chunks,)  # one string is one chunk, not a chunk per character
+    return _encode_chunks(enc, chunks, allowed, disallowed)
+
+
+def _encode_chunks(enc, chunks: Iterable[str], allowed: frozenset, disallowed: frozenset) -> Iterator[int]:
+    special_ids = enc.special_tokens
+    encode_ordinary = enc.encode_ordinary
+    allowed_regex = special_token_regex(allowed) if allowed else None
+    checker = _DisallowedChecker(enc, allowed, disallowed)
+    # Characters held back as a possible start of a special token (allowed, or disallowed and not yet seen whole).
+    hold = max(map(len, allowed | disallowed), default=1) - 1
+
+    raw = ""  # received text not yet known to be ordinary text or a special token
+    text = ""  # ordinary text not yet encoded; a special token or the end of the stream ends it
+    searched = 0  # no safe cut in text ends at or before this position
+    for chunk in chunks:
+        if not isinstance(chunk, str):
+            raise TypeError(f"encode_iterable needs chunks of str, got {type(chunk).__name__}: {chunk!r:.60}")
+        if not chunk:
+            continue
+        raw += chunk
+        checker.check(raw, final=False)
+        # Special tokens whose whole alternatives are visible (start + longest <= len) are certain.
+        settled = 0
+        if allowed_regex is not None:
+            for m in allowed_regex.finditer(raw):
+                if m.start() + hold + 1 > len(raw):
+                    break
+                yield from encode_ordinary(text + raw[settled : m.start()])
+                yield special_ids[m.group()]
+                text, searched, settled = "", 0, m.end()
+        # Before len(raw) - hold no special token can start any more; keep the rest back.
+        keep_from = max(settled, len(raw) - hold)
+        text += raw[settled:keep_from]
+        raw = raw[keep_from:]
+        checker.forget(keep_from)
+
+        m = _LAST_SAFE_CUT.search(text, max(searched - 1, 0))
+        if m is not None:
+            cut = m.end()
+            yield from encode_ordinary(text[:cut])
+            text = text[cut:]
+        searched = len(text)
+
+    checker.check(raw, final=True)
+    settled = 0
+    if allowed_regex is not None:
+        for m in allowed_regex.finditer(raw):
+            yield from encode_ordinary(text + raw[settled : m.start()])
+            yield special_ids[m.group()]
+            text, settled = "", m.end()
+    yield from encode_ordinary(text + raw[settled:])
+
+
+class _DisallowedChecker:
+    """Looks for disallowed special tokens in the stream, including ones cut across chunks.
+
+    ``window`` is the tail of the received text in which a disallowed token could still start: a token that
+    fits wholly in the text seen so far has been looked for already.
+    """
+
+    def __init__(self, enc, allowed: frozenset, disallowed: frozenset):
+        self.enc = enc
+        self.allowed = allowed
+        self.disallowed = disallowed
+        self.regex = special_token_regex(disallowed) if disallowed else None
+        self.longest = max(map(len, disallowed), default=0)
+        self.window = ""
+        self.window_end = 0  # how much of raw (in the caller) the window already covers
+
+    def check(self, raw: str, *, final: bool) -> None:
+        if self.regex is None:
+            return
+        self.window += raw[self.window_end :]
+        self.window_end = len(raw)
+        m = self.regex.search(self.window)
+        # Only a match with room for the longest token after its start is certain to be the token encode()
+        # would report (a longer one might start at the same place).
+        if m is not None and (final or m.start() + self.longest <= len(self.window)):
+            self.enc._check_disallowed(self.window[m.start() :], self.allowed, self.disallowed)
+        self.window = self.window[max(len(self.window) - self.longest + 1, 0) :]
+
+    def forget(self, n: int) -> None:
+        """The caller dropped the first ``n`` characters of its ``raw``."""
+        self.window_end -= n
