@@ -39,8 +39,8 @@ HEAP_THRESHOLD = 256
 def merge_reference(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[bytes]:
     """Split ``piece`` into tokens by applying merges lowest rank first (the readable version).
 
-    >>> merge_reference(b"aaab", {b"aa": 0, b"ab": 1, b"aab": 2})
-    [b'a', b'aab']
+    >>> merge_reference(b"aaab", {b"aa": 0, b"ab": 1, b"aab": 2})  # aa|a|b -> then a+b: nothing ranks aa+ab
+    [b'aa', b'ab']
     """
     parts = [piece[i : i + 1] for i in range(len(piece))]
     while len(parts) > 1:
@@ -57,7 +57,7 @@ def merge(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[bytes]:
     """Same result as :func:`merge_reference`, faster: pair ranks are kept and updated locally.
 
     >>> merge(b"hello", {b"he": 0, b"ll": 1, b"llo": 2, b"hello": 3})
-    [b'he', b'llo']
+    [b'hello']
     """
     if len(piece) > HEAP_THRESHOLD:
         return merge_heap(piece, merge_ranks)

@@ -199,13 +199,8 @@ class Encoding:
             return frozenset(self._special_tokens)
         if isinstance(allowed_special, str):
             raise TypeError(f'allowed_special must be "all" or a set of special tokens, got {allowed_special!r}')
-        unknown = set(allowed_special) - self._special_tokens.keys()
-        if unknown:
-            raise ValueError(
-                f"allowed_special names {sorted(unknown)!r}, which are not special tokens of {self.name!r}; "
-                f"its special tokens are {sorted(self._special_tokens)!r}"
-            )
-        return frozenset(allowed_special)
+        # Like tiktoken, names that are not special tokens of this encoding are ignored.
+        return frozenset(allowed_special).intersection(self._special_tokens)
 
     def _check_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
         if disallowed_special == "all":
@@ -271,11 +266,13 @@ class Encoding:
         """
         try:
             return b"".join(map(self._decoder.__getitem__, tokens))
-        except KeyError as e:
-            raise self._unknown_token(e.args[0]) from None
-        except TypeError:
-            bad = next(t for t in tokens if not isinstance(t, int) and not hasattr(t, "__index__"))
-            raise TypeError(f"token ids must be integers, got {bad!r}") from None
+        except (KeyError, TypeError):  # TypeError: an unhashable item
+            for t in tokens:
+                if not hasattr(t, "__index__"):
+                    raise TypeError(f"token ids must be integers, got {t!r}") from None
+                if t not in self._decoder:
+                    raise self._unknown_token(t) from None
+            raise
 
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
         """The text of ``tokens``. Bytes that are not valid UTF-8 (a token sequence may cut a character in

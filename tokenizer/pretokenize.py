@@ -78,6 +78,27 @@ _ASCII_EQUIVALENT = {
     O200K_PATTERN: _O200K_ASCII,
 }
 
+# tiktoken matches with Unicode 16.0's tables; the `regex` package here knows Unicode 17.0, whose new letters,
+# digits and marks would split differently (a new CJK ideograph before "'s" joins a letter run instead of a
+# punctuation run). These are those characters, found by probing tiktoken with each one in context; before
+# splitting they are masked as U+FFFF (never assigned: "other" in every version) and restored after.
+_NEWER_THAN_TIKTOKEN = [
+    (0x558, 0x558), (0x58B, 0x58C), (0x5C8, 0x5C9), (0x88F, 0x88F), (0xB53, 0xB54), (0xC5C, 0xC5C),
+    (0xCDC, 0xCDC), (0x1ACF, 0x1AF0), (0x208F, 0x208F), (0x209D, 0x209F), (0xA7CE, 0xA7CF), (0xA7D2, 0xA7D2),
+    (0xA7D4, 0xA7D4), (0xA7DD, 0xA7DD), (0xA7E2, 0xA7E2), (0xA7F1, 0xA7F1), (0xAB6C, 0xAB6D),
+    (0x107BB, 0x107BF), (0x10940, 0x10959), (0x10EC5, 0x10EC7), (0x10ECB, 0x10ECF), (0x10ED9, 0x10EEE),
+    (0x10EF0, 0x10EFB), (0x11B0A, 0x11B0A), (0x11B60, 0x11B67), (0x11DB0, 0x11DDB), (0x11DE0, 0x11DE9),
+    (0x11DF0, 0x11DF1), (0x1246F, 0x1246F), (0x12475, 0x1247F), (0x12550, 0x12686), (0x16EA0, 0x16EB8),
+    (0x16EBB, 0x16ED3), (0x16FF2, 0x16FF6), (0x187F8, 0x187FF), (0x18CD6, 0x18CDA), (0x18D09, 0x18D20),
+    (0x18D80, 0x18DF2), (0x18E00, 0x19191), (0x191A0, 0x191D2), (0x1B123, 0x1B128), (0x1B168, 0x1B168),
+    (0x1D127, 0x1D128), (0x1D250, 0x1D252), (0x1D25B, 0x1D25C), (0x1D25F, 0x1D25F), (0x1D280, 0x1D281),
+    (0x1D6A6, 0x1D6A6), (0x1DF1F, 0x1DF24), (0x1DF2B, 0x1DF81), (0x1DF90, 0x1DF96), (0x1DFCD, 0x1DFFF),
+    (0x1E6C0, 0x1E6DE), (0x1E6E0, 0x1E6F5), (0x1E6FE, 0x1E6FF), (0x2B73A, 0x2B73F), (0x2B81E, 0x2B81E),
+    (0x2CEA2, 0x2CEAD), (0x323B0, 0x33479), (0x3D000, 0x3FC3F),
+]
+_NEWER = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _NEWER_THAN_TIKTOKEN) + "]")
+_MASK_NEWER = {cp: 0xFFFF for a, b in _NEWER_THAN_TIKTOKEN for cp in range(a, b + 1)}
+
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _SAFE_CUT = re.compile(r"[A-Za-z0-9](?=\n)")  # the cut is right after the match
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
@@ -96,15 +117,19 @@ class Pretokenizer:
         self._ascii = re.compile(ascii_pat) if ascii_pat else None
 
     def split_reference(self, text: str) -> list[str]:
-        """The pieces, straight from the pattern."""
+        """The pieces, straight from the pattern (with Unicode 16.0's character classes, as tiktoken)."""
+        if _NEWER.search(text):
+            return _unmask(text, self._unicode.findall(text.translate(_MASK_NEWER)))
         return self._unicode.findall(text)
 
     def split(self, text: str) -> list[str]:
         """The same pieces as :meth:`split_reference`, using the ASCII fast path where it applies."""
+        if text.isascii() and self._ascii is not None:
+            return self._ascii.findall(text)
+        if _NEWER.search(text):
+            return _unmask(text, self.split(text.translate(_MASK_NEWER)))
         if self._ascii is None:
             return self._unicode.findall(text)
-        if text.isascii():
-            return self._ascii.findall(text)
         return self._split_mixed(text)
 
     def _split_mixed(self, text: str) -> list[str]:
@@ -126,6 +151,17 @@ class Pretokenizer:
             if end == len(text):
                 return pieces
             pos = end
+
+
+def _unmask(text: str, pieces: list[str]) -> list[str]:
+    """The pieces of ``text`` with the lengths of ``pieces`` (which were split from a masked copy)."""
+    out = []
+    start = 0
+    for piece in pieces:
+        end = start + len(piece)
+        out.append(text[start:end])
+        start = end
+    return out
 
 
 def _safe_cut_before(text: str, i: int, lo: int) -> int:

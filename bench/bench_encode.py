@@ -1,0 +1,133 @@
+"""Encoding speed: this project vs tiktoken vs HF tokenizers, single process, same run, as ratios.
+
+    python bench/bench_encode.py [--mb 4] [--repeat 3] [--encodings gpt2,cl100k_base,o200k_base]
+
+Texts: the first N MB of ../shared/corpus/en_docs.txt and zh_manpages.txt. Ours is timed three ways:
+
+- cold:   a fresh Encoding (empty piece cache) encoding the text once — what a one-off call costs;
+- steady: after the same Encoding has encoded *other* text of the same kind (en_docs beyond the first N MB;
+          for zh, the ja/zh man pages' other half is not available, so steady is skipped) — a long job;
+- repeat: encoding the same text a second time (every piece cached) — the upper bound.
+
+tiktoken and HF tokenizers have no such cache; each is timed as the best of --repeat runs.
+Needs tiktoken's offline cache: TIKTOKEN_CACHE_DIR (see ../shared/encodings/seed_tiktoken_cache.py) and
+TOKENIZER_DATA_DIR=../shared/encodings for the non-GPT-2 encodings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("RAYON_NUM_THREADS", "1")  # HF tokenizers: one thread, like the others
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("TOKENIZER_DATA_DIR", str(SHARED / "encodings"))
+
+from tokenizer import Encoding, get_encoding  # noqa: E402
+
+
+def read_prefix(name: str, start: int, size: int) -> str:
+    data = (SHARED / "corpus" / name).read_bytes()[start : start + size]
+    return data.decode("utf-8", errors="ignore")
+
+
+def best_time(fn, text: str, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(text)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def fresh(name: str) -> Encoding:
+    """A new Encoding with an empty piece cache, sharing the loaded vocabulary."""
+    enc = get_encoding(name)
+    return Encoding(enc.name, pat_str=enc.pat_str, mergeable_ranks=enc._mergeable_ranks, special_tokens=enc.special_tokens)
+
+
+def hf_gpt2():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    from tokenizer.formats import token_to_gpt2_str
+
+    enc = get_encoding("gpt2")
+    vocab = {token_to_gpt2_str(t): i for t, i in enc._mergeable_ranks.items()}
+    merges_path = REPO / "tokenizer" / "data" / "vocab.bpe"
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab_path = Path(tmp) / "vocab.json"
+        vocab_path.write_text(json.dumps(vocab))
+        tok = Tokenizer(models.BPE.from_file(str(vocab_path), str(merges_path)))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    return tok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=4.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--encodings", default="gpt2,cl100k_base,o200k_base")
+    args = parser.parse_args()
+    import tiktoken
+
+    size = int(args.mb * 1_000_000)
+    texts = {"en_docs": ("en_docs.txt", True), "zh_manpages": ("zh_manpages.txt", False)}
+    rows = []
+    for label, (filename, has_more) in texts.items():
+        text = read_prefix(filename, 0, size)
+        mb = len(text.encode("utf-8")) / 1e6
+        for name in args.encodings.split(","):
+            oracle = tiktoken.get_encoding(name)
+            oracle.encode_ordinary("warm up")
+            t_tik = best_time(oracle.encode_ordinary, text, args.repeat)
+
+            ours = fresh(name)
+            t0 = time.perf_counter()
+            ids = ours.encode_ordinary(text)
+            t_cold = time.perf_counter() - t0
+            assert ids == oracle.encode_ordinary(text), f"ids differ from tiktoken for {name} on {label}"
+            t_repeat = best_time(ours.encode_ordinary, text, args.repeat)
+            t_steady = None
+            if has_more:
+                ours = fresh(name)
+                ours.encode_ordinary(read_prefix(filename, size, 10 * size))
+                t0 = time.perf_counter()
+                ours.encode_ordinary(text)
+                t_steady = time.perf_counter() - t0
+
+            t_hf = None
+            if name == "gpt2":
+                hf = hf_gpt2()
+                assert hf.encode(text[:100_000]).ids == oracle.encode_ordinary(text[:100_000])
+                t_hf = best_time(lambda s: hf.encode(s).ids, text, args.repeat)
+            rows.append((label, name, mb, t_tik, t_hf, t_cold, t_steady, t_repeat))
+            print(f"done {label} {name}", file=sys.stderr, flush=True)
+
+    def rate(mb, t):
+        return f"{mb / t:.1f}" if t else "–"
+
+    def ratio(t_tik, t):
+        return f"{t_tik / t:.2f}×" if t else "–"
+
+    print(f"\n`python bench/bench_encode.py --mb {args.mb:g}` (MB/s; ratio = ours / tiktoken; 1 process)\n")
+    print("| text | encoding | tiktoken | HF tokenizers | ours cold | ours steady | ours repeat | cold ratio | steady ratio | repeat ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for label, name, mb, t_tik, t_hf, t_cold, t_steady, t_repeat in rows:
+        print(
+            f"| {label} | {name} | {rate(mb, t_tik)} | {rate(mb, t_hf)} | {rate(mb, t_cold)} | {rate(mb, t_steady)} "
+            f"| {rate(mb, t_repeat)} | {ratio(t_tik, t_cold)} | {ratio(t_tik, t_steady)} | {ratio(t_tik, t_repeat)} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

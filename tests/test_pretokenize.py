@@ -1,0 +1,94 @@
+"""Pre-tokenization: the ASCII fast path and the mixed-text cutting against the plain `regex` split."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.pretokenize as pretokenize
+from conftest import FUZZ_EXAMPLES, corpus_text
+from tokenizer.pretokenize import (
+    CL100K_PATTERN,
+    GPT2_PATTERN,
+    O200K_PATTERN,
+    R50K_PATTERN,
+    compile_pattern,
+    special_token_regex,
+)
+
+PATTERNS = [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN]
+IDS = ["gpt2", "r50k", "cl100k", "o200k"]
+
+ascii_texts = st.text(st.characters(max_codepoint=127), max_size=60)
+# ASCII with a sprinkling of other characters, and many newlines after letters (the safe cuts)
+MIXED = ["a\n", "Z\n", "9\n", "\n", "\r\n", " ", "  ", "'s", "'LL", "é", "中文", "\u3000", "\xa0", "\u0301", "Ǆ", "x"]
+mixed_texts = st.lists(st.one_of(st.sampled_from(MIXED), ascii_texts, st.text(max_size=3)), max_size=30).map("".join)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(pretokenize).failed == 0
+
+
+@pytest.mark.parametrize("pat", PATTERNS, ids=IDS)
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(text=ascii_texts)
+def test_ascii_fast_path_equals_regex(pat, text):
+    pre = compile_pattern(pat)
+    assert pre.split(text) == regex.findall(pat, text)
+
+
+@pytest.mark.parametrize("pat", PATTERNS, ids=IDS)
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(text=mixed_texts)
+def test_mixed_text_equals_reference(pat, text):
+    pre = compile_pattern(pat)
+    assert pre.split(text) == pre.split_reference(text)
+
+
+def test_every_ascii_pair_and_triple():
+    chars = [chr(c) for c in range(128)]
+    texts = [a + b for a in chars for b in chars] + [a + b + c for a in "a '\n\r\t1." for b in chars for c in chars]
+    for pat in PATTERNS:
+        pre = compile_pattern(pat)
+        for text in texts:
+            assert pre.split(text) == regex.findall(pat, text), (pat, text)
+
+
+def test_gpt2_pattern_forms_agree():
+    # encoder.py's original pattern and tiktoken's possessive rewrite split identically
+    text = corpus_text("en_docs.txt", 300_000) + corpus_text("de_manpages.txt", 100_000)
+    assert regex.findall(GPT2_PATTERN, text) == regex.findall(R50K_PATTERN, text)
+
+
+@pytest.mark.parametrize("filename", ["en_docs.txt", "de_manpages.txt", "zh_manpages.txt", "ja_manpages.txt"])
+def test_corpus_fast_equals_reference(filename):
+    text = corpus_text(filename, 400_000)
+    for pat in PATTERNS:
+        pre = compile_pattern(pat)
+        assert pre.split(text) == pre.split_reference(text)
+
+
+def test_unicode_17_letters_split_as_tiktoken_does():
+    # U+323B0 is a letter only since Unicode 17.0; tiktoken (Unicode 16.0) treats it as punctuation
+    text = "\U000323b0's"
+    assert compile_pattern(GPT2_PATTERN).split(text) == ["\U000323b0'", "s"]
+    assert compile_pattern(GPT2_PATTERN).split_reference(text) == ["\U000323b0'", "s"]
+
+
+def test_custom_pattern_has_no_fast_path_but_works():
+    pre = compile_pattern(r"\w+|\W")
+    assert pre.split("ab, c") == ["ab", ",", " ", "c"]
+
+
+def test_bad_pattern_is_a_clear_error():
+    with pytest.raises(ValueError, match="pat_str"):
+        compile_pattern("(unclosed")
+
+
+def test_special_token_regex_prefers_longest():
+    pat = special_token_regex(frozenset({"<|a|>", "<|a|><|a|>", "<|a"}))
+    assert pat.findall("<|a|><|a|><|a|> <|a") == ["<|a|><|a|>", "<|a|>", "<|a"]

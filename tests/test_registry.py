@@ -1,0 +1,130 @@
+"""Where vocabulary files come from, and every way that can go wrong."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import tokenizer.download as download
+import tokenizer.registry as registry
+from conftest import ENCODINGS_DIR
+from conftest_download import file_server  # noqa: F401 - a fixture
+from tokenizer import get_encoding, list_encoding_names
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch, tmp_path):
+    """No cached encodings, an empty user cache, no data dir: every file must be found anew."""
+    monkeypatch.setattr(registry, "_cache", {})
+    monkeypatch.delenv("TOKENIZER_DATA_DIR", raising=False)
+    monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(download, "BACKOFF_SECONDS", 0.0)
+    return tmp_path
+
+
+def test_names_and_alias():
+    assert list_encoding_names() == ["gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base"]
+    assert get_encoding("gpt4") is get_encoding("cl100k_base")
+    assert get_encoding("gpt2") is get_encoding("gpt2")  # loaded once
+
+
+def test_unknown_encoding_names_the_known_ones():
+    with pytest.raises(ValueError, match="Unknown encoding 'gpt5'.*cl100k_base"):
+        get_encoding("gpt5")
+
+
+def test_gpt2_works_offline_from_packaged_files(fresh_registry, monkeypatch):
+    monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")  # nothing listens there
+    assert get_encoding("gpt2").encode("hello world") == [31373, 995]
+
+
+def test_data_dir_is_used(fresh_registry, monkeypatch):
+    monkeypatch.setenv("TOKENIZER_DATA_DIR", str(ENCODINGS_DIR))
+    monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")
+    assert get_encoding("r50k_base").encode("hello world") == [31373, 995]
+
+
+def test_wrong_hash_in_data_dir_names_file_and_hashes(fresh_registry, monkeypatch):
+    data = fresh_registry / "data"
+    data.mkdir()
+    (data / "r50k_base.tiktoken").write_bytes(b"aGVsbG8= 0\n")
+    monkeypatch.setenv("TOKENIZER_DATA_DIR", str(data))
+    with pytest.raises(ValueError) as info:
+        get_encoding("r50k_base")
+    message = str(info.value)
+    assert "r50k_base.tiktoken" in message and registry.R50K.sha256 in message
+    assert download.sha256_file(data / "r50k_base.tiktoken") in message
+
+
+def test_missing_offline_says_where_to_put_the_file(fresh_registry, monkeypatch):
+    monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")
+    with pytest.raises(OSError) as info:
+        get_encoding("cl100k_base")
+    message = str(info.value)
+    assert str(fresh_registry / "cache" / "cl100k_base.tiktoken") in message
+    assert "TOKENIZER_DATA_DIR" in message
+    assert not (fresh_registry / "cache" / "cl100k_base.tiktoken").exists()
+
+
+def test_downloads_into_cache_and_verifies(fresh_registry, monkeypatch, file_server):  # noqa: F811
+    file_server.files["/encodings/p50k_base.tiktoken"] = (ENCODINGS_DIR / "p50k_base.tiktoken").read_bytes()
+    monkeypatch.setenv("OPENAIPUBLIC_URL", file_server.url)
+    enc = get_encoding("p50k_base")
+    assert enc.encode("hello world") == [31373, 995]
+    cached = fresh_registry / "cache" / "p50k_base.tiktoken"
+    assert download.sha256_file(cached) == registry.P50K.sha256
+    # a second process finds it in the cache: no new request
+    monkeypatch.setattr(registry, "_cache", {})
+    before = len(file_server.requests)
+    get_encoding("p50k_edit")
+    assert len(file_server.requests) == before
+
+
+def test_download_with_wrong_hash_leaves_nothing(fresh_registry, monkeypatch, file_server):  # noqa: F811
+    file_server.files["/encodings/o200k_base.tiktoken"] = b"aGVsbG8= 0\n"
+    monkeypatch.setenv("OPENAIPUBLIC_URL", file_server.url)
+    with pytest.raises(ValueError, match=registry.O200K.sha256):
+        get_encoding("o200k_base")
+    cache = fresh_registry / "cache"
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_corrupt_user_cache_is_replaced(fresh_registry, monkeypatch, file_server):  # noqa: F811
+    cache = fresh_registry / "cache"
+    cache.mkdir(parents=True)
+    (cache / "r50k_base.tiktoken").write_bytes(b"garbage")
+    file_server.files["/encodings/r50k_base.tiktoken"] = (ENCODINGS_DIR / "r50k_base.tiktoken").read_bytes()
+    monkeypatch.setenv("OPENAIPUBLIC_URL", file_server.url)
+    assert get_encoding("r50k_base").encode("hi") == [5303]
+
+
+def test_malformed_tiktoken_file_names_line(tmp_path):
+    from tokenizer.formats import read_tiktoken_file
+
+    bad = tmp_path / "bad.tiktoken"
+    shutil.copyfile(ENCODINGS_DIR / "r50k_base.tiktoken", bad)
+    with open(bad, "ab") as f:
+        f.write(b"not-base64!! 7\n")
+    with pytest.raises(ValueError, match=r"bad.tiktoken, line 50257"):
+        read_tiktoken_file(bad)
+
+
+@pytest.mark.parametrize("bad_id", [50257, -1, 10**12])
+def test_decode_unknown_id_is_key_error(bad_id):
+    enc = get_encoding("gpt2")
+    with pytest.raises(KeyError, match="not in the vocabulary"):
+        enc.decode([31373, bad_id])
+    with pytest.raises(KeyError):
+        enc.decode_single_token_bytes(bad_id)
+
+
+def test_decode_non_integer_is_type_error():
+    with pytest.raises(TypeError, match="integers"):
+        get_encoding("gpt2").decode(["hello"])
+
+
+def test_encode_single_token_errors():
+    enc = get_encoding("gpt2")
+    with pytest.raises(KeyError, match="not a single token"):
+        enc.encode_single_token("hello world")

@@ -1,0 +1,73 @@
+"""Special tokens: the allowed/disallowed matrix against tiktoken, its errors, and overlapping tokens."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import tiktoken
+
+from tokenizer import Encoding, get_encoding
+
+TEXTS = [
+    "",
+    "hello <|endoftext|> world",
+    "<|endoftext|><|endoftext|>",
+    "<|fim_prefix|>a<|fim_middle|>b<|fim_suffix|>c<|endofprompt|>",
+    "<|endoftext|x <|endof <|endoftext|",
+    "no specials at all",
+]
+ALLOWED = [set(), "all", {"<|endoftext|>"}, {"<|fim_prefix|>", "<|endofprompt|>"}, {"not-a-special"}]
+DISALLOWED = ["all", (), {"<|endoftext|>"}, {"<|endofprompt|>"}]
+
+
+def outcome(enc, text, allowed, disallowed):
+    try:
+        return enc.encode(text, allowed_special=allowed, disallowed_special=disallowed)
+    except ValueError:
+        return "ValueError"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "p50k_edit", "cl100k_base", "o200k_base"])
+def test_matrix_equals_tiktoken(name):
+    ours, oracle = get_encoding(name), tiktoken.get_encoding(name)
+    for text, allowed, disallowed in itertools.product(TEXTS, ALLOWED, DISALLOWED):
+        assert outcome(ours, text, allowed, disallowed) == outcome(oracle, text, allowed, disallowed), (
+            text, allowed, disallowed,
+        )
+
+
+def test_disallowed_error_says_what_to_pass():
+    enc = get_encoding("gpt2")
+    with pytest.raises(ValueError) as info:
+        enc.encode("a <|endoftext|>")
+    message = str(info.value)
+    assert "<|endoftext|>" in message and "allowed_special" in message and "disallowed_special=()" in message
+
+
+def test_allowed_special_all_gives_ids():
+    enc = get_encoding("cl100k_base")
+    assert enc.encode("<|endoftext|><|endofprompt|>", allowed_special="all") == [100257, 100276]
+
+
+def test_bad_option_types_are_clear_errors():
+    enc = get_encoding("gpt2")
+    with pytest.raises(TypeError, match="allowed_special"):
+        enc.encode("x", allowed_special="<|endoftext|>")
+    with pytest.raises(TypeError, match="disallowed_special"):
+        enc.encode("x", disallowed_special="none")
+
+
+def test_overlapping_specials_longest_first():
+    # bytes only, no merges: only the special-token splitting is under test
+    specials = ["<|endoftext|>", "<|endoftext|><|endoftext|>"]
+    enc = Encoding.from_vocab_merges({i: bytes([i]) for i in range(256)}, [], specials)
+    double, single = enc.encode_single_token("<|endoftext|><|endoftext|>"), enc.encode_single_token("<|endoftext|>")
+    assert double != single
+    text = "a<|endoftext|><|endoftext|><|endoftext|>b"
+    ids = enc.encode(text, allowed_special="all")
+    assert ids == [ord("a"), double, single, ord("b")]
+    assert enc.decode(ids) == text
+    # only the short one allowed: the long one is not matched, and the text is split into two singles
+    ids = enc.encode("<|endoftext|><|endoftext|>", allowed_special={"<|endoftext|>"}, disallowed_special=())
+    assert ids == [single, single]
