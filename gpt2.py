@@ -316,4 +316,7 @@ def main(prompt: str, n_tokens_to_generate: int = 40, model_size: str = "124M",
 if __name__ == "__main__":
     import fire
 
-    fire.Fire(main)
+    try:
+        fire.Fire(main)
+    except ValueError as error:  # bad input (e.g. too long for the context): one line, no traceback
+        sys.exit(f"error: {error}")
