@@ -43,7 +43,7 @@ from collections.abc import Iterable, Sequence
 import regex
 from tqdm import tqdm
 
-GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+from .pretokenize import GPT2_PATTERN, R50K_PATTERN, compile_pattern
 
 # Chunks handed to the workers are about this many bytes (they end at the next safe boundary after it).
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
@@ -130,7 +130,44 @@ def _check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
 
 def _splitter(pattern: str):
     """The pre-tokenizer: a function text -> list of pre-token strings (same as ``regex.findall``)."""
-    return regex.compile(pattern).findall
+    return compile_pattern(pattern).split
+
+
+# Unicode White_Space, which is what \s means in the `regex` package (the standard library's \s also takes
+# \x1c-\x1f). Tests check this set against `regex`.
+WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_WHITESPACE_SET = frozenset(regex.findall(r"\s", "".join(map(chr, range(0x3001)))))
+# Coarse GPT-2 pieces: an optional space + a run of non-space characters, or whitespace cut the way GPT-2's
+# pattern cuts it. Every GPT-2 pre-token lies inside one coarse piece, whitespace pieces are pre-tokens
+# already, and how a non-space piece splits does not depend on what is around it (no GPT-2 alternative
+# reads past a non-space run into whitespace, and the lookahead only follows whitespace). So counting
+# coarse pieces first and splitting each *distinct* one once gives the same counts, faster.
+_GPT2_COARSE = re.compile(f"[ ]?[^{WHITESPACE}]+|[{WHITESPACE}]+(?![^{WHITESPACE}])|[{WHITESPACE}]")
+_TWO_LEVEL_PATTERNS = (GPT2_PATTERN, R50K_PATTERN)
+
+
+def _count_texts(texts: Iterable[str], split, coarse) -> Counter:
+    """Pre-token counts of texts without special tokens. ``coarse`` is None or ``_GPT2_COARSE.findall``."""
+    counts: Counter = Counter()
+    if coarse is None:
+        for text in texts:
+            counts.update(split(text))
+        return counts
+    pieces: Counter = Counter()
+    for text in texts:
+        pieces.update(coarse(text))
+    ws = _WHITESPACE_SET
+    for piece, c in pieces.items():
+        if piece[-1] in ws:
+            counts[piece] += c
+            continue
+        parts = split(piece)
+        if len(parts) == 1:
+            counts[piece] += c
+        else:
+            for t in parts:
+                counts[t] += c
+    return counts
 
 
 def _special_splitter(specials: Sequence[str]):
@@ -149,8 +186,9 @@ def _count_range(path: str, start: int, end: int, pattern: str, specials: tuple[
     key = (pattern, specials)
     fns = _worker_cache.get(key)
     if fns is None:
-        fns = _worker_cache[key] = (_splitter(pattern), _special_splitter(specials))
-    split, split_specials = fns
+        coarse = _GPT2_COARSE.findall if pattern in _TWO_LEVEL_PATTERNS else None
+        fns = _worker_cache[key] = (_splitter(pattern), _special_splitter(specials), coarse)
+    split, split_specials, coarse = fns
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
@@ -162,11 +200,7 @@ def _count_range(path: str, start: int, end: int, pattern: str, specials: tuple[
             f"(byte 0x{data[e.start]:02x})"
         ) from None
     del data
-    counts: Counter = Counter()
-    for piece in split_specials(text):
-        if piece:
-            counts.update(split(piece))
-    return counts
+    return _count_texts(split_specials(text), split, coarse)
 
 
 def _count_range_star(args) -> tuple[int, Counter]:
@@ -319,111 +353,106 @@ def _sort_key(token: bytes) -> bytes:
 
 
 def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = False) -> Merges:
-    """Up to ``num_merges`` merges learned from pre-token counts (see the module docstring for the rules)."""
+    """Up to ``num_merges`` merges learned from pre-token counts (see the module docstring for the rules).
+
+    Representation: token id ``t`` is the character ``chr(t)``, so a pre-token is a ``str`` of token ids and the
+    standard library does the inner loops in C: ``in``/``find`` locate a pair, ``replace`` merges it left to
+    right without overlap (exactly the BPE rule). A pair is the 2-character string of its two ids.
+
+    ``words``/``freqs`` are the distinct pre-tokens of two bytes or more and their counts. ``pair_count`` holds
+    every pair's total count and ``where`` lists the words a pair was seen in (with stale entries: a word is
+    checked when visited). The heap holds ``(-count, tie-break key, pair)``; entries are not removed when a count
+    changes: a popped entry whose count is out of date is queued again with the right count (counts only go
+    down, except for pairs with the new token, which are queued when they appear).
+    """
+    if 256 + num_merges > 0x110000:
+        raise ValueError("at most 0x110000 - 256 merges are supported (token ids are stored as characters)")
     tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
     keys: list[bytes] = [_sort_key(t) for t in tokens]  # id -> heap tie-break key
-
     # Pre-tokens of one byte have no pairs and can never change: leave them out.
-    words: list[list[int]] = []
+    words: list[str] = []
     freqs: list[int] = []
     for w, c in counts.items():
         b = w.encode("utf-8") if isinstance(w, str) else bytes(w)
         if len(b) > 1 and c > 0:
-            words.append(list(b))
+            words.append(b.decode("latin-1"))  # byte value = character code = token id
             freqs.append(c)
 
-    pair_count: dict[tuple[int, int], int] = defaultdict(int)
-    where: dict[tuple[int, int], set[int]] = defaultdict(set)
+    pair_count: defaultdict[str, int] = defaultdict(int)
+    where: dict[str, list[int]] = {}
+    get = pair_count.get
     for wi, w in enumerate(words):
         c = freqs[wi]
-        for p in zip(w, w[1:]):
-            pair_count[p] += c
-            where[p].add(wi)
+        for p in map(str.__add__, w, w[1:]):
+            n = get(p)
+            if n is None:
+                pair_count[p] = c
+                where[p] = [wi]
+            else:
+                pair_count[p] = n + c
+                where[p].append(wi)
 
-    heap = [(-c, keys[a] + keys[b], a, b) for (a, b), c in pair_count.items()]
+    def pair_key(p: str) -> bytes:
+        return keys[ord(p[0])] + keys[ord(p[1])]
+
+    heap = [(-c, pair_key(p), p) for p, c in pair_count.items()]
     heapq.heapify(heap)
+    heappush, heappop = heapq.heappush, heapq.heappop
 
     merges: Merges = []
     bar = tqdm(total=num_merges, unit="merges", desc="merging", disable=not progress, leave=False)
     while len(merges) < num_merges and heap:
-        negc, _, a, b = heapq.heappop(heap)
-        cur = pair_count.get((a, b), 0)
+        negc, key, ab = heappop(heap)
+        cur = get(ab, 0)  # get() does not insert
         if cur != -negc:
-            if cur > 0:  # its count went down since this entry was pushed: re-queue with the current count
-                heapq.heappush(heap, (-cur, _, a, b))
+            if cur > 0:  # its count went down since this entry was pushed: queue it again
+                heappush(heap, (-cur, key, ab))
             continue
+        a, b = ord(ab[0]), ord(ab[1])
         new = len(tokens)
         tokens.append(tokens[a] + tokens[b])
         keys.append(keys[a][:-1] + keys[b])
         merges.append((tokens[a], tokens[b]))
         bar.update(1)
+        a_s, b_s, n_s = ab[0], ab[1], chr(new)
 
-        delta: dict[tuple[int, int], int] = defaultdict(int)
-        for wi in where.pop((a, b)):
+        # Counts are updated in place; a pair whose count drops to 0 may stay in the dict (0 means absent).
+        newpairs: defaultdict[str, list[int]] = defaultdict(list)  # pair with the new token -> its words
+        for wi in where.pop(ab):
             w = words[wi]
-            n = len(w)
-            # First occurrence of a, b (the set may hold words that lost the pair to an earlier merge).
-            i = -1
-            try:
-                while True:
-                    i = w.index(a, i + 1)
-                    if i + 1 < n and w[i + 1] == b:
-                        break
-            except ValueError:
-                continue
+            i = w.find(ab)
+            if i < 0:
+                continue  # stale entry: an earlier merge took a or b
             c = freqs[wi]
-            # Is there a second occurrence after this one?
-            j = i + 1
-            try:
-                while True:
-                    j = w.index(a, j + 1)
-                    if j + 1 < n and w[j + 1] == b:
-                        break
-            except ValueError:
-                j = -1
-            if j < 0:
-                # One occurrence: only the pairs with its two neighbours change.
+            if w.find(ab, i + 2) < 0:
+                # One occurrence: only the pairs with its neighbours change.
                 if i:
                     x = w[i - 1]
-                    delta[(x, a)] -= c
-                    p = (x, new)
-                    delta[p] += c
-                    where[p].add(wi)
-                if i + 2 < n:
+                    pair_count[x + a_s] -= c
+                    p = x + n_s
+                    pair_count[p] += c
+                    newpairs[p].append(wi)
+                if i + 2 < len(w):
                     y = w[i + 2]
-                    delta[(b, y)] -= c
-                    p = (new, y)
-                    delta[p] += c
-                    where[p].add(wi)
-                w[i : i + 2] = [new]
+                    pair_count[b_s + y] -= c
+                    p = n_s + y
+                    pair_count[p] += c
+                    newpairs[p].append(wi)
+                words[wi] = w.replace(ab, n_s, 1)
                 continue
-            # Several occurrences: rebuild the word and recount its pairs.
-            out: list[int] = w[:i]
-            k = i
-            while k < n:
-                if w[k] == a and k + 1 < n and w[k + 1] == b:
-                    out.append(new)
-                    k += 2
-                else:
-                    out.append(w[k])
-                    k += 1
-            for p in zip(w, w[1:]):
-                delta[p] -= c
-            for p in zip(out, out[1:]):
-                delta[p] += c
-                if new in p:
-                    where[p].add(wi)
+            # Several occurrences: merge them all and recount the word's pairs.
+            out = w.replace(ab, n_s)
+            for p in map(str.__add__, w, w[1:]):
+                pair_count[p] -= c
+            for p in map(str.__add__, out, out[1:]):
+                pair_count[p] += c
+                if n_s in p:
+                    newpairs[p].append(wi)
             words[wi] = out
-        del pair_count[(a, b)]
-        delta.pop((a, b), None)
-        for p, d in delta.items():
-            if d:
-                v = pair_count[p] + d
-                if v:
-                    pair_count[p] = v
-                else:
-                    del pair_count[p]
-                if d > 0:  # only pairs containing the new token can grow
-                    heapq.heappush(heap, (-v, keys[p[0]] + keys[p[1]], p[0], p[1]))
+        del pair_count[ab]
+        # Pairs with the new token did not exist before: queue them and index the words they are in.
+        for p, wis in newpairs.items():
+            heappush(heap, (-pair_count[p], pair_key(p), p))
+            where[p] = wis
     bar.close()
     return merges
