@@ -1,0 +1,167 @@
+"""encode_file writes exactly encode(whole file) as a flat array, whatever the workers and chunking, and
+never leaves a partial output behind; stats measures files. The oracle is a single ``enc.encode`` call."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tokenizer import get_encoding
+from tokenizer.dataset import encode_file, format_duration, id_dtype, iter_chunks
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("TOKENIZER_SHARED_DIR", REPO.parent / "shared")) / "corpus"
+
+
+def corpus_bytes(name: str, limit: int) -> bytes:
+    data = (CORPUS / name).read_bytes()[:limit]
+    return data[: len(data.decode("utf-8", errors="ignore").encode("utf-8"))]  # whole characters only
+
+
+def read_ids(path: Path, encoding: str) -> list[int]:
+    return np.fromfile(path, dtype=id_dtype(get_encoding(encoding).n_vocab)).tolist()
+
+
+def run_cli(*args, cwd=REPO) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "tokenizer", *args], capture_output=True, text=True, env=env, cwd=cwd)
+
+
+def test_two_workers_small_chunks_equal_one_encode(tmp_path):
+    data = corpus_bytes("en_docs.txt", 1_500_000)
+    src = tmp_path / "docs.txt"
+    src.write_bytes(data)
+    stats = encode_file(src, tmp_path / "docs.bin", workers=2, progress=False, chunk_bytes=64 << 10)
+    expected = get_encoding("gpt2").encode(data.decode("utf-8"), allowed_special="all")
+    assert read_ids(tmp_path / "docs.bin", "gpt2") == expected
+    assert stats["tokens"] == len(expected) and stats["bytes"] == len(data) and stats["dtype"] == "uint16"
+    assert expected.count(50256) > 100  # the <|endoftext|> separators became ids, not text
+
+
+@pytest.mark.parametrize("name", ["ja_manpages.txt", "ru_manpages.txt", "zh_manpages.txt"])
+def test_o200k_multibyte_text_uint32(tmp_path, name):
+    data = corpus_bytes(name, 300_000)
+    src = tmp_path / name
+    src.write_bytes(data)
+    stats = encode_file(src, tmp_path / "out.bin", encoding="o200k_base", workers=1, progress=False, chunk_bytes=4096)
+    assert stats["dtype"] == "uint32" and (tmp_path / "out.bin").stat().st_size == 4 * stats["tokens"]
+    assert read_ids(tmp_path / "out.bin", "o200k_base") == get_encoding("o200k_base").encode(data.decode("utf-8"))
+
+
+def test_allowed_special_none_encodes_them_as_text(tmp_path):
+    text = "first story.\n<|endoftext|>\nsecond story<|endoftext|>"
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8")
+    encode_file(tmp_path / "in.txt", tmp_path / "out.bin", workers=1, allowed_special="none", progress=False)
+    ids = read_ids(tmp_path / "out.bin", "gpt2")
+    assert ids == get_encoding("gpt2").encode(text, disallowed_special=()) and 50256 not in ids
+
+
+fragments = st.sampled_from(
+    ["word", " word", "\n", "\n\n", "\r\n", "  ", " ", "!", "'s", "123", "é", "中文", "<|endoftext|>", "x\n", "9 "]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.lists(fragments, max_size=60).map("".join), chunk_bytes=st.integers(1, 40), mode=st.sampled_from(["all", "none"]))
+def test_any_chunk_size_gives_the_same_ids(tmp_path, text, chunk_bytes, mode):
+    (tmp_path / "in.txt").write_bytes(text.encode("utf-8"))
+    encode_file(tmp_path / "in.txt", tmp_path / "out.bin", encoding="cl100k_base", workers=1,
+                allowed_special=mode, progress=False, chunk_bytes=chunk_bytes)
+    kwargs = {"allowed_special": "all"} if mode == "all" else {"disallowed_special": ()}
+    assert read_ids(tmp_path / "out.bin", "cl100k_base") == get_encoding("cl100k_base").encode(text, **kwargs)
+
+
+def test_chunks_end_at_safe_boundaries_and_rejoin(tmp_path):
+    data = corpus_bytes("en_docs.txt", 300_000)
+    (tmp_path / "in.txt").write_bytes(data)
+    with open(tmp_path / "in.txt", "rb") as f:
+        chunks = list(iter_chunks(f, {"<|endoftext|>"}, chunk_bytes=10_000))
+    assert b"".join(chunks) == data and len(chunks) > 20
+    end = 0
+    for chunk in chunks[:-1]:
+        end += len(chunk)
+        after = data[end : end + 13]
+        assert after == b"<|endoftext|>" or (chunk[-1:].isalnum() and after[:1] in (b"\n", b" ")), end
+
+
+# ---- errors leave nothing behind --------------------------------------------------------------------------
+
+
+def test_disallowed_special_in_the_middle_leaves_no_file(tmp_path):
+    text = "a line of text\n" * 20_000 + "<|fim_prefix|>" + "more text\n" * 20_000
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="fim_prefix"):
+        encode_file(tmp_path / "in.txt", tmp_path / "out.bin", encoding="cl100k_base", workers=2,
+                    allowed_special={"<|endoftext|>"}, progress=False, chunk_bytes=8192)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_invalid_utf8_names_the_byte(tmp_path):
+    (tmp_path / "in.txt").write_bytes(b"fine text\n" * 100 + b"\xff bad")
+    with pytest.raises(ValueError, match="byte 1000"):
+        encode_file(tmp_path / "in.txt", tmp_path / "out.bin", workers=1, progress=False, chunk_bytes=64)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_missing_input_and_missing_or_unwritable_output(tmp_path):
+    with pytest.raises(FileNotFoundError, match="input file not found"):
+        encode_file(tmp_path / "nope.txt", tmp_path / "out.bin", progress=False)
+    (tmp_path / "in.txt").write_text("hello", encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match="output folder does not exist"):
+        encode_file(tmp_path / "in.txt", tmp_path / "no" / "out.bin", progress=False)
+    with pytest.raises(OSError):
+        encode_file(tmp_path / "in.txt", "/proc/tokenizer-test.bin", workers=1, progress=False)
+    with pytest.raises(ValueError, match="not special tokens"):
+        encode_file(tmp_path / "in.txt", tmp_path / "out.bin", allowed_special={"<|nope|>"}, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_dtype_follows_vocab_size():
+    assert id_dtype(50257) == np.dtype("<u2") and id_dtype(65536) == np.dtype("<u2")
+    assert id_dtype(65537) == np.dtype("<u4") and id_dtype(200019).byteorder in "<="
+
+
+def test_format_duration():
+    assert [format_duration(s) for s in (5, 600, 7200, 3 * 86400)] == ["5.0 s", "10.0 minutes", "2.0 hours", "3.0 days"]
+
+
+# ---- the commands -----------------------------------------------------------------------------------------
+
+
+def test_cli_encode_file(tmp_path):
+    data = corpus_bytes("en_docs.txt", 400_000)
+    (tmp_path / "in.txt").write_bytes(data)
+    result = run_cli("encode-file", str(tmp_path / "in.txt"), "--out", str(tmp_path / "in.bin"), "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    assert "tokens" in result.stdout and "bytes/token" in result.stdout and "MB/s" in result.stdout
+    ids = np.memmap(tmp_path / "in.bin", dtype=np.uint16, mode="r")  # how nanoGPT reads it
+    assert ids.tolist() == get_encoding("gpt2").encode(data.decode("utf-8"), allowed_special="all")
+
+
+def test_cli_encode_file_errors_are_one_line_and_leave_nothing(tmp_path):
+    result = run_cli("encode-file", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "x.bin"))
+    assert result.returncode == 2 and result.stderr.startswith("error: input file not found")
+    (tmp_path / "in.txt").write_text("a <|endoftext|> b", encoding="utf-8")
+    result = run_cli("encode-file", str(tmp_path / "in.txt"), "--out", str(tmp_path / "x.bin"),
+                     "--encoding", "cl100k_base", "--allowed_special", "<|endofprompt|>", "--workers", "1")
+    assert result.returncode == 2 and "<|endoftext|>" in result.stderr and "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_cli_stats(tmp_path):
+    (tmp_path / "small.txt").write_bytes(corpus_bytes("en_docs.txt", 100_000))
+    result = run_cli("stats", str(tmp_path / "small.txt"))
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| small.txt")]
+    assert [row.split("|")[2].strip() for row in rows] == ["gpt2", "cl100k_base", "o200k_base"]
+    assert "825 GB" in result.stdout
+    gpt2_tokens = int(rows[0].split("|")[4].replace(",", ""))
+    text = (tmp_path / "small.txt").read_text(encoding="utf-8")
+    assert gpt2_tokens == len(get_encoding("gpt2").encode(text, allowed_special="all"))

@@ -1,0 +1,275 @@
+"""Turn a text file into a training-ready array of token ids, in parallel, and measure tokenizers on files.
+
+``encode_file("train.txt", "train.bin")`` writes the ids as one flat little-endian array — ``uint16`` when every
+id fits (GPT-2's 50,257), ``uint32`` otherwise — the ``.bin`` layout nanoGPT reads back with
+``np.memmap(path, dtype=np.uint16, mode="r")``. Documents separated by ``<|endoftext|>`` (TinyStories, the
+corpus here) keep that separator as its id by default.
+
+How the work is split: the file is read in blocks of about ``CHUNK_BYTES``, and each block is cut back to a
+*safe boundary* so that encoding the pieces separately gives exactly the ids of encoding the whole file:
+
+* just before a special token that is encoded as a special token (``encode`` splits there anyway), or
+* after an ASCII letter or digit followed by ``"\\n"`` or ``" "`` — every pattern here ends a pre-token at
+  such a place and splits the text before it as if it ended there (see :mod:`tokenizer.streaming`), and the
+  cut never falls inside a UTF-8 character.
+
+Chunks go to worker processes (``multiprocessing``, started with "spawn" so the behaviour is the same on
+every OS); results are written in file order as they arrive, with at most two chunks per worker in flight,
+so memory stays bounded however large the file. Output goes to a temporary file that is renamed only when
+everything succeeded: an error never leaves a partial ``.bin`` behind.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import deque
+from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
+
+import numpy as np
+import regex
+
+from .registry import get_encoding
+
+CHUNK_BYTES = 1 << 20  # large enough that per-chunk overhead vanishes, small enough to spread over workers
+THE_PILE_BYTES = 825e9  # CS336's question: how long would tokenizing the Pile (825 GB) take?
+
+# The last "ASCII letter/digit followed by newline or space" in a block; the cut is at the match's end.
+_LAST_SAFE_BYTE_CUT = regex.compile(rb"(?r)[A-Za-z0-9](?=[\n ])")
+
+
+def id_dtype(n_vocab: int) -> np.dtype:
+    """The smallest little-endian unsigned type that holds every id: uint16 up to 65,536 ids, else uint32."""
+    return np.dtype("<u2") if n_vocab <= 1 << 16 else np.dtype("<u4")
+
+
+def resolve_specials(enc, allowed_special) -> tuple[object, object]:
+    """``allowed_special`` as the file commands take it -> ``(allowed_special, disallowed_special)`` for encode.
+
+    ``"all"``: special tokens in the text become their ids. ``"none"``: they are encoded as plain text.
+    A set (or comma-separated names): those become ids, and any other special token in the text is an error.
+    """
+    if allowed_special == "all":
+        return "all", ()
+    if allowed_special in ("none", None) or allowed_special == ():
+        return set(), ()
+    if isinstance(allowed_special, str):
+        allowed_special = [s.strip() for s in allowed_special.split(",") if s.strip()]
+    allowed = set(allowed_special)
+    unknown = allowed - enc.special_tokens_set
+    if unknown:
+        raise ValueError(
+            f"allowed_special names {sorted(unknown)}, which are not special tokens of {enc.name!r} "
+            f"(its special tokens: {sorted(enc.special_tokens_set)}); use all, none or some of those"
+        )
+    return allowed, "all"
+
+
+def iter_chunks(f: BinaryIO, special_tokens: Iterable[str] = (), chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """Read ``f`` as consecutive byte chunks of about ``chunk_bytes`` that each end at a safe boundary.
+
+    ``special_tokens`` are those encoded as special tokens: a chunk may end just before one. A stretch with no
+    safe boundary (one enormous word) stays in one chunk, however long.
+    """
+    specials = [s.encode("utf-8") for s in special_tokens]
+    carry = b""
+    while True:
+        block = f.read(chunk_bytes)
+        if not block:
+            break
+        buf = carry + block
+        cut = _last_safe_cut(buf, specials)
+        if cut <= 0:
+            carry = buf  # nothing safe yet: read more
+            continue
+        yield buf[:cut]
+        carry = buf[cut:]
+    if carry:
+        yield carry
+
+
+def _last_safe_cut(buf: bytes, specials: list[bytes]) -> int:
+    m = _LAST_SAFE_BYTE_CUT.search(buf)
+    cut = m.end() if m else 0
+    for token in specials:
+        cut = max(cut, buf.rfind(token))
+    return cut
+
+
+def _encode_chunk(task) -> bytes:
+    """Worker: one chunk of the file -> its ids as bytes (top level, so "spawn" workers can import it)."""
+    data, offset, path, encoding_name, allowed, disallowed, dtype = task
+    enc = get_encoding(encoding_name)  # loaded once per worker process, then cached
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path} is not valid UTF-8: byte {offset + e.start} is {data[e.start:e.start + 1]!r} ({e.reason}); "
+            "convert the file to UTF-8 first"
+        ) from None
+    try:
+        ids = enc.encode(text, allowed_special=allowed, disallowed_special=disallowed)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e} On the command line: --allowed_special all (ids) or none (plain text).") from None
+    return np.asarray(ids, dtype=dtype).tobytes()
+
+
+def encode_file(
+    input_path,
+    out_path,
+    *,
+    encoding: str = "gpt2",
+    workers: int | None = None,
+    allowed_special="all",
+    progress: bool = True,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> dict:
+    """Encode the UTF-8 text file ``input_path`` into ``out_path`` (flat little-endian ids); returns statistics.
+
+    The output equals ``encode(whole file)`` written with :func:`id_dtype`, whatever ``workers`` (default: all
+    CPUs) and ``chunk_bytes``. Raises ``FileNotFoundError`` for a missing input or output folder, ``ValueError``
+    for text that is not UTF-8 or holds a disallowed special token; no output file is left in either case.
+    """
+    from tqdm import tqdm
+
+    input_path, out_path = Path(input_path), Path(out_path)
+    if not input_path.is_file():
+        raise FileNotFoundError(f"input file not found: {input_path}")
+    if not out_path.parent.is_dir():
+        raise FileNotFoundError(f"output folder does not exist: {out_path.parent} (create it first)")
+    if out_path.exists() and out_path.resolve() == input_path.resolve():
+        raise ValueError(f"the output {out_path} is the input file; choose another --out")
+    enc = get_encoding(encoding)
+    allowed, disallowed = resolve_specials(enc, allowed_special)
+    dtype = id_dtype(enc.n_vocab)
+    split_at = enc.special_tokens_set if allowed == "all" else allowed
+    workers = max(1, int(workers or os.cpu_count() or 1))
+    size = input_path.stat().st_size
+
+    tmp_path = out_path.with_name(f".{out_path.name}.{os.getpid()}.partial")
+    start = time.perf_counter()
+    n_bytes_out = 0
+    try:
+        with open(input_path, "rb") as f_in, open(tmp_path, "wb") as f_out, tqdm(
+            total=round(size / 1e6, 2), unit="MB", desc=f"encoding {input_path.name}", disable=not progress,
+            bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]",
+        ) as bar:
+            chunks = iter_chunks(f_in, split_at, chunk_bytes)
+            tasks = _tasks(chunks, input_path, encoding, allowed, disallowed, dtype)
+            for data_len, ids_bytes in _run(tasks, workers, encoding):
+                f_out.write(ids_bytes)
+                n_bytes_out += len(ids_bytes)
+                bar.update(data_len / 1e6)
+        os.replace(tmp_path, out_path)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+    seconds = time.perf_counter() - start
+    n_tokens = n_bytes_out // dtype.itemsize
+    return {
+        "input": str(input_path),
+        "out": str(out_path),
+        "encoding": enc.name,
+        "dtype": dtype.name,
+        "workers": workers,
+        "bytes": size,
+        "tokens": n_tokens,
+        "bytes_per_token": size / n_tokens if n_tokens else 0.0,
+        "seconds": seconds,
+        "mb_per_s": size / 1e6 / max(seconds, 1e-9),
+    }
+
+
+def _tasks(chunks, path, encoding, allowed, disallowed, dtype):
+    offset = 0
+    for data in chunks:
+        yield (data, offset, str(path), encoding, allowed, disallowed, dtype)
+        offset += len(data)
+
+
+def _run(tasks, workers: int, encoding: str) -> Iterator[tuple[int, bytes]]:
+    """(input bytes, output bytes) per chunk, in order. One worker runs here; more run as spawned processes."""
+    if workers == 1:
+        for task in tasks:
+            yield len(task[0]), _encode_chunk(task)
+        return
+    # Each worker loads the vocabulary as it starts, all at once, while the first chunks are being read.
+    with multiprocessing.get_context("spawn").Pool(workers, initializer=get_encoding, initargs=(encoding,)) as pool:
+        in_flight: deque = deque()  # (input length, AsyncResult), oldest first: written in file order
+        for task in tasks:
+            in_flight.append((len(task[0]), pool.apply_async(_encode_chunk, (task,))))
+            if len(in_flight) >= 2 * workers:
+                n, result = in_flight.popleft()
+                yield n, result.get()
+        while in_flight:
+            n, result = in_flight.popleft()
+            yield n, result.get()
+
+
+def cli_encode_file(input, out=None, encoding: str = "gpt2", workers=None, allowed_special="all") -> None:  # noqa: A002
+    """``python -m tokenizer encode-file INPUT --out OUT.bin``: encode and print what it cost."""
+    out = Path(str(out)) if out is not None else Path(str(input)).with_suffix(".bin")
+    stats = encode_file(str(input), out, encoding=encoding, workers=workers, allowed_special=allowed_special)
+    print(
+        f"{stats['out']}: {stats['tokens']:,} tokens ({stats['dtype']}) from {stats['bytes']:,} bytes, "
+        f"{stats['bytes_per_token']:.3f} bytes/token, {stats['mb_per_s']:.2f} MB/s "
+        f"({stats['seconds']:.1f} s, {stats['workers']} worker{'s' if stats['workers'] > 1 else ''}, {encoding})"
+    )
+
+
+# ---- measuring tokenizers ---------------------------------------------------------------------------------
+
+
+def file_stats(path, encoding: str) -> dict:
+    """Tokens, bytes/token and single-process throughput of one encoding on one file (read in chunks)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"input file not found: {path}")
+    enc = get_encoding(encoding)
+    n_bytes = n_tokens = 0
+    seconds = 0.0
+    with open(path, "rb") as f:
+        for data in iter_chunks(f, enc.special_tokens_set):
+            text = data.decode("utf-8", errors="replace")
+            start = time.perf_counter()
+            n_tokens += len(enc.encode(text, allowed_special="all"))
+            seconds += time.perf_counter() - start
+            n_bytes += len(data)
+    mb_per_s = n_bytes / 1e6 / max(seconds, 1e-9)
+    return {
+        "file": str(path),
+        "encoding": enc.name,
+        "bytes": n_bytes,
+        "tokens": n_tokens,
+        "bytes_per_token": n_bytes / n_tokens if n_tokens else 0.0,
+        "mb_per_s": mb_per_s,
+        "pile_seconds": THE_PILE_BYTES / (mb_per_s * 1e6) if n_bytes else float("inf"),
+    }
+
+
+def format_duration(seconds: float) -> str:
+    """``90061`` -> ``"1.0 days"``: the unit that keeps the number readable."""
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.1f} s"
+
+
+def cli_stats(*files, encodings="gpt2,cl100k_base,o200k_base") -> None:
+    """``python -m tokenizer stats FILE...``: bytes/token and speed per encoding, and the Pile projection."""
+    if not files:
+        raise ValueError("stats needs at least one FILE")
+    names = encodings.split(",") if isinstance(encodings, str) else list(encodings)
+    names = [str(n).strip() for n in names if str(n).strip()]
+    print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for path in files:
+        for name in names:
+            s = file_stats(str(path), name)
+            print(
+                f"| {Path(s['file']).name} | {s['encoding']} | {s['bytes']:,} | {s['tokens']:,} | "
+                f"{s['bytes_per_token']:.3f} | {s['mb_per_s']:.2f} | {format_duration(s['pile_seconds'])} |"
+            )
+    print("\nThe Pile projection is for one process; encode-file --workers N divides it by up to N.")
