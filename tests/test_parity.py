@@ -105,9 +105,11 @@ def test_pathological_input(name, text):
     ours, oracle = both(name)
     ids = ours.encode_ordinary(text)
     assert ours.decode(ids) == text
-    try:
-        expected = oracle.encode_ordinary(text)
-    except ValueError:  # tiktoken's o200k gives up on a million spaces; ours must not
-        assert name == "o200k_base" and text[0] == " "
+    if name == "o200k_base" and text[0] == " ":
+        # tiktoken's o200k panics on a million spaces (its regex gives up); ours must not. Compare with
+        # tiktoken on pieces it can do: the run is one pre-token, and BPE of a run of one byte is the same
+        # for a shorter run up to the longest space token, so check the start and the total length.
+        assert ids[:4] == oracle.encode_ordinary(text[:10_000])[:4]
+        assert len(set(ids[:-1])) == 1
         return
-    assert ids == expected
+    assert ids == oracle.encode_ordinary(text)
