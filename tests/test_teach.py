@@ -1,0 +1,155 @@
+"""The teaching tools: merge_steps replays merge_reference exactly; show/explain/compare print what encode does
+(run as commands, piped and on a terminal); CharTokenizer round-trips and names what it cannot encode."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenizer import get_encoding, merge_reference
+from tokenizer.teach import CharTokenizer, merge_steps, token_texts
+
+REPO = Path(__file__).resolve().parents[1]
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SAMPLE = "Not all heroes wear capes. Öffnen 中文😀 x  \n\tdef f(): return 12345 <|endoftext|>done"
+
+
+def run_cli(*args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    return subprocess.run([sys.executable, "-m", "tokenizer", *args], capture_output=True, text=True, env=env, cwd=REPO)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=40))
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
+def test_merge_steps_end_where_merge_reference_does(name, text):
+    enc = get_encoding(name)
+    data = text.encode("utf-8", errors="replace")
+    steps = list(merge_steps(data, enc.merge_ranks))
+    final = list(steps[-1].parts) if steps else [data[i : i + 1] for i in range(len(data))]
+    assert final == merge_reference(data, enc.merge_ranks)
+    for step in steps:  # each step really is a merge of adjacent parts of that rank
+        assert enc.merge_ranks[step.left + step.right] == step.rank
+    assert len(steps) == len(data) - len(final)
+
+
+def test_merge_steps_on_a_known_word():
+    steps = list(merge_steps(b" capes", get_encoding("gpt2").merge_ranks))
+    assert [(s.left, s.right) for s in steps] == [(b" ", b"c"), (b"e", b"s"), (b"a", b"p"), (b" c", b"ap")]
+    assert steps[-1].parts == (b" cap", b"es")
+
+
+def test_token_texts_put_a_split_character_on_its_last_token():
+    enc = get_encoding("gpt2")
+    ids = enc.encode("😀!")
+    assert "".join(token_texts(enc, ids)) == "😀!" and token_texts(enc, ids)[-1] == "!"
+    assert token_texts(enc, ids)[0] == ""  # the emoji's first byte alone is no character yet
+
+
+# ---- show -------------------------------------------------------------------------------------------------
+
+
+def test_show_piped_is_plain_tokens_and_ids():
+    result = run_cli("show", SAMPLE)
+    assert result.returncode == 0, result.stderr
+    enc = get_encoding("gpt2")
+    ids = enc.encode(SAMPLE, allowed_special="all")
+    assert "\x1b[" not in result.stdout
+    assert result.stdout == "|".join(token_texts(enc, ids)) + "\n" + " ".join(map(str, ids)) + "\n" + (
+        f"{len(ids)} tokens, {len(SAMPLE)} characters, {len(SAMPLE.encode())} bytes (gpt2)\n"
+    )
+
+
+def test_show_on_a_terminal_is_coloured():
+    master, slave = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.run([sys.executable, "-m", "tokenizer", "show", "Not all heroes", "--encoding", "cl100k_base"],
+                          stdout=slave, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    os.close(slave)
+    output = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # Linux signals the end of a pty's output this way
+            break
+        if not data:
+            break
+        output += data
+    os.close(master)
+    text = output.decode()
+    assert proc.returncode == 0, proc.stderr
+    assert text.count("\x1b[30;43m") == 2 and "\x1b[30;46m" in text  # token and id in the same colour
+    plain = ANSI.sub("", text).replace("\r\n", "\n")
+    assert plain.splitlines()[:2] == ["Not all heroes", " ".join(map(str, get_encoding("cl100k_base").encode("Not all heroes")))]
+
+
+def test_show_color_can_be_forced_and_newlines_stay_visible():
+    result = run_cli("show", "a\nb", "--color", "True")
+    assert "↵" in result.stdout and ANSI.sub("", result.stdout).startswith("a↵\nb")
+
+
+# ---- explain ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["gpt2", "cl100k_base", "o200k_base"])
+def test_explain_ids_add_up_to_encode(encoding):
+    result = run_cli("explain", SAMPLE, "--encoding", encoding)
+    assert result.returncode == 0, result.stderr
+    ids = []
+    for line in result.stdout.splitlines():
+        if m := re.search(r"= ids? \[?([\d, ]+)\]?$", line):
+            ids += [int(i) for i in m.group(1).split(",")]
+    assert ids == get_encoding(encoding).encode(SAMPLE, allowed_special="all")
+
+
+def test_explain_shows_merges_and_the_whole_token_shortcut():
+    out = run_cli("explain", "Not all heroes wear capes.").stdout
+    assert "pre-token ' heroes'" in out and "is itself a token" in out and "id 10281" in out
+    assert "' c' + 'ap' -> ' cap'" in out and "ids [1451, 274]" in out
+    assert "rank    269" in out  # ' ' + 'c' is GPT-2's merge #269 (its id too)
+
+
+# ---- compare ----------------------------------------------------------------------------------------------
+
+
+def test_compare_counts_match_each_encoding():
+    text = "        if x:\n            return 1234567"
+    result = run_cli("compare", text)
+    assert result.returncode == 0, result.stderr
+    counts = dict(re.findall(r"^(\w+)\s+GPT-\S+\s+(\d+) tokens", result.stdout, flags=re.M))
+    expected = {name: str(len(get_encoding(name).encode(text))) for name in ("gpt2", "cl100k_base", "o200k_base")}
+    assert counts == expected
+    assert int(counts["cl100k_base"]) < int(counts["gpt2"])  # GPT-4 has tokens for runs of spaces
+    assert "|            |" not in result.stdout.split("cl100k_base")[0]  # GPT-2: no 12-space token
+
+
+# ---- characters -------------------------------------------------------------------------------------------
+
+
+def test_char_tokenizer_round_trip_and_tables():
+    text = "To be, or not to be: that is the question. ÄÖÜ 中"
+    tok = CharTokenizer(text)
+    assert tok.vocab_size == len(set(text)) and sorted(tok.stoi) == list(tok.stoi)
+    assert all(tok.itos[i] == ch for ch, i in tok.stoi.items())
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text and len(ids) == len(text)
+    assert len(ids) > 3 * len(get_encoding("gpt2").encode("To be, or not to be: that is the question."))  # BPE is shorter
+
+
+def test_char_tokenizer_errors_name_the_problem():
+    tok = CharTokenizer("abc")
+    with pytest.raises(ValueError, match=r"character 'z' \(U\+007A\) at position 2 .*build the tokenizer from a text"):
+        tok.encode("abz")
+    with pytest.raises(ValueError, match="ids run from 0 to 2"):
+        tok.decode([0, 7])
+    with pytest.raises(ValueError, match="non-empty"):
+        CharTokenizer("")

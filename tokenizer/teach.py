@@ -1,0 +1,242 @@
+"""Tools for seeing what a tokenizer does: ``show``, ``explain`` and ``compare``, and a character tokenizer.
+
+    python -m tokenizer show "Not all heroes wear capes."      # token boundaries in colour, ids below
+    python -m tokenizer explain "Not all heroes wear capes."   # each pre-token's merges, step by step
+    python -m tokenizer compare "        return x  # indented"  # gpt2 vs GPT-4 vs GPT-4o
+
+``explain`` replays BPE with :func:`merge_steps`, which is :func:`tokenizer.bpe.merge_reference` with every
+merge reported as it happens; the tests check its last step ends where ``merge_reference`` does. It also
+shows the shortcut :class:`tokenizer.Encoding` takes: a pre-token that is itself a token (``" heroes"``) is that
+token, without running any merges.
+
+:class:`CharTokenizer` is the other end of the design space: one id per character (as in char-level
+language models), a vocabulary of a few dozen ids, and text several times longer in ids than with BPE.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import sys
+from typing import Iterator, Mapping, NamedTuple
+
+from .pretokenize import compile_pattern, special_token_regex
+from .registry import get_encoding
+
+# Background colours that cycle over tokens (yellow, cyan, green, magenta, blue, red), black text on them.
+_BACKGROUNDS = [43, 46, 42, 45, 44, 41]
+_RESET = "\x1b[0m"
+COMPARED = [("gpt2", "GPT-2"), ("cl100k_base", "GPT-4"), ("o200k_base", "GPT-4o")]
+
+
+class MergeStep(NamedTuple):
+    """One BPE merge: the pair joined, its rank (priority: lower merged first) and the parts afterwards."""
+
+    rank: int
+    left: bytes
+    right: bytes
+    parts: tuple[bytes, ...]
+
+
+def merge_steps(piece: bytes, merge_ranks: Mapping[bytes, int]) -> Iterator[MergeStep]:
+    """Yield each merge :func:`tokenizer.bpe.merge_reference` makes on ``piece``, in order.
+
+    >>> [(s.left, s.right) for s in merge_steps(b"aaab", {b"aa": 0, b"ab": 1, b"aab": 2})]
+    [(b'a', b'a'), (b'a', b'b')]
+    """
+    parts = [piece[i : i + 1] for i in range(len(piece))]
+    while len(parts) > 1:
+        ranks = [merge_ranks.get(parts[i] + parts[i + 1]) for i in range(len(parts) - 1)]
+        candidates = [r for r in ranks if r is not None]
+        if not candidates:
+            return
+        best = min(candidates)
+        i = ranks.index(best)  # the leftmost pair of the lowest rank, as in merge_reference
+        left, right = parts[i], parts[i + 1]
+        parts[i : i + 2] = [left + right]
+        yield MergeStep(best, left, right, tuple(parts))
+
+
+def show_bytes(token: bytes) -> str:
+    """A token as readable text: ``' world'`` when it is whole UTF-8, else its bytes ``b'\\xe4\\xb8'``."""
+    try:
+        return repr(token.decode("utf-8"))
+    except UnicodeDecodeError:
+        return repr(token)
+
+
+def token_texts(enc, ids) -> list[str]:
+    """The text each token adds. A character whose bytes are spread over several tokens appears with the
+    token that completes it; the tokens before it add ``""``."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    texts = [decoder.decode(enc.decode_single_token_bytes(i)) for i in ids]
+    if texts:
+        texts[-1] += decoder.decode(b"", final=True)
+    return texts
+
+
+def _visible(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _use_color(color) -> bool:
+    if color is not None:
+        return bool(color)
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+# ---- show -------------------------------------------------------------------------------------------------
+
+
+def render_show(text: str, encoding: str = "gpt2", color: bool = False) -> str:
+    """The text with token boundaries marked (colours, or ``|`` without), then the ids and a count."""
+    enc = get_encoding(encoding)
+    ids = enc.encode(text, allowed_special="all")
+    texts = token_texts(enc, ids)
+    if color:
+        shown, id_words = [], []
+        for n, (token_text, token) in enumerate(zip(texts, ids)):
+            paint = f"\x1b[30;{_BACKGROUNDS[n % len(_BACKGROUNDS)]}m"
+            # a newline would carry the background to the end of the terminal line: show it as a visible mark
+            marked = token_text.replace("\n", f"↵{_RESET}\n{paint}")
+            shown.append(f"{paint}{marked}{_RESET}")
+            id_words.append(f"{paint}{token}{_RESET}")
+        body, id_line = "".join(shown), " ".join(id_words)
+    else:
+        body, id_line = "|".join(texts), " ".join(map(str, ids))
+    n_bytes = len(text.encode("utf-8", errors="surrogatepass"))
+    summary = f"{len(ids)} tokens, {len(text)} characters, {n_bytes} bytes ({enc.name})"
+    return f"{body}\n{id_line}\n{summary}"
+
+
+def cli_show(text, encoding: str = "gpt2", color=None) -> None:
+    """``python -m tokenizer show TEXT``: coloured on a terminal, ``|``-separated when piped."""
+    print(render_show(str(text), encoding, _use_color(color)))
+
+
+# ---- explain ----------------------------------------------------------------------------------------------
+
+
+def explain_lines(text: str, encoding: str = "gpt2") -> Iterator[str]:
+    """What encode does to ``text``, one line per step: special tokens, pre-tokens, merges, ids."""
+    enc = get_encoding(encoding)
+    pretokenizer = compile_pattern(enc.pat_str)
+    specials = enc.special_tokens
+    yield f"encoding {enc.name}: special tokens first, then the pattern cuts pre-tokens, then BPE merges each"
+    start = 0
+    segments = []
+    if specials:
+        for m in special_token_regex(frozenset(specials)).finditer(text):
+            segments += [(text[start : m.start()], None), (m.group(), specials[m.group()])]
+            start = m.end()
+    segments.append((text[start:], None))
+    for segment, special_id in segments:
+        if special_id is not None:
+            yield f"\nspecial token {segment!r} = id {special_id}"
+            continue
+        for piece in pretokenizer.split(segment):
+            yield from _explain_piece(enc, piece)
+
+
+def _explain_piece(enc, piece: str) -> Iterator[str]:
+    data = piece.encode("utf-8", errors="surrogatepass")
+    yield f"\npre-token {piece!r}: {len(data)} byte{'s' if len(data) != 1 else ''} {' '.join(f'{b:02x}' for b in data)}"
+    token_ids = enc._mergeable_ranks
+    if data in token_ids:
+        yield f"  is itself a token: encode takes it whole, no merges needed = id {token_ids[data]}"
+        return
+    parts: tuple[bytes, ...] = tuple(data[i : i + 1] for i in range(len(data)))
+    for n, step in enumerate(merge_steps(data, enc.merge_ranks), 1):
+        parts = step.parts
+        yield (
+            f"  merge {n:>2}: rank {step.rank:>6}  {show_bytes(step.left)} + {show_bytes(step.right)}"
+            f" -> {show_bytes(step.left + step.right)}"
+        )
+    ids = [token_ids[p] for p in parts]
+    yield f"  tokens {' '.join(show_bytes(p) for p in parts)} = ids {ids}"
+
+
+def cli_explain(text, encoding: str = "gpt2") -> None:
+    """``python -m tokenizer explain TEXT``: each pre-token's merges, step by step."""
+    for line in explain_lines(str(text), encoding):
+        print(line)
+
+
+# ---- compare ----------------------------------------------------------------------------------------------
+
+
+def compare_lines(text: str, encodings=COMPARED) -> Iterator[str]:
+    """Token counts and splits of ``text`` under several encodings, and the longest whitespace token each used."""
+    width = max(len(name) for name, _ in encodings)
+    for name, model in encodings:
+        enc = get_encoding(name)
+        texts = token_texts(enc, enc.encode(text, allowed_special="all"))
+        spaces = max((len(t) for t in texts if t and t.isspace()), default=0)
+        yield f"{name:<{width}}  {model:<6}  {len(texts):>5} tokens  longest whitespace token: {spaces:>2} chars"
+        yield f"{'':<{width}}  |{'|'.join(map(_visible, texts))}|"
+    yield (
+        "\nAll three patterns leave the last space of a run to the word after it (\\s+(?!\\S)): 8 spaces before "
+        "'return' are a 7-space pre-token and ' return'. GPT-2's vocabulary (learned from web prose) has no token "
+        "for two or more spaces, so each space costs a token; GPT-4's and GPT-4o's vocabularies, which saw code, "
+        "have tokens for long runs of spaces, so indentation costs one. They also cut numbers into groups of 3 digits."
+    )
+
+
+def cli_compare(text, encodings=None) -> None:
+    """``python -m tokenizer compare TEXT``: gpt2 vs cl100k_base (GPT-4) vs o200k_base (GPT-4o)."""
+    chosen = COMPARED
+    if encodings:
+        names = encodings.split(",") if isinstance(encodings, str) else list(encodings)
+        chosen = [(str(n).strip(), "") for n in names]
+    for line in compare_lines(str(text), chosen):
+        print(line)
+
+
+# ---- characters -------------------------------------------------------------------------------------------
+
+
+class CharTokenizer:
+    """One id per distinct character of the text it is built from (ids in sorted character order).
+
+    >>> tok = CharTokenizer("hello world")
+    >>> tok.stoi
+    {' ': 0, 'd': 1, 'e': 2, 'h': 3, 'l': 4, 'o': 5, 'r': 6, 'w': 7}
+    >>> tok.encode("hold")
+    [3, 5, 4, 1]
+    >>> tok.decode([3, 5, 4, 1])
+    'hold'
+    """
+
+    def __init__(self, text: str):
+        if not isinstance(text, str):
+            raise TypeError(f"CharTokenizer is built from a str, got {type(text).__name__}")
+        chars = sorted(set(text))
+        if not chars:
+            raise ValueError("CharTokenizer needs a non-empty text to take its characters from")
+        self.stoi: dict[str, int] = {ch: i for i, ch in enumerate(chars)}  # string (character) -> id
+        self.itos: dict[int, str] = {i: ch for i, ch in enumerate(chars)}  # id -> string (character)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.stoi)
+
+    def encode(self, text: str) -> list[int]:
+        try:
+            return [self.stoi[ch] for ch in text]
+        except KeyError as e:
+            ch = e.args[0]
+            raise ValueError(
+                f"character {ch!r} (U+{ord(ch):04X}) at position {text.index(ch)} is not in this CharTokenizer's "
+                f"vocabulary of {self.vocab_size} characters; build the tokenizer from a text that contains it"
+            ) from None
+
+    def decode(self, ids) -> str:
+        try:
+            return "".join(self.itos[i] for i in ids)
+        except KeyError as e:
+            raise ValueError(
+                f"id {e.args[0]!r} is not in this CharTokenizer's vocabulary (ids run from 0 to {self.vocab_size - 1})"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"CharTokenizer(vocab_size={self.vocab_size})"
