@@ -1,0 +1,386 @@
+"""Tests for tokenizer.train: BPE training with CS336 assignment 1 semantics.
+
+The reference is ``oracle_train`` below: a deliberately naive trainer that recounts every pair after every
+merge and picks ``max`` by ``(count, (left_bytes, right_bytes))``. The real trainer must give the same merges
+and vocab on random (tie-heavy) texts and on slices of real corpora, whatever the number of workers and the
+chunk size.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import regex
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from tokenizer import train as train_mod
+from tokenizer.train import count_pretokens, find_chunk_boundaries, train_bpe
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+GPT2_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+EOT = "<|endoftext|>"
+
+# ---------------------------------------------------------------------------------------------------------
+# The oracle
+
+
+def oracle_pretokens(text: str, specials=()) -> Counter:
+    """Pre-token counts: cut at special tokens (longest first), then GPT-2's regex on each piece."""
+    pieces = [text]
+    if specials:
+        by_length = sorted(specials, key=len, reverse=True)
+        pieces = re.split("|".join(re.escape(s) for s in by_length), text)
+    counts: Counter = Counter()
+    for piece in pieces:
+        counts.update(regex.findall(GPT2_PAT, piece))
+    return counts
+
+
+def oracle_train(text: str, vocab_size: int, specials=()):
+    """Obviously-correct BPE training: recount all pairs for every merge."""
+    words: Counter = Counter()
+    for tok, n in oracle_pretokens(text, specials).items():
+        words[tuple(bytes([b]) for b in tok.encode("utf-8"))] += n
+    merges = []
+    while 256 + len(merges) + len(specials) < vocab_size:
+        pairs: Counter = Counter()
+        for word, n in words.items():
+            for left, right in zip(word, word[1:]):
+                pairs[(left, right)] += n
+        if not pairs:
+            break
+        best = max(pairs, key=lambda pair: (pairs[pair], pair))
+        merges.append(best)
+        merged: Counter = Counter()
+        for word, n in words.items():
+            out, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
+                    out.append(word[i] + word[i + 1])
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            merged[tuple(out)] += n
+        words = merged
+    vocab = {i: bytes([i]) for i in range(256)}
+    for left, right in merges:
+        vocab[len(vocab)] = left + right
+    for s in specials:
+        vocab[len(vocab)] = s.encode("utf-8")
+    return vocab, merges
+
+
+def write(text: str | bytes, directory: str | Path | None = None) -> str:
+    fd, path = tempfile.mkstemp(suffix=".txt", dir=directory)
+    with os.fdopen(fd, "wb") as f:
+        f.write(text.encode("utf-8") if isinstance(text, str) else text)
+    return path
+
+
+def train_text(text: str, vocab_size: int, specials=(), **kw):
+    path = write(text)
+    try:
+        kw.setdefault("num_workers", 1)
+        return train_bpe(path, vocab_size, specials, progress=False, **kw)
+    finally:
+        os.unlink(path)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Hand-checked examples
+
+
+def test_wikipedia_example():
+    # "aaabdaaabac" is one pre-token (all letters). Pairs: aa x4 (two in each "aaa"), ab x2, bd, da, ba, ac.
+    # 1. (a, a) wins with 4. Left to right, "aaa" -> [aa, a]: word = aa a b d aa a b a c.
+    # 2. (aa, a) and (a, b) both have 2; b"aa" > b"a", so (aa, a) wins: aaa b d aaa b a c.
+    # 3. (aaa, b) has 2, everything else 1: aaab d aaab a c.
+    # 4. All four pairs have 1: (aaab,d) (d,aaab) (aaab,a) (a,c); the greatest left part is b"d": (d, aaab).
+    # 5. aaab daaab a c: pairs (aaab, daaab) (daaab, a) (a, c); greatest is (daaab, a).
+    # 6. aaab daaaba c: (daaaba, c) beats (aaab, daaaba).
+    # 7. aaab daaabac: the only pair. Then one token, nothing left: training stops early.
+    expected = [
+        (b"a", b"a"),
+        (b"aa", b"a"),
+        (b"aaa", b"b"),
+        (b"d", b"aaab"),
+        (b"daaab", b"a"),
+        (b"daaaba", b"c"),
+        (b"aaab", b"daaabac"),
+    ]
+    vocab, merges = train_text("aaabdaaabac", 259)
+    assert merges == expected[:3]
+    assert len(vocab) == 259 and vocab[256] == b"aa" and vocab[258] == b"aaab"
+    vocab, merges = train_text("aaabdaaabac", 1000, [EOT])
+    assert merges == expected
+    assert len(vocab) == 256 + 7 + 1
+    assert vocab[263] == EOT.encode()
+
+
+def test_ties_compare_bytes_not_gpt2_unicode_strings():
+    # Pre-tokens "ax" and " x": pairs (a, x) and (" ", x) tie at 1. As bytes b"a" (0x61) > b" " (0x20), so
+    # (a, x) wins; GPT-2's printable stand-in for the space is "Ġ" (U+0120), which would sort the other way.
+    _, merges = train_text("ax x", 257)
+    assert merges == [(b"a", b"x")]
+    # A proper prefix sorts first: (b"ab", b"c") vs (b"a", b"bc") -> b"ab" > b"a" wins.
+    _, merges = train_text("ab c", 300)
+    assert merges[0] == (b"a", b"b")  # tie (a,b)=1 (" ",c)=1: b"a" > b" "
+    assert merges == oracle_train("ab c", 300)[1]
+
+
+def test_vocab_layout_and_early_stop():
+    text = "the cat sat on the mat; the hat. " * 5
+    vocab, merges = train_text(text, 10_000, ["<|a|>", "<|b|>", "<|a|>"])
+    assert sorted(vocab) == list(range(len(vocab)))
+    assert all(vocab[i] == bytes([i]) for i in range(256))
+    for k, (left, right) in enumerate(merges):
+        assert vocab[256 + k] == left + right
+    assert vocab[len(vocab) - 2] == b"<|a|>" and vocab[len(vocab) - 1] == b"<|b|>"  # duplicates dropped
+    assert len(vocab) < 10_000  # ran out of pairs
+    # Every pre-token is a single token at the end, so no pair is left.
+    assert {vocab[256 + k] for k in range(len(merges))} >= {t.encode() for t in oracle_pretokens(text) if len(t) > 1}
+
+
+def test_exact_vocab_size():
+    text = (CORPUS / "en_docs.txt").read_text(encoding="utf-8")[:20_000]
+    vocab, merges = train_text(text, 300, [EOT])
+    assert len(vocab) == 300 and len(merges) == 300 - 256 - 1
+
+
+def test_special_tokens_are_hard_boundaries():
+    # The special token is by far the most frequent string; none of its bytes may be merged, and no pair may
+    # cross it ("x" + "<" or ">" + "y").
+    text = ("x" + EOT + "y " + EOT) * 200 + "plain text here"
+    vocab, merges = train_text(text, 400, [EOT])
+    for k, (left, right) in enumerate(merges):
+        token = left + right
+        assert not set(token) & set(b"<|>"), token
+        assert EOT.encode() not in token
+    assert list(vocab.values()).count(EOT.encode()) == 1
+    assert (vocab, merges) == oracle_train(text, 400, [EOT])
+
+
+def test_overlapping_special_tokens_longest_first():
+    # "<|a|><|b|>" must be cut as the longer token, not as "<|a|>" then leftovers.
+    specials = ["<|a|>", "<|a|><|b|>", "b|>"]
+    text = "q<|a|><|b|>r <|a|>s b|>t " * 30 + "qq rr ss"
+    assert train_text(text, 320, specials) == oracle_train(text, 320, specials)
+    # Without the long token the text around it would be different: the test can tell.
+    assert oracle_pretokens(text, specials) != oracle_pretokens(text, specials[:1] + specials[2:])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Against the oracle
+
+
+def corpus_slice(name: str, start: int, nchars: int) -> str:
+    with open(CORPUS / name, encoding="utf-8") as f:
+        text = f.read(start + nchars)
+    return text[start:]
+
+
+@pytest.mark.parametrize(
+    "name, start, nchars, vocab_size, specials",
+    [
+        ("en_docs.txt", 0, 25_000, 400, (EOT,)),
+        ("en_docs.txt", 5_000_000, 15_000, 350, ()),
+        ("en_dictionary.txt", 1_000_000, 15_000, 350, ()),
+        ("de_manpages.txt", 100_000, 15_000, 350, ("\n.TH", ".SH")),
+        ("ru_manpages.txt", 100_000, 10_000, 350, (".SH",)),
+        ("zh_manpages.txt", 100_000, 8_000, 330, ()),
+        ("ja_manpages.txt", 100_000, 8_000, 330, ("\n.",)),
+    ],
+)
+def test_matches_oracle_on_real_text(name, start, nchars, vocab_size, specials):
+    text = corpus_slice(name, start, nchars)
+    expected = oracle_train(text, vocab_size, specials)
+    assert len(expected[1]) == vocab_size - 256 - len(specials)
+    assert train_text(text, vocab_size, specials, chunk_size=1024) == expected
+
+
+tie_heavy_text = st.text(alphabet=st.sampled_from("ab a\n'sX1"), max_size=120)
+special_text = st.lists(
+    st.one_of(st.text(alphabet="ab c<|>\n", max_size=12), st.sampled_from(["<|e|>", "<|e|><|e|>", "|>"])),
+    max_size=20,
+).map("".join)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=tie_heavy_text, extra=st.integers(0, 40), chunk=st.integers(1, 50))
+def test_matches_oracle_random_small_alphabet(text, extra, chunk):
+    assume(text)
+    assert train_text(text, 256 + extra, chunk_size=chunk) == oracle_train(text, 256 + extra)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=special_text, extra=st.integers(0, 30), chunk=st.integers(1, 50))
+def test_matches_oracle_random_with_special_tokens(text, extra, chunk):
+    assume(text)
+    specials = ["<|e|>", "<|e|><|e|>"]
+    got = train_text(text, 258 + extra, specials, chunk_size=chunk)
+    assert got == oracle_train(text, 258 + extra, specials)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.lists(
+        st.sampled_from(["a", "é", "中", "1", "١", " ", "  ", "\n", "\r\n", "\t", "\xa0", "\u3000",
+                         "\x1c", "\x85", "'s", "'", "!", "..", "😀"]),
+        max_size=40,
+    ).map("".join),
+    extra=st.integers(0, 30),
+)
+def test_matches_oracle_random_unicode(text, extra):
+    assume(text)
+    assert train_text(text, 256 + extra, chunk_size=3) == oracle_train(text, 256 + extra)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Chunking and workers
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pieces=st.lists(
+        st.sampled_from(["a", "bc", "中", "7", " ", "  ", "\n", "\n\n", "\r\n", "\t", "\xa0", "\x1c", "\x85",
+                         "\u2028", "'s", "!", "é", EOT, "<|x|>"]),
+        max_size=60,
+    ),
+    chunk=st.integers(1, 20),
+    with_specials=st.booleans(),
+)
+def test_pretoken_counts_do_not_depend_on_chunking(pieces, chunk, with_specials):
+    text = "".join(pieces)
+    assume(text)
+    specials = [EOT, "<|x|>"] if with_specials else []
+    path = write(text)
+    try:
+        got = count_pretokens(path, specials, num_workers=1, chunk_size=chunk)
+        bounds = find_chunk_boundaries(path, chunk, [s.encode() for s in specials])
+    finally:
+        os.unlink(path)
+    assert got == oracle_pretokens(text, specials)
+    data = text.encode()
+    assert bounds[0] == 0 and bounds[-1] == len(data) and bounds == sorted(set(bounds))
+    for b in bounds[1:-1]:  # every inner boundary is a newline or the start of a special token
+        assert data[b : b + 1] == b"\n" or any(data.startswith(s.encode(), b) for s in specials)
+
+
+def test_counts_match_plain_regex_on_corpus_slices():
+    for name in ("en_docs.txt", "ru_manpages.txt", "ja_manpages.txt"):
+        text = corpus_slice(name, 0, 200_000)
+        path = write(text)
+        try:
+            for chunk in (997, 65_536):
+                assert count_pretokens(path, [EOT], num_workers=1, chunk_size=chunk) == oracle_pretokens(text, [EOT])
+        finally:
+            os.unlink(path)
+
+
+def test_chunk_boundaries_really_cut():
+    # Without this, the chunking tests above could pass with one chunk.
+    text = corpus_slice("en_docs.txt", 0, 100_000)
+    path = write(text)
+    try:
+        assert len(find_chunk_boundaries(path, 1000, [EOT.encode()])) > 50
+        assert len(find_chunk_boundaries(path, 1000, [])) > 50
+    finally:
+        os.unlink(path)
+
+
+def test_same_result_for_any_workers_and_chunk_size():
+    text = corpus_slice("en_docs.txt", 2_000_000, 120_000) + corpus_slice("de_manpages.txt", 0, 40_000)
+    path = write(text)
+    try:
+        results = []
+        for workers, chunk in [(1, 1 << 22), (2, 4097), (4, 1), (1, 12_345), (4, 50_003), (None, 77_777)]:
+            results.append(train_bpe(path, 600, [EOT], num_workers=workers, chunk_size=chunk, progress=False))
+    finally:
+        os.unlink(path)
+    assert all(r == results[0] for r in results[1:])
+    assert len(results[0][1]) == 600 - 257
+
+
+def test_whitespace_class_is_regex_white_space():
+    everything = "".join(map(chr, range(0x110000)))
+    expected = set(regex.findall(r"\s", everything))
+    assert len(expected) == 25
+    assert set(train_mod._WHITESPACE_SET) == expected
+    assert set(regex.findall(f"[{train_mod.WHITESPACE}]", everything)) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=6), st.binary(max_size=6), st.binary(max_size=6), st.binary(max_size=6))
+def test_heap_key_orders_pairs_in_reverse(a1, b1, a2, b2):
+    k1 = train_mod._sort_key(a1) + train_mod._sort_key(b1)
+    k2 = train_mod._sort_key(a2) + train_mod._sort_key(b2)
+    assert (k1 < k2) == ((a1, b1) > (a2, b2))
+
+
+def test_progress_bars(capsys):
+    text = "hello world " * 100
+    path = write(text)
+    try:
+        assert train_bpe(path, 270, progress=True, num_workers=1) == train_bpe(path, 270, progress=False)
+    finally:
+        os.unlink(path)
+    err = capsys.readouterr().err
+    assert "MB" in err and "merges" in err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Bad input
+
+
+def test_vocab_size_below_minimum(tmp_path):
+    path = write("hello", tmp_path)
+    with pytest.raises(ValueError, match="minimum is 258"):
+        train_bpe(path, 257, ["<a>", "<b>"], progress=False)
+    with pytest.raises(ValueError, match="minimum is 256"):
+        train_bpe(path, 10, progress=False)
+    assert len(train_bpe(path, 258, ["<a>", "<b>"], progress=False)[0]) == 258
+
+
+def test_missing_file(tmp_path):
+    missing = tmp_path / "nope.txt"
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        train_bpe(missing, 300, progress=False)
+
+
+def test_empty_file(tmp_path):
+    path = write("", tmp_path)
+    with pytest.raises(ValueError, match="empty"):
+        train_bpe(path, 300, progress=False)
+
+
+@pytest.mark.parametrize("workers, chunk", [(1, 1 << 20), (2, 100)])
+def test_invalid_utf8_names_file_and_offset(tmp_path, workers, chunk):
+    good = ("word after word\n" * 200).encode()
+    path = write(good + b"\xff\xfe" + good, tmp_path)
+    with pytest.raises(ValueError, match=rf"{re.escape(os.path.basename(path))}.*byte offset {len(good)}\b"):
+        train_bpe(path, 300, num_workers=workers, chunk_size=chunk, progress=False)
+
+
+def test_bad_special_tokens(tmp_path):
+    path = write("hello", tmp_path)
+    with pytest.raises(TypeError):
+        train_bpe(path, 300, EOT, progress=False)  # a string, not a list of strings
+    with pytest.raises(ValueError, match="empty"):
+        train_bpe(path, 300, [""], progress=False)
+    with pytest.raises(TypeError):
+        train_bpe(path, 300, [b"<|x|>"], progress=False)
+
+
+def test_bad_workers_and_chunk_size(tmp_path):
+    path = write("hello", tmp_path)
+    with pytest.raises(ValueError, match="num_workers"):
+        train_bpe(path, 300, num_workers=0, progress=False)
+    with pytest.raises(ValueError, match="chunk_size"):
+        train_bpe(path, 300, chunk_size=0, progress=False)
