@@ -1,0 +1,253 @@
+"""Benchmark: BPE training, this project vs HF `tokenizers` (BpeTrainer) vs `rustbpe`, in one run.
+
+    python bench/bench_train.py                  # en_docs + en_dictionary (~30 MB), vocab 10,000, + scaling
+    python bench/bench_train.py --quick          # 3 MB, vocab 2,000, no scaling runs: a smoke test
+    python bench/bench_train.py --mb 10 --vocab 5000 --no-scaling
+
+Training data: en_docs.txt without its last ``--heldout-mb`` MB (held back for evaluation) + en_dictionary.txt,
+concatenated into a temporary file and cut to ``--mb`` MB (at a newline). Every trainer runs in its own
+subprocess; the parent polls the resident memory of that process and all its children (psutil) every 20 ms and
+reports the peak of the sum. Wall time is measured inside the subprocess around the training call only.
+
+Compression: bytes per token of each trained tokenizer on held-out text (the end of en_docs, de_manpages.txt,
+ru_manpages.txt), documents split at ``<|endoftext|>`` and encoded as ordinary text. This project's and
+rustbpe's merges are evaluated with tiktoken (ranks = merge order), HF's with HF.
+
+Peers get the same budget: vocab_size counts 256 bytes + merges + the special token ``<|endoftext|>`` for this
+project and HF; rustbpe has no special tokens, so it gets ``vocab_size - 1`` (the same number of merges).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+EOT = "<|endoftext|>"
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+MB = 1_000_000
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Subprocess side: train one tokenizer, write it to --out, print {"seconds": ...} as JSON.
+
+
+def iter_documents(path: str, block: int = 1 << 20):
+    """The file's documents (split at <|endoftext|>), read in blocks: bounded memory."""
+    rest = ""
+    with open(path, encoding="utf-8") as f:
+        while True:
+            data = f.read(block)
+            if not data:
+                break
+            parts = (rest + data).split(EOT)
+            rest = parts.pop()
+            yield from (p for p in parts if p)
+    if rest:
+        yield rest
+
+
+def run_trainer(name: str, path: str, vocab_size: int, out: str, workers: int | None) -> float:
+    if name == "ours":
+        sys.path.insert(0, str(REPO))
+        from tokenizer.train import train_bpe
+
+        t0 = time.perf_counter()
+        vocab, merges = train_bpe(path, vocab_size, [EOT], num_workers=workers, progress=False)
+        seconds = time.perf_counter() - t0
+        ranks = {tok: i for i, tok in vocab.items() if tok != EOT.encode()}
+        write_ranks(ranks, out)
+    elif name == "hf":
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        t0 = time.perf_counter()
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=[EOT],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tok.train([path], trainer)
+        seconds = time.perf_counter() - t0
+        tok.save(out)
+    elif name == "rustbpe":
+        import rustbpe
+
+        t0 = time.perf_counter()
+        tok = rustbpe.Tokenizer()
+        tok.train_from_iterator(iter_documents(path), vocab_size - 1, pattern=GPT2_PATTERN)
+        seconds = time.perf_counter() - t0
+        write_ranks(dict(tok.get_mergeable_ranks()), out)
+    else:
+        raise SystemExit(f"unknown trainer {name!r}")
+    return seconds
+
+
+def write_ranks(ranks: dict, out: str) -> None:
+    with open(out, "w") as f:
+        for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+            f.write(f"{base64.b64encode(bytes(tok)).decode()} {rank}\n")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Parent side
+
+
+def measure(name: str, path: str, vocab_size: int, out: str, workers: int | None) -> dict:
+    """Run one trainer in a subprocess; wall seconds (from inside) and peak RSS of the process tree."""
+    import psutil
+
+    cmd = [sys.executable, __file__, "--worker", name, "--input", path, "--vocab", str(vocab_size), "--out", out]
+    if workers:
+        cmd += ["--workers", str(workers)]
+    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    while proc.poll() is None:
+        total = 0
+        try:
+            procs = [proc] + proc.children(recursive=True)
+        except psutil.NoSuchProcess:
+            break
+        for p in procs:
+            try:
+                total += p.memory_info().rss
+            except psutil.NoSuchProcess:
+                pass
+        peak = max(peak, total)
+        time.sleep(0.02)
+    stdout = proc.stdout.read()
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} failed with exit code {proc.returncode}")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    result["peak_rss_mb"] = peak / 2**20
+    return result
+
+
+def make_training_file(directory: str, mb: float, heldout_mb: float) -> tuple[str, str]:
+    """(training file path, held-out English text)."""
+    docs = (CORPUS / "en_docs.txt").read_bytes()
+    cut = docs.rfind(b"\n", 0, len(docs) - int(heldout_mb * MB)) + 1
+    heldout = docs[cut:].decode("utf-8")
+    data = docs[:cut] + (CORPUS / "en_dictionary.txt").read_bytes()
+    if mb * MB < len(data):
+        data = data[: data.rfind(b"\n", 0, int(mb * MB)) + 1]
+    path = os.path.join(directory, f"train_{mb:g}MB.txt")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path, heldout
+
+
+def bytes_per_token(name: str, out: str, texts: list[str]) -> float:
+    docs = [d for t in texts for d in t.split(EOT) if d]
+    nbytes = sum(len(d.encode("utf-8")) for d in docs)
+    if name == "hf":
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(out)
+        ntokens = sum(len(e.ids) for e in tok.encode_batch(docs, add_special_tokens=False))
+    else:
+        import tiktoken
+
+        ranks = {}
+        with open(out) as f:
+            for line in f:
+                tok, rank = line.split()
+                ranks[base64.b64decode(tok)] = int(rank)
+        enc = tiktoken.Encoding(name=f"bench-{name}", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
+        ntokens = sum(len(ids) for ids in enc.encode_ordinary_batch(docs))
+    return nbytes / ntokens
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=float, default=None, help="training data size in MB (default: all, ~30)")
+    ap.add_argument("--vocab", type=int, default=None, help="vocab size (default 10000)")
+    ap.add_argument("--quick", action="store_true", help="3 MB, vocab 2000, no scaling runs")
+    ap.add_argument("--no-scaling", action="store_true", help="skip our 10/20 MB runs")
+    ap.add_argument("--heldout-mb", type=float, default=1.0, help="end of en_docs held back (MB)")
+    ap.add_argument("--workers", type=int, default=None, help="num_workers for this project (default: cpu count)")
+    ap.add_argument("--trainers", default="ours,hf,rustbpe", help="comma-separated subset of ours,hf,rustbpe")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--input", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.worker:
+        seconds = run_trainer(args.worker, args.input, args.vocab, args.out, args.workers)
+        print(json.dumps({"seconds": seconds}))
+        return
+
+    mb = args.mb if args.mb is not None else (3 if args.quick else 1000)
+    vocab = args.vocab or (2000 if args.quick else 10_000)
+    scaling = not (args.quick or args.no_scaling)
+    names = [n for n in args.trainers.split(",") if n]
+    command = "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, REPO)] + sys.argv[1:])
+
+    with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
+        path, heldout_en = make_training_file(tmp, mb, args.heldout_mb)
+        size_mb = os.path.getsize(path) / MB
+        heldout = {
+            "en (held out)": heldout_en,
+            "de": (CORPUS / "de_manpages.txt").read_text(encoding="utf-8"),
+            "ru": (CORPUS / "ru_manpages.txt").read_text(encoding="utf-8"),
+        }
+        rows = {}
+        for name in names:
+            out = os.path.join(tmp, f"{name}.out")
+            print(f"training {name} on {size_mb:.1f} MB ...", file=sys.stderr, flush=True)
+            r = measure(name, path, vocab, out, args.workers if name == "ours" else None)
+            r["bpt"] = {k: bytes_per_token(name, out, [t]) for k, t in heldout.items()}
+            rows[name] = r
+        scale = []
+        if scaling and "ours" in names:
+            for smb in (10, 20):
+                if smb < size_mb - 1:
+                    spath, _ = make_training_file(tmp, smb, args.heldout_mb)
+                    print(f"training ours on {smb} MB ...", file=sys.stderr, flush=True)
+                    r = measure("ours", spath, vocab, os.path.join(tmp, f"ours{smb}.out"), args.workers)
+                    scale.append((os.path.getsize(spath) / MB, r))
+            scale.append((size_mb, rows["ours"]))
+
+    labels = {"ours": "this project (tokenizer.train)", "hf": "HF tokenizers BpeTrainer", "rustbpe": "rustbpe"}
+    print(f"\nBPE training, {size_mb:.1f} MB (en_docs + en_dictionary), vocab {vocab:,}, cpus {os.cpu_count()}\n")
+    cols = list(heldout)
+    print("| trainer | wall s | time / ours | peak RSS MB | " + " | ".join(f"bytes/token {c}" for c in cols) + " |")
+    print("|---|---:|---:|---:|" + "---:|" * len(cols))
+    ours_t = rows["ours"]["seconds"] if "ours" in rows else None
+    for name, r in rows.items():
+        ratio = f"{r['seconds'] / ours_t:.2f}x" if ours_t else "-"
+        bpt = " | ".join(f"{r['bpt'][c]:.3f}" for c in cols)
+        print(f"| {labels[name]} | {r['seconds']:.2f} | {ratio} | {r['peak_rss_mb']:.0f} | {bpt} |")
+    if "ours" in rows:
+        print()
+        for peer in ("rustbpe", "hf"):
+            if peer in rows:
+                print(f"- ours / {peer} wall time: {rows['ours']['seconds'] / rows[peer]['seconds']:.2f}x")
+        if "hf" in rows:
+            diffs = ", ".join(
+                f"{c} {100 * (rows['ours']['bpt'][c] / rows['hf']['bpt'][c] - 1):+.2f}%" for c in cols
+            )
+            print(f"- ours vs HF bytes/token (higher is better compression): {diffs}")
+    if scale:
+        print("\nThis project, same vocab, growing data:\n")
+        print("| MB | wall s | s per MB | peak RSS MB |")
+        print("|---:|---:|---:|---:|")
+        for smb, r in scale:
+            print(f"| {smb:.1f} | {r['seconds']:.2f} | {r['seconds'] / smb:.3f} | {r['peak_rss_mb']:.0f} |")
+    print(f"\nCommand: `{command}`")
+
+
+if __name__ == "__main__":
+    main()
