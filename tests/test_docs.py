@@ -1,0 +1,93 @@
+"""Every ```python block in docs/*.md runs, so the walkthroughs cannot rot.
+
+The blocks of one file run in order in one namespace, in a fresh interpreter with the repository root as the
+working directory (what a reader pasting them would have). A block written as a doctest (``>>>`` lines with
+the output below them) has that output checked; other blocks check themselves with ``assert``.
+
+Run one file by hand: ``python tests/test_docs.py docs/01-characters-to-bpe.md``.
+"""
+
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = sorted((REPO / "docs").glob("*.md"))
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+EXPECTED_DOCS = ["01-characters-to-bpe.md", "02-gpt2-vocab-files.md", "03-ids-to-next-token.md"]
+
+
+def python_blocks(markdown: str) -> list[tuple[int, str]]:
+    """(line number of the block's first code line, code) for each ```python block."""
+    return [(markdown.count("\n", 0, m.start(1)) + 1, m.group(1)) for m in PYTHON_BLOCK.finditer(markdown)]
+
+
+def run_markdown(path: str) -> None:
+    """Run the blocks of ``path``; exit non-zero at the first failure, naming the doc line."""
+    path = Path(path)
+    namespace: dict = {"__name__": "__doc_walkthrough__"}
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for line, code in python_blocks(path.read_text(encoding="utf-8")):
+        if re.search(r"^>>> ", code, re.M):
+            test = doctest.DocTestParser().get_doctest(code, namespace, f"{path.name}:{line}", str(path), line - 1)
+            failed = runner.run(test, clear_globs=False).failed
+            namespace.update(test.globs)  # DocTest ran in a copy of the namespace: keep what it defined
+            if failed:
+                sys.exit(f"{path}:{line}: a doctest block printed something else (see above)")
+        else:
+            # blank lines in front make tracebacks point at the markdown's own line numbers
+            exec(compile("\n" * (line - 1) + code, str(path), "exec"), namespace)
+
+
+def run_in_subprocess(path: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, __file__, str(path)], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+    )
+
+
+def test_the_walkthroughs_exist():
+    assert [p.name for p in DOCS] == EXPECTED_DOCS
+    for path in DOCS:
+        assert len(python_blocks(path.read_text(encoding="utf-8"))) >= 4, path
+
+
+@pytest.mark.parametrize("path", DOCS, ids=[p.name for p in DOCS])
+def test_doc_code_runs(path):
+    result = run_in_subprocess(path)
+    assert result.returncode == 0, f"{path.name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize(
+    "block, message",
+    [
+        (">>> 1 + 1\n3\n", "printed something else"),
+        ("x = 1\nassert x == 2, 'x is not 2'\n", "x is not 2"),
+        ("y = undefined_name\n", "NameError"),
+    ],
+)
+def test_a_wrong_doc_fails(tmp_path, block, message):
+    """The runner itself must be able to fail: a wrong output, a false assert, an error."""
+    doc = tmp_path / "bad.md"
+    doc.write_text(f"# A doc\n\n```python\nvalue = 41\n```\n\nText.\n\n```python\n{block}```\n", encoding="utf-8")
+    result = run_in_subprocess(doc)
+    assert result.returncode != 0 and message in result.stdout + result.stderr
+    assert "bad.md" in result.stdout + result.stderr
+
+
+def test_blocks_share_one_namespace(tmp_path):
+    doc = tmp_path / "ok.md"
+    doc.write_text("```python\nvalue = 41\n```\n\n```python\n>>> value + 1\n42\n```\n", encoding="utf-8")
+    assert run_in_subprocess(doc).returncode == 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    run_markdown(sys.argv[1])
