@@ -66,3 +66,29 @@ def test_heap_path_used_for_long_pieces_is_exact():
     text = ("Supercalifragilisticexpialidocious" * 20).encode()
     assert len(text) > bpe.HEAP_THRESHOLD
     all_three(text, ranks)
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 10, 100), deadline=None)
+@given(st.text(max_size=80), st.sampled_from(["gpt2", "cl100k_base", "o200k_base"]))
+def test_split_uncrossable_parts_merge_like_the_whole(text, name):
+    enc = get_encoding(name)
+    table = bpe.uncrossable_pairs(enc.merge_ranks)
+    piece = text.encode("utf-8", "surrogatepass")
+    parts = bpe.split_uncrossable(piece, table)
+    assert b"".join(parts) == piece
+    assert [t for part in parts for t in bpe.merge(part, enc.merge_ranks)] == bpe.merge_reference(piece, enc.merge_ranks)
+
+
+def test_split_uncrossable_cuts_gpt2_chinese_into_characters():
+    enc = get_encoding("gpt2")
+    table = bpe.uncrossable_pairs(enc.merge_ranks)
+    assert table[ord("t") << 8 | ord("h")] == 0  # "th" is inside many tokens
+    piece = "本文档的最新版本".encode()
+    parts = bpe.split_uncrossable(piece, table)
+    assert len(parts) > 1 and b"".join(parts) == piece
+
+
+def test_split_uncrossable_small_table():
+    ranks = {b"ab": 0, b"bc": 1}
+    table = bpe.uncrossable_pairs(ranks)
+    assert bpe.split_uncrossable(b"abcab", table) == [b"abc", b"ab"]  # "ca" never meets in a token

@@ -26,7 +26,7 @@ PIECE_CACHE_LIMIT = 1 << 19
 
 
 class _PieceCache(dict):
-    """piece (str) -> token ids (tuple); a missing piece is encoded once, on first lookup."""
+    """piece -> token ids (tuple); a missing piece is encoded once, on first lookup."""
 
     __slots__ = ("encode_piece",)
 
@@ -135,6 +135,9 @@ class Encoding:
         self.max_token_value = max(self._decoder, default=-1)
         self._cache = _PieceCache()
         self._cache.encode_piece = self._encode_piece
+        self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
+        self._part_cache.encode_piece = self._merge_to_ids
+        self._uncrossable: bytearray | None = None  # built on first need
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -148,6 +151,18 @@ class Encoding:
         idx = token_ids.get(data)
         if idx is not None:
             return (idx,)  # a whole piece that is a token is that token, as in tiktoken
+        if len(data) >= 8 and not piece.isascii():
+            # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
+            # into short parts no merge can cross; those repeat, so cache them (bpe.split_uncrossable).
+            if self._uncrossable is None:
+                self._uncrossable = bpe.uncrossable_pairs(self._merge_ranks)
+            parts = bpe.split_uncrossable(data, self._uncrossable)
+            if len(parts) > 1:
+                return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
+        return self._merge_to_ids(data)
+
+    def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
+        token_ids = self._mergeable_ranks
         return tuple([token_ids[part] for part in bpe.merge(data, self._merge_ranks)])
 
     def encode_ordinary(self, text: str) -> list[int]:

@@ -96,8 +96,9 @@ _NEWER_THAN_TIKTOKEN = [
     (0x1E6C0, 0x1E6DE), (0x1E6E0, 0x1E6F5), (0x1E6FE, 0x1E6FF), (0x2B73A, 0x2B73F), (0x2B81E, 0x2B81E),
     (0x2CEA2, 0x2CEAD), (0x323B0, 0x33479), (0x3D000, 0x3FC3F),
 ]
-_NEWER = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _NEWER_THAN_TIKTOKEN) + "]")
 _MASK_NEWER = {cp: 0xFFFF for a, b in _NEWER_THAN_TIKTOKEN for cp in range(a, b + 1)}
+_NEWER_CHARS = frozenset(map(chr, _MASK_NEWER))
+_NEWER_MIN = chr(_NEWER_THAN_TIKTOKEN[0][0])
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _SAFE_CUT = re.compile(r"[A-Za-z0-9](?=\n)")  # the cut is right after the match
@@ -118,23 +119,27 @@ class Pretokenizer:
 
     def split_reference(self, text: str) -> list[str]:
         """The pieces, straight from the pattern (with Unicode 16.0's character classes, as tiktoken)."""
-        if _NEWER.search(text):
-            return _unmask(text, self._unicode.findall(text.translate(_MASK_NEWER)))
-        return self._unicode.findall(text)
+        if self._ascii is None:
+            return self._unicode.findall(text)
+        return self._findall_unicode(text)
 
     def split(self, text: str) -> list[str]:
         """The same pieces as :meth:`split_reference`, using the ASCII fast path where it applies."""
-        if text.isascii() and self._ascii is not None:
-            return self._ascii.findall(text)
-        if _NEWER.search(text):
-            return _unmask(text, self.split(text.translate(_MASK_NEWER)))
         if self._ascii is None:
             return self._unicode.findall(text)
+        if text.isascii():
+            return self._ascii.findall(text)
         return self._split_mixed(text)
+
+    def _findall_unicode(self, text: str) -> list[str]:
+        """``regex`` findall, with Unicode 17.0's new letters masked (only for OpenAI's patterns, whose pieces
+        cover the whole text, so lengths map the masked pieces back)."""
+        if max(text, default="\0") < _NEWER_MIN or _NEWER_CHARS.isdisjoint(set(text)):
+            return self._unicode.findall(text)
+        return _unmask(text, self._unicode.findall(text.translate(_MASK_NEWER)))
 
     def _split_mixed(self, text: str) -> list[str]:
         ascii_findall = self._ascii.findall
-        unicode_findall = self._unicode.findall
         pieces: list[str] = []
         pos = 0  # everything before pos is split; pos is a safe cut (or 0)
         while True:
@@ -147,7 +152,7 @@ class Pretokenizer:
             end = after.end() if after else len(text)
             if start > pos:
                 pieces += ascii_findall(text, pos, start)
-            pieces += unicode_findall(text, start, end)
+            pieces += self._findall_unicode(text[start:end])
             if end == len(text):
                 return pieces
             pos = end
