@@ -226,7 +226,8 @@ def count_pretokens(
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
     # Give every worker something to do on files smaller than workers * chunk_size.
     target = max(1, min(chunk_size, -(-size // workers)))
-    bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials])
+    newlines = pattern in _TWO_LEVEL_PATTERNS  # the newline rule is proven for GPT-2's pattern only
+    bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], newlines=newlines)
     jobs = [(path, a, b, pattern, specials) for a, b in zip(bounds, bounds[1:])]
     total: Counter = Counter()
     with tqdm(
@@ -252,7 +253,9 @@ def _add_all(total: Counter, results, bar) -> None:
         bar.update(round(nbytes / 1e6, 2))
 
 
-def find_chunk_boundaries(path: str | os.PathLike, chunk_size: int, special_tokens: Sequence[bytes] = ()) -> list[int]:
+def find_chunk_boundaries(
+    path: str | os.PathLike, chunk_size: int, special_tokens: Sequence[bytes] = (), *, newlines: bool = True
+) -> list[int]:
     """Byte offsets ``[0, b1, ..., file_size]`` cutting the file into chunks of about ``chunk_size`` bytes.
 
     Each inner boundary is the first *safe* offset at or after the previous boundary + ``chunk_size``. An
@@ -263,7 +266,9 @@ def find_chunk_boundaries(path: str | os.PathLike, chunk_size: int, special_toke
       Then ``"\\n"`` is the last character of a whitespace run followed by a non-space, which GPT-2's pattern
       always makes a pre-token on its own (``\\s+``) after the rest of the run (``\\s+(?!\\S)``); cutting just
       before it gives the same pieces on both sides, since the rest of the run is also a whole piece at the
-      end of a string. (This reasoning is specific to GPT-2-like patterns.)
+      end of a string. This reasoning holds for GPT-2's pattern; ``newlines=False`` turns the rule off (other
+      patterns, e.g. cl100k's ``\\s*[\\r\\n]``, can join a whitespace run with its newline), leaving only cuts at
+      special tokens.
 
     When no safe offset exists the chunk grows until one is found (or the file ends).
     """
@@ -274,7 +279,7 @@ def find_chunk_boundaries(path: str | os.PathLike, chunk_size: int, special_toke
     with open(path, "rb") as f:
         pos = chunk_size
         while pos < size:
-            b = _next_safe_boundary(f, pos, size, specials)
+            b = _next_safe_boundary(f, pos, size, specials, newlines)
             if b >= size:
                 break
             bounds.append(b)
@@ -283,7 +288,7 @@ def find_chunk_boundaries(path: str | os.PathLike, chunk_size: int, special_toke
     return bounds
 
 
-def _next_safe_boundary(f, pos: int, size: int, specials: Sequence[bytes]) -> int:
+def _next_safe_boundary(f, pos: int, size: int, specials: Sequence[bytes], newlines: bool) -> int:
     margin = max((len(s) for s in specials), default=0) + 8
     lo = pos
     while lo < size:
@@ -292,7 +297,7 @@ def _next_safe_boundary(f, pos: int, size: int, specials: Sequence[bytes]) -> in
         f.seek(start)
         buf = f.read(min(size, hi + margin) - start)
         candidates = set()
-        i = buf.find(b"\n", lo - start, hi - start)
+        i = buf.find(b"\n", lo - start, hi - start) if newlines else -1
         while i >= 0:
             candidates.add(i)
             i = buf.find(b"\n", i + 1, hi - start)
