@@ -7,6 +7,7 @@ streaming encoder goes wrong: whitespace runs, "\\r\\n", contractions, special t
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import os
@@ -20,7 +21,8 @@ from hypothesis import strategies as st
 
 from tokenizer import get_encoding
 from tokenizer.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN, compile_pattern
-from tokenizer.streaming import _NEWER_THAN_TIKTOKEN, SAFE_CUT_PATTERN, encode_iterable
+from tokenizer import streaming
+from tokenizer.streaming import _NEWER_THAN_TIKTOKEN, EMIT_MIN_CHARS, SAFE_CUT_PATTERN, encode_iterable
 
 CORPUS = Path(os.environ.get("TOKENIZER_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared")) / "corpus"
 ENCODINGS = ["gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
@@ -39,9 +41,10 @@ def corpus_text(name: str, limit: int = 400_000) -> str:
         return f.read(limit)
 
 
-@pytest.fixture(scope="module")
-def corpus() -> str:
-    # English with <|endoftext|> separators, then code-like reST, then Japanese and Russian man pages
+@functools.lru_cache(maxsize=1)
+def corpus_sample() -> str:
+    """English with <|endoftext|> separators, then code-like reST, then Japanese and Russian man pages.
+    (A function, not a fixture: pytest would print all of it with every failure.)"""
     parts = [corpus_text("en_docs.txt"), corpus_text("ja_manpages.txt", 60_000), corpus_text("ru_manpages.txt", 60_000)]
     return "".join(parts)
 
@@ -52,8 +55,15 @@ def cut(text: str, positions) -> list[str]:
     return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def stream(enc, chunks, **kwargs) -> list[int]:
-    return list(encode_iterable(enc, iter(chunks), **kwargs))
+def stream(enc, chunks, emit_min: int = 0, **kwargs) -> list[int]:
+    """encode_iterable's ids. ``emit_min`` replaces EMIT_MIN_CHARS: 0 takes every safe cut there is, so short
+    test strings exercise the cutting as much as megabytes would with the default."""
+    saved = streaming.EMIT_MIN_CHARS
+    streaming.EMIT_MIN_CHARS = emit_min
+    try:
+        return list(encode_iterable(enc, iter(chunks), **kwargs))
+    finally:
+        streaming.EMIT_MIN_CHARS = saved
 
 
 SPECIAL_MODES = [
@@ -66,13 +76,14 @@ SPECIAL_MODES = [
 @settings(settings.get_profile("streaming"), max_examples=60)
 @given(data=st.data())
 @pytest.mark.parametrize("name", ENCODINGS)
-def test_corpus_slices_any_cuts(corpus, name, data):
+def test_corpus_slices_any_cuts(name, data):
     enc = get_encoding(name)
-    start = data.draw(st.integers(0, len(corpus) - 1), label="start")
-    text = corpus[start : start + data.draw(st.integers(0, 3000), label="length")]
+    start = data.draw(st.integers(0, len(corpus_sample()) - 1), label="start")
+    text = corpus_sample()[start : start + data.draw(st.integers(0, 3000), label="length")]
     positions = data.draw(st.lists(st.integers(0, 10**9), max_size=40), label="cuts")
     kwargs = data.draw(st.sampled_from(SPECIAL_MODES), label="specials")
-    assert stream(enc, cut(text, positions), **kwargs) == enc.encode(text, **kwargs)
+    emit_min = data.draw(st.sampled_from([0, 1, 50, EMIT_MIN_CHARS]), label="emit_min")
+    assert stream(enc, cut(text, positions), emit_min, **kwargs) == enc.encode(text, **kwargs)
 
 
 adversarial_text = st.lists(st.sampled_from(FRAGMENTS), max_size=30).map("".join)
@@ -88,17 +99,17 @@ def test_adversarial_strings_any_cuts(name, text, positions, data):
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
-def test_one_character_per_chunk(corpus, name):
+def test_one_character_per_chunk(name):
     enc = get_encoding(name)
-    text = corpus[:20_000] + "".join(FRAGMENTS) * 3
+    text = corpus_sample()[:20_000] + "".join(FRAGMENTS) * 3
     assert stream(enc, list(text), allowed_special="all") == enc.encode(text, allowed_special="all")
 
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
-def test_matches_tiktoken(corpus, name):
+def test_matches_tiktoken(name):
     import tiktoken  # the oracle: a test dependency only
     oracle = tiktoken.get_encoding(name)
-    text = corpus[100_000:130_000] + "".join(FRAGMENTS)
+    text = corpus_sample()[100_000:130_000] + "".join(FRAGMENTS)
     chunks = cut(text, range(0, len(text), 7))
     assert stream(get_encoding(name), chunks, allowed_special="all") == oracle.encode(text, allowed_special="all")
 
@@ -183,9 +194,9 @@ def test_chunks_must_be_str():
 # ---- laziness and memory ----------------------------------------------------------------------------------
 
 
-def test_a_single_string_and_a_text_file_work(tmp_path, corpus):
+def test_a_single_string_and_a_text_file_work(tmp_path):
     enc = get_encoding("gpt2")
-    text = corpus[:50_000]
+    text = corpus_sample()[:50_000]
     assert list(enc.encode_iterable(text, allowed_special="all")) == enc.encode(text, allowed_special="all")
     path = tmp_path / "t.txt"
     path.write_text(text, encoding="utf-8", newline="")
@@ -193,19 +204,20 @@ def test_a_single_string_and_a_text_file_work(tmp_path, corpus):
         assert list(enc.encode_iterable(f, allowed_special="all")) == enc.encode(text, allowed_special="all")
 
 
-def test_ids_come_out_before_the_input_ends(corpus):
+def test_ids_come_out_before_the_input_ends():
     enc = get_encoding("gpt2")
+    text = corpus_sample()[:100_000].replace("<|endoftext|>", "")
     consumed = 0
 
     def lines():
         nonlocal consumed
-        for line in corpus[:100_000].splitlines(keepends=True):
-            consumed += 1
+        for line in text.splitlines(keepends=True):
+            consumed += len(line)
             yield line
 
-    first = next(iter(encode_iterable(enc, lines(), allowed_special="all")))
-    assert first == enc.encode(corpus[:100], allowed_special="all")[0]
-    assert consumed <= 2
+    first = next(iter(encode_iterable(enc, lines())))
+    assert first == enc.encode(text[:100])[0]
+    assert consumed <= EMIT_MIN_CHARS + 1000  # a few KB of pending text, not the whole input
 
 
 def test_text_without_any_safe_cut_is_flushed_at_the_end():
@@ -214,8 +226,8 @@ def test_text_without_any_safe_cut_is_flushed_at_the_end():
     assert stream(enc, list(text)) == enc.encode(text)
 
 
-def repeated_lines(corpus: str, total_bytes: int):
-    lines = corpus[:2_000_000].splitlines(keepends=True)
+def repeated_lines(total_bytes: int):
+    lines = corpus_sample()[:2_000_000].splitlines(keepends=True)
     produced = 0
     for line in itertools.cycle(lines):
         yield line
@@ -224,17 +236,17 @@ def repeated_lines(corpus: str, total_bytes: int):
             return
 
 
-def test_memory_stays_bounded_on_a_20_mb_stream(corpus):
+def test_memory_stays_bounded_on_a_20_mb_stream():
     enc = get_encoding("gpt2")
     process = psutil.Process()
     # warm up: the piece cache fills with this text's pieces once; what follows must not grow with the input
-    for _ in encode_iterable(enc, repeated_lines(corpus, 2_000_000), allowed_special="all"):
+    for _ in encode_iterable(enc, repeated_lines(2_000_000), allowed_special="all"):
         pass
     gc.collect()
     before = process.memory_info().rss
     n_tokens = 0
     peak = before
-    for i, _ in enumerate(encode_iterable(enc, repeated_lines(corpus, 20_000_000), allowed_special="all")):
+    for i, _ in enumerate(encode_iterable(enc, repeated_lines(20_000_000), allowed_special="all")):
         n_tokens += 1
         if i % 200_000 == 0:
             peak = max(peak, process.memory_info().rss)

@@ -50,6 +50,10 @@ except ImportError:  # a pretokenizer without that correction classifies exactly
 _NEWER = "".join(f"{chr(a)}-{chr(b)}" for a, b in _NEWER_THAN_TIKTOKEN)
 _LETTER_OR_DIGIT = rf"[[\p{{L}}\p{{N}}]--[{_NEWER}]]" if _NEWER else r"[\p{L}\p{N}]"
 
+# Ordinary text is encoded once at least this much is pending: a few large encode calls instead of one per
+# short chunk (line-by-line input is ~2x faster this way), at a memory cost that does not grow with the input.
+EMIT_MIN_CHARS = 4096
+
 # A safe cut is the end of a match. (?r) searches right to left: we want the last cut in the new text.
 SAFE_CUT_PATTERN = rf"{_LETTER_OR_DIGIT}(?=[^\p{{L}}\p{{N}}\p{{M}}'])|\S(?= )"
 _LAST_SAFE_CUT = regex.compile(r"(?rV1)" + SAFE_CUT_PATTERN)
@@ -119,6 +123,8 @@ def _encode_chunks(enc, chunks: Iterable[str], allowed: frozenset, disallowed: f
         raw = raw[keep_from:]
         checker.forget(keep_from)
 
+        if len(text) < EMIT_MIN_CHARS:
+            continue
         m = _LAST_SAFE_CUT.search(text, max(searched - 1, 0))
         if m is not None:
             cut = m.end()
