@@ -39,14 +39,11 @@ from typing import AbstractSet, Collection, Iterable, Iterator, Literal
 
 import regex
 
-from .pretokenize import special_token_regex
+from .pretokenize import _NEWER_THAN_TIKTOKEN, special_token_regex
 
-try:
-    # Characters that `regex` (newer Unicode) calls letters, digits or marks but tiktoken's tables do not:
-    # pretokenize treats them as "other", so after one of them a newline may join a punctuation piece.
-    from .pretokenize import _NEWER_THAN_TIKTOKEN
-except ImportError:  # a pretokenizer without that correction classifies exactly as `regex` does
-    _NEWER_THAN_TIKTOKEN = []
+# _NEWER_THAN_TIKTOKEN: characters that `regex` (newer Unicode) calls letters, digits or marks but tiktoken's
+# tables do not. pretokenize treats them as "other", so after one of them a newline may join a punctuation
+# piece (cl100k's [\r\n]*): they must not count as letters for the first safe-cut rule.
 _NEWER = "".join(f"{chr(a)}-{chr(b)}" for a, b in _NEWER_THAN_TIKTOKEN)
 _LETTER_OR_DIGIT = rf"[[\p{{L}}\p{{N}}]--[{_NEWER}]]" if _NEWER else r"[\p{L}\p{N}]"
 
