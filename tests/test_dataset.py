@@ -116,7 +116,7 @@ def test_missing_input_and_missing_or_unwritable_output(tmp_path):
     (tmp_path / "in.txt").write_text("hello", encoding="utf-8")
     with pytest.raises(FileNotFoundError, match="output folder does not exist"):
         encode_file(tmp_path / "in.txt", tmp_path / "no" / "out.bin", progress=False)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="cannot write the output /proc/tokenizer-test.bin"):
         encode_file(tmp_path / "in.txt", "/proc/tokenizer-test.bin", workers=1, progress=False)
     with pytest.raises(ValueError, match="not special tokens"):
         encode_file(tmp_path / "in.txt", tmp_path / "out.bin", allowed_special={"<|nope|>"}, progress=False)
@@ -153,6 +153,16 @@ def test_cli_encode_file_errors_are_one_line_and_leave_nothing(tmp_path):
                      "--encoding", "cl100k_base", "--allowed_special", "<|endofprompt|>", "--workers", "1")
     assert result.returncode == 2 and "<|endoftext|>" in result.stderr and "Traceback" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_small_files_start_no_worker_processes(tmp_path):
+    (tmp_path / "in.txt").write_text("tiny", encoding="utf-8")
+    assert encode_file(tmp_path / "in.txt", tmp_path / "out.bin", workers=8, progress=False)["workers"] == 1
+
+
+def test_cli_stats_missing_file():
+    result = run_cli("stats", "no-such-file.txt")
+    assert result.returncode == 2 and result.stderr.strip() == "error: input file not found: no-such-file.txt"
 
 
 def test_cli_stats(tmp_path):

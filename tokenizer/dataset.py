@@ -145,14 +145,19 @@ def encode_file(
     allowed, disallowed = resolve_specials(enc, allowed_special)
     dtype = id_dtype(enc.n_vocab)
     split_at = enc.special_tokens_set if allowed == "all" else allowed
-    workers = max(1, int(workers or os.cpu_count() or 1))
     size = input_path.stat().st_size
+    # no more processes than chunks: a small file is encoded here, without starting any
+    workers = max(1, min(int(workers or os.cpu_count() or 1), -(-size // chunk_bytes)))
 
     tmp_path = out_path.with_name(f".{out_path.name}.{os.getpid()}.partial")
+    try:
+        f_out = open(tmp_path, "wb")
+    except OSError as e:
+        raise OSError(f"cannot write the output {out_path}: {e.strerror or e}") from None
     start = time.perf_counter()
     n_bytes_out = 0
     try:
-        with open(input_path, "rb") as f_in, open(tmp_path, "wb") as f_out, tqdm(
+        with open(input_path, "rb") as f_in, f_out, tqdm(
             total=round(size / 1e6, 2), unit="MB", desc=f"encoding {input_path.name}", disable=not progress,
             bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]",
         ) as bar:
