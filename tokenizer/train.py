@@ -422,38 +422,55 @@ def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = Fa
         a_s, b_s, n_s = ab[0], ab[1], chr(new)
 
         # Counts are updated in place; a pair whose count drops to 0 may stay in the dict (0 means absent).
-        newpairs: defaultdict[str, list[int]] = defaultdict(list)  # pair with the new token -> its words
+        # Words with one occurrence of the pair (most of them) are only noted by their neighbour on each side;
+        # the counts for a neighbour are summed afterwards in one go.
+        left: defaultdict[str, list[int]] = defaultdict(list)  # x -> words where "x a b" became "x new"
+        right: defaultdict[str, list[int]] = defaultdict(list)  # y -> words where "a b y" became "new y"
+        newpairs: dict[str, list[int]] = {}  # pair with the new token -> its words (several-occurrence words)
         for wi in where.pop(ab):
             w = words[wi]
-            i = w.find(ab)
-            if i < 0:
+            pre, hit, post = w.partition(ab)
+            if not hit:
                 continue  # stale entry: an earlier merge took a or b
-            c = freqs[wi]
-            if w.find(ab, i + 2) < 0:
-                # One occurrence: only the pairs with its neighbours change.
-                if i:
-                    x = w[i - 1]
-                    pair_count[x + a_s] -= c
-                    p = x + n_s
-                    pair_count[p] += c
-                    newpairs[p].append(wi)
-                if i + 2 < len(w):
-                    y = w[i + 2]
-                    pair_count[b_s + y] -= c
-                    p = n_s + y
-                    pair_count[p] += c
-                    newpairs[p].append(wi)
-                words[wi] = w.replace(ab, n_s, 1)
+            if ab not in post:
+                if pre:
+                    left[pre[-1]].append(wi)
+                if post:
+                    right[post[0]].append(wi)
+                words[wi] = pre + n_s + post
                 continue
             # Several occurrences: merge them all and recount the word's pairs.
+            c = freqs[wi]
             out = w.replace(ab, n_s)
             for p in map(str.__add__, w, w[1:]):
                 pair_count[p] -= c
             for p in map(str.__add__, out, out[1:]):
                 pair_count[p] += c
                 if n_s in p:
-                    newpairs[p].append(wi)
+                    if p in newpairs:
+                        newpairs[p].append(wi)
+                    else:
+                        newpairs[p] = [wi]
             words[wi] = out
+        weight = freqs.__getitem__
+        for x, wis in left.items():
+            c = sum(map(weight, wis))
+            pair_count[x + a_s] -= c
+            p = x + n_s
+            pair_count[p] += c
+            if p in newpairs:
+                newpairs[p] += wis
+            else:
+                newpairs[p] = wis
+        for y, wis in right.items():
+            c = sum(map(weight, wis))
+            pair_count[b_s + y] -= c
+            p = n_s + y
+            pair_count[p] += c
+            if p in newpairs:
+                newpairs[p] += wis
+            else:
+                newpairs[p] = wis
         del pair_count[ab]
         # Pairs with the new token did not exist before: queue them and index the words they are in.
         for p, wis in newpairs.items():
