@@ -24,18 +24,18 @@ HEAD_COPY_MIN_STEPS = 64
 
 
 # ---------------------------------------------------------------------------- model
-def gelu(x):
+def gelu(x):  # [...] -> [...]
     # GPT-2's tanh approximation ("gelu_new" in HF transformers); x * x * x, not x**3,
     # which numpy computes with the general float32 power (~100x slower, measured)
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))))
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))))  # [...]
 
 
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))  # subtract the max so exp cannot overflow
-    return e / e.sum(axis=-1, keepdims=True)
+def softmax(x):  # [..., n] -> [..., n], each row summing to 1
+    e = np.exp(x - x.max(axis=-1, keepdims=True))  # [..., n]; minus the max: exp cannot overflow
+    return e / e.sum(axis=-1, keepdims=True)  # [..., n] / [..., 1] -> [..., n]
 
 
-def layer_norm(x, g, b, eps=LN_EPS):
+def layer_norm(x, g, b, eps=LN_EPS):  # x [..., n_embd], g/b [n_embd] -> [..., n_embd]
     mean = x.mean(axis=-1, keepdims=True)  # [..., n_embd] -> [..., 1]
     var = x.var(axis=-1, keepdims=True)  # [..., n_embd] -> [..., 1]
     return g * (x - mean) / np.sqrt(var + eps) + b  # [..., n_embd]
@@ -55,7 +55,7 @@ def ffn(x, c_fc, c_proj):  # [..., n_seq, n_embd] -> [..., n_seq, n_embd]
 def attention(q, k, v, mask):  # q [..., n_q, d], k/v [..., n_k, d], mask [..., n_q, n_k]
     scores = q @ k.swapaxes(-1, -2) / math.sqrt(q.shape[-1])  # -> [..., n_q, n_k]
     if mask is not None:
-        scores += mask  # masked entries get MASKED, so softmax gives them weight 0
+        scores += mask  # [..., n_q, n_k]; MASKED entries get weight exactly 0 in softmax
     return softmax(scores) @ v  # [..., n_q, n_k] @ [..., n_k, d] -> [..., n_q, d]
 
 
@@ -66,8 +66,8 @@ def mha(x, c_attn, c_proj, n_head, mask, cache=None):  # [..., n_seq, n_embd] ->
     q, k, v = np.moveaxis(qkv, -3, 0).swapaxes(-3, -2)  # 3 x [..., n_head, n_seq, d]
     if cache is not None:  # keys/values of earlier positions live in preallocated buffers
         k_buf, v_buf, start = cache  # [..., n_head, n_max, d] each; new rows go at `start`
-        k_buf[..., start : start + n_seq, :] = k  # write in place: no concatenation copy
-        v_buf[..., start : start + n_seq, :] = v
+        k_buf[..., start : start + n_seq, :] = k  # written in place: no concatenation copy
+        v_buf[..., start : start + n_seq, :] = v  # [..., n_head, n_seq, d] into the buffer
         k, v = k_buf[..., : start + n_seq, :], v_buf[..., : start + n_seq, :]  # [..., n_head, n_k, d]
     out = attention(q, k, v, mask)  # -> [..., n_head, n_seq, d]
     out = out.swapaxes(-3, -2).reshape(*batch, n_seq, n_embd)  # merge heads -> [..., n_seq, n_embd]
@@ -75,9 +75,9 @@ def mha(x, c_attn, c_proj, n_head, mask, cache=None):  # [..., n_seq, n_embd] ->
 
 
 def transformer_block(x, mlp, attn, ln_1, ln_2, n_head, mask, cache=None):  # [..., n_seq, n_embd]
-    x = x + mha(layer_norm(x, **ln_1), **attn, n_head=n_head, mask=mask, cache=cache)
-    x = x + ffn(layer_norm(x, **ln_2), **mlp)
-    return x  # [..., n_seq, n_embd]
+    x = x + mha(layer_norm(x, **ln_1), **attn, n_head=n_head, mask=mask, cache=cache)  # [..., n_seq, n_embd]
+    x = x + ffn(layer_norm(x, **ln_2), **mlp)  # [..., n_seq, n_embd]
+    return x
 
 
 def causal_mask(n_seq):  # -> [n_seq, n_seq]: position i may look at positions <= i
@@ -101,7 +101,7 @@ def gpt2_step(tokens, positions, mask, start, caches, head, wte, wpe, blocks, ln
     """
     x = wte[tokens] + wpe[positions]  # [n_batch, n_seq] -> [n_batch, n_seq, n_embd]
     for block, (k_buf, v_buf) in zip(blocks, caches):
-        x = transformer_block(x, **block, n_head=n_head, mask=mask, cache=(k_buf, v_buf, start))
+        x = transformer_block(x, **block, n_head=n_head, mask=mask, cache=(k_buf, v_buf, start))  # same
     x = layer_norm(x[:, -1], **ln_f)  # last position only: [n_batch, n_embd]
     return x @ head  # [n_batch, n_embd] -> [n_batch, n_vocab]
 
