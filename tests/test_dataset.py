@@ -34,11 +34,14 @@ def run_cli(*args, cwd=REPO) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tokenizer", *args], capture_output=True, text=True, env=env, cwd=cwd)
 
 
-def test_two_workers_small_chunks_equal_one_encode(tmp_path):
-    data = corpus_bytes("en_docs.txt", 1_500_000)
+@pytest.mark.parametrize("start_method", ["spawn", "fork"])
+def test_two_workers_small_chunks_equal_one_encode(tmp_path, start_method):
+    data = corpus_bytes("en_docs.txt", 1_000_000)
     src = tmp_path / "docs.txt"
     src.write_bytes(data)
-    stats = encode_file(src, tmp_path / "docs.bin", workers=2, progress=False, chunk_bytes=64 << 10)
+    stats = encode_file(src, tmp_path / "docs.bin", workers=2, progress=False, chunk_bytes=64 << 10,
+                        start_method=start_method)
+    assert stats["workers"] == 2
     expected = get_encoding("gpt2").encode(data.decode("utf-8"), allowed_special="all")
     assert read_ids(tmp_path / "docs.bin", "gpt2") == expected
     assert stats["tokens"] == len(expected) and stats["bytes"] == len(data) and stats["dtype"] == "uint16"
@@ -99,7 +102,7 @@ def test_disallowed_special_in_the_middle_leaves_no_file(tmp_path):
     (tmp_path / "in.txt").write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match="fim_prefix"):
         encode_file(tmp_path / "in.txt", tmp_path / "out.bin", encoding="cl100k_base", workers=2,
-                    allowed_special={"<|endoftext|>"}, progress=False, chunk_bytes=8192)
+                    allowed_special={"<|endoftext|>"}, progress=False, chunk_bytes=8192, start_method="spawn")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 

@@ -13,14 +13,17 @@ How the work is split: the file is read in blocks of about ``CHUNK_BYTES``, and 
   such a place and splits the text before it as if it ended there (see :mod:`tokenizer.streaming`), and the
   cut never falls inside a UTF-8 character.
 
-Chunks go to worker processes (``multiprocessing``, started with "spawn" so the behaviour is the same on
-every OS); results are written in file order as they arrive, with at most two chunks per worker in flight,
-so memory stays bounded however large the file. Output goes to a temporary file that is renamed only when
+Chunks go to worker processes (``multiprocessing``) and results are written in file order as they arrive,
+with at most two chunks per worker in flight, so memory stays bounded however large the file. Workers start
+the platform's default way: on Linux by fork, so they inherit the vocabulary already loaded here; on macOS
+and Windows by spawn, which the code allows (workers need only a top-level function and picklable tasks; the
+tests run both). Output goes to a temporary file that is renamed only when
 everything succeeded: an error never leaves a partial ``.bin`` behind.
 """
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import time
@@ -99,7 +102,7 @@ def _last_safe_cut(buf: bytes, specials: list[bytes]) -> int:
 
 
 def _encode_chunk(task) -> bytes:
-    """Worker: one chunk of the file -> its ids as bytes (top level, so "spawn" workers can import it)."""
+    """Worker: one chunk of the file -> its ids as bytes (top level, so spawned workers can import it)."""
     data, offset, path, encoding_name, allowed, disallowed, dtype = task
     enc = get_encoding(encoding_name)  # loaded once per worker process, then cached
     try:
@@ -125,15 +128,16 @@ def encode_file(
     allowed_special="all",
     progress: bool = True,
     chunk_bytes: int = CHUNK_BYTES,
+    start_method: str | None = None,
 ) -> dict:
     """Encode the UTF-8 text file ``input_path`` into ``out_path`` (flat little-endian ids); returns statistics.
 
     The output equals ``encode(whole file)`` written with :func:`id_dtype`, whatever ``workers`` (default: all
-    CPUs) and ``chunk_bytes``. Raises ``FileNotFoundError`` for a missing input or output folder, ``ValueError``
+    CPUs), ``chunk_bytes`` and ``start_method`` (multiprocessing's: "fork", "spawn", ...; None for the
+    platform's default). Raises ``FileNotFoundError`` for a missing input or output folder, ``ValueError``
     for text that is not UTF-8 or holds a disallowed special token; no output file is left in either case.
     """
-    from tqdm import tqdm
-
+    _ProgressBar = _progress_bar_class()  # tqdm is imported only when a file is encoded
     input_path, out_path = Path(input_path), Path(out_path)
     if not input_path.is_file():
         raise FileNotFoundError(f"input file not found: {input_path}")
@@ -157,13 +161,13 @@ def encode_file(
     start = time.perf_counter()
     n_bytes_out = 0
     try:
-        with open(input_path, "rb") as f_in, f_out, tqdm(
+        with open(input_path, "rb") as f_in, f_out, _ProgressBar(
             total=round(size / 1e6, 2), unit="MB", desc=f"encoding {input_path.name}", disable=not progress,
             bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]",
         ) as bar:
             chunks = iter_chunks(f_in, split_at, chunk_bytes)
             tasks = _tasks(chunks, input_path, encoding, allowed, disallowed, dtype)
-            for data_len, ids_bytes in _run(tasks, workers, encoding):
+            for data_len, ids_bytes in _results(tasks, workers, encoding, start_method):
                 f_out.write(ids_bytes)
                 n_bytes_out += len(ids_bytes)
                 bar.update(data_len / 1e6)
@@ -194,14 +198,19 @@ def _tasks(chunks, path, encoding, allowed, disallowed, dtype):
         offset += len(data)
 
 
-def _run(tasks, workers: int, encoding: str) -> Iterator[tuple[int, bytes]]:
-    """(input bytes, output bytes) per chunk, in order. One worker runs here; more run as spawned processes."""
+def _results(tasks, workers: int, encoding: str, start_method: str | None) -> Iterator[tuple[int, bytes]]:
+    """(input bytes, output bytes) per chunk, in file order, computed here or by a pool of workers."""
+    tasks = iter(tasks)
+    # The first chunk is always encoded here. With several workers that is not wasted time: forked workers
+    # then inherit a piece cache that already holds the text's common words, instead of each one running BPE
+    # on them again.
+    for task in itertools.islice(tasks, 1 if workers > 1 else None):
+        yield len(task[0]), _encode_chunk(task)
     if workers == 1:
-        for task in tasks:
-            yield len(task[0]), _encode_chunk(task)
         return
-    # Each worker loads the vocabulary as it starts, all at once, while the first chunks are being read.
-    with multiprocessing.get_context("spawn").Pool(workers, initializer=get_encoding, initargs=(encoding,)) as pool:
+    # Each worker loads the vocabulary as it starts (nothing to load when forked: it is loaded here already).
+    context = multiprocessing.get_context(start_method)
+    with context.Pool(workers, initializer=get_encoding, initargs=(encoding,)) as pool:
         in_flight: deque = deque()  # (input length, AsyncResult), oldest first: written in file order
         for task in tasks:
             in_flight.append((len(task[0]), pool.apply_async(_encode_chunk, (task,))))
@@ -211,6 +220,17 @@ def _run(tasks, workers: int, encoding: str) -> Iterator[tuple[int, bytes]]:
         while in_flight:
             n, result = in_flight.popleft()
             yield n, result.get()
+
+
+def _progress_bar_class():
+    from tqdm import tqdm
+
+    class ProgressBar(tqdm):
+        # No monitor thread: worker processes may be forked while the bar is shown, and forking a process
+        # that runs threads is unsafe. (The monitor only refreshes bars that stall.)
+        monitor_interval = 0
+
+    return ProgressBar
 
 
 def cli_encode_file(input, out=None, encoding: str = "gpt2", workers=None, allowed_special="all") -> None:  # noqa: A002
