@@ -67,7 +67,8 @@ def test_allowed_special_none_encodes_them_as_text(tmp_path):
 
 
 fragments = st.sampled_from(
-    ["word", " word", "\n", "\n\n", "\r\n", "  ", " ", "!", "'s", "123", "é", "中文", "<|endoftext|>", "x\n", "9 "]
+    ["word", " word", "\n", "\n\n", "\r\n", "  ", " ", "!", "'s", "123", "é", "中文", "<|endoftext|>", "x\n", "9 ",
+     '{"a":1,', "e\u0301", "!\n", "\t", "😀"]
 )
 
 
@@ -91,7 +92,9 @@ def test_chunks_end_at_safe_boundaries_and_rejoin(tmp_path):
     for chunk in chunks[:-1]:
         end += len(chunk)
         after = data[end : end + 13]
-        assert after == b"<|endoftext|>" or (chunk[-1:].isalnum() and after[:1] in (b"\n", b" ")), end
+        word_then_other = chunk[-1:].isalnum() and after[:1].isascii() and not after[:1].isalnum() and after[:1] != b"'"
+        printable_then_space = 0x21 <= chunk[-1] <= 0x7E and after[:1] == b" "
+        assert after == b"<|endoftext|>" or word_then_other or printable_then_space, end
 
 
 # ---- errors leave nothing behind --------------------------------------------------------------------------
@@ -156,6 +159,15 @@ def test_cli_encode_file_errors_are_one_line_and_leave_nothing(tmp_path):
                      "--encoding", "cl100k_base", "--allowed_special", "<|endofprompt|>", "--workers", "1")
     assert result.returncode == 2 and "<|endoftext|>" in result.stderr and "Traceback" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_text_without_newlines_or_spaces_is_still_chunked(tmp_path):
+    text = '{"key":"value","n":12345,"list":[1,2,3]}' * 5000  # minified JSON: one 200 KB line
+    (tmp_path / "in.json").write_text(text, encoding="utf-8")
+    with open(tmp_path / "in.json", "rb") as f:
+        assert len(list(iter_chunks(f, (), chunk_bytes=4096))) > 40
+    encode_file(tmp_path / "in.json", tmp_path / "out.bin", workers=1, progress=False, chunk_bytes=4096)
+    assert read_ids(tmp_path / "out.bin", "gpt2") == get_encoding("gpt2").encode(text)
 
 
 def test_small_files_start_no_worker_processes(tmp_path):

@@ -9,9 +9,11 @@ How the work is split: the file is read in blocks of about ``CHUNK_BYTES``, and 
 *safe boundary* so that encoding the pieces separately gives exactly the ids of encoding the whole file:
 
 * just before a special token that is encoded as a special token (``encode`` splits there anyway), or
-* after an ASCII letter or digit followed by ``"\\n"`` or ``" "`` — every pattern here ends a pre-token at
-  such a place and splits the text before it as if it ended there (see :mod:`tokenizer.streaming`), and the
-  cut never falls inside a UTF-8 character.
+* after an ASCII letter or digit followed by another ASCII character that is not a letter, digit or ``'``
+  (``"word|,"``, ``"3|\\n"``), or between a printable ASCII character and a space (``"!| x"``). These are the
+  ASCII cases of :mod:`tokenizer.streaming`'s safe cuts: every pattern here ends a pre-token there and splits
+  the text before it as if it ended there. Being ASCII, a cut never falls inside a UTF-8 character, and
+  minified JSON or code without newlines is cut as well as prose.
 
 Chunks go to worker processes (``multiprocessing``) and results are written in file order as they arrive,
 with at most two chunks per worker in flight, so memory stays bounded however large the file. Workers start
@@ -39,8 +41,8 @@ from .registry import get_encoding
 CHUNK_BYTES = 1 << 20  # large enough that per-chunk overhead vanishes, small enough to spread over workers
 THE_PILE_BYTES = 825e9  # CS336's question: how long would tokenizing the Pile (825 GB) take?
 
-# The last "ASCII letter/digit followed by newline or space" in a block; the cut is at the match's end.
-_LAST_SAFE_BYTE_CUT = regex.compile(rb"(?r)[A-Za-z0-9](?=[\n ])")
+# The last safe cut in a block (the cut is at the match's end); searched right to left.
+_LAST_SAFE_BYTE_CUT = regex.compile(rb"(?r)[A-Za-z0-9](?=[^A-Za-z0-9'\x80-\xff])|[\x21-\x7e](?= )")
 
 
 def id_dtype(n_vocab: int) -> np.dtype:
@@ -70,20 +72,25 @@ def resolve_specials(enc, allowed_special) -> tuple[object, object]:
     return allowed, "all"
 
 
-def iter_chunks(f: BinaryIO, special_tokens: Iterable[str] = (), chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+def iter_chunks(
+    f: BinaryIO, special_tokens: Iterable[str] = (), chunk_bytes: int = CHUNK_BYTES, *, cut_before=None
+) -> Iterator[bytes]:
     """Read ``f`` as consecutive byte chunks of about ``chunk_bytes`` that each end at a safe boundary.
 
-    ``special_tokens`` are those encoded as special tokens: a chunk may end just before one. A stretch with no
-    safe boundary (one enormous word) stays in one chunk, however long.
+    ``special_tokens`` (the encoding's) are never cut in two — ``"<|endoftext|>"`` holds ``"t|"``, which
+    would otherwise be a safe cut. A chunk may end just before one of ``cut_before`` (default: all of
+    ``special_tokens``): pass the tokens that are encoded as special tokens. A stretch with no safe boundary
+    (one enormous word) stays in one chunk, however long.
     """
     specials = [s.encode("utf-8") for s in special_tokens]
+    before = specials if cut_before is None else [s.encode("utf-8") for s in cut_before]
     carry = b""
     while True:
         block = f.read(chunk_bytes)
         if not block:
             break
         buf = carry + block
-        cut = _last_safe_cut(buf, specials)
+        cut = _last_safe_cut(buf, specials, before)
         if cut <= 0:
             carry = buf  # nothing safe yet: read more
             continue
@@ -93,10 +100,20 @@ def iter_chunks(f: BinaryIO, special_tokens: Iterable[str] = (), chunk_bytes: in
         yield carry
 
 
-def _last_safe_cut(buf: bytes, specials: list[bytes]) -> int:
-    m = _LAST_SAFE_BYTE_CUT.search(buf)
-    cut = m.end() if m else 0
-    for token in specials:
+def _last_safe_cut(buf: bytes, specials: list[bytes], cut_before: list[bytes]) -> int:
+    """The last safe cut in ``buf`` (0: none). A special token at the end may be incomplete, so cuts are only
+    taken where every special token that could cover them lies wholly inside ``buf``."""
+    longest = max(map(len, specials), default=1)
+    cut = 0
+    for m in _LAST_SAFE_BYTE_CUT.finditer(buf):  # right to left
+        c = m.end()
+        if c + longest - 1 > len(buf):
+            continue
+        # a token covering c would start after c - len(token) and end before c + len(token)
+        if not any(buf.find(t, max(c - len(t) + 1, 0), c + len(t) - 1) != -1 for t in specials):
+            cut = c
+            break
+    for token in cut_before:
         cut = max(cut, buf.rfind(token))
     return cut
 
@@ -148,7 +165,7 @@ def encode_file(
     enc = get_encoding(encoding)
     allowed, disallowed = resolve_specials(enc, allowed_special)
     dtype = id_dtype(enc.n_vocab)
-    split_at = enc.special_tokens_set if allowed == "all" else allowed
+    split_at = enc.special_tokens_set if allowed == "all" else allowed  # where encode() splits the text
     size = input_path.stat().st_size
     # no more processes than chunks: a small file is encoded here, without starting any
     workers = max(1, min(int(workers or os.cpu_count() or 1), -(-size // chunk_bytes)))
@@ -165,7 +182,7 @@ def encode_file(
             total=round(size / 1e6, 2), unit="MB", desc=f"encoding {input_path.name}", disable=not progress,
             bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]",
         ) as bar:
-            chunks = iter_chunks(f_in, split_at, chunk_bytes)
+            chunks = iter_chunks(f_in, enc.special_tokens_set, chunk_bytes, cut_before=split_at)
             tasks = _tasks(chunks, input_path, encoding, allowed, disallowed, dtype)
             for data_len, ids_bytes in _results(tasks, workers, encoding, start_method):
                 f_out.write(ids_bytes)
