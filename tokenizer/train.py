@@ -427,9 +427,8 @@ def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = Fa
         left: defaultdict[str, list[int]] = defaultdict(list)  # x -> words where "x a b" became "x new"
         right: defaultdict[str, list[int]] = defaultdict(list)  # y -> words where "a b y" became "new y"
         newpairs: dict[str, list[int]] = {}  # pair with the new token -> its words (several-occurrence words)
-        for wi in where.pop(ab):
-            w = words[wi]
-            pre, hit, post = w.partition(ab)
+        for wi in where.pop(ab):  # a word may be listed twice: the second visit finds nothing to do
+            pre, hit, post = words[wi].partition(ab)
             if not hit:
                 continue  # stale entry: an earlier merge took a or b
             if ab not in post:
@@ -441,6 +440,7 @@ def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = Fa
                 continue
             # Several occurrences: merge them all and recount the word's pairs.
             c = freqs[wi]
+            w = pre + hit + post
             out = w.replace(ab, n_s)
             for p in map(str.__add__, w, w[1:]):
                 pair_count[p] -= c
@@ -452,29 +452,28 @@ def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = Fa
                     else:
                         newpairs[p] = [wi]
             words[wi] = out
+        # Pairs with the new token did not exist before: count them, queue them, index their words.
         weight = freqs.__getitem__
+        key_new = keys[new]
         for x, wis in left.items():
             c = sum(map(weight, wis))
             pair_count[x + a_s] -= c
             p = x + n_s
             pair_count[p] += c
-            if p in newpairs:
-                newpairs[p] += wis
-            else:
-                newpairs[p] = wis
+            more = newpairs.pop(p, None)
+            where[p] = wis + more if more else wis
+            heappush(heap, (-pair_count[p], keys[ord(x)] + key_new, p))
         for y, wis in right.items():
             c = sum(map(weight, wis))
             pair_count[b_s + y] -= c
             p = n_s + y
             pair_count[p] += c
-            if p in newpairs:
-                newpairs[p] += wis
-            else:
-                newpairs[p] = wis
-        del pair_count[ab]
-        # Pairs with the new token did not exist before: queue them and index the words they are in.
+            more = newpairs.pop(p, None)
+            where[p] = wis + more if more else wis
+            heappush(heap, (-pair_count[p], key_new + keys[ord(y)], p))
         for p, wis in newpairs.items():
-            heappush(heap, (-pair_count[p], pair_key(p), p))
             where[p] = wis
+            heappush(heap, (-pair_count[p], pair_key(p), p))
+        del pair_count[ab]
     bar.close()
     return merges
