@@ -1,9 +1,12 @@
 """Tests for gpt2.py: logits against HF transformers, KV cache, batching, sampling, CLI."""
 import io
+import os
 import re
+import subprocess
 import sys
 import types
 from contextlib import redirect_stdout
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +14,9 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 import gpt2
+from tiny_checkpoint import write_tiny_checkpoint
 
+ROOT = Path(__file__).resolve().parents[1]
 N_VOCAB, N_CTX, N_EMBD, N_HEAD, N_LAYER = 50257, 64, 64, 4, 2
 
 
@@ -314,3 +319,26 @@ def test_main_prints_the_continuation_streamed_or_not(params, monkeypatch):
     assert out.getvalue() == expected + "\n"
     with pytest.raises(ValueError, match=re.escape("n_ctx=64")):
         gpt2.main("x" * 60, n_tokens_to_generate=10)
+
+
+def test_cli_end_to_end_on_a_tiny_checkpoint(tmp_path, monkeypatch):
+    """`python gpt2.py` with the real utils.py and encoder.py, plain and streamed."""
+    import utils
+
+    write_tiny_checkpoint(tmp_path / "124M", n_ctx=64, n_embd=32, n_head=2, seed=3)
+    encoder, hparams, params = utils.load_encoder_hparams_and_params("124M", tmp_path)  # converts once
+    prompt = "Héllo wörld, 🙂 naïve"
+    ids = encoder.encode(prompt)
+    expected = encoder.decode(gpt2.generate(ids, params, hparams["n_head"], 12, temperature=1.0, seed=5))
+    command = [sys.executable, str(ROOT / "gpt2.py"), prompt, "--n_tokens_to_generate", "12",
+               "--models_dir", str(tmp_path), "--temperature", "1.0", "--seed", "5"]
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    for extra in ([], ["--stream"]):
+        run = subprocess.run(command + extra, cwd=ROOT, capture_output=True, env=env, timeout=300)
+        assert run.returncode == 0, run.stderr.decode(errors="replace")
+        assert run.stdout.decode("utf-8") == expected + "\n"
+    too_long = command[:4] + ["100"] + command[5:]
+    run = subprocess.run(too_long, cwd=ROOT, capture_output=True, env=env, timeout=300)
+    error = run.stderr.decode(errors="replace")
+    assert run.returncode != 0 and "Traceback" not in error
+    assert f"prompt of {len(ids)} tokens" in error and "n_ctx=64" in error
