@@ -23,10 +23,19 @@ How it runs, in two phases:
    (see :func:`find_chunk_boundaries`), so no pre-token and no special token straddles two chunks and the
    counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a time, split it and
    return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up. Memory therefore grows
-   with the number of distinct pre-tokens, not with the size of the corpus.
-2. Merging. Each distinct pre-token becomes a list of token ids with its count. The trainer keeps the count of
-   every adjacent pair, the set of pre-tokens each pair occurs in, and a heap to find the best pair without
-   rescanning all pairs. A merge only revisits the pre-tokens that contain the merged pair.
+   with the number of distinct pre-tokens, not with the size of the corpus. With GPT-2's pattern a worker
+   first counts coarse pieces (a word with its leading space, or whitespace) with a simple regex, then splits
+   each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
+2. Merging (:func:`learn_merges`). Each distinct pre-token becomes a string of token ids (id ``t`` is the
+   character ``chr(t)``) with its count. The trainer keeps the count of every adjacent pair, the list of
+   pre-tokens each pair occurs in, and a heap to find the best pair without rescanning all pairs. A merge only
+   revisits the pre-tokens that contain the merged pair, and ``str.partition``/``str.replace`` do the
+   merging in C.
+
+Where the time goes (about 30 MB of English, vocab 10,000, CPython 3.11): counting costs about 0.08 s of CPU
+per MB (regex ``findall`` + ``Counter``, split over the workers); merging about 3.5 s in one process (0.5 s to
+index 1.7 M pair occurrences of 225 k distinct pre-tokens, ~2.3 M visits of pre-tokens, half of them stale
+index entries that cost one ``partition`` each, and the heap).
 
 The file is read as bytes and decoded as strict UTF-8: invalid bytes raise :class:`ValueError` naming the
 file and the byte offset. Line endings are not translated (``"\\r\\n"`` stays two characters).
@@ -361,7 +370,7 @@ def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = Fa
     """Up to ``num_merges`` merges learned from pre-token counts (see the module docstring for the rules).
 
     Representation: token id ``t`` is the character ``chr(t)``, so a pre-token is a ``str`` of token ids and the
-    standard library does the inner loops in C: ``in``/``find`` locate a pair, ``replace`` merges it left to
+    standard library does the inner loops in C: ``partition`` finds a pair and ``replace`` merges it left to
     right without overlap (exactly the BPE rule). A pair is the 2-character string of its two ids.
 
     ``words``/``freqs`` are the distinct pre-tokens of two bytes or more and their counts. ``pair_count`` holds
