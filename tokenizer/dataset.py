@@ -19,8 +19,9 @@ Chunks go to worker processes (``multiprocessing``) and results are written in f
 with at most two chunks per worker in flight, so memory stays bounded however large the file. Workers start
 the platform's default way: on Linux by fork, so they inherit the vocabulary already loaded here; on macOS
 and Windows by spawn, which the code allows (workers need only a top-level function and picklable tasks; the
-tests run both). Output goes to a temporary file that is renamed only when
-everything succeeded: an error never leaves a partial ``.bin`` behind.
+tests run both). The first chunk is encoded before the workers start, so forked workers also inherit a
+piece cache that already knows the text's common words. Output goes to a temporary file that is renamed only
+when everything succeeded: an error never leaves a partial ``.bin`` behind.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def encode_file(
     platform's default). Raises ``FileNotFoundError`` for a missing input or output folder, ``ValueError``
     for text that is not UTF-8 or holds a disallowed special token; no output file is left in either case.
     """
-    _ProgressBar = _progress_bar_class()  # tqdm is imported only when a file is encoded
+    progress_bar = _progress_bar_class()  # tqdm is imported only when a file is encoded
     input_path, out_path = Path(input_path), Path(out_path)
     if not input_path.is_file():
         raise FileNotFoundError(f"input file not found: {input_path}")
@@ -178,7 +179,7 @@ def encode_file(
     start = time.perf_counter()
     n_bytes_out = 0
     try:
-        with open(input_path, "rb") as f_in, f_out, _ProgressBar(
+        with open(input_path, "rb") as f_in, f_out, progress_bar(
             total=round(size / 1e6, 2), unit="MB", desc=f"encoding {input_path.name}", disable=not progress,
             bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]",
         ) as bar:
