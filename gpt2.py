@@ -36,9 +36,9 @@ def softmax(x):  # [..., n] -> [..., n], each row summing to 1
 
 
 def layer_norm(x, g, b, eps=LN_EPS):  # x [..., n_embd], g/b [n_embd] -> [..., n_embd]
-    mean = x.mean(axis=-1, keepdims=True)  # [..., n_embd] -> [..., 1]
-    var = x.var(axis=-1, keepdims=True)  # [..., n_embd] -> [..., 1]
-    return g * (x - mean) / np.sqrt(var + eps) + b  # [..., n_embd]
+    x = x - x.mean(axis=-1, keepdims=True)  # [..., n_embd], centred
+    var = (x * x).mean(axis=-1, keepdims=True)  # [..., n_embd] -> [..., 1]
+    return g * x / np.sqrt(var + eps) + b  # [..., n_embd]
 
 
 def linear(x, w, b):
