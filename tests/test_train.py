@@ -213,14 +213,14 @@ special_text = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=tie_heavy_text, extra=st.integers(0, 40), chunk=st.integers(1, 50))
 def test_matches_oracle_random_small_alphabet(text, extra, chunk):
     assume(text)
     assert train_text(text, 256 + extra, chunk_size=chunk) == oracle_train(text, 256 + extra)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=special_text, extra=st.integers(0, 30), chunk=st.integers(1, 50))
 def test_matches_oracle_random_with_special_tokens(text, extra, chunk):
     assume(text)
@@ -229,7 +229,7 @@ def test_matches_oracle_random_with_special_tokens(text, extra, chunk):
     assert got == oracle_train(text, 258 + extra, specials)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=st.lists(
         st.sampled_from(["a", "é", "中", "1", "١", " ", "  ", "\n", "\r\n", "\t", "\xa0", "\u3000",
@@ -257,7 +257,7 @@ def test_other_patterns_match_oracle():
 # Chunking and workers
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     pieces=st.lists(
         st.sampled_from(["a", "bc", "中", "7", " ", "  ", "\n", "\n\n", "\r\n", "\t", "\xa0", "\x1c", "\x85",
