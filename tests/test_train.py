@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tokenizer import train as train_mod
-from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN
+from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from tokenizer.train import count_pretokens, find_chunk_boundaries, train_bpe
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
@@ -284,13 +284,15 @@ def test_pretoken_counts_do_not_depend_on_chunking(pieces, chunk, with_specials)
         assert data[b : b + 1] == b"\n" or any(data.startswith(s.encode(), b) for s in specials)
 
 
-def test_counts_match_plain_regex_on_corpus_slices():
+@pytest.mark.parametrize("pattern", [GPT2_PAT, R50K_PATTERN, CL100K_PATTERN])
+def test_counts_match_plain_regex_on_corpus_slices(pattern):
     for name in ("en_docs.txt", "ru_manpages.txt", "ja_manpages.txt"):
         text = corpus_slice(name, 0, 200_000)
         path = write(text)
         try:
+            expected = oracle_pretokens(text, [EOT], pattern)
             for chunk in (997, 65_536):
-                assert count_pretokens(path, [EOT], num_workers=1, chunk_size=chunk) == oracle_pretokens(text, [EOT])
+                assert count_pretokens(path, [EOT], pattern=pattern, num_workers=1, chunk_size=chunk) == expected
         finally:
             os.unlink(path)
 
