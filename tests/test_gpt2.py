@@ -342,3 +342,15 @@ def test_cli_end_to_end_on_a_tiny_checkpoint(tmp_path, monkeypatch):
     error = run.stderr.decode(errors="replace")
     assert run.returncode != 0 and "Traceback" not in error
     assert f"prompt of {len(ids)} tokens" in error and "n_ctx=64" in error
+
+
+def test_output_head_copy_is_made_once_and_dropped_with_wte():
+    wte = np.random.default_rng(0).standard_normal((300, 16)).astype(np.float32)
+    view = gpt2.output_head(wte, 1)  # short run: no copy
+    assert view.base is wte and not view.flags.c_contiguous
+    head = gpt2.output_head(wte, gpt2.HEAD_COPY_MIN_STEPS)
+    assert head.flags.c_contiguous and np.array_equal(head, wte.T)
+    assert gpt2.output_head(wte, 1) is head  # reused by later calls, long or short
+    key = id(wte)
+    del wte, view
+    assert key not in gpt2._HEADS  # freed with its wte
