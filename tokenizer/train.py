@@ -155,19 +155,12 @@ _GPT2_COARSE = re.compile(f"[ ]?[^{WHITESPACE}]+|[{WHITESPACE}]+(?![^{WHITESPACE
 _TWO_LEVEL_PATTERNS = (GPT2_PATTERN, R50K_PATTERN)
 
 
-def _count_texts(texts: Iterable[str], split, coarse) -> Counter:
-    """Pre-token counts of texts without special tokens. ``coarse`` is None or ``_GPT2_COARSE.findall``."""
+def _split_pieces(pieces: Counter, split) -> Counter:
+    """Pre-token counts from coarse GPT-2 piece counts: each distinct piece is split once."""
     counts: Counter = Counter()
-    if coarse is None:
-        for text in texts:
-            counts.update(split(text))
-        return counts
-    pieces: Counter = Counter()
-    for text in texts:
-        pieces.update(coarse(text))
     ws = _WHITESPACE_SET
     for piece, c in pieces.items():
-        if piece[-1] in ws:
+        if piece[-1] in ws:  # whitespace pieces are pre-tokens already
             counts[piece] += c
             continue
         parts = split(piece)
@@ -188,33 +181,47 @@ def _special_splitter(specials: Sequence[str]):
 
 
 _worker_cache: dict[tuple[str, tuple[str, ...]], tuple] = {}
+_report_progress = None  # in a worker process: puts the number of bytes done on the parent's queue
 
 
-def _count_range(path: str, start: int, end: int, pattern: str, specials: tuple[str, ...]) -> Counter:
-    """Count the pre-tokens of bytes ``start:end`` of the file (which begin and end at safe boundaries)."""
+def _init_worker(queue) -> None:
+    global _report_progress
+    _report_progress = queue.put
+
+
+def _read_text(path: str, start: int, end: int) -> str:
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path!r} is not valid UTF-8: {e.reason} at byte offset {start + e.start} "
+            f"(byte 0x{data[e.start]:02x})"
+        ) from None
+
+
+def _count_ranges(path: str, ranges: Sequence[tuple[int, int]], pattern: str, specials: tuple[str, ...], report=None) -> Counter:
+    """Pre-token counts of the byte ranges ``start:end`` of the file (each begins and ends at a safe boundary)."""
     key = (pattern, specials)
     fns = _worker_cache.get(key)
     if fns is None:
         coarse = _GPT2_COARSE.findall if pattern in _TWO_LEVEL_PATTERNS else None
         fns = _worker_cache[key] = (_splitter(pattern), _special_splitter(specials), coarse)
     split, split_specials, coarse = fns
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(end - start)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{path!r} is not valid UTF-8: {e.reason} at byte offset {start + e.start} "
-            f"(byte 0x{data[e.start]:02x})"
-        ) from None
-    del data
-    return _count_texts(split_specials(text), split, coarse)
+    report = report or _report_progress
+    counts: Counter = Counter()  # coarse pieces with GPT-2's pattern, else pre-tokens
+    for start, end in ranges:
+        for text in split_specials(_read_text(path, start, end)):
+            counts.update(coarse(text) if coarse else split(text))
+        if report:
+            report(end - start)
+    return _split_pieces(counts, split) if coarse else counts
 
 
-def _count_range_star(args) -> tuple[int, Counter]:
-    start, end = args[1], args[2]
-    return end - start, _count_range(*args)
+def _count_ranges_star(args) -> Counter:
+    return _count_ranges(*args)
 
 
 def count_pretokens(
@@ -226,7 +233,12 @@ def count_pretokens(
     progress: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> Counter:
-    """``Counter`` of pre-token string -> occurrences over the whole file, special tokens excluded."""
+    """``Counter`` of pre-token string -> occurrences over the whole file, special tokens excluded.
+
+    The chunks are dealt round-robin to ``num_workers`` processes; each returns one ``Counter`` for all of its
+    chunks (so the parent adds up ``num_workers`` counters, and a piece seen in several chunks is split once
+    per worker). Workers report bytes done through a queue for the progress bar.
+    """
     path = os.fspath(path)
     specials = tuple(special_tokens)
     size = os.path.getsize(path)
@@ -237,29 +249,34 @@ def count_pretokens(
     target = max(1, min(chunk_size, -(-size // workers)))
     newlines = pattern in _TWO_LEVEL_PATTERNS  # the newline rule is proven for GPT-2's pattern only
     bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], newlines=newlines)
-    jobs = [(path, a, b, pattern, specials) for a, b in zip(bounds, bounds[1:])]
-    total: Counter = Counter()
-    with tqdm(
-        total=round(size / 1e6, 2), unit="MB", desc="pre-tokenizing", disable=not progress, leave=False
-    ) as bar:
-        if workers == 1 or len(jobs) == 1:
-            results = map(_count_range_star, jobs)
-            _add_all(total, results, bar)
-        else:
-            import multiprocessing
+    ranges = list(zip(bounds, bounds[1:]))
+    workers = min(workers, len(ranges))
+    with tqdm(total=round(size / 1e6, 2), unit="MB", desc="pre-tokenizing", disable=not progress, leave=False) as bar:
+        def report(nbytes: int) -> None:
+            bar.update(round(nbytes / 1e6, 2))
 
-            with multiprocessing.get_context().Pool(min(workers, len(jobs))) as pool:
-                _add_all(total, pool.imap_unordered(_count_range_star, jobs), bar)
+        if workers == 1:
+            return _count_ranges(path, ranges, pattern, specials, report)
+        import multiprocessing
+        import queue
+
+        ctx = multiprocessing.get_context()
+        done = ctx.Queue()
+        jobs = [(path, ranges[w::workers], pattern, specials) for w in range(workers)]
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(done,)) as pool:
+            pending = pool.map_async(_count_ranges_star, jobs)
+            while not pending.ready():
+                try:
+                    report(done.get(timeout=0.05))
+                except queue.Empty:
+                    pass
+            results = pending.get()  # raises a worker's exception (e.g. invalid UTF-8)
+            while not done.empty():
+                report(done.get())
+    total = results[0]
+    for counts in results[1:]:
+        total.update(counts)
     return total
-
-
-def _add_all(total: Counter, results, bar) -> None:
-    for nbytes, counts in results:
-        if total:
-            total.update(counts)
-        else:
-            dict.update(total, counts)
-        bar.update(round(nbytes / 1e6, 2))
 
 
 def find_chunk_boundaries(
