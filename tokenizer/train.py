@@ -410,18 +410,13 @@ def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = Fa
             freqs.append(c)
 
     pair_count: defaultdict[str, int] = defaultdict(int)
-    where: dict[str, list[int]] = {}
+    where: defaultdict[str, list[int]] = defaultdict(list)
     get = pair_count.get
     for wi, w in enumerate(words):
         c = freqs[wi]
         for p in map(str.__add__, w, w[1:]):
-            n = get(p)
-            if n is None:
-                pair_count[p] = c
-                where[p] = [wi]
-            else:
-                pair_count[p] = n + c
-                where[p].append(wi)
+            pair_count[p] += c
+            where[p].append(wi)
 
     def pair_key(p: str) -> bytes:
         return keys[ord(p[0])] + keys[ord(p[1])]
