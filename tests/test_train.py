@@ -20,6 +20,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tokenizer import train as train_mod
+from tokenizer.encoding import Encoding
+from tokenizer.formats import encoding_merges, load_encoding, save_encoding
 from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from tokenizer.train import count_pretokens, find_chunk_boundaries, train_bpe
 
@@ -402,8 +404,6 @@ def test_bad_workers_and_chunk_size(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # Saving trained tokenizers (tokenizer/formats.py: save_encoding / load_encoding)
 
-from tokenizer.encoding import Encoding  # noqa: E402
-from tokenizer.formats import encoding_merges, load_encoding, save_encoding  # noqa: E402
 
 SHARED_GPT2 = CORPUS.parent / "encodings" / "gpt2"
 
@@ -455,7 +455,8 @@ def test_saved_files_give_the_same_ids_in_hf_tiktoken_and_encoder_py(trained, tm
     ranks = load_tiktoken_bpe(str(tmp_path / "tiktoken" / "encoding.tiktoken"))
     tt = tiktoken.Encoding("t", pat_str=enc.pat_str, mergeable_ranks=ranks, special_tokens=enc.special_tokens)
     assert tt.encode(sample, allowed_special="all") == ids
-    model = tokenizers.models.BPE.from_file(str(tmp_path / "gpt2" / "encoder.json"), str(tmp_path / "gpt2" / "vocab.bpe"))
+    gpt2_dir = tmp_path / "gpt2"
+    model = tokenizers.models.BPE.from_file(str(gpt2_dir / "encoder.json"), str(gpt2_dir / "vocab.bpe"))
     hf_gpt2 = tokenizers.Tokenizer(model)
     hf_gpt2.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     assert hf_gpt2.encode(plain).ids == plain_ids

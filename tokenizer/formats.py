@@ -183,7 +183,12 @@ def save_encoding(enc, path, format: str = "gpt2") -> None:  # noqa: A002 - tikt
         pre_tokenizer = {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": _hf_regex(enc.pat_str)}, "behavior": "Isolated", "invert": False},
+                {
+                    "type": "Split",
+                    "pattern": {"Regex": _hf_regex(enc.pat_str)},
+                    "behavior": "Isolated",
+                    "invert": False,
+                },
                 dict(byte_level, use_regex=False),
             ],
         }
@@ -228,7 +233,8 @@ def _known_pattern(hf_regex: str) -> str:
     """The project's own spelling of a pattern read back from a tokenizer.json (so fast paths apply)."""
     from . import pretokenize
 
-    for pat in (pretokenize.GPT2_PATTERN, pretokenize.R50K_PATTERN, pretokenize.CL100K_PATTERN, pretokenize.O200K_PATTERN):
+    known = (pretokenize.GPT2_PATTERN, pretokenize.R50K_PATTERN, pretokenize.CL100K_PATTERN, pretokenize.O200K_PATTERN)
+    for pat in known:
         if _hf_regex(pat) == hf_regex:
             return pat
     return hf_regex
@@ -302,7 +308,9 @@ def load_encoding(path):
         elif tiktoken_files:
             return _load_tiktoken(tiktoken_files[0])
         else:
-            raise ValueError(f"{p}: no saved encoding here (expected {HF_FILE}, encoder.json + vocab.bpe, or *.tiktoken)")
+            raise ValueError(
+                f"{p}: no saved encoding here (expected {HF_FILE}, encoder.json + vocab.bpe, or *.tiktoken)"
+            )
     elif p.suffix == ".tiktoken":
         return _load_tiktoken(p)
     elif p.name in ("encoder.json", "vocab.bpe"):
@@ -375,7 +383,7 @@ def _load_hf(file: Path):
         raise ValueError(f"{file}: model.vocab must be an object and model.merges a list")
     specials = {}
     for entry in data.get("added_tokens") or []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
+        if not (isinstance(entry, dict) and isinstance(entry.get("content"), str) and isinstance(entry.get("id"), int)):
             raise ValueError(f"{file}: added_tokens entries need a string 'content' and an integer 'id': {entry!r}")
         specials[entry["content"]] = entry["id"]
     vocab: dict[int, bytes] = {}

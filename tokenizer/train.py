@@ -202,7 +202,9 @@ def _read_text(path: str, start: int, end: int) -> str:
         ) from None
 
 
-def _count_ranges(path: str, ranges: Sequence[tuple[int, int]], pattern: str, specials: tuple[str, ...], report=None) -> Counter:
+def _count_ranges(
+    path: str, ranges: Sequence[tuple[int, int]], pattern: str, specials: tuple[str, ...], report=None
+) -> Counter:
     """Pre-token counts of the byte ranges ``start:end`` of the file (each begins and ends at a safe boundary)."""
     key = (pattern, specials)
     fns = _worker_cache.get(key)
