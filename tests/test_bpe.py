@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import functools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -68,11 +69,16 @@ def test_heap_path_used_for_long_pieces_is_exact():
     all_three(text, ranks)
 
 
+@functools.lru_cache(maxsize=None)
+def uncrossable_table(name):
+    return bpe.uncrossable_pairs(get_encoding(name).merge_ranks)
+
+
 @settings(max_examples=max(FUZZ_EXAMPLES // 10, 100), deadline=None)
 @given(st.text(max_size=80), st.sampled_from(["gpt2", "cl100k_base", "o200k_base"]))
 def test_split_uncrossable_parts_merge_like_the_whole(text, name):
     enc = get_encoding(name)
-    table = bpe.uncrossable_pairs(enc.merge_ranks)
+    table = uncrossable_table(name)
     piece = text.encode("utf-8", "surrogatepass")
     parts = bpe.split_uncrossable(piece, table)
     assert b"".join(parts) == piece
@@ -80,8 +86,7 @@ def test_split_uncrossable_parts_merge_like_the_whole(text, name):
 
 
 def test_split_uncrossable_cuts_gpt2_chinese_into_characters():
-    enc = get_encoding("gpt2")
-    table = bpe.uncrossable_pairs(enc.merge_ranks)
+    table = uncrossable_table("gpt2")
     assert table[ord("t") << 8 | ord("h")] == 0  # "th" is inside many tokens
     piece = "本文档的最新版本".encode()
     parts = bpe.split_uncrossable(piece, table)
