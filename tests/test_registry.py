@@ -128,3 +128,15 @@ def test_encode_single_token_errors():
     enc = get_encoding("gpt2")
     with pytest.raises(KeyError, match="not a single token"):
         enc.encode_single_token("hello world")
+
+
+def test_pickle_round_trip():
+    import pickle
+
+    from tokenizer import Encoding
+
+    named = get_encoding("gpt2")
+    assert pickle.loads(pickle.dumps(named)) is named  # by name: no vocabulary copied
+    custom = Encoding.from_vocab_merges({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<s>"])
+    again = pickle.loads(pickle.dumps(custom))
+    assert again.encode("abc<s>", allowed_special="all") == custom.encode("abc<s>", allowed_special="all") == [256, 99, 257]

@@ -142,6 +142,16 @@ class Encoding:
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
 
+    def __reduce__(self):
+        # Send a named encoding by name (the other process loads or already has it); any other encoding as its
+        # tables. The piece cache is never sent: it is rebuilt on use.
+        from . import registry
+
+        if registry._cache.get(self.name) is self:
+            return (registry.get_encoding, (self.name,))
+        state = (self.name, self._pat_str, self._merge_ranks, self._mergeable_ranks, self._special_tokens)
+        return (_rebuild, state)
+
     # ---- encoding ------------------------------------------------------------------------------------------
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
@@ -379,6 +389,12 @@ class Encoding:
     def merge_ranks(self) -> dict[bytes, int]:
         """Merge priority of each token made by a merge (lower merges first)."""
         return self._merge_ranks
+
+
+def _rebuild(name, pat_str, merge_ranks, token_ids, special_tokens) -> Encoding:
+    enc = Encoding.__new__(Encoding)
+    enc._setup(name, pat_str, merge_ranks, token_ids, special_tokens)
+    return enc
 
 
 def _replace_surrogates(text: str) -> str:
