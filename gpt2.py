@@ -7,6 +7,16 @@ returns every position's logits (the picoGPT interface); `generate()` and
 token costs one position's work instead of the whole sequence's.
 
     python gpt2.py "Alan Turing theorized that computers would one day become" --stream
+
+As a library (params: picoGPT's tree of arrays, e.g. from utils.load_encoder_hparams_and_params):
+
+    ids = generate(prompt_ids, params, n_head, 40)                         # greedy
+    ids = generate(prompt_ids, params, n_head, 40, temperature=0.8, top_p=0.9, seed=0)
+    rows = generate_batch([ids_a, ids_b], params, n_head, 40)             # one pass for all
+    logits = gpt2(prompt_ids, **params, n_head=n_head)                     # [n_seq, n_vocab]
+
+A prompt plus its new tokens must fit in the context (n_ctx, 1024 for GPT-2); longer
+requests raise ValueError up front rather than sliding the window.
 """
 import codecs
 import math

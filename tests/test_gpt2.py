@@ -221,6 +221,25 @@ def test_top_k_and_top_p_together():
     assert set(sample_many(logits, temperature=1.0, top_k=3, top_p=0.7).tolist()) == {0, 1}
 
 
+def test_generated_tokens_respect_top_k_and_top_p(params):
+    """End to end: every sampled token is inside the filter applied to the full logits."""
+    for options in ({"top_k": 3}, {"top_p": 0.5}, {"top_k": 5, "top_p": 0.8}):
+        for seed in range(2):
+            new = gpt2.generate(PROMPT, params, N_HEAD, 8, temperature=3.0, seed=seed, **options)
+            ids = list(PROMPT)
+            for token in new:
+                logits = gpt2.gpt2(ids, **params, n_head=N_HEAD)[-1].astype(np.float64) / 3.0
+                order = np.argsort(-logits)
+                rank = int(np.nonzero(order == token)[0][0])
+                assert rank < options.get("top_k", N_VOCAB)
+                if "top_p" in options:
+                    kept = order[: options.get("top_k", N_VOCAB)]
+                    probs = np.exp(logits[kept] - logits[kept].max())
+                    probs /= probs.sum()
+                    assert probs[:rank].sum() < options["top_p"] + 1e-6  # needed to reach top_p
+                ids.append(token)
+
+
 def test_bad_sampling_options_are_rejected(params):
     for options in ({"temperature": -1}, {"top_k": 0}, {"top_p": 0.0}, {"top_p": 1.5}):
         with pytest.raises(ValueError):
