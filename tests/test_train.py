@@ -138,6 +138,14 @@ def test_ties_compare_bytes_not_gpt2_unicode_strings():
     assert merges == oracle_train("ab c", 300)[1]
 
 
+def test_long_words_with_many_occurrences():
+    # One pre-token with the merged pair many times (runs, repeats, overlaps like "aaa"), as in CJK text where a
+    # run of letters is a single pre-token.
+    text = " ".join(["ab" * 50, "a" * 37, "aab" * 20, "abba" * 15, "a" * 36, "ba" * 9 + "b"]) + " 中文字符" * 30
+    text += " " + "日本語のテキストです" * 12
+    assert train_text(text, 400) == oracle_train(text, 400)
+
+
 def test_vocab_layout_and_early_stop():
     text = "the cat sat on the mat; the hat. " * 5
     vocab, merges = train_text(text, 10_000, ["<|a|>", "<|b|>", "<|a|>"])

@@ -462,19 +462,34 @@ def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = Fa
                     right[post[0]].append(wi)
                 words[wi] = pre + n_s + post
                 continue
-            # Several occurrences: merge them all and recount the word's pairs.
+            # Several occurrences: merge them all. The pairs that change are the old pairs touching an
+            # occurrence and the new pairs touching the new token (all other pairs are the same on both sides);
+            # sets, because neighbouring occurrences share pairs. Work is per occurrence, not per character:
+            # words can be long (a run of CJK letters is one pre-token).
             c = freqs[wi]
             w = pre + hit + post
+            last = len(w) - 1  # pairs start at 0..last-1
+            gone = set()
+            i = len(pre)
+            while i >= 0:
+                gone.update(j for j in (i - 1, i + 1) if 0 <= j < last)
+                i = w.find(ab, i + 2)
+            for j in gone:
+                pair_count[w[j : j + 2]] -= c
             out = w.replace(ab, n_s)
-            for p in map(str.__add__, w, w[1:]):
-                pair_count[p] -= c
-            for p in map(str.__add__, out, out[1:]):
+            last = len(out) - 1
+            born = set()
+            k = out.find(n_s)
+            while k >= 0:
+                born.update(j for j in (k - 1, k) if 0 <= j < last)
+                k = out.find(n_s, k + 1)
+            for j in born:
+                p = out[j : j + 2]
                 pair_count[p] += c
-                if n_s in p:
-                    if p in newpairs:
-                        newpairs[p].append(wi)
-                    else:
-                        newpairs[p] = [wi]
+                if p in newpairs:
+                    newpairs[p].append(wi)
+                else:
+                    newpairs[p] = [wi]
             words[wi] = out
         # Pairs with the new token did not exist before: count them, queue them, index their words.
         weight = freqs.__getitem__
