@@ -165,17 +165,30 @@ def sample(logits, temperature=0.0, top_k=None, top_p=None, rng=None):  # [n_voc
         return int(np.argmax(logits))
     rng = np.random.default_rng() if rng is None else rng
     logits = logits.astype(np.float64) / temperature  # [n_vocab]
+    candidates = np.arange(len(logits))  # token ids still allowed
     if top_k is not None and top_k < len(logits):
-        candidates = np.argpartition(-logits, int(top_k) - 1)[: int(top_k)]  # [top_k]
-    else:
-        candidates = np.arange(len(logits))  # [n_vocab]
+        candidates = np.argpartition(-logits, int(top_k) - 1)[: int(top_k)]  # the k best, unordered
     probs = softmax(logits[candidates])  # [n_cand]
     if top_p is not None and top_p < 1:
-        order = np.argsort(-probs, kind="stable")  # most likely first
-        n_keep = int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1  # mass reaches top_p
-        order = order[: min(n_keep, len(order))]
-        candidates, probs = candidates[order], probs[order] / probs[order].sum()
-    return int(candidates[rng.choice(len(candidates), p=probs)])
+        candidates, probs = nucleus(candidates, probs, top_p)
+    cdf = np.cumsum(probs)  # [n_cand]; inverse-CDF draw, as rng.choice(p=...) but cheaper
+    pick = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+    return int(candidates[min(pick, len(candidates) - 1)])
+
+
+def nucleus(candidates, probs, top_p):  # [n_cand] each -> [n_keep] each
+    """The smallest set of most likely candidates whose probability reaches top_p, with its
+    probabilities renormalised. Sorts only the best k (k = 256, 1024, ...) until they hold
+    top_p, instead of all 50257 (a full sort costs ~5 ms a token)."""
+    k = min(256, len(probs))
+    while True:
+        best = np.argpartition(-probs, k - 1)[:k] if k < len(probs) else np.arange(k)  # [k]
+        best = best[np.argsort(-probs[best], kind="stable")]  # most likely first
+        mass = np.cumsum(probs[best])  # [k]
+        if mass[-1] >= top_p or k == len(probs):
+            keep = best[: min(int(np.searchsorted(mass, top_p)) + 1, k)]  # first to reach top_p
+            return candidates[keep], probs[keep] / probs[keep].sum()
+        k = min(4 * k, len(probs))
 
 
 # ----------------------------------------------------------------------- generation

@@ -215,6 +215,21 @@ def test_top_p_keeps_the_smallest_set_reaching_p():
     assert set(sample_many(logits, temperature=1.0, top_p=0.01).tolist()) == {1}
 
 
+def test_nucleus_equals_a_full_sort():
+    """The partial-sort nucleus gives the same set as sorting everything, peaked or flat."""
+    rng = np.random.default_rng(7)
+    for spread in (0.1, 1.0, 3.0, 10.0):  # flat (nucleus of thousands) ... peaked (a few)
+        logits = rng.standard_normal(50257) * spread
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        for top_p in (0.05, 0.5, 0.9, 0.999):
+            order = np.argsort(-probs, kind="stable")
+            n_keep = int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1
+            ids, kept = gpt2.nucleus(np.arange(50257) + 1000, probs, top_p)
+            assert set(ids.tolist()) == set((order[:n_keep] + 1000).tolist())
+            assert abs(kept.sum() - 1) < 1e-9 and probs[order[:n_keep]].sum() >= top_p - 1e-12
+
+
 def test_top_k_and_top_p_together():
     logits = np.log(np.array([0.35, 0.3, 0.2, 0.1, 0.05])).astype(np.float32)
     # top_k=3 renormalises to .41, .35, .24; top_p=0.7 then keeps the first two
