@@ -48,3 +48,26 @@ def test_errors_are_one_line(args, message):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["gpt2", "tiktoken", "hf"])
+def test_train_saves_a_loadable_tokenizer(tmp_path, fmt):
+    import tokenizer
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes((CORPUS / "en_docs.txt").read_bytes()[:300_000])
+    out = tmp_path / "tok"
+    proc = run("train", "--input", str(corpus), "--vocab_size", "400", "--special_tokens", "<|endoftext|>",
+               "--out", str(out), "--format", fmt, "--num_workers", "2")
+    for expected in ["trained 143 merges (400 tokens)", "peak memory:", "longest token:", "bytes/token"]:
+        assert expected in proc.stdout
+    enc = tokenizer.load(out)
+    text = corpus.read_text(encoding="utf-8")[:20_000]
+    ids = enc.encode(text, allowed_special="all")
+    assert enc.decode(ids) == text and max(ids) < 400
+
+
+def test_train_errors():
+    assert "needs --input" in run("train", "--vocab_size", "300", ok=False).stderr
+    assert "too small" in run("train", "--input", str(CORPUS / "de_manpages.txt"), "--vocab_size", "10",
+                              "--out", "/tmp/never", ok=False).stderr
