@@ -378,13 +378,31 @@ def test_cli_end_to_end_on_a_tiny_checkpoint(tmp_path, monkeypatch):
     assert f"prompt of {len(ids)} tokens" in error and "n_ctx=64" in error
 
 
-def test_output_head_copy_is_made_once_and_dropped_with_wte():
-    wte = np.random.default_rng(0).standard_normal((300, 16)).astype(np.float32)
-    view = gpt2.output_head(wte, 1)  # short run: no copy
-    assert view.base is wte and not view.flags.c_contiguous
-    head = gpt2.output_head(wte, gpt2.HEAD_COPY_MIN_STEPS)
+def test_relaid_weights_are_made_once_and_dropped_with_their_array():
+    small = random_params(n_vocab=300, n_ctx=16, n_embd=16, n_layer=1)
+    wte, w = small["wte"], small["blocks"][0]["mlp"]["c_proj"]["w"]
+    fast, head = gpt2.decoding_params(small, 1, 1)  # short run: original layouts, no copies
+    assert head.base is wte and fast["blocks"][0]["mlp"]["c_proj"]["w"] is w
+    fast, head = gpt2.decoding_params(small, 1, gpt2.RELAYOUT_MIN_STEPS)
+    fast_w = fast["blocks"][0]["mlp"]["c_proj"]["w"]
     assert head.flags.c_contiguous and np.array_equal(head, wte.T)
-    assert gpt2.output_head(wte, 1) is head  # reused by later calls, long or short
-    key = id(wte)
-    del wte, view
-    assert key not in gpt2._HEADS  # freed with its wte
+    assert fast_w.flags.f_contiguous and np.array_equal(fast_w, w)
+    assert small["blocks"][0]["mlp"]["c_proj"]["w"] is w  # the caller's tree is unchanged
+    again, head_again = gpt2.decoding_params(small, 1, 1)  # later calls, even short, reuse them
+    assert head_again.base is head.base and again["blocks"][0]["mlp"]["c_proj"]["w"] is fast_w
+    batch, _ = gpt2.decoding_params(small, 8, 1)  # batches keep the row-major mlp weights
+    assert batch["blocks"][0]["mlp"]["c_proj"]["w"] is w
+    key = (id(wte), "F")
+    del small, wte, w, fast, head, fast_w, again, head_again, batch
+    assert key not in gpt2._RELAID  # freed with its array
+
+
+def test_long_runs_with_relaid_weights_equal_full_recompute():
+    small = random_params(seed=2, n_vocab=1000, n_ctx=gpt2.RELAYOUT_MIN_STEPS + 8, n_embd=32)
+    n_new = gpt2.RELAYOUT_MIN_STEPS + 2
+    prompt = [5, 6, 7]
+    expected = list(prompt)
+    for _ in range(n_new):
+        expected.append(int(np.argmax(gpt2.gpt2(expected, **small, n_head=N_HEAD)[-1])))
+    assert gpt2.generate(prompt, small, N_HEAD, n_new) == expected[3:]
+    assert (id(small["wte"]), "F") in gpt2._RELAID  # the run did use the copies
