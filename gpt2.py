@@ -43,8 +43,8 @@ def softmax(x):  # [..., n] -> [..., n], each row summing to 1
 
 
 def layer_norm(x, g, b, eps=LN_EPS):  # x [..., n_embd], g/b [n_embd] -> [..., n_embd]
-    x = x - x.mean(axis=-1, keepdims=True)  # [..., n_embd], centred
-    var = (x * x).mean(axis=-1, keepdims=True)  # [..., n_embd] -> [..., 1]
+    x = x - x.sum(axis=-1, keepdims=True) / x.shape[-1]  # [..., n_embd], centred on the mean
+    var = (x * x).sum(axis=-1, keepdims=True) / x.shape[-1]  # [..., n_embd] -> [..., 1]
     return g * x / np.sqrt(var + eps) + b  # [..., n_embd]
 
 
