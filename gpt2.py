@@ -93,6 +93,7 @@ def causal_mask(n_seq):  # -> [n_seq, n_seq]: position i may look at positions <
 
 def gpt2(inputs, wte, wpe, blocks, ln_f, n_head):  # [n_seq] -> [n_seq, n_vocab]
     """Full forward pass over `inputs` (token ids); logits for every position."""
+    wte, wpe, blocks, ln_f = as_float32([wte, wpe, blocks, ln_f])  # no copy if float32 already
     x = wte[inputs] + wpe[np.arange(len(inputs))]  # [n_seq] -> [n_seq, n_embd]
     mask = causal_mask(len(inputs))  # [n_seq, n_seq]
     for block in blocks:  # n_layer x

@@ -119,6 +119,21 @@ def test_greedy_tokens_match_hf(params, hf):
     assert gpt2.generate(PROMPT, params, N_HEAD, 12) == ids[len(PROMPT):]
 
 
+def test_float64_params_are_computed_in_float32(params):
+    def to64(tree):
+        if isinstance(tree, dict):
+            return {key: to64(value) for key, value in tree.items()}
+        if isinstance(tree, list):
+            return [to64(value) for value in tree]
+        return tree.astype(np.float64)
+
+    p64 = to64(params)
+    logits = gpt2.gpt2(PROMPT, **p64, n_head=N_HEAD)
+    assert logits.dtype == np.float32
+    assert np.array_equal(logits, gpt2.gpt2(PROMPT, **params, n_head=N_HEAD))
+    assert gpt2.generate(PROMPT, p64, N_HEAD, 5) == gpt2.generate(PROMPT, params, N_HEAD, 5)
+
+
 def test_gelu_and_layer_norm_match_torch():
     x = np.linspace(-6, 6, 1001, dtype=np.float32)
     expected = torch.nn.functional.gelu(torch.from_numpy(x), approximate="tanh").numpy()
