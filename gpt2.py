@@ -116,12 +116,12 @@ def gpt2_step(tokens, positions, mask, start, caches, head, wte, wpe, blocks, ln
 
 # ------------------------------------------------------------------ weight handling
 def as_float32(tree):
-    """The params tree with every array float32 and C-contiguous (no copy if already so)."""
+    """The params tree with every array float32 (no copy if already so; any memory order)."""
     if isinstance(tree, dict):
         return {key: as_float32(value) for key, value in tree.items()}
     if isinstance(tree, (list, tuple)):
         return [as_float32(value) for value in tree]
-    return np.ascontiguousarray(tree, dtype=np.float32)
+    return np.asarray(tree, dtype=np.float32)
 
 
 # Decoding reads every weight once per token, so the speed of the matrix-vector products is
@@ -129,7 +129,7 @@ def as_float32(tree):
 # (measured on the 124M shape, 2 cores, per token):
 #   output layer x @ wte.T, wte.T stored row-major: 5.1 instead of 6.0 ms (8 rows: 12 vs 21 ms)
 #   mlp c_proj [1, 3072] @ [3072, 768] stored column-major: 4.3 instead of 5.7 ms for the 12
-#     layers; but 8 rows are slower that way (14.6 vs 9.3 ms), so batches keep the original.
+#     layers; but 8 rows are slower that way (14.6 vs 9.3 ms), so batches use row-major.
 # Copying into the other order takes ~0.3 s for both, so it is done only for runs of at least
 # RELAYOUT_MIN_STEPS positions (rows x new tokens), once per array, and every later call reuses it.
 RELAYOUT_MIN_STEPS = 128
@@ -155,11 +155,11 @@ def decoding_params(params, n_batch, n_steps):
     fast, long_run = as_float32(params), n_batch * n_steps >= RELAYOUT_MIN_STEPS
     wte = relaid(params["wte"], "F", make=long_run)  # column-major wte = row-major wte.T
     head = fast["wte"].T if wte is None else wte.T  # [n_embd, n_vocab]
-    if n_batch == 1:
-        for block, original in zip(fast["blocks"], params["blocks"]):
-            w = relaid(original["mlp"]["c_proj"]["w"], "F", make=long_run)  # [4*n_embd, n_embd]
-            if w is not None:
-                block["mlp"]["c_proj"]["w"] = w
+    for block, original in zip(fast["blocks"], params["blocks"]):
+        order = "F" if n_batch == 1 else "C"  # see above: one row prefers column-major
+        w = relaid(original["mlp"]["c_proj"]["w"], order, make=long_run)  # [4*n_embd, n_embd]
+        if w is not None:
+            block["mlp"]["c_proj"]["w"] = w
     return fast, head
 
 

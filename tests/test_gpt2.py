@@ -412,6 +412,21 @@ def test_relaid_weights_are_made_once_and_dropped_with_their_array():
     assert key not in gpt2._RELAID  # freed with its array
 
 
+def test_column_major_params_give_the_same_results(params):
+    def fortran(tree):
+        if isinstance(tree, dict):
+            return {key: fortran(value) for key, value in tree.items()}
+        if isinstance(tree, list):
+            return [fortran(value) for value in tree]
+        return np.asfortranarray(tree)
+
+    f_params = fortran(params)
+    assert f_params["wte"].flags.f_contiguous and not f_params["wte"].flags.c_contiguous
+    np.testing.assert_allclose(gpt2.gpt2(PROMPT, **f_params, n_head=N_HEAD),
+                               gpt2.gpt2(PROMPT, **params, n_head=N_HEAD), atol=1e-5, rtol=0)
+    assert gpt2.generate_batch(BATCH, f_params, N_HEAD, 5) == gpt2.generate_batch(BATCH, params, N_HEAD, 5)
+
+
 def test_long_runs_with_relaid_weights_equal_full_recompute():
     small = random_params(seed=2, n_vocab=1000, n_ctx=gpt2.RELAYOUT_MIN_STEPS + 8, n_embd=32)
     n_new = gpt2.RELAYOUT_MIN_STEPS + 2
