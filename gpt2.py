@@ -341,7 +341,7 @@ def main(prompt: str, n_tokens_to_generate: int = 40, model_size: str = "124M",
     from utils import load_encoder_hparams_and_params
 
     encoder, hparams, params = load_encoder_hparams_and_params(model_size, models_dir)
-    input_ids = encoder.encode(prompt)
+    input_ids = encoder.encode(str(prompt))  # fire turns a prompt like "42" into a number
     options = dict(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     if not stream:
         output_ids = generate(input_ids, params, hparams["n_head"], n_tokens_to_generate, **options)
