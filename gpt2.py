@@ -140,6 +140,8 @@ def relaid(array, order, make=True):
     """`array` as float32 stored in `order` ("C" row-major, "F" column-major): same values and
     shape, copied once per array and reused (changing `array` in place later is not seen).
     With make=False, only a copy made before is returned (else None)."""
+    if not isinstance(array, np.ndarray):  # nested lists: nothing to key a cache on
+        return np.asarray(array, dtype=np.float32, order=order) if make else None
     if array.dtype == np.float32 and array.flags[order + "_CONTIGUOUS"]:
         return array
     key = (id(array), order)
