@@ -412,6 +412,14 @@ def test_relaid_weights_are_made_once_and_dropped_with_their_array():
     assert key not in gpt2._RELAID  # freed with its array
 
 
+def test_copy_in_order_keeps_values_and_shape():
+    a = np.arange(600 * 7, dtype=np.float32).reshape(600, 7)
+    f = gpt2.copy_in_order(a, "F", block=64)
+    assert f.flags.f_contiguous and np.array_equal(f, a)
+    c = gpt2.copy_in_order(np.asfortranarray(a.T), "C", block=64)
+    assert c.flags.c_contiguous and np.array_equal(c, a.T)
+
+
 def test_column_major_params_give_the_same_results(params):
     def fortran(tree):
         if isinstance(tree, dict):
