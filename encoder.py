@@ -19,7 +19,7 @@ import json
 
 from tokenizer.bpe import merge
 from tokenizer.encoding import Encoding
-from tokenizer.formats import bytes_to_unicode, gpt2_str_to_token, token_to_gpt2_str
+from tokenizer.formats import bytes_to_unicode, gpt2_str_to_token, gpt2_strs_to_tokens, token_to_gpt2_str
 from tokenizer.pretokenize import GPT2_PATTERN
 
 PACKAGED = Path(__file__).resolve().parent / "tokenizer" / "data"
@@ -35,9 +35,11 @@ class Encoder:
         self.byte_encoder = bytes_to_unicode()  # byte -> printable character
         self.byte_decoder = {v: k for k, v in self.byte_encoder.items()}
         self.bpe_ranks = dict(zip(bpe_merges, range(len(bpe_merges))))  # (left, right) -> priority
-        vocab = {i: gpt2_str_to_token(s) for s, i in encoder.items() if _is_byte_level(s)}
-        merges = [(gpt2_str_to_token(a), gpt2_str_to_token(b)) for a, b in bpe_merges]
         specials = [s for s in encoder if not _is_byte_level(s)]
+        tokens = [s for s in encoder if _is_byte_level(s)]
+        vocab = dict(zip(map(encoder.__getitem__, tokens), gpt2_strs_to_tokens(tokens, where="encoder.json")))
+        halves = gpt2_strs_to_tokens([s for pair in bpe_merges for s in pair], where="vocab.bpe")
+        merges = list(zip(halves[::2], halves[1::2]))
         self._encoding = Encoding.from_vocab_merges(vocab, merges, specials, name="gpt2-files", pat_str=GPT2_PATTERN)
 
     def bpe(self, token: str) -> str:

@@ -91,24 +91,24 @@ class Encoding:
         """
         special_tokens = list(special_tokens)
         special_bytes = {s.encode("utf-8") for s in special_tokens}
-        token_ids: dict[bytes, int] = {}
-        for idx, token in vocab.items():
-            if not isinstance(token, bytes) or not isinstance(idx, int):
-                raise TypeError(f"vocab must map int ids to bytes, got {idx!r}: {token!r}")
-            if token not in special_bytes:
-                token_ids.setdefault(token, idx)
+        bad = next(((i, t) for i, t in vocab.items() if type(t) is not bytes or type(i) is not int), None)
+        if bad:
+            raise TypeError(f"vocab must map int ids to bytes, got {bad[0]!r}: {bad[1]!r}")
+        # bytes -> id; where two ids hold the same bytes the first wins (reversed: earlier entries written last)
+        token_ids = {t: i for i, t in reversed(vocab.items()) if t not in special_bytes}
         missing_bytes = [bytes([b]) for b in range(256) if bytes([b]) not in token_ids]
         if missing_bytes:
             raise ValueError(
                 f"vocab lacks {len(missing_bytes)} single-byte tokens (e.g. {missing_bytes[0]!r}); "
                 "byte-level BPE needs all 256 so that any text can be encoded"
             )
-        merge_ranks: dict[bytes, int] = {}
-        for rank, (left, right) in enumerate(merges):
-            merged = left + right
-            if merged not in token_ids:
-                raise ValueError(f"merge #{rank} {left!r} + {right!r} makes {merged!r}, which is not in the vocab")
-            merge_ranks.setdefault(merged, rank)
+        merged = [left + right for left, right in merges]
+        unknown = next((rank for rank, m in enumerate(merged) if m not in token_ids), None)
+        if unknown is not None:
+            left, right = merges[unknown]
+            raise ValueError(f"merge #{unknown} {left!r} + {right!r} makes {left + right!r}, which is not in the vocab")
+        # merged bytes -> priority; a second merge making the same bytes keeps the first one's priority
+        merge_ranks = dict(zip(reversed(merged), range(len(merged) - 1, -1, -1)))
         by_bytes = {token: idx for idx, token in vocab.items()}
         next_id = max(vocab, default=-1) + 1
         specials: dict[str, int] = {}
