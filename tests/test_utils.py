@@ -7,6 +7,7 @@ with a stub so they exercise only utils.py; the warm-start test runs the real on
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -255,3 +256,28 @@ def test_truncated_checkpoint_data_is_named(tiny, tmp_path, stub_encoder):
     data.write_bytes(data.read_bytes()[:1000])
     with pytest.raises(ValueError, match="model.ckpt"):
         utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+
+
+def test_gpt2_cli_downloads_the_served_checkpoint_and_generates(served, tiny, tmp_path):
+    """The user's main command end to end: download (local server), convert, encode, generate, decode."""
+    import gpt2
+
+    models = tmp_path / "models"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": served.url, "PYTHONIOENCODING": "utf-8"}
+    command = [sys.executable, str(ROOT / "gpt2.py"), "Alan Turing theorized", "--n_tokens_to_generate", "5",
+               "--models_dir", str(models)]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr.decode(errors="replace")
+    for name in utils.CHECKPOINT_FILES:
+        assert (models / SIZE / name).is_file()
+    assert not list((models / SIZE).glob("*.part"))
+    # the same continuation as generating in-process from the served weights
+    _, params = tiny
+    encoder = __import__("encoder").get_encoder(SIZE, models)
+    expected = encoder.decode(gpt2.generate(encoder.encode("Alan Turing theorized"), params, 2, 5))
+    assert run.stdout.decode("utf-8") == expected + "\n"
+    # a second run is offline: nothing is downloaded again
+    before = len(served.requests)
+    rerun = subprocess.run(command, cwd=ROOT, capture_output=True, env=env, timeout=300)
+    assert rerun.returncode == 0 and rerun.stdout == run.stdout
+    assert len(served.requests) == before
