@@ -227,13 +227,15 @@ class Encoding:
         # Like tiktoken, names that are not special tokens of this encoding are ignored.
         return frozenset(allowed_special).intersection(self._special_tokens)
 
-    def _check_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
+    def _disallowed(self, disallowed_special, allowed: frozenset[str]) -> frozenset[str]:
         if disallowed_special == "all":
-            disallowed = frozenset(self._special_tokens) - allowed
-        elif isinstance(disallowed_special, str):
+            return frozenset(self._special_tokens) - allowed
+        if isinstance(disallowed_special, str):
             raise TypeError(f'disallowed_special must be "all" or a collection of tokens, got {disallowed_special!r}')
-        else:
-            disallowed = frozenset(disallowed_special)
+        return frozenset(disallowed_special)
+
+    def _check_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
+        disallowed = self._disallowed(disallowed_special, allowed)
         if disallowed:
             m = special_token_regex(disallowed).search(text)
             if m:

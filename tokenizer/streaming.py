@@ -76,12 +76,7 @@ def encode_iterable(
     """
     # Checked now, not on the first next(): a bad argument should fail where it is passed.
     allowed = enc._allowed(allowed_special)
-    if disallowed_special == "all":
-        disallowed = frozenset(enc.special_tokens_set) - allowed
-    elif isinstance(disallowed_special, str):
-        raise TypeError(f'disallowed_special must be "all" or a collection of tokens, got {disallowed_special!r}')
-    else:
-        disallowed = frozenset(disallowed_special)
+    disallowed = enc._disallowed(disallowed_special, allowed)
     if isinstance(chunks, str):
         chunks = (chunks,)  # one string is one chunk, not a chunk per character
     return _encode_chunks(enc, chunks, allowed, disallowed)
