@@ -140,3 +140,16 @@ def test_pickle_round_trip():
     custom = Encoding.from_vocab_merges({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")], ["<s>"])
     again = pickle.loads(pickle.dumps(custom))
     assert again.encode("abc<s>", allowed_special="all") == custom.encode("abc<s>", allowed_special="all") == [256, 99, 257]
+
+
+def test_docstring_examples():
+    import doctest
+
+    import tokenizer
+    import tokenizer.encoding
+    import tokenizer.formats
+
+    # encoding.py's method examples use `enc`, the GPT-2 encoding
+    for module in [tokenizer, registry, tokenizer.encoding, tokenizer.formats]:
+        result = doctest.testmod(module, extraglobs={"enc": get_encoding("gpt2")})
+        assert result.failed == 0 and result.attempted > 0, module.__name__
