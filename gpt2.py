@@ -373,5 +373,5 @@ if __name__ == "__main__":
 
     try:
         fire.Fire(main)
-    except ValueError as error:  # bad input (e.g. too long for the context): one line, no traceback
-        sys.exit(f"error: {error}")
+    except (ValueError, OSError) as error:  # bad input, too long for the context, a failed download or
+        sys.exit(f"error: {error}")  # a missing file: one line that says what to do, no traceback

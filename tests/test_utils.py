@@ -281,3 +281,16 @@ def test_gpt2_cli_downloads_the_served_checkpoint_and_generates(served, tiny, tm
     rerun = subprocess.run(command, cwd=ROOT, capture_output=True, env=env, timeout=300)
     assert rerun.returncode == 0 and rerun.stdout == run.stdout
     assert len(served.requests) == before
+
+
+def test_gpt2_cli_offline_error_is_one_line(file_server, tmp_path):
+    """Nothing to download (404): the main command says which URL failed and how to place files by hand."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": file_server.url}
+    command = [sys.executable, str(ROOT / "gpt2.py"), "hello", "--models_dir", str(tmp_path / "models")]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, env=env, timeout=300)
+    error = run.stderr.decode(errors="replace")
+    assert run.returncode != 0
+    last_line = error.replace("\r", "\n").strip().splitlines()[-1]  # after the progress bar
+    assert "Traceback" not in error and last_line.startswith("error: ")
+    assert f"{file_server.url}/gpt-2/models/{SIZE}/" in error and "place it at" in error
+    assert not list((tmp_path / "models").rglob("*.part"))
