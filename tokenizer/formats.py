@@ -72,18 +72,24 @@ def gpt2_strs_to_tokens(texts: list[str], *, where: str = "") -> list[bytes]:
     return [data[a:b] for a, b in zip([0, *ends], ends)]
 
 
+def read_json_object(path: Path, what: str) -> dict:
+    """A JSON file's top-level object; ValueError naming the file (and the line) otherwise."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected {what}")
+    return data
+
+
 def read_gpt2_encoder_json(path: str | os.PathLike) -> tuple[dict[bytes, int], dict[str, int]]:
     """Read an ``encoder.json``: ``(mergeable tokens -> id, special tokens -> id)``.
 
     Entries written like ``<|endoftext|>`` that are not byte-level tokens are special tokens.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object mapping token strings to ids")
+    data = read_json_object(path, "a JSON object mapping token strings to ids")
     ranks: dict[bytes, int] = {}
     specials: dict[str, int] = {}
     for text, idx in data.items():
@@ -360,12 +366,7 @@ def _load_tiktoken(file: Path):
     meta_path = file.parent / TIKTOKEN_META_FILE
     name, pat_str, specials = file.stem, GPT2_PATTERN, {}
     if meta_path.exists():
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{meta_path}: not valid JSON (line {e.lineno}): {e.msg}") from None
-        if not isinstance(meta, dict):
-            raise ValueError(f"{meta_path}: expected a JSON object with name, pat_str, special_tokens")
+        meta = read_json_object(meta_path, "a JSON object with name, pat_str, special_tokens")
         name = meta.get("name", name)
         pat_str = meta.get("pat_str", pat_str)
         specials = meta.get("special_tokens", {})
@@ -383,11 +384,8 @@ def _load_hf(file: Path):
     from .encoding import Encoding
     from .pretokenize import GPT2_PATTERN
 
-    try:
-        data = json.loads(Path(file).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{file}: not valid JSON (line {e.lineno}): {e.msg}") from None
-    model = data.get("model") if isinstance(data, dict) else None
+    data = read_json_object(Path(file), "an HF tokenizer.json with a BPE model")
+    model = data.get("model")
     if not isinstance(model, dict) or model.get("type", "BPE") != "BPE":
         raise ValueError(f"{file}: expected an HF tokenizer.json with a BPE model")
     raw_vocab, raw_merges = model.get("vocab"), model.get("merges")
