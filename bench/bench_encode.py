@@ -72,6 +72,29 @@ def hf_gpt2():
     return tok
 
 
+def heap_crossover(merge_ranks, lengths=(8, 16, 32, 64, 256, 1024, 4096)) -> list[tuple[int, float, float]]:
+    """(piece length, rescan seconds, heap seconds): where bpe.HEAP_THRESHOLD should sit on this machine.
+
+    The pieces are runs of letters taken from en_docs (spaces and punctuation dropped), so that no pre-tokenizer
+    would cut them: what a long identifier, base64 blob or run of one character looks like to BPE.
+    """
+    from tokenizer import bpe
+
+    letters = "".join(ch for ch in read_prefix("en_docs.txt", 0, 200_000) if ch.isascii() and ch.isalpha())
+    rows = []
+    for n in lengths:
+        piece = letters[:n].encode("ascii")
+        repeat = max(3, 20_000 // n)
+        saved, bpe.HEAP_THRESHOLD = bpe.HEAP_THRESHOLD, len(piece)  # make merge() rescan even this long piece
+        try:
+            t_rescan = best_time(lambda p: [bpe.merge(p, merge_ranks) for _ in range(repeat)], piece, 3) / repeat
+        finally:
+            bpe.HEAP_THRESHOLD = saved
+        t_heap = best_time(lambda p: [bpe.merge_heap(p, merge_ranks) for _ in range(repeat)], piece, 3) / repeat
+        rows.append((n, t_rescan, t_heap))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=4.0)
@@ -134,6 +157,14 @@ def main() -> None:
             f"| {rate(whole_mb, t_tik_long)} | {rate(whole_mb, t_long)} | {ratio(t_tik_long, t_long)} "
             f"| {rate(mb, t_repeat)} | {ratio(t_tik, t_repeat)} |"
         )
+
+    from tokenizer.bpe import HEAP_THRESHOLD
+
+    print(f"\nBPE of one long piece (gpt2 ranks), µs: rescanning the pair list vs the heap (HEAP_THRESHOLD = {HEAP_THRESHOLD})\n")
+    print("| piece bytes | rescan | heap | faster |")
+    print("|---|---|---|---|")
+    for n, t_rescan, t_heap in heap_crossover(get_encoding("gpt2").merge_ranks):
+        print(f"| {n} | {t_rescan * 1e6:.0f} | {t_heap * 1e6:.0f} | {'heap' if t_heap < t_rescan else 'rescan'} |")
 
 
 if __name__ == "__main__":

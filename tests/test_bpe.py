@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import functools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,6 +41,23 @@ def test_leftmost_wins_ties():
     assert all_three(b"aaaaa", ranks) == [b"aa", b"aa", b"a"]
 
 
+def test_max_rank_is_the_reference_on_a_truncated_table():
+    ranks = {b"aa": 0, b"ab": 1, b"aab": 2}
+    assert bpe.merge_reference(b"aab", ranks, max_rank=0) == [b"a", b"a", b"b"]
+    assert bpe.merge_reference(b"aab", ranks, max_rank=1) == [b"aa", b"b"]
+    assert bpe.merge_reference(b"aab", ranks, max_rank=3) == bpe.merge_reference(b"aab", ranks) == [b"aab"]
+
+
+def test_recover_merges_gives_back_the_merges_a_table_was_built_from():
+    # ranks as a trainer makes them: bytes first, then one token per merge, in order
+    merges = [(b"a", b"b"), (b"ab", b"c"), (b"c", b"c"), (b"a", b"cc"), (b"abc", b"acc")]
+    ranks = {bytes([b]): b for b in range(256)} | {a + b: 256 + r for r, (a, b) in enumerate(merges)}
+    assert bpe.recover_merges(ranks) == merges
+    del ranks[b"ab"]  # now "abc" (rank 257) is a|b|c under the merges below it: not one merge
+    with pytest.raises(ValueError, match=r"b'abc' \(merge rank 257\)"):
+        bpe.recover_merges(ranks)
+
+
 # Small alphabets and small rank tables make ties and long merge chains common.
 small_pieces = st.binary(min_size=0, max_size=40).map(lambda b: bytes(x % 3 + 97 for x in b))
 rank_tables = st.dictionaries(
@@ -53,6 +71,26 @@ rank_tables = st.dictionaries(
 @given(small_pieces, rank_tables)
 def test_fast_paths_equal_reference_on_random_tables(piece, ranks):
     all_three(piece, ranks)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(small_pieces, rank_tables, st.integers(0, 31))
+def test_hooks_agree_with_the_plain_reference(piece, ranks, max_rank):
+    # max_rank = the plain reference on the table without the merges of that rank or above
+    below = {t: r for t, r in ranks.items() if r < max_rank}
+    assert bpe.merge_reference(piece, ranks, max_rank=max_rank) == bpe.merge_reference(piece, below)
+    # on_merge reports each merge as it happens (two adjacent parts joined, at their rank), one call per merge,
+    # and the last parts reported are the plain reference's
+    steps = []
+    parts = bpe.merge_reference(piece, ranks, on_merge=lambda *step: steps.append(step))
+    assert parts == bpe.merge_reference(piece, ranks)
+    before = [piece[i : i + 1] for i in range(len(piece))]
+    for rank, left, right, after in steps:
+        assert ranks[left + right] == rank
+        i = next(i for i in range(len(before) - 1) if (before[i], before[i + 1]) == (left, right))
+        assert list(after) == before[:i] + [left + right] + before[i + 2 :]
+        before = list(after)
+    assert before == parts and len(steps) == len(piece) - len(parts)
 
 
 @settings(max_examples=max(FUZZ_EXAMPLES // 10, 100), deadline=None)
@@ -85,12 +123,19 @@ def test_split_uncrossable_parts_merge_like_the_whole(text, name):
     assert [t for part in parts for t in bpe.merge(part, enc.merge_ranks)] == bpe.merge_reference(piece, enc.merge_ranks)
 
 
-def test_split_uncrossable_cuts_gpt2_chinese_into_characters():
+def test_split_uncrossable_cuts_gpt2_chinese_at_every_character():
+    ranks = get_encoding("gpt2").merge_ranks
     table = uncrossable_table("gpt2")
     assert table[ord("t") << 8 | ord("h")] == 0  # "th" is inside many tokens
-    piece = "本文档的最新版本".encode()
+    text = "本文档的最新版本"
+    piece = text.encode()
     parts = bpe.split_uncrossable(piece, table)
-    assert len(parts) > 1 and b"".join(parts) == piece
+    # GPT-2 has no token spanning two of these characters, so every character boundary is a cut ...
+    boundaries = {len(text[:i].encode()) for i in range(1, len(text))}
+    cuts = {len(b"".join(parts[:k])) for k in range(1, len(parts))}
+    assert boundaries <= cuts and b"".join(parts) == piece
+    # ... and BPE of the parts, one by one, is BPE of the whole.
+    assert [t for part in parts for t in bpe.merge(part, ranks)] == bpe.merge_reference(piece, ranks)
 
 
 def test_split_uncrossable_small_table():

@@ -47,6 +47,15 @@ def test_merge_steps_on_a_known_word():
     assert steps[-1].parts == (b" cap", b"es")
 
 
+def test_docstring_examples():
+    import doctest
+
+    import tokenizer.teach
+
+    result = doctest.testmod(tokenizer.teach)
+    assert result.failed == 0 and result.attempted > 0
+
+
 def test_token_texts_put_a_split_character_on_its_last_token():
     enc = get_encoding("gpt2")
     ids = enc.encode("😀!")

@@ -26,32 +26,76 @@ from __future__ import annotations
 import heapq
 from itertools import compress, count, repeat
 from operator import lshift, or_
-from typing import Mapping
+from typing import Callable, Mapping
 
 # A rank larger than any real one: "this pair cannot be merged".
 _NO_MERGE = float("inf")
 
 _SINGLE_BYTES = [bytes([b]) for b in range(256)]
 
-# Above this many bytes the heap version wins over rescanning the pair list (measured in bench/).
+# Above this many bytes merge() uses the heap. Rescanning the pair list costs O(n) per merge but runs in C
+# (min, index); the heap costs O(log n) per merge in Python. Short pieces (nearly all of them) favour the
+# rescan, long ones the heap; `python bench/bench_encode.py` prints both paths' times by piece length.
 HEAP_THRESHOLD = 256
 
 
-def merge_reference(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[bytes]:
+def merge_reference(
+    piece: bytes,
+    merge_ranks: Mapping[bytes, int],
+    *,
+    max_rank: int | None = None,
+    on_merge: Callable[[int, bytes, bytes, tuple[bytes, ...]], None] | None = None,
+) -> list[bytes]:
     """Split ``piece`` into tokens by applying merges lowest rank first (the readable version).
 
     >>> merge_reference(b"aaab", {b"aa": 0, b"ab": 1, b"aab": 2})  # aa|a|b -> then a+b: nothing ranks aa+ab
     [b'aa', b'ab']
+
+    Two hooks, for the tools that replay BPE rather than use it:
+
+    * ``max_rank``: apply only merges of rank below it, as if training had stopped there. The parts a token
+      of rank ``r`` falls into with ``max_rank=r`` are the merge that made it (how merges are recovered from
+      a ``.tiktoken`` file, which stores only ranks: :func:`recover_merges`).
+    * ``on_merge``: called after each merge as ``on_merge(rank, left, right, parts)``, ``parts`` being all
+      the parts after that merge (how ``python -m tokenizer explain`` shows BPE step by step).
+
+    >>> merge_reference(b"aab", {b"aa": 0, b"ab": 1, b"aab": 2}, max_rank=2)
+    [b'aa', b'b']
+    >>> _ = merge_reference(b"aab", {b"aa": 0, b"aab": 2}, on_merge=lambda *step: print(*step))
+    0 b'a' b'a' (b'aa', b'b')
+    2 b'aa' b'b' (b'aab',)
     """
+    limit = _NO_MERGE if max_rank is None else max_rank
     parts = [piece[i : i + 1] for i in range(len(piece))]
     while len(parts) > 1:
         ranks = [merge_ranks.get(parts[i] + parts[i + 1], _NO_MERGE) for i in range(len(parts) - 1)]
         best = min(ranks)
-        if best == _NO_MERGE:
+        if best >= limit:  # nothing can be merged (or nothing below max_rank)
             break
         i = ranks.index(best)  # index() finds the leftmost pair of that rank
-        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        left, right = parts[i], parts[i + 1]
+        parts[i : i + 2] = [left + right]
+        if on_merge is not None:
+            on_merge(best, left, right, tuple(parts))
     return parts
+
+
+def recover_merges(merge_ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """The merges, in priority order, that ``merge_ranks`` was made from (tiktoken files store only ranks).
+
+    Each token of rank ``r`` is what BPE makes of its own bytes with the merges below ``r``, joined once more:
+    those two parts are its merge. A table where that is not one merge of two parts cannot come from training.
+
+    >>> recover_merges({b"a": 0, b"b": 1, b"ab": 2, b"aab": 3})
+    [(b'a', b'b'), (b'a', b'ab')]
+    """
+    merges = []
+    for token, rank in sorted(((t, r) for t, r in merge_ranks.items() if len(t) > 1), key=lambda tr: tr[1]):
+        parts = merge_reference(token, merge_ranks, max_rank=rank)
+        if len(parts) != 2:
+            raise ValueError(f"token {token!r} (merge rank {rank}) is not one merge of two tokens of lower rank")
+        merges.append((parts[0], parts[1]))
+    return merges
 
 
 def merge(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[bytes]:

@@ -18,6 +18,8 @@ from itertools import accumulate
 from functools import lru_cache
 from pathlib import Path
 
+from .bpe import recover_merges
+
 
 @lru_cache(maxsize=None)
 def bytes_to_unicode() -> dict[int, str]:
@@ -275,31 +277,10 @@ def _check_ids_are_priorities(enc) -> None:
 
 def encoding_merges(enc) -> list[tuple[bytes, bytes]]:
     """The merges of ``enc`` in priority order, as byte pairs, recovered from its merge ranks."""
-    ranks = enc.merge_ranks
-    merges = []
-    for token, rank in sorted(((t, r) for t, r in ranks.items() if len(t) > 1), key=lambda tr: tr[1]):
-        parts = _bpe_below(token, ranks, rank)
-        if len(parts) != 2:
-            raise ValueError(
-                f"{enc.name!r}: token {token!r} (merge rank {rank}) is not one merge of two tokens of lower rank"
-            )
-        merges.append((parts[0], parts[1]))
-    return merges
-
-
-def _bpe_below(token: bytes, ranks: dict[bytes, int], limit: int) -> list[bytes]:
-    """BPE of ``token`` using only merges of rank below ``limit`` (lowest rank first, leftmost on ties)."""
-    parts = [token[i : i + 1] for i in range(len(token))]
-    while len(parts) > 1:
-        best, at = limit, -1
-        for i in range(len(parts) - 1):
-            r = ranks.get(parts[i] + parts[i + 1], limit)
-            if r < best:
-                best, at = r, i
-        if at < 0:
-            break
-        parts[at : at + 2] = [parts[at] + parts[at + 1]]
-    return parts
+    try:
+        return recover_merges(enc.merge_ranks)
+    except ValueError as e:
+        raise ValueError(f"{enc.name!r}: {e}") from None
 
 
 def load_encoding(path):

@@ -4,8 +4,8 @@
     python -m tokenizer explain "Not all heroes wear capes."   # each pre-token's merges, step by step
     python -m tokenizer compare "        return x  # indented"  # gpt2 vs GPT-4 vs GPT-4o
 
-``explain`` replays BPE with :func:`merge_steps`, which is :func:`tokenizer.bpe.merge_reference` with every
-merge reported as it happens; the tests check its last step ends where ``merge_reference`` does. It also
+``explain`` replays BPE with :func:`merge_steps`: :func:`tokenizer.bpe.merge_reference` reporting every
+merge as it happens (its ``on_merge`` hook), so the steps shown are the reference's own. It also
 shows the shortcut :class:`tokenizer.Encoding` takes: a pre-token that is itself a token (``" heroes"``) is that
 token, without running any merges.
 
@@ -20,6 +20,7 @@ import os
 import sys
 from typing import Iterator, Mapping, NamedTuple
 
+from .bpe import merge_reference
 from .pretokenize import compile_pattern, special_token_regex
 from .registry import get_encoding
 
@@ -38,23 +39,15 @@ class MergeStep(NamedTuple):
     parts: tuple[bytes, ...]
 
 
-def merge_steps(piece: bytes, merge_ranks: Mapping[bytes, int]) -> Iterator[MergeStep]:
-    """Yield each merge :func:`tokenizer.bpe.merge_reference` makes on ``piece``, in order.
+def merge_steps(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[MergeStep]:
+    """Each merge :func:`tokenizer.bpe.merge_reference` makes on ``piece``, in order (its ``on_merge`` hook).
 
     >>> [(s.left, s.right) for s in merge_steps(b"aaab", {b"aa": 0, b"ab": 1, b"aab": 2})]
     [(b'a', b'a'), (b'a', b'b')]
     """
-    parts = [piece[i : i + 1] for i in range(len(piece))]
-    while len(parts) > 1:
-        ranks = [merge_ranks.get(parts[i] + parts[i + 1]) for i in range(len(parts) - 1)]
-        candidates = [r for r in ranks if r is not None]
-        if not candidates:
-            return
-        best = min(candidates)
-        i = ranks.index(best)  # the leftmost pair of the lowest rank, as in merge_reference
-        left, right = parts[i], parts[i + 1]
-        parts[i : i + 2] = [left + right]
-        yield MergeStep(best, left, right, tuple(parts))
+    steps: list[MergeStep] = []
+    merge_reference(piece, merge_ranks, on_merge=lambda *step: steps.append(MergeStep(*step)))
+    return steps
 
 
 def show_bytes(token: bytes) -> str:
