@@ -5,9 +5,10 @@
     [3673, 477, 10281, 5806, 1451, 274, 13]
 
 ``encoder.json`` maps each token, written through GPT-2's byte->unicode map (``"Ġworld"`` is ``b" world"``),
-to its id; ``vocab.bpe`` lists the merges in priority order. This class only reads those files and exposes
-them under OpenAI's names (``encoder``, ``decoder``, ``bpe_ranks``, ``byte_encoder``, ``byte_decoder``); the
-encoding itself is :class:`tokenizer.Encoding`, the same BPE core as everything else here.
+to its id; ``vocab.bpe`` lists the merges in priority order. The files are read (and checked) by
+:mod:`tokenizer.vocab_files`; this module only exposes them under OpenAI's names (``encoder``, ``decoder``,
+``bpe_ranks``, ``byte_encoder``, ``byte_decoder``). The encoding itself is :class:`tokenizer.Encoding`, the
+same BPE core as everything else here.
 """
 
 from __future__ import annotations
@@ -15,14 +16,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import json
-
 from tokenizer.bpe import merge
 from tokenizer.encoding import Encoding
-from tokenizer.formats import bytes_to_unicode, gpt2_str_to_token, gpt2_strs_to_tokens, token_to_gpt2_str
 from tokenizer.pretokenize import GPT2_PATTERN
+from tokenizer.vocab_files import (
+    bytes_to_unicode,
+    gpt2_merges,
+    gpt2_str_to_token,
+    gpt2_vocab,
+    read_encoder_json,
+    read_vocab_bpe,
+    token_to_gpt2_str,
+)
 
 PACKAGED = Path(__file__).resolve().parent / "tokenizer" / "data"
+GPT2_MODEL_NAMES = ("124M", "355M", "774M", "1558M")  # every size uses the same vocabulary: the packaged files
 
 
 class Encoder:
@@ -35,11 +43,9 @@ class Encoder:
         self.byte_encoder = bytes_to_unicode()  # byte -> printable character
         self.byte_decoder = {v: k for k, v in self.byte_encoder.items()}
         self.bpe_ranks = dict(zip(bpe_merges, range(len(bpe_merges))))  # (left, right) -> priority
-        specials = [s for s in encoder if not _is_byte_level(s)]
-        tokens = [s for s in encoder if _is_byte_level(s)]
-        vocab = dict(zip(map(encoder.__getitem__, tokens), gpt2_strs_to_tokens(tokens, where="encoder.json")))
-        halves = gpt2_strs_to_tokens([s for pair in bpe_merges for s in pair], where="vocab.bpe")
-        merges = list(zip(halves[::2], halves[1::2]))
+        token_ids, specials = gpt2_vocab(encoder)
+        vocab = {i: t for t, i in token_ids.items()} | {i: s.encode("utf-8") for s, i in specials.items()}
+        merges = gpt2_merges(bpe_merges)
         self._encoding = Encoding.from_vocab_merges(vocab, merges, specials, name="gpt2-files", pat_str=GPT2_PATTERN)
 
     def bpe(self, token: str) -> str:
@@ -61,23 +67,21 @@ class Encoder:
         return self._encoding
 
 
-def _is_byte_level(token: str) -> bool:
-    return not (token.startswith("<|") and token.endswith("|>"))
-
-
 def get_encoder(model_name: str, models_dir: str | os.PathLike) -> Encoder:
     """The encoder stored with a model (``{models_dir}/{model_name}/encoder.json`` and ``vocab.bpe``).
 
-    When that folder has no vocab files, GPT-2's own (shipped in ``tokenizer/data``) are used: every GPT-2
-    size shares them.
+    For GPT-2's own model names (124M, 355M, 774M, 1558M) a folder without the files falls back to GPT-2's
+    vocabulary shipped in ``tokenizer/data``: every size shares it. Any other name must be a folder holding both
+    files; FileNotFoundError says which is missing (a typo in the name is not silently GPT-2).
     """
     folder = Path(models_dir) / model_name
-    if not (folder / "encoder.json").exists() or not (folder / "vocab.bpe").exists():
+    missing = [name for name in ("encoder.json", "vocab.bpe") if not (folder / name).is_file()]
+    if missing and model_name in GPT2_MODEL_NAMES:
         folder = PACKAGED
-    with open(folder / "encoder.json", encoding="utf-8") as f:
-        encoder = json.load(f)
-    with open(folder / "vocab.bpe", encoding="utf-8") as f:
-        bpe_data = f.read()
-    # the first line is a "#version" header; the last is empty
-    bpe_merges = [tuple(line.split()) for line in bpe_data.split("\n")[1:] if line]
-    return Encoder(encoder=encoder, bpe_merges=bpe_merges)
+    elif missing:
+        what = "folder does not exist" if not folder.is_dir() else f"folder has no {' and no '.join(missing)}"
+        raise FileNotFoundError(
+            f"{folder}: no tokenizer files there (the {what}). Pass the folder that holds encoder.json and "
+            f"vocab.bpe, or one of GPT-2's model names {', '.join(GPT2_MODEL_NAMES)} for GPT-2's own vocabulary"
+        )
+    return Encoder(encoder=read_encoder_json(folder / "encoder.json"), bpe_merges=read_vocab_bpe(folder / "vocab.bpe"))

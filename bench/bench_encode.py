@@ -52,16 +52,16 @@ def best_time(fn, text: str, repeat: int) -> float:
 def fresh(name: str) -> Encoding:
     """A new Encoding with an empty piece cache, sharing the loaded vocabulary."""
     enc = get_encoding(name)
-    return Encoding(enc.name, pat_str=enc.pat_str, mergeable_ranks=enc._mergeable_ranks, special_tokens=enc.special_tokens)
+    return Encoding(enc.name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
 
 
 def hf_gpt2():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    from tokenizer.formats import token_to_gpt2_str
+    from tokenizer.vocab_files import token_to_gpt2_str
 
     enc = get_encoding("gpt2")
-    vocab = {token_to_gpt2_str(t): i for t, i in enc._mergeable_ranks.items()}
+    vocab = {token_to_gpt2_str(t): i for t, i in enc.token_ids.items()}
     merges_path = REPO / "tokenizer" / "data" / "vocab.bpe"
     with tempfile.TemporaryDirectory() as tmp:
         vocab_path = Path(tmp) / "vocab.json"
@@ -163,7 +163,7 @@ def main() -> None:
     print(f"\nBPE of one long piece (gpt2 ranks), µs: rescanning the pair list vs the heap (HEAP_THRESHOLD = {HEAP_THRESHOLD})\n")
     print("| piece bytes | rescan | heap | faster |")
     print("|---|---|---|---|")
-    for n, t_rescan, t_heap in heap_crossover(get_encoding("gpt2").merge_ranks):
+    for n, t_rescan, t_heap in heap_crossover(dict(get_encoding("gpt2").merge_ranks)):
         print(f"| {n} | {t_rescan * 1e6:.0f} | {t_heap * 1e6:.0f} | {'heap' if t_heap < t_rescan else 'rescan'} |")
 
 

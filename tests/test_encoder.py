@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 import encoder
 from conftest import corpus_text
@@ -30,7 +33,7 @@ def test_reads_files_from_model_folder(tmp_path):
     # a model folder with its own (tiny) vocabulary: bytes + one merge
     folder = tmp_path / "tiny"
     folder.mkdir()
-    base = encoder.get_encoder("none", tmp_path)
+    base = encoder.get_encoder("124M", tmp_path)
     vocab = {s: i for s, i in base.encoder.items() if i < 256}
     vocab["he"] = 256
     vocab["<|endoftext|>"] = 257
@@ -39,3 +42,34 @@ def test_reads_files_from_model_folder(tmp_path):
     enc = encoder.get_encoder("tiny", tmp_path)
     assert enc.encode("hehe") == [256, 256]
     assert enc.decode([256, 257]) == "he<|endoftext|>"
+
+
+def test_unknown_model_name_without_files_is_an_error_not_gpt2(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"my-tokenizr-gpt2.*folder does not exist.*124M"):
+        encoder.get_encoder("my-tokenizr-gpt2", ".")
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "encoder.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match=r"half.*no vocab\.bpe"):
+        encoder.get_encoder("half", tmp_path)
+    # GPT-2's own sizes share one vocabulary: those names still fall back to the packaged files
+    assert encoder.get_encoder("1558M", tmp_path).encode("hello world") == [31373, 995]
+
+
+def test_broken_vocab_files_are_refused_naming_the_file(tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    packaged = Path(encoder.PACKAGED)
+    text = (packaged / "encoder.json").read_text(encoding="utf-8")
+    (folder / "encoder.json").write_text(text[: len(text) // 2], encoding="utf-8")  # truncated
+    (folder / "vocab.bpe").write_bytes((packaged / "vocab.bpe").read_bytes())
+    with pytest.raises(ValueError, match=r"broken[/\\]encoder\.json: not valid JSON"):
+        encoder.get_encoder("broken", tmp_path)
+    (folder / "encoder.json").write_text(text, encoding="utf-8")
+    for content in ["", "#version: 0.2\n", "#version: 0.2\n\n"]:
+        (folder / "vocab.bpe").write_text(content, encoding="utf-8")
+        with pytest.raises(ValueError, match=r"broken[/\\]vocab\.bpe: no merges"):
+            encoder.get_encoder("broken", tmp_path)
+    (folder / "vocab.bpe").write_bytes(b"#version: 0.2\n\xff\xfe e\n")
+    with pytest.raises(ValueError, match=r"vocab\.bpe: not UTF-8"):
+        encoder.get_encoder("broken", tmp_path)

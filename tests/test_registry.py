@@ -100,7 +100,7 @@ def test_corrupt_user_cache_is_replaced(fresh_registry, monkeypatch, file_server
 
 
 def test_malformed_tiktoken_file_names_line(tmp_path):
-    from tokenizer.formats import read_tiktoken_file
+    from tokenizer.vocab_files import read_tiktoken_file
 
     bad = tmp_path / "bad.tiktoken"
     shutil.copyfile(ENCODINGS_DIR / "r50k_base.tiktoken", bad)
@@ -147,9 +147,12 @@ def test_docstring_examples():
 
     import tokenizer
     import tokenizer.encoding
-    import tokenizer.formats
+    import tokenizer.loading
+    import tokenizer.saving
+    import tokenizer.vocab_files
 
     # encoding.py's method examples use `enc`, the GPT-2 encoding
-    for module in [tokenizer, registry, tokenizer.encoding, tokenizer.formats]:
+    modules = [tokenizer, registry, tokenizer.encoding, tokenizer.vocab_files, tokenizer.saving, tokenizer.loading]
+    for module in modules:
         result = doctest.testmod(module, extraglobs={"enc": get_encoding("gpt2")})
         assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 from tokenizer import train as train_mod
 from tokenizer.encoding import Encoding
-from tokenizer.formats import encoding_merges, load_encoding, save_encoding
+from tokenizer.loading import load_encoding
 from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+from tokenizer.saving import save_encoding
 from tokenizer.train import count_pretokens, find_chunk_boundaries, train_bpe
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
@@ -410,7 +411,7 @@ def test_bad_workers_and_chunk_size(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Saving trained tokenizers (tokenizer/formats.py: save_encoding / load_encoding)
+# Saving trained tokenizers (tokenizer/saving.py, tokenizer/loading.py)
 
 
 SHARED_GPT2 = CORPUS.parent / "encodings" / "gpt2"
@@ -436,7 +437,7 @@ def test_trained_encoding_round_trips_through_every_format(trained, tmp_path):
     vocab, merges, enc, sample = trained
     ids = enc.encode(sample, allowed_special="all")
     assert enc.decode(ids) == sample
-    assert encoding_merges(enc) == merges
+    assert enc.merges == merges
     for fmt in ("gpt2", "tiktoken", "hf"):
         save_encoding(enc, tmp_path / fmt, fmt)
         loaded = load_encoding(tmp_path / fmt)
@@ -491,7 +492,7 @@ def test_gpt2_vocab_and_merges_reproduce_gpt2(tmp_path):
     import tiktoken
 
     from tokenizer import get_encoding
-    from tokenizer.formats import read_gpt2_encoder_json, read_gpt2_vocab_bpe
+    from tokenizer.vocab_files import read_gpt2_encoder_json, read_gpt2_vocab_bpe
 
     token_ids, specials = read_gpt2_encoder_json(SHARED_GPT2 / "encoder.json")
     merges = read_gpt2_vocab_bpe(SHARED_GPT2 / "vocab.bpe")
@@ -504,8 +505,9 @@ def test_gpt2_vocab_and_merges_reproduce_gpt2(tmp_path):
         expected = oracle.encode(text, allowed_special="all")
         assert ours.encode(text, allowed_special="all") == expected
         assert reference.encode(text, allowed_special="all") == expected
-    # Merge recovery from ranks gives back vocab.bpe, and saving gives byte-identical GPT-2 files.
-    assert encoding_merges(reference) == merges
+    # Merge recovery from ranks (tiktoken's files hold no merges) gives back vocab.bpe, and saving gives
+    # byte-identical GPT-2 files.
+    assert ours.merges == merges and reference.merges == merges
     save_encoding(reference, tmp_path / "gpt2", "gpt2")
     assert (tmp_path / "gpt2" / "vocab.bpe").read_bytes().split(b"\n")[1:] == (
         (SHARED_GPT2 / "vocab.bpe").read_bytes().split(b"\n")[1:]
@@ -557,3 +559,32 @@ def test_malformed_saved_files_name_file_and_line(trained, tmp_path):
         save_encoding(enc, tmp_path / "x", "sentencepiece")
     with pytest.raises(FileNotFoundError):
         load_encoding(tmp_path / "nothing-here")
+
+
+def test_saving_writes_the_merges_it_was_given(trained, tmp_path, monkeypatch):
+    import tokenizer.bpe
+
+    vocab, merges, enc, sample = trained
+
+    def no_recovery(ranks):
+        raise AssertionError("an encoding made from vocab + merges must not re-derive its merges")
+
+    monkeypatch.setattr(tokenizer.bpe, "recover_merges", no_recovery)
+    for fmt in ("gpt2", "hf"):
+        save_encoding(enc, tmp_path / fmt, fmt)
+        assert load_encoding(tmp_path / fmt).merges == merges
+
+
+def test_empty_vocab_bpe_is_refused(trained, tmp_path):
+    _, _, enc, _ = trained
+    save_encoding(enc, tmp_path / "gpt2", "gpt2")
+    for content in ["", "#version: 0.2\n"]:
+        (tmp_path / "gpt2" / "vocab.bpe").write_text(content, encoding="utf-8")
+        with pytest.raises(ValueError, match=r"gpt2[/\\]vocab\.bpe: no merges"):
+            load_encoding(tmp_path / "gpt2")
+    bytes_only = Encoding.from_vocab_merges({i: bytes([i]) for i in range(256)}, [])
+    with pytest.raises(ValueError, match="no merges.*'hf' or 'tiktoken'"):
+        save_encoding(bytes_only, tmp_path / "bytes-only", "gpt2")
+    assert not (tmp_path / "bytes-only").exists()  # checked before anything is written
+    save_encoding(bytes_only, tmp_path / "bytes-only", "hf")
+    assert load_encoding(tmp_path / "bytes-only").encode("hi") == [104, 105]

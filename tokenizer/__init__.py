@@ -13,8 +13,9 @@ Start with ``bpe.py`` (the algorithm), then ``pretokenize.py`` (how text is cut 
 
 from .bpe import merge, merge_reference
 from .encoding import Encoding
-from .formats import bytes_to_unicode
+from .loading import load_encoding
 from .registry import get_encoding, list_encoding_names
+from .vocab_files import bytes_to_unicode
 
 __all__ = [
     "Encoding",
@@ -36,7 +37,6 @@ def train_bpe(*args, **kwargs):
 
 
 def load(path):
-    """Load an encoding saved with :meth:`Encoding.save` (gpt2, tiktoken or hf format)."""
-    from .formats import load_encoding
-
+    """Load an encoding saved with :meth:`Encoding.save` (gpt2, tiktoken or hf format); see
+    :func:`tokenizer.loading.load_encoding`."""
     return load_encoding(path)

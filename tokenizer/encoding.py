@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import functools
 from itertools import chain
-from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Sequence
+from types import MappingProxyType
+from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Sequence
 
-from . import bpe
+from . import bpe, saving, streaming
 from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex
 
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
@@ -61,7 +62,7 @@ class Encoding:
         special_tokens: dict[str, int],
         explicit_n_vocab: int | None = None,
     ):
-        self._setup(name, pat_str, mergeable_ranks, mergeable_ranks, special_tokens)
+        self._setup(name, pat_str, mergeable_ranks, mergeable_ranks, special_tokens, merges=None)
         if explicit_n_vocab is not None:
             n_tokens = len(mergeable_ranks) + len(special_tokens)
             if n_tokens != explicit_n_vocab or self.max_token_value != explicit_n_vocab - 1:
@@ -119,14 +120,15 @@ class Encoding:
                 idx, next_id = next_id, next_id + 1
             specials[s] = idx
         enc = cls.__new__(cls)
-        enc._setup(name, pat_str, merge_ranks, token_ids, specials)
+        enc._setup(name, pat_str, merge_ranks, token_ids, specials, merges=[(a, b) for a, b in merges])
         return enc
 
-    def _setup(self, name, pat_str, merge_ranks, token_ids, special_tokens) -> None:
+    def _setup(self, name, pat_str, merge_ranks, token_ids, special_tokens, *, merges) -> None:
         self.name = name
         self._pat_str = pat_str
-        self._merge_ranks = merge_ranks  # bytes -> merge priority
-        self._mergeable_ranks = token_ids  # bytes -> id (tiktoken's name; equal to merge_ranks for its files)
+        self._merge_ranks = merge_ranks  # token bytes -> merge priority (lower merges first)
+        self._token_ids = token_ids  # token bytes -> id; the same dict as _merge_ranks for tiktoken's files
+        self._merges = merges  # [(left, right), ...] as given to from_vocab_merges; None: recover when asked
         self._special_tokens = dict(special_tokens)
         self._pretokenizer = compile_pattern(pat_str)
         self._decoder: dict[int, bytes] = {idx: token for token, idx in token_ids.items()}
@@ -144,13 +146,9 @@ class Encoding:
         return f"<Encoding {self.name!r}>"
 
     def __reduce__(self):
-        # Send a named encoding by name (the other process loads or already has it); any other encoding as its
-        # tables. The piece cache is never sent: it is rebuilt on use.
-        from . import registry
-
-        if registry._cache.get(self.name) is self:
-            return (registry.get_encoding, (self.name,))
-        state = (self.name, self._pat_str, self._merge_ranks, self._mergeable_ranks, self._special_tokens)
+        # An encoding is sent as its tables; the piece cache is not sent (it is rebuilt on use). The registry's
+        # encodings are sent by name instead (tokenizer.registry.RegisteredEncoding).
+        state = (self.name, self._pat_str, self._merge_ranks, self._token_ids, self._special_tokens, self._merges)
         return (_rebuild, state)
 
     # ---- encoding ------------------------------------------------------------------------------------------
@@ -158,8 +156,7 @@ class Encoding:
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         """One pre-token -> ids. Raises UnicodeEncodeError on a lone surrogate (handled by the callers)."""
         data = piece.encode("utf-8")
-        token_ids = self._mergeable_ranks
-        idx = token_ids.get(data)
+        idx = self._token_ids.get(data)
         if idx is not None:
             return (idx,)  # a whole piece that is a token is that token, as in tiktoken
         if len(data) >= 8 and not piece.isascii():
@@ -173,7 +170,7 @@ class Encoding:
         return self._merge_to_ids(data)
 
     def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
-        token_ids = self._mergeable_ranks
+        token_ids = self._token_ids
         return tuple([token_ids[part] for part in bpe.merge(data, self._merge_ranks)])
 
     def encode_ordinary(self, text: str) -> list[int]:
@@ -207,8 +204,10 @@ class Encoding:
         >>> enc.encode("hello <|endoftext|>", disallowed_special=())
         [31373, 1279, 91, 437, 1659, 5239, 91, 29]
         """
-        allowed = self._allowed(allowed_special)
-        self._check_disallowed(text, allowed, disallowed_special)
+        allowed, disallowed = self.special_token_sets(
+            allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
+        self.check_disallowed_special(text, disallowed)
         if not allowed:
             return self.encode_ordinary(text)
         ids: list[int] = []
@@ -220,25 +219,41 @@ class Encoding:
         ids += self.encode_ordinary(text[start:])
         return ids
 
-    def _allowed(self, allowed_special) -> frozenset[str]:
+    def special_token_sets(
+        self,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006 - encode's signature
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """``(allowed, disallowed)``: the special tokens :meth:`encode` with these arguments encodes as special
+        tokens, and those whose text it refuses. For code that encodes in its own way (streaming) but must
+        treat special tokens exactly as ``encode`` does.
+
+        >>> enc.special_token_sets()
+        (frozenset(), frozenset({'<|endoftext|>'}))
+        >>> enc.special_token_sets(allowed_special="all")
+        (frozenset({'<|endoftext|>'}), frozenset())
+        """
         if allowed_special == "all":
-            return frozenset(self._special_tokens)
-        if isinstance(allowed_special, str):
+            allowed = frozenset(self._special_tokens)
+        elif isinstance(allowed_special, str):
             raise TypeError(f'allowed_special must be "all" or a set of special tokens, got {allowed_special!r}')
-        # Like tiktoken, names that are not special tokens of this encoding are ignored.
-        return frozenset(allowed_special).intersection(self._special_tokens)
-
-    def _disallowed(self, disallowed_special, allowed: frozenset[str]) -> frozenset[str]:
+        else:
+            # Like tiktoken, names that are not special tokens of this encoding are ignored.
+            allowed = frozenset(allowed_special).intersection(self._special_tokens)
         if disallowed_special == "all":
-            return frozenset(self._special_tokens) - allowed
-        if isinstance(disallowed_special, str):
+            disallowed = frozenset(self._special_tokens) - allowed
+        elif isinstance(disallowed_special, str):
             raise TypeError(f'disallowed_special must be "all" or a collection of tokens, got {disallowed_special!r}')
-        return frozenset(disallowed_special)
+        else:
+            disallowed = frozenset(disallowed_special)
+        return allowed, disallowed
 
-    def _check_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
-        disallowed = self._disallowed(disallowed_special, allowed)
+    def check_disallowed_special(self, text: str, disallowed: AbstractSet[str]) -> None:
+        """Raise :meth:`encode`'s ``ValueError`` (which says what to pass instead) if ``text`` contains one of
+        the ``disallowed`` special tokens (the second set of :meth:`special_token_sets`)."""
         if disallowed:
-            m = special_token_regex(disallowed).search(text)
+            m = special_token_regex(frozenset(disallowed)).search(text)
             if m:
                 token = m.group()
                 raise ValueError(
@@ -276,7 +291,7 @@ class Encoding:
             data = text_or_bytes.encode("utf-8", "surrogatepass")
         else:
             data = bytes(text_or_bytes)
-        idx = self._mergeable_ranks.get(data)
+        idx = self._token_ids.get(data)
         if idx is None:
             special = {t.encode("utf-8"): i for t, i in self._special_tokens.items()}.get(data)
             if special is None:
@@ -345,23 +360,22 @@ class Encoding:
         disallowed_special: Literal["all"] | Collection[str] = "all",
     ) -> Iterator[int]:
         """Lazily encode text arriving in chunks; yields exactly ``encode("".join(chunks))``'s ids."""
-        from .streaming import encode_iterable
-
-        return encode_iterable(self, iterable, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return streaming.encode_iterable(
+            self, iterable, allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
 
     # ---- saving --------------------------------------------------------------------------------------------
 
     def save(self, path, format: str = "gpt2") -> None:  # noqa: A002
-        """Write this encoding's files to ``path`` in ``format`` ("gpt2", "tiktoken" or "hf")."""
-        from .formats import save_encoding
-
-        save_encoding(self, path, format=format)
+        """Write this encoding's files to ``path`` in ``format`` ("gpt2", "tiktoken" or "hf"); read them back
+        with :func:`tokenizer.load`. See :func:`tokenizer.saving.save_encoding`."""
+        saving.save_encoding(self, path, format=format)
 
     # ---- about the vocabulary ------------------------------------------------------------------------------
 
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every ordinary (non-special) token, sorted."""
-        return sorted(self._mergeable_ranks)
+        return sorted(self._token_ids)
 
     @property
     def eot_token(self) -> int:
@@ -389,14 +403,42 @@ class Encoding:
         return dict(self._special_tokens)
 
     @property
-    def merge_ranks(self) -> dict[bytes, int]:
-        """Merge priority of each token made by a merge (lower merges first)."""
-        return self._merge_ranks
+    def merge_ranks(self) -> Mapping[bytes, int]:
+        """Merge priority of each token (lower merges first; single bytes are never made by a merge): what
+        :func:`tokenizer.bpe.merge` needs. Read-only."""
+        return MappingProxyType(self._merge_ranks)
+
+    @property
+    def token_ids(self) -> Mapping[bytes, int]:
+        """The id of each ordinary (non-special) token, by its bytes. Read-only.
+
+        For tiktoken's files this is the same table as :attr:`merge_ranks` (a token's rank is its id); for an
+        encoding from :meth:`from_vocab_merges` the ids are the vocab's.
+
+        >>> enc.token_ids[b" world"]
+        995
+        """
+        return MappingProxyType(self._token_ids)
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """The merges in priority order, as byte pairs: those given to :meth:`from_vocab_merges`, or, for an
+        encoding made from ranks alone (tiktoken's files), recovered from them (:func:`tokenizer.bpe.recover_merges`).
+
+        >>> enc.merges[:2]
+        [(b' ', b't'), (b' ', b'a')]
+        """
+        if self._merges is None:
+            try:
+                self._merges = bpe.recover_merges(self._merge_ranks)
+            except ValueError as e:
+                raise ValueError(f"{self.name!r}: {e}") from None
+        return list(self._merges)
 
 
-def _rebuild(name, pat_str, merge_ranks, token_ids, special_tokens) -> Encoding:
+def _rebuild(name, pat_str, merge_ranks, token_ids, special_tokens, merges) -> Encoding:
     enc = Encoding.__new__(Encoding)
-    enc._setup(name, pat_str, merge_ranks, token_ids, special_tokens)
+    enc._setup(name, pat_str, merge_ranks, token_ids, special_tokens, merges=merges)
     return enc
 
 

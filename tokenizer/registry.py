@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .encoding import Encoding
-from .formats import read_gpt2_encoder_json, read_tiktoken_file
 from .pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+from .vocab_files import read_gpt2_encoder_json, read_tiktoken_file
 
 PACKAGE_DATA = Path(__file__).parent / "data"
 
@@ -95,6 +95,17 @@ ENCODINGS = {
 }
 ALIASES = {"gpt4": "cl100k_base", "gpt-4": "cl100k_base", "gpt-4o": "o200k_base", "gpt-2": "gpt2"}
 
+class RegisteredEncoding(Encoding):
+    """An encoding :func:`get_encoding` made: pickled as its name, not as its tables.
+
+    The process that unpickles it calls ``get_encoding(name)`` and gets its own shared copy (loaded once, or
+    already loaded), so sending an encoding to worker processes costs a few bytes.
+    """
+
+    def __reduce__(self):
+        return (get_encoding, (self.name,))
+
+
 _cache: dict[str, Encoding] = {}
 _lock = threading.Lock()
 
@@ -130,7 +141,7 @@ def _build(spec: EncodingSpec) -> Encoding:
         ranks, _ = read_gpt2_encoder_json(path)
     else:
         ranks = read_tiktoken_file(path)
-    return Encoding(
+    return RegisteredEncoding(
         spec.name,
         pat_str=spec.pat_str,
         mergeable_ranks=ranks,

@@ -75,8 +75,7 @@ def encode_iterable(
     [31373, 995]
     """
     # Checked now, not on the first next(): a bad argument should fail where it is passed.
-    allowed = enc._allowed(allowed_special)
-    disallowed = enc._disallowed(disallowed_special, allowed)
+    allowed, disallowed = enc.special_token_sets(allowed_special=allowed_special, disallowed_special=disallowed_special)
     if isinstance(chunks, str):
         chunks = (chunks,)  # one string is one chunk, not a chunk per character
     return _encode_chunks(enc, chunks, allowed, disallowed)
@@ -159,7 +158,7 @@ class _DisallowedChecker:
         # Only a match with room for the longest token after its start is certain to be the token encode()
         # would report (a longer one might start at the same place).
         if m is not None and (final or m.start() + self.longest <= len(self.window)):
-            self.enc._check_disallowed(self.window[m.start() :], self.allowed, self.disallowed)
+            self.enc.check_disallowed_special(self.window[m.start() :], self.disallowed)
         self.window = self.window[max(len(self.window) - self.longest + 1, 0) :]
 
     def forget(self, n: int) -> None:

@@ -134,7 +134,7 @@ def explain_lines(text: str, encoding: str = "gpt2") -> Iterator[str]:
 def _explain_piece(enc, piece: str) -> Iterator[str]:
     data = piece.encode("utf-8", errors="surrogatepass")
     yield f"\npre-token {piece!r}: {len(data)} byte{'s' if len(data) != 1 else ''} {' '.join(f'{b:02x}' for b in data)}"
-    token_ids = enc._mergeable_ranks
+    token_ids = enc.token_ids
     if data in token_ids:
         yield f"  is itself a token: encode takes it whole, no merges needed = id {token_ids[data]}"
         return

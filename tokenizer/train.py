@@ -534,7 +534,7 @@ def cli_train(
     import time
 
     from .encoding import Encoding
-    from .formats import SAVE_FORMATS
+    from .saving import SAVE_FORMATS
 
     if input is None or vocab_size is None or out is None:
         raise ValueError("train needs --input FILE, --vocab_size N and --out DIR")

@@ -1,0 +1,155 @@
+"""Saving an encoding as files other tools read: GPT-2's ``encoder.json`` + ``vocab.bpe``, tiktoken's
+``.tiktoken``, or Hugging Face's ``tokenizer.json``.
+
+A trained tokenizer is only useful if it can be written down. The three formats hold the same two tables
+(token bytes -> id, and the merges in priority order) in different clothes, plus what each can say about the
+pattern and the special tokens:
+
+* ``"gpt2"``: ``encoder.json`` (GPT-2 token string -> id, special tokens included) and ``vocab.bpe``
+  (``#version`` line, then one merge per line, two GPT-2 token strings). OpenAI's ``encoder.py``, this
+  project's ``encoder.get_encoder`` and HF's ``BPE.from_file`` read them. There is no place for the pattern, so
+  only GPT-2's pattern can be saved this way.
+* ``"tiktoken"``: ``encoding.tiktoken`` (``base64(token) rank`` per line: what ``tiktoken.load`` reads) and
+  ``encoding.json`` with the name, pattern and special tokens. One number per token is both its id and its merge
+  priority, so the ids must be in merge order.
+* ``"hf"``: a ``tokenizer.json`` for ``tokenizers.Tokenizer.from_file``: a BPE model, a ByteLevel pre-tokenizer
+  (GPT-2's pattern; any other pattern becomes a ``Split`` before it) and decoder, the special tokens as added
+  tokens.
+
+This module only writes; :mod:`tokenizer.loading` reads the files back into an ``Encoding``. It takes any
+object with ``Encoding``'s public surface and does not import :mod:`tokenizer.encoding` (which calls it).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+from .pretokenize import GPT2_PATTERN, R50K_PATTERN
+from .vocab_files import token_to_gpt2_str
+
+SAVE_FORMATS = ("gpt2", "tiktoken", "hf")
+GPT2_FILES = ("encoder.json", "vocab.bpe")
+TIKTOKEN_FILE = "encoding.tiktoken"  # ranks, tiktoken's own format
+TIKTOKEN_META_FILE = "encoding.json"  # what a .tiktoken file cannot hold: name, pattern, special tokens
+HF_FILE = "tokenizer.json"
+GPT2_PATTERNS = (GPT2_PATTERN, R50K_PATTERN)  # the same pattern, spelled for `regex` and as tiktoken spells it
+
+
+def save_encoding(enc, path, format: str = "gpt2") -> None:  # noqa: A002 - the keyword Encoding.save takes
+    """Write ``enc`` (an :class:`~tokenizer.encoding.Encoding`) into the directory ``path`` (created if needed)
+    in ``format``: ``"gpt2"``, ``"tiktoken"`` or ``"hf"`` (see the module's docstring).
+
+    The merges written are ``enc.merges``: the ones the encoding was made from. Everything is checked before
+    the directory is created, so an encoding a format cannot hold leaves nothing behind.
+    """
+    if format not in SAVE_FORMATS:
+        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(SAVE_FORMATS)}")
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"{folder}: save_encoding writes a directory of files; this is a file")
+    if format == "tiktoken":
+        _check_ids_are_priorities(enc)
+        files = {TIKTOKEN_FILE: _tiktoken_lines(enc), TIKTOKEN_META_FILE: _tiktoken_meta(enc)}
+    elif format == "gpt2":
+        files = dict(zip(GPT2_FILES, _gpt2_files(enc)))
+    else:
+        files = {HF_FILE: json.dumps(_hf_tokenizer_json(enc), ensure_ascii=False, indent=1)}
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8", newline="\n")
+
+
+def _tiktoken_lines(enc) -> str:
+    by_id = sorted(enc.token_ids.items(), key=lambda kv: kv[1])
+    return "".join(f"{base64.b64encode(token).decode('ascii')} {idx}\n" for token, idx in by_id)
+
+
+def _tiktoken_meta(enc) -> str:
+    meta = {"name": enc.name, "pat_str": enc.pat_str, "special_tokens": enc.special_tokens}
+    return json.dumps(meta, ensure_ascii=False, indent=1) + "\n"
+
+
+def _check_ids_are_priorities(enc) -> None:
+    """tiktoken files use one number per token as both id and merge priority: the two orders must agree."""
+    ranks, token_ids = enc.merge_ranks, enc.token_ids
+    merged = sorted((t for t in token_ids if len(t) > 1 and t in ranks), key=ranks.__getitem__)
+    ids = [token_ids[t] for t in merged]
+    if any(x >= y for x, y in zip(ids, ids[1:])):
+        raise ValueError(f"{enc.name!r}: token ids are not in merge order, which a .tiktoken file cannot express")
+
+
+def _gpt2_vocab(enc) -> dict[str, int]:
+    """GPT-2 token string -> id, in id order, special tokens after the ordinary ones."""
+    vocab = {token_to_gpt2_str(t): i for t, i in sorted(enc.token_ids.items(), key=lambda kv: kv[1])}
+    for text, idx in enc.special_tokens.items():
+        vocab.setdefault(text, idx)
+    return vocab
+
+
+def _gpt2_merge_strs(enc) -> list[tuple[str, str]]:
+    return [(token_to_gpt2_str(a), token_to_gpt2_str(b)) for a, b in enc.merges]
+
+
+def _gpt2_files(enc) -> tuple[str, str]:
+    """The text of ``encoder.json`` and of ``vocab.bpe``."""
+    if enc.pat_str not in GPT2_PATTERNS:
+        raise ValueError(
+            f"the gpt2 format implies GPT-2's pattern; {enc.name!r} uses another one: save as 'hf' or 'tiktoken'"
+        )
+    merge_strs = _gpt2_merge_strs(enc)
+    if not merge_strs:
+        raise ValueError(f"{enc.name!r} has no merges, and a vocab.bpe without merges is not read back: "
+                         "save as 'hf' or 'tiktoken'")
+    encoder_json = json.dumps(_gpt2_vocab(enc), ensure_ascii=False)
+    vocab_bpe = "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merge_strs)
+    return encoder_json, vocab_bpe
+
+
+def hf_regex(pat_str: str) -> str:
+    """``pat_str`` for HF's regex engine (Oniguruma), which reads ``x{1,3}+`` as ``(x{1,3})+``, not as possessive.
+
+    Dropping the ``+`` keeps the matches of OpenAI's patterns: nothing after such a repeat can backtrack into it.
+
+    >>> hf_regex(r"\\p{N}{1,3}+")
+    '\\\\p{N}{1,3}'
+    """
+    return re.sub(r"(\{\d+(?:,\d*)?\})\+", r"\1", pat_str)
+
+
+def _hf_tokenizer_json(enc) -> dict:
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    if enc.pat_str in GPT2_PATTERNS:
+        pre_tokenizer = byte_level
+    else:
+        split = {"type": "Split", "pattern": {"Regex": hf_regex(enc.pat_str)}, "behavior": "Isolated", "invert": False}
+        pre_tokenizer = {"type": "Sequence", "pretokenizers": [split, dict(byte_level, use_regex=False)]}
+    added_tokens = [
+        {"id": idx, "content": text, "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": True}
+        for text, idx in sorted(enc.special_tokens.items(), key=lambda kv: kv[1])
+    ]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added_tokens,
+        "normalizer": None,
+        "pre_tokenizer": pre_tokenizer,
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": _gpt2_vocab(enc),
+            "merges": [list(m) for m in _gpt2_merge_strs(enc)],
+        },
+    }
