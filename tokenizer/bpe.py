@@ -15,10 +15,15 @@ When two pairs have the same rank (the same merge at two places) the leftmost go
 tiktoken's formulation; for GPT-2's files it gives exactly the ids of OpenAI's ``encoder.py``, which ranks
 pairs instead (``vocab.bpe`` line numbers), because each GPT-2 token is produced by one merge.
 
-``merge_reference`` is that loop, written to be read. ``merge`` is the same function made fast:
+``merge_reference`` is that loop, written to be read. Tools that replay BPE use it through two hooks instead of
+re-typing it: a rank limit (``recover_merges`` rebuilds a ``.tiktoken`` file's merges with it) and a callback
+per merge (``python -m tokenizer explain`` shows the steps with it). ``merge`` is the same function made fast:
 it remembers the rank of every adjacent pair and only re-ranks the two neighbours of each merge, and for long
 pieces (a million ``a``) it switches to a heap so the work is O(n log n) instead of O(n²). Tests check all
 three paths give identical output.
+
+This module knows nothing of text, patterns or ids: it turns one piece of bytes into token bytes.
+:mod:`tokenizer.pretokenize` cuts text into pieces; :mod:`tokenizer.encoding` maps tokens to ids.
 """
 
 from __future__ import annotations
