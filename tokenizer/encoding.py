@@ -50,7 +50,8 @@ class Encoding:
         special_tokens: special token text -> id, e.g. ``{"<|endoftext|>": 50256}``.
         explicit_n_vocab: if given, checked against the number of tokens.
 
-    Use :meth:`from_vocab_merges` for a ``vocab`` + ``merges`` pair (a trained tokenizer, CS336 style).
+    Use :meth:`from_vocab_merges` for a ``vocab`` + ``merges`` pair (a trained tokenizer, CS336 style). The
+    tables are readable (not writable) as :attr:`token_ids`, :attr:`merge_ranks` and :attr:`merges`.
     """
 
     def __init__(
