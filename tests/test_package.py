@@ -93,6 +93,14 @@ def test_pip_install_gives_commands_that_work_from_any_folder(tmp_path, elsewher
     assert not any((site / name).exists() for name in ("tests", "bench", "docs", "models"))
 
 
+def test_gpt2_console_script_help(tmp_path, elsewhere):
+    src, venv = project_copy(tmp_path), make_venv(tmp_path)
+    pip_install(venv, str(src), cwd=elsewhere)
+    out = run([venv / "bin" / "gpt2", "--help"], elsewhere).stdout
+    assert out.startswith("usage: gpt2") and "--temperature" in out
+    assert list(elsewhere.iterdir()) == []  # --help downloads nothing into the current folder
+
+
 def test_pip_install_editable(tmp_path, elsewhere):
     src, venv = project_copy(tmp_path), make_venv(tmp_path)
     pip_install(venv, "-e", str(src), cwd=elsewhere)
