@@ -1,7 +1,11 @@
 """Test setup shared by every test file.
 
-- Makes the repository importable and points the tokenizer and tiktoken (the oracle) at ``../shared``'s
-  vocabulary files, so the whole suite runs offline.
+- The tests need ``../shared`` beside the checkout (or ``$TOKENIZER_SHARED_DIR``): OpenAI's vocabulary files
+  in ``encodings/`` and the test corpora in ``corpus/`` (its README says where each file comes from). Without
+  it, pytest stops at once with one line that says so.
+- Points the tokenizer (``$TOKENIZER_DATA_DIR``, unless set) and tiktoken, the oracle (a private
+  ``$TIKTOKEN_CACHE_DIR`` seeded from those files, unless set), at them, so the whole suite runs offline:
+  ``python -m pytest`` is the whole command.
 - Under ``CI=true`` a skipped test counts as a failure: a test that does not run cannot fail.
 - ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (10,000 in CI, fewer on a laptop).
 """
@@ -17,7 +21,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared").absolute()
 CORPUS = SHARED / "corpus"
 ENCODINGS_DIR = SHARED / "encodings"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -29,14 +33,23 @@ if str(REPO) not in sys.path:
 os.environ.setdefault("TOKENIZER_DATA_DIR", str(ENCODINGS_DIR))
 # A private download cache: tests never touch the user's ~/.cache.
 os.environ.setdefault("TOKENIZER_CACHE_DIR", tempfile.mkdtemp(prefix="tokenizer-cache-"))
-if "TIKTOKEN_CACHE_DIR" not in os.environ:
-    _tiktoken_cache = tempfile.mkdtemp(prefix="tiktoken-cache-")
-    subprocess.run(
-        [sys.executable, str(ENCODINGS_DIR / "seed_tiktoken_cache.py"), _tiktoken_cache],
-        check=True,
-        capture_output=True,
-    )
-    os.environ["TIKTOKEN_CACHE_DIR"] = _tiktoken_cache
+
+
+def pytest_configure(config):
+    needed = [ENCODINGS_DIR / "gpt2" / "encoder.json", ENCODINGS_DIR / "cl100k_base.tiktoken",
+              ENCODINGS_DIR / "seed_tiktoken_cache.py", CORPUS / "en_docs.txt"]
+    missing = [path for path in needed if not path.is_file()]
+    if missing:
+        raise pytest.UsageError(
+            f"the tests need the shared data folder at {SHARED} (missing: {missing[0]}): OpenAI's vocabulary "
+            "files in encodings/ and the test corpora in corpus/, which every developer and CI have beside the "
+            "checkout as ../shared; put a copy there, or set TOKENIZER_SHARED_DIR to one"
+        )
+    if "TIKTOKEN_CACHE_DIR" not in os.environ:
+        tiktoken_cache = tempfile.mkdtemp(prefix="tiktoken-cache-")
+        subprocess.run([sys.executable, str(ENCODINGS_DIR / "seed_tiktoken_cache.py"), tiktoken_cache],
+                       check=True, capture_output=True)
+        os.environ["TIKTOKEN_CACHE_DIR"] = tiktoken_cache
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -1,73 +1,359 @@
-"""`python -m tokenizer` encode/decode/count, run as a user would (subprocess), including its errors."""
+"""Every ``python -m tokenizer`` command, run as a user runs it: its own process, started from another folder
+(``tmp_path``), with its output, its one-line errors and its exit status checked. The oracles are the library
+(``Encoding.encode``) and tiktoken; the installed console script is tested in test_package.py."""
 
 from __future__ import annotations
 
+import ast
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 
+import numpy as np
 import pytest
+import tiktoken
 
+import tokenizer
 from conftest import CORPUS, REPO
+from tokenizer import get_encoding
+
+COMMANDS = ["encode", "decode", "count", "encode-file", "stats", "show", "explain", "compare", "train"]
+PROG = "python -m tokenizer"
 
 
-def run(*args, ok=True):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "tokenizer", *args], capture_output=True, text=True, env=env, cwd=REPO)
-    assert (proc.returncode == 0) == ok, proc.stderr
-    return proc
+def start(*args, cwd, **options) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    return subprocess.Popen([sys.executable, "-m", "tokenizer", *args], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options)
 
 
-def test_encode_and_decode_round_trip():
-    assert run("encode", "hello world").stdout.split() == ["31373", "995"]
-    assert run("decode", "31373", "995").stdout == "hello world\n"
-    assert run("decode", "31373 995").stdout == "hello world\n"
-    assert run("encode", "hello world", "--encoding", "cl100k_base").stdout.split() == ["15339", "1917"]
+@pytest.fixture
+def cli(tmp_path):
+    """``cli(*args)`` runs the command in ``tmp_path`` (not the checkout) and checks its exit status."""
+
+    def run(*args, status=0) -> subprocess.CompletedProcess:
+        proc = start(*args, cwd=tmp_path)
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == status, stderr
+        if status == 2:  # a mistake: exactly one line, naming the program, never a traceback
+            assert stderr.count("\n") == 1 and stderr.startswith(PROG), stderr
+        return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+
+    return run
 
 
-def test_encode_keeps_numbers_as_text():
-    assert run("encode", "42").stdout.split() == ["3682"]  # the token "42", not the number
+def corpus_prefix(name: str, limit: int) -> bytes:
+    data = (CORPUS / name).read_bytes()[:limit]
+    return data[: len(data.decode("utf-8", errors="ignore").encode("utf-8"))]  # whole characters only
 
 
-def test_count_file():
-    out = run("count", str(CORPUS / "de_manpages.txt"), "--encoding", "gpt4").stdout
-    assert "de_manpages.txt" in out and "tokens" in out and "bytes/token" in out
+# ---- text reaches the code as typed -----------------------------------------------------------------------
+
+VERBATIM = ["Hello, world", "1e3", "42", "'quoted'", '"double"', "[1, 2]", "{'a': (1,)}", "True", "None", "",
+            "a,b,c", "-x", "--help", " leading space", "tab\there\nnewline", "héllo wörld 中文 😀", "0x10 -1 3.0"]
+
+
+@pytest.mark.parametrize("text", VERBATIM)
+def test_encode_and_decode_text_exactly_as_typed(cli, text):
+    enc = get_encoding("gpt2")
+    ids = cli("encode", "--", text).stdout.split()  # "--": the text may start with a dash
+    assert ids == [str(i) for i in enc.encode(text)]
+    assert cli("decode", ",".join(ids)).stdout == text + "\n" if ids else True
+
+
+def test_show_explain_compare_take_text_as_typed(cli):
+    text = "Hello, [1e3] 'x' True"
+    ids = get_encoding("gpt2").encode(text)
+    assert cli("show", text).stdout.splitlines()[1] == " ".join(map(str, ids))
+    explained = re.findall(r"^pre-token (.*): \d+ bytes?", cli("explain", text).stdout, flags=re.M)
+    assert "".join(map(ast.literal_eval, explained)) == text
+    assert f"gpt2  GPT-2   {len(ids):>5} tokens" in cli("compare", text, "--encodings", "gpt2").stdout
+
+
+def test_decode_takes_ids_as_arguments_or_lists(cli):
+    for args in (["31373", "995"], ["31373 995"], ["31373,995"], ["31373, 995"]):
+        assert cli("decode", *args).stdout == "hello world\n"
+    assert cli("encode", "hello world", "--encoding", "cl100k_base").stdout.split() == ["15339", "1917"]
+
+
+# ---- --help, unknown flags, missing arguments -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(cli, command):
+    out = cli(command, "--help").stdout
+    assert out.startswith(f"usage: {PROG} {command}") and "--help" in out
+    if command not in ("decode", "train"):
+        assert "--allowed_special" in out and "--disallowed_special" in out
+    if command not in ("decode", "train"):
+        assert "--encoding" in out
+
+
+def test_top_level_help_lists_every_command(cli):
+    out = cli("--help").stdout
+    assert all(command in out for command in COMMANDS)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "required: COMMAND"),
+        (["tokenize", "x"], "invalid choice: 'tokenize'"),
+        (["train", "--vocab_sise", "300"], "unrecognized arguments: --vocab_sise 300"),  # the typo, first
+        (["train", "--input", "x.txt"], "required: --vocab_size, --out"),
+        (["encode"], "required: TEXT"),
+        (["encode", "x", "--bogus"], "unrecognized arguments: --bogus"),
+        (["encode", "-x"], "unrecognized arguments: -x"),  # text starting with a dash goes after --
+        (["encode", "x", "--encod", "gpt2"], "unrecognized arguments: --encod"),  # no guessing from prefixes
+        (["decode"], "required: ID"),
+        (["count"], "required: FILE"),
+        (["encode-file"], "required: INPUT"),
+        (["encode-file", "x.txt", "--workers", "0"], "--workers: expected a positive whole number, got '0'"),
+        (["stats"], "required: FILE"),
+        (["show"], "required: TEXT"),
+        (["show", "x", "--color", "yes"], "expected auto, always or never"),
+        (["explain"], "required: TEXT"),
+        (["compare"], "required: TEXT"),
+        (["train", "--input", "x", "--vocab_size", "ten", "--out", "d"], "expected a positive whole number"),
+        (["train", "--input", "x", "--vocab_size", "300", "--out", "d", "--format", "pickle"], "invalid choice"),
+        (["count", "x.txt", "--errors", "ignore"], "invalid choice: 'ignore'"),
+    ],
+)
+def test_mistakes_are_one_line_and_exit_2(cli, args, message):
+    stderr = cli(*args, status=2).stderr
+    assert message in stderr and "--help" in stderr
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
         (["encode", "x", "--encoding", "gpt5"], "Unknown encoding 'gpt5'"),
+        (["encode", "x", "--encoding", "./no/such/folder"], "no such folder"),
+        (["encode", "x", "--allowed_special", "yes"], "'yes' is not a special token of gpt2"),
+        (["encode", "x", "--disallowed_special", "<|pad|>"], "pass all, none or a comma list"),
+        (["compare", "x", "--allowed_special", "<|endofprompt|>"], "not a special token of gpt2"),
         (["decode", "99999999"], "not in the vocabulary"),
-        (["decode", "hello"], "integer token ids"),
-        (["count", "/no/such/file.txt"], "no such file"),
+        (["decode", "hello"], "integer token ids, got 'hello'"),
+        (["decode", "1e3"], "integer token ids, got '1e3'"),
     ],
 )
-def test_errors_are_one_line(args, message):
-    proc = run(*args, ok=False)
-    assert proc.returncode == 2
-    assert message in proc.stderr
-    assert "Traceback" not in proc.stderr
+def test_bad_values_are_one_line_and_exit_2(cli, args, message):
+    assert message in cli(*args, status=2).stderr
+
+
+# ---- special tokens: one rule, the API's ------------------------------------------------------------------
+
+SPECIAL_TEXT = "a <|endoftext|> b"
+
+
+@pytest.fixture
+def special_file(tmp_path):
+    (tmp_path / "special.txt").write_text(SPECIAL_TEXT, encoding="utf-8")
+    return "special.txt"
+
+
+@pytest.mark.parametrize("command", ["encode", "show", "explain", "compare", "count", "stats", "encode-file"])
+def test_special_token_text_is_an_error_unless_allowed(cli, special_file, command):
+    target = special_file if command in ("count", "stats", "encode-file") else SPECIAL_TEXT
+    stderr = cli(command, target, status=2).stderr
+    assert "'<|endoftext|>'" in stderr and "--allowed_special all" in stderr and "--disallowed_special none" in stderr
+    assert "allowed_special={" not in stderr  # the advice is in flags, not Python arguments
+    cli(command, target, "--allowed_special", "all")
+    cli(command, target, "--allowed-special", "<|endoftext|>")  # the dashed spelling works too
+    cli(command, target, "--disallowed_special", "none")
+
+
+def test_allowed_special_gives_the_id_and_disallowed_none_plain_text(cli, special_file, tmp_path):
+    enc = get_encoding("gpt2")
+    as_special = enc.encode(SPECIAL_TEXT, allowed_special="all")
+    as_text = enc.encode(SPECIAL_TEXT, disallowed_special=())
+    assert 50256 in as_special and 50256 not in as_text
+    assert cli("encode", SPECIAL_TEXT, "--allowed_special", "all").stdout.split() == list(map(str, as_special))
+    assert cli("encode", SPECIAL_TEXT, "--disallowed_special", "none").stdout.split() == list(map(str, as_text))
+    assert cli("show", SPECIAL_TEXT, "--allowed_special", "all").stdout.splitlines()[1] == " ".join(map(str, as_special))
+    assert cli("show", SPECIAL_TEXT, "--disallowed_special", "none").stdout.splitlines()[1] == " ".join(map(str, as_text))
+    assert "special token '<|endoftext|>' = id 50256" in cli("explain", SPECIAL_TEXT, "--allowed_special", "all").stdout
+    assert "special token '" not in cli("explain", SPECIAL_TEXT, "--disallowed_special", "none").stdout
+    for flags, ids in ((["--allowed_special", "all"], as_special), (["--disallowed_special", "none"], as_text)):
+        assert f": {len(ids)} tokens" in cli("count", special_file, *flags).stdout
+        cli("encode-file", special_file, "--out", "out.bin", *flags)
+        assert np.fromfile(tmp_path / "out.bin", dtype="<u2").tolist() == ids
+
+
+# ---- files: missing, folders, empty, binary, not UTF-8 ----------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["count", "stats", "encode-file"])
+def test_missing_files_and_folders(cli, tmp_path, command):
+    assert cli(command, "missing.txt", status=2).stderr == f"{PROG}: error: input file not found: missing.txt\n"
+    (tmp_path / "folder").mkdir()
+    assert "folder is a directory" in cli(command, "folder", status=2).stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]  # nothing written
+
+
+def test_train_missing_file_and_folder(cli, tmp_path):
+    assert "input file not found: missing.txt" in cli("train", "--input", "missing.txt", "--vocab_size", "300",
+                                                      "--out", "tok", status=2).stderr
+    assert "is a directory" in cli("train", "--input", ".", "--vocab_size", "300", "--out", "tok", status=2).stderr
+    (tmp_path / "empty.txt").write_bytes(b"")
+    assert "empty" in cli("train", "--input", "empty.txt", "--vocab_size", "300", "--out", "tok", status=2).stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt"]
+
+
+def test_empty_file(cli, tmp_path):
+    (tmp_path / "empty.txt").write_bytes(b"")
+    assert cli("count", "empty.txt").stdout.startswith("empty.txt: 0 tokens, 0 bytes")
+    assert "| empty.txt | gpt2 | 0 | 0 |" in cli("stats", "empty.txt").stdout
+    cli("encode-file", "empty.txt")
+    assert (tmp_path / "empty.bin").read_bytes() == b""
+
+
+BAD_UTF8 = "fine text\n".encode() * 100 + b"\x89PNG\r\n\x1a\n\x00\x00" + "more, 中文\n".encode()  # byte 1000 is bad
+
+
+@pytest.mark.parametrize("command", ["count", "stats", "encode-file"])
+def test_non_utf8_bytes_name_the_offset_unless_replaced(cli, tmp_path, command):
+    (tmp_path / "bin.dat").write_bytes(BAD_UTF8)
+    stderr = cli(command, "bin.dat", status=2).stderr
+    assert "bin.dat is not valid UTF-8: byte 1000 is b'\\x89'" in stderr and "--errors replace" in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin.dat"]  # no .bin left behind
+    out = cli(command, "bin.dat", "--errors", "replace").stdout
+    ids = get_encoding("gpt2").encode(BAD_UTF8.decode("utf-8", errors="replace"))
+    if command == "count":
+        assert out.startswith(f"bin.dat: {len(ids)} tokens, {len(BAD_UTF8):,} bytes")
+    elif command == "stats":
+        assert f"| bin.dat | gpt2 | {len(BAD_UTF8):,} | {len(ids)} |" in out
+    else:
+        assert np.fromfile(tmp_path / "bin.bin", dtype="<u2").tolist() == ids
+
+
+def test_train_refuses_non_utf8_naming_the_offset(cli, tmp_path):
+    (tmp_path / "bin.dat").write_bytes(BAD_UTF8)
+    stderr = cli("train", "--input", "bin.dat", "--vocab_size", "300", "--out", "tok", status=2).stderr
+    assert "byte offset 1000" in stderr
+
+
+# ---- files: the results ------------------------------------------------------------------------------------
+
+
+def test_count_and_stats_equal_encode(cli, tmp_path):
+    (tmp_path / "zh.txt").write_bytes(corpus_prefix("zh_manpages.txt", 200_000))
+    text = (tmp_path / "zh.txt").read_text(encoding="utf-8")
+    n = len(get_encoding("cl100k_base").encode(text))
+    assert cli("count", "zh.txt", "--encoding", "cl100k_base").stdout.startswith(f"zh.txt: {n:,} tokens")
+    out = cli("stats", "zh.txt", "--encodings", "gpt2, cl100k_base").stdout
+    rows = [line.split("|") for line in out.splitlines() if line.startswith("| zh.txt")]
+    assert [(row[2].strip(), row[4].strip()) for row in rows] == [
+        ("gpt2", f"{len(get_encoding('gpt2').encode(text)):,}"), ("cl100k_base", f"{n:,}")]
+    assert "825 GB" in out
+
+
+def test_count_streams_in_bounded_memory(tmp_path):
+    """count reads in chunks: 24 MB of text costs little more memory than 0.1 MB (the old count read the whole
+    file and held every id: over 1 GB for 55 MB)."""
+    block = corpus_prefix("en_dictionary.txt", 1_000_000)
+    (tmp_path / "small.txt").write_bytes(block[:100_000])
+    (tmp_path / "big.txt").write_bytes(block * 24)
+    measure = ("import resource, sys; from tokenizer.cli import main; status = main(sys.argv[1:], prog='t'); "
+               "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(status)")
+    peak_kib = {}
+    for name in ("small.txt", "big.txt"):
+        proc = subprocess.run([sys.executable, "-c", measure, "count", name], cwd=tmp_path, capture_output=True,
+                              text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        peak_kib[name] = int(proc.stderr.split()[-1])
+        if name == "big.txt":
+            expected = len(tiktoken.get_encoding("gpt2").encode_ordinary((block * 24).decode("utf-8")))
+            assert proc.stdout.startswith(f"big.txt: {expected:,} tokens, {len(block) * 24:,} bytes")
+    assert peak_kib["big.txt"] - peak_kib["small.txt"] < 100 * 1024, peak_kib
+
+
+def test_train_then_use_the_folder_everywhere(cli, tmp_path):
+    (tmp_path / "corpus.txt").write_bytes(corpus_prefix("en_docs.txt", 300_000))
+    out = cli("train", "--input", "corpus.txt", "--vocab_size", "400", "--out", "tok",
+              "--special_tokens", "<|endoftext|>,<|pad|>", "--num_workers", "2").stdout
+    assert "trained 142 merges (400 tokens)" in out and "saved as gpt2 in tok" in out
+    enc = tokenizer.load(tmp_path / "tok")
+    assert enc.special_tokens_set == {"<|endoftext|>", "<|pad|>"}  # the comma list is two tokens
+    # encode-file with two workers (the file holds two chunks): the trained encoding reaches them by its tables
+    (tmp_path / "more.txt").write_bytes(corpus_prefix("en_docs.txt", 1_200_000))
+    ids = enc.encode((tmp_path / "more.txt").read_text(encoding="utf-8"), allowed_special="all")
+    out = cli("encode-file", "more.txt", "--encoding", "tok", "--workers", "2", "--allowed_special", "all").stdout
+    assert "2 workers, tok)" in out
+    assert np.fromfile(tmp_path / "more.bin", dtype="<u2").tolist() == ids
+    assert f"more.txt: {len(ids):,} tokens" in cli("count", "more.txt", "--encoding", "./tok",
+                                                   "--allowed_special", "all").stdout
+    sample = "Not all heroes wear capes.<|pad|>"
+    sample_ids = enc.encode(sample, allowed_special={"<|pad|>"})
+    assert cli("encode", sample, "--encoding", "tok", "--allowed_special", "<|pad|>").stdout.split() == [
+        str(i) for i in sample_ids]
+    assert cli("decode", *map(str, sample_ids), "--encoding", "tok").stdout == sample + "\n"
+    assert cli("show", sample, "--encoding", "tok", "--allowed_special", "all").stdout.splitlines()[1] == " ".join(
+        map(str, sample_ids))
+    assert "special token '<|pad|>' = id 399" in cli("explain", sample, "--encoding", "tok",
+                                                      "--allowed_special", "all").stdout
+    assert "tok " in cli("compare", "hello", "--encodings", "gpt2,tok").stdout
 
 
 @pytest.mark.parametrize("fmt", ["gpt2", "tiktoken", "hf"])
-def test_train_saves_a_loadable_tokenizer(tmp_path, fmt):
-    import tokenizer
-
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_bytes((CORPUS / "en_docs.txt").read_bytes()[:300_000])
-    out = tmp_path / "tok"
-    proc = run("train", "--input", str(corpus), "--vocab_size", "400", "--special_tokens", "<|endoftext|>",
-               "--out", str(out), "--format", fmt, "--num_workers", "2")
+def test_train_saves_a_loadable_tokenizer(cli, tmp_path, fmt):
+    (tmp_path / "corpus.txt").write_bytes(corpus_prefix("en_docs.txt", 300_000))
+    out = cli("train", "--input", "corpus.txt", "--vocab-size", "400", "--special_tokens", "<|endoftext|>",
+              "--out", "tok", "--format", fmt, "--num_workers", "2").stdout
     for expected in ["trained 143 merges (400 tokens)", "peak memory:", "longest token:", "bytes/token"]:
-        assert expected in proc.stdout
-    enc = tokenizer.load(out)
-    text = corpus.read_text(encoding="utf-8")[:20_000]
+        assert expected in out
+    enc = tokenizer.load(tmp_path / "tok")
+    text = (tmp_path / "corpus.txt").read_text(encoding="utf-8")[:20_000]
     ids = enc.encode(text, allowed_special="all")
     assert enc.decode(ids) == text and max(ids) < 400
 
 
-def test_train_errors():
-    assert "needs --input" in run("train", "--vocab_size", "300", ok=False).stderr
-    assert "too small" in run("train", "--input", str(CORPUS / "de_manpages.txt"), "--vocab_size", "10",
-                              "--out", "/tmp/never", ok=False).stderr
+def test_train_vocab_size_too_small(cli):
+    stderr = cli("train", "--input", str(CORPUS / "de_manpages.txt"), "--vocab_size", "10", "--out", "tok",
+                 status=2).stderr
+    assert "too small" in stderr
+
+
+def test_compare_prints_only_what_it_computed(cli):
+    out = cli("compare", "hi", "--encodings", "gpt2").stdout
+    assert out == "gpt2  GPT-2       1 tokens  longest whitespace token:  0 chars\n      |hi|\n"
+    out = cli("compare", "        return x").stdout
+    counts = {name: len(get_encoding(name).encode("        return x")) for name in ("gpt2", "cl100k_base")}
+    assert "spaces before 'return'" not in out and f"fewest tokens: cl100k_base ({counts['cl100k_base']})" in out
+    assert f"gpt2 {counts['gpt2'] / counts['cl100k_base']:.2f}x as many" in out
+
+
+# ---- Ctrl-C -------------------------------------------------------------------------------------------------
+
+
+def interrupt(proc: subprocess.Popen) -> tuple[str, str]:
+    """Ctrl-C as a terminal sends it: SIGINT to the whole process group (the command and its workers)."""
+    os.killpg(proc.pid, signal.SIGINT)
+    return proc.communicate(timeout=60)
+
+
+def test_ctrl_c_during_encode_file_is_one_line_and_leaves_no_file(tmp_path):
+    proc = start("encode-file", str(CORPUS / "en_dictionary.txt"), "--out", "big.bin", "--workers", "2",
+                 cwd=tmp_path, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".big.bin.*.partial")):  # the output has been started
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    time.sleep(0.3)
+    stdout, stderr = interrupt(proc)
+    assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_during_train_is_one_line_and_saves_nothing(tmp_path):
+    proc = start("train", "--input", str(CORPUS / "en_dictionary.txt"), "--vocab_size", "5000", "--out", "tok",
+                 "--num_workers", "2", cwd=tmp_path, start_new_session=True)
+    time.sleep(1.5)
+    assert proc.poll() is None
+    stdout, stderr = interrupt(proc)
+    assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
+    assert list(tmp_path.iterdir()) == []

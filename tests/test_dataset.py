@@ -4,8 +4,6 @@ never leaves a partial output behind; stats measures files. The oracle is a sing
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +25,6 @@ def corpus_bytes(name: str, limit: int) -> bytes:
 
 def read_ids(path: Path, encoding: str) -> list[int]:
     return np.fromfile(path, dtype=id_dtype(get_encoding(encoding).n_vocab)).tolist()
-
-
-def run_cli(*args, cwd=REPO) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "tokenizer", *args], capture_output=True, text=True, env=env, cwd=cwd)
 
 
 @pytest.mark.parametrize("start_method", ["spawn", "fork"])
@@ -138,29 +131,6 @@ def test_format_duration():
     assert [format_duration(s) for s in (5, 600, 7200, 3 * 86400)] == ["5.0 s", "10.0 minutes", "2.0 hours", "3.0 days"]
 
 
-# ---- the commands -----------------------------------------------------------------------------------------
-
-
-def test_cli_encode_file(tmp_path):
-    data = corpus_bytes("en_docs.txt", 400_000)
-    (tmp_path / "in.txt").write_bytes(data)
-    result = run_cli("encode-file", str(tmp_path / "in.txt"), "--out", str(tmp_path / "in.bin"), "--workers", "2")
-    assert result.returncode == 0, result.stderr
-    assert "tokens" in result.stdout and "bytes/token" in result.stdout and "MB/s" in result.stdout
-    ids = np.memmap(tmp_path / "in.bin", dtype=np.uint16, mode="r")  # how nanoGPT reads it
-    assert ids.tolist() == get_encoding("gpt2").encode(data.decode("utf-8"), allowed_special="all")
-
-
-def test_cli_encode_file_errors_are_one_line_and_leave_nothing(tmp_path):
-    result = run_cli("encode-file", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "x.bin"))
-    assert result.returncode == 2 and result.stderr.startswith("error: input file not found")
-    (tmp_path / "in.txt").write_text("a <|endoftext|> b", encoding="utf-8")
-    result = run_cli("encode-file", str(tmp_path / "in.txt"), "--out", str(tmp_path / "x.bin"),
-                     "--encoding", "cl100k_base", "--allowed_special", "<|endofprompt|>", "--workers", "1")
-    assert result.returncode == 2 and "<|endoftext|>" in result.stderr and "Traceback" not in result.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
-
-
 def test_text_without_newlines_or_spaces_is_still_chunked(tmp_path):
     text = '{"key":"value","n":12345,"list":[1,2,3]}' * 5000  # minified JSON: one 200 KB line
     (tmp_path / "in.json").write_text(text, encoding="utf-8")
@@ -173,20 +143,3 @@ def test_text_without_newlines_or_spaces_is_still_chunked(tmp_path):
 def test_small_files_start_no_worker_processes(tmp_path):
     (tmp_path / "in.txt").write_text("tiny", encoding="utf-8")
     assert encode_file(tmp_path / "in.txt", tmp_path / "out.bin", workers=8, progress=False)["workers"] == 1
-
-
-def test_cli_stats_missing_file():
-    result = run_cli("stats", "no-such-file.txt")
-    assert result.returncode == 2 and result.stderr.strip() == "error: input file not found: no-such-file.txt"
-
-
-def test_cli_stats(tmp_path):
-    (tmp_path / "small.txt").write_bytes(corpus_bytes("en_docs.txt", 100_000))
-    result = run_cli("stats", str(tmp_path / "small.txt"))
-    assert result.returncode == 0, result.stderr
-    rows = [line for line in result.stdout.splitlines() if line.startswith("| small.txt")]
-    assert [row.split("|")[2].strip() for row in rows] == ["gpt2", "cl100k_base", "o200k_base"]
-    assert "825 GB" in result.stdout
-    gpt2_tokens = int(rows[0].split("|")[4].replace(",", ""))
-    text = (tmp_path / "small.txt").read_text(encoding="utf-8")
-    assert gpt2_tokens == len(get_encoding("gpt2").encode(text, allowed_special="all"))

@@ -67,7 +67,7 @@ def test_token_texts_put_a_split_character_on_its_last_token():
 
 
 def test_show_piped_is_plain_tokens_and_ids():
-    result = run_cli("show", SAMPLE)
+    result = run_cli("show", SAMPLE, "--allowed_special", "all")
     assert result.returncode == 0, result.stderr
     enc = get_encoding("gpt2")
     ids = enc.encode(SAMPLE, allowed_special="all")
@@ -111,7 +111,7 @@ def test_show_color_can_be_forced_and_newlines_stay_visible():
 
 @pytest.mark.parametrize("encoding", ["gpt2", "cl100k_base", "o200k_base"])
 def test_explain_ids_add_up_to_encode(encoding):
-    result = run_cli("explain", SAMPLE, "--encoding", encoding)
+    result = run_cli("explain", SAMPLE, "--encoding", encoding, "--allowed_special", "all")
     assert result.returncode == 0, result.stderr
     ids = []
     for line in result.stdout.splitlines():

@@ -1,135 +1,407 @@
-"""The command line: ``python -m tokenizer COMMAND ...`` (built with fire).
+"""The command line: ``python -m tokenizer COMMAND ...``, or ``gpt2-tokenizer COMMAND ...`` once installed.
 
-    python -m tokenizer encode "hello world"               # 31373 995
-    python -m tokenizer decode 31373 995                   # hello world
-    python -m tokenizer count FILE [--encoding cl100k_base]
-    python -m tokenizer train --input FILE --vocab_size N [--special_tokens "<|endoftext|>"] --out DIR
-    python -m tokenizer encode-file INPUT --out OUT.bin [--workers N]
-    python -m tokenizer stats FILE...
-    python -m tokenizer show "text"  |  explain "text"  |  compare "text"
+    python -m tokenizer encode "hello world"                  # 31373 995
+    python -m tokenizer decode 31373 995                      # hello world   (also "31373,995")
+    python -m tokenizer count FILE...                         # tokens, bytes/token, MB/s
+    python -m tokenizer encode-file data.txt --out data.bin [--workers N]
+    python -m tokenizer stats FILE... [--encodings gpt2,cl100k_base,o200k_base]
+    python -m tokenizer show | explain | compare "Not all heroes wear capes."
+    python -m tokenizer train --input FILE --vocab_size N --out DIR [--special_tokens "<|endoftext|>,<|pad|>"]
 
-Each command is a function below; errors a user can cause (unknown encoding, missing file, unknown id) print
-one line on stderr and exit with status 2 instead of a traceback.
+Every command follows the same rules:
+
+* **Text arguments reach the code exactly as typed**: ``encode "Hello, world"``, ``encode 1e3``,
+  ``encode "'quoted'"``. Text that starts with a dash goes after ``--``: ``encode -- "-x"``.
+* **Special tokens: the API's rule.** Text that spells a special token (``<|endoftext|>``) is an error unless
+  ``--allowed_special all|TOKEN,...`` makes it the special token or ``--disallowed_special none|TOKEN,...``
+  lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``.
+* **Files are UTF-8**: invalid bytes are an error naming the byte offset, unless ``--errors replace`` (U+FFFD).
+  Files are read in chunks, with a progress bar in MB, so memory does not grow with the file.
+* ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or the folder of a saved tokenizer
+  (``train --out DIR``); list options take comma lists; flags are spelt ``--vocab_size`` or ``--vocab-size``.
+* A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
+  before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file.
+
+Why argparse and not fire: fire parses every argument as a Python literal when it can, so ``"Hello, world"``
+arrives as the tuple ``('Hello', 'world')``, ``1e3`` as the float ``1000.0``, ``'quoted'`` without its quotes
+and ``31373,995`` as a tuple, and no setting turns that off for every input. argparse hands over the strings
+as typed, and each command's flags are declared, so ``--help`` works and a misspelt flag stops before any work.
+
+What this module does not do: tokenize. Each command parses its arguments, calls the library
+(:mod:`tokenizer.dataset`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :class:`Encoding`) and prints.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import resource
 import sys
 import time
 from pathlib import Path
 
-from .registry import get_encoding
+from . import dataset, teach
+from .encoding import Encoding
+from .loading import load_encoding
+from .saving import SAVE_FORMATS
+from .registry import get_encoding, list_encoding_names
+from .train import train_bpe
 
 
 class UsageError(Exception):
     """An error in what the user asked for: printed as one line, exit status 2."""
 
 
-def encode(text, *, encoding: str = "gpt2", allowed_special: str = "none") -> None:
-    """Print the ids of TEXT, separated by spaces."""
-    enc = get_encoding(encoding)
-    allowed = "all" if allowed_special == "all" else set()
-    print(" ".join(map(str, enc.encode(str(text), allowed_special=allowed, disallowed_special=()))))
+# ---- argument types ---------------------------------------------------------------------------------------
 
 
-def decode(*tokens, encoding: str = "gpt2") -> None:
-    """Print the text of the ids given (as separate arguments or one space-separated string)."""
+def comma_list(value: str) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``: how every list option is written."""
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
+    return number
+
+
+def color_choice(value: str) -> bool | None:
+    choices = {"auto": None, "always": True, "never": False, "true": True, "false": False}
+    if value.lower() not in choices:
+        raise argparse.ArgumentTypeError(f"expected auto, always or never, got {value!r}")
+    return choices[value.lower()]
+
+
+def open_encoding(name_or_folder: str) -> Encoding:
+    """``--encoding``: a registered name, or the folder of a saved tokenizer (a folder named like a registered
+    encoding is reached as ``./NAME``)."""
+    if name_or_folder not in list_encoding_names() and Path(name_or_folder).is_dir():
+        return load_encoding(name_or_folder)
+    if os.sep in name_or_folder or (os.altsep and os.altsep in name_or_folder):
+        raise UsageError(f"--encoding {name_or_folder}: no such folder (a tokenizer saved by train --out DIR)")
+    try:
+        return get_encoding(name_or_folder)
+    except ValueError as e:
+        if "Unknown encoding" not in str(e):
+            raise
+        raise UsageError(f"{e}; or the folder of a saved tokenizer (train --out DIR)") from None
+
+
+def special_rule(enc: Encoding, allowed: str, disallowed: str) -> tuple[object, object]:
+    """``--allowed_special`` and ``--disallowed_special`` -> the ``allowed_special``, ``disallowed_special``
+    arguments of :meth:`Encoding.encode`, each checked against ``enc``'s special tokens."""
+    return _special_set(enc, allowed, "--allowed_special"), _special_set(enc, disallowed, "--disallowed_special")
+
+
+def _special_set(enc: Encoding, value: str, flag: str):
+    if value in ("all", "none"):
+        return "all" if value == "all" else set()
+    tokens = comma_list(value)
+    for token in tokens:
+        if token not in enc.special_tokens_set:
+            own = ", ".join(sorted(enc.special_tokens_set)) or "none"
+            raise UsageError(
+                f"{flag} {value!r}: {token!r} is not a special token of {enc.name} (its special tokens: {own}); "
+                "pass all, none or a comma list of its special tokens"
+            )
+    return set(tokens)
+
+
+def input_file(name: str) -> Path:
+    path = Path(name)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory; pass a text file")
+    if not path.is_file():
+        raise UsageError(f"input file not found: {path}")
+    return path
+
+
+def show_progress() -> bool:
+    """Progress bars (on stderr, in MB) when a person is watching; logs and pipes get none."""
+    return sys.stderr.isatty()
+
+
+# ---- the commands -----------------------------------------------------------------------------------------
+
+
+def encode(args) -> None:
+    enc = open_encoding(args.encoding)
+    allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
+    print(" ".join(map(str, enc.encode(args.text, allowed_special=allowed, disallowed_special=disallowed))))
+
+
+def decode(args) -> None:
     ids = []
-    for t in tokens:
-        for part in str(t).replace(",", " ").split():
+    for word in args.ids:
+        for part in word.replace(",", " ").split():
             try:
                 ids.append(int(part))
             except ValueError:
                 raise UsageError(f"decode takes integer token ids, got {part!r}") from None
-    print(get_encoding(encoding).decode(ids))
+    enc = open_encoding(args.encoding)
+    print(enc.decode(ids))
 
 
-def count(*files, encoding: str = "gpt2") -> None:
-    """Print tokens, bytes and bytes/token for each FILE (special-token text counted as plain text)."""
-    if not files:
-        raise UsageError("count needs at least one FILE")
-    enc = get_encoding(encoding)
-    for name in files:
-        data = _read_bytes(name)
-        start = time.perf_counter()
-        n_tokens = len(enc.encode_ordinary(data.decode("utf-8", errors="replace")))
-        seconds = time.perf_counter() - start
-        per_token = len(data) / n_tokens if n_tokens else 0.0
+def count(args) -> None:
+    paths = [input_file(name) for name in args.files]
+    enc = open_encoding(args.encoding)
+    allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
+    for path in paths:
+        s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
+                               errors=args.errors, progress=show_progress())
         print(
-            f"{name}: {n_tokens:,} tokens, {len(data):,} bytes, {per_token:.3f} bytes/token "
-            f"({encoding}, {len(data) / 1e6 / max(seconds, 1e-9):.1f} MB/s)"
+            f"{path}: {s['tokens']:,} tokens, {s['bytes']:,} bytes, {s['bytes_per_token']:.3f} bytes/token "
+            f"({enc.name}, {s['mb_per_s']:.1f} MB/s)"
         )
 
 
-def _read_bytes(name) -> bytes:
-    path = Path(str(name))
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}")
-    return path.read_bytes()
+def encode_file(args) -> None:
+    path = input_file(args.input)
+    out = Path(args.out) if args.out is not None else path.with_suffix(".bin")
+    enc = open_encoding(args.encoding)
+    allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
+    s = dataset.encode_file(path, out, encoding=enc, workers=args.workers, allowed_special=allowed,
+                            disallowed_special=disallowed, errors=args.errors, progress=show_progress())
+    print(
+        f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {s['bytes']:,} bytes, "
+        f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
+        f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {enc.name})"
+    )
 
 
-def train(**kwargs) -> None:
-    """Train a BPE tokenizer on a file; see tokenizer/train.py."""
-    from .train import cli_train
-
-    cli_train(**kwargs)
-
-
-def encode_file(*args, **kwargs) -> None:
-    """Encode a text file into a flat .bin of token ids; see tokenizer/dataset.py."""
-    from .dataset import cli_encode_file
-
-    cli_encode_file(*args, **kwargs)
-
-
-def stats(*args, **kwargs) -> None:
-    """Bytes/token per encoding per file, and throughput; see tokenizer/dataset.py."""
-    from .dataset import cli_stats
-
-    cli_stats(*args, **kwargs)
+def stats(args) -> None:
+    paths = [input_file(name) for name in args.files]
+    encs = [open_encoding(name) for name in args.encodings]
+    # checked against each encoding; a rule that passes every check means the same for all of them
+    allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
+    print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for path in paths:
+        for enc in encs:
+            s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
+                                   errors=args.errors, progress=show_progress())
+            print(
+                f"| {path.name} | {enc.name} | {s['bytes']:,} | {s['tokens']:,} | {s['bytes_per_token']:.3f} | "
+                f"{s['mb_per_s']:.2f} | {dataset.format_duration(s['pile_seconds']) if s['bytes'] else '-'} |"
+            )
+    print("\nThe Pile projection is for one process; encode-file --workers N divides it by up to N.")
 
 
-def show(*args, **kwargs) -> None:
-    """The text with token boundaries coloured, ids below; see tokenizer/teach.py."""
-    from .teach import cli_show
-
-    cli_show(*args, **kwargs)
-
-
-def explain(*args, **kwargs) -> None:
-    """Each pre-token's merges, step by step; see tokenizer/teach.py."""
-    from .teach import cli_explain
-
-    cli_explain(*args, **kwargs)
+def show(args) -> None:
+    enc = open_encoding(args.encoding)
+    allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
+    color = args.color
+    if color is None:  # auto: colours on a terminal, unless NO_COLOR is set (no-color.org)
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    print(teach.render_show(args.text, enc, color, allowed_special=allowed, disallowed_special=disallowed))
 
 
-def compare(*args, **kwargs) -> None:
-    """Token counts and splits across gpt2, cl100k and o200k; see tokenizer/teach.py."""
-    from .teach import cli_compare
-
-    cli_compare(*args, **kwargs)
-
-
-COMMANDS = {
-    "encode": encode,
-    "decode": decode,
-    "count": count,
-    "train": train,
-    "encode-file": encode_file,
-    "stats": stats,
-    "show": show,
-    "explain": explain,
-    "compare": compare,
-}
+def explain(args) -> None:
+    enc = open_encoding(args.encoding)
+    allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
+    for line in teach.explain_lines(args.text, enc, allowed_special=allowed, disallowed_special=disallowed):
+        print(line)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import fire
+def compare(args) -> None:
+    labels = dict(teach.COMPARED)
+    encs = [open_encoding(name) for name in args.encodings]
+    # checked against each encoding; a rule that passes every check means the same for all of them
+    allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
+    chosen = [(enc, labels.get(enc.name, "")) for enc in encs]
+    for line in teach.compare_lines(args.text, chosen, allowed_special=allowed, disallowed_special=disallowed):
+        print(line)
 
+
+def train(args) -> None:
+    path = input_file(args.input)
+    specials = list(dict.fromkeys(args.special_tokens))  # in the order given, duplicates dropped
+    start = time.perf_counter()
+    vocab, merges = train_bpe(path, args.vocab_size, specials, num_workers=args.num_workers,
+                              progress=show_progress())
+    seconds = time.perf_counter() - start
+    enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
+    enc.save(args.out, format=args.format)
+
+    # Peak resident memory of this process and of the counting workers (Linux reports KiB).
+    peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    special_bytes = {s.encode("utf-8") for s in specials}
+    longest = max((t for t in vocab.values() if t not in special_bytes), key=len)
+    with open(path, encoding="utf-8", newline="") as f:
+        n_tokens = sum(1 for _ in enc.encode_iterable(f, allowed_special="all"))
+    n_bytes = path.stat().st_size
+    print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) in {seconds:.1f} s; "
+          f"saved as {args.format} in {args.out}")
+    print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
+    print(f"longest token: {longest!r} ({len(longest)} bytes)")
+    print(f"on the training text: {n_tokens:,} tokens, {n_bytes / max(n_tokens, 1):.3f} bytes/token")
+
+
+# ---- the parser -------------------------------------------------------------------------------------------
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a mistake reported as one line (what is wrong, where to look) instead of the usage text."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def add_flag(p: Parser, name: str, **options) -> None:
+    """``--name``, and its dashed spelling (``--vocab-size`` for ``--vocab_size``) kept out of the help text."""
+    p.add_argument(f"--{name}", **options)
+    if "_" in name:
+        hidden = {**options, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, **hidden)
+
+
+def add_encoding(p, *, several: bool = False) -> None:
+    if several:
+        add_flag(p, "encodings", type=comma_list, default=["gpt2", "cl100k_base", "o200k_base"],
+                       metavar="E1,E2", help="comma list of encodings (names or saved folders) "
+                       "(default: gpt2,cl100k_base,o200k_base)")
+    else:
+        add_flag(p, "encoding", default="gpt2", metavar="NAME|DIR",
+                       help=f"a registered encoding ({', '.join(list_encoding_names())}; default gpt2) "
+                       "or the folder of a saved tokenizer (train --out DIR)")
+
+
+def add_specials(p) -> None:
+    add_flag(p, "allowed_special", default="none", metavar="all|none|TOKEN,...",
+                   help="special tokens to encode as their ids (default none)")
+    add_flag(p, "disallowed_special", default="all", metavar="all|none|TOKEN,...",
+                   help="special tokens whose text is an error (default all but the allowed ones); "
+                   "none: any other special-token text is encoded as plain text")
+
+
+def add_errors(p) -> None:
+    add_flag(p, "errors", choices=["strict", "replace"], default="strict",
+                   help="invalid UTF-8 in a file: strict (default) stops with the byte offset, replace turns it "
+                   "into U+FFFD")
+
+
+def build_parser(prog: str) -> Parser:
+    parser = Parser(prog=prog, allow_abbrev=False,
+                    description="Encode, decode, count, train and look inside byte-level BPE tokenizers: GPT-2's, "
+                    "GPT-4's (cl100k_base), GPT-4o's (o200k_base) or your own.",
+                    epilog=f"{prog} COMMAND --help shows each command's options. Flags may also be spelt with "
+                    "dashes: --vocab-size for --vocab_size.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
+
+    def command(name: str, run, summary: str, usage: str, *, needs=()) -> Parser:
+        # Required arguments are checked after parsing (see main), not by argparse, which would report a
+        # missing one before a misspelt flag: "train --vocab_sise 300" should name --vocab_sise.
+        p = commands.add_parser(name, help=summary, description=summary, allow_abbrev=False,
+                                usage=f"{prog} {name} {usage}")
+        p.set_defaults(run=run, needs=needs, parser=p)
+        return p
+
+    p = command("encode", encode, "Print the ids of TEXT, separated by spaces.", "TEXT [options]",
+                needs=[("text", "TEXT")])
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash)")
+    add_encoding(p)
+    add_specials(p)
+
+    p = command("decode", decode, "Print the text of token ids (separate arguments, or one comma/space list).",
+                "ID [ID ...] [options]", needs=[("ids", "ID")])
+    p.add_argument("ids", nargs="*", metavar="ID", help='token ids: "31373 995", 31373,995 or 31373 995')
+    add_encoding(p)
+
+    p = command("count", count, "Print tokens, bytes and bytes/token of each FILE (read in chunks).",
+                "FILE [FILE ...] [options]", needs=[("files", "FILE")])
+    p.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files")
+    add_encoding(p)
+    add_specials(p)
+    add_errors(p)
+
+    p = command("encode-file", encode_file,
+                "Encode a UTF-8 text file into a flat array of ids (uint16, or uint32 for vocabularies over "
+                "65,536), as nanoGPT's np.memmap reads it; no output file is left behind on any error.",
+                "INPUT [--out OUT.bin] [options]", needs=[("input", "INPUT")])
+    p.add_argument("input", nargs="?", metavar="INPUT", help="a UTF-8 text file")
+    add_flag(p, "out", metavar="OUT.bin", help="the output file (default: INPUT with .bin)")
+    add_encoding(p)
+    add_flag(p, "workers", type=positive_int, metavar="N", help="worker processes (default: all CPUs)")
+    add_specials(p)
+    add_errors(p)
+
+    p = command("stats", stats, "A table of bytes/token and single-process speed per encoding per FILE.",
+                "FILE [FILE ...] [options]", needs=[("files", "FILE")])
+    p.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files")
+    add_encoding(p, several=True)
+    add_specials(p)
+    add_errors(p)
+
+    p = command("show", show, "TEXT with its token boundaries marked (colours on a terminal, | when piped), "
+                "the ids below.", "TEXT [options]", needs=[("text", "TEXT")])
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash)")
+    add_encoding(p)
+    add_flag(p, "color", type=color_choice, default=None, metavar="auto|always|never",
+                   help="colours: auto (default: on a terminal, unless NO_COLOR is set), always or never")
+    add_specials(p)
+
+    p = command("explain", explain, "Each pre-token of TEXT and its BPE merges, step by step.", "TEXT [options]",
+                needs=[("text", "TEXT")])
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash)")
+    add_encoding(p)
+    add_specials(p)
+
+    p = command("compare", compare, "Token counts and splits of TEXT under several encodings.", "TEXT [options]",
+                needs=[("text", "TEXT")])
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash)")
+    add_encoding(p, several=True)
+    add_specials(p)
+
+    p = command("train", train, "Train a byte-level BPE tokenizer on a UTF-8 text file and save it.",
+                "--input FILE --vocab_size N --out DIR [options]",
+                needs=[("input", "--input"), ("vocab_size", "--vocab_size"), ("out", "--out")])
+    add_flag(p, "input", metavar="FILE", help="the training text (strict UTF-8); required")
+    add_flag(p, "vocab_size", type=positive_int, metavar="N",
+                   help="256 bytes + merges + special tokens; required")
+    add_flag(p, "out", metavar="DIR", help="the folder to save the tokenizer in; required")
+    add_flag(p, "special_tokens", type=comma_list, action="extend", default=[], metavar="T1,T2",
+                   help='comma list of special tokens, e.g. "<|endoftext|>,<|pad|>"')
+    add_flag(p, "format", choices=SAVE_FORMATS, default="gpt2", help="file format (default gpt2)")
+    add_flag(p, "num_workers", type=positive_int, metavar="K",
+                   help="processes counting pre-tokens (default: all CPUs)")
+    return parser
+
+
+def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
+    """Run one command; returns the exit status (0, 2 for a mistake, 130 for Ctrl-C)."""
+    prog = prog or Path(sys.argv[0]).name
+    parser = build_parser(prog)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # reported by the command's parser, whose --help lists what it takes
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    missing = [label for dest, label in args.needs if getattr(args, dest) in (None, [])]
+    if missing:
+        args.parser.error(f"the following arguments are required: {', '.join(missing)}")
     try:
-        fire.Fire(COMMANDS, command=argv, name="python -m tokenizer")
-    except (UsageError, ValueError, KeyError, FileNotFoundError, OSError) as e:
-        message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"error: {message}", file=sys.stderr)
+        args.run(args)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (e.g. | head): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (UsageError, ValueError, KeyError, OSError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"{prog}: error: {cli_wording(message)}", file=sys.stderr)
         return 2
     return 0
+
+
+def cli_wording(message: str) -> str:
+    """An error from the library, with its advice in flags rather than Python arguments."""
+    head, found, _ = message.partition("which is disallowed.")
+    if found:
+        return (f"{head}which is disallowed: pass --allowed_special all (or that token) to encode it as its id, "
+                "or --disallowed_special none to encode it as plain text")
+    return message

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import signal
 import time
 from collections import deque
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import BinaryIO, Iterable, Iterator
 import numpy as np
 import regex
 
+from .encoding import Encoding
 from .registry import get_encoding
 
 CHUNK_BYTES = 1 << 20  # large enough that per-chunk overhead vanishes, small enough to spread over workers
@@ -119,31 +121,62 @@ def _last_safe_cut(buf: bytes, specials: list[bytes], cut_before: list[bytes]) -
     return cut
 
 
-def _encode_chunk(task) -> bytes:
-    """Worker: one chunk of the file -> its ids as bytes (top level, so spawned workers can import it)."""
-    data, offset, path, encoding_name, allowed, disallowed, dtype = task
-    enc = get_encoding(encoding_name)  # loaded once per worker process, then cached
+def decode_utf8(data: bytes, offset: int, path, errors: str = "strict") -> str:
+    """``data`` (the bytes at ``offset`` of the file ``path``) as text: the one UTF-8 rule of the file commands.
+
+    ``errors="strict"`` raises ``ValueError`` naming the file and the byte offset of the first invalid byte;
+    ``"replace"`` turns invalid bytes into U+FFFD. Chunks end at ASCII cuts, so decoding them one by one
+    equals decoding the whole file.
+    """
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
         raise ValueError(
             f"{path} is not valid UTF-8: byte {offset + e.start} is {data[e.start:e.start + 1]!r} ({e.reason}); "
-            "convert the file to UTF-8 first"
+            "convert the file to UTF-8, or replace invalid bytes with U+FFFD (errors='replace', "
+            "--errors replace on the command line)"
         ) from None
+
+
+def _encode_chunk(task, enc) -> bytes:
+    """One chunk of the file -> its ids as bytes."""
+    data, offset, path, allowed, disallowed, dtype, errors = task
+    text = decode_utf8(data, offset, path, errors)
     try:
         ids = enc.encode(text, allowed_special=allowed, disallowed_special=disallowed)
     except ValueError as e:
-        raise ValueError(f"{path}: {e} On the command line: --allowed_special all (ids) or none (plain text).") from None
+        raise ValueError(f"{path}: {e}") from None
     return np.asarray(ids, dtype=dtype).tobytes()
+
+
+_worker_encoding = None  # the encoding a worker process encodes with, set once as the worker starts
+
+
+def _start_worker(enc) -> None:
+    # A named encoding arrives as its name (the worker loads it, or already has it when forked), any other as
+    # its tables: once per worker, not once per chunk. Ctrl-C is the parent's to handle: it stops the pool,
+    # instead of every worker printing its own traceback.
+    global _worker_encoding
+    _worker_encoding = enc
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _encode_chunk_in_worker(task) -> bytes:
+    """Worker: :func:`_encode_chunk` with this worker's encoding (top level, so spawned workers can import it)."""
+    return _encode_chunk(task, _worker_encoding)
 
 
 def encode_file(
     input_path,
     out_path,
     *,
-    encoding: str = "gpt2",
+    encoding: str | Encoding = "gpt2",
     workers: int | None = None,
     allowed_special="all",
+    disallowed_special=None,
+    errors: str = "strict",
     progress: bool = True,
     chunk_bytes: int = CHUNK_BYTES,
     start_method: str | None = None,
@@ -152,8 +185,11 @@ def encode_file(
 
     The output equals ``encode(whole file)`` written with :func:`id_dtype`, whatever ``workers`` (default: all
     CPUs), ``chunk_bytes`` and ``start_method`` (multiprocessing's: "fork", "spawn", ...; None for the
-    platform's default). Raises ``FileNotFoundError`` for a missing input or output folder, ``ValueError``
-    for text that is not UTF-8 or holds a disallowed special token; no output file is left in either case.
+    platform's default). ``encoding`` is a registered name or an :class:`Encoding` (e.g. a trained one).
+    ``allowed_special`` is as in :func:`resolve_specials`; ``disallowed_special``, when given, replaces the
+    disallowed set it implies (as in :meth:`Encoding.encode`). ``errors`` is :func:`decode_utf8`'s. Raises
+    ``FileNotFoundError`` for a missing input or output folder, ``ValueError`` for text that is not UTF-8 or
+    holds a disallowed special token; no output file is left in either case (nor after Ctrl-C).
     """
     progress_bar = _progress_bar_class()  # tqdm is imported only when a file is encoded
     input_path, out_path = Path(input_path), Path(out_path)
@@ -163,8 +199,10 @@ def encode_file(
         raise FileNotFoundError(f"output folder does not exist: {out_path.parent} (create it first)")
     if out_path.exists() and out_path.resolve() == input_path.resolve():
         raise ValueError(f"the output {out_path} is the input file; choose another --out")
-    enc = get_encoding(encoding)
+    enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
     allowed, disallowed = resolve_specials(enc, allowed_special)
+    if disallowed_special is not None:
+        disallowed = disallowed_special
     dtype = id_dtype(enc.n_vocab)
     split_at = enc.special_tokens_set if allowed == "all" else allowed  # where encode() splits the text
     size = input_path.stat().st_size
@@ -184,8 +222,8 @@ def encode_file(
             bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]",
         ) as bar:
             chunks = iter_chunks(f_in, enc.special_tokens_set, chunk_bytes, cut_before=split_at)
-            tasks = _tasks(chunks, input_path, encoding, allowed, disallowed, dtype)
-            for data_len, ids_bytes in _results(tasks, workers, encoding, start_method):
+            tasks = _tasks(chunks, input_path, allowed, disallowed, dtype, errors)
+            for data_len, ids_bytes in _results(tasks, workers, enc, start_method):
                 f_out.write(ids_bytes)
                 n_bytes_out += len(ids_bytes)
                 bar.update(data_len / 1e6)
@@ -209,29 +247,29 @@ def encode_file(
     }
 
 
-def _tasks(chunks, path, encoding, allowed, disallowed, dtype):
+def _tasks(chunks, path, allowed, disallowed, dtype, errors):
     offset = 0
     for data in chunks:
-        yield (data, offset, str(path), encoding, allowed, disallowed, dtype)
+        yield (data, offset, str(path), allowed, disallowed, dtype, errors)
         offset += len(data)
 
 
-def _results(tasks, workers: int, encoding: str, start_method: str | None) -> Iterator[tuple[int, bytes]]:
+def _results(tasks, workers: int, enc: Encoding, start_method: str | None) -> Iterator[tuple[int, bytes]]:
     """(input bytes, output bytes) per chunk, in file order, computed here or by a pool of workers."""
     tasks = iter(tasks)
     # The first chunk is always encoded here. With several workers that is not wasted time: forked workers
     # then inherit a piece cache that already holds the text's common words, instead of each one running BPE
     # on them again.
     for task in itertools.islice(tasks, 1 if workers > 1 else None):
-        yield len(task[0]), _encode_chunk(task)
+        yield len(task[0]), _encode_chunk(task, enc)
     if workers == 1:
         return
     # Each worker loads the vocabulary as it starts (nothing to load when forked: it is loaded here already).
     context = multiprocessing.get_context(start_method)
-    with context.Pool(workers, initializer=get_encoding, initargs=(encoding,)) as pool:
+    with context.Pool(workers, initializer=_start_worker, initargs=(enc,)) as pool:
         in_flight: deque = deque()  # (input length, AsyncResult), oldest first: written in file order
         for task in tasks:
-            in_flight.append((len(task[0]), pool.apply_async(_encode_chunk, (task,))))
+            in_flight.append((len(task[0]), pool.apply_async(_encode_chunk_in_worker, (task,))))
             if len(in_flight) >= 2 * workers:
                 n, result = in_flight.popleft()
                 yield n, result.get()
@@ -251,35 +289,49 @@ def _progress_bar_class():
     return ProgressBar
 
 
-def cli_encode_file(input, out=None, encoding: str = "gpt2", workers=None, allowed_special="all") -> None:  # noqa: A002
-    """``python -m tokenizer encode-file INPUT --out OUT.bin``: encode and print what it cost."""
-    out = Path(str(out)) if out is not None else Path(str(input)).with_suffix(".bin")
-    stats = encode_file(str(input), out, encoding=encoding, workers=workers, allowed_special=allowed_special)
-    print(
-        f"{stats['out']}: {stats['tokens']:,} tokens ({stats['dtype']}) from {stats['bytes']:,} bytes, "
-        f"{stats['bytes_per_token']:.3f} bytes/token, {stats['mb_per_s']:.2f} MB/s "
-        f"({stats['seconds']:.1f} s, {stats['workers']} worker{'s' if stats['workers'] > 1 else ''}, {encoding})"
-    )
-
-
 # ---- measuring tokenizers ---------------------------------------------------------------------------------
 
 
-def file_stats(path, encoding: str) -> dict:
-    """Tokens, bytes/token and single-process throughput of one encoding on one file (read in chunks)."""
+def file_stats(
+    path,
+    encoding: str | Encoding = "gpt2",
+    *,
+    allowed_special="all",
+    disallowed_special=None,
+    errors: str = "strict",
+    progress: bool = False,
+) -> dict:
+    """Tokens, bytes/token and single-process throughput of one encoding on one file.
+
+    The file is read in chunks (memory stays bounded however large it is), and the counts equal
+    ``len(encode(whole file))``. ``allowed_special``, ``disallowed_special`` and ``errors`` are
+    :func:`encode_file`'s; ``progress`` shows a tqdm bar in MB.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"input file not found: {path}")
-    enc = get_encoding(encoding)
+    enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
+    allowed, disallowed = resolve_specials(enc, allowed_special)
+    if disallowed_special is not None:
+        disallowed = disallowed_special
+    split_at = enc.special_tokens_set if allowed == "all" else allowed  # where encode() splits the text
+    size = path.stat().st_size
     n_bytes = n_tokens = 0
     seconds = 0.0
-    with open(path, "rb") as f:
-        for data in iter_chunks(f, enc.special_tokens_set):
-            text = data.decode("utf-8", errors="replace")
+    with open(path, "rb") as f, _progress_bar_class()(
+        total=round(size / 1e6, 2), unit="MB", desc=f"{path.name} ({enc.name})", disable=not progress,
+        leave=False, bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}]",
+    ) as bar:
+        for data in iter_chunks(f, enc.special_tokens_set, cut_before=split_at):
+            text = decode_utf8(data, n_bytes, path, errors)
             start = time.perf_counter()
-            n_tokens += len(enc.encode(text, allowed_special="all"))
+            try:
+                n_tokens += len(enc.encode(text, allowed_special=allowed, disallowed_special=disallowed))
+            except ValueError as e:
+                raise ValueError(f"{path}: {e}") from None
             seconds += time.perf_counter() - start
             n_bytes += len(data)
+            bar.update(len(data) / 1e6)
     mb_per_s = n_bytes / 1e6 / max(seconds, 1e-9)
     return {
         "file": str(path),
@@ -298,21 +350,3 @@ def format_duration(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.1f} {unit}"
     return f"{seconds:.1f} s"
-
-
-def cli_stats(*files, encodings="gpt2,cl100k_base,o200k_base") -> None:
-    """``python -m tokenizer stats FILE...``: bytes/token and speed per encoding, and the Pile projection."""
-    if not files:
-        raise ValueError("stats needs at least one FILE")
-    names = encodings.split(",") if isinstance(encodings, str) else list(encodings)
-    names = [str(n).strip() for n in names if str(n).strip()]
-    print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for path in files:
-        for name in names:
-            s = file_stats(str(path), name)
-            print(
-                f"| {Path(s['file']).name} | {s['encoding']} | {s['bytes']:,} | {s['tokens']:,} | "
-                f"{s['bytes_per_token']:.3f} | {s['mb_per_s']:.2f} | {format_duration(s['pile_seconds'])} |"
-            )
-    print("\nThe Pile projection is for one process; encode-file --workers N divides it by up to N.")

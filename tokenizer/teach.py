@@ -16,11 +16,10 @@ language models), a vocabulary of a few dozen ids, and text several times longer
 from __future__ import annotations
 
 import codecs
-import os
-import sys
 from typing import Iterator, Mapping, NamedTuple
 
 from .bpe import merge_reference
+from .encoding import Encoding
 from .pretokenize import compile_pattern, special_token_regex
 from .registry import get_encoding
 
@@ -72,19 +71,19 @@ def _visible(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
 
 
-def _use_color(color) -> bool:
-    if color is not None:
-        return bool(color)
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-
-
 # ---- show -------------------------------------------------------------------------------------------------
 
 
-def render_show(text: str, encoding: str = "gpt2", color: bool = False) -> str:
-    """The text with token boundaries marked (colours, or ``|`` without), then the ids and a count."""
-    enc = get_encoding(encoding)
-    ids = enc.encode(text, allowed_special="all")
+def render_show(
+    text: str, encoding: str | Encoding = "gpt2", color: bool = False, *, allowed_special="all", disallowed_special=()
+) -> str:
+    """The text with token boundaries marked (colours, or ``|`` without), then the ids and a count.
+
+    ``encoding`` is a registered name or an :class:`Encoding`; ``allowed_special`` and ``disallowed_special``
+    mean what they mean for :meth:`Encoding.encode` (by default special-token text shows as its token).
+    """
+    enc = _as_encoding(encoding)
+    ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
     texts = token_texts(enc, ids)
     if color:
         shown, id_words = [], []
@@ -102,19 +101,22 @@ def render_show(text: str, encoding: str = "gpt2", color: bool = False) -> str:
     return f"{body}\n{id_line}\n{summary}"
 
 
-def cli_show(text, encoding: str = "gpt2", color=None) -> None:
-    """``python -m tokenizer show TEXT``: coloured on a terminal, ``|``-separated when piped."""
-    print(render_show(str(text), encoding, _use_color(color)))
-
-
 # ---- explain ----------------------------------------------------------------------------------------------
 
 
-def explain_lines(text: str, encoding: str = "gpt2") -> Iterator[str]:
-    """What encode does to ``text``, one line per step: special tokens, pre-tokens, merges, ids."""
-    enc = get_encoding(encoding)
+def explain_lines(
+    text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all", disallowed_special=()
+) -> Iterator[str]:
+    """What encode does to ``text``, one line per step: special tokens, pre-tokens, merges, ids.
+
+    ``encoding``, ``allowed_special`` and ``disallowed_special`` are :func:`render_show`'s.
+    """
+    enc = _as_encoding(encoding)
+    # encode() applies the special-token rule: it raises here for a disallowed one, before any line is shown
+    enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
     pretokenizer = compile_pattern(enc.pat_str)
-    specials = enc.special_tokens
+    allowed = enc.special_tokens_set if allowed_special == "all" else set(allowed_special)
+    specials = {token: i for token, i in enc.special_tokens.items() if token in allowed}
     yield f"encoding {enc.name}: special tokens first, then the pattern cuts pre-tokens, then BPE merges each"
     start = 0
     segments = []
@@ -149,40 +151,36 @@ def _explain_piece(enc, piece: str) -> Iterator[str]:
     yield f"  tokens {' '.join(show_bytes(p) for p in parts)} = ids {ids}"
 
 
-def cli_explain(text, encoding: str = "gpt2") -> None:
-    """``python -m tokenizer explain TEXT``: each pre-token's merges, step by step."""
-    for line in explain_lines(str(text), encoding):
-        print(line)
-
-
 # ---- compare ----------------------------------------------------------------------------------------------
 
 
-def compare_lines(text: str, encodings=COMPARED) -> Iterator[str]:
-    """Token counts and splits of ``text`` under several encodings, and the longest whitespace token each used."""
-    width = max(len(name) for name, _ in encodings)
-    for name, model in encodings:
-        enc = get_encoding(name)
-        texts = token_texts(enc, enc.encode(text, allowed_special="all"))
+def compare_lines(
+    text: str, encodings=COMPARED, *, allowed_special="all", disallowed_special=()
+) -> Iterator[str]:
+    """Token counts and splits of ``text`` under several encodings, and the longest whitespace token each used.
+
+    ``encodings`` holds ``(encoding, label)`` pairs, each encoding a registered name or an :class:`Encoding`;
+    ``allowed_special`` and ``disallowed_special`` are :func:`render_show`'s. The closing line compares the
+    counts of this text; nothing in it is canned.
+    """
+    encodings = [(_as_encoding(encoding), label) for encoding, label in encodings]
+    width = max(len(enc.name) for enc, _ in encodings)
+    counts = {}
+    for enc, label in encodings:
+        ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        texts = token_texts(enc, ids)
         spaces = max((len(t) for t in texts if t and t.isspace()), default=0)
-        yield f"{name:<{width}}  {model:<6}  {len(texts):>5} tokens  longest whitespace token: {spaces:>2} chars"
+        counts[enc.name] = len(ids)
+        yield f"{enc.name:<{width}}  {label:<6}  {len(ids):>5} tokens  longest whitespace token: {spaces:>2} chars"
         yield f"{'':<{width}}  |{'|'.join(map(_visible, texts))}|"
-    yield (
-        "\nAll three patterns leave the last space of a run to the word after it (\\s+(?!\\S)): 8 spaces before "
-        "'return' are a 7-space pre-token and ' return'. GPT-2's vocabulary (learned from web prose) has no token "
-        "for two or more spaces, so each space costs a token; GPT-4's and GPT-4o's vocabularies, which saw code, "
-        "have tokens for long runs of spaces, so indentation costs one. They also cut numbers into groups of 3 digits."
-    )
+    fewest = min(counts, key=counts.get)
+    if len(counts) > 1 and counts[fewest]:
+        others = [f"{name} {n / counts[fewest]:.2f}x" for name, n in counts.items() if name != fewest]
+        yield f"\nfewest tokens: {fewest} ({counts[fewest]}); {others[0]} as many" + "".join(f", {o}" for o in others[1:])
 
 
-def cli_compare(text, encodings=None) -> None:
-    """``python -m tokenizer compare TEXT``: gpt2 vs cl100k_base (GPT-4) vs o200k_base (GPT-4o)."""
-    chosen = COMPARED
-    if encodings:
-        names = encodings.split(",") if isinstance(encodings, str) else list(encodings)
-        chosen = [(str(n).strip(), "") for n in names]
-    for line in compare_lines(str(text), chosen):
-        print(line)
+def _as_encoding(encoding: str | Encoding) -> Encoding:
+    return get_encoding(encoding) if isinstance(encoding, str) else encoding
 
 
 # ---- characters -------------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from __future__ import annotations
 import heapq
 import os
 import re
+import signal
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -188,6 +189,8 @@ _report_progress = None  # in a worker process: puts the number of bytes done on
 def _init_worker(queue) -> None:
     global _report_progress
     _report_progress = queue.put
+    # Ctrl-C is the parent's to handle (it stops the pool), instead of every worker printing a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _read_text(path: str, start: int, end: int) -> str:
@@ -516,46 +519,3 @@ def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = Fa
         del pair_count[ab]
     bar.close()
     return merges
-
-
-def cli_train(
-    input=None,  # noqa: A002 - the flag is --input
-    vocab_size=None,
-    special_tokens=(),
-    out=None,
-    format="gpt2",  # noqa: A002 - the flag is --format
-    num_workers=None,
-    progress=True,
-) -> None:
-    """``python -m tokenizer train --input FILE --vocab_size N [--special_tokens "<|endoftext|>"] --out DIR
-    [--format gpt2|tiktoken|hf] [--num_workers K]``: train, save, and report time, peak memory, the longest
-    token and bytes/token on the training text."""
-    import resource
-    import time
-
-    from .encoding import Encoding
-    from .saving import SAVE_FORMATS
-
-    if input is None or vocab_size is None or out is None:
-        raise ValueError("train needs --input FILE, --vocab_size N and --out DIR")
-    if format not in SAVE_FORMATS:
-        raise ValueError(f"--format must be one of {', '.join(SAVE_FORMATS)}, got {format!r}")
-    if isinstance(special_tokens, str):
-        special_tokens = [special_tokens]  # one token; pass a list (e.g. '["<a>","<b>"]') for several
-    specials = [str(s) for s in special_tokens]
-    start = time.perf_counter()
-    vocab, merges = train_bpe(str(input), int(vocab_size), specials, num_workers=num_workers, progress=progress)
-    seconds = time.perf_counter() - start
-    enc = Encoding.from_vocab_merges(vocab, merges, specials, name=os.path.basename(os.path.normpath(str(out))))
-    enc.save(str(out), format=format)
-
-    # Peak resident memory of this process and of the counting workers (Linux reports KiB).
-    peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    longest = max((t for i, t in vocab.items() if t not in {s.encode() for s in specials}), key=len)
-    n_bytes = os.path.getsize(input)
-    with open(input, encoding="utf-8", newline="") as f:
-        n_tokens = sum(1 for _ in enc.encode_iterable(f, allowed_special="all"))
-    print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) in {seconds:.1f} s; saved as {format} in {out}")
-    print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
-    print(f"longest token: {longest!r} ({len(longest)} bytes)")
-    print(f"on the training text: {n_tokens:,} tokens, {n_bytes / max(n_tokens, 1):.3f} bytes/token")

@@ -1,0 +1,110 @@
+"""``pip install .`` and ``pip install -e .`` work, and the installed commands run from any folder.
+
+Each test builds and installs a copy of the project into a fresh virtual environment under ``tmp_path``,
+offline: ``--no-deps --no-build-isolation`` (the build backend, setuptools, is in the test extra). The new
+environment borrows the running one's packages (numpy, regex, ...) through a ``.pth`` file rather than
+``venv --system-site-packages``, which would give it the *base* interpreter's packages: under CI the tests run
+in a venv, and numpy is not in the base interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+HELLO_IDS = "15496 11 995"  # "Hello, world" in GPT-2's vocabulary
+
+
+def project_copy(tmp_path: Path) -> Path:
+    """What a fresh clone holds of the product, copied so that building leaves the checkout untouched."""
+    copy = tmp_path / "src"
+    copy.mkdir()
+    for path in REPO.glob("*.py"):
+        shutil.copy(path, copy)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, copy)
+    shutil.copytree(REPO / "tokenizer", copy / "tokenizer", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("tests", "bench", "docs", "models"):  # what must *not* be installed, present as in a clone
+        (copy / folder).mkdir()
+        (copy / folder / "__init__.py").touch()
+    return copy
+
+
+def make_venv(tmp_path: Path) -> Path:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    ours = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+    (site / "borrowed-packages.pth").write_text("\n".join(sorted(ours)) + "\n")
+    return venv
+
+
+def clean_env() -> dict:
+    """The environment of a user's shell: nothing points into the checkout, no vocabulary folder is set."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TOKENIZER_DATA_DIR")}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def run(command: list, cwd: Path) -> subprocess.CompletedProcess:
+    proc = subprocess.run(command, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def pip_install(venv: Path, *args, cwd: Path) -> None:
+    run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", *args], cwd)
+
+
+@pytest.fixture
+def elsewhere(tmp_path) -> Path:
+    folder = tmp_path / "elsewhere"  # not the checkout, not the copy: a user's folder
+    folder.mkdir()
+    return folder
+
+
+def test_pip_install_gives_commands_that_work_from_any_folder(tmp_path, elsewhere):
+    src, venv = project_copy(tmp_path), make_venv(tmp_path)
+    pip_install(venv, str(src), cwd=elsewhere)
+    bin_dir = venv / "bin"
+
+    assert run([bin_dir / "gpt2-tokenizer", "encode", "Hello, world"], elsewhere).stdout.split() == HELLO_IDS.split()
+    assert run([bin_dir / "python", "-m", "tokenizer", "decode", HELLO_IDS], elsewhere).stdout == "Hello, world\n"
+    assert run([bin_dir / "gpt2-tokenizer", "--help"], elsewhere).stdout.startswith("usage: gpt2-tokenizer")
+    assert "1 tokens" in run([bin_dir / "python", "-m", "tokenizer", "show", "hello"], elsewhere).stdout
+
+    # The installed copy is the one used (GPT-2's vocabulary files shipped inside it), and nothing else of the
+    # checkout was installed as a package.
+    where = run([bin_dir / "python", "-c", "import gpt2, encoder, utils, tokenizer; "
+                 "print(tokenizer.__file__, gpt2.__file__)"], elsewhere).stdout.split()
+    site = Path(where[0]).parents[1]
+    assert all(Path(p).is_relative_to(venv) for p in where), where
+    assert sorted(p.name for p in (site / "tokenizer" / "data").iterdir()) == ["README.md", "encoder.json",
+                                                                            "vocab.bpe"]
+    assert not any((site / name).exists() for name in ("tests", "bench", "docs", "models"))
+
+
+def test_gpt2_console_script_help(tmp_path, elsewhere):
+    src, venv = project_copy(tmp_path), make_venv(tmp_path)
+    pip_install(venv, str(src), cwd=elsewhere)
+    out = run([venv / "bin" / "gpt2", "--help"], elsewhere).stdout
+    assert out.startswith("usage: gpt2") and "--temperature" in out
+    assert list(elsewhere.iterdir()) == []  # --help downloads nothing into the current folder
+
+
+def test_pip_install_editable(tmp_path, elsewhere):
+    src, venv = project_copy(tmp_path), make_venv(tmp_path)
+    pip_install(venv, "-e", str(src), cwd=elsewhere)
+    assert run([venv / "bin" / "gpt2-tokenizer", "encode", "Hello, world"], elsewhere).stdout.split() == \
+        HELLO_IDS.split()
+    where = run([venv / "bin" / "python", "-c", "import tokenizer; print(tokenizer.__file__)"], elsewhere).stdout
+    assert Path(where.strip()) == src / "tokenizer" / "__init__.py"  # editable: the copy's own files
