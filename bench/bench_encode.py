@@ -9,7 +9,9 @@ Texts: the first N MB of ../shared/corpus/en_docs.txt and zh_manpages.txt. Ours 
             as it goes); tiktoken does the same file the same way;
 - repeat:   encoding the same text a second time (every piece cached) — the upper bound.
 
-tiktoken and HF tokenizers have no such cache; each is timed as the best of --repeat runs.
+tiktoken and HF tokenizers have no such cache; each is timed as the best of --repeat runs. For gpt2 the CS336
+face (``tokenizer.Tokenizer.from_files`` on GPT-2's encoder.json + vocab.bpe, <|endoftext|> special) is timed
+cold too: it runs on the same Encoding machinery, plus a search for its special tokens.
 Needs tiktoken's offline cache: TIKTOKEN_CACHE_DIR (see ../shared/encodings/seed_tiktoken_cache.py) and
 TOKENIZER_DATA_DIR=../shared/encodings for the non-GPT-2 encodings.
 """
@@ -32,7 +34,7 @@ SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TOKENIZER_DATA_DIR", str(SHARED / "encodings"))
 
-from tokenizer import Encoding, get_encoding  # noqa: E402
+from tokenizer import Encoding, Tokenizer, get_encoding  # noqa: E402
 
 
 def read_prefix(name: str, start: int, size: int) -> str:
@@ -70,6 +72,12 @@ def hf_gpt2():
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     return tok
+
+
+def cs336_gpt2() -> Tokenizer:
+    """CS336's Tokenizer on GPT-2's own files (a fresh one: empty piece cache)."""
+    data = REPO / "tokenizer" / "data"
+    return Tokenizer.from_files(data / "encoder.json", data / "vocab.bpe", special_tokens=["<|endoftext|>"])
 
 
 def heap_crossover(merge_ranks, lengths=(8, 16, 32, 64, 256, 1024, 4096)) -> list[tuple[int, float, float]]:
@@ -134,12 +142,17 @@ def main() -> None:
                 ours.encode_ordinary(part)
             t_long = time.perf_counter() - t0
 
-            t_hf = None
+            t_hf = t_cs336 = None
             if name == "gpt2":
                 hf = hf_gpt2()
                 assert hf.encode(text[:100_000]).ids == oracle.encode_ordinary(text[:100_000])
                 t_hf = best_time(lambda s: hf.encode(s).ids, text, args.repeat)
-            rows.append((label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_tik_long, t_long, t_repeat))
+                cs336 = cs336_gpt2()
+                t0 = time.perf_counter()
+                ids = cs336.encode(text)
+                t_cs336 = time.perf_counter() - t0
+                assert ids == oracle.encode(text, allowed_special="all"), f"CS336 Tokenizer differs on {label}"
+            rows.append((label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_cs336, t_tik_long, t_long, t_repeat))
             print(f"done {label} {name}", file=sys.stderr, flush=True)
 
     def rate(mb, t):
@@ -149,11 +162,12 @@ def main() -> None:
         return f"{t_tik / t:.2f}×" if t else "–"
 
     print(f"\n`python bench/bench_encode.py --mb {args.mb:g}` (MB/s, one process; ratio = ours / tiktoken)\n")
-    print("| text | encoding | tiktoken | HF tokenizers | ours cold | **cold ratio** | long job: tiktoken | long job: ours | long job ratio | ours repeat | repeat ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_tik_long, t_long, t_repeat in rows:
+    print("| text | encoding | tiktoken | HF tokenizers | ours cold | **cold ratio** | CS336 Tokenizer cold | long job: tiktoken | long job: ours | long job ratio | ours repeat | repeat ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_cs336, t_tik_long, t_long, t_repeat in rows:
         print(
             f"| {label} | {name} | {rate(mb, t_tik)} | {rate(mb, t_hf)} | {rate(mb, t_cold)} | {ratio(t_tik, t_cold)} "
+            f"| {rate(mb, t_cs336)} "
             f"| {rate(whole_mb, t_tik_long)} | {rate(whole_mb, t_long)} | {ratio(t_tik_long, t_long)} "
             f"| {rate(mb, t_repeat)} | {ratio(t_tik, t_repeat)} |"
         )

@@ -142,3 +142,10 @@ def test_split_uncrossable_small_table():
     ranks = {b"ab": 0, b"bc": 1}
     table = bpe.uncrossable_pairs(ranks)
     assert bpe.split_uncrossable(b"abcab", table) == [b"abc", b"ab"]  # "ca" never meets in a token
+
+
+def test_uncrossable_pairs_of_a_table_without_merges():
+    # A vocab of the 256 bytes alone (a trainer asked for no merges): every pair is uncrossable.
+    table = bpe.uncrossable_pairs({bytes([b]): b for b in range(256)})
+    assert set(table) == {1}
+    assert bpe.split_uncrossable("é中".encode(), table) == [bytes([b]) for b in "é中".encode()]

@@ -12,6 +12,7 @@ Start with ``bpe.py`` (the algorithm), then ``pretokenize.py`` (how text is cut 
 """
 
 from .bpe import merge, merge_reference
+from .cs336 import Tokenizer
 from .encoding import Encoding
 from .loading import load_encoding
 from .registry import get_encoding, list_encoding_names
@@ -19,6 +20,7 @@ from .vocab_files import bytes_to_unicode
 
 __all__ = [
     "Encoding",
+    "Tokenizer",
     "bytes_to_unicode",
     "get_encoding",
     "list_encoding_names",

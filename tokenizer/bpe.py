@@ -196,7 +196,8 @@ def uncrossable_pairs(merge_ranks: Mapping[bytes, int]) -> bytearray:
     tokens = [t for t in merge_ranks if len(t) > 1]
     blob = np.frombuffer(b"".join(tokens), dtype=np.uint8).astype(np.int32)
     pairs = (blob[:-1] << 8) | blob[1:]
-    ends = np.cumsum([len(t) for t in tokens])[:-1] - 1  # a pair starting at a token's last byte spans two
+    # a pair starting at a token's last byte spans two tokens (int64: an empty cumsum would be float)
+    ends = np.cumsum([len(t) for t in tokens], dtype=np.int64)[:-1] - 1
     inside = np.ones(len(pairs), dtype=bool)
     inside[ends] = False
     table = np.ones(65536, dtype=np.uint8)

@@ -81,6 +81,7 @@ class Encoding:
         *,
         name: str = "custom",
         pat_str: str = GPT2_PATTERN,
+        whole_piece_tokens: bool = True,
     ) -> "Encoding":
         """An encoding from a vocab (id -> bytes) and merges (in priority order), as a BPE trainer returns them.
 
@@ -90,6 +91,17 @@ class Encoding:
 
         >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
         >>> Encoding.from_vocab_merges(vocab, [(b"a", b"b")]).encode("abc")
+        [256, 99]
+
+        ``whole_piece_tokens`` decides what happens to a pre-token that is itself in the vocab but that the
+        merges do not build (a hand-made vocab can hold such tokens; a trainer's cannot). True (tiktoken's
+        rule, the default): the pre-token is that token. False (CS336's rule): only the merges decide, applied
+        in order, and the token is never produced.
+
+        >>> vocab[257] = b"abc"  # no merge makes "abc"
+        >>> Encoding.from_vocab_merges(vocab, [(b"a", b"b")]).encode("abc")
+        [257]
+        >>> Encoding.from_vocab_merges(vocab, [(b"a", b"b")], whole_piece_tokens=False).encode("abc")
         [256, 99]
         """
         special_tokens = list(special_tokens)
@@ -121,15 +133,26 @@ class Encoding:
                 idx, next_id = next_id, next_id + 1
             specials[s] = idx
         enc = cls.__new__(cls)
-        enc._setup(name, pat_str, merge_ranks, token_ids, specials, merges=[(a, b) for a, b in merges])
+        enc._setup(
+            name,
+            pat_str,
+            merge_ranks,
+            token_ids,
+            specials,
+            merges=[(a, b) for a, b in merges],
+            whole_piece_tokens=whole_piece_tokens,
+        )
         return enc
 
-    def _setup(self, name, pat_str, merge_ranks, token_ids, special_tokens, *, merges) -> None:
+    def _setup(
+        self, name, pat_str, merge_ranks, token_ids, special_tokens, *, merges, whole_piece_tokens=True
+    ) -> None:
         self.name = name
         self._pat_str = pat_str
         self._merge_ranks = merge_ranks  # token bytes -> merge priority (lower merges first)
         self._token_ids = token_ids  # token bytes -> id; the same dict as _merge_ranks for tiktoken's files
         self._merges = merges  # [(left, right), ...] as given to from_vocab_merges; None: recover when asked
+        self._whole_piece_tokens = whole_piece_tokens  # a piece that is a token is that token (tiktoken's rule)
         self._special_tokens = dict(special_tokens)
         self._pretokenizer = compile_pattern(pat_str)
         self._decoder: dict[int, bytes] = {idx: token for token, idx in token_ids.items()}
@@ -150,16 +173,17 @@ class Encoding:
         # An encoding is sent as its tables; the piece cache is not sent (it is rebuilt on use). The registry's
         # encodings are sent by name instead (tokenizer.registry.RegisteredEncoding).
         state = (self.name, self._pat_str, self._merge_ranks, self._token_ids, self._special_tokens, self._merges)
-        return (_rebuild, state)
+        return (_rebuild, (*state, self._whole_piece_tokens))
 
     # ---- encoding ------------------------------------------------------------------------------------------
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         """One pre-token -> ids. Raises UnicodeEncodeError on a lone surrogate (handled by the callers)."""
         data = piece.encode("utf-8")
-        idx = self._token_ids.get(data)
-        if idx is not None:
-            return (idx,)  # a whole piece that is a token is that token, as in tiktoken
+        if self._whole_piece_tokens:
+            idx = self._token_ids.get(data)
+            if idx is not None:
+                return (idx,)  # a whole piece that is a token is that token, as in tiktoken
         if len(data) >= 8 and not piece.isascii():
             # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
             # into short parts no merge can cross; those repeat, so cache them (bpe.split_uncrossable).
@@ -410,6 +434,12 @@ class Encoding:
         return MappingProxyType(self._merge_ranks)
 
     @property
+    def whole_piece_tokens(self) -> bool:
+        """Whether a pre-token that is itself a token is encoded as that token even if the merges would not
+        build it (tiktoken's rule; see :meth:`from_vocab_merges`)."""
+        return self._whole_piece_tokens
+
+    @property
     def token_ids(self) -> Mapping[bytes, int]:
         """The id of each ordinary (non-special) token, by its bytes. Read-only.
 
@@ -437,9 +467,11 @@ class Encoding:
         return list(self._merges)
 
 
-def _rebuild(name, pat_str, merge_ranks, token_ids, special_tokens, merges) -> Encoding:
+def _rebuild(name, pat_str, merge_ranks, token_ids, special_tokens, merges, whole_piece_tokens=True) -> Encoding:
     enc = Encoding.__new__(Encoding)
-    enc._setup(name, pat_str, merge_ranks, token_ids, special_tokens, merges=merges)
+    enc._setup(
+        name, pat_str, merge_ranks, token_ids, special_tokens, merges=merges, whole_piece_tokens=whole_piece_tokens
+    )
     return enc
 
 
