@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# The vocabulary files and corpora (read-only); TOKENIZER_SHARED_DIR points elsewhere, e.g. from a git worktree.
+SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR", REPO.parent / "shared"))
 CORPUS = SHARED / "corpus"
 ENCODINGS_DIR = SHARED / "encodings"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
