@@ -56,7 +56,10 @@ def test_every_cut_splits_like_the_whole(pattern, text):
     for c in offered:
         assert split(text[:c]) + split(text[c:]) == whole, c
     assert pieces_between(split, text, offered) == whole  # all at once, too
-    assert list(safe_cuts(text, pattern=pattern, reverse=True)) == offered[::-1]
+    for start in range(len(text) + 2):
+        later = [c for c in offered if c >= start]
+        assert list(safe_cuts(text, start, pattern=pattern)) == later
+        assert list(safe_cuts(text, start, pattern=pattern, reverse=True)) == later[::-1]
 
 
 @pytest.mark.parametrize("name", CORPUS_FILES)

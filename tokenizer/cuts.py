@@ -24,11 +24,13 @@ alternatives in order, keeps the first that matches, ``p:q``, and goes on at ``q
 and list what an element may take right after an element that took a character that is not whitespace:
 
 * after a letter, digit or mark: more letters, digits or marks, or an apostrophe (o200k's ``'s``, ``'ll``...);
-* after anything else: more such characters, ``"\\r"`` or ``"\\n"`` (cl100k's and o200k's punctuation runs),
-  ``"/"`` (o200k), letters and marks (cl100k's and o200k's word may start with one non-letter: ``"$word"``).
+* after any other character that is not whitespace: more of those, ``"\\r"`` or ``"\\n"`` (cl100k's and o200k's
+  punctuation runs), ``"/"`` (o200k), letters and marks (cl100k's and o200k's word may start with one
+  non-letter: ``"$word"``).
 
-Neither list contains the ``y`` of a safe cut, and the look-aheads only ever stand after whitespace, so they
-are never checked at the cut (``x`` is not whitespace). So:
+A (word) cut's ``y`` is not in the first list, and a (space) cut's ``y``, whitespace other than ``"\\r"`` and
+``"\\n"``, is in neither. The look-aheads only ever stand after whitespace, so they are never checked at the
+cut (``x`` is not whitespace). So:
 
 1. A match attempt that starts before the cut reads ``y`` at most to find that it cannot take it — exactly
    what happens at the end of the string. It behaves in ``a + b`` as in ``a`` alone: the same alternatives
@@ -38,8 +40,8 @@ are never checked at the cut (``x`` is not whitespace). So:
    which is the end of ``a + b``. The rest of the scan gives ``split(b)``.
 
 Equal pieces give equal ids, since BPE runs inside each piece. ``tests/test_cuts.py`` checks the rule for
-every pattern on random and real text; what it would take to break it is an alternative that glues a letter to
-punctuation or a non-space character to the space after it.
+every pattern on random and real text. A new pattern would break it if one of its pieces could hold a letter
+followed by punctuation, or a non-space character followed by a space.
 
 Two details. *Letters* are letters to tiktoken, whose Unicode tables are older than the ``regex`` package's:
 the characters in :data:`tokenizer.patterns.NEWER_THAN_TIKTOKEN` count as no letter for ``x``, and no cut is
@@ -105,8 +107,10 @@ def safe_cuts(text: str, start: int = 0, *, pattern: str, reverse: bool = False)
     :func:`has_safe_cuts` does not cover gets none.
 
     >>> from tokenizer.patterns import CL100K_PATTERN
-    >>> list(safe_cuts("ab, cd", pattern=CL100K_PATTERN)), list(safe_cuts("ab, cd", 3, pattern=CL100K_PATTERN, reverse=True))
-    ([2, 3], [3])
+    >>> list(safe_cuts("ab, cd", pattern=CL100K_PATTERN))
+    [2, 3]
+    >>> list(safe_cuts("ab, cd", 3, pattern=CL100K_PATTERN, reverse=True))
+    [3]
     """
     return _rule_cuts(text, start, reverse) if pattern in _COVERED else iter(())
 

@@ -40,10 +40,8 @@ O200K_PATTERN = "|".join(
 # The patterns this package knows: they have an ASCII fast path (pretokenize) and proven safe cuts (cuts).
 OPENAI_PATTERNS = (GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN)
 
-# tiktoken matches with Unicode 16.0's tables; the `regex` package here knows Unicode 17.0, whose new letters,
-# digits and marks would split differently (a new CJK ideograph before "'s" joins a letter run instead of a
-# punctuation run). These are those characters, found by probing tiktoken with each one in context; before
-# splitting they are masked as U+FFFF (never assigned: "other" in every version) and restored after.
+# Letters, digits and marks new in Unicode 17.0, which would split differently (a new CJK ideograph before "'s"
+# joins a letter run instead of a punctuation run), found by probing tiktoken with each one in context.
 NEWER_THAN_TIKTOKEN = [
     (0x558, 0x558), (0x58B, 0x58C), (0x5C8, 0x5C9), (0x88F, 0x88F), (0xB53, 0xB54), (0xC5C, 0xC5C),
     (0xCDC, 0xCDC), (0x1ACF, 0x1AF0), (0x208F, 0x208F), (0x209D, 0x209F), (0xA7CE, 0xA7CF), (0xA7D2, 0xA7D2),
