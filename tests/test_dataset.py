@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tokenizer import get_encoding
 from tokenizer.dataset import encode_file, format_duration, id_dtype, iter_chunks
+from tokenizer.patterns import GPT2_PATTERN
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("TOKENIZER_SHARED_DIR", REPO.parent / "shared")) / "corpus"
@@ -75,19 +76,25 @@ def test_any_chunk_size_gives_the_same_ids(tmp_path, text, chunk_bytes, mode):
     assert read_ids(tmp_path / "out.bin", "cl100k_base") == get_encoding("cl100k_base").encode(text, **kwargs)
 
 
-def test_chunks_end_at_safe_boundaries_and_rejoin(tmp_path):
-    data = corpus_bytes("en_docs.txt", 300_000)
+@pytest.mark.parametrize("name, encoding", [("en_docs.txt", "gpt2"), ("zh_manpages.txt", "cl100k_base")])
+def test_chunks_rejoin_and_encode_alone_like_the_whole(tmp_path, name, encoding):
+    enc = get_encoding(encoding)
+    data = corpus_bytes(name, 200_000)
     (tmp_path / "in.txt").write_bytes(data)
     with open(tmp_path / "in.txt", "rb") as f:
-        chunks = list(iter_chunks(f, {"<|endoftext|>"}, chunk_bytes=10_000))
-    assert b"".join(chunks) == data and len(chunks) > 20
-    end = 0
-    for chunk in chunks[:-1]:
-        end += len(chunk)
-        after = data[end : end + 13]
-        word_then_other = chunk[-1:].isalnum() and after[:1].isascii() and not after[:1].isalnum() and after[:1] != b"'"
-        printable_then_space = 0x21 <= chunk[-1] <= 0x7E and after[:1] == b" "
-        assert after == b"<|endoftext|>" or word_then_other or printable_then_space, end
+        chunks = list(iter_chunks(f, enc.special_tokens_set, chunk_bytes=5_000, pattern=enc.pat_str))
+    assert b"".join(chunks) == data and len(chunks) > 30
+    ids = [i for chunk in chunks for i in enc.encode(chunk.decode("utf-8"), allowed_special="all")]
+    assert ids == enc.encode(data.decode("utf-8"), allowed_special="all")
+
+
+def test_chunks_of_a_pattern_of_ones_own_end_only_at_special_tokens(tmp_path):
+    data = b"some words, more words<|endoftext|>and more" * 200
+    (tmp_path / "in.txt").write_bytes(data)
+    with open(tmp_path / "in.txt", "rb") as f:
+        chunks = list(iter_chunks(f, ["<|endoftext|>"], chunk_bytes=100, pattern=r"(?s).{1,2}"))
+    assert b"".join(chunks) == data and len(chunks) > 30
+    assert all(chunk.startswith(b"<|endoftext|>") for chunk in chunks[1:])
 
 
 # ---- errors leave nothing behind --------------------------------------------------------------------------
@@ -135,7 +142,7 @@ def test_text_without_newlines_or_spaces_is_still_chunked(tmp_path):
     text = '{"key":"value","n":12345,"list":[1,2,3]}' * 5000  # minified JSON: one 200 KB line
     (tmp_path / "in.json").write_text(text, encoding="utf-8")
     with open(tmp_path / "in.json", "rb") as f:
-        assert len(list(iter_chunks(f, (), chunk_bytes=4096))) > 40
+        assert len(list(iter_chunks(f, (), chunk_bytes=4096, pattern=GPT2_PATTERN))) > 40
     encode_file(tmp_path / "in.json", tmp_path / "out.bin", workers=1, progress=False, chunk_bytes=4096)
     assert read_ids(tmp_path / "out.bin", "gpt2") == get_encoding("gpt2").encode(text)
 

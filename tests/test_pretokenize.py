@@ -9,8 +9,11 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tokenizer.patterns as patterns
 import tokenizer.pretokenize as pretokenize
 from conftest import FUZZ_EXAMPLES, corpus_text
+from tokenizer.cuts import has_safe_cuts
+from tokenizer.patterns import OPENAI_PATTERNS
 from tokenizer.pretokenize import (
     CL100K_PATTERN,
     GPT2_PATTERN,
@@ -30,7 +33,9 @@ mixed_texts = st.lists(st.one_of(st.sampled_from(MIXED), ascii_texts, st.text(ma
 
 
 def test_docstring_examples():
-    assert doctest.testmod(pretokenize).failed == 0
+    for module in (pretokenize, patterns):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
 
 
 @pytest.mark.parametrize("pat", PATTERNS, ids=IDS)
@@ -92,3 +97,9 @@ def test_bad_pattern_is_a_clear_error():
 def test_special_token_regex_prefers_longest():
     pat = special_token_regex(frozenset({"<|a|>", "<|a|><|a|>", "<|a"}))
     assert pat.findall("<|a|><|a|><|a|> <|a") == ["<|a|><|a|>", "<|a|>", "<|a"]
+
+
+def test_fast_paths_only_for_patterns_with_safe_cuts():
+    # the mixed-text path cuts at newline cuts, which tokenizer.cuts proves for OpenAI's patterns only
+    assert set(pretokenize._ASCII_EQUIVALENT) == set(OPENAI_PATTERNS)
+    assert all(map(has_safe_cuts, pretokenize._ASCII_EQUIVALENT))

@@ -7,45 +7,38 @@ streaming encoder goes wrong: whitespace runs, "\\r\\n", contractions, special t
 
 from __future__ import annotations
 
+import doctest
 import functools
 import gc
 import itertools
-import os
-from pathlib import Path
 
 import psutil
 import pytest
-import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokenizer import get_encoding
-from tokenizer.pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN, compile_pattern
-from tokenizer import streaming
-from tokenizer.streaming import _NEWER_THAN_TIKTOKEN, EMIT_MIN_CHARS, SAFE_CUT_PATTERN, encode_iterable
+from conftest import corpus_text
+from tokenizer import Encoding, get_encoding, streaming
+from tokenizer.patterns import NEWER_THAN_TIKTOKEN
+from tokenizer.streaming import EMIT_MIN_CHARS, encode_iterable
 
-CORPUS = Path(os.environ.get("TOKENIZER_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared")) / "corpus"
 ENCODINGS = ["gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
 FRAGMENTS = [
     "a", "Z", "word", " word", "9", "12345", "'", "'s", "'S", "'ll", "'ve", "n't", " ", "  ", "   ", "\t",
     "\n", "\n\n", "\r", "\r\n", "!", "?!", "...", "/", "-", "é", "e\u0301", "\u0301", "中文", "\u00a0", "\u3000",
     "😀", "ǅ", "ʰ", "½", "CamelCase", "<|endoftext|>", "<|endofprompt|>", "<|fim_prefix|>", "<|", "|>", "<",
     # newer than tiktoken's Unicode tables, when pretokenize corrects for that (Armenian letter by default)
-    *[chr(a) for a, _ in _NEWER_THAN_TIKTOKEN[:3]], "\u0558",
+    *[chr(a) for a, _ in NEWER_THAN_TIKTOKEN[:3]], "\u0558",
 ]
 settings.register_profile("streaming", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def corpus_text(name: str, limit: int = 400_000) -> str:
-    with open(CORPUS / name, encoding="utf-8") as f:
-        return f.read(limit)
 
 
 @functools.lru_cache(maxsize=1)
 def corpus_sample() -> str:
     """English with <|endoftext|> separators, then code-like reST, then Japanese and Russian man pages.
     (A function, not a fixture: pytest would print all of it with every failure.)"""
-    parts = [corpus_text("en_docs.txt"), corpus_text("ja_manpages.txt", 60_000), corpus_text("ru_manpages.txt", 60_000)]
+    parts = [corpus_text("en_docs.txt", 400_000), corpus_text("ja_manpages.txt", 180_000),
+             corpus_text("ru_manpages.txt", 120_000)]
     return "".join(parts)
 
 
@@ -55,15 +48,15 @@ def cut(text: str, positions) -> list[str]:
     return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def stream(enc, chunks, emit_min: int = 0, **kwargs) -> list[int]:
-    """encode_iterable's ids. ``emit_min`` replaces EMIT_MIN_CHARS: 0 takes every safe cut there is, so short
+def stream(enc, chunks, emit_min_chars: int = 0, **kwargs) -> list[int]:
+    """encode_iterable's ids, by default encoding at every safe cut there is (``emit_min_chars=0``), so short
     test strings exercise the cutting as much as megabytes would with the default."""
-    saved = streaming.EMIT_MIN_CHARS
-    streaming.EMIT_MIN_CHARS = emit_min
-    try:
-        return list(encode_iterable(enc, iter(chunks), **kwargs))
-    finally:
-        streaming.EMIT_MIN_CHARS = saved
+    return list(encode_iterable(enc, iter(chunks), emit_min_chars=emit_min_chars, **kwargs))
+
+
+def test_docstring_examples():
+    result = doctest.testmod(streaming)
+    assert result.failed == 0 and result.attempted > 0
 
 
 SPECIAL_MODES = [
@@ -114,37 +107,23 @@ def test_matches_tiktoken(name):
     assert stream(get_encoding(name), chunks, allowed_special="all") == oracle.encode(text, allowed_special="all")
 
 
-# ---- the safe-cut rule itself -----------------------------------------------------------------------------
-
-# The rule encode_iterable relies on, written forwards so that every cut in a string can be listed.
-SAFE_CUTS = regex.compile("(?V1)" + SAFE_CUT_PATTERN)
+# ---- where text is cut (the rule itself is tested in test_cuts.py) ---------------------------------------
 
 
-@settings(settings.get_profile("streaming"), max_examples=400)
-@given(text=adversarial_text)
-@pytest.mark.parametrize("pattern", [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN])
-def test_every_safe_cut_splits_like_the_whole(pattern, text):
-    pretokenizer = compile_pattern(pattern)
-    whole = pretokenizer.split_reference(text)
-    for m in SAFE_CUTS.finditer(text, overlapped=True):
-        c = m.end()
-        assert pretokenizer.split_reference(text[:c]) + pretokenizer.split_reference(text[c:]) == whole, c
+def test_a_pattern_of_ones_own_is_never_cut():
+    # With this pattern "x," | "ab" merges to one token, but "x" | ",a" | "b" would not: a cut after "x" (safe
+    # for OpenAI's patterns) would change the ids, so the stream must hold the text to the end.
+    enc = Encoding.from_vocab_merges(
+        {**{i: bytes([i]) for i in range(256)}, 256: b"ab"}, [(b"a", b"b")], name="pairs", pat_str=r"(?s).{1,2}"
+    )
+    text = "x,ab" * 50
+    assert enc.encode(text) == [120, 44, 256] * 50
+    assert stream(enc, list(text)) == enc.encode(text)
 
 
-@pytest.mark.parametrize(
-    "text, c",
-    [("a  \n", 3), ("x!\n", 2), ("\r\n", 1), ("hello", 3), ("don't", 3), ("e\u0301x", 1), ("1234", 2),
-     ("a\u0558\n", 2)],  # U+0558: a letter to `regex`, not yet to tiktoken (so "other", like "!")
-)
-def test_unsafe_cuts_are_not_taken(text, c):
-    """Each of these would change some pattern's pieces; the rule must not call them safe."""
-    assert c not in {m.end() for m in SAFE_CUTS.finditer(text, overlapped=True)}
-    changed = [
-        p for p in (R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN)
-        if compile_pattern(p).split_reference(text[:c]) + compile_pattern(p).split_reference(text[c:])
-        != compile_pattern(p).split_reference(text)
-    ]
-    assert changed
+def test_emit_min_chars_must_not_be_negative():
+    with pytest.raises(ValueError, match="emit_min_chars"):
+        encode_iterable(get_encoding("gpt2"), ["x"], emit_min_chars=-1)
 
 
 # ---- special tokens ---------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Tests for tokenizer.train: BPE training with CS336 assignment 1 semantics.
 
-The reference is ``oracle_train`` below: a deliberately naive trainer that recounts every pair after every
-merge and picks ``max`` by ``(count, (left_bytes, right_bytes))``. The real trainer must give the same merges
-and vocab on random (tie-heavy) texts and on slices of real corpora, whatever the number of workers and the
-chunk size.
+The reference is ``oracle_train`` below: pre-tokens counted with plain ``re.split`` + ``regex.findall``,
+then the product's readable trainer ``learn_merges_reference`` (it recounts every pair after every merge and
+picks ``max`` by ``(count, (left_bytes, right_bytes))``). The real trainer must give the same merges and vocab
+on random (tie-heavy) texts and on slices of real corpora, whatever the number of workers and the chunk size.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from conftest import CORPUS
 from tokenizer import train as train_mod
 from tokenizer.encoding import Encoding
 from tokenizer.loading import load_encoding
 from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from tokenizer.saving import save_encoding
-from tokenizer.train import count_pretokens, find_chunk_boundaries, train_bpe
+from tokenizer.train import count_pretokens, find_chunk_boundaries, learn_merges, learn_merges_reference, train_bpe
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 GPT2_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 EOT = "<|endoftext|>"
 
@@ -47,32 +47,8 @@ def oracle_pretokens(text: str, specials=(), pattern: str = GPT2_PAT) -> Counter
 
 
 def oracle_train(text: str, vocab_size: int, specials=(), pattern: str = GPT2_PAT):
-    """Obviously-correct BPE training: recount all pairs for every merge."""
-    words: Counter = Counter()
-    for tok, n in oracle_pretokens(text, specials, pattern).items():
-        words[tuple(bytes([b]) for b in tok.encode("utf-8"))] += n
-    merges = []
-    while 256 + len(merges) + len(specials) < vocab_size:
-        pairs: Counter = Counter()
-        for word, n in words.items():
-            for left, right in zip(word, word[1:]):
-                pairs[(left, right)] += n
-        if not pairs:
-            break
-        best = max(pairs, key=lambda pair: (pairs[pair], pair))
-        merges.append(best)
-        merged: Counter = Counter()
-        for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                    out.append(word[i] + word[i + 1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            merged[tuple(out)] += n
-        words = merged
+    """Obviously-correct BPE training: plain pre-token counts, then the readable merge loop."""
+    merges = learn_merges_reference(oracle_pretokens(text, specials, pattern), vocab_size - 256 - len(specials))
     vocab = {i: bytes([i]) for i in range(256)}
     for left, right in merges:
         vocab[len(vocab)] = left + right
@@ -255,8 +231,8 @@ def test_matches_oracle_random_unicode(text, extra):
 
 
 def test_other_patterns_match_oracle():
-    # cl100k's pattern joins "  \n" into one piece, so a cut before that "\n" would change the counts: the
-    # trainer may only cut at special tokens for patterns other than GPT-2's.
+    # cl100k's pattern joins "  \n" into one piece (GPT-2's does not), so a cut before that "\n" would change
+    # its counts: the chunks must end at cuts that are safe for the pattern in use.
     text = ("Some text,  \n\tindented  \nmore 12345 words!\n" * 40) + EOT + "tail  \nend"
     for pattern in (CL100K_PATTERN, O200K_PATTERN):
         expected = oracle_train(text, 330, [EOT], pattern)
@@ -284,18 +260,20 @@ def test_pretoken_counts_do_not_depend_on_chunking(pieces, chunk, with_specials)
     specials = [EOT, "<|x|>"] if with_specials else []
     path = write(text)
     try:
-        got = count_pretokens(path, specials, num_workers=1, chunk_size=chunk)
-        bounds = find_chunk_boundaries(path, chunk, [s.encode() for s in specials])
+        for pattern in (GPT2_PAT, CL100K_PATTERN, O200K_PATTERN):
+            got = count_pretokens(path, specials, pattern=pattern, num_workers=1, chunk_size=chunk)
+            assert got == oracle_pretokens(text, specials, pattern)
+        bounds = find_chunk_boundaries(path, chunk, [s.encode() for s in specials], pattern=CL100K_PATTERN)
     finally:
         os.unlink(path)
-    assert got == oracle_pretokens(text, specials)
     data = text.encode()
     assert bounds[0] == 0 and bounds[-1] == len(data) and bounds == sorted(set(bounds))
-    for b in bounds[1:-1]:  # every inner boundary is a newline or the start of a special token
-        assert data[b : b + 1] == b"\n" or any(data.startswith(s.encode(), b) for s in specials)
+    for b in bounds[1:-1]:  # every inner boundary is between two characters, outside any special token
+        data[:b].decode("utf-8")
+        assert not any(data.find(s.encode(), max(b - len(s) + 1, 0), b + len(s) - 1) >= 0 for s in specials)
 
 
-@pytest.mark.parametrize("pattern", [GPT2_PAT, R50K_PATTERN, CL100K_PATTERN])
+@pytest.mark.parametrize("pattern", [GPT2_PAT, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN])
 def test_counts_match_plain_regex_on_corpus_slices(pattern):
     for name in ("en_docs.txt", "ru_manpages.txt", "ja_manpages.txt"):
         text = corpus_slice(name, 0, 200_000)
@@ -308,15 +286,27 @@ def test_counts_match_plain_regex_on_corpus_slices(pattern):
             os.unlink(path)
 
 
-def test_chunk_boundaries_really_cut():
+@pytest.mark.parametrize("name", ["en_docs.txt", "zh_manpages.txt"])
+def test_chunk_boundaries_really_cut(name):
     # Without this, the chunking tests above could pass with one chunk.
-    text = corpus_slice("en_docs.txt", 0, 100_000)
+    text = corpus_slice(name, 0, 100_000).replace(EOT, "")
     path = write(text)
     try:
-        assert len(find_chunk_boundaries(path, 1000, [EOT.encode()])) > 50
-        assert len(find_chunk_boundaries(path, 1000, [])) > 50
+        for pattern in (GPT2_PAT, CL100K_PATTERN, O200K_PATTERN):
+            assert len(find_chunk_boundaries(path, 1000, [EOT.encode()], pattern=pattern)) > 50
+        # a pattern of one's own: only special tokens are cut at
+        assert find_chunk_boundaries(path, 1000, [EOT.encode()], pattern=r"\S+|\s") == [0, os.path.getsize(path)]
     finally:
         os.unlink(path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.dictionaries(st.text(alphabet="ab é\n", min_size=1, max_size=8), st.integers(1, 5), max_size=12),
+    num_merges=st.integers(0, 30),
+)
+def test_fast_merges_equal_the_reference(counts, num_merges):
+    assert learn_merges(counts, num_merges) == learn_merges_reference(counts, num_merges)
 
 
 def test_same_result_for_any_workers_and_chunk_size():

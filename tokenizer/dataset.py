@@ -5,15 +5,12 @@ id fits (GPT-2's 50,257), ``uint32`` otherwise — the ``.bin`` layout nanoGPT r
 ``np.memmap(path, dtype=np.uint16, mode="r")``. Documents separated by ``<|endoftext|>`` (TinyStories, the
 corpus here) keep that separator as its id by default.
 
-How the work is split: the file is read in blocks of about ``CHUNK_BYTES``, and each block is cut back to a
-*safe boundary* so that encoding the pieces separately gives exactly the ids of encoding the whole file:
-
-* just before a special token that is encoded as a special token (``encode`` splits there anyway), or
-* after an ASCII letter or digit followed by another ASCII character that is not a letter, digit or ``'``
-  (``"word|,"``, ``"3|\\n"``), or between a printable ASCII character and a space (``"!| x"``). These are the
-  ASCII cases of :mod:`tokenizer.streaming`'s safe cuts: every pattern here ends a pre-token there and splits
-  the text before it as if it ended there. Being ASCII, a cut never falls inside a UTF-8 character, and
-  minified JSON or code without newlines is cut as well as prose.
+How the work is split: the file is read in blocks of about ``CHUNK_BYTES``, and each block is cut back to its
+last *safe cut* (:mod:`tokenizer.cuts`), so that encoding the pieces separately gives exactly the ids of
+encoding the whole file: a place where the pattern splits the text before it as if the text ended there
+(``"word|,"``, ``"!| x"``, never inside a character), or just before a special token that is encoded as a
+special token (``encode`` splits there anyway), and never inside any special token. Minified JSON or code
+without newlines is cut as well as prose.
 
 Chunks go to worker processes (``multiprocessing``) and results are written in file order as they arrive,
 with at most two chunks per worker in flight, so memory stays bounded however large the file. Workers start
@@ -36,17 +33,13 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
 import numpy as np
-import regex
 
+from .cuts import safe_byte_cuts
 from .encoding import Encoding
 from .registry import get_encoding
 
 CHUNK_BYTES = 1 << 20  # large enough that per-chunk overhead vanishes, small enough to spread over workers
 THE_PILE_BYTES = 825e9  # CS336's question: how long would tokenizing the Pile (825 GB) take?
-
-# The last safe cut in a block (the cut is at the match's end); searched right to left.
-_LAST_SAFE_BYTE_CUT = regex.compile(rb"(?r)[A-Za-z0-9](?=[^A-Za-z0-9'\x80-\xff])|[\x21-\x7e](?= )")
-
 
 def id_dtype(n_vocab: int) -> np.dtype:
     """The smallest little-endian unsigned type that holds every id: uint16 up to 65,536 ids, else uint32."""
@@ -76,25 +69,38 @@ def resolve_specials(enc, allowed_special) -> tuple[object, object]:
 
 
 def iter_chunks(
-    f: BinaryIO, special_tokens: Iterable[str] = (), chunk_bytes: int = CHUNK_BYTES, *, cut_before=None
+    f: BinaryIO,
+    special_tokens: Iterable[str] = (),
+    chunk_bytes: int = CHUNK_BYTES,
+    *,
+    pattern: str,
+    cut_before: Iterable[str] | None = None,
 ) -> Iterator[bytes]:
-    """Read ``f`` as consecutive byte chunks of about ``chunk_bytes`` that each end at a safe boundary.
+    """Read ``f`` as consecutive byte chunks of about ``chunk_bytes`` that each end at a safe cut for ``pattern``.
 
     ``special_tokens`` (the encoding's) are never cut in two — ``"<|endoftext|>"`` holds ``"t|"``, which
     would otherwise be a safe cut. A chunk may end just before one of ``cut_before`` (default: all of
-    ``special_tokens``): pass the tokens that are encoded as special tokens. A stretch with no safe boundary
-    (one enormous word) stays in one chunk, however long.
+    ``special_tokens``): pass the tokens that are encoded as special tokens. A stretch with no safe cut (one
+    enormous word; all text, for a pattern that is not OpenAI's, apart from ``cut_before``) stays in one
+    chunk, however long.
     """
     specials = [s.encode("utf-8") for s in special_tokens]
-    before = specials if cut_before is None else [s.encode("utf-8") for s in cut_before]
+    split_at = specials if cut_before is None else [s.encode("utf-8") for s in cut_before]
+    # Cuts rejected at the end of a block (a character or special token maybe incomplete) lie this close to it.
+    recheck = max(map(len, specials + split_at), default=0) + 4
     carry = b""
     while True:
         block = f.read(chunk_bytes)
         if not block:
             break
         buf = carry + block
-        cut = _last_safe_cut(buf, specials, before)
-        if cut <= 0:
+        # carry has no safe cut before its last few bytes: search from there
+        cuts = safe_byte_cuts(
+            buf, max(len(carry) - recheck, 0), pattern=pattern, reverse=True, special_tokens=specials,
+            split_at=split_at,
+        )
+        cut = next(cuts, 0)
+        if cut == 0:
             carry = buf  # nothing safe yet: read more
             continue
         yield buf[:cut]
@@ -103,30 +109,12 @@ def iter_chunks(
         yield carry
 
 
-def _last_safe_cut(buf: bytes, specials: list[bytes], cut_before: list[bytes]) -> int:
-    """The last safe cut in ``buf`` (0: none). A special token at the end may be incomplete, so cuts are only
-    taken where every special token that could cover them lies wholly inside ``buf``."""
-    longest = max(map(len, specials), default=1)
-    cut = 0
-    for m in _LAST_SAFE_BYTE_CUT.finditer(buf):  # right to left
-        c = m.end()
-        if c + longest - 1 > len(buf):
-            continue
-        # a token covering c would start after c - len(token) and end before c + len(token)
-        if not any(buf.find(t, max(c - len(t) + 1, 0), c + len(t) - 1) != -1 for t in specials):
-            cut = c
-            break
-    for token in cut_before:
-        cut = max(cut, buf.rfind(token))
-    return cut
-
-
 def decode_utf8(data: bytes, offset: int, path, errors: str = "strict") -> str:
     """``data`` (the bytes at ``offset`` of the file ``path``) as text: the one UTF-8 rule of the file commands.
 
     ``errors="strict"`` raises ``ValueError`` naming the file and the byte offset of the first invalid byte;
-    ``"replace"`` turns invalid bytes into U+FFFD. Chunks end at ASCII cuts, so decoding them one by one
-    equals decoding the whole file.
+    ``"replace"`` turns invalid bytes into U+FFFD. Chunks never end inside a character, so decoding them one
+    by one equals decoding the whole file.
     """
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
@@ -221,7 +209,7 @@ def encode_file(
             total=round(size / 1e6, 2), unit="MB", desc=f"encoding {input_path.name}", disable=not progress,
             bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]",
         ) as bar:
-            chunks = iter_chunks(f_in, enc.special_tokens_set, chunk_bytes, cut_before=split_at)
+            chunks = iter_chunks(f_in, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str, cut_before=split_at)
             tasks = _tasks(chunks, input_path, allowed, disallowed, dtype, errors)
             for data_len, ids_bytes in _results(tasks, workers, enc, start_method):
                 f_out.write(ids_bytes)
@@ -322,7 +310,7 @@ def file_stats(
         total=round(size / 1e6, 2), unit="MB", desc=f"{path.name} ({enc.name})", disable=not progress,
         leave=False, bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}]",
     ) as bar:
-        for data in iter_chunks(f, enc.special_tokens_set, cut_before=split_at):
+        for data in iter_chunks(f, enc.special_tokens_set, pattern=enc.pat_str, cut_before=split_at):
             text = decode_utf8(data, n_bytes, path, errors)
             start = time.perf_counter()
             try:

@@ -7,53 +7,29 @@ change when more text arrives:
 1. **Special tokens.** The end of the text so far may be the start of one (``"<|endof"``). The last
    ``longest special token - 1`` characters are held back until the next chunk shows whether they are.
 2. **Pre-tokens.** The pattern's last piece may grow (``" hel"`` + ``"lo"`` is one piece ``" hello"``), and
-   whitespace is split differently depending on what follows it (``\\s+(?!\\S)``, ``\\s++$``). So ordinary text
-   is only encoded up to a *safe cut*: a position ``c`` where, whatever follows, the pattern ends a piece at
-   ``c`` and splits the text before it exactly as it would split that text alone.
-
-The safe cuts used here, for every pattern in this package (gpt2/r50k/p50k, cl100k, o200k):
-
-* after a letter or digit (``\\p{L}``, ``\\p{N}``) that is followed by a character that can never continue a
-  piece holding a letter or digit: anything but a letter, digit, combining mark (o200k keeps marks inside
-  words) or apostrophe (o200k attaches ``'s``, ``'t`` ... to the word); e.g. ``"word|,"``, ``"word|\\n"``,
-  ``"3| "``;
-* before a space ``" "`` that follows a character that is not whitespace, e.g. ``"!| x"``. No alternative of
-  any pattern can step from a non-space character into a space: letter, digit and punctuation runs stop
-  there, and the whitespace alternatives (the only ones with ``(?!\\S)`` or ``$`` that look ahead) cannot have
-  started before it.
-
-Why that suffices: a regex match starting at a position never reads the text before it (the patterns have no
-look-behind), so the pieces after ``c`` are those of the text after ``c`` alone. Every match attempt that
-starts before ``c`` reads the character at ``c`` at most to see that a run stops there, and a run stops there
-just as it stops at the end of the string. What is *not* a safe cut, and why it matters: before the last
-``"\\n"`` of ``"a  \\n"`` (r50k's ``\\s++$`` takes the whole run at the very end), between ``"!"`` and ``"\\n"``
-(cl100k's ``[\\r\\n]*`` appends newlines to punctuation), between ``"\\r"`` and ``"\\n"``, and inside a word.
+   whitespace is split differently depending on what follows it. So ordinary text is only encoded up to a
+   *safe cut* (:mod:`tokenizer.cuts`: a place where the pattern splits the text before it exactly as it
+   would split that text alone, whatever follows), e.g. ``"word|,"`` or ``"!| x"``.
 
 Text with no safe cut (a long run of one kind, such as a line of dashes) is held until one comes or the
 stream ends, so memory is bounded by the longest such run plus the encoding's piece cache, not by the input.
+An encoding with a pattern of its own (not one of OpenAI's) has no proven safe cuts: its text is held until a
+special token or the end of the stream.
+
+This module does not decide what a special token is or when one is allowed (:class:`Encoding` does), nor
+where text may be cut (:mod:`tokenizer.cuts` does).
 """
 
 from __future__ import annotations
 
 from typing import AbstractSet, Collection, Iterable, Iterator, Literal
 
-import regex
-
-from .pretokenize import _NEWER_THAN_TIKTOKEN, special_token_regex
-
-# _NEWER_THAN_TIKTOKEN: characters that `regex` (newer Unicode) calls letters, digits or marks but tiktoken's
-# tables do not. pretokenize treats them as "other", so after one of them a newline may join a punctuation
-# piece (cl100k's [\r\n]*): they must not count as letters for the first safe-cut rule.
-_NEWER = "".join(f"{chr(a)}-{chr(b)}" for a, b in _NEWER_THAN_TIKTOKEN)
-_LETTER_OR_DIGIT = rf"[[\p{{L}}\p{{N}}]--[{_NEWER}]]" if _NEWER else r"[\p{L}\p{N}]"
+from .cuts import safe_cuts
+from .pretokenize import special_token_regex
 
 # Ordinary text is encoded once at least this much is pending: a few large encode calls instead of one per
-# short chunk (line-by-line input is ~2x faster this way), at a memory cost that does not grow with the input.
+# short chunk, at a memory cost that does not grow with the input.
 EMIT_MIN_CHARS = 4096
-
-# A safe cut is the end of a match. (?r) searches right to left: we want the last cut in the new text.
-SAFE_CUT_PATTERN = rf"{_LETTER_OR_DIGIT}(?=[^\p{{L}}\p{{N}}\p{{M}}'])|\S(?= )"
-_LAST_SAFE_CUT = regex.compile(r"(?rV1)" + SAFE_CUT_PATTERN)
 
 
 def encode_iterable(
@@ -62,6 +38,7 @@ def encode_iterable(
     *,
     allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006 - tiktoken's signature
     disallowed_special: Literal["all"] | Collection[str] = "all",
+    emit_min_chars: int = EMIT_MIN_CHARS,
 ) -> Iterator[int]:
     """Lazily yield the ids of ``enc.encode("".join(chunks), ...)``, reading ``chunks`` one at a time.
 
@@ -69,6 +46,10 @@ def encode_iterable(
     ``disallowed_special`` mean what they mean for :meth:`Encoding.encode`; a disallowed special token raises
     the same ``ValueError`` (even when it is split across chunks), before any id of the text from that token on
     has been yielded.
+
+    ``emit_min_chars``: pending ordinary text is encoded once at least this many characters are waiting (up to
+    the last safe cut). It trades calls for memory and never changes the ids; 0 encodes at every safe cut as
+    soon as it is seen, which lets short test strings exercise the cutting as much as megabytes would.
 
     >>> from tokenizer import get_encoding
     >>> list(encode_iterable(get_encoding("gpt2"), ["hel", "lo wor", "ld"]))
@@ -78,11 +59,16 @@ def encode_iterable(
     allowed, disallowed = enc.special_token_sets(allowed_special=allowed_special, disallowed_special=disallowed_special)
     if isinstance(chunks, str):
         chunks = (chunks,)  # one string is one chunk, not a chunk per character
-    return _encode_chunks(enc, chunks, allowed, disallowed)
+    if emit_min_chars < 0:
+        raise ValueError(f"emit_min_chars must be 0 or more, got {emit_min_chars}")
+    return _encode_chunks(enc, chunks, allowed, disallowed, emit_min_chars)
 
 
-def _encode_chunks(enc, chunks: Iterable[str], allowed: frozenset, disallowed: frozenset) -> Iterator[int]:
+def _encode_chunks(
+    enc, chunks: Iterable[str], allowed: frozenset, disallowed: frozenset, emit_min_chars: int
+) -> Iterator[int]:
     special_ids = enc.special_tokens
+    pattern = enc.pat_str
     encode_ordinary = enc.encode_ordinary
     allowed_regex = special_token_regex(allowed) if allowed else None
     checker = _DisallowedChecker(enc, allowed, disallowed)
@@ -91,7 +77,7 @@ def _encode_chunks(enc, chunks: Iterable[str], allowed: frozenset, disallowed: f
 
     raw = ""  # received text not yet known to be ordinary text or a special token
     text = ""  # ordinary text not yet encoded; a special token or the end of the stream ends it
-    searched = 0  # no safe cut in text ends at or before this position
+    searched = 0  # text has no safe cut before this position
     for chunk in chunks:
         if not isinstance(chunk, str):
             raise TypeError(f"encode_iterable needs chunks of str, got {type(chunk).__name__}: {chunk!r:.60}")
@@ -114,11 +100,10 @@ def _encode_chunks(enc, chunks: Iterable[str], allowed: frozenset, disallowed: f
         raw = raw[keep_from:]
         checker.forget(keep_from)
 
-        if len(text) < EMIT_MIN_CHARS:
+        if len(text) < emit_min_chars:
             continue
-        m = _LAST_SAFE_CUT.search(text, max(searched - 1, 0))
-        if m is not None:
-            cut = m.end()
+        cut = next(safe_cuts(text, searched, pattern=pattern, reverse=True), None)
+        if cut is not None:
             yield from encode_ordinary(text[:cut])
             text = text[cut:]
         searched = len(text)

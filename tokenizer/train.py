@@ -19,27 +19,25 @@ What is counted, exactly:
 
 How it runs, in two phases:
 
-1. Counting pre-tokens. The file is cut into chunks of about ``chunk_size`` bytes at *safe boundaries*
-   (see :func:`find_chunk_boundaries`), so no pre-token and no special token straddles two chunks and the
-   counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a time, split it and
-   return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up. Memory therefore grows
-   with the number of distinct pre-tokens, not with the size of the corpus. With GPT-2's pattern a worker
-   first counts coarse pieces (a word with its leading space, or whitespace) with a simple regex, then splits
-   each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
+1. Counting pre-tokens. The file is cut into chunks of about ``chunk_size`` bytes at safe cuts
+   (:mod:`tokenizer.cuts`; see :func:`find_chunk_boundaries`), so no pre-token and no special token straddles
+   two chunks and the counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a
+   time, split it and return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up.
+   Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. With
+   GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or whitespace) with a
+   simple regex, then splits each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
 2. Merging (:func:`learn_merges`). Each distinct pre-token becomes a string of token ids (id ``t`` is the
    character ``chr(t)``) with its count. The trainer keeps the count of every adjacent pair, the list of
    pre-tokens each pair occurs in, and a heap to find the best pair without rescanning all pairs. A merge only
    revisits the pre-tokens that contain the merged pair, and ``str.partition``/``str.replace`` do the
-   merging in C.
-
-Where the time goes (28.7 MB of English, vocab 10,000, CPython 3.11, 2 cores; ``bench/bench_train.py``):
-counting costs about 0.08 s of CPU per MB (regex ``findall`` + ``Counter``, split over the workers); merging
-takes 3-3.5 s in one process: 0.4 s to index 1.7 M pair occurrences of 225 k distinct pre-tokens, ~1.7 s for
-~2.3 M visits of pre-tokens (half of them stale index entries that cost one ``partition`` each), ~0.6 s to sum
-the neighbour counts and ~0.5 s for the heap. About 1.4-1.5x rustbpe's wall time, and ~0.5-1x HF's.
+   merging in C. :func:`learn_merges_reference` is the same algorithm written plainly (recount every pair
+   for every merge); tests check the two agree.
 
 The file is read as bytes and decoded as strict UTF-8: invalid bytes raise :class:`ValueError` naming the
 file and the byte offset. Line endings are not translated (``"\\r\\n"`` stays two characters).
+
+This module learns merges only: :meth:`Encoding.from_vocab_merges` turns them into an encoder, and
+:meth:`Encoding.save` writes them out.
 """
 
 from __future__ import annotations
@@ -54,14 +52,13 @@ from collections.abc import Iterable, Sequence
 import regex
 from tqdm import tqdm
 
+from .cuts import safe_byte_cuts
 from .pretokenize import GPT2_PATTERN, R50K_PATTERN, compile_pattern
 
-# Chunks handed to the workers are about this many bytes (they end at the next safe boundary after it).
+# Chunks handed to the workers are about this many bytes (they end at the next safe cut after it).
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
-# How far ahead one read looks for a safe boundary; the search keeps going until it finds one.
+# How far ahead one read looks for a safe cut; the search keeps going until it finds one.
 _BOUNDARY_WINDOW = 64 * 1024
-
-_NOT_SPACE = regex.compile(r"\S")  # the pattern's \s: Unicode White_Space
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -253,8 +250,7 @@ def count_pretokens(
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
     # Give every worker something to do on files smaller than workers * chunk_size.
     target = max(1, min(chunk_size, -(-size // workers)))
-    newlines = pattern in _TWO_LEVEL_PATTERNS  # the newline rule is proven for GPT-2's pattern only
-    bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], newlines=newlines)
+    bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], pattern=pattern)
     ranges = list(zip(bounds, bounds[1:]))
     workers = min(workers, len(ranges))
     with tqdm(total=round(size / 1e6, 2), unit="MB", desc="pre-tokenizing", disable=not progress, leave=False) as bar:
@@ -286,23 +282,16 @@ def count_pretokens(
 
 
 def find_chunk_boundaries(
-    path: str | os.PathLike, chunk_size: int, special_tokens: Sequence[bytes] = (), *, newlines: bool = True
+    path: str | os.PathLike, chunk_size: int, special_tokens: Sequence[bytes] = (), *, pattern: str
 ) -> list[int]:
     """Byte offsets ``[0, b1, ..., file_size]`` cutting the file into chunks of about ``chunk_size`` bytes.
 
-    Each inner boundary is the first *safe* offset at or after the previous boundary + ``chunk_size``. An
-    offset ``p`` is safe when no occurrence of a special token straddles it and either
-
-    * a special token starts at ``p`` — the text is cut there anyway; or
-    * byte ``p`` is ``"\\n"``, the character after it is not whitespace, and no special token touches either.
-      Then ``"\\n"`` is the last character of a whitespace run followed by a non-space, which GPT-2's pattern
-      always makes a pre-token on its own (``\\s+``) after the rest of the run (``\\s+(?!\\S)``); cutting just
-      before it gives the same pieces on both sides, since the rest of the run is also a whole piece at the
-      end of a string. This reasoning holds for GPT-2's pattern; ``newlines=False`` turns the rule off (other
-      patterns, e.g. cl100k's ``\\s*[\\r\\n]``, can join a whitespace run with its newline), leaving only cuts at
-      special tokens.
-
-    When no safe offset exists the chunk grows until one is found (or the file ends).
+    Each inner boundary is the first safe cut (:func:`tokenizer.cuts.safe_byte_cuts`) at or after the
+    previous boundary + ``chunk_size``: a place where ``pattern`` splits the text before it as if the text
+    ended there, or the start of a special token; never inside a character or a special token. The trainer
+    cuts the text at every special token anyway, so counting the chunks separately gives the counts of the
+    whole file. For a pattern that is not OpenAI's only the special tokens are cut at. When no safe cut
+    exists the chunk grows until one is found (or the file ends).
     """
     path = os.fspath(path)
     size = os.path.getsize(path)
@@ -311,7 +300,7 @@ def find_chunk_boundaries(
     with open(path, "rb") as f:
         pos = chunk_size
         while pos < size:
-            b = _next_safe_boundary(f, pos, size, specials, newlines)
+            b = _next_safe_cut(f, pos, size, specials, pattern)
             if b >= size:
                 break
             bounds.append(b)
@@ -320,62 +309,59 @@ def find_chunk_boundaries(
     return bounds
 
 
-def _next_safe_boundary(f, pos: int, size: int, specials: Sequence[bytes], newlines: bool) -> int:
-    margin = max((len(s) for s in specials), default=0) + 8
+def _next_safe_cut(f, pos: int, size: int, specials: Sequence[bytes], pattern: str) -> int:
+    """The first safe cut at ``pos`` or later (``size`` if there is none), reading a window at a time."""
+    margin = max(map(len, specials), default=0) + 4  # a special token or character across the window's edge
     lo = pos
     while lo < size:
-        hi = min(size, lo + _BOUNDARY_WINDOW)
         start = max(0, lo - margin)
         f.seek(start)
-        buf = f.read(min(size, hi + margin) - start)
-        candidates = set()
-        i = buf.find(b"\n", lo - start, hi - start) if newlines else -1
-        while i >= 0:
-            candidates.add(i)
-            i = buf.find(b"\n", i + 1, hi - start)
-        for s in specials:
-            i = buf.find(s, lo - start)
-            while 0 <= i < hi - start:
-                candidates.add(i)
-                i = buf.find(s, i + 1)
-        for i in sorted(candidates):
-            if _is_safe(buf, i, specials, at_file_end=start + len(buf) == size):
-                return start + i
-        lo = hi
+        window = f.read(min(size, lo + _BOUNDARY_WINDOW + margin) - start)
+        cuts = safe_byte_cuts(
+            window, lo - start, pattern=pattern, special_tokens=specials, split_at=specials,
+            starts_whole=start == 0, ends_whole=start + len(window) == size,
+        )
+        cut = next(cuts, None)
+        if cut is not None:
+            return start + cut
+        lo += _BOUNDARY_WINDOW
     return size
-
-
-def _straddles(buf: bytes, lo: int, hi: int, specials: Sequence[bytes]) -> bool:
-    """Does an occurrence of a special token overlap ``buf[lo:hi]`` (hi > lo) ?"""
-    return any(buf.find(s, max(0, lo - len(s) + 1), hi + len(s) - 1) >= 0 for s in specials)
-
-
-def _is_safe(buf: bytes, i: int, specials: Sequence[bytes], at_file_end: bool) -> bool:
-    # No special token may straddle the cut, whatever kind of cut it is.
-    if any(buf.find(s, max(0, i - len(s) + 1), i - 1 + len(s)) >= 0 for s in specials):
-        return False
-    if any(buf.startswith(s, i) for s in specials):
-        return True
-    if buf[i] != 0x0A:
-        return False
-    # The character after the newline must exist and not be whitespace.
-    lead = buf[i + 1] if i + 1 < len(buf) else None
-    if lead is None:
-        return False
-    n = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-    if i + 1 + n > len(buf) and not at_file_end:
-        return False
-    try:
-        ch = buf[i + 1 : i + 1 + n].decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    if not _NOT_SPACE.match(ch):
-        return False
-    return not _straddles(buf, i, i + 1 + n, specials)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Phase 2: merging
+
+
+def learn_merges_reference(counts: dict[str, int], num_merges: int) -> Merges:
+    """Up to ``num_merges`` merges from pre-token counts, written plainly: count every pair, merge the most
+    frequent one everywhere, repeat. :func:`learn_merges` gives the same merges, faster; tests check it."""
+    words: Counter = Counter()  # each pre-token as a tuple of tokens (bytes) -> how often it occurs
+    for pretoken, n in counts.items():
+        data = pretoken.encode("utf-8") if isinstance(pretoken, str) else bytes(pretoken)
+        words[tuple(bytes([b]) for b in data)] += n
+    merges: Merges = []
+    while len(merges) < num_merges:
+        pairs: Counter = Counter()
+        for word, n in words.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] += n
+        if not pairs:
+            break
+        best = max(pairs, key=lambda pair: (pairs[pair], pair))  # most frequent; a tie goes to the greater pair
+        merges.append(best)
+        merged: Counter = Counter()
+        for word, n in words.items():  # replace best left to right, without overlap: (a, a, a) -> (aa, a)
+            out, i = [], 0
+            while i < len(word):
+                if word[i : i + 2] == best:
+                    out.append(best[0] + best[1])
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            merged[tuple(out)] += n
+        words = merged
+    return merges
 
 
 def _sort_key(token: bytes) -> bytes:
@@ -390,7 +376,7 @@ def _sort_key(token: bytes) -> bytes:
 
 
 def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = False) -> Merges:
-    """Up to ``num_merges`` merges learned from pre-token counts (see the module docstring for the rules).
+    """Up to ``num_merges`` merges learned from pre-token counts: those of :func:`learn_merges_reference`.
 
     Representation: token id ``t`` is the character ``chr(t)``, so a pre-token is a ``str`` of token ids and the
     standard library does the inner loops in C: ``partition`` finds a pair and ``replace`` merges it left to

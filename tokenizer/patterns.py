@@ -1,0 +1,82 @@
+"""OpenAI's pre-tokenization patterns, exactly as tiktoken runs them.
+
+Four regular expressions cut text into pre-tokens for every OpenAI encoding (gpt2/r50k/p50k, cl100k, o200k);
+:mod:`tokenizer.pretokenize` runs them and :mod:`tokenizer.cuts` proves where text may be cut without changing
+what they give. They are written for the ``regex`` package (``\\p{L}`` is any letter, ``++`` possessive).
+
+One subtlety: a character class means what the Unicode tables say, and the tables differ by version. tiktoken
+uses Unicode 16.0; the ``regex`` package here knows Unicode 17.0, whose new letters, digits and marks tiktoken
+still calls "other". :data:`NEWER_THAN_TIKTOKEN` lists them, and :func:`mask_newer` hides them as U+FFFF (never
+assigned: "other" in every version) so that ``regex`` splits as tiktoken does.
+
+This module does not split anything (that is :mod:`tokenizer.pretokenize`) and holds no fast path.
+"""
+
+from __future__ import annotations
+
+# GPT-2 as released in encoder.py (CS336 uses this form too).
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+# The same splits, as tiktoken writes it for gpt2/r50k/p50k (possessive: no backtracking on long runs).
+R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+# cl100k ("GPT-4"): case-insensitive contractions, a letter run may take one leading non-letter,
+# numbers in groups of at most 3, and runs of spaces merge (so indentation costs fewer tokens).
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+# o200k (GPT-4o): words split at case changes (CamelCase -> Camel, Case), contractions attached.
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+# The patterns this package knows: they have an ASCII fast path (pretokenize) and proven safe cuts (cuts).
+OPENAI_PATTERNS = (GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN)
+
+# Letters, digits and marks new in Unicode 17.0, which would split differently (a new CJK ideograph before "'s"
+# joins a letter run instead of a punctuation run), found by probing tiktoken with each one in context.
+NEWER_THAN_TIKTOKEN = [
+    (0x558, 0x558), (0x58B, 0x58C), (0x5C8, 0x5C9), (0x88F, 0x88F), (0xB53, 0xB54), (0xC5C, 0xC5C),
+    (0xCDC, 0xCDC), (0x1ACF, 0x1AF0), (0x208F, 0x208F), (0x209D, 0x209F), (0xA7CE, 0xA7CF), (0xA7D2, 0xA7D2),
+    (0xA7D4, 0xA7D4), (0xA7DD, 0xA7DD), (0xA7E2, 0xA7E2), (0xA7F1, 0xA7F1), (0xAB6C, 0xAB6D),
+    (0x107BB, 0x107BF), (0x10940, 0x10959), (0x10EC5, 0x10EC7), (0x10ECB, 0x10ECF), (0x10ED9, 0x10EEE),
+    (0x10EF0, 0x10EFB), (0x11B0A, 0x11B0A), (0x11B60, 0x11B67), (0x11DB0, 0x11DDB), (0x11DE0, 0x11DE9),
+    (0x11DF0, 0x11DF1), (0x1246F, 0x1246F), (0x12475, 0x1247F), (0x12550, 0x12686), (0x16EA0, 0x16EB8),
+    (0x16EBB, 0x16ED3), (0x16FF2, 0x16FF6), (0x187F8, 0x187FF), (0x18CD6, 0x18CDA), (0x18D09, 0x18D20),
+    (0x18D80, 0x18DF2), (0x18E00, 0x19191), (0x191A0, 0x191D2), (0x1B123, 0x1B128), (0x1B168, 0x1B168),
+    (0x1D127, 0x1D128), (0x1D250, 0x1D252), (0x1D25B, 0x1D25C), (0x1D25F, 0x1D25F), (0x1D280, 0x1D281),
+    (0x1D6A6, 0x1D6A6), (0x1DF1F, 0x1DF24), (0x1DF2B, 0x1DF81), (0x1DF90, 0x1DF96), (0x1DFCD, 0x1DFFF),
+    (0x1E6C0, 0x1E6DE), (0x1E6E0, 0x1E6F5), (0x1E6FE, 0x1E6FF), (0x2B73A, 0x2B73F), (0x2B81E, 0x2B81E),
+    (0x2CEA2, 0x2CEAD), (0x323B0, 0x33479), (0x3D000, 0x3FC3F),
+]
+
+# The same characters as the inside of a `regex` character class, e.g. rf"[{NEWER_CLASS}]".
+NEWER_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in NEWER_THAN_TIKTOKEN)
+_MASK_NEWER = {cp: 0xFFFF for a, b in NEWER_THAN_TIKTOKEN for cp in range(a, b + 1)}
+_NEWER_CHARS = frozenset(map(chr, _MASK_NEWER))
+_NEWER_MIN = chr(NEWER_THAN_TIKTOKEN[0][0])
+
+
+def has_newer(text: str) -> bool:
+    """Does ``text`` hold a character that tiktoken's Unicode tables do not know yet?
+
+    >>> has_newer("Hello"), has_newer("\U000323b0's")
+    (False, True)
+    """
+    return max(text, default="\0") >= _NEWER_MIN and not _NEWER_CHARS.isdisjoint(set(text))
+
+
+def mask_newer(text: str) -> str:
+    """``text`` with each character newer than tiktoken's tables replaced by U+FFFF (same length).
+
+    >>> mask_newer("\U000323b0's")
+    "\\uffff's"
+    """
+    return text.translate(_MASK_NEWER)
