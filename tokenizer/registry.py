@@ -186,7 +186,7 @@ def register_encoding(name: str, constructor: Constructor) -> None:
     (:mod:`tokenizer.plugins`). For example::
 
         def byte_level():
-            return {"pat_str": r"\S+|\s+", "mergeable_ranks": {bytes([b]): b for b in range(256)},
+            return {"pat_str": r"\\S+|\\s+", "mergeable_ranks": {bytes([b]): b for b in range(256)},
                     "special_tokens": {"<|endoftext|>": 256}}
 
         register_encoding("byte_level", byte_level)
