@@ -20,10 +20,15 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from types import MappingProxyType
-from typing import AbstractSet, Callable, Collection, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
+from typing import (
+    TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
+)
 
 from . import bpe, saving, streaming, unstable
 from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
 PIECE_CACHE_LIMIT = 1 << 19
@@ -300,7 +305,7 @@ class Encoding:
         *,
         allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
         disallowed_special: Literal["all"] | Collection[str] = "all",
-    ) -> "np.ndarray":
+    ) -> np.ndarray:
         """:meth:`encode`'s ids as a ``uint32`` NumPy array (tiktoken's is read-only; this one is writable).
 
         >>> enc.encode_to_numpy("hello world")
@@ -320,7 +325,7 @@ class Encoding:
     ) -> tuple[list[int], list[list[int]]]:
         """``(stable ids, completions)``: the ids of ``text`` that more text cannot change, and each id sequence
         the rest may start with once more text arrives (:mod:`tokenizer.unstable`). As in tiktoken, the stable
-        ids and any completion decode to bytes that start with ``text``; the completions are sorted.
+        ids and any completion decode to bytes that start with ``text``.
 
         >>> stable, completions = enc.encode_with_unstable("hello fanta")
         >>> stable
