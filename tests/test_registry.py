@@ -24,7 +24,9 @@ def fresh_registry(monkeypatch, tmp_path):
 
 
 def test_names_and_alias():
-    assert list_encoding_names() == ["gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base"]
+    assert list_encoding_names() == [
+        "gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base", "o200k_harmony"
+    ]
     assert get_encoding("gpt4") is get_encoding("cl100k_base")
     assert get_encoding("gpt2") is get_encoding("gpt2")  # loaded once
 

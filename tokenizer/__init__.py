@@ -15,15 +15,19 @@ from .bpe import merge, merge_reference
 from .cs336 import Tokenizer
 from .encoding import Encoding
 from .loading import load_encoding
-from .registry import get_encoding, list_encoding_names
+from .model_table import encoding_for_model, encoding_name_for_model
+from .registry import get_encoding, list_encoding_names, register_encoding
 from .vocab_files import bytes_to_unicode
 
 __all__ = [
     "Encoding",
     "Tokenizer",
     "bytes_to_unicode",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "get_encoding",
     "list_encoding_names",
+    "register_encoding",
     "merge",
     "merge_reference",
     "train_bpe",

@@ -16,15 +16,26 @@ BPE-encoded once and later found in a dict. ``encode_ordinary`` is a lookup per 
 from __future__ import annotations
 
 import functools
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from types import MappingProxyType
-from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import (
+    TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
+)
 
-from . import bpe, saving, streaming
+from . import bpe, saving, streaming, unstable
 from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
 PIECE_CACHE_LIMIT = 1 << 19
+
+# Threads run this pure-Python code in parallel only on a free-threaded build (3.13t+); with the GIL they
+# only add overhead, so the batch methods use them only when this is true.
+THREADS_RUN_IN_PARALLEL = not getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 class _PieceCache(dict):
@@ -156,7 +167,8 @@ class Encoding:
         self._special_tokens = dict(special_tokens)
         self._pretokenizer = compile_pattern(pat_str)
         self._decoder: dict[int, bytes] = {idx: token for token, idx in token_ids.items()}
-        for text, idx in self._special_tokens.items():
+        # reversed: where two special tokens share an id (o200k_harmony's 200018) the first listed decodes it
+        for text, idx in reversed(self._special_tokens.items()):
             self._decoder[idx] = text.encode("utf-8")
         self._special_token_values = frozenset(self._special_tokens.values())
         self.max_token_value = max(self._decoder, default=-1)
@@ -292,17 +304,93 @@ class Encoding:
         self,
         text: Sequence[str],
         *,
-        num_threads: int = 8,
+        num_threads: int | None = 8,
         allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
         disallowed_special: Literal["all"] | Collection[str] = "all",
     ) -> list[list[int]]:
-        """Encode several texts. ``num_threads`` is accepted for tiktoken compatibility; with Python's GIL
-        threads would not help, so texts are encoded one after another."""
-        return [self.encode(t, allowed_special=allowed_special, disallowed_special=disallowed_special) for t in text]
+        """Encode several texts; see :func:`map_batch` for what ``num_threads`` does.
 
-    def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
-        """Encode several texts, special tokens as plain text."""
-        return [self.encode_ordinary(t) for t in text]
+        >>> enc.encode_batch(["hello world", "goodbye world"])
+        [[31373, 995], [11274, 16390, 995]]
+        """
+        allowed, disallowed = self.special_token_sets(
+            allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
+        encode = functools.partial(self.encode, allowed_special=allowed, disallowed_special=disallowed)
+        return map_batch(encode, text, num_threads=num_threads)
+
+    def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int | None = 8) -> list[list[int]]:
+        """Encode several texts, special tokens as plain text; see :func:`map_batch` for ``num_threads``."""
+        return map_batch(self.encode_ordinary, text, num_threads=num_threads)
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> np.ndarray:
+        """:meth:`encode`'s ids as a ``uint32`` NumPy array (tiktoken's is read-only; this one is writable).
+
+        >>> enc.encode_to_numpy("hello world")
+        array([31373,   995], dtype=uint32)
+        """
+        import numpy as np  # only here: the tokenizer itself does not need NumPy, and importing it is slow
+
+        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return np.array(ids, dtype=np.uint32)
+
+    def encode_with_unstable(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> tuple[list[int], list[list[int]]]:
+        """``(stable ids, completions)``: the ids of ``text`` that more text cannot change, and each id sequence
+        the rest may start with once more text arrives (:mod:`tokenizer.unstable`). As in tiktoken, the stable
+        ids and any completion decode to bytes that start with ``text``.
+
+        >>> stable, completions = enc.encode_with_unstable("hello fanta")
+        >>> stable
+        [31373]
+        >>> sorted(enc.decode(c) for c in completions if len(c) == 1)[:3]
+        [' fantas', ' fantasies', ' fantastic']
+        >>> all(enc.decode_bytes(stable + c).startswith(b"hello fanta") for c in completions)
+        True
+        """
+        allowed, disallowed = self.special_token_sets(
+            allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
+        self.check_disallowed_special(text, disallowed)
+        return unstable.encode_with_unstable(self, text, allowed)
+
+    def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
+        """BPE-encode one piece as it is: no pre-tokenization, no special tokens (tiktoken's name: for code that
+        cuts text itself). A piece that is a token is that token.
+
+        >>> enc._encode_single_piece("helloqqqq")
+        [31373, 38227, 38227]
+        """
+        if isinstance(text_or_bytes, str):
+            data = text_or_bytes.encode("utf-8")  # as tiktoken: a lone surrogate raises UnicodeEncodeError
+        else:
+            data = bytes(text_or_bytes)
+        idx = self._token_ids.get(data)
+        if idx is not None:
+            return [idx]
+        return list(self._merge_to_ids(data)) if data else []
+
+    def _encode_bytes(self, data: bytes) -> list[int]:
+        """Encode bytes that may not be valid UTF-8 (tiktoken's name), e.g. text cut inside a character;
+        special tokens are plain text. See :func:`tokenizer.unstable.encode_bytes`.
+
+        >>> enc._encode_bytes("café".encode()[:-1])  # the last byte of "é" is missing
+        [66, 1878, 127]
+        """
+        if isinstance(data, str):
+            raise TypeError("_encode_bytes takes bytes; for text use encode_ordinary(text)")
+        return unstable.encode_bytes(self, bytes(data))
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of a text that is exactly one token (special tokens included); KeyError otherwise.
@@ -366,9 +454,41 @@ class Encoding:
         """
         return [self.decode_single_token_bytes(t) for t in tokens]
 
-    def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8) -> list[str]:
-        """Decode several token lists."""
-        return [self.decode(tokens, errors=errors) for tokens in batch]
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
+        """The text of ``tokens`` and, for each token, the index in that text of the character where it starts.
+
+        A token that starts inside a character (a multibyte character split across tokens) gets the index of
+        that character. As in tiktoken, bytes that are not valid UTF-8 raise ``UnicodeDecodeError``.
+
+        >>> enc.decode_with_offsets([31373, 995])
+        ('hello world', [0, 5])
+        >>> enc.decode_tokens_bytes(enc.encode("a我b"))  # "我" is 3 bytes, cut across two tokens
+        [b'a', b'\\xe6\\x88', b'\\x91', b'b']
+        >>> enc.decode_with_offsets(enc.encode("a我b"))
+        ('a我b', [0, 1, 1, 2])
+        """
+        token_bytes = self.decode_tokens_bytes(tokens)
+        offsets = []
+        n_chars = 0  # characters begun so far: each begins with a byte that is not a continuation byte
+        for data in token_bytes:
+            inside_a_character = _is_continuation_byte(data[0])
+            offsets.append(max(0, n_chars - inside_a_character))
+            n_chars += sum(not _is_continuation_byte(b) for b in data)
+        return b"".join(token_bytes).decode("utf-8"), offsets
+
+    def decode_batch(
+        self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int | None = 8
+    ) -> list[str]:
+        """Decode several token lists; see :func:`map_batch` for ``num_threads``."""
+        return map_batch(functools.partial(self.decode, errors=errors), batch, num_threads=num_threads)
+
+    def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int | None = 8) -> list[bytes]:
+        """The bytes of several token lists; see :func:`map_batch` for ``num_threads``.
+
+        >>> enc.decode_bytes_batch([[31373], [995]])
+        [b'hello', b' world']
+        """
+        return map_batch(self.decode_bytes, batch, num_threads=num_threads)
 
     def _unknown_token(self, token) -> KeyError:
         return KeyError(
@@ -404,8 +524,14 @@ class Encoding:
 
     @property
     def eot_token(self) -> int:
-        """The id of ``<|endoftext|>``."""
-        return self._special_tokens["<|endoftext|>"]
+        """The id of ``<|endoftext|>``; ``KeyError`` (as tiktoken) if this encoding has none."""
+        try:
+            return self._special_tokens["<|endoftext|>"]
+        except KeyError:
+            raise KeyError(
+                f"encoding {self.name!r} has no '<|endoftext|>' special token; "
+                f"its special tokens are {sorted(self._special_tokens)[:8] or 'none'}"
+            ) from None
 
     @functools.cached_property
     def special_tokens_set(self) -> set[str]:
@@ -473,6 +599,38 @@ def _rebuild(name, pat_str, merge_ranks, token_ids, special_tokens, merges, whol
         name, pat_str, merge_ranks, token_ids, special_tokens, merges=merges, whole_piece_tokens=whole_piece_tokens
     )
     return enc
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def map_batch(func: Callable[[T], R], items: Iterable[T], *, num_threads: int | None = 8) -> list[R]:
+    """``[func(item) for item in items]``: what the ``*_batch`` methods do with ``num_threads``.
+
+    ``num_threads`` must be a positive integer or None (as in tiktoken: the default of
+    ``ThreadPoolExecutor``). tiktoken releases the GIL, so its threads encode in parallel; this package's
+    encoding is Python code, which threads run one at a time under the GIL. So threads are used only on a
+    free-threaded Python (``THREADS_RUN_IN_PARALLEL``); elsewhere the items are done in order in the
+    calling thread, which is faster than a pool that cannot run them at once.
+
+    >>> map_batch(len, ["a", "bb"], num_threads=2)
+    [1, 2]
+    """
+    if num_threads is not None and type(num_threads) is not int:
+        raise TypeError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
+    if num_threads is not None and num_threads < 1:
+        raise ValueError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
+    items = list(items)
+    if THREADS_RUN_IN_PARALLEL and num_threads != 1 and len(items) > 1:
+        with ThreadPoolExecutor(num_threads) as pool:
+            return list(pool.map(func, items))
+    return list(map(func, items))
+
+
+def _is_continuation_byte(byte: int) -> bool:
+    """UTF-8 continuation bytes are 0b10xxxxxx: they never begin a character."""
+    return byte & 0xC0 == 0x80
 
 
 def _replace_surrogates(text: str) -> str:

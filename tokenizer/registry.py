@@ -8,6 +8,9 @@ GPT-2's ``encoder.json`` ships inside this package. The other files are looked f
    downloaded into the cache.
 
 Every file is checked against its known sha256 before it is used, wherever it came from.
+
+More encodings can be added by name: :func:`register_encoding` in one process, or a plugin module found by
+:mod:`tokenizer.plugins` (tiktoken's ``tiktoken_ext`` idea).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
 from .encoding import Encoding
+from .plugins import find_plugin_constructors
 from .pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from .vocab_files import read_gpt2_encoder_json, read_tiktoken_file
 
@@ -91,32 +96,57 @@ ENCODINGS = {
             {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260, ENDOFPROMPT: 100276},
         ),
         EncodingSpec("o200k_base", O200K, O200K_PATTERN, {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
+        # gpt-oss's chat format. Like tiktoken, 200018 is both <|endofprompt|> (which decodes it) and
+        # <|reserved_200018|>, so there is no n_vocab to check.
+        EncodingSpec(
+            "o200k_harmony", O200K, O200K_PATTERN,
+            {
+                ENDOFTEXT: 199999, ENDOFPROMPT: 200018,
+                "<|startoftext|>": 199998, "<|reserved_200000|>": 200000, "<|reserved_200001|>": 200001,
+                "<|return|>": 200002, "<|constrain|>": 200003, "<|reserved_200004|>": 200004,
+                "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007, "<|message|>": 200008,
+                "<|reserved_200009|>": 200009, "<|reserved_200010|>": 200010, "<|reserved_200011|>": 200011,
+                "<|call|>": 200012,
+            } | {f"<|reserved_{i}|>": i for i in range(200013, 201088)},
+        ),
     ]
 }
 ALIASES = {"gpt4": "cl100k_base", "gpt-4": "cl100k_base", "gpt-4o": "o200k_base", "gpt-2": "gpt2"}
+
+# What register_encoding and plugins take: a function returning Encoding's arguments as a dict (tiktoken's).
+Constructor = Callable[[], Mapping[str, Any]]
+
 
 class RegisteredEncoding(Encoding):
     """An encoding :func:`get_encoding` made: pickled as its name, not as its tables.
 
     The process that unpickles it calls ``get_encoding(name)`` and gets its own shared copy (loaded once, or
-    already loaded), so sending an encoding to worker processes costs a few bytes.
+    already loaded), so sending an encoding to worker processes costs a few bytes. One made by a constructor
+    given to :func:`register_encoding` is sent with a reference to that constructor, which the other
+    process registers if it has not (so the constructor must be a module-level function to be picklable).
     """
 
+    registered_constructor: Constructor | None = None
+
     def __reduce__(self):
+        if self.registered_constructor is not None:
+            return (_get_registered, (self.name, self.registered_constructor))
         return (get_encoding, (self.name,))
 
 
 _cache: dict[str, Encoding] = {}
-_lock = threading.Lock()
+_registered: dict[str, Constructor] = {}  # by register_encoding
+_lock = threading.RLock()  # reentrant: a constructor may call get_encoding for a base encoding
 
 
 def list_encoding_names() -> list[str]:
-    """The names ``get_encoding`` accepts (aliases such as ``"gpt4"`` aside).
+    """The names ``get_encoding`` accepts (aliases such as ``"gpt4"`` aside): the built-in encodings, then
+    those given to :func:`register_encoding`, then those of plugins (:mod:`tokenizer.plugins`).
 
-    >>> list_encoding_names()
-    ['gpt2', 'r50k_base', 'p50k_base', 'p50k_edit', 'cl100k_base', 'o200k_base']
+    >>> list_encoding_names()[:7]
+    ['gpt2', 'r50k_base', 'p50k_base', 'p50k_edit', 'cl100k_base', 'o200k_base', 'o200k_harmony']
     """
-    return list(ENCODINGS)
+    return list({**dict.fromkeys(ENCODINGS), **dict.fromkeys(_registered), **dict.fromkeys(_plugins())})
 
 
 def get_encoding(encoding_name: str) -> Encoding:
@@ -125,14 +155,83 @@ def get_encoding(encoding_name: str) -> Encoding:
     >>> get_encoding("gpt2").encode("hello world")
     [31373, 995]
     """
+    if not isinstance(encoding_name, str):
+        raise TypeError(f"encoding_name must be a string such as 'gpt2', got {type(encoding_name).__name__}")
     name = ALIASES.get(encoding_name, encoding_name)
-    if name not in ENCODINGS:
-        known = ", ".join([*ENCODINGS, *ALIASES])
-        raise ValueError(f"Unknown encoding {encoding_name!r}. Known encodings: {known}")
     with _lock:
-        if name not in _cache:
-            _cache[name] = _build(ENCODINGS[name])
-        return _cache[name]
+        if name in _cache:
+            return _cache[name]
+        if name in ENCODINGS:
+            enc = _build(ENCODINGS[name])
+        elif name in _registered:
+            enc = _build_from_constructor(name, _registered[name], origin="register_encoding")
+            enc.registered_constructor = _registered[name]
+        else:
+            plugins = _plugins()
+            if name not in plugins:
+                known = ", ".join([*ENCODINGS, *ALIASES, *_registered, *plugins])
+                raise ValueError(f"Unknown encoding {encoding_name!r}. Known encodings: {known}")
+            module, constructor = plugins[name]
+            enc = _build_from_constructor(name, constructor, origin=f"tokenizer plugin {module}")
+        _cache[name] = enc
+        return enc
+
+
+def register_encoding(name: str, constructor: Constructor) -> None:
+    """Make ``get_encoding(name)`` return ``Encoding(**constructor())``, built on first use and shared.
+
+    ``constructor`` returns ``Encoding``'s arguments as a dict (``pat_str``, ``mergeable_ranks``,
+    ``special_tokens``, optionally ``name`` and ``explicit_n_vocab``): the contract of tiktoken's plugin
+    constructors. For an encoding every process should know, write a plugin module instead
+    (:mod:`tokenizer.plugins`). For example::
+
+        def byte_level():
+            return {"pat_str": r"\\S+|\\s+", "mergeable_ranks": {bytes([b]): b for b in range(256)},
+                    "special_tokens": {"<|endoftext|>": 256}}
+
+        register_encoding("byte_level", byte_level)
+        get_encoding("byte_level").encode("hi")  # [104, 105]
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty string, got {name!r}")
+    if not callable(constructor):
+        raise TypeError(f"constructor must be a function returning Encoding's arguments, got {constructor!r}")
+    with _lock:
+        if name in ENCODINGS or name in ALIASES or name in _registered:
+            raise ValueError(f"encoding {name!r} is already registered; choose another name")
+        _registered[name] = constructor
+
+
+def _get_registered(name: str, constructor: Constructor) -> Encoding:
+    """Unpickling a registered encoding: register its constructor here too if needed, then get it."""
+    with _lock:
+        _registered.setdefault(name, constructor)
+    return get_encoding(name)
+
+
+def _plugins() -> dict[str, tuple[str, Constructor]]:
+    plugins = find_plugin_constructors()
+    clash = next((n for n in plugins if n in ENCODINGS or n in ALIASES or n in _registered), None)
+    if clash is not None:
+        raise ValueError(f"tokenizer plugin {plugins[clash][0]} defines encoding {clash!r}, which is already "
+                         "registered; rename it")
+    return plugins
+
+
+def _build_from_constructor(name: str, constructor: Constructor, *, origin: str) -> RegisteredEncoding:
+    kwargs = constructor()
+    if not isinstance(kwargs, Mapping):
+        raise TypeError(f"the constructor of encoding {name!r} ({origin}) must return a dict of Encoding's "
+                        f"arguments, got {type(kwargs).__name__}")
+    kwargs = dict(kwargs)
+    if kwargs.setdefault("name", name) != name:
+        raise ValueError(f"the constructor of encoding {name!r} ({origin}) returned name {kwargs['name']!r}; "
+                         "the two must be the same")
+    allowed = {"name", "pat_str", "mergeable_ranks", "special_tokens", "explicit_n_vocab"}
+    if set(kwargs) - allowed or not {"pat_str", "mergeable_ranks", "special_tokens"} <= set(kwargs):
+        raise ValueError(f"the constructor of encoding {name!r} ({origin}) returned keys {sorted(kwargs)}; "
+                         f"expected pat_str, mergeable_ranks, special_tokens and optionally explicit_n_vocab")
+    return RegisteredEncoding(kwargs.pop("name"), **kwargs)
 
 
 def _build(spec: EncodingSpec) -> Encoding:
