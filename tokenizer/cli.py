@@ -435,7 +435,7 @@ def build_parser(prog: str) -> Parser:
                 "Check that this project's ids equal tiktoken's (or another tokenizer's, or a .bin dataset's) on "
                 "your files, and show each difference: where, the pre-token, both sides' ids and pieces. "
                 "Exit status 0: identical, 1: different, 2: a mistake.",
-                "INPUT [INPUT ...] [options]")
+                "INPUT [INPUT ...] [options]  (or --fuzz N without INPUT)")
     p.add_argument("inputs", nargs="*", metavar="INPUT",
                    help="UTF-8 text files, .jsonl files (one JSON object per line), folders of them or globs")
     add_flag(p, "encoding", type=comma_list, action="extend", metavar="NAME|DIR",
@@ -455,7 +455,8 @@ def build_parser(prog: str) -> Parser:
     add_flag(p, "max_report", type=positive_int, default=10, metavar="N",
              help="differences shown per input and encoding (default 10; all are counted)")
     add_flag(p, "fuzz", type=positive_int, metavar="N", help="also check N generated strings (mixed scripts, "
-             "whitespace runs, contractions, surrogates, special-token fragments)")
+             "whitespace runs, contractions, surrogates, special-token fragments), each twice: special tokens "
+             "as their ids and as plain text")
     add_flag(p, "seed", type=int, default=0, metavar="S", help="the seed of --fuzz (default 0): same seed, "
              "same strings")
     add_specials(p)
