@@ -30,7 +30,8 @@ and ``31373,995`` as a tuple, and no setting turns that off for every input. arg
 as typed, and each command's flags are declared, so ``--help`` works and a misspelt flag stops before any work.
 
 What this module does not do: tokenize. Each command parses its arguments, calls the library
-(:mod:`tokenizer.dataset`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :class:`Encoding`) and prints.
+(:mod:`tokenizer.dataset`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :mod:`tokenizer.parity`,
+:class:`Encoding`) and prints.
 """
 
 from __future__ import annotations
@@ -266,7 +267,9 @@ def check_parity(args) -> int:
                                    disallowed_special=disallowed, **options)
     else:
         reports = []
-        others = [parity_other(enc, args.against) for enc in encs]  # all loaded (or refused) before any work
+        folder = parity_folder(args.against)
+        # every other side loaded (or refused) before any work
+        others = [(folder, args.against) if folder else tiktoken_side(enc) for enc in encs]
         for enc, (other, label), (allowed, disallowed) in zip(encs, others, rules):
             for path in paths:
                 reports.append(parity.check_file(path, enc, other, other_name=label, allowed_special=allowed,
@@ -290,17 +293,21 @@ def check_parity(args) -> int:
     return 1 if differ else 0
 
 
-def parity_other(enc: Encoding, against: str | None):
-    """``--against``: tiktoken (its encoding of ``enc``'s name, or its engine on ``enc``'s tables) or the folder
-    of a saved tokenizer. Returns ``(encoding, label)``."""
+def parity_folder(against: str | None) -> Encoding | None:
+    """``--against DIR``: the saved tokenizer in DIR; None for ``--against tiktoken`` (the default)."""
     if against in (None, "tiktoken"):
-        try:
-            return parity.tiktoken_counterpart(enc)
-        except ImportError as e:
-            raise UsageError(str(e)) from None
+        return None
     if not Path(against).is_dir():
         raise UsageError(f"--against {against}: no such folder; pass tiktoken or the folder of a saved tokenizer")
-    return load_encoding(against), against
+    return load_encoding(against)
+
+
+def tiktoken_side(enc: Encoding):
+    """tiktoken's encoding of ``enc``'s name (or its engine on ``enc``'s tables), and its label."""
+    try:
+        return parity.tiktoken_counterpart(enc)
+    except ImportError as e:
+        raise UsageError(str(e)) from None
 
 
 # ---- the parser -------------------------------------------------------------------------------------------
