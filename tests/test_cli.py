@@ -20,7 +20,7 @@ import tokenizer
 from conftest import CORPUS, REPO
 from tokenizer import get_encoding
 
-COMMANDS = ["encode", "decode", "count", "encode-file", "stats", "show", "explain", "compare", "train"]
+COMMANDS = ["encode", "decode", "count", "encode-file", "stats", "show", "explain", "compare", "train", "parity"]
 PROG = "python -m tokenizer"
 
 

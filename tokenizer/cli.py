@@ -7,6 +7,7 @@
     python -m tokenizer stats FILE... [--encodings gpt2,cl100k_base,o200k_base]
     python -m tokenizer show | explain | compare "Not all heroes wear capes."
     python -m tokenizer train --input FILE --vocab_size N --out DIR [--special_tokens "<|endoftext|>,<|pad|>"]
+    python -m tokenizer parity INPUT... [--encoding gpt2,cl100k_base] [--against tiktoken|DIR] [--ids FILE.bin]
 
 Every command follows the same rules:
 
@@ -20,7 +21,8 @@ Every command follows the same rules:
 * ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or the folder of a saved tokenizer
   (``train --out DIR``); list options take comma lists; flags are spelt ``--vocab_size`` or ``--vocab-size``.
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
-  before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file.
+  before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file. ``parity``
+  exits with 1 when the ids differ, so other projects can run it in their CI.
 
 Why argparse and not fire: fire parses every argument as a Python literal when it can, so ``"Hello, world"``
 arrives as the tuple ``('Hello', 'world')``, ``1e3`` as the float ``1000.0``, ``'quoted'`` without its quotes
@@ -28,19 +30,21 @@ and ``31373,995`` as a tuple, and no setting turns that off for every input. arg
 as typed, and each command's flags are declared, so ``--help`` works and a misspelt flag stops before any work.
 
 What this module does not do: tokenize. Each command parses its arguments, calls the library
-(:mod:`tokenizer.dataset`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :class:`Encoding`) and prints.
+(:mod:`tokenizer.dataset`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :mod:`tokenizer.parity`,
+:class:`Encoding`) and prints.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import sys
 import time
 from pathlib import Path
 
-from . import dataset, teach
+from . import dataset, parity, teach
 from .encoding import Encoding
 from .loading import load_encoding
 from .saving import SAVE_FORMATS
@@ -243,6 +247,70 @@ def train(args) -> None:
     print(f"on the training text: {n_tokens:,} tokens, {n_bytes / max(n_tokens, 1):.3f} bytes/token")
 
 
+def check_parity(args) -> int:
+    if not args.inputs and args.fuzz is None:
+        args.parser.error("the following arguments are required: INPUT (or --fuzz N)")
+    if args.ids is not None:
+        extra = next((flag for flag in ("against", "fuzz") if getattr(args, flag) is not None), None)
+        if extra:
+            args.parser.error(f"--ids checks a file of ids against this project's encoding: drop --{extra}")
+        if args.encoding and len(args.encoding) > 1:
+            args.parser.error("--ids checks one encoding (the one that wrote the ids): pass one --encoding")
+    elif args.dtype is not None:
+        args.parser.error("--dtype is the type of the ids in --ids FILE.bin: pass it with --ids")
+    paths = parity.find_inputs(args.inputs)
+    encs = [open_encoding(name) for name in args.encoding or (["gpt2"] if args.ids else parity.DEFAULT_ENCODINGS)]
+    rules = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs]
+    options = dict(errors=args.errors, max_report=args.max_report, progress=show_progress())
+    if args.ids is not None:
+        (allowed, disallowed), = rules
+        reports = parity.check_ids(paths, args.ids, encs[0], dtype=args.dtype, allowed_special=allowed,
+                                   disallowed_special=disallowed, **options)
+    else:
+        reports = []
+        folder = parity_folder(args.against)
+        # every other side loaded (or refused) before any work
+        others = [(folder, args.against) if folder else tiktoken_side(enc) for enc in encs]
+        for enc, (other, label), (allowed, disallowed) in zip(encs, others, rules):
+            for path in paths:
+                reports.append(parity.check_file(path, enc, other, other_name=label, allowed_special=allowed,
+                                                 disallowed_special=disallowed, text_field=args.text_field,
+                                                 **options))
+            if args.fuzz:  # the strings hold special-token text: checked both ways, as the parity tests do
+                for how, allowed_special in (("special tokens as ids", "all"), ("special tokens as text", set())):
+                    name = f"fuzz ({args.fuzz:,} texts, seed {args.seed}, {how})"
+                    reports.append(parity.check_texts(parity.fuzz_texts(args.fuzz, args.seed), enc, other,
+                                                      other_name=label, input_name=name,
+                                                      allowed_special=allowed_special, disallowed_special=(),
+                                                      max_report=args.max_report, progress=options["progress"]))
+    differ = sum(not r.identical for r in reports)
+    if args.json:
+        print(json.dumps({"identical": not differ, "checks": [r.to_dict() for r in reports]}, indent=2))
+    else:
+        for report in reports:
+            print("\n".join(parity.report_lines(report)))
+        checks = parity.plural(len(reports), "check")
+        print(f"different: {differ} of {checks}" if differ else f"identical: {checks}")
+    return 1 if differ else 0
+
+
+def parity_folder(against: str | None) -> Encoding | None:
+    """``--against DIR``: the saved tokenizer in DIR; None for ``--against tiktoken`` (the default)."""
+    if against in (None, "tiktoken"):
+        return None
+    if not Path(against).is_dir():
+        raise UsageError(f"--against {against}: no such folder; pass tiktoken or the folder of a saved tokenizer")
+    return load_encoding(against)
+
+
+def tiktoken_side(enc: Encoding):
+    """tiktoken's encoding of ``enc``'s name (or its engine on ``enc``'s tables), and its label."""
+    try:
+        return parity.tiktoken_counterpart(enc)
+    except ImportError as e:
+        raise UsageError(str(e)) from None
+
+
 # ---- the parser -------------------------------------------------------------------------------------------
 
 
@@ -370,11 +438,43 @@ def build_parser(prog: str) -> Parser:
     add_flag(p, "format", choices=SAVE_FORMATS, default="gpt2", help="file format (default gpt2)")
     add_flag(p, "num_workers", type=positive_int, metavar="K",
                    help="processes counting pre-tokens (default: all CPUs)")
+
+    p = command("parity", check_parity,
+                "Check that this project's ids equal tiktoken's (or another tokenizer's, or a .bin dataset's) on "
+                "your files, and show each difference: where, the pre-token, both sides' ids and pieces. "
+                "Exit status 0: identical, 1: different, 2: a mistake.",
+                "INPUT [INPUT ...] [options]  (or --fuzz N without INPUT)")
+    p.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="UTF-8 text files, .jsonl files (one JSON object per line), folders of them or globs")
+    add_flag(p, "encoding", type=comma_list, action="extend", metavar="NAME|DIR",
+             help="encodings to check, registered names or saved folders; repeat or comma list "
+             f"(default: {','.join(parity.DEFAULT_ENCODINGS)}; with --ids, gpt2)")
+    add_flag(p, "against", metavar="tiktoken|DIR",
+             help="the other side: tiktoken (default; for a saved tokenizer tiktoken does not know, tiktoken's "
+             "engine with its tables), or the folder of a saved tokenizer")
+    add_flag(p, "ids", metavar="FILE.bin",
+             help="instead, check this file of ids (nanoGPT's layout, as encode-file writes it) against "
+             "this project's encoding of the INPUTs, one after another")
+    add_flag(p, "dtype", choices=["uint16", "uint32"],
+             help="the type of the ids in --ids (default: uint16 up to 65,536 ids, else uint32)")
+    add_flag(p, "json", action="store_true", help="print the report as JSON")
+    add_flag(p, "text_field", default="text", metavar="NAME", help="the text's field in .jsonl records "
+             "(default text)")
+    add_flag(p, "max_report", type=positive_int, default=10, metavar="N",
+             help="differences shown per input and encoding (default 10; all are counted)")
+    add_flag(p, "fuzz", type=positive_int, metavar="N", help="also check N generated strings (mixed scripts, "
+             "whitespace runs, contractions, surrogates, special-token fragments), each twice: special tokens "
+             "as their ids and as plain text")
+    add_flag(p, "seed", type=int, default=0, metavar="S", help="the seed of --fuzz (default 0): same seed, "
+             "same strings")
+    add_specials(p)
+    add_errors(p)
     return parser
 
 
 def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
-    """Run one command; returns the exit status (0, 2 for a mistake, 130 for Ctrl-C)."""
+    """Run one command; returns the exit status (0, 1 when parity finds a difference, 2 for a mistake, 130 for
+    Ctrl-C)."""
     prog = prog or Path(sys.argv[0]).name
     parser = build_parser(prog)
     args, unknown = parser.parse_known_args(argv)
@@ -384,7 +484,7 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     if missing:
         args.parser.error(f"the following arguments are required: {', '.join(missing)}")
     try:
-        args.run(args)
+        status = args.run(args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
@@ -395,7 +495,7 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
         message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"{prog}: error: {cli_wording(message)}", file=sys.stderr)
         return 2
-    return 0
+    return status or 0
 
 
 def cli_wording(message: str) -> str:

@@ -1,0 +1,536 @@
+"""``python -m tokenizer parity``: run as a user runs it (its own process, in ``tmp_path``), checked against
+oracles computed here: tiktoken's ids, ids changed by hand in a ``.bin``, and a saved tokenizer with one merge
+taken out, whose differences on a text are known in advance."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import CORPUS, FUZZ_EXAMPLES, REPO
+from tokenizer import Encoding, dataset, get_encoding, parity
+from tokenizer.pretokenize import compile_pattern
+
+PROG = "python -m tokenizer"
+
+
+def run(*args, cwd, status=0, env=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "tokenizer", "parity", *args], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=600)
+    assert proc.returncode == status, proc.stderr
+    if status == 2:  # a mistake: exactly one line, naming the program, never a traceback
+        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(PROG), proc.stderr
+    return proc
+
+
+@pytest.fixture
+def cli(tmp_path):
+    return lambda *args, **kw: run(*args, cwd=tmp_path, **kw)
+
+
+def corpus_prefix(name: str, limit: int) -> bytes:
+    data = (CORPUS / name).read_bytes()[:limit]
+    return data[: len(data.decode("utf-8", errors="ignore").encode("utf-8"))]  # whole characters only
+
+
+def summary(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if not line.startswith(" ")]
+
+
+# ---- identical data ---------------------------------------------------------------------------------------
+
+
+def test_identical_files_exit_0_with_tiktokens_counts(cli, tmp_path):
+    (tmp_path / "data").mkdir()
+    en = corpus_prefix("en_docs.txt", 400_000)  # holds <|endoftext|> separators
+    zh = corpus_prefix("zh_manpages.txt", 150_000)
+    (tmp_path / "data" / "en.txt").write_bytes(en)
+    (tmp_path / "data" / "zh.txt").write_bytes(zh)
+    records = [{"text": t, "id": i} for i, t in enumerate(["héllo wörld", "", "  indented\n\tcode()", "中文 😀"])]
+    (tmp_path / "data" / "docs.jsonl").write_text("\n".join(map(json.dumps, records)) + "\n\n", encoding="utf-8")
+    out = cli("data", "--encoding", "gpt2,cl100k_base", "--allowed_special", "all", "--json").stdout
+    report = json.loads(out)
+    assert report["identical"] is True
+    expected = []
+    for name in ("gpt2", "cl100k_base"):
+        oracle = tiktoken.get_encoding(name)
+        n_records = sum(len(oracle.encode(r["text"], allowed_special="all")) for r in records)
+        n_records_bytes = sum(len(r["text"].encode()) for r in records)
+        expected += [
+            ("data/docs.jsonl", name, n_records_bytes, n_records),  # a folder: its files in sorted order
+            ("data/en.txt", name, len(en), len(oracle.encode(en.decode(), allowed_special="all"))),
+            ("data/zh.txt", name, len(zh), len(oracle.encode(zh.decode(), allowed_special="all"))),
+        ]
+    got = [(c["input"], c["encoding"], c["bytes"], c["tokens"]) for c in report["checks"]]
+    assert got == expected
+    for check in report["checks"]:
+        assert check["identical"] and check["tokens"] == check["other_tokens"] and check["mismatches"] == 0
+        assert check["against"] == f"tiktoken {check['encoding']}" and check["shown"] == []
+        assert check["mb_per_s"] > 0 and check["other_mb_per_s"] > 0
+    # the text report says the same, one line per check
+    text = cli("data/*.txt", "--encoding", "gpt2", "--allowed_special", "all").stdout.splitlines()
+    oracle = tiktoken.get_encoding("gpt2")
+    assert text[0].startswith(f"data/en.txt: gpt2 vs tiktoken gpt2: identical; {len(en):,} bytes, "
+                              f"{len(oracle.encode(en.decode(), allowed_special='all')):,} tokens; ours ")
+    assert text[1].startswith("data/zh.txt: gpt2 vs tiktoken gpt2: identical;") and text[2] == "identical: 2 checks"
+
+
+def test_default_encodings_are_gpt2_cl100k_o200k(cli, tmp_path):
+    (tmp_path / "a.txt").write_text("Hello, world! 'tis 2024.\n", encoding="utf-8")
+    checks = json.loads(cli("a.txt", "--json").stdout)["checks"]
+    assert [c["encoding"] for c in checks] == ["gpt2", "cl100k_base", "o200k_base"]
+
+
+# ---- a .bin checked against the text ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def dataset_files(tmp_path):
+    """en.txt and en.bin, its ids as encode-file writes them (made here by tiktoken, the oracle)."""
+    data = corpus_prefix("en_docs.txt", 300_000)
+    (tmp_path / "en.txt").write_bytes(data)
+    ids = np.array(tiktoken.get_encoding("gpt2").encode(data.decode(), allowed_special="all"), dtype="<u2")
+    ids.tofile(tmp_path / "en.bin")
+    return data, ids
+
+
+def test_ids_identical(cli, dataset_files):
+    data, ids = dataset_files
+    out = cli("en.txt", "--ids", "en.bin", "--allowed_special", "all").stdout
+    assert out == (f"en.txt: gpt2 vs en.bin: identical; {len(data):,} bytes, {len(ids):,} tokens; ours "
+                   + out.split("; ours ")[1].split("\n")[0] + "\nidentical: 1 check\n")
+
+
+def test_ids_with_one_id_changed_names_the_offset_and_the_pre_token(cli, tmp_path, dataset_files):
+    data, ids = dataset_files
+    enc = get_encoding("gpt2")
+    pieces = enc.decode_tokens_bytes(ids.tolist())
+    # a " the" that is a whole pre-token (the next id starts a new word) past the first 1,000 ids
+    k = next(k for k in range(1000, len(ids)) if pieces[k] == b" the" and pieces[k + 1][:1] == b" ")
+    offset = sum(map(len, pieces[:k]))
+    line = data[:offset].count(b"\n") + 1
+    bad = ids.copy()
+    bad[k] = enc.encode_single_token(" a")
+    bad.tofile(tmp_path / "bad.bin")
+    out = cli("en.txt", "--ids", "bad.bin", "--allowed_special", "all", status=1).stdout.splitlines()
+    assert out[0].startswith(f"en.txt: gpt2 vs bad.bin: DIFFERENT at 1 place (1 pre-token); {len(data):,} bytes")
+    assert out[1] == f"  1. byte {offset:,}, line {line:,}: ' the'  utf-8: 20 74 68 65"
+    assert out[2].split() == ["ours", str(ids[k]), "'", "the'"]
+    assert out[3].split() == ["theirs", str(bad[k]), "'", "a'"]
+    assert out[4:] == ["different: 1 of 1 check"]
+
+
+@pytest.mark.parametrize("chunk_bytes", [2_000, 1 << 20])
+@pytest.mark.parametrize("edit", ["replace", "insert", "drop", "replace3", "unknown id"])
+def test_check_ids_finds_each_damaged_place_once(tmp_path, dataset_files, chunk_bytes, edit):
+    """Damage at three places, far apart: each is found once, at its pre-token, and the sides are back in step
+    after it (however many chunks the text is read in)."""
+    data, ids = dataset_files
+    enc = get_encoding("gpt2")
+    pieces = enc.decode_tokens_bytes(ids.tolist())
+    ends = np.cumsum([len(p) for p in pieces])  # id k: bytes ends[k] - len(pieces[k]) to ends[k]
+    with open(tmp_path / "en.txt", "rb") as f:
+        chunks = dataset.iter_chunks(f, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str)
+        chunk_ends = set(np.cumsum([len(c) for c in chunks]))
+    # A dropped id that is the last of a chunk counts twice, as a changed id and a dropped one (the next
+    # chunk's ids are not read ahead): keep the places off chunk ends.
+    places = [next(k for k in range(start, len(ids)) if ends[k] not in chunk_ends) for start in (3_000, 30_000, 60_000)]
+    damaged = ids.astype("<u4").tolist()
+    for k in reversed(places):
+        other = 11 if damaged[k] != 11 else 13
+        if edit == "replace":
+            damaged[k] = other
+        elif edit == "replace3":
+            damaged[k:k + 3] = [other] * 3
+        elif edit == "insert":
+            damaged.insert(k, other)
+        elif edit == "drop":
+            del damaged[k]
+        else:
+            damaged[k] = 60_000
+    np.array(damaged, dtype="<u2").tofile(tmp_path / "damaged.bin")
+    (report,) = parity.check_ids([tmp_path / "en.txt"], tmp_path / "damaged.bin", enc, allowed_special="all",
+                                 chunk_bytes=chunk_bytes)
+    assert (report.tokens, report.other_tokens, report.bytes) == (len(ids), len(damaged), len(data))
+    assert report.mismatches == len(places), report.shown
+    for k, m in zip(places, report.shown):
+        assert m.offset <= ends[k] - len(pieces[k]) < m.offset + len(m.text.encode())  # the pre-token holds it
+        first = int(np.searchsorted(ends, m.offset, "right"))
+        assert m.ours == ids[first:first + len(m.ours)].tolist()
+        assert data[m.offset:].startswith(m.text.encode())
+        assert m.line == data[: m.offset].count(b"\n") + 1
+    if edit == "unknown id":
+        assert all(None in m.their_pieces for m in report.shown)
+
+
+def test_ids_shorter_or_longer_than_the_text(tmp_path, dataset_files):
+    data, ids = dataset_files
+    enc = get_encoding("gpt2")
+    ids[:-3].tofile(tmp_path / "short.bin")
+    (report,) = parity.check_ids([tmp_path / "en.txt"], tmp_path / "short.bin", enc, allowed_special="all")
+    assert not report.identical and report.other_tokens == len(ids) - 3
+    assert [i for m in report.shown for i in m.ours][-3:] == ids[-3:].tolist()
+    assert all(m.theirs == [] for m in report.shown)
+    np.append(ids, np.array([31373, 995], dtype="<u2")).tofile(tmp_path / "long.bin")
+    (report,) = parity.check_ids([tmp_path / "en.txt"], tmp_path / "long.bin", enc, allowed_special="all")
+    assert (report.mismatches, report.other_tokens) == (1, len(ids) + 2)
+    m = report.shown[0]
+    assert (m.offset, m.line, m.pretokens, m.ours, m.theirs) == (
+        len(data), data.count(b"\n") + 1, [], [], [31373, 995])
+
+
+def test_ids_of_several_files_one_after_another(tmp_path):
+    enc = get_encoding("cl100k_base")
+    texts = ["first file, " * 50, "second file\n" * 40, "third"]
+    ids = []
+    for number, text in enumerate(texts):
+        (tmp_path / f"{number}.txt").write_text(text, encoding="utf-8")
+        ids += enc.encode(text)
+    np.array(ids, dtype="<u4").tofile(tmp_path / "all.bin")  # cl100k's ids need uint32
+    paths = [tmp_path / f"{number}.txt" for number in range(3)]
+    reports = parity.check_ids(paths, tmp_path / "all.bin", enc)
+    assert [r.identical for r in reports] == [True] * 3
+    assert [r.tokens for r in reports] == [len(enc.encode(t)) for t in texts]
+
+
+@given(st.data())
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 30), deadline=None)
+def test_diff_regions_against_the_edits_made(data):
+    """The oracle is the list of edits: one region per edit, and the ids between regions equal one for one."""
+    enc = get_encoding("gpt2")
+    ours = enc.encode(corpus_prefix("en_docs.txt", 5_000).decode(), allowed_special="all")
+    theirs = list(ours)
+    gap = 2 * (parity.SYNC_IDS + 2 * parity.MAX_SHIFT)  # edits this far apart in prose are told apart
+    positions = sorted(data.draw(st.sets(st.integers(0, len(ours) // gap - 1), min_size=1, max_size=8)))
+    for slot in reversed(positions):
+        k = slot * gap + gap // 2
+        edit = data.draw(st.sampled_from(["replace", "insert", "drop", "replace2"]))
+        new = data.draw(st.integers(0, enc.n_vocab - 1).filter(lambda t: t not in ours[k - 1:k + 3]))
+        if edit == "replace":
+            theirs[k] = new
+        elif edit == "replace2":
+            theirs[k:k + 2] = [new, new]
+        elif edit == "insert":
+            theirs.insert(k, new)
+        else:
+            del theirs[k]
+    regions, used = parity.diff_regions(ours, theirs, enc.decode_tokens_bytes(ours),
+                                        enc.decode_tokens_bytes(theirs))
+    assert len(regions) == len(positions) and used == len(theirs)
+    i = j = 0
+    for (i1, i2, j1, j2), slot in zip(regions, positions):
+        assert ours[i:i1] == theirs[j:j1] and ours[i1:i2] != theirs[j1:j2]
+        assert i1 <= slot * gap + gap // 2 <= i2
+        i, j = i2, j2
+    assert ours[i:] == theirs[j:]
+
+
+def test_diff_regions_of_dense_edits_in_repetitive_text():
+    """Edits close together in a dictionary's repetitive lines: however they are grouped into regions, the ids
+    between regions are equal one for one, and there are no more regions than edits."""
+    enc = get_encoding("gpt2")
+    ours = enc.encode(corpus_prefix("en_dictionary.txt", 20_000).decode(), disallowed_special=())
+    rng = random.Random(0)
+    for _ in range(50):
+        theirs = list(ours)
+        places = sorted(rng.sample(range(len(ours)), rng.randint(1, 30)), reverse=True)
+        for k in places:
+            edit = rng.choice(["replace", "insert", "drop"])
+            if edit == "replace":
+                theirs[k] = rng.randrange(enc.n_vocab - 1)
+            elif edit == "insert":
+                theirs.insert(k, rng.randrange(enc.n_vocab - 1))
+            else:
+                del theirs[k]
+        regions, used = parity.diff_regions(ours, theirs, enc.decode_tokens_bytes(ours),
+                                            enc.decode_tokens_bytes(theirs))
+        assert 1 <= len(regions) <= len(places) and used == len(theirs)
+        i = j = 0
+        for i1, i2, j1, j2 in regions:
+            assert ours[i:i1] == theirs[j:j1]
+            i, j = i2, j2
+        assert ours[i:] == theirs[j:]
+
+
+def test_diff_regions_of_the_same_text_split_differently():
+    enc = get_encoding("gpt2")
+    ours = enc.encode("one hello two hello three")
+    hello, hell, o = enc.encode_single_token(" hello"), enc.encode_single_token(" hell"), enc.encode_single_token("o")
+    theirs = [t for i in ours for t in ([hell, o] if i == hello else [i])]
+    regions, _ = parity.diff_regions(ours, theirs, enc.decode_tokens_bytes(ours), enc.decode_tokens_bytes(theirs))
+    assert regions == [(1, 2, 1, 3), (3, 4, 4, 6)]
+
+
+# ---- two tokenizers that differ: a saved tokenizer with one merge taken out -------------------------------
+
+MERGES = [(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b" ", b"w"), (b"o", b"r"), (b"hell", b"o")]
+ALTERED_TEXT = "hello world\nsay hello, world\n\tHello hell hello\n"
+
+
+def vocab_merges_encoding(merges) -> Encoding:
+    vocab = {i: bytes([i]) for i in range(256)} | {256 + k: a + b for k, (a, b) in enumerate(merges)}
+    return Encoding.from_vocab_merges(vocab, merges)
+
+
+@pytest.fixture
+def altered(tmp_path):
+    """base/ and altered/ (base without its last merge, "hell" + "o"), and a text holding "hello" three times."""
+    vocab_merges_encoding(MERGES).save(tmp_path / "base")
+    vocab_merges_encoding(MERGES[:-1]).save(tmp_path / "altered")
+    (tmp_path / "text.txt").write_text(ALTERED_TEXT, encoding="utf-8")
+    return tmp_path
+
+
+def test_altered_tokenizer_report_shows_the_pre_token_and_both_splits(cli, altered):
+    out = cli("text.txt", "--encoding", "base", "--against", "altered", status=1).stdout.splitlines()
+    n_ours, n_theirs = (len(vocab_merges_encoding(m).encode(ALTERED_TEXT)) for m in (MERGES, MERGES[:-1]))
+    assert out[0].startswith(f"text.txt: base vs altered: DIFFERENT at 3 places (3 pre-tokens); "
+                             f"{len(ALTERED_TEXT)} bytes, {n_ours} tokens (theirs {n_theirs}); ours ")
+    assert out[1:] == [
+        "  1. byte 0, line 1: 'hello'  utf-8: 68 65 6c 6c 6f",
+        "       ours   261                      'hello'",
+        "       theirs 258 111                  'hell' 'o'",
+        "  2. byte 15, line 2: ' hello'  utf-8: 20 68 65 6c 6c 6f",
+        "       ours   32 261                   ' ' 'hello'",
+        "       theirs 32 258 111               ' ' 'hell' 'o'",
+        "  3. byte 40, line 3: ' hello'  utf-8: 20 68 65 6c 6c 6f",
+        "       ours   32 261                   ' ' 'hello'",
+        "       theirs 32 258 111               ' ' 'hell' 'o'",
+        "different: 1 of 1 check",
+    ]
+    # --max_report: the first N shown, all counted
+    out = cli("text.txt", "--encoding", "base", "--against", "altered", "--max-report", "1", status=1).stdout
+    assert "DIFFERENT at 3 places" in out and "  2. " not in out and "  ... and 2 more not shown" in out
+
+
+def test_saved_tokenizer_against_tiktoken_uses_tiktokens_engine_with_its_tables(cli, altered):
+    out = cli("text.txt", "--encoding", "base").stdout
+    assert out.startswith("text.txt: base vs tiktoken engine with base's tables: identical;")
+    assert "identical: 1 check" in cli("text.txt", "--encoding", "altered").stdout
+
+
+def test_json_parses_and_matches_the_text_report(cli, altered):
+    args = ["text.txt", "--encoding", "base", "--against", "altered", "--fuzz", "40", "--seed", "5"]
+    text = cli(*args, status=1).stdout
+    report = json.loads(cli(*args, "--json", status=1).stdout)
+    assert report["identical"] is False and len(report["checks"]) == 3  # the file, the fuzz strings twice
+    heads = summary(text)
+    assert heads[-1] == f"different: {sum(not c['identical'] for c in report['checks'])} of 3 checks"
+    for head, check in zip(heads, report["checks"]):
+        assert head.startswith(f"{check['input']}: {check['encoding']} vs {check['against']}: ")
+        assert f"{check['bytes']:,} bytes, {check['tokens']:,} tokens" in head
+        if not check["identical"]:
+            assert (f"DIFFERENT at {parity.plural(check['mismatches'], 'place')} "
+                    f"({parity.plural(check['mismatching_pretokens'], 'pre-token')})") in head
+            assert f"(theirs {check['other_tokens']:,})" in head
+    first = report["checks"][0]
+    assert (first["tokens"], first["mismatches"]) == (len(vocab_merges_encoding(MERGES).encode(ALTERED_TEXT)), 3)
+    m = first["shown"][1]
+    assert (m["offset"], m["line"], m["record"], m["pretokens"], m["utf8"]) == (
+        15, 2, None, [" hello"], "20 68 65 6c 6c 6f")
+    assert m["ours"] == {"ids": [32, 261], "pieces": [" ", "hello"], "pieces_hex": ["20", "68 65 6c 6c 6f"]}
+    assert m["theirs"] == {"ids": [32, 258, 111], "pieces": [" ", "hell", "o"],
+                           "pieces_hex": ["20", "68 65 6c 6c", "6f"]}
+    # every difference shown in JSON is in the text, in order
+    shown_lines = [line for line in text.splitlines() if re.match(r"  \d+\. ", line)]
+    shown = [m for check in report["checks"] for m in check["shown"]]
+    assert len(shown_lines) == len(shown)
+    for line, m in zip(shown_lines, shown):
+        assert f"byte {m['offset']:,}, line {m['line']:,}" in line
+        assert " ".join(map(repr, m["pretokens"])) in line and m["utf8"] in line
+
+
+def test_jsonl_records_are_located_by_record(cli, altered):
+    records = ["nothing to see", "line one\nthen hello"]
+    (altered / "docs.jsonl").write_text("".join(json.dumps({"body": r}) + "\n" for r in records), encoding="utf-8")
+    out = cli("docs.jsonl", "--text-field", "body", "--encoding", "base", "--against", "altered",
+              status=1).stdout.splitlines()
+    assert out[1] == "  1. record 2: byte 13, line 2 of its text: ' hello'  utf-8: 20 68 65 6c 6c 6f"
+
+
+# ---- fuzz -------------------------------------------------------------------------------------------------
+
+
+def test_fuzz_equals_tiktoken_and_is_reproducible(cli):
+    first = json.loads(cli("--fuzz", "200", "--seed", "7", "--encoding", "gpt2,o200k_base", "--json").stdout)
+    again = json.loads(cli("--fuzz", "200", "--seed", "7", "--encoding", "gpt2,o200k_base", "--json").stdout)
+    assert first["identical"] is True and len(first["checks"]) == 4
+    timing = ("seconds", "other_seconds", "mb_per_s", "other_mb_per_s", "speed_ratio")
+    strip = [{k: v for k, v in c.items() if k not in timing} for c in first["checks"]]
+    assert strip == [{k: v for k, v in c.items() if k not in timing} for c in again["checks"]]
+    texts = list(parity.fuzz_texts(200, seed=7))
+    oracle = tiktoken.get_encoding("gpt2")
+    assert first["checks"][0]["tokens"] == sum(len(oracle.encode(t, allowed_special="all")) for t in texts)
+    assert first["checks"][1]["tokens"] == sum(len(oracle.encode(t, disallowed_special=())) for t in texts)
+    assert "seed 7, special tokens as ids" in first["checks"][0]["input"]
+
+
+def test_fuzz_texts_hold_the_kinds_the_tests_use():
+    texts = list(parity.fuzz_texts(500, seed=0))
+    assert texts == list(parity.fuzz_texts(500, seed=0)) and texts != list(parity.fuzz_texts(500, seed=1))
+    joined = "".join(texts)
+    assert re.search(r"[\ud800-\udfff]", joined)  # surrogates
+    assert re.search(r"[ \t\n\r]{3,}", joined)  # whitespace runs
+    assert re.search(r"'(?i:s|t|re|ve|m|ll|d)", joined)  # contractions
+    assert "<|endoftext|>" in joined and "<|endof" in joined  # special tokens and their fragments
+    assert re.search(r"[\u0400-\u04ff]", joined) and re.search(r"[\u4e00-\u9fff]", joined)  # scripts
+
+
+def test_fuzz_finds_every_string_that_differs(cli, tmp_path):
+    """Oracle: the strings on which the two encodings differ, found here by encoding each one with both."""
+    merges = [(b"e", b"l"), (b"l", b"o")]  # "Hello" (a fuzz fragment) is H el lo, without the last merge H el l o
+    ours, theirs = vocab_merges_encoding(merges), vocab_merges_encoding(merges[:-1])
+    ours.save(tmp_path / "base")
+    theirs.save(tmp_path / "altered")
+    report = json.loads(cli("--fuzz", "300", "--seed", "3", "--encoding", "base", "--against", "altered",
+                            "--max_report", "1000", "--json", status=1).stdout)
+    texts = list(parity.fuzz_texts(300, seed=3))
+    for check, allowed in zip(report["checks"], ("all", set())):
+        differing = [n for n, t in enumerate(texts, start=1)
+                     if ours.encode(t, allowed_special=allowed, disallowed_special=())
+                     != theirs.encode(t, allowed_special=allowed, disallowed_special=())]
+        assert differing and sorted({m["record"] for m in check["shown"]}) == differing
+
+
+# ---- tiktoken is optional ---------------------------------------------------------------------------------
+
+
+def test_missing_tiktoken_is_one_line_exit_2(cli, altered):
+    hide = altered / "hide"
+    hide.mkdir()
+    (hide / "tiktoken.py").write_text("raise ImportError('No module named tiktoken')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(hide), str(REPO)])}
+    stderr = cli("text.txt", "--encoding", "gpt2", env=env, status=2).stderr
+    assert stderr.startswith(f"{PROG}: error: parity against tiktoken needs tiktoken, which is not installed")
+    assert "pip install tiktoken" in stderr and "--against DIR" in stderr
+    # comparing two saved tokenizers or checking a .bin does not need it
+    cli("text.txt", "--encoding", "base", "--against", "altered", env=env, status=1)
+    ids = vocab_merges_encoding(MERGES).encode(ALTERED_TEXT)
+    np.array(ids, dtype="<u2").tofile(altered / "text.bin")
+    cli("text.txt", "--encoding", "base", "--ids", "text.bin", env=env)
+
+
+# ---- bad inputs ---------------------------------------------------------------------------------------------
+
+BAD_UTF8 = "fine text\n".encode() * 100 + b"\x89PNG\r\n\x1a\n\x00\x00" + "more, 中文\n".encode()  # byte 1000 is bad
+
+
+def test_missing_files_folders_and_globs(cli, tmp_path):
+    assert cli("missing.txt", status=2).stderr == f"{PROG}: error: input file not found: missing.txt\n"
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.md").write_text("x")
+    assert "empty is a folder without .txt or .jsonl files" in cli("empty", status=2).stderr
+    assert "no files match nothing*.txt" in cli("nothing*.txt", status=2).stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # nothing written
+
+
+def test_non_utf8_names_the_offset_unless_replaced(cli, tmp_path):
+    (tmp_path / "bin.dat").write_bytes(BAD_UTF8)
+    stderr = cli("bin.dat", "--encoding", "gpt2", status=2).stderr
+    assert "bin.dat is not valid UTF-8: byte 1000 is b'\\x89'" in stderr and "--errors replace" in stderr
+    assert "identical: 1 check" in cli("bin.dat", "--encoding", "gpt2", "--errors", "replace").stdout
+
+
+def test_special_token_text_follows_the_api_rule(cli, tmp_path):
+    (tmp_path / "special.txt").write_text("a <|endoftext|> b", encoding="utf-8")
+    stderr = cli("special.txt", "--encoding", "gpt2", status=2).stderr
+    assert "special.txt" in stderr and "'<|endoftext|>'" in stderr and "--allowed_special all" in stderr
+    cli("special.txt", "--encoding", "gpt2", "--allowed_special", "all")
+    cli("special.txt", "--encoding", "gpt2", "--disallowed_special", "none")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "required: INPUT (or --fuzz N)"),
+        (["a.txt", "--ids", "a.bin", "--fuzz", "3"], "drop --fuzz"),
+        (["a.txt", "--ids", "a.bin", "--against", "tiktoken"], "drop --against"),
+        (["a.txt", "--ids", "a.bin", "--encoding", "gpt2,cl100k_base"], "pass one --encoding"),
+        (["a.txt", "--dtype", "uint16"], "pass it with --ids"),
+        (["a.txt", "--dtype", "int8", "--ids", "a.bin"], "invalid choice: 'int8'"),
+        (["--fuzz", "0"], "expected a positive whole number, got '0'"),
+        (["a.txt", "--max_report", "-1"], "expected a positive whole number"),
+        (["a.txt", "--seed", "x", "--fuzz", "3"], "invalid int value: 'x'"),
+        (["a.txt", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_mistakes_are_one_line_and_exit_2(cli, args, message):
+    stderr = cli(*args, status=2).stderr
+    assert message in stderr and "--help" in stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["a.txt", "--encoding", "gpt5"], "Unknown encoding 'gpt5'"),
+        (["a.txt", "--against", "no_such_folder"], "--against no_such_folder: no such folder; pass tiktoken"),
+        (["a.txt", "--ids", "missing.bin"], "ids file not found: missing.bin"),
+        (["a.txt", "--ids", "odd.bin"], "odd.bin is 3 bytes, not a whole number of uint16 ids"),
+        (["a.txt", "--ids", "odd.bin", "--dtype", "uint32"], "not a whole number of uint32 ids"),
+        (["docs.jsonl", "--ids", "a.bin"], "--ids checks text files in encode-file's layout"),
+        (["docs.jsonl", "--encoding", "gpt2"], "docs.jsonl:2: not JSON"),
+        (["fields.jsonl", "--encoding", "gpt2"], "fields.jsonl:1: no text field 'text' (its fields: body)"),
+        (["numbers.jsonl", "--encoding", "gpt2"], "numbers.jsonl:1: field 'text' holds a int, not text"),
+        (["a.txt", "--allowed_special", "<|pad|>"], "'<|pad|>' is not a special token of gpt2"),
+    ],
+)
+def test_bad_values_are_one_line_and_exit_2(cli, tmp_path, args, message):
+    (tmp_path / "a.txt").write_text("hello")
+    (tmp_path / "a.bin").write_bytes(b"\x00\x00")
+    (tmp_path / "odd.bin").write_bytes(b"\x00\x00\x00")
+    (tmp_path / "docs.jsonl").write_text('{"text": "fine"}\n{"text": \n')
+    (tmp_path / "fields.jsonl").write_text('{"body": "fine"}\n')
+    (tmp_path / "numbers.jsonl").write_text('{"text": 3}\n')
+    assert message in cli(*args, status=2).stderr
+
+
+def test_bounded_memory(tmp_path):
+    """Files are read in chunks and a .bin a window at a time: 12 MB costs little more memory than 0.1 MB."""
+    block = corpus_prefix("en_dictionary.txt", 1_000_000)
+    (tmp_path / "small.txt").write_bytes(block[:100_000])
+    (tmp_path / "big.txt").write_bytes(block * 12)
+    oracle = tiktoken.get_encoding("gpt2")
+    for name in ("small", "big"):
+        ids = oracle.encode_ordinary((tmp_path / f"{name}.txt").read_text(encoding="utf-8"))
+        np.array(ids, dtype="<u2").tofile(tmp_path / f"{name}.bin")
+    measure = ("import resource, sys; from tokenizer.cli import main; status = main(sys.argv[1:], prog='t'); "
+               "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(status)")
+    for extra in ([], ["--ids"]):
+        peak_kib = {}
+        for name in ("small", "big"):
+            args = ["parity", f"{name}.txt", "--encoding", "gpt2"] + (extra and [*extra, f"{name}.bin"])
+            proc = subprocess.run([sys.executable, "-c", measure, *args], cwd=tmp_path, capture_output=True,
+                                  text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+            assert proc.returncode == 0, proc.stderr
+            assert "identical: 1 check" in proc.stdout
+            peak_kib[name] = int(proc.stderr.split()[-1])
+        assert peak_kib["big"] - peak_kib["small"] < 100 * 1024, (extra, peak_kib)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(parity)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_pretokens_are_our_split():
+    """What a mismatch calls a pre-token is what encode() encodes on its own: the pattern's pieces, and each
+    special token that is encoded as one."""
+    enc = get_encoding("cl100k_base")
+    text = "Hello <|endoftext|>world's  end\n"
+    pieces = parity.pretokens(enc, text, enc.special_tokens_set)
+    assert pieces == ["Hello", " ", "<|endoftext|>", "world", "'s", " ", " end", "\n"]
+    assert [i for p in pieces for i in enc.encode(p, allowed_special="all")] == enc.encode(text, allowed_special="all")
+    split = compile_pattern(enc.pat_str).split
+    assert parity.pretokens(enc, text) == split(text)

@@ -1,0 +1,704 @@
+"""Parity: check that this tokenizer gives exactly another one's ids, and show where and why it does not.
+
+The other side is tiktoken (the oracle), another tokenizer (a saved folder), or a ``.bin`` file of ids made by
+any tool. Both sides encode the same text; while their ids agree nothing else happens, so a check runs at the
+speed of the two encoders. Where they differ, the difference is shown in the unit BPE works in: the
+*pre-token*. BPE never merges across a pre-token boundary, so each of our ids lies inside one of our
+pre-tokens (the pieces :func:`tokenizer.pretokenize.compile_pattern` cuts the text into), and a difference is
+reported as the pre-token(s) holding it, with both sides' ids and the bytes of each id:
+
+>>> from tokenizer import Encoding
+>>> byte_vocab = {i: bytes([i]) for i in range(256)}
+>>> ours = Encoding.from_vocab_merges(byte_vocab | {256: b"ab", 257: b"abc"}, [(b"a", b"b"), (b"ab", b"c")])
+>>> theirs = Encoding.from_vocab_merges(byte_vocab | {256: b"ab"}, [(b"a", b"b")])
+>>> report = check_texts(["abc, xyz abc"], ours, theirs, other_name="theirs")
+>>> report.mismatches, report.tokens, report.other_tokens
+(2, 8, 10)
+>>> m = report.shown[0]
+>>> m.offset, m.pretokens, m.ours, m.theirs, m.their_pieces
+(0, ['abc'], [257], [256, 99], [b'ab', b'c'])
+
+How a difference is found: the id sequences are walked together; where they part, they are back in step at the
+first place where both are at an id boundary, if their ids spell the same bytes up to there (the same text
+split differently: the usual case between two tokenizers); else after the few ids replaced, inserted or
+dropped (a damaged ``.bin``) after which the most ids agree. The difference is then widened to whole
+pre-tokens of our split.
+
+Inputs are read in chunks cut at safe boundaries (:func:`tokenizer.dataset.iter_chunks`, the rule
+``encode-file`` uses), so memory stays bounded however large a file is; a ``.bin`` is read a chunk's worth of
+ids at a time. ``.jsonl`` files are checked record by record (one JSON object per line, its text in a field).
+
+What this module does not do: fix anything, or judge which side is right (tiktoken is the reference by
+convention only). It compares ids, not decoding. A ``.bin`` is checked against *our* encoding of the
+inputs, so a difference there may be in the ``.bin`` or in us. Differences are found only where ids differ:
+two tokenizers that agree on a text agree, whatever their vocabularies.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from . import dataset
+from .encoding import Encoding
+from .pretokenize import compile_pattern, special_token_regex
+
+DEFAULT_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
+INPUT_SUFFIXES = (".txt", ".jsonl")  # what a folder given as input is searched for
+SYNC_IDS = 4  # ids that must agree after a replaced, inserted or dropped id for the sides to be back in step
+LOOK_AHEAD_IDS = 64  # ids compared to choose between several ways of getting back in step
+MAX_SHIFT = 8  # the most ids replaced, inserted or dropped at one place that a check steps over
+BYTE_SYNC_IDS = 100_000  # how far to follow the same text split differently (a pre-token may be long)
+SHOWN_IDS = 64  # per side, per mismatch: a longer difference is shown cut, marked ``truncated``
+SHOWN_PRETOKENS = 16
+
+
+@dataclass
+class Mismatch:
+    """One place where the two sides' ids differ: the pre-token(s) of our split that hold the difference."""
+
+    offset: int  # byte offset in the input file (in the record's text, for a .jsonl record or a fuzz string)
+    line: int  # 1-based line of that byte (within the record, for a record)
+    record: int | None  # the .jsonl line or fuzz string number (1-based); None for a text file
+    pretokens: list[str]  # our pre-tokens covering the difference, usually one
+    ours: list[int]
+    theirs: list[int]
+    our_pieces: list[bytes]  # the bytes of each id
+    their_pieces: list[bytes | None]  # None: an id the vocabulary does not have (a .bin check)
+    truncated: bool = False  # more pre-tokens or ids than are kept here (SHOWN_PRETOKENS, SHOWN_IDS)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pretokens)
+
+    def to_dict(self) -> dict:
+        return {
+            "offset": self.offset, "line": self.line, "record": self.record,
+            "pretokens": self.pretokens, "utf8": self.text.encode("utf-8").hex(" "),
+            "ours": _side_dict(self.ours, self.our_pieces),
+            "theirs": _side_dict(self.theirs, self.their_pieces),
+            "truncated": self.truncated,
+        }
+
+
+def _side_dict(ids: list[int], pieces: list[bytes | None]) -> dict:
+    # pieces: the text of each id (U+FFFD for part of a character), pieces_hex: its exact bytes; null: no such id
+    return {
+        "ids": ids,
+        "pieces": [None if p is None else p.decode("utf-8", errors="replace") for p in pieces],
+        "pieces_hex": [None if p is None else p.hex(" ") for p in pieces],
+    }
+
+
+@dataclass
+class ParityReport:
+    """One input checked with one encoding against the other side."""
+
+    input: str
+    encoding: str
+    against: str
+    bytes: int = 0
+    tokens: int = 0  # ours
+    other_tokens: int = 0
+    mismatches: int = 0  # places that differ
+    mismatching_pretokens: int = 0
+    shown: list[Mismatch] = field(default_factory=list)  # the first max_report places
+    seconds: float = 0.0  # encoding time, ours
+    other_seconds: float | None = 0.0  # theirs; None when the other side is a file of ids (nothing to time)
+
+    @property
+    def identical(self) -> bool:
+        return self.mismatches == 0 and self.tokens == self.other_tokens
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes / 1e6 / max(self.seconds, 1e-9)
+
+    @property
+    def other_mb_per_s(self) -> float | None:
+        return None if self.other_seconds is None else self.bytes / 1e6 / max(self.other_seconds, 1e-9)
+
+    @property
+    def speed_ratio(self) -> float | None:
+        """Our speed over theirs (2.0: ours is twice as fast)."""
+        return None if self.other_seconds is None else max(self.other_seconds, 1e-9) / max(self.seconds, 1e-9)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["shown"] = [m.to_dict() for m in self.shown]
+        d.update(identical=self.identical, mb_per_s=self.mb_per_s, other_mb_per_s=self.other_mb_per_s,
+                 speed_ratio=self.speed_ratio)
+        return d
+
+
+# ---- the other side ---------------------------------------------------------------------------------------
+
+
+def tiktoken_counterpart(enc: Encoding):
+    """tiktoken's encoding of ``enc``'s name; for a name tiktoken does not have (a trained tokenizer), tiktoken's
+    BPE engine loaded with ``enc``'s tables. Returns ``(encoding, label)``.
+
+    tiktoken is optional: ``ImportError`` with what to do when it is missing.
+    """
+    try:
+        import tiktoken
+    except ImportError:
+        raise ImportError(
+            "parity against tiktoken needs tiktoken, which is not installed: pip install tiktoken; or compare "
+            "with another saved tokenizer (--against DIR) or check a dataset of ids (--ids FILE.bin)"
+        ) from None
+    if enc.name in tiktoken.list_encoding_names():
+        try:
+            return tiktoken.get_encoding(enc.name), f"tiktoken {enc.name}"
+        except Exception as e:  # a download or cache failure inside tiktoken, told in one line
+            raise ValueError(f"tiktoken could not load {enc.name}: {e}") from None
+    ranks = {token: enc.encode_single_token(token) for token in enc.token_byte_values()}
+    merged = list(enc.merge_ranks)
+    if sorted(merged, key=ranks.__getitem__) != sorted(merged, key=enc.merge_ranks.__getitem__):
+        raise ValueError(
+            f"{enc.name}: token ids are not in merge order, which tiktoken's engine needs (its ids are its merge "
+            "priorities); compare with another saved tokenizer instead (--against DIR)"
+        )
+    engine = tiktoken.Encoding(enc.name, pat_str=enc.pat_str, mergeable_ranks=ranks,
+                               special_tokens=enc.special_tokens)
+    return engine, f"tiktoken engine with {enc.name}'s tables"
+
+
+# ---- inputs -------------------------------------------------------------------------------------------------
+
+
+def find_inputs(names: Iterable[str]) -> list[Path]:
+    """INPUT arguments -> files: a file as it is, a folder as the ``.txt`` and ``.jsonl`` files under it, a glob
+    pattern (``"data/*.txt"``, ``"**"``) as the files it matches; each in sorted order, each file once."""
+    paths: list[Path] = []
+    for name in names:
+        path = Path(name)
+        if path.is_file():
+            found = [path]
+        elif path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in INPUT_SUFFIXES and p.is_file())
+            if not found:
+                raise FileNotFoundError(f"{path} is a folder without .txt or .jsonl files; pass text files")
+        elif any(c in name for c in "*?["):
+            found = sorted(Path(p) for p in glob.glob(name, recursive=True) if Path(p).is_file())
+            if not found:
+                raise FileNotFoundError(f"no files match {name}")
+        else:
+            raise FileNotFoundError(f"input file not found: {path}")
+        paths += found
+    return list(dict.fromkeys(paths))
+
+
+def _text_chunks(path: Path, enc: Encoding, split_at, errors: str, chunk_bytes: int):
+    """(text, byte offset, line, bytes read) of each chunk of a text file, cut where ``encode-file`` cuts it."""
+    offset, line = 0, 1
+    with open(path, "rb") as f:
+        chunks = dataset.iter_chunks(f, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str, cut_before=split_at)
+        for data in chunks:
+            yield dataset.decode_utf8(data, offset, path, errors), offset, line, len(data)
+            offset += len(data)
+            line += data.count(b"\n")
+
+
+def _records(path: Path, text_field: str, errors: str):
+    """(text, record line, bytes read) of each record of a ``.jsonl`` file; blank lines are skipped."""
+    offset = 0
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            size, offset = len(raw), offset + len(raw)
+            line = dataset.decode_utf8(raw, offset - size, path, errors)
+            if not line.strip():
+                yield None, number, size
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{number}: not JSON ({e.msg} at column {e.colno}); a .jsonl file holds "
+                                 "one JSON object per line") from None
+            if isinstance(record, dict) and text_field in record and not isinstance(record[text_field], str):
+                raise ValueError(f"{path}:{number}: field {text_field!r} holds a {type(record[text_field]).__name__}"
+                                 ", not text; name the field holding the text with --text_field")
+            if not isinstance(record, dict) or text_field not in record:
+                keys = ", ".join(record) if isinstance(record, dict) else "none: not an object"
+                raise ValueError(f"{path}:{number}: no text field {text_field!r} (its fields: {keys}); "
+                                 "name the field holding the text with --text_field")
+            yield record[text_field], number, size
+
+
+# ---- checks -------------------------------------------------------------------------------------------------
+
+
+def check_file(
+    path,
+    enc: Encoding,
+    other,
+    *,
+    other_name: str = "tiktoken",
+    allowed_special="all",
+    disallowed_special="all",
+    errors: str = "strict",
+    text_field: str = "text",
+    max_report: int = 10,
+    chunk_bytes: int = dataset.CHUNK_BYTES,
+    progress: bool = False,
+) -> ParityReport:
+    """Encode a ``.txt`` file (in chunks) or each record of a ``.jsonl`` file (its ``text_field``) with ``enc``
+    and with ``other`` (anything with tiktoken's ``encode`` and ``decode_single_token_bytes``: a
+    ``tiktoken.Encoding``, an :class:`Encoding`), and report where their ids differ.
+
+    ``allowed_special`` and ``disallowed_special`` go to both sides' ``encode``; ``errors`` is
+    :func:`tokenizer.dataset.decode_utf8`'s. The first ``max_report`` differences are kept in ``shown``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"input file not found: {path}")
+    report = ParityReport(str(path), enc.name, other_name)
+    rule = _Rule(enc, allowed_special, disallowed_special)
+    with _bar(path.stat().st_size / 1e6, f"{path.name} ({enc.name})", progress) as bar:
+        if path.suffix == ".jsonl":
+            for text, number, size in _records(path, text_field, errors):
+                if text is not None:
+                    _check_text(report, text, enc, other, rule, (0, 1, number), max_report, where=f"{path}:{number}")
+                bar.update(size / 1e6)
+        else:
+            for text, offset, line, size in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
+                _check_text(report, text, enc, other, rule, (offset, line, None), max_report, where=str(path))
+                bar.update(size / 1e6)
+    return report
+
+
+def check_texts(
+    texts: Iterable[str],
+    enc: Encoding,
+    other,
+    *,
+    other_name: str = "tiktoken",
+    input_name: str = "texts",
+    allowed_special="all",
+    disallowed_special="all",
+    max_report: int = 10,
+    progress: bool = False,
+) -> ParityReport:
+    """:func:`check_file` for strings: each one is encoded on its own, and is a record (numbered from 1)."""
+    report = ParityReport(input_name, enc.name, other_name)
+    rule = _Rule(enc, allowed_special, disallowed_special)
+    texts = list(texts) if progress else texts
+    with _bar(len(texts) if progress else 0, f"{input_name} ({enc.name})", progress, unit="texts") as bar:
+        for number, text in enumerate(texts, start=1):
+            _check_text(report, text, enc, other, rule, (0, 1, number), max_report, where=f"{input_name} {number}")
+            bar.update(1)
+    return report
+
+
+def check_ids(
+    paths: Sequence,
+    ids_path,
+    enc: Encoding,
+    *,
+    dtype=None,
+    allowed_special="all",
+    disallowed_special="all",
+    errors: str = "strict",
+    max_report: int = 10,
+    chunk_bytes: int = dataset.CHUNK_BYTES,
+    progress: bool = False,
+) -> list[ParityReport]:
+    """Check a ``.bin`` of ids (nanoGPT's layout: flat little-endian ``dtype``, by default
+    :func:`tokenizer.dataset.id_dtype` of the vocabulary) against ``enc``'s encoding of the text files
+    ``paths``, one after another — for one file, exactly what ``encode-file`` writes. One report per file; ids
+    left over at the end of the ``.bin`` are a mismatch in the last one.
+    """
+    ids_path = Path(ids_path)
+    if not ids_path.is_file():
+        raise FileNotFoundError(f"ids file not found: {ids_path}")
+    dtype = dataset.id_dtype(enc.n_vocab) if dtype is None else np.dtype(dtype).newbyteorder("<")
+    rule = _Rule(enc, allowed_special, disallowed_special)
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        if path.suffix == ".jsonl":
+            raise ValueError(f"{path}: --ids checks text files in encode-file's layout; a .jsonl file has "
+                             "no such layout (how records are joined depends on the tool that wrote the ids)")
+        if not path.is_file():
+            raise FileNotFoundError(f"input file not found: {path}")
+    reports = []
+    with _IdsFile(ids_path, dtype) as ids_file:
+        for path in paths:
+            report = ParityReport(str(path), enc.name, str(ids_path), other_seconds=None)
+            with _bar(path.stat().st_size / 1e6, f"{path.name} ({enc.name})", progress) as bar:
+                chunks = _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes)
+                for text, offset, line, size in chunks:
+                    ours = rule.encode(enc, text, where=str(path), report=report)
+                    report.bytes += size
+                    report.tokens += len(ours)
+                    theirs = ids_file.peek(len(ours) + MAX_SHIFT)
+                    if theirs[: len(ours)] == ours:
+                        used = len(ours)
+                    else:
+                        used = _explain(report, enc, rule, ours, theirs, _bytes_or_none(enc), complete=False,
+                                        base=(offset, line, None), max_report=max_report)
+                    ids_file.advance(used)
+                    report.other_tokens += used
+                    bar.update(size / 1e6)
+            reports.append(report)
+        if reports and ids_file.left:
+            _extra_ids(reports[-1], enc, ids_file, max_report)
+    return reports
+
+
+def fuzz_texts(n: int, seed: int = 0) -> Iterator[str]:
+    """``n`` strings of the kinds the parity tests use (mixed scripts, whitespace runs, contractions in any case,
+    lone and paired surrogates, special tokens and their fragments, any code point), the same for the same seed.
+
+    >>> list(fuzz_texts(3, seed=1)) == list(fuzz_texts(3, seed=1))
+    True
+    """
+    rng = random.Random(seed)
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(0, 25)):
+            kind = rng.random()
+            if kind < 0.5:
+                parts.append(rng.choice(FUZZ_FRAGMENTS))
+            elif kind < 0.7:
+                parts.append(chr(rng.randint(0, sys.maxunicode)))  # any code point, surrogates included
+            else:
+                lo, hi = rng.choice(FUZZ_SCRIPTS)
+                parts.append("".join(chr(rng.randint(lo, hi)) for _ in range(rng.randint(1, 8))))
+        yield "".join(parts)
+
+
+# Pieces that stress the patterns: whitespace runs, \r\n, contractions in any case, special-token fragments.
+FUZZ_FRAGMENTS = [
+    " ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\r", "\x0b", "\x0c", "\x85", "\xa0", "\u2028", "\u3000",
+    " \n ", "\t \n", "'s", "'S", "'t", "'T", "'re", "'RE", "'rE", "'ve", "'Ve", "'m", "'M", "'ll", "'LL", "'lL",
+    "'d", "'D", "'", "<|endoftext|>", "<|endofprompt|>", "<|fim_prefix|>", "<|", "|>", "<|endof", "text|>",
+    "endoftext", "a", "Hello", "HELLO", "camelCase", "x1", "123", "12345", "١٢٣", "½", "é", "e\u0301", "中文",
+    "日本語", "Привет", "😀", "\U0001f468\u200d\U0001f469", "\ud800", "\udfff", "\ud83d\ude00", "\x00", "\x1c",
+    "\x7f", "...", "!!", "/", "//", "$", "_", "ſ", "K",
+]
+# Code point ranges for runs of one script: ASCII, Latin-1, Greek and Cyrillic, Arabic, Devanagari, CJK,
+# Hangul, combining marks, spaces and separators, emoji.
+FUZZ_SCRIPTS = [
+    (0x20, 0x7E), (0xA0, 0xFF), (0x370, 0x4FF), (0x600, 0x6FF), (0x900, 0x97F), (0x4E00, 0x4FFF),
+    (0xAC00, 0xAD00), (0x300, 0x36F), (0x2000, 0x200D), (0x1F300, 0x1F64F),
+]
+
+
+# ---- comparing one text -------------------------------------------------------------------------------------
+
+
+class _Rule:
+    """The special-token arguments of both sides' ``encode``, and what our split makes of special tokens."""
+
+    def __init__(self, enc: Encoding, allowed_special, disallowed_special):
+        self.allowed, self.disallowed = allowed_special, disallowed_special
+        specials = enc.special_tokens_set
+        # the special tokens encode() turns into their ids (and splits the text at)
+        self.special_ids_for = specials if allowed_special == "all" else set(allowed_special) & specials
+
+    def encode(self, encoder, text: str, *, where: str, report: ParityReport, ours: bool = True) -> list[int]:
+        start = time.perf_counter()
+        try:
+            ids = encoder.encode(text, allowed_special=self.allowed, disallowed_special=self.disallowed)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # the other side failing (tiktoken's Rust code panics on some inputs)
+            if ours:
+                raise
+            raise ValueError(f"{where}: {report.against} failed: {type(e).__name__}: {e}") from None
+        seconds = time.perf_counter() - start
+        if ours:
+            report.seconds += seconds
+        else:
+            report.other_seconds += seconds
+        return ids
+
+
+def pretokens(enc: Encoding, text: str, special_tokens: Iterable[str] = ()) -> list[str]:
+    """Our split of ``text``, the pieces ``enc.encode`` encodes one by one: each of ``special_tokens`` (the ones
+    encoded as their ids) whole, the text between them cut by the pattern.
+
+    >>> from tokenizer import get_encoding
+    >>> pretokens(get_encoding("gpt2"), "Hi<|endoftext|>it's", {"<|endoftext|>"})
+    ['Hi', '<|endoftext|>', 'it', "'s"]
+    """
+    split = compile_pattern(enc.pat_str).split
+    if not special_tokens:
+        return split(text)
+    pieces, start = [], 0
+    for m in special_token_regex(frozenset(special_tokens)).finditer(text):
+        pieces += split(text[start : m.start()])
+        pieces.append(m.group())
+        start = m.end()
+    return pieces + split(text[start:])
+
+
+def _check_text(report, text, enc, other, rule, base, max_report, *, where) -> None:
+    ours = rule.encode(enc, text, where=where, report=report)
+    theirs = rule.encode(other, text, where=where, report=report, ours=False)
+    # the UTF-8 bytes of the text (a lone surrogate, which encode() reads as U+FFFD, counts as its 3 bytes)
+    report.bytes += len(text.encode("utf-8", "surrogatepass"))
+    report.tokens += len(ours)
+    report.other_tokens += len(theirs)
+    if ours != theirs:
+        _explain(report, enc, rule, ours, theirs, _bytes_or_none(other), complete=True, base=base,
+                 max_report=max_report)
+
+
+def _bytes_or_none(encoder):
+    def token_bytes(token: int) -> bytes | None:
+        try:
+            return encoder.decode_single_token_bytes(token)
+        except (KeyError, ValueError, OverflowError):  # tiktoken raises KeyError; some builds other errors
+            return None
+
+    return token_bytes
+
+
+def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, max_report) -> int:
+    """Add the differences between ``ours`` and ``theirs`` (the ids of one text) to ``report``; returns how
+    many of ``theirs`` belong to this text (all, when ``complete``; a .bin window may reach past it)."""
+    our_pieces = enc.decode_tokens_bytes(ours)
+    their_pieces = [their_bytes(t) for t in theirs]
+    regions, used = diff_regions(ours, theirs, our_pieces, their_pieces, complete=complete)
+    # The text our ids stand for: the input, with lone surrogates as U+FFFD as encode() saw them.
+    text_bytes = b"".join(our_pieces)
+    pieces = pretokens(enc, text_bytes.decode("utf-8"), rule.special_ids_for)
+    bounds = np.cumsum([0] + [len(p.encode("utf-8")) for p in pieces])  # pre-token k: bytes bounds[k]:[k+1]
+    starts = np.cumsum([0] + [len(p) for p in our_pieces])  # our id t: bytes starts[t]:starts[t + 1]
+    for k_lo, k_hi, t_lo, t_hi, j_lo, j_hi in _widen(regions, bounds, starts):
+        report.mismatches += 1
+        report.mismatching_pretokens += k_hi - k_lo
+        if len(report.shown) >= max_report:
+            continue
+        offset, line, record = base
+        cut = int(bounds[k_lo])
+        shown_ids = slice(0, SHOWN_IDS)
+        report.shown.append(Mismatch(
+            offset=offset + cut,
+            line=line + text_bytes.count(b"\n", 0, cut),
+            record=record,
+            pretokens=pieces[k_lo:min(k_hi, k_lo + SHOWN_PRETOKENS)],
+            ours=list(ours[t_lo:t_hi])[shown_ids],
+            theirs=list(theirs[j_lo:j_hi])[shown_ids],
+            our_pieces=our_pieces[t_lo:t_hi][shown_ids],
+            their_pieces=their_pieces[j_lo:j_hi][shown_ids],
+            truncated=k_hi - k_lo > SHOWN_PRETOKENS or max(t_hi - t_lo, j_hi - j_lo) > SHOWN_IDS,
+        ))
+    return used
+
+
+def _widen(regions, bounds, starts):
+    """Each differing region (ids ours[i1:i2] vs theirs[j1:j2]) widened to whole pre-tokens of our split,
+    regions within one pre-token joined: (first pre-token, end, our ids start, end, their ids start, end)."""
+    widened: list[list[int]] = []
+    n_pretokens = len(bounds) - 1
+    for i1, i2, j1, j2 in regions:
+        lo, hi = starts[i1], starts[i2]
+        k_lo = int(np.searchsorted(bounds, lo, "right")) - 1
+        k_hi = int(np.searchsorted(bounds, hi, "left"))
+        if k_hi <= k_lo:  # nothing of ours (ids only on their side), at a pre-token boundary: show the next one
+            if k_lo < n_pretokens:
+                k_hi = k_lo + 1
+            elif k_lo > 0:
+                k_lo -= 1
+        t_lo = int(np.searchsorted(starts, bounds[k_lo], "left"))
+        t_hi = int(np.searchsorted(starts, bounds[k_hi], "left"))
+        # the ids added on either side are in step with theirs, one for one
+        j_lo, j_hi = j1 - (i1 - t_lo), j2 + (t_hi - i2)
+        if widened and k_lo < widened[-1][1]:
+            widened[-1][1], widened[-1][3], widened[-1][5] = k_hi, t_hi, j_hi
+        else:
+            widened.append([k_lo, k_hi, t_lo, t_hi, j_lo, j_hi])
+    return widened
+
+
+def diff_regions(ours, theirs, our_pieces, their_pieces, *, complete: bool = True):
+    """Where two id sequences differ: a list of ``(i1, i2, j1, j2)`` (``ours[i1:i2]`` differs from
+    ``theirs[j1:j2]``, and the ids between regions are equal one for one), and how many of ``theirs`` were
+    used. ``complete``: ``theirs`` is the other side's whole encoding of the text; otherwise a window of a
+    longer stream (a .bin), whose ids past ours are not a difference.
+
+    >>> diff_regions([1, 2, 3, 4], [1, 9, 3, 4], [b"a", b"b", b"c", b"d"], [b"a", b"x", b"c", b"d"])
+    ([(1, 2, 1, 2)], 4)
+    """
+    n, m = len(ours), len(theirs)
+    text = b"".join(our_pieces)
+    starts = np.cumsum([0] + [len(p) for p in our_pieces])  # our id t: bytes starts[t]:starts[t + 1]
+    regions = []
+    i = j = 0
+    while True:
+        while i < n and j < m and ours[i] == theirs[j]:
+            i, j = i + 1, j + 1
+        if i == n or j == m:
+            break
+        i2, j2 = _same_text_end(text, starts, their_pieces, i, j) or _back_in_step(ours, theirs, i, j, complete)
+        regions.append((i, i2, j, j2))
+        i, j = i2, j2
+    if i < n or (complete and j < m):
+        regions.append((i, n, j, m if complete else j))
+        j = m if complete else j
+    return regions, j
+
+
+def _same_text_end(text: bytes, starts, their_pieces, i, j) -> tuple[int, int] | None:
+    """Where the sides part at ``ours[i]``, ``theirs[j]`` over the same text split differently, the first place
+    after it where both are at an id boundary: (our id there, their id there). None if their ids spell
+    other bytes than ours."""
+    pos, y = int(starts[i]), j
+    while y < min(len(their_pieces), j + BYTE_SYNC_IDS):
+        piece = their_pieces[y]
+        if not piece or not text.startswith(piece, pos):
+            return None
+        pos, y = pos + len(piece), y + 1
+        x = int(np.searchsorted(starts, pos))
+        if x < len(starts) and starts[x] == pos:
+            return x, y
+    return None
+
+
+def _back_in_step(ours, theirs, i, j, complete) -> tuple[int, int]:
+    """Where the sides agree again after parting at ``ours[i]``, ``theirs[j]`` over different text (ids
+    replaced, inserted or dropped: a damaged .bin)."""
+    # The shift after which the most ids agree; in repetitive text several agree for a while, and the longest
+    # agreement tells the true one. Ties go to the fewest ids skipped.
+    agreement = [_agreement(ours, theirs, i + da, j + db, complete) for da, db in _SHIFTS]
+    best = max(range(len(_SHIFTS)), key=lambda k: (agreement[k], -k))
+    if agreement[best] >= SYNC_IDS:
+        return i + _SHIFTS[best][0], j + _SHIFTS[best][1]
+    n, m = len(ours), len(theirs)
+    return n, (m if complete else min(m, j + n - i))  # lost: the rest of this text is one difference
+
+
+# (ids of ours, ids of theirs) skipped to get back in step: replacements first, then insertions and drops
+_SHIFTS = sorted(((a, b) for a in range(MAX_SHIFT + 1) for b in range(MAX_SHIFT + 1) if a or b),
+                 key=lambda s: (max(s), abs(s[0] - s[1])))
+
+
+def _agreement(ours, theirs, x, y, complete) -> int:
+    """How many ids agree from ``ours[x]`` and ``theirs[y]``, up to LOOK_AHEAD_IDS; agreeing to the end of ours
+    counts in full (in a ``complete`` comparison, only if theirs ends there too). -1: outside the ids."""
+    n, m = len(ours), len(theirs)
+    if x > n or y > m:
+        return -1
+    limit = min(LOOK_AHEAD_IDS, n - x, m - y)
+    k = 0
+    while k < limit and ours[x + k] == theirs[y + k]:
+        k += 1
+    if x + k == n:
+        return LOOK_AHEAD_IDS if not complete or y + k == m else -1
+    return k
+
+
+# ---- a .bin read a window at a time -------------------------------------------------------------------------
+
+
+class _IdsFile:
+    def __init__(self, path: Path, dtype: np.dtype):
+        size = path.stat().st_size
+        if size % dtype.itemsize:
+            other = "uint32" if dtype.itemsize == 2 else "uint16"
+            raise ValueError(f"{path} is {size:,} bytes, not a whole number of {dtype.name} ids; "
+                             f"was it written as {other}? pass --dtype {other}")
+        self.path, self.dtype, self.total, self.pos = path, dtype, size // dtype.itemsize, 0
+        self.f = open(path, "rb")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    @property
+    def left(self) -> int:
+        return self.total - self.pos
+
+    def peek(self, count: int) -> list[int]:
+        """Up to ``count`` ids from the current position, which does not move."""
+        self.f.seek(self.pos * self.dtype.itemsize)
+        return np.frombuffer(self.f.read(count * self.dtype.itemsize), dtype=self.dtype).tolist()
+
+    def advance(self, count: int) -> None:
+        self.pos += count
+
+
+def _extra_ids(report: ParityReport, enc: Encoding, ids_file: _IdsFile, max_report: int) -> None:
+    """Ids left in the .bin after the text's: one difference, at the end of the text."""
+    extra = ids_file.peek(SHOWN_IDS)
+    report.other_tokens += ids_file.left
+    report.mismatches += 1
+    if len(report.shown) < max_report:
+        with open(report.input, "rb") as f:
+            lines = 1 + sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
+        token_bytes = _bytes_or_none(enc)
+        report.shown.append(Mismatch(report.bytes, lines, None, [], [], extra, [], [token_bytes(t) for t in extra],
+                                     truncated=ids_file.left > SHOWN_IDS))
+
+
+# ---- reports ------------------------------------------------------------------------------------------------
+
+
+def piece_text(piece: bytes | None) -> str:
+    """One id's bytes for a person: the text (in quotes, escaped) when it is whole UTF-8, else the bytes.
+
+    >>> piece_text(b" w\\xc3\\xb6rld"), piece_text(b"\\xe4\\xb8"), piece_text(None)
+    ("' wörld'", "b'\\\\xe4\\\\xb8'", '(not in the vocabulary)')
+    """
+    if piece is None:
+        return "(not in the vocabulary)"
+    try:
+        return repr(piece.decode("utf-8"))
+    except UnicodeDecodeError:
+        return repr(piece)
+
+
+def report_lines(report: ParityReport) -> list[str]:
+    """``report`` as text: a summary line, then each difference shown (where, the pre-token, both sides)."""
+    speed = f"ours {report.mb_per_s:.1f} MB/s"
+    if report.other_mb_per_s is not None:
+        speed += f", theirs {report.other_mb_per_s:.1f} MB/s (ours {report.speed_ratio:.2f}x as fast)"
+    sizes = f"{report.bytes:,} bytes, {report.tokens:,} tokens"
+    if report.identical:
+        return [f"{report.input}: {report.encoding} vs {report.against}: identical; {sizes}; {speed}"]
+    lines = [
+        f"{report.input}: {report.encoding} vs {report.against}: DIFFERENT at {plural(report.mismatches, 'place')} "
+        f"({plural(report.mismatching_pretokens, 'pre-token')}); {sizes} (theirs {report.other_tokens:,}); {speed}"
+    ]
+    for number, m in enumerate(report.shown, start=1):
+        where = f"byte {m.offset:,}, line {m.line:,}"
+        if m.record is not None:
+            where = f"record {m.record:,}: {where} of its text"
+        what = " ".join(map(repr, m.pretokens)) if m.pretokens else "(the end of the text)"
+        lines.append(f"  {number}. {where}: {what}  utf-8: {m.text.encode('utf-8').hex(' ') or '-'}")
+        for side, ids, pieces in (("ours", m.ours, m.our_pieces), ("theirs", m.theirs, m.their_pieces)):
+            shown = " ".join(map(str, ids)) or "(none)"
+            lines.append(f"       {side:<7}{shown:<24} {' '.join(map(piece_text, pieces))}")
+        if m.truncated:
+            lines.append("       (cut: a longer difference)")
+    hidden = report.mismatches - len(report.shown)
+    if hidden:
+        lines.append(f"  ... and {hidden:,} more not shown")
+    return lines
+
+
+def plural(count: int, noun: str) -> str:
+    """``plural(1, "check")`` -> ``"1 check"``, ``plural(2, "check")`` -> ``"2 checks"``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _bar(total: float, desc: str, progress: bool, unit: str = "MB"):
+    from tqdm import tqdm  # imported only when a check runs, as in dataset.py
+
+    fmt = "{n:.1f}/{total:.1f} MB" if unit == "MB" else "{n}/{total} texts"
+    return tqdm(total=round(total, 2) if unit == "MB" else total, unit=unit, desc=desc, disable=not progress,
+                leave=False, bar_format="{l_bar}{bar}| " + fmt + " [{elapsed}<{remaining}]")
