@@ -314,6 +314,26 @@ def test_serve_command_serves_then_ctrl_c_is_one_line_and_130(tmp_path):
     assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
 
 
+def test_serve_model_loads_a_checkpoint_folder_for_next_tokens(tmp_path):
+    """--model DIR: OpenAI's checkpoint format (a tiny one, random weights) through utils' loader."""
+    from tiny_checkpoint import write_tiny_checkpoint
+
+    params = write_tiny_checkpoint(tmp_path / "models" / "124M", n_head=2)
+    proc, url = start_serve("--model", str(tmp_path / "models" / "124M"), cwd=tmp_path)
+    try:
+        with urllib.request.urlopen(url + "api/next?text=" + quote("The cat sat on"), timeout=60) as response:
+            answer = json.load(response)
+        with urllib.request.urlopen(url + "api/encodings", timeout=60) as response:
+            assert json.load(response)["model"] == "124M"
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=60)
+    ids = get_encoding("gpt2").encode("The cat sat on")
+    expected = NextTokens(params, 2).top(ids)
+    assert [g["id"] for g in answer["next"]] == [i for i, _ in expected]
+    assert np.allclose([g["probability"] for g in answer["next"]], [p for _, p in expected], atol=1e-6)
+
+
 def test_serve_mistakes_are_one_line_and_exit_2(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -325,6 +345,7 @@ def test_serve_mistakes_are_one_line_and_exit_2(tmp_path):
             (["--port", "70000"], "expected a port from 0 to 65535"),
             (["--encoding", "gpt5"], "Unknown encoding"),
             (["--encoding", "no/such/dir"], "no such folder"),
+            (["--model", "7B"], "--model 7B: unknown GPT-2 model size '7B'; choose one of 124M"),
         ]:
             env = {**os.environ, "PYTHONPATH": str(REPO)}
             result = subprocess.run([sys.executable, "-m", "tokenizer", "serve", *args], cwd=tmp_path, env=env,

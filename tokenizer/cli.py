@@ -303,7 +303,10 @@ def check_parity(args) -> int:
 
 def serve_playground(args) -> None:
     encs = [open_encoding(name) for name in args.encoding or ["gpt2"]]
-    model = serve.NextTokens.load(args.model, args.models_dir) if args.model else None
+    try:
+        model = serve.NextTokens.load(args.model, args.models_dir) if args.model else None
+    except (ValueError, OSError) as e:
+        raise UsageError(f"--model {args.model}: {e}") from None
     try:
         server = serve.PlaygroundServer(serve.Playground(encs, model=model), args.host, args.port)
     except OSError as e:
