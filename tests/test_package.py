@@ -90,6 +90,8 @@ def test_pip_install_gives_commands_that_work_from_any_folder(tmp_path, elsewher
     assert all(Path(p).is_relative_to(venv) for p in where), where
     assert sorted(p.name for p in (site / "tokenizer" / "data").iterdir()) == ["README.md", "encoder.json",
                                                                             "vocab.bpe"]
+    assert sorted(p.name for p in (site / "tokenizer" / "playground").iterdir()) == ["index.html", "playground.css",
+                                                                                  "playground.js"]
     assert not any((site / name).exists() for name in ("tests", "bench", "docs", "models"))
 
 

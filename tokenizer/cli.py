@@ -8,6 +8,7 @@
     python -m tokenizer show | explain | compare "Not all heroes wear capes."
     python -m tokenizer train --input FILE --vocab_size N --out DIR [--special_tokens "<|endoftext|>,<|pad|>"]
     python -m tokenizer parity INPUT... [--encoding gpt2,cl100k_base] [--against tiktoken|DIR] [--ids FILE.bin]
+    python -m tokenizer serve [--port 8000] [--encoding DIR] [--model 124M]   # the playground in the browser
 
 Every command follows the same rules:
 
@@ -31,7 +32,7 @@ as typed, and each command's flags are declared, so ``--help`` works and a missp
 
 What this module does not do: tokenize. Each command parses its arguments, calls the library
 (:mod:`tokenizer.dataset`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :mod:`tokenizer.parity`,
-:class:`Encoding`) and prints.
+:mod:`tokenizer.serve`, :class:`Encoding`) and prints.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import dataset, parity, teach
+from . import dataset, parity, serve, teach
 from .encoding import Encoding
 from .loading import load_encoding
 from .saving import SAVE_FORMATS
@@ -72,6 +73,12 @@ def positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
     return number
+
+
+def port_number(value: str) -> int:
+    if not value.isdigit() or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535 (0: any free port), got {value!r}")
+    return int(value)
 
 
 def color_choice(value: str) -> bool | None:
@@ -294,6 +301,22 @@ def check_parity(args) -> int:
     return 1 if differ else 0
 
 
+def serve_playground(args) -> None:
+    encs = [open_encoding(name) for name in args.encoding or ["gpt2"]]
+    try:
+        model = serve.NextTokens.load(args.model, args.models_dir) if args.model else None
+    except (ValueError, OSError) as e:
+        raise UsageError(f"--model {args.model}: {e}") from None
+    try:
+        server = serve.PlaygroundServer(serve.Playground(encs, model=model), args.host, args.port)
+    except OSError as e:
+        raise UsageError(f"cannot listen on {args.host}:{args.port} ({e.strerror or e}); pass another --port, "
+                         "or --port 0 for any free one") from None
+    with server:
+        print(f"the tokenizer playground is at {server.url} (Ctrl-C stops it)", flush=True)
+        server.serve_forever()
+
+
 def parity_folder(against: str | None) -> Encoding | None:
     """``--against DIR``: the saved tokenizer in DIR; None for ``--against tiktoken`` (the default)."""
     if against in (None, "tiktoken"):
@@ -469,6 +492,20 @@ def build_parser(prog: str) -> Parser:
              "same strings")
     add_specials(p)
     add_errors(p)
+
+    p = command("serve", serve_playground,
+                "Serve the tokenizer playground, a web page (and JSON API) that shows tokens in colour, their ids "
+                "and bytes, the merges that built each, encodings side by side and, with --model, GPT-2's next "
+                "token.", "[--port 8000] [options]")
+    add_flag(p, "host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine "
+             "only; the playground has no login)")
+    add_flag(p, "port", type=port_number, default=8000, help="the port (default 8000; 0: any free port)")
+    add_flag(p, "encoding", type=comma_list, action="extend", metavar="NAME|DIR",
+             help="the page's first encoding, and saved tokenizer folders to offer besides the registered "
+             "encodings; repeat or comma list (default gpt2)")
+    add_flag(p, "model", metavar="SIZE|DIR", help="a GPT-2 model for the next-token panel: 124M (fetched into "
+             "--models_dir if missing) or a checkpoint folder such as models/124M")
+    add_flag(p, "models_dir", default="models", metavar="DIR", help="where model sizes live (default models)")
     return parser
 
 

@@ -16,6 +16,9 @@ language models), a vocabulary of a few dozen ids, and text several times longer
 from __future__ import annotations
 
 import codecs
+import html
+from bisect import bisect_right
+from itertools import accumulate
 from typing import Iterator, Mapping, NamedTuple
 
 from .bpe import merge_reference
@@ -104,6 +107,84 @@ def render_show(
 # ---- explain ----------------------------------------------------------------------------------------------
 
 
+class PreToken(NamedTuple):
+    """A piece of the text as encode handles it: a special token, or a pre-token, with the ids encode gives it."""
+
+    text: str
+    ids: tuple[int, ...]
+    special: bool
+
+
+def pre_tokens(
+    text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all", disallowed_special=()
+) -> list[PreToken]:
+    """``text`` cut as encode cuts it: allowed special tokens first, then the pattern's pre-tokens, each with its
+    ids (so the ids of all of them, in order, are ``encode``'s). Raises encode's error for a disallowed special
+    token. ``encoding``, ``allowed_special`` and ``disallowed_special`` are :func:`render_show`'s.
+
+    >>> [(p.text, p.ids) for p in pre_tokens("Hi<|endoftext|> there")]
+    [('Hi', (17250,)), ('<|endoftext|>', (50256,)), (' there', (612,))]
+    """
+    enc = _as_encoding(encoding)
+    # encode() applies the special-token rule: it raises here for a disallowed one, before any work
+    enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+    pretokenizer = compile_pattern(enc.pat_str)
+    allowed = enc.special_tokens_set if allowed_special == "all" else set(allowed_special)
+    specials = {token: i for token, i in enc.special_tokens.items() if token in allowed}
+    start = 0
+    segments = []
+    if specials:
+        for m in special_token_regex(frozenset(specials)).finditer(text):
+            segments += [(text[start : m.start()], None), (m.group(), specials[m.group()])]
+            start = m.end()
+    segments.append((text[start:], None))
+    pieces = []
+    for segment, special_id in segments:
+        if special_id is not None:
+            pieces.append(PreToken(segment, (special_id,), True))
+        else:
+            # one pre-token encoded alone is the same pre-token again: the pattern cuts it nowhere
+            pieces += [PreToken(piece, tuple(enc.encode_ordinary(piece)), False) for piece in pretokenizer.split(segment)]
+    return pieces
+
+
+class MergeStory(NamedTuple):
+    """How BPE turns one pre-token into tokens: its bytes, each merge in order, and which token each merge built.
+
+    ``whole`` says encode took the pre-token whole, as it is itself a token (the merges end there too, for
+    OpenAI's encodings); ``builds[n]`` is the index, among ``tokens``, of the token that ``steps[n]`` made
+    part of (or all of).
+    """
+
+    data: bytes
+    whole: bool
+    steps: list[MergeStep]
+    builds: list[int]
+    tokens: list[bytes]
+
+
+def merge_story(piece: str, encoding: str | Encoding = "gpt2") -> MergeStory:
+    """The merges :func:`tokenizer.bpe.merge_reference` makes on one pre-token, and the token each one built.
+
+    >>> story = merge_story(" capes")
+    >>> [(s.left + s.right, story.tokens[t]) for s, t in zip(story.steps, story.builds)]
+    [(b' c', b' cap'), (b'es', b'es'), (b'ap', b' cap'), (b' cap', b' cap')]
+    """
+    enc = _as_encoding(encoding)
+    data = piece.encode("utf-8", errors="surrogatepass")
+    whole = enc.whole_piece_tokens and data in enc.token_ids
+    steps = merge_steps(data, enc.merge_ranks)
+    tokens = [data] if whole else list(steps[-1].parts if steps else [data[i : i + 1] for i in range(len(data))])
+    token_ends = list(accumulate(map(len, tokens)))
+    builds, parts = [], [data[i : i + 1] for i in range(len(data))]
+    for step in steps:
+        at = next(i for i, (before, after) in enumerate(zip(parts, step.parts)) if before != after)
+        offset = sum(map(len, parts[:at]))  # where the merged pair starts in the pre-token's bytes
+        builds.append(bisect_right(token_ends, offset))
+        parts = list(step.parts)
+    return MergeStory(data, whole, steps, builds, tokens)
+
+
 def explain_lines(
     text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all", disallowed_special=()
 ) -> Iterator[str]:
@@ -112,43 +193,30 @@ def explain_lines(
     ``encoding``, ``allowed_special`` and ``disallowed_special`` are :func:`render_show`'s.
     """
     enc = _as_encoding(encoding)
-    # encode() applies the special-token rule: it raises here for a disallowed one, before any line is shown
-    enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    pretokenizer = compile_pattern(enc.pat_str)
-    allowed = enc.special_tokens_set if allowed_special == "all" else set(allowed_special)
-    specials = {token: i for token, i in enc.special_tokens.items() if token in allowed}
+    pieces = pre_tokens(text, enc, allowed_special=allowed_special, disallowed_special=disallowed_special)
     yield f"encoding {enc.name}: special tokens first, then the pattern cuts pre-tokens, then BPE merges each"
-    start = 0
-    segments = []
-    if specials:
-        for m in special_token_regex(frozenset(specials)).finditer(text):
-            segments += [(text[start : m.start()], None), (m.group(), specials[m.group()])]
-            start = m.end()
-    segments.append((text[start:], None))
-    for segment, special_id in segments:
-        if special_id is not None:
-            yield f"\nspecial token {segment!r} = id {special_id}"
-            continue
-        for piece in pretokenizer.split(segment):
-            yield from _explain_piece(enc, piece)
+    for piece in pieces:
+        if piece.special:
+            yield f"\nspecial token {piece.text!r} = id {piece.ids[0]}"
+        else:
+            yield from _explain_piece(enc, piece.text)
 
 
 def _explain_piece(enc, piece: str) -> Iterator[str]:
-    data = piece.encode("utf-8", errors="surrogatepass")
+    story = merge_story(piece, enc)
+    data = story.data
     yield f"\npre-token {piece!r}: {len(data)} byte{'s' if len(data) != 1 else ''} {' '.join(f'{b:02x}' for b in data)}"
     token_ids = enc.token_ids
-    if data in token_ids:
+    if story.whole:
         yield f"  is itself a token: encode takes it whole, no merges needed = id {token_ids[data]}"
         return
-    parts: tuple[bytes, ...] = tuple(data[i : i + 1] for i in range(len(data)))
-    for n, step in enumerate(merge_steps(data, enc.merge_ranks), 1):
-        parts = step.parts
+    for n, step in enumerate(story.steps, 1):
         yield (
             f"  merge {n:>2}: rank {step.rank:>6}  {show_bytes(step.left)} + {show_bytes(step.right)}"
             f" -> {show_bytes(step.left + step.right)}"
         )
-    ids = [token_ids[p] for p in parts]
-    yield f"  tokens {' '.join(show_bytes(p) for p in parts)} = ids {ids}"
+    ids = [token_ids[p] for p in story.tokens]
+    yield f"  tokens {' '.join(show_bytes(p) for p in story.tokens)} = ids {ids}"
 
 
 # ---- compare ----------------------------------------------------------------------------------------------
@@ -181,6 +249,162 @@ def compare_lines(
 
 def _as_encoding(encoding: str | Encoding) -> Encoding:
     return get_encoding(encoding) if isinstance(encoding, str) else encoding
+
+
+# ---- notebooks -------------------------------------------------------------------------------------------
+#
+# show(), explain() and compare() return objects that print as the commands do (``__repr__``) and render in
+# Jupyter as HTML (``_repr_html_``): coloured tokens with their ids on hover, differing splits outlined.
+
+# Light backgrounds that cycle over tokens, readable with black text (the web page uses the same ones).
+HTML_BACKGROUNDS = ["#fde68a", "#a5f3fc", "#bbf7d0", "#f5d0fe", "#bfdbfe", "#fecaca"]
+
+
+def token_spans(enc: Encoding, ids) -> list[tuple[int, int]]:
+    """Where each token lies in the UTF-8 bytes of the text: ``(start, end)`` byte offsets.
+
+    >>> token_spans(get_encoding("gpt2"), [31373, 995])
+    [(0, 5), (5, 11)]
+    """
+    ends = list(accumulate(len(enc.decode_single_token_bytes(i)) for i in ids))
+    return list(zip([0, *ends[:-1]], ends))
+
+
+def split_differences(splits: list[list[tuple[int, int]]]) -> list[list[bool]]:
+    """For each encoding's token spans (:func:`token_spans`), whether each token is split differently by some
+    other encoding: its exact byte span is not a token there.
+
+    >>> split_differences([[(0, 5), (5, 11)], [(0, 2), (2, 5), (5, 11)]])
+    [[True, False], [True, True, False]]
+    """
+    sets = [set(spans) for spans in splits]
+    return [[any(span not in other for j, other in enumerate(sets) if j != n) for span in spans]
+            for n, spans in enumerate(splits)]
+
+
+def visible_whitespace(text: str) -> str:
+    """Spaces as ``·``, tabs as ``→``, line breaks as ``↵`` (a line break follows it), for showing tokens.
+
+    >>> visible_whitespace(" a\\tb\\n")
+    '·a→b↵\\n'
+    """
+    return text.replace(" ", "·").replace("\t", "→").replace("\r", "␍").replace("\n", "↵\n")
+
+
+def _html_tokens(enc: Encoding, ids, texts, differs=None) -> str:
+    spans = []
+    for n, (token, token_text) in enumerate(zip(ids, texts)):
+        style = f"background:{HTML_BACKGROUNDS[n % len(HTML_BACKGROUNDS)]};border-radius:3px;padding:1px 0"
+        if enc.is_special_token(token):
+            style = "background:#1f2937;color:#fff;border-radius:3px;padding:1px 2px"
+        if differs is not None and differs[n]:
+            style += ";outline:2px solid #dc2626"
+        shown = html.escape(visible_whitespace(token_text)) if token_text else "&#8203;"
+        spans.append(f'<span data-token-id="{token}" title="id {token}" style="{style}">{shown}</span>')
+    return "".join(spans)
+
+
+def _html_block(body: str) -> str:
+    return f'<div style="font-family:monospace;white-space:pre-wrap;line-height:1.9;color:#000">{body}</div>'
+
+
+class Shown:
+    """What :func:`show` returns: the tokens of a text (``ids``, ``texts``), printable and rendered in notebooks."""
+
+    def __init__(self, text: str, enc: Encoding, *, allowed_special, disallowed_special):
+        self.text, self.encoding = text, enc
+        self._rule = dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
+        self.ids = enc.encode(text, **self._rule)
+        self.texts = token_texts(enc, self.ids)
+
+    def __repr__(self) -> str:
+        return render_show(self.text, self.encoding, False, **self._rule)
+
+    def _repr_html_(self) -> str:
+        n_bytes = len(self.text.encode("utf-8", errors="surrogatepass"))
+        summary = f"{len(self.ids)} tokens, {len(self.text)} characters, {n_bytes} bytes ({self.encoding.name})"
+        tokens = _html_tokens(self.encoding, self.ids, self.texts)
+        return _html_block(f"{tokens}\n<small>{html.escape(summary)}</small>")
+
+
+class Explained:
+    """What :func:`explain` returns: each pre-token and its merges (``pieces``: :class:`PreToken` s)."""
+
+    def __init__(self, text: str, enc: Encoding, *, allowed_special, disallowed_special):
+        self.text, self.encoding = text, enc
+        self._rule = dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
+        self.pieces = pre_tokens(text, enc, **self._rule)
+
+    def __repr__(self) -> str:
+        return "\n".join(explain_lines(self.text, self.encoding, **self._rule))
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for piece in self.pieces:
+            head = html.escape(visible_whitespace(piece.text))
+            if piece.special:
+                rows.append(f"<p><b>{head}</b>: special token, id {piece.ids[0]}</p>")
+                continue
+            story = merge_story(piece.text, self.encoding)
+            merges = "".join(
+                f"<tr><td>{n}</td><td>{s.rank}</td><td>{html.escape(show_bytes(s.left))} + "
+                f"{html.escape(show_bytes(s.right))}</td><td>{html.escape(show_bytes(s.left + s.right))}</td></tr>"
+                for n, s in enumerate(story.steps, 1)
+            )
+            note = " (itself a token: encode takes it whole)" if story.whole else ""
+            rows.append(
+                f"<p><b>{head}</b>: {len(story.data)} bytes, ids {list(piece.ids)}{note}</p>"
+                f"<table><tr><th>merge</th><th>rank</th><th>pair</th><th>result</th></tr>{merges}</table>"
+            )
+        return f'<div style="font-family:monospace">{"".join(rows)}</div>'
+
+
+class Compared:
+    """What :func:`compare` returns: the ids of one text under several encodings (``ids``: name -> ids), tokens
+    that another encoding splits differently outlined in notebooks."""
+
+    def __init__(self, text: str, encodings, *, allowed_special, disallowed_special):
+        self.text = text
+        self.encodings = [(_as_encoding(encoding), label) for encoding, label in encodings]
+        self._rule = dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
+        self.ids = {enc.name: enc.encode(text, **self._rule) for enc, _ in self.encodings}
+
+    def __repr__(self) -> str:
+        return "\n".join(compare_lines(self.text, self.encodings, **self._rule))
+
+    def _repr_html_(self) -> str:
+        encs = [enc for enc, _ in self.encodings]
+        differs = split_differences([token_spans(enc, self.ids[enc.name]) for enc in encs])
+        rows = []
+        for (enc, label), marks in zip(self.encodings, differs):
+            ids = self.ids[enc.name]
+            tokens = _html_tokens(enc, ids, token_texts(enc, ids), marks)
+            rows.append(f"<b>{html.escape(enc.name)}</b> {html.escape(label)}: {len(ids)} tokens\n{tokens}\n")
+        return _html_block("\n".join(rows))
+
+
+def show(text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all", disallowed_special=()) -> Shown:
+    """The tokens of ``text``, for a notebook or the REPL (arguments as :func:`render_show`'s).
+
+    >>> show("hello world").ids
+    [31373, 995]
+    """
+    enc = _as_encoding(encoding)
+    return Shown(text, enc, allowed_special=allowed_special, disallowed_special=disallowed_special)
+
+
+def explain(text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all", disallowed_special=()) -> Explained:
+    """Each pre-token of ``text`` and its merges, for a notebook or the REPL (arguments as :func:`render_show`'s)."""
+    enc = _as_encoding(encoding)
+    return Explained(text, enc, allowed_special=allowed_special, disallowed_special=disallowed_special)
+
+
+def compare(text: str, encodings=COMPARED, *, allowed_special="all", disallowed_special=()) -> Compared:
+    """``text`` under several encodings, for a notebook or the REPL (arguments as :func:`compare_lines`'s;
+    ``encodings`` may also be plain names)."""
+    labelled = [item if isinstance(item, tuple) else (item, dict(COMPARED).get(getattr(item, "name", item), ""))
+                for item in encodings]
+    return Compared(text, labelled, allowed_special=allowed_special, disallowed_special=disallowed_special)
 
 
 # ---- characters -------------------------------------------------------------------------------------------

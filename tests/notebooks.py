@@ -1,0 +1,114 @@
+"""Walkthrough notebooks, made from the walkthroughs' markdown and run the way Jupyter runs them.
+
+A notebook (``docs/01-characters-to-bpe.ipynb``) is its markdown page (``docs/01-characters-to-bpe.md``) cut into
+cells: prose into markdown cells, each ``>>>`` example and each plain code block into a code cell, with the
+outputs that running the cells in order gives (a value's ``repr``, and its ``_repr_html_`` when it has one, as
+Jupyter shows it). An example that expects an exception becomes ``try``/``except`` that prints it, so "Run all"
+goes to the end. tests/test_notebooks.py runs the cells again and checks the notebook is exactly what this
+makes: neither the page nor the code can change without the notebook showing it.
+
+    python tests/notebooks.py docs/01-characters-to-bpe.md     # (re)writes docs/01-characters-to-bpe.ipynb
+
+What it does not do: run a Jupyter kernel (the cells run with ``exec`` in one namespace).
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import io
+import json
+import re
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+BLOCK = re.compile(r"^```python\n(.*?)^```\n", re.S | re.M)
+
+
+def cells_of(markdown: str) -> list[dict]:
+    """The page cut into notebook cells (without outputs)."""
+    cells, start = [], 0
+    for block in BLOCK.finditer(markdown):
+        cells.append(markdown_cell(markdown[start : block.start()]))
+        code = block.group(1)
+        if code.lstrip().startswith(">>>"):
+            cells += [code_cell(example_source(e)) for e in doctest.DocTestParser().get_examples(code)]
+        else:
+            cells.append(code_cell(code))
+        start = block.end()
+    cells.append(markdown_cell(markdown[start:]))
+    return [cell for cell in cells if "".join(cell["source"]).strip()]
+
+
+def example_source(example: doctest.Example) -> str:
+    if example.exc_msg is None:
+        return example.source
+    error = example.exc_msg.split(":")[0]
+    body = "".join(f"    {line}\n" for line in example.source.splitlines())
+    return f"try:\n{body}except {error} as error:  # the error the page shows, printed\n    print(f\"{error}: {{error}}\")\n"
+
+
+def markdown_cell(text: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": lines(text.strip("\n") + "\n")}
+
+
+def code_cell(source: str) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+            "source": lines(source.rstrip("\n"))}
+
+
+def lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def run_cell(source: str, namespace: dict, count: int) -> list[dict]:
+    """Run one cell as Jupyter does: its statements, then its last line's value shown (unless None)."""
+    tree = ast.parse(source)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    stdout, value = io.StringIO(), None
+    with redirect_stdout(stdout):
+        exec(compile(tree, "<cell>", "exec"), namespace)
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), namespace)
+    outputs = []
+    if stdout.getvalue():
+        outputs.append({"name": "stdout", "output_type": "stream", "text": lines(stdout.getvalue())})
+    if value is not None:
+        data = {"text/plain": lines(repr(value))}
+        if hasattr(value, "_repr_html_"):
+            data["text/html"] = lines(value._repr_html_())
+        outputs.append({"data": data, "execution_count": count, "metadata": {}, "output_type": "execute_result"})
+    return outputs
+
+
+def run_notebook(cells: list[dict]) -> list[dict]:
+    """The cells with the outputs of running them in order, in one namespace."""
+    namespace: dict = {"__name__": "__main__"}
+    count = 0
+    ran = []
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            count += 1
+            cell = {**cell, "execution_count": count,
+                    "outputs": run_cell("".join(cell["source"]), namespace, count)}
+        ran.append(cell)
+    return ran
+
+
+def notebook(markdown: str) -> dict:
+    return {"cells": run_notebook(cells_of(markdown)),
+            "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                         "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 4}
+
+
+def dumps(nb: dict) -> str:
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's package, as the tests use
+    for name in sys.argv[1:]:
+        page = Path(name)
+        page.with_suffix(".ipynb").write_text(dumps(notebook(page.read_text(encoding="utf-8"))), encoding="utf-8")

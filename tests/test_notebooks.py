@@ -1,0 +1,78 @@
+"""Notebooks: the walkthrough notebook is its markdown page, run (tests/notebooks.py), so it cannot rot; and the
+objects tokenizer.teach's show/explain/compare return render in Jupyter (_repr_html_) and print in terminals."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import tiktoken
+
+from conftest import CORPUS, REPO, corpus_text
+from notebooks import cells_of, dumps, notebook, run_notebook
+from tokenizer import get_encoding
+from tokenizer.teach import compare, compare_lines, explain, explain_lines, pre_tokens, render_show, show
+
+NOTEBOOKS = ["01-characters-to-bpe"]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_notebook_is_its_page_run(name, monkeypatch):
+    monkeypatch.chdir(REPO)  # the walkthroughs run from the repository root
+    page = (REPO / "docs" / f"{name}.md").read_text(encoding="utf-8")
+    made = dumps(notebook(page))
+    assert (REPO / "docs" / f"{name}.ipynb").read_text(encoding="utf-8") == made, (
+        f"docs/{name}.ipynb is not its page run: python tests/notebooks.py docs/{name}.md rewrites it")
+    cells = json.loads(made)["cells"]
+    assert sum(cell["cell_type"] == "code" for cell in cells) >= 20
+    assert any("text/html" in out.get("data", {}) for cell in cells for out in cell.get("outputs", []))
+
+
+def test_a_failing_cell_fails_the_notebook():
+    page = "# t\n\n```python\nx = 1\n```\n\nprose\n\n```python\n>>> x + 1\n2\n>>> x.nope\n3\n\n```\n"
+    cells = cells_of(page)
+    assert [c["cell_type"] for c in cells] == ["markdown", "code", "markdown", "code", "code"]
+    with pytest.raises(AttributeError, match="nope"):
+        run_notebook(cells)
+    ran = run_notebook(cells[:4])
+    assert ran[3]["outputs"][0]["data"] == {"text/plain": ["2"]}
+
+
+def test_an_expected_exception_is_printed_so_run_all_goes_on():
+    page = "```python\n>>> int('x')\nTraceback (most recent call last):\n  ...\nValueError: bad\n\n```\n"
+    (cell,) = run_notebook(cells_of(page))
+    assert cell["outputs"][0]["text"] == ["ValueError: invalid literal for int() with base 10: 'x'\n"]
+
+
+def test_show_renders_spans_with_the_ids_of_encode():
+    text = "Not all <b>heroes</b> wear capes.<|endoftext|>\n"
+    shown = show(text, "cl100k_base")
+    ids = tiktoken.get_encoding("cl100k_base").encode(text, allowed_special="all")
+    assert shown.ids == ids
+    html = shown._repr_html_()
+    assert [int(i) for i in re.findall(r'data-token-id="(\d+)"', html)] == ids
+    assert "<b>" not in html and "</b>" not in html and html.count("&lt;") == 3  # escaped, not markup
+    assert html.count("background:#1f2937") == 1  # the special token, drawn apart
+    assert repr(shown) == render_show(text, "cl100k_base")
+
+
+def test_compare_and_explain_render_and_print():
+    text = "        return x  # indented"
+    compared = compare(text, ["gpt2", "o200k_base"])
+    assert repr(compared) == "\n".join(compare_lines(text, [("gpt2", "GPT-2"), ("o200k_base", "GPT-4o")]))
+    html = compared._repr_html_()
+    assert "outline:2px solid" in html and html.count("data-token-id") == sum(map(len, compared.ids.values()))
+    explained = explain("Not all heroes wear capes.")
+    assert repr(explained) == "\n".join(explain_lines("Not all heroes wear capes."))
+    assert "<td>1451</td>" in explained._repr_html_() and "itself a token" in explained._repr_html_()
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_pre_tokens_ids_are_encodes(name):
+    enc = get_encoding(name)
+    for file in sorted(p.name for p in CORPUS.glob("*.txt")):
+        text = corpus_text(file, 20_000) + "<|endoftext|>x"
+        pieces = pre_tokens(text, enc)
+        assert "".join(p.text for p in pieces) == text
+        assert [i for p in pieces for i in p.ids] == enc.encode(text, allowed_special="all"), file

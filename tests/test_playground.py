@@ -1,0 +1,531 @@
+"""The playground (tokenizer/serve.py and its page): the JSON API against Encoding.encode and tiktoken, its 4xx
+answers, the next-token panel against gpt2.gpt2, the serve command, and the page itself in headless chromium
+(Debian's chromium and chromium-driver, driven by Selenium; nothing is downloaded)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+import pytest
+import tiktoken
+
+import gpt2
+from conftest import REPO
+from tokenizer import Encoding, get_encoding, merge_reference
+from tokenizer.serve import MAX_CHARS, NextTokens, Playground, PlaygroundServer
+
+SAMPLE = "Not all heroes wear capes.\n    return x  # <|endoftext|> Öffnen 😀 12345"
+ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
+PROG = "python -m tokenizer"
+
+
+def random_params(seed=0, n_vocab=50257, n_ctx=16, n_embd=16, n_layer=2):
+    """Small random float32 weights in picoGPT's tree (the next-token panel needs GPT-2's vocabulary size)."""
+    rng = np.random.default_rng(seed)
+
+    def normal(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    def norm():
+        return {"g": (1 + normal(n_embd)).astype(np.float32), "b": normal(n_embd)}
+
+    def dense(nx, nf):
+        return {"w": normal(nx, nf), "b": normal(nf)}
+
+    return {"wte": normal(n_vocab, n_embd), "wpe": normal(n_ctx, n_embd), "ln_f": norm(),
+            "blocks": [{"ln_1": norm(), "ln_2": norm(),
+                        "attn": {"c_attn": dense(n_embd, 3 * n_embd), "c_proj": dense(n_embd, n_embd)},
+                        "mlp": {"c_fc": dense(n_embd, 4 * n_embd), "c_proj": dense(4 * n_embd, n_embd)}}
+                       for _ in range(n_layer)]}
+
+
+N_HEAD = 2
+
+
+@pytest.fixture(scope="module")
+def model():
+    return NextTokens(random_params(), N_HEAD, name="random")
+
+
+@pytest.fixture(scope="module")
+def playground(model):
+    return Playground(model=model)
+
+
+@pytest.fixture(scope="module")
+def server(playground):
+    """The playground served from a thread of this process, on a free port."""
+    server = PlaygroundServer(playground, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def fetch(server, path: str, body: bytes | None = None, headers=None) -> tuple[int, str, bytes]:
+    request = urllib.request.Request(server.url.rstrip("/") + path, data=body, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.headers["Content-Type"], response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers["Content-Type"], e.read()
+
+
+def get_json(server, path: str, status: int = 200) -> dict:
+    code, content_type, body = fetch(server, path)
+    assert (code, content_type) == (status, "application/json; charset=utf-8"), body
+    return json.loads(body)
+
+
+# ---- the API ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_encode_answers_encodes_ids_and_tiktokens(server, name):
+    answer = get_json(server, f"/api/encode?text={quote(SAMPLE)}&encoding={name}")
+    ids = [t["id"] for t in answer["tokens"]]
+    assert ids == get_encoding(name).encode(SAMPLE, allowed_special="all")
+    assert ids == tiktoken.get_encoding(name).encode(SAMPLE, allowed_special="all")
+    data = SAMPLE.encode()
+    assert "".join(t["text"] for t in answer["tokens"]) == SAMPLE
+    assert b"".join(bytes.fromhex(t["bytes"]) for t in answer["tokens"]) == data
+    assert [data[t["start"] : t["end"]] for t in answer["tokens"]] == [bytes.fromhex(t["bytes"]) for t in
+                                                                        answer["tokens"]]
+    assert answer["count"] == {"tokens": len(ids), "characters": len(SAMPLE), "bytes": len(data),
+                               "bytes_per_token": round(len(data) / len(ids), 3)}
+    assert [t["special"] for t in answer["tokens"]].count(True) == 1
+
+
+def test_post_answers_as_get_does(server):
+    body = json.dumps({"text": SAMPLE, "encoding": "cl100k_base"}).encode()
+    code, _, answer = fetch(server, "/api/encode", body, {"Content-Type": "application/json"})
+    assert code == 200
+    assert json.loads(answer) == get_json(server, f"/api/encode?text={quote(SAMPLE)}&encoding=cl100k_base")
+
+
+def test_gpt2_form_and_visible_whitespace(playground):
+    tokens = playground.answer("/api/encode", {"text": " world\n\tx"})["tokens"]
+    assert [t["gpt2"] for t in tokens] == ["Ġworld", "Ċ", "ĉ", "x"]
+    assert [t["visible"] for t in tokens] == ["·world", "↵\n", "→", "x"]
+
+
+def test_special_token_rule(playground):
+    text = "a<|endoftext|>"
+    allowed = playground.answer("/api/encode", {"text": text, "special": "allowed"})["tokens"]
+    plain = playground.answer("/api/encode", {"text": text, "special": "text"})["tokens"]
+    enc = get_encoding("gpt2")
+    assert [t["id"] for t in allowed] == enc.encode(text, allowed_special="all") == [64, 50256]
+    assert [t["id"] for t in plain] == enc.encode(text, disallowed_special=()) and len(plain) > 2
+    assert allowed[1]["special"] and allowed[1]["gpt2"] == "<|endoftext|>" and not any(t["special"] for t in plain)
+    with pytest.raises(Exception, match="<|endoftext|>.*which is disallowed: set special tokens to allowed"):
+        playground.answer("/api/encode", {"text": text, "special": "disallowed"})
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_explain_every_token_is_its_pre_tokens_and_merge_reference_builds_it(playground, name):
+    enc = get_encoding(name)
+    ids = enc.encode(SAMPLE, allowed_special="all")
+    pieces = []
+    for index in range(len(ids)):
+        story = playground.answer("/api/explain", {"text": SAMPLE, "encoding": name, "token": str(index)})
+        token = story["tokens"][index - story["first"]]
+        assert token["id"] == ids[index]
+        if story["first"] == index:
+            pieces.append(story["pre_token"])
+        if story["special"]:
+            assert story["steps"] == [] and token["special"]
+            continue
+        data = story["pre_token"].encode()
+        parts = merge_reference(data, enc.merge_ranks)
+        assert len(story["steps"]) == len(data) - len(parts)  # merge_reference's own steps, every one
+        if not story["whole"]:
+            assert [enc.token_ids[p] for p in parts] == [t["id"] for t in story["tokens"]]
+        built = [s for s in story["steps"] if s["builds"] == index - story["first"]]
+        token_bytes = enc.decode_single_token_bytes(ids[index])
+        if len(token_bytes) > 1 and not story["whole"]:  # the last merge that built it made all of it
+            assert built[-1]["result"] == repr_bytes(token_bytes)
+    assert "".join(pieces) == SAMPLE
+
+
+def repr_bytes(data: bytes) -> str:
+    try:
+        return repr(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return repr(data)
+
+
+def test_explain_a_known_word(playground):
+    story = playground.answer("/api/explain", {"text": "Not all heroes wear capes.", "token": "4"})
+    assert story["pre_token"] == " capes" and story["first"] == 4 and not story["whole"]
+    assert [(s["rank"], s["left"], s["right"], s["result"], s["builds"]) for s in story["steps"]] == [
+        (269, "' '", "'c'", "' c'", 0), (274, "'e'", "'s'", "'es'", 1), (499, "'a'", "'p'", "'ap'", 0),
+        (1451, "' c'", "'ap'", "' cap'", 0)]
+    whole = playground.answer("/api/explain", {"text": "Not all heroes wear capes.", "token": "2"})
+    assert whole["pre_token"] == " heroes" and whole["whole"] and whole["steps"][-1]["result"] == "' heroes'"
+
+
+def test_compare_marks_the_tokens_split_differently(playground):
+    text = "        return x  # indented"
+    answer = playground.answer("/api/compare", {"text": text, "encodings": "gpt2,cl100k_base,o200k_base"})
+    results = answer["results"]
+    assert [r["encoding"] for r in results] == ENCODINGS
+    spans = [{(t["start"], t["end"]) for t in r["tokens"]} for r in results]
+    for n, result in enumerate(results):
+        assert [t["id"] for t in result["tokens"]] == tiktoken.get_encoding(result["encoding"]).encode(text)
+        for token in result["tokens"]:
+            span = (token["start"], token["end"])
+            assert token["differs"] == any(span not in other for m, other in enumerate(spans) if m != n)
+    assert any(t["differs"] for t in results[0]["tokens"]) and not all(t["differs"] for t in results[0]["tokens"])
+
+
+def test_next_tokens_are_gpt2s_top_10(playground, model):
+    enc = get_encoding("gpt2")
+    for text in ["Alan Turing theorized that", "", "x " * 40]:
+        ids = enc.encode(text) or [enc.eot_token]
+        ids = ids[-model.n_ctx :]  # the context is the last n_ctx tokens
+        logits = gpt2.gpt2(ids, **random_params(), n_head=N_HEAD)[-1].astype(np.float64)
+        probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+        answer = playground.answer("/api/next", {"text": text})
+        assert [g["id"] for g in answer["next"]] == list(np.argsort(-probs, kind="stable")[:10])
+        assert np.allclose([g["probability"] for g in answer["next"]], np.sort(probs)[::-1][:10])
+        assert answer["context"] == min(len(enc.encode(text)), model.n_ctx)
+        assert all(g["text"] == enc.decode([g["id"]]) for g in answer["next"])
+
+
+def test_next_tokens_want_gpt2s_vocabulary():
+    with pytest.raises(ValueError, match="1000 token embeddings, but GPT-2's vocabulary has 50257"):
+        NextTokens(random_params(n_vocab=1000), N_HEAD)
+
+
+@pytest.mark.parametrize(
+    "path, status, message",
+    [
+        ("/api/encode?text=hi&encoding=gpt5", 400, "unknown encoding 'gpt5'; pass one of gpt2, "),
+        (f"/api/encode?text={'a' * (MAX_CHARS + 1)}", 413, f"the playground takes up to {MAX_CHARS:,}"),
+        ("/api/encode?text=%ff", 400, "malformed query"),
+        ("/api/encode?text", 400, "malformed query"),
+        ("/api/encode?text=a&text=b", 400, "text given more than once"),
+        ("/api/encode?txt=a", 400, "/api/encode takes encoding, special, text; got txt"),
+        ("/api/encode?text=a&special=maybe", 400, "pass allowed (special-token text becomes its id)"),
+        ("/api/encode?text=%3C%7Cendoftext%7C%3E&special=disallowed", 400, "which is disallowed"),
+        ("/api/explain?text=hi&token=x", 400, "pass the position of a token"),
+        ("/api/explain?text=hi&token=5", 400, "the text has 1 tokens (0 to 0)"),
+        (f"/api/explain?text={'a' * 3000}&token=0", 413, "pre-tokens up to 2,000 bytes"),
+        ("/api/compare?text=hi&encodings=gpt2,gpt2,gpt2,gpt2,gpt2", 400, "compare takes 1 to 4"),
+        ("/api/tokens", 404, "no API at /api/tokens"),
+    ],
+)
+def test_bad_requests_get_a_json_error(server, path, status, message):
+    answer = get_json(server, path, status)
+    assert list(answer) == ["error"] and message in answer["error"], answer
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [(b"{not json", "the body is not UTF-8 JSON"), (b"\xff", "the body is not UTF-8 JSON"),
+     (b"[1, 2]", "must be a JSON object"), (b'{"text": ["a"]}', "field 'text' is list; send a string"),
+     (b'{"text": "\\ud800"}', "lone surrogate (U+D800) at character 0")],
+)
+def test_bad_post_bodies_get_a_json_error(server, body, message):
+    code, content_type, answer = fetch(server, "/api/encode", body)
+    assert code == 400 and content_type.startswith("application/json") and message in json.loads(answer)["error"]
+
+
+def test_no_model_no_next_tokens():
+    with pytest.raises(Exception, match="no model loaded; start the server with --model 124M"):
+        Playground().answer("/api/next", {"text": "hi"})
+
+
+def test_a_failure_inside_is_a_json_500_not_a_traceback(server, monkeypatch):
+    def broken(fields):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(server.playground.routes, "/api/encode", (broken, {"text"}))
+    assert get_json(server, "/api/encode?text=hi", 500) == {"error": "internal error: RuntimeError: boom"}
+
+
+def test_the_page_and_only_the_page_is_served(server):
+    code, content_type, page = fetch(server, "/?text=hi")
+    assert code == 200 and content_type == "text/html; charset=utf-8"
+    assert b'id="tokens"' in page and b'id="count"' in page and b"http" not in page.replace(b"http-equiv", b"")
+    for name, kind in [("playground.js", "text/javascript"), ("playground.css", "text/css")]:
+        code, content_type, body = fetch(server, f"/{name}")
+        assert code == 200 and content_type.startswith(kind) and body
+    js = fetch(server, "/playground.js")[2]
+    assert b"//cdn" not in js and b"https://" not in js  # offline: nothing fetched from elsewhere
+    for path in ["/../serve.py", "/index.html/../../serve.py", "/serve.py", "/playground"]:
+        assert fetch(server, path)[0] == 404
+
+
+def test_encodings_lists_saved_folders_first(tmp_path):
+    text = "lowest lower newest widest " * 20
+    (tmp_path / "corpus.txt").write_text(text)
+    vocab = {i: bytes([i]) for i in range(256)}
+    enc = Encoding.from_vocab_merges({**vocab, 256: b"es", 257: b"est"}, [(b"e", b"s"), (b"es", b"t")],
+                                     name="tiny")
+    playground = Playground([enc])
+    info = playground.answer("/api/encodings", {})
+    assert info["encodings"][0] == "tiny" and info["default"] == "tiny" and "gpt2" in info["encodings"]
+    assert info["model"] is None
+    answer = playground.answer("/api/encode", {"text": "newest"})
+    assert [t["id"] for t in answer["tokens"]] == enc.encode("newest") and answer["encoding"] == "tiny"
+
+
+# ---- the serve command ------------------------------------------------------------------------------------
+
+
+def start_serve(*args, cwd) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "tokenizer", "serve", "--port", "0", *args], cwd=cwd, env=env,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    line = proc.stdout.readline()
+    assert line.startswith("the tokenizer playground is at http://127.0.0.1:"), (line, proc.communicate())
+    return proc, line.split()[5]
+
+
+def test_serve_command_serves_then_ctrl_c_is_one_line_and_130(tmp_path):
+    saved = tmp_path / "mytok"
+    get_encoding("gpt2").save(saved)
+    proc, url = start_serve("--encoding", str(saved), cwd=tmp_path)
+    try:
+        with urllib.request.urlopen(url + "api/encodings", timeout=60) as response:
+            info = json.load(response)
+        assert info["default"] == "mytok" and info["encodings"][0] == "mytok"
+        with urllib.request.urlopen(url + "api/encode?text=hello%20world", timeout=60) as response:
+            assert [t["id"] for t in json.load(response)["tokens"]] == [31373, 995]
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
+
+
+def test_serve_model_loads_a_checkpoint_folder_for_next_tokens(tmp_path):
+    """--model DIR: OpenAI's checkpoint format (a tiny one, random weights) through utils' loader."""
+    from tiny_checkpoint import write_tiny_checkpoint
+
+    params = write_tiny_checkpoint(tmp_path / "models" / "124M", n_head=2)
+    proc, url = start_serve("--model", str(tmp_path / "models" / "124M"), cwd=tmp_path)
+    try:
+        with urllib.request.urlopen(url + "api/next?text=" + quote("The cat sat on"), timeout=60) as response:
+            answer = json.load(response)
+        with urllib.request.urlopen(url + "api/encodings", timeout=60) as response:
+            assert json.load(response)["model"] == "124M"
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=60)
+    ids = get_encoding("gpt2").encode("The cat sat on")
+    expected = NextTokens(params, 2).top(ids)
+    assert [g["id"] for g in answer["next"]] == [i for i, _ in expected]
+    assert np.allclose([g["probability"] for g in answer["next"]], [p for _, p in expected], atol=1e-6)
+
+
+def test_serve_mistakes_are_one_line_and_exit_2(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for args, message in [
+            (["--port", str(port)], f"cannot listen on 127.0.0.1:{port} (Address already in use); pass another "
+                                    "--port, or --port 0"),
+            (["--port", "70000"], "expected a port from 0 to 65535"),
+            (["--encoding", "gpt5"], "Unknown encoding"),
+            (["--encoding", "no/such/dir"], "no such folder"),
+            (["--model", "7B"], "--model 7B: unknown GPT-2 model size '7B'; choose one of 124M"),
+        ]:
+            env = {**os.environ, "PYTHONPATH": str(REPO)}
+            result = subprocess.run([sys.executable, "-m", "tokenizer", "serve", *args], cwd=tmp_path, env=env,
+                                    capture_output=True, text=True, timeout=60)
+            assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+            assert result.stderr.startswith(PROG) and message in result.stderr, result.stderr
+
+
+# ---- the page in a real browser ---------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", "--window-size=1280,900"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium through chromium-driver; Selenium is told where both are and to fetch nothing."""
+    if not (Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()):
+        pytest.skip("needs Debian's chromium and chromium-driver: apt-get install -y chromium chromium-driver")
+    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not download a browser or a driver
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="playground-chromium-")
+    for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_for(check, timeout=30.0):
+    """Poll ``check()`` until it returns something true (the page updates after its requests come back)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = check()
+        except Exception:  # an element replaced while being read: try again
+            value = None
+        if value or time.monotonic() > deadline:
+            assert value, f"timed out waiting for {check.__doc__ or check}"
+            return value
+        time.sleep(0.05)
+
+
+def span_ids(browser, where="#tokens") -> list[int]:
+    return [int(e.get_attribute("data-token-id")) for e in browser.find_elements("css selector",
+                                                                                 f"{where} [data-token-id]")]
+
+
+def page_shows(browser, text: str, name: str) -> bool:
+    """The token spans are this text's under this encoding (by Encoding.encode and by tiktoken)."""
+    ids = get_encoding(name).encode(text, allowed_special="all")
+    assert ids == tiktoken.get_encoding(name).encode(text, allowed_special="all")
+    return span_ids(browser) == ids and browser.find_element("id", "tokens").get_attribute("data-encoding") == name
+
+
+def select(browser, element_id: str, value: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("id", element_id)).select_by_value(value)
+
+
+def test_type_text_switch_encodings_and_read_the_counts(browser, server):
+    browser.get(server.url)
+    box = browser.find_element("id", "text")
+    wait_for(lambda: browser.find_element("id", "encoding").get_attribute("value") == "gpt2")
+    typed = SAMPLE.replace(" 😀", "")  # chromedriver types only characters of the BMP
+    box.send_keys(typed)
+    wait_for(lambda: page_shows(browser, typed, "gpt2"))
+    n = len(get_encoding("gpt2").encode(typed, allowed_special="all"))
+    count = browser.find_element("id", "count").text
+    assert count.startswith(f"{n} tokens · {len(typed)} characters · {len(typed.encode())} bytes")
+    for name in ["cl100k_base", "o200k_base", "gpt2"]:
+        select(browser, "encoding", name)
+        wait_for(lambda: page_shows(browser, typed, name))
+    # the URL follows, so the view can be shared as a link
+    assert f"encoding=gpt2" in browser.current_url and "text=Not+all+heroes" in browser.current_url
+    # whitespace is visible; the special token is drawn apart
+    texts = [e.text for e in browser.find_elements("css selector", "#tokens [data-token-id]")]
+    assert "·heroes" in texts and "↵" in texts
+    special = browser.find_elements("css selector", "#tokens .special")
+    assert [e.get_attribute("data-token-id") for e in special] == ["50256"]
+
+
+def test_click_a_token_to_read_its_merges(browser, server):
+    browser.get(server.url + "?text=" + quote("Not all heroes wear capes."))
+    wait_for(lambda: page_shows(browser, "Not all heroes wear capes.", "gpt2"))
+    browser.find_elements("css selector", "#tokens [data-token-id]")[4].click()  # ' cap'
+    rows = wait_for(lambda: browser.find_elements("css selector", "#merge-steps tr[data-rank]"))
+    cells = [[td.text for td in row.find_elements("tag name", "td")] for row in rows]
+    assert cells == [["1", "269", "' ' + 'c'", "' c'"], ["2", "274", "'e' + 's'", "'es'"],
+                     ["3", "499", "'a' + 'p'", "'ap'"], ["4", "1451", "' c' + 'ap'", "' cap'"]]
+    assert [row.get_attribute("class") for row in rows] == ["builds", "other", "builds", "builds"]
+    trace = browser.find_element("id", "merge-trace").text
+    assert "Token 4: id 1451, ' cap'" in trace and "3 of the pre-token's 4 merges built this token" in trace
+    browser.find_elements("css selector", "#tokens [data-token-id]")[2].click()  # ' heroes', a token itself
+    wait_for(lambda: "' heroes'" in browser.find_element("id", "merge-trace").text)
+    assert "itself a token, so encode takes it whole" in browser.find_element("id", "merge-trace").text
+
+
+def test_a_shared_link_opens_the_same_view(browser, server):
+    text = "Öffnen 😀 <|endoftext|> done"
+    browser.get(server.url + f"?text={quote(text)}&encoding=o200k_base&view=ids&special=text"
+                f"&compare=cl100k_base,gpt2")
+    wait_for(lambda: span_ids(browser) == get_encoding("o200k_base").encode(text, disallowed_special=()))
+    assert tiktoken.get_encoding("o200k_base").encode(text, disallowed_special=()) == span_ids(browser)
+    assert browser.find_element("id", "text").get_attribute("value") == text
+    assert [e.text for e in browser.find_elements("css selector", "#tokens [data-token-id]")] == [
+        str(i) for i in span_ids(browser)]
+    assert not browser.find_elements("css selector", "#tokens .special")  # special text is plain text here
+    rows = wait_for(lambda: browser.find_elements("css selector", "#compare-rows .compare-row"))
+    assert [row.get_attribute("data-encoding") for row in rows] == ["o200k_base", "cl100k_base", "gpt2"]
+    for row in rows:
+        name = row.get_attribute("data-encoding")
+        ids = [int(e.get_attribute("data-token-id")) for e in row.find_elements("css selector", "[data-token-id]")]
+        assert ids == tiktoken.get_encoding(name).encode(text, disallowed_special=())
+    assert browser.find_elements("css selector", "#compare-rows .differs")
+
+
+def test_special_token_switch_and_errors_are_shown(browser, server):
+    browser.get(server.url + "?text=" + quote("a<|endoftext|>b"))
+    wait_for(lambda: span_ids(browser) == [64, 50256, 65])
+    select(browser, "special", "disallowed")
+    error = wait_for(lambda: browser.find_element("id", "error").text)
+    assert "which is disallowed: set special tokens to allowed" in error and not span_ids(browser)
+    assert "tiktoken's default" in browser.find_element("id", "rule").text
+    select(browser, "special", "text")
+    wait_for(lambda: span_ids(browser) == get_encoding("gpt2").encode("a<|endoftext|>b", disallowed_special=()))
+    assert not browser.find_element("id", "error").is_displayed() and "special=text" in browser.current_url
+    browser.get(server.url + "?text=" + "a" * (MAX_CHARS + 1))
+    assert "the playground takes up to" in wait_for(lambda: browser.find_element("id", "error").text)
+
+
+def test_views_show_ids_bytes_and_the_gpt2_form(browser, server):
+    browser.get(server.url + "?text=" + quote("hello world"))
+    wait_for(lambda: span_ids(browser) == [31373, 995])
+    shown = {}
+    for view in ["ids", "bytes", "gpt2", "text"]:
+        browser.find_element("css selector", f'input[name="view"][value="{view}"]').click()
+        shown[view] = wait_for(lambda: [e.text for e in browser.find_elements("css selector", "#tokens .token")]
+                               if f"view-{view}" in browser.find_element("id", "tokens").get_attribute("class")
+                               else None)
+    assert shown == {"ids": ["31373", "995"], "bytes": ["68 65 6c 6c 6f", "20 77 6f 72 6c 64"],
+                     "gpt2": ["hello", "Ġworld"], "text": ["hello", "·world"]}
+
+
+def test_next_token_panel(browser, server, model):
+    browser.get(server.url + "?text=" + quote("The cat sat on the"))
+    wait_for(lambda: browser.find_element("id", "next").is_displayed())
+    items = wait_for(lambda: browser.find_elements("css selector", "#next-tokens li"))
+    ids = get_encoding("gpt2").encode("The cat sat on the")
+    assert [int(e.get_attribute("data-token-id")) for e in items] == [i for i, _ in model.top(ids)]
+
+
+def test_screenshot(browser, tmp_path):
+    """A picture of the page, for a person to look at when it changes (PLAYGROUND_SCREENSHOT=docs/playground.png
+    writes the README's). Served without a model: random weights would only show noise as next tokens."""
+    text = "Not all heroes wear capes.\n    return x  # <|endoftext|> Öffnen 😀"
+    server = PlaygroundServer(Playground(), "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        browser.set_window_size(1200, 940)
+        browser.get(server.url + f"?text={quote(text)}&compare=cl100k_base,o200k_base")
+        wait_for(lambda: page_shows(browser, text, "gpt2")
+                 and browser.find_elements("css selector", "#compare-rows .compare-row"))
+        browser.find_elements("css selector", "#tokens [data-token-id]")[4].click()
+        wait_for(lambda: browser.find_elements("css selector", "#merge-steps tr[data-rank]"))
+        assert not browser.find_element("id", "next").is_displayed()
+        path = Path(os.environ.get("PLAYGROUND_SCREENSHOT") or tmp_path / "playground.png")
+        assert browser.save_screenshot(str(path))
+    finally:
+        browser.set_window_size(1280, 900)
+        server.shutdown()
+        server.server_close()
+    png = path.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000  # a drawn page, not a blank one

@@ -1,0 +1,283 @@
+// The tokenizer playground: reads the settings (from the form, first from the URL), asks the server's JSON API
+// (tokenizer/serve.py) and draws what it answers. Nothing is tokenized here: every id, split and merge comes from
+// the server, so the page shows exactly what the Python tokenizer does.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const COLORS = 6;  // token background classes c0..c5 (playground.css)
+const RULES = {
+  allowed: 'allowed: text such as <|endoftext|> becomes its special id (encode(text, allowed_special="all"))',
+  disallowed: "disallowed: text such as <|endoftext|> is an error, tiktoken's default (encode(text))",
+  text: "plain text: <|endoftext|> is encoded as ordinary text, < | end ... (encode(text, disallowed_special=()))",
+};
+const state = { names: [], model: null, answer: null, selected: null, seq: 0, timer: null };
+
+// ---- talking to the server ---------------------------------------------------------------------------------
+
+async function api(path, fields) {
+  const response = await fetch(path, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(fields || {}),
+  });
+  let answer;
+  try {
+    answer = await response.json();
+  } catch (e) {
+    throw new Error(`${path} answered HTTP ${response.status} without JSON`);
+  }
+  if (!response.ok) throw new Error(answer.error || `${path} answered HTTP ${response.status}`);
+  return answer;
+}
+
+function settings() {
+  return {
+    text: $("text").value,
+    encoding: $("encoding").value,
+    special: $("special").value,
+    view: document.querySelector('input[name="view"]:checked').value,
+    compare: $("compare-on").checked ? [$("compare-1").value, $("compare-2").value].filter(Boolean) : [],
+  };
+}
+
+function showError(message) {
+  $("error").textContent = message || "";
+  $("error").hidden = !message;
+}
+
+// ---- the URL: ?text=...&encoding=...&special=...&view=...&compare=a,b --------------------------------------
+
+function readUrl() {
+  const query = new URLSearchParams(location.search);
+  if (query.has("text")) $("text").value = query.get("text");
+  const pick = (select, value) => {
+    if (value && [...select.options].some((o) => o.value === value)) select.value = value;
+    else if (value) showError(`unknown ${select.id} ${JSON.stringify(value)} in the link; using ${select.value}`);
+  };
+  pick($("encoding"), query.get("encoding"));
+  pick($("special"), query.get("special"));
+  const view = document.querySelector(`input[name="view"][value="${CSS.escape(query.get("view") || "text")}"]`);
+  if (view) view.checked = true;
+  if (query.get("compare")) {
+    const [first, second] = query.get("compare").split(",");
+    $("compare-on").checked = true;
+    pick($("compare-1"), first);
+    pick($("compare-2"), second || "");
+  }
+}
+
+function writeUrl(s) {
+  const query = new URLSearchParams({ text: s.text, encoding: s.encoding });
+  if (s.special !== "allowed") query.set("special", s.special);
+  if (s.view !== "text") query.set("view", s.view);
+  if (s.compare.length) query.set("compare", s.compare.join(","));
+  history.replaceState(null, "", `?${query}`);
+}
+
+// ---- drawing tokens ---------------------------------------------------------------------------------------
+
+function tokenLabel(token, view) {
+  if (view === "ids") return String(token.id);
+  if (view === "bytes") return token.bytes;
+  if (view === "gpt2") return token.gpt2;
+  // a token holding the first bytes of a character that a later token completes adds no text of its own
+  return token.text === "" ? token.shown : token.visible;
+}
+
+function drawTokens(box, tokens, view, options = {}) {
+  box.className = `tokens view-${view}`;
+  box.replaceChildren(...tokens.map((token, n) => {
+    const span = document.createElement("span");
+    span.className = `token c${n % COLORS}`;
+    if (token.special) span.classList.add("special");
+    if (token.text === "" && view === "text") span.classList.add("partial");
+    if (options.marks && token.differs) span.classList.add("differs");
+    span.dataset.tokenId = token.id;
+    span.dataset.index = n;
+    span.textContent = tokenLabel(token, view);
+    span.title = `token ${n}: id ${token.id}, bytes ${token.bytes}, ${token.shown}`;
+    return span;
+  }));
+}
+
+function drawCount(count, encoding) {
+  const perToken = count.bytes_per_token === null ? "-" : count.bytes_per_token.toFixed(2);
+  $("count").textContent = `${count.tokens} tokens · ${count.characters} characters · ${count.bytes} bytes · `
+    + `${perToken} bytes/token (${encoding})`;
+}
+
+function drawCompare(results, view) {
+  $("compare-rows").replaceChildren(...results.map((result) => {
+    const row = document.createElement("div");
+    row.className = "compare-row";
+    row.dataset.encoding = result.encoding;
+    const head = document.createElement("div");
+    const differing = result.tokens.filter((t) => t.differs).length;
+    head.innerHTML = "<b></b> ";
+    head.firstChild.textContent = result.encoding;
+    head.append(`${result.count.tokens} tokens, ${differing} split differently`);
+    const tokens = document.createElement("div");
+    drawTokens(tokens, result.tokens, view, { marks: true });
+    row.append(head, tokens);
+    return row;
+  }));
+}
+
+function drawNext(answer) {
+  $("model-name").textContent = `(${answer.model}, ${answer.context} tokens of context)`;
+  $("next-tokens").replaceChildren(...answer.next.map((guess) => {
+    const item = document.createElement("li");
+    const code = document.createElement("code");
+    code.textContent = guess.shown;
+    const bar = document.createElement("span");
+    bar.className = "bar";
+    bar.style.width = `${Math.max(1, Math.round(guess.probability * 120))}px`;
+    item.append(code, bar, `${(guess.probability * 100).toFixed(1)}%  id ${guess.id}`);
+    item.dataset.tokenId = guess.id;
+    item.addEventListener("click", () => {
+      $("text").value += guess.text;
+      update();
+    });
+    return item;
+  }));
+}
+
+// ---- the merge trace of a clicked token -------------------------------------------------------------------
+
+function cell(row, text, tag = "td") {
+  const element = document.createElement(tag);
+  element.textContent = text;
+  row.append(element);
+}
+
+function drawMerges(story) {
+  const box = $("merge-trace");
+  const index = story.token - story.first;  // which of the pre-token's tokens was clicked
+  const token = story.tokens[index];
+  const lines = [
+    `Token ${story.token}: id ${token.id}, ${token.shown}`,
+    `Pre-token ${JSON.stringify(story.pre_token)}: bytes ${story.bytes}; ` +
+      `${story.tokens.length} token${story.tokens.length > 1 ? "s" : ""}: ` +
+      story.tokens.map((t) => `${t.shown} = ${t.id}`).join(", "),
+  ];
+  if (story.special) lines.push("A special token: no merges build it; the special-token rule turned its text into its id.");
+  else if (story.whole) lines.push("It is itself a token, so encode takes it whole; the merges below lead there too.");
+  else if (!story.steps.length) lines.push("A single byte: no merges.");
+  const notes = lines.map((line) => {
+    const p = document.createElement("p");
+    p.textContent = line;
+    return p;
+  });
+  const table = document.createElement("table");
+  table.id = "merge-steps";
+  const head = document.createElement("tr");
+  ["#", "rank", "pair", "result"].forEach((name) => cell(head, name, "th"));
+  table.append(head);
+  story.steps.forEach((step, n) => {
+    const row = document.createElement("tr");
+    row.className = step.builds === index ? "builds" : "other";
+    row.dataset.rank = step.rank;
+    cell(row, String(n + 1));
+    cell(row, String(step.rank));
+    cell(row, `${step.left} + ${step.right}`);
+    cell(row, step.result);
+    table.append(row);
+  });
+  const built = story.steps.filter((step) => step.builds === index).length;
+  if (story.steps.length) {
+    const p = document.createElement("p");
+    p.className = "hint";
+    p.textContent = `${built} of the pre-token's ${story.steps.length} merges built this token (highlighted).`;
+    notes.push(p);
+  }
+  box.replaceChildren(...notes, ...(story.steps.length ? [table] : []));
+}
+
+async function explainToken(index) {
+  const s = settings();
+  state.selected = index;
+  document.querySelectorAll("#tokens .selected").forEach((e) => e.classList.remove("selected"));
+  const span = document.querySelector(`#tokens [data-index="${index}"]`);
+  if (span) span.classList.add("selected");
+  try {
+    drawMerges(await api("/api/explain", { text: s.text, encoding: s.encoding, special: s.special, token: index }));
+  } catch (e) {
+    $("merge-trace").textContent = e.message;
+  }
+}
+
+// ---- one update: encode, then compare and next token ------------------------------------------------------
+
+async function update() {
+  const s = settings();
+  const seq = ++state.seq;
+  const current = () => seq === state.seq;  // a newer update has started: drop this one's answers
+  writeUrl(s);
+  $("rule").textContent = `Special tokens ${RULES[s.special]}`;
+  $("compare").hidden = !s.compare.length;
+  try {
+    const answer = await api("/api/encode", { text: s.text, encoding: s.encoding, special: s.special });
+    if (!current()) return;
+    state.answer = answer;
+    showError("");
+    drawCount(answer.count, answer.encoding);
+    drawTokens($("tokens"), answer.tokens, s.view);
+    $("tokens").dataset.encoding = answer.encoding;
+    $("merge-trace").innerHTML = '<p class="hint">Click a token to see the merges that built it, step by step.</p>';
+    if (s.compare.length) {
+      const compared = await api("/api/compare", { text: s.text, special: s.special,
+                                                   encodings: [s.encoding, ...s.compare].join(",") });
+      if (current()) drawCompare(compared.results, s.view);
+    }
+    if (state.model) {
+      const next = await api("/api/next", { text: s.text, special: s.special });
+      if (current()) drawNext(next);
+    }
+    if (current()) document.body.dataset.ready = String(seq);
+  } catch (e) {
+    if (!current()) return;
+    showError(e.message);
+    $("tokens").replaceChildren();
+    $("count").textContent = "";
+    $("compare-rows").replaceChildren();
+    document.body.dataset.ready = String(seq);
+  }
+}
+
+function later() {
+  clearTimeout(state.timer);
+  state.timer = setTimeout(update, 120);
+}
+
+async function start() {
+  let info;
+  try {
+    info = await api("/api/encodings");
+  } catch (e) {
+    showError(`the playground server did not answer: ${e.message}`);
+    return;
+  }
+  state.names = info.encodings;
+  state.model = info.model;
+  const fill = (select, names, blank) => {
+    select.replaceChildren(...(blank ? [""] : []).concat(names).map((name) => new Option(name || "(none)", name)));
+  };
+  fill($("encoding"), info.encodings);
+  fill($("compare-1"), info.encodings);
+  fill($("compare-2"), info.encodings, true);
+  $("encoding").value = info.default;
+  const others = info.compare.filter((name) => name !== info.default);
+  $("compare-1").value = others[0] || info.encodings[0];
+  $("compare-2").value = others[1] || "";
+  $("next").hidden = !info.model;
+  $("text").maxLength = info.max_chars;
+  readUrl();
+  $("text").addEventListener("input", later);
+  for (const id of ["encoding", "special", "compare-on", "compare-1", "compare-2"]) $(id).addEventListener("change", update);
+  document.querySelectorAll('input[name="view"]').forEach((radio) => radio.addEventListener("change", update));
+  $("tokens").addEventListener("click", (event) => {
+    const span = event.target.closest("[data-index]");
+    if (span) explainToken(Number(span.dataset.index));
+  });
+  update();
+}
+
+start();

@@ -1,0 +1,365 @@
+"""A tokenizer playground in the browser: ``python -m tokenizer serve``, then open http://127.0.0.1:8000/.
+
+The page (``tokenizer/playground/``: index.html, playground.js, playground.css; no CDN, works offline) shows a
+text's tokens as coloured spans, their ids, bytes and GPT-2 ``Ġ`` form; the merges that built a token when it is
+clicked; the same text under two or three encodings with the tokens they split differently outlined; and, with
+``--model``, the next tokens GPT-2 expects. Everything it shows comes from this small JSON API, which scripts
+may use too (GET with a query, or POST a JSON object of the same fields):
+
+    GET /api/encodings                                 the encodings on offer, the default, whether a model is on
+    GET /api/encode?text=hi%20there&encoding=gpt2      tokens: id, text, bytes, GPT-2 form, byte span; counts
+    GET /api/compare?text=...&encodings=gpt2,o200k_base   each encoding's tokens, those split differently marked
+    GET /api/explain?text=...&encoding=gpt2&token=1    the pre-token holding token 1 and its merges, step by step
+    GET /api/next?text=...                             GPT-2's 10 likeliest next tokens (with --model)
+
+``special`` (``allowed``, ``disallowed`` or ``text``) is the special-token rule of :meth:`Encoding.encode`:
+special-token text becomes its id, is an error (tiktoken's default), or is encoded as plain text. A mistake
+(unknown encoding or field, text over :data:`MAX_CHARS`, a malformed query) is answered with a 4xx status and
+``{"error": "one line that says what to pass instead"}``.
+
+The answers are :mod:`tokenizer.teach`'s (pre_tokens, merge_story, token_spans, split_differences): this module
+turns HTTP into calls and results into JSON. The next-token panel runs picoGPT's ``gpt2.gpt2`` on the text's
+GPT-2 ids.
+
+What it does not do: serve anyone but you. There is no login and no TLS; it listens on 127.0.0.1 unless told
+otherwise, and keeps no state between requests.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+
+import gpt2
+import utils
+
+from .encoding import Encoding
+from .registry import get_encoding, list_encoding_names
+from .teach import (COMPARED, merge_story, pre_tokens, show_bytes, split_differences, token_spans, token_texts,
+                    visible_whitespace)
+from .vocab_files import token_to_gpt2_str
+
+MAX_CHARS = 20_000  # longest text the API takes: every answer stays well under a second
+MAX_BODY = 1_000_000  # bytes of a POST body (20,000 characters of JSON-escaped text fit)
+MAX_EXPLAIN_BYTES = 2_000  # merge_reference replays a pre-token step by step, in time that grows with its square
+TOP_K = 10
+PAGE_DIR = Path(__file__).resolve().parent / "playground"
+PAGE_FILES = {  # URL path -> (file in PAGE_DIR, content type); nothing else is served from disk
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/playground.js": ("playground.js", "text/javascript; charset=utf-8"),
+    "/playground.css": ("playground.css", "text/css; charset=utf-8"),
+}
+# the special-token rule by its name on the page -> Encoding.encode's arguments
+SPECIAL_RULES = {
+    "allowed": dict(allowed_special="all", disallowed_special=()),
+    "disallowed": dict(allowed_special=set(), disallowed_special="all"),
+    "text": dict(allowed_special=set(), disallowed_special=()),
+}
+
+
+class ApiError(Exception):
+    """A request the API cannot answer: sent as ``{"error": message}`` with ``status``."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+# ---- the next-token model ---------------------------------------------------------------------------------
+
+
+class NextTokens:
+    """GPT-2's guess at the next token: the softmax of ``gpt2.gpt2``'s logits at the last position.
+
+    ``params`` is picoGPT's tree of arrays (``utils.load_encoder_hparams_and_params``); the model reads GPT-2's
+    ids, so its vocabulary must be GPT-2's 50,257 tokens.
+    """
+
+    def __init__(self, params: dict, n_head: int, *, name: str = "GPT-2"):
+        n_vocab = params["wte"].shape[0]
+        if n_vocab != get_encoding("gpt2").n_vocab:
+            raise ValueError(f"model {name}: {n_vocab} token embeddings, but GPT-2's vocabulary has "
+                             f"{get_encoding('gpt2').n_vocab} tokens; pass a GPT-2 checkpoint")
+        self.params, self.n_head, self.name = params, n_head, name
+        self.n_ctx = params["wpe"].shape[0]
+        self._lock = threading.Lock()  # one forward pass at a time: they share the machine's cores anyway
+
+    @classmethod
+    def load(cls, model: str, models_dir: str | Path = "models") -> NextTokens:
+        """``model``: a size (``124M``, fetched into ``models_dir`` if missing) or a checkpoint folder
+        (``models/124M``)."""
+        path = Path(model)
+        if path.is_dir():
+            model, models_dir = path.name, path.parent
+        _, hparams, params = utils.load_encoder_hparams_and_params(model, models_dir)
+        return cls(params, hparams["n_head"], name=model)
+
+    def top(self, ids: list[int], k: int = TOP_K) -> list[tuple[int, float]]:
+        """The ``k`` likeliest next tokens after ``ids`` (the last ``n_ctx`` of them; ``<|endoftext|>`` when
+        there are none, as GPT-2 saw at the start of each document), with their probabilities."""
+        ids = list(ids[-self.n_ctx :]) or [get_encoding("gpt2").eot_token]
+        with self._lock:
+            logits = gpt2.gpt2(ids, **self.params, n_head=self.n_head)[-1]  # [n_seq, n_vocab] -> [n_vocab]
+        logits = logits.astype(np.float64)
+        probs = np.exp(logits - logits.max())  # [n_vocab]; minus the max: exp cannot overflow
+        probs /= probs.sum()
+        best = np.argsort(-probs, kind="stable")[:k]  # [k]
+        return [(int(i), float(probs[i])) for i in best]
+
+
+# ---- the API ----------------------------------------------------------------------------------------------
+
+
+class Playground:
+    """The API's answers, without HTTP: ``answer("/api/encode", {"text": "hi"})`` -> a JSON-able dict.
+
+    ``encodings``: saved tokenizers to offer besides the registered encodings, and which comes first in the
+    selector (the page's default); ``model``: a :class:`NextTokens`, or None for no next-token panel.
+    """
+
+    def __init__(self, encodings: list[Encoding] = (), *, model: NextTokens | None = None):
+        self.saved = {enc.name: enc for enc in encodings if enc.name not in list_encoding_names()}
+        self.names = list(dict.fromkeys([*(enc.name for enc in encodings), *list_encoding_names()]))
+        self.model = model
+        self.routes = {  # path -> (handler, the fields it takes)
+            "/api/encodings": (self.encodings, set()),
+            "/api/encode": (self.encode, {"text", "encoding", "special"}),
+            "/api/compare": (self.compare, {"text", "encodings", "special"}),
+            "/api/explain": (self.explain, {"text", "encoding", "special", "token"}),
+            "/api/next": (self.next_tokens, {"text", "special"}),
+        }
+
+    def answer(self, path: str, fields: dict[str, str]) -> dict:
+        if path not in self.routes:
+            raise ApiError(HTTPStatus.NOT_FOUND, f"no API at {path}; the API is {', '.join(self.routes)}")
+        handler, takes = self.routes[path]
+        unknown = sorted(set(fields) - takes)
+        if unknown:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{path} takes {', '.join(sorted(takes)) or 'no fields'}; "
+                           f"got {', '.join(unknown)}")
+        return handler(fields)
+
+    # ---- the fields
+
+    def encoding(self, name: str) -> Encoding:
+        if name in self.saved:
+            return self.saved[name]
+        if name not in self.names:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"unknown encoding {name!r}; pass one of {', '.join(self.names)}")
+        return get_encoding(name)
+
+    @staticmethod
+    def text(fields) -> str:
+        text = fields.get("text", "")
+        if len(text) > MAX_CHARS:
+            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                           f"text of {len(text):,} characters; the playground takes up to {MAX_CHARS:,}")
+        bad = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+        if bad is not None:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"text holds a lone surrogate (U+{ord(text[bad]):04X}) at "
+                           f"character {bad}, which is not Unicode text; send valid UTF-8")
+        return text
+
+    @staticmethod
+    def special(fields) -> dict:
+        rule = fields.get("special", "allowed")
+        if rule not in SPECIAL_RULES:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"special={rule!r}; pass allowed (special-token text becomes "
+                           "its id), disallowed (it is an error) or text (it is plain text)")
+        return SPECIAL_RULES[rule]
+
+    def encode_ids(self, text: str, enc: Encoding, rule: dict) -> list[int]:
+        try:
+            return enc.encode(text, **rule)
+        except ValueError as e:  # a disallowed special token: the message names it
+            head, found, _ = str(e).partition("which is disallowed.")
+            if not found:
+                raise
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{head}which is disallowed: set special tokens to allowed "
+                           "(it becomes its id) or to plain text") from None
+
+    # ---- the answers
+
+    def encodings(self, fields) -> dict:
+        return {"encodings": self.names, "default": self.names[0],
+                "compare": [name for name, _ in COMPARED], "special_rules": list(SPECIAL_RULES),
+                "model": self.model.name if self.model else None, "max_chars": MAX_CHARS}
+
+    def encode(self, fields) -> dict:
+        text, rule = self.text(fields), self.special(fields)
+        enc = self.encoding(fields.get("encoding", self.names[0]))
+        return tokens_answer(text, enc, self.encode_ids(text, enc, rule))
+
+    def compare(self, fields) -> dict:
+        text, rule = self.text(fields), self.special(fields)
+        names = [name.strip() for name in fields.get("encodings", "").split(",") if name.strip()]
+        names = names or [name for name, _ in COMPARED]
+        if not 1 <= len(names) <= 4:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{len(names)} encodings; compare takes 1 to 4, comma separated")
+        encs = [self.encoding(name) for name in names]
+        answers = [tokens_answer(text, enc, self.encode_ids(text, enc, rule)) for enc in encs]
+        differs = split_differences([[(t["start"], t["end"]) for t in a["tokens"]] for a in answers])
+        for answer, marks in zip(answers, differs):
+            for token, differ in zip(answer["tokens"], marks):
+                token["differs"] = differ
+        return {"results": answers}
+
+    def explain(self, fields) -> dict:
+        text, rule = self.text(fields), self.special(fields)
+        enc = self.encoding(fields.get("encoding", self.names[0]))
+        self.encode_ids(text, enc, rule)  # the rule's error, worded for the page
+        try:
+            index = int(fields.get("token", ""))
+        except ValueError:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"token={fields.get('token', '')!r}; pass the position of a "
+                           "token in the text (0 for the first)") from None
+        first = 0
+        for piece in pre_tokens(text, enc, **rule):
+            if first <= index < first + len(piece.ids):
+                return piece_answer(piece, enc, first, index)
+            first += len(piece.ids)
+        raise ApiError(HTTPStatus.BAD_REQUEST, f"token={index}; the text has {first} tokens (0 to {first - 1})")
+
+    def next_tokens(self, fields) -> dict:
+        if self.model is None:
+            raise ApiError(HTTPStatus.NOT_FOUND, "no model loaded; start the server with --model 124M (or a "
+                           "checkpoint folder) for next-token guesses")
+        text, rule = self.text(fields), self.special(fields)
+        enc = get_encoding("gpt2")
+        ids = self.encode_ids(text, enc, rule)
+        guesses = [{**token_answer(enc, i), "text": enc.decode([i]), "probability": p} for i, p in self.model.top(ids)]
+        return {"model": self.model.name, "context": min(len(ids), self.model.n_ctx), "tokens": len(ids),
+                "next": guesses}
+
+
+def token_answer(enc: Encoding, token: int) -> dict:
+    data = enc.decode_single_token_bytes(token)
+    special = enc.is_special_token(token)
+    return {"id": token, "shown": show_bytes(data), "bytes": data.hex(" "), "special": special,
+            "gpt2": data.decode("utf-8") if special else token_to_gpt2_str(data)}
+
+
+def tokens_answer(text: str, enc: Encoding, ids: list[int]) -> dict:
+    n_bytes = len(text.encode("utf-8"))
+    tokens = [{**token_answer(enc, token), "text": token_text, "visible": visible_whitespace(token_text),
+               "start": start, "end": end}
+              for token, token_text, (start, end) in zip(ids, token_texts(enc, ids), token_spans(enc, ids))]
+    count = {"tokens": len(ids), "characters": len(text), "bytes": n_bytes,
+             "bytes_per_token": round(n_bytes / len(ids), 3) if ids else None}
+    return {"encoding": enc.name, "tokens": tokens, "count": count}
+
+
+def piece_answer(piece, enc: Encoding, first: int, index: int) -> dict:
+    """Token ``index`` of the text, the pre-token holding it (whose first token is ``first``) and its merges."""
+    answer = {"token": index, "first": first, "pre_token": piece.text, "special": piece.special,
+              "tokens": [token_answer(enc, i) for i in piece.ids]}
+    if piece.special:
+        return {**answer, "bytes": piece.text.encode("utf-8").hex(" "), "whole": True, "steps": []}
+    data = piece.text.encode("utf-8")
+    if len(data) > MAX_EXPLAIN_BYTES:
+        raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                       f"the pre-token holding token {index} is {len(data):,} bytes; the merge trace replays BPE "
+                       f"step by step for pre-tokens up to {MAX_EXPLAIN_BYTES:,} bytes")
+    story = merge_story(piece.text, enc)
+    steps = [{"rank": s.rank, "left": show_bytes(s.left), "right": show_bytes(s.right),
+              "result": show_bytes(s.left + s.right), "gpt2": [token_to_gpt2_str(s.left), token_to_gpt2_str(s.right)],
+              "builds": built}
+             for s, built in zip(story.steps, story.builds)]
+    return {**answer, "bytes": data.hex(" "), "whole": story.whole, "steps": steps}
+
+
+# ---- HTTP -------------------------------------------------------------------------------------------------
+
+
+class Handler(BaseHTTPRequestHandler):
+    """GET serves the page and the API; POST the API (a JSON object of fields, so long texts fit)."""
+
+    server_version = "tokenizer-playground"
+    server: PlaygroundServer
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        if url.path.startswith("/api/"):
+            self.api(url.path, lambda: query_fields(url.query))
+        elif url.path in PAGE_FILES:
+            name, content_type = PAGE_FILES[url.path]
+            self.send(HTTPStatus.OK, (PAGE_DIR / name).read_bytes(), content_type)
+        else:
+            self.send(HTTPStatus.NOT_FOUND, b"not found: the playground is at /\n", "text/plain; charset=utf-8")
+
+    def do_POST(self):
+        self.api(urlsplit(self.path).path, self.body_fields)
+
+    def api(self, path: str, read_fields) -> None:
+        try:
+            status, answer = HTTPStatus.OK, self.server.playground.answer(path, read_fields())
+        except ApiError as e:
+            status, answer = e.status, {"error": str(e)}
+        except Exception as e:  # never a traceback page: the page shows this line
+            status, answer = HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"internal error: {type(e).__name__}: {e}"}
+        self.send(status, json.dumps(answer, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
+
+    def body_fields(self) -> dict[str, str]:
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            raise ApiError(HTTPStatus.LENGTH_REQUIRED, "POST needs a Content-Length header") from None
+        if length > MAX_BODY:
+            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body of {length:,} bytes; up to {MAX_BODY:,}")
+        try:
+            fields = json.loads(self.rfile.read(length).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"the body is not UTF-8 JSON ({e}); send a JSON object of "
+                           "fields, e.g. {\"text\": \"hi\"}") from None
+        if not isinstance(fields, dict):
+            raise ApiError(HTTPStatus.BAD_REQUEST, "the body must be a JSON object of fields, e.g. {\"text\": \"hi\"}")
+        for name, value in fields.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                fields[name] = str(value)
+            elif not isinstance(value, str):
+                raise ApiError(HTTPStatus.BAD_REQUEST, f"field {name!r} is {type(value).__name__}; send a string")
+        return fields
+
+    def send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass  # a request log would bury the one line that matters: where the page is
+
+
+def query_fields(query: str) -> dict[str, str]:
+    """``text=a%20b&encoding=gpt2`` -> ``{"text": "a b", "encoding": "gpt2"}``; each field once."""
+    try:
+        pairs = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query), errors="strict")
+    except ValueError as e:  # a field without "=", or percent-escapes that are not UTF-8
+        raise ApiError(HTTPStatus.BAD_REQUEST, f"malformed query ({e}); send name=value pairs joined by &, "
+                       "percent-encoded UTF-8") from None
+    repeated = sorted(name for name, values in pairs.items() if len(values) > 1)
+    if repeated:
+        raise ApiError(HTTPStatus.BAD_REQUEST, f"{', '.join(repeated)} given more than once; give each field once")
+    return {name: values[0] for name, values in pairs.items()}
+
+
+class PlaygroundServer(ThreadingHTTPServer):
+    daemon_threads = True  # a slow request does not keep Ctrl-C waiting
+
+    def __init__(self, playground: Playground, host: str = "127.0.0.1", port: int = 8000):
+        self.playground = playground
+        super().__init__((host, port), Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/"
