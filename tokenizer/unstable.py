@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left
-from typing import TYPE_CHECKING
 
 import regex
 
 from . import bpe
 from .pretokenize import compile_pattern, special_token_regex
 
-if TYPE_CHECKING:
-    from .encoding import Encoding
+# `enc` below is always a tokenizer.encoding.Encoding, which calls in here; it is not imported (annotations are
+# never evaluated here), so the import graph keeps one direction: encoding -> unstable.
 
 _WHITESPACE = regex.compile(r"\p{White_Space}")  # Rust's char::is_whitespace (str.isspace adds \x1c-\x1f)
 # Per encoding: its ordinary tokens sorted by bytes, and their ids in the same order (built on first use).
