@@ -119,7 +119,7 @@ class DecodingWeights:
             if not self.head.flags.c_contiguous:
                 self.head = copy_in_order(self.params["wte"], "F").T  # column-major wte = row-major wte.T
             if order not in self.blocks_in_order:
-                self.blocks_in_order[order] = [with_mlp_proj_in_order(block, order) for block in self.params["blocks"]]
+                self.blocks_in_order[order] = [with_mlp_proj_in_order(b, order) for b in self.params["blocks"]]
         return self.blocks_in_order.get(order, self.params["blocks"]), self.head
 
 
@@ -212,7 +212,7 @@ def check_fits_context(n_prompt, n_new, n_ctx):
     if n_prompt + n_new <= n_ctx:
         return
     if n_prompt >= n_ctx:  # no count of new tokens would help: only a shorter prompt does
-        fits = f"at most {n_ctx - n_new} tokens" if n_new < n_ctx else f"fewer than {n_ctx} tokens, and ask for fewer new tokens"
+        fits = f"at most {n_ctx - n_new} tokens" if n_new < n_ctx else "fewer tokens, and ask for fewer new ones"
         raise ValueError(
             f"the prompt is too long: {n_prompt} tokens, and the model's context holds n_ctx={n_ctx} tokens "
             f"in all, the prompt's and n_tokens_to_generate={n_new} new ones together; shorten the prompt "
