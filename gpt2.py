@@ -139,24 +139,28 @@ def command_line_parser() -> argparse.ArgumentParser:
         "goes after --, as in: gpt2 -- '-5 degrees outside, and'",
         allow_abbrev=False,  # a misspelt flag is an error, never a guess
     )
+
+    def option(name, **options):  # --name, and its dashed spelling (--top-k) kept out of the help text
+        parser.add_argument(f"--{name}", **options)
+        if "_" in name:
+            hidden = {**options, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+            parser.add_argument(f"--{name.replace('_', '-')}", dest=name, **hidden)
+
     parser.add_argument("prompt", help="the text to continue, used exactly as given")
-    parser.add_argument("--n_tokens_to_generate", "--n-tokens-to-generate", type=int, default=40, metavar="N",
-                        help="how many tokens to add (default: 40)")
-    parser.add_argument("--model_size", "--model-size", choices=MODEL_SIZES, default="124M",
-                        help="which GPT-2 (default: 124M)")
-    parser.add_argument("--models_dir", "--models-dir", default=None, metavar="DIR",
-                        help=f"folder of the checkpoints, one subfolder per size (default: {default_models_dir()}: "
-                        "$GPT2_MODELS_DIR if set, else the models/ folder of this checkout, else "
-                        "$XDG_CACHE_HOME/gpt2-numpy/models, ~/.cache/gpt2-numpy/models without XDG_CACHE_HOME)")
-    parser.add_argument("--temperature", type=float, default=None, metavar="T",
-                        help="sample from softmax(logits / T); 0 is greedy (default: greedy, or 1 with "
-                        "--top_k, --top_p or --seed)")
-    parser.add_argument("--top_k", "--top-k", type=int, default=None, metavar="K",
-                        help="sample only among the K most likely tokens")
-    parser.add_argument("--top_p", "--top-p", type=float, default=None, metavar="P",
-                        help="sample only among the fewest most likely tokens whose probability reaches P")
-    parser.add_argument("--seed", type=int, default=None, help="seed the sampling, for a reproducible run")
-    parser.add_argument("--stream", action="store_true", help="print each token as soon as it is generated")
+    option("n_tokens_to_generate", type=int, default=40, metavar="N", help="how many tokens to add (default: 40)")
+    option("model_size", choices=MODEL_SIZES, default="124M", help="which GPT-2 (default: 124M)")
+    option("models_dir", default=None, metavar="DIR",
+           help=f"folder of the checkpoints, one subfolder per size (default: {default_models_dir()}: "
+           "$GPT2_MODELS_DIR if set, else the models/ folder of this checkout, else "
+           "$XDG_CACHE_HOME/gpt2-numpy/models, ~/.cache/gpt2-numpy/models without XDG_CACHE_HOME)")
+    option("temperature", type=float, default=None, metavar="T",
+           help="sample from softmax(logits / T); 0 is greedy (default: greedy, or 1 with --top_k, --top_p "
+           "or --seed)")
+    option("top_k", type=int, default=None, metavar="K", help="sample only among the K most likely tokens")
+    option("top_p", type=float, default=None, metavar="P",
+           help="sample only among the fewest most likely tokens whose probability reaches P")
+    option("seed", type=int, default=None, help="seed the sampling, for a reproducible run")
+    option("stream", action="store_true", help="print each token as soon as it is generated")
     return parser
 
 
