@@ -19,6 +19,10 @@ The weights come back in picoGPT's params tree::
      "ln_f": {"g", "b"}}
 
 Warm-loaded arrays are read-only memory maps; copy one (``np.array(a)``) before changing it in place.
+
+Where checkpoints live (:func:`default_models_dir`): ``$GPT2_MODELS_DIR`` if set; else, run from a
+checkout of this repository, its own ``models/`` folder (whatever the current folder is); else, as an
+installed package, a per-user cache folder. A download never lands in the current folder by accident.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenizer.download import download_file, openai_public_url, sha256_file
+from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
+    openai_public_url, sha256_file
 
 MODEL_SIZES = ("124M", "355M", "774M", "1558M")
 CHECKPOINT_FILES = (
@@ -50,14 +55,65 @@ CHECKPOINT_FILES = (
 NEEDED_FILES = tuple(name for name in CHECKPOINT_FILES if name != "model.ckpt.meta")
 CACHE_DIR_NAME = "params-npy"
 CACHE_FORMAT = 1  # bump when the cache layout changes, so old caches are rebuilt
+# The repository's own models/ folder, recognised by the README.md it ships with (an installed package
+# has no such folder beside utils.py).
+CHECKOUT_MODELS_DIR = Path(__file__).resolve().parent / "models"
+
+
+def default_models_dir() -> Path:
+    """Where checkpoints go when no folder is given: ``$GPT2_MODELS_DIR``; else the checkout's
+    ``models/`` folder; else ``$XDG_CACHE_HOME/gpt2-numpy/models`` (``~/.cache`` when unset)."""
+    if os.environ.get("GPT2_MODELS_DIR"):
+        return Path(os.environ["GPT2_MODELS_DIR"]).expanduser()
+    if (CHECKOUT_MODELS_DIR / "README.md").is_file():
+        return CHECKOUT_MODELS_DIR
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache).expanduser() / "gpt2-numpy" / "models"
+
+
+def as_float32(tree):
+    """The params tree (or any nest of dicts and lists of arrays) with every array as float32: no copy
+    when it already is, whatever its memory order. The tree itself is new; the caller's is untouched."""
+    if isinstance(tree, dict):
+        return {key: as_float32(value) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [as_float32(value) for value in tree]
+    return np.asarray(tree, dtype=np.float32)
 
 
 def download_gpt2_files(model_size: str, model_dir) -> None:
-    """Download the 7 files of GPT-2 ``model_size`` into ``model_dir``; files already there are kept."""
+    """Download the 7 files of GPT-2 ``model_size`` into ``model_dir``; files already there are kept.
+
+    If any cannot be fetched, one :class:`DownloadError` names every file still missing, why, and how to
+    supply them by hand. A server that cannot be reached at all is asked once, not once per file.
+    """
     _check_model_size(model_size)
+    model_dir = Path(model_dir)
+    base = openai_public_url(f"gpt-2/models/{model_size}/")
+    failed = {}  # file name -> why it is missing
+    unreachable = None  # the reason, once the server could not be reached
     for name in CHECKPOINT_FILES:
-        url = openai_public_url(f"gpt-2/models/{model_size}/{name}")
-        download_file(url, Path(model_dir) / name, desc=f"{model_size}/{name}")
+        if unreachable is not None:
+            if not (model_dir / name).is_file():
+                failed[name] = unreachable
+            continue
+        try:
+            download_file(base + name, model_dir / name, desc=f"{model_size}/{name}")
+        except CannotConnect as exc:
+            unreachable = failed[name] = exc.reason
+        except DownloadError as exc:  # e.g. a 404 for this file alone: the others may still come
+            failed[name] = exc.reason
+    if failed:
+        by_reason = {}
+        for name, reason in failed.items():
+            by_reason.setdefault(reason, []).append(name)
+        causes = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+        raise DownloadError(
+            f"could not download {len(failed)} of the {len(CHECKPOINT_FILES)} files of GPT-2 {model_size} "
+            f"from {base} ({causes}). To supply them yourself, fetch each missing file from {base} some "
+            f"other way and place it in {model_dir}{os.sep} (files already there are used as they are), "
+            f"or point $OPENAIPUBLIC_URL at a mirror (default {DEFAULT_OPENAIPUBLIC_URL})."
+        )
 
 
 def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict) -> dict:
@@ -103,13 +159,15 @@ def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict) -> dict:
     return params
 
 
-def load_encoder_hparams_and_params(model_size: str, models_dir):
-    """Return ``(encoder, hparams, params)`` for GPT-2 ``model_size`` in ``{models_dir}/{model_size}``.
+def load_encoder_hparams_and_params(model_size: str, models_dir=None):
+    """Return ``(encoder, hparams, params)`` for GPT-2 ``model_size`` in ``{models_dir}/{model_size}``
+    (``models_dir`` defaults to :func:`default_models_dir`).
 
     Files are downloaded when the checkpoint or a file this needs is missing (files already there are
     kept). The TF checkpoint is converted once into cached ``.npy`` arrays, which later calls map.
     """
     _check_model_size(model_size)
+    models_dir = default_models_dir() if models_dir is None else models_dir
     model_dir = Path(models_dir) / model_size
     if latest_checkpoint(model_dir) is None or not all((model_dir / n).is_file() for n in NEEDED_FILES):
         download_gpt2_files(model_size, model_dir)

@@ -1,4 +1,4 @@
-"""Benchmark: GPT-2 124M decoding speed of gpt2.py against its peers, in one run.
+"""Benchmark: GPT-2 124M decoding speed of this project (kvcache.py, behind gpt2.py) against its peers.
 
     python bench/bench_generate.py                # full run (about 3 minutes on 2 cores)
     python bench/bench_generate.py --tokens 16    # quick check
@@ -7,9 +7,10 @@ What it measures, all greedy, fp32, on a 124M-shaped checkpoint with random weig
 weights are not needed for speed; the first run writes it to ~/.cache/gpt2-bench/124M with
 tests/tiny_checkpoint.py and converts it once with utils.py):
 
-- decode tok/s of gpt2.py (KV cache), of HF transformers' GPT2LMHeadModel with the same
-  weights (KV cache, torch using every core) and of picoGPT's method (no cache: the whole
-  sequence again for every token). Decode excludes the prompt's prefill.
+- decode tok/s of kvcache.py (KV cache; the weights prepared once, kvcache.DecodingWeights),
+  of HF transformers' GPT2LMHeadModel with the same weights (KV cache, torch using every core)
+  and of picoGPT's method (gpt2.py's readable gpt2(), no cache: the whole sequence again for
+  every token). Decode excludes the prompt's prefill.
 - the memory-bandwidth bound: decoding one token must read every weight once, so
   bound = bandwidth / fp32 weight bytes per token, with the bandwidth of a large
   np.copyto (bytes read + bytes written). np.copyto runs on one thread; the same copy
@@ -79,18 +80,19 @@ def decode_rate(times, n_rows=1):
 
 
 def worker_ours(args, batch):
-    import gpt2
+    import kvcache
 
     hparams, params = load_params(args.models_dir)
+    weights = kvcache.DecodingWeights(params)  # built once for every run, as a long-lived program would
     prompts = [prompt_ids(args.prompt_tokens, row) for row in range(batch)]
-    # warm-up, same sizes: page in the weights, build the cached transposed wte
-    list(gpt2.iter_generate_batch(prompts, params, hparams["n_head"], args.tokens))
+    # warm-up, same sizes: page in the weights, make the decoding layouts
+    list(kvcache.iter_generate_batch(prompts, weights, hparams["n_head"], args.tokens))
     rates, firsts = [], []
     for _ in range(args.repeats):
-        times = timed_steps(gpt2.iter_generate_batch(prompts, params, hparams["n_head"], args.tokens))
+        times = timed_steps(kvcache.iter_generate_batch(prompts, weights, hparams["n_head"], args.tokens))
         rates.append(decode_rate(times, batch))
         firsts.append(times[0])
-    ids = gpt2.generate(prompts[0], params, hparams["n_head"], 8)
+    ids = kvcache.generate(prompts[0], weights, hparams["n_head"], 8)
     return {"tok_s": statistics.median(rates), "prefill_s": statistics.median(firsts), "first_ids": ids}
 
 
@@ -98,9 +100,8 @@ def worker_nocache(args):
     import gpt2
 
     hparams, params = load_params(args.models_dir)
-    params = gpt2.as_float32(params)
 
-    def steps():  # picoGPT's generate: the whole sequence through the model for every token
+    def steps():  # gpt2.generate_reference, picoGPT's loop: the whole sequence again for every token
         ids = prompt_ids(args.prompt_tokens)
         for _ in range(args.baseline_tokens):
             logits = gpt2.gpt2(ids, **params, n_head=hparams["n_head"])
@@ -161,10 +162,10 @@ def worker_hf(args):
 
 
 def worker_bandwidth(args):
-    import gpt2
+    import utils
 
     hparams, params = load_params(args.models_dir)
-    weights = gpt2.as_float32(params)
+    weights = utils.as_float32(params)
     blocks = [a for block in weights["blocks"] for a in leaves(block)]
     # per token: every block weight, ln_f, the whole wte (output head), one row each of wte/wpe
     per_token = sum(a.nbytes for a in blocks) + sum(a.nbytes for a in leaves(weights["ln_f"])) \

@@ -9,6 +9,7 @@ import hashlib
 import os
 import socket
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ if str(ROOT) not in sys.path:  # let `import tokenizer` work however pytest was 
 
 from conftest_download import file_server  # noqa: E402,F401 - a fixture, used by name
 from tokenizer import download  # noqa: E402
-from tokenizer.download import ChecksumError, DownloadError, download_file  # noqa: E402
+from tokenizer.download import CannotConnect, ChecksumError, DownloadError, download_file  # noqa: E402
 
 # Several read chunks long, so a cut in the middle leaves a useful partial file to resume from.
 BODY = bytes(range(256)) * (4 * 1024 * 3 + 7)  # about 3 MiB, not a round number
@@ -170,15 +171,36 @@ def test_404_fails_at_once_naming_url_and_remedy(served, tmp_path):
     assert not dest.exists()
 
 
-def test_connection_refused_is_retried_then_reported(tmp_path, no_backoff):
-    with socket.socket() as sock:  # find a port nobody listens on
+def free_port() -> int:
+    """A port nobody listens on (the OS picked it free, and it is closed again)."""
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/x"
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("url", [f"http://127.0.0.1:{free_port()}/x", "http://nonexistent.invalid/x"],
+                         ids=["connection refused", "unknown host"])
+def test_unreachable_server_fails_fast_without_retries(tmp_path, no_backoff, url):
+    started = time.monotonic()
+    with pytest.raises(CannotConnect) as info:
+        download_file(url, tmp_path / "x", progress=False, retries=4)
+    assert time.monotonic() - started < 10  # one attempt; name lookups of .invalid fail at once
+    assert no_backoff == []  # not retried: asking again would meet the same answer
+    message = str(info.value)
+    assert url in message and "cannot connect to" in message and "OPENAIPUBLIC_URL" in message
+    assert info.value.reason.startswith(f"cannot connect to {url.rsplit('/', 1)[0]}: ")
+    assert isinstance(info.value, DownloadError) and not (tmp_path / "x").exists()
+
+
+def test_reason_is_the_cause_alone(served, tmp_path, no_backoff):
     with pytest.raises(DownloadError) as info:
-        download_file(url, tmp_path / "x", progress=False, retries=2)
-    assert url in str(info.value)
-    assert len(no_backoff) == 2
+        download_file(download.openai_public_url("/nothing/here"), tmp_path / "x", progress=False)
+    assert info.value.reason == "HTTP 404 Not Found"
+    served.fault(PATH, *["500"] * 3)
+    with pytest.raises(DownloadError) as info:
+        _get(tmp_path, retries=2)
+    assert "HTTP 500" in info.value.reason and "after 3 attempts" in info.value.reason
+    assert "OPENAIPUBLIC_URL" not in info.value.reason and "OPENAIPUBLIC_URL" in str(info.value)
 
 
 def test_timeout_is_retried(served, tmp_path):

@@ -1,11 +1,12 @@
-"""Tests for gpt2.py: logits against HF transformers, KV cache, batching, sampling, CLI."""
+"""Tests for gpt2.py and kvcache.py: logits against HF transformers, the KV-cached decoder against
+picoGPT's full-recompute loop (generate_reference), batching, sampling, and the command line."""
 import io
 import os
 import re
 import subprocess
 import sys
 import types
-from contextlib import redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 import gpt2
+import kvcache
 from tiny_checkpoint import write_tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,8 +50,10 @@ def hf_model(params, n_head=N_HEAD):
     n_vocab, n_embd = params["wte"].shape
     config = GPT2Config(vocab_size=n_vocab, n_positions=params["wpe"].shape[0], n_embd=n_embd,
                         n_layer=len(params["blocks"]), n_head=n_head, activation_function="gelu_new",
-                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5)
+                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5,
+                        attn_implementation="eager")  # HF's own attention code, not a fused kernel
     model = GPT2LMHeadModel(config).eval()
+    assert model.config._attn_implementation == "eager"
     t = model.transformer
 
     def put(param, array):
@@ -69,7 +73,9 @@ def hf_model(params, n_head=N_HEAD):
     put(t.ln_f.weight, params["ln_f"]["g"])
     put(t.ln_f.bias, params["ln_f"]["b"])
     assert torch.equal(model.lm_head.weight, t.wte.weight)  # tied output embedding
-    return model
+    # The oracle computes in float64, so its own rounding (which can depend on torch's thread count
+    # and kernels) is ~1e-15 and the comparison measures only our float32 rounding, the same every run.
+    return model.double()
 
 
 @pytest.fixture(scope="module")
@@ -87,12 +93,12 @@ def hf_logits(model, ids):
         return model(torch.tensor([ids])).logits[0].numpy()
 
 
-def full_recompute_greedy(ids, params, n):
-    """picoGPT's generation: the whole sequence through gpt2() for every new token."""
-    ids = list(ids)
-    for _ in range(n):
-        ids.append(int(np.argmax(gpt2.gpt2(ids, **params, n_head=N_HEAD)[-1])))
-    return ids[-n:]
+def assert_close_to_oracle(ours, theirs):
+    """float32 carries about 7 significant digits, and each logit is a long sum of products, so
+    we allow an error of 1e-5 of the largest logit: ~1e-4 here, where the measured error is ~2e-5.
+    A wrong formula (erf GELU for tanh GELU, a different eps, a missing bias) is off by far more."""
+    assert ours.dtype == np.float32 and ours.shape == theirs.shape
+    assert np.abs(ours - theirs).max() <= 1e-5 * np.abs(theirs).max()
 
 
 PROMPT = [464, 3290, 318, 257, 1332, 286, 50256, 0, 1234, 40000, 17]
@@ -101,15 +107,27 @@ PROMPT = [464, 3290, 318, 257, 1332, 286, 50256, 0, 1234, 40000, 17]
 # ------------------------------------------------------------------ against HF transformers
 def test_logits_match_hf(params, hf):
     ours = gpt2.gpt2(PROMPT, **params, n_head=N_HEAD)
-    theirs = hf_logits(hf, PROMPT)
-    assert ours.shape == (len(PROMPT), N_VOCAB) and ours.dtype == np.float32
+    assert ours.shape == (len(PROMPT), N_VOCAB)
     assert ours.std() > 1.0  # the comparison means something only if logits are not ~0
-    assert np.abs(ours - theirs).max() <= 1e-4
+    assert_close_to_oracle(ours, hf_logits(hf, PROMPT))
 
 
 def test_logits_match_hf_full_context(params, hf):
     ids = list(np.random.default_rng(1).integers(0, N_VOCAB, N_CTX))
-    assert np.abs(gpt2.gpt2(ids, **params, n_head=N_HEAD) - hf_logits(hf, ids)).max() <= 1e-4
+    assert_close_to_oracle(gpt2.gpt2(ids, **params, n_head=N_HEAD), hf_logits(hf, ids))
+
+
+def test_the_oracle_tolerance_catches_a_wrong_formula(params, hf):
+    """The bound above is tight enough to fail a plausible mistake: GELU's erf form for its tanh form."""
+    def erf_gelu(x):
+        return 0.5 * x * (1 + torch.erf(torch.from_numpy(x) / np.sqrt(2)).numpy())
+
+    ids = PROMPT
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gpt2, "gelu", erf_gelu)
+        wrong = gpt2.gpt2(ids, **params, n_head=N_HEAD).astype(np.float32)
+    with pytest.raises(AssertionError):
+        assert_close_to_oracle(wrong, hf_logits(hf, ids))
 
 
 def test_greedy_tokens_match_hf(params, hf):
@@ -117,6 +135,7 @@ def test_greedy_tokens_match_hf(params, hf):
     for _ in range(12):  # HF, full recompute each step: independent of our cache
         ids.append(int(np.argmax(hf_logits(hf, ids)[-1])))
     assert gpt2.generate(PROMPT, params, N_HEAD, 12) == ids[len(PROMPT):]
+    assert gpt2.generate_reference(PROMPT, params, N_HEAD, 12) == ids[len(PROMPT):]
 
 
 def test_float64_params_are_computed_in_float32(params):
@@ -134,26 +153,52 @@ def test_float64_params_are_computed_in_float32(params):
     assert gpt2.generate(PROMPT, p64, N_HEAD, 5) == gpt2.generate(PROMPT, params, N_HEAD, 5)
 
 
-def test_gelu_and_layer_norm_match_torch():
+@pytest.mark.parametrize("module", [gpt2, kvcache])
+def test_gelu_and_layer_norm_match_torch(module):
     x = np.linspace(-6, 6, 1001, dtype=np.float32)
     expected = torch.nn.functional.gelu(torch.from_numpy(x), approximate="tanh").numpy()
-    assert np.abs(gpt2.gelu(x) - expected).max() < 1e-6
+    assert module.gelu(x).dtype == np.float32
+    assert np.abs(module.gelu(x) - expected).max() < 1e-6
     x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32) * 5 + 2
     g, b = np.full(8, 1.5, np.float32), np.full(8, -0.5, np.float32)
     expected = torch.nn.functional.layer_norm(torch.from_numpy(x), (8,), torch.from_numpy(g), torch.from_numpy(b), 1e-5)
-    assert np.abs(gpt2.layer_norm(x, g, b) - expected.numpy()).max() < 1e-5
+    assert module.layer_norm(x, g, b).dtype == np.float32
+    assert np.abs(module.layer_norm(x, g, b) - expected.numpy()).max() < 1e-5
 
 
-# ------------------------------------------------------------------------------- KV cache
-def test_kv_cache_greedy_equals_full_recompute(params):
-    assert gpt2.generate(PROMPT, params, N_HEAD, 20) == full_recompute_greedy(PROMPT, params, 20)
+def test_fast_layers_equal_the_readable_ones(params):
+    """kvcache's batched layers compute what gpt2.py's readable ones do, row by row."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 5, N_EMBD)).astype(np.float32)  # [n_batch, n_seq, n_embd]
+    block = params["blocks"][0]
+    for row in range(3):
+        np.testing.assert_allclose(kvcache.softmax(x)[row], gpt2.softmax(x[row]), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(kvcache.linear(x, **block["attn"]["c_attn"])[row],
+                                   gpt2.linear(x[row], **block["attn"]["c_attn"]), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(kvcache.ffn(x, **block["mlp"])[row], gpt2.ffn(x[row], **block["mlp"]),
+                                   rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------- KV cache against the reference
+def test_kv_cache_greedy_equals_reference(params):
+    expected = gpt2.generate_reference(PROMPT, params, N_HEAD, 20)
+    assert len(expected) == 20 and len(set(expected)) > 1
+    assert gpt2.generate(PROMPT, params, N_HEAD, 20) == expected
+
+
+def test_generate_reference_is_the_full_recompute_loop(params):
+    ids = list(PROMPT)
+    for _ in range(3):
+        ids.append(int(np.argmax(gpt2.gpt2(ids, **params, n_head=N_HEAD)[-1])))
+    assert gpt2.generate_reference(PROMPT, params, N_HEAD, 3) == ids[len(PROMPT):]
+    assert gpt2.generate_reference(PROMPT, params, N_HEAD, 0) == []
 
 
 def test_kv_cache_logits_equal_full_logits(params):
     n_new = 15
-    new = full_recompute_greedy(PROMPT, params, n_new)
+    new = gpt2.generate_reference(PROMPT, params, N_HEAD, n_new)
     full = gpt2.gpt2(PROMPT + new, **params, n_head=N_HEAD)  # [n_seq, n_vocab]
-    decoder = gpt2.KVDecoder([PROMPT], params, N_HEAD, n_new)
+    decoder = kvcache.KVDecoder([PROMPT], params, N_HEAD, n_new)
     cached = [decoder.prefill()[0]] + [decoder.decode([token])[0] for token in new[:-1]]
     assert cached[0].dtype == np.float32
     np.testing.assert_allclose(np.stack(cached), full[len(PROMPT) - 1 : -1], atol=2e-5, rtol=0)
@@ -161,7 +206,7 @@ def test_kv_cache_logits_equal_full_logits(params):
 
 def test_generation_reaching_n_ctx_exactly_works(params):
     prompt = list(range(1, N_CTX - 5))
-    assert gpt2.generate(prompt, params, N_HEAD, 5) == full_recompute_greedy(prompt, params, 5)
+    assert gpt2.generate(prompt, params, N_HEAD, 5) == gpt2.generate_reference(prompt, params, N_HEAD, 5)
 
 
 # -------------------------------------------------------------------------------- batching
@@ -170,16 +215,16 @@ BATCH = [[11, 22, 33], PROMPT, [7], list(range(100, 125)), [50256, 50256, 9]]
 
 def test_batch_equals_one_by_one(params):
     batch = gpt2.generate_batch(BATCH, params, N_HEAD, 10)
-    assert batch == [gpt2.generate(p, params, N_HEAD, 10) for p in BATCH]
+    assert batch == [gpt2.generate_reference(p, params, N_HEAD, 10) for p in BATCH]
     assert len({tuple(row) for row in batch}) == len(BATCH)  # rows really differ
 
 
 def test_batch_logits_equal_single_logits(params):
-    batch = gpt2.KVDecoder(BATCH, params, N_HEAD, 2)
+    batch = kvcache.KVDecoder(BATCH, params, N_HEAD, 2)
     first = batch.prefill()
     second = batch.decode([5] * len(BATCH))
     for row, prompt in enumerate(BATCH):
-        single = gpt2.KVDecoder([prompt], params, N_HEAD, 2)
+        single = kvcache.KVDecoder([prompt], params, N_HEAD, 2)
         np.testing.assert_allclose(first[row], single.prefill()[0], atol=2e-5, rtol=0)
         np.testing.assert_allclose(second[row], single.decode([5])[0], atol=2e-5, rtol=0)
 
@@ -200,6 +245,28 @@ def test_seeded_sampling_is_reproducible_and_seeds_differ(params):
         gpt2.generate_batch(BATCH, params, N_HEAD, 6, temperature=1.5, top_k=50, seed=4)
 
 
+def test_greedy_is_the_default(params):
+    greedy = gpt2.generate_reference(PROMPT, params, N_HEAD, 10)
+    assert gpt2.generate(PROMPT, params, N_HEAD, 10) == greedy
+    assert gpt2.generate(PROMPT, params, N_HEAD, 10, temperature=0) == greedy
+
+
+@pytest.mark.parametrize("options", [{"top_k": 50}, {"top_p": 0.9}, {"seed": 0}, {"top_k": 50, "top_p": 0.9}])
+def test_top_k_top_p_or_seed_without_temperature_sample_at_temperature_1(params, options):
+    runs = {seed: gpt2.generate(PROMPT, params, N_HEAD, 10, **{"seed": seed, **options}) for seed in range(3)}
+    for seed, tokens in runs.items():
+        assert tokens == gpt2.generate(PROMPT, params, N_HEAD, 10, temperature=1.0, **{"seed": seed, **options})
+    assert gpt2.generate_reference(PROMPT, params, N_HEAD, 10) not in runs.values()  # really sampled
+    assert kvcache.sampling_temperature(**options) == 1.0 and kvcache.sampling_temperature() == 0.0
+
+
+@pytest.mark.parametrize("options", [{"top_k": 5}, {"top_p": 0.5}, {"seed": 3}])
+def test_temperature_0_with_sampling_options_is_an_error(params, options):
+    name = next(iter(options))
+    with pytest.raises(ValueError, match=f"temperature 0 means greedy.*{name}"):
+        gpt2.generate(PROMPT, params, N_HEAD, 2, temperature=0, **options)
+
+
 def test_top_k_1_and_tiny_top_p_are_greedy(params):
     greedy = gpt2.generate(PROMPT, params, N_HEAD, 10)
     assert gpt2.generate(PROMPT, params, N_HEAD, 10, temperature=1.0, top_k=1, seed=0) == greedy
@@ -208,7 +275,7 @@ def test_top_k_1_and_tiny_top_p_are_greedy(params):
 
 def sample_many(logits, n=3000, **options):
     rng = np.random.default_rng(0)
-    return np.array([gpt2.sample(logits, rng=rng, **options) for _ in range(n)])
+    return np.array([kvcache.sample(logits, rng=rng, **options) for _ in range(n)])
 
 
 def test_top_k_never_samples_outside_the_k_best():
@@ -240,7 +307,7 @@ def test_nucleus_equals_a_full_sort():
         for top_p in (0.05, 0.5, 0.9, 0.999):
             order = np.argsort(-probs, kind="stable")
             n_keep = int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1
-            ids, kept = gpt2.nucleus(np.arange(50257) + 1000, probs, top_p)
+            ids, kept = kvcache.nucleus(np.arange(50257) + 1000, probs, top_p)
             assert set(ids.tolist()) == set((order[:n_keep] + 1000).tolist())
             assert abs(kept.sum() - 1) < 1e-9 and probs[order[:n_keep]].sum() >= top_p - 1e-12
 
@@ -270,21 +337,25 @@ def test_generated_tokens_respect_top_k_and_top_p(params):
                 ids.append(token)
 
 
-def test_bad_sampling_options_are_rejected(params):
-    for options in ({"temperature": -1}, {"top_k": 0}, {"top_p": 0.0}, {"top_p": 1.5}):
-        with pytest.raises(ValueError):
-            gpt2.generate(PROMPT, params, N_HEAD, 2, **options)
+@pytest.mark.parametrize("options, named", [
+    ({"temperature": -1}, "temperature"), ({"temperature": float("nan")}, "temperature"),
+    ({"top_k": 0}, "top_k"), ({"top_k": 2.5}, "top_k"), ({"top_p": 0.0}, "top_p"), ({"top_p": 1.5}, "top_p")])
+def test_bad_sampling_options_are_rejected(params, options, named):
+    with pytest.raises(ValueError, match=named):
+        gpt2.generate(PROMPT, params, N_HEAD, 2, **options)
 
 
 # ----------------------------------------------------------------------- inputs and limits
 def test_inputs_and_params_are_not_mutated(params):
     prompt, prompts = list(PROMPT), [list(p) for p in BATCH]
-    before = {id(a): a.copy() for a in (params["wte"], params["blocks"][0]["attn"]["c_attn"]["w"])}
+    arrays = (params["wte"], params["blocks"][0]["attn"]["c_attn"]["w"], params["blocks"][0]["mlp"]["c_proj"]["w"])
+    before = [a.copy() for a in arrays]
     out = gpt2.generate(prompt, params, N_HEAD, 5)
     gpt2.generate_batch(prompts, params, N_HEAD, 5)
+    gpt2.generate_batch([prompt] * 8, params, N_HEAD, 20)  # long enough to make the layout copies
     assert prompt == PROMPT and prompts == BATCH and len(out) == 5
-    for array in (params["wte"], params["blocks"][0]["attn"]["c_attn"]["w"]):
-        assert np.array_equal(array, before[id(array)])
+    for array, copy in zip(arrays, before):
+        assert np.array_equal(array, copy)
 
 
 def test_numpy_and_tuple_prompts_work(params):
@@ -301,6 +372,16 @@ def test_context_overflow_is_a_clear_value_error(params):
         gpt2.generate_batch([[1], prompt + [1, 2, 3, 4]], params, N_HEAD, 1)
 
 
+@pytest.mark.parametrize("n_prompt", [N_CTX, N_CTX + 10])
+def test_a_prompt_too_long_by_itself_says_so(params, n_prompt):
+    with pytest.raises(ValueError) as info:
+        gpt2.generate(list(range(n_prompt)), params, N_HEAD, 40)
+    message = str(info.value)
+    assert message.startswith("the prompt is too long") and f"{n_prompt} tokens" in message
+    assert f"n_ctx={N_CTX}" in message and f"shorten the prompt to at most {N_CTX - 40} tokens" in message
+    assert "at most 0 new tokens" not in message
+
+
 def test_empty_prompt_and_bad_ids_are_value_errors(params):
     with pytest.raises(ValueError, match="at least one token"):
         gpt2.generate([], params, N_HEAD, 2)
@@ -315,14 +396,14 @@ def test_zero_new_tokens(params):
 def eot_params(params):
     """A copy whose every next token is <|endoftext|>: ln_f outputs a vector aligned with it."""
     p = {**params, "wte": params["wte"].copy(), "ln_f": {}}
-    p["wte"][gpt2.EOT_ID] *= 4
-    p["ln_f"] = {"g": np.zeros(N_EMBD, np.float32), "b": p["wte"][gpt2.EOT_ID].copy()}
+    p["wte"][kvcache.EOT_ID] *= 4
+    p["ln_f"] = {"g": np.zeros(N_EMBD, np.float32), "b": p["wte"][kvcache.EOT_ID].copy()}
     return p
 
 
 def test_stop_at_eot(params):
     p = eot_params(params)
-    assert gpt2.generate(PROMPT, p, N_HEAD, 4) == [gpt2.EOT_ID] * 4
+    assert gpt2.generate(PROMPT, p, N_HEAD, 4) == [kvcache.EOT_ID] * 4
     assert gpt2.generate(PROMPT, p, N_HEAD, 4, stop_at_eot=True) == []
     # in a batch, a row that stops does not stop the others
     mixed = gpt2.generate_batch([PROMPT, PROMPT], p, N_HEAD, 3, stop_at_eot=True)
@@ -331,92 +412,56 @@ def test_stop_at_eot(params):
     assert normal == [gpt2.generate(PROMPT, params, N_HEAD, 3), gpt2.generate([5, 6], params, N_HEAD, 3)]
 
 
-# ------------------------------------------------------------------------------------- CLI
-class ByteEncoder:
-    """A stand-in encoder: ids 0..255 are single bytes, in OpenAI's decoder/byte_decoder shape."""
-
-    def __init__(self):
-        self.byte_decoder = {chr(0x100 + b): b for b in range(256)}
-        self.decoder = {i: chr(0x100 + (i % 256)) for i in range(N_VOCAB)}
-
-    def encode(self, text):
-        return list(text.encode("utf-8"))
-
-    def decode(self, ids):
-        return b"".join(gpt2.token_bytes(self, i) for i in ids).decode("utf-8", errors="replace")
+# ----------------------------------------------------------------------- decoding weights
+def long_run_params(seed=2):
+    """A model small enough that runs past RELAYOUT_MIN_STEPS positions are quick."""
+    return random_params(seed=seed, n_vocab=1000, n_ctx=kvcache.RELAYOUT_MIN_STEPS + 8, n_embd=32)
 
 
-def test_decode_stream_holds_back_split_characters():
-    encoder = ByteEncoder()
-    text = "a é 🙂 z"
-    pieces = list(gpt2.decode_stream(encoder, list(text.encode("utf-8"))))
-    assert "".join(pieces) == text
-    assert all("\ufffd" not in piece for piece in pieces)  # no half characters printed
-    assert "🙂" in pieces  # emitted whole, once its 4th byte arrived
+def test_decoding_weights_give_the_same_tokens_short_and_long():
+    small = long_run_params()
+    n_long = kvcache.RELAYOUT_MIN_STEPS + 2
+    expected = gpt2.generate_reference([5, 6, 7], small, N_HEAD, n_long)
+    weights = kvcache.DecodingWeights(small)
+    assert gpt2.generate([5, 6, 7], weights, N_HEAD, 4) == expected[:4]  # short: the loaded layouts
+    assert gpt2.generate([5, 6, 7], weights, N_HEAD, n_long) == expected  # long: makes the copies
+    assert gpt2.generate([5, 6, 7], weights, N_HEAD, 4) == expected[:4]  # short again: uses them
+    assert gpt2.generate([5, 6, 7], small, N_HEAD, n_long) == expected  # a plain params tree works too
+    rows = [[5, 6, 7], [9], [1, 2, 3, 4]]
+    expected_rows = [gpt2.generate_reference(p, small, N_HEAD, 50) for p in rows]
+    assert gpt2.generate_batch(rows, weights, N_HEAD, 50) == expected_rows  # 150 positions: long
 
 
-def test_main_prints_the_continuation_streamed_or_not(params, monkeypatch):
-    encoder = ByteEncoder()
-    hparams = {"n_vocab": N_VOCAB, "n_ctx": N_CTX, "n_embd": N_EMBD, "n_head": N_HEAD, "n_layer": N_LAYER}
-    fake_utils = types.SimpleNamespace(load_encoder_hparams_and_params=lambda size, d: (encoder, hparams, params))
-    monkeypatch.setitem(sys.modules, "utils", fake_utils)
-    expected = encoder.decode(gpt2.generate(encoder.encode("hi é"), params, N_HEAD, 12))
-    assert gpt2.main("hi é", n_tokens_to_generate=12) == expected
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert gpt2.main("hi é", n_tokens_to_generate=12, stream=True) is None
-    assert out.getvalue() == expected + "\n"
-    with pytest.raises(ValueError, match=re.escape("n_ctx=64")):
-        gpt2.main("x" * 60, n_tokens_to_generate=10)
-
-
-def test_cli_end_to_end_on_a_tiny_checkpoint(tmp_path, monkeypatch):
-    """`python gpt2.py` with the real utils.py and encoder.py, plain and streamed."""
-    import utils
-
-    write_tiny_checkpoint(tmp_path / "124M", n_ctx=64, n_embd=32, n_head=2, seed=3)
-    encoder, hparams, params = utils.load_encoder_hparams_and_params("124M", tmp_path)  # converts once
-    prompt = "Héllo wörld, 🙂 naïve"
-    ids = encoder.encode(prompt)
-    expected = encoder.decode(gpt2.generate(ids, params, hparams["n_head"], 12, temperature=1.0, seed=5))
-    command = [sys.executable, str(ROOT / "gpt2.py"), prompt, "--n_tokens_to_generate", "12",
-               "--models_dir", str(tmp_path), "--temperature", "1.0", "--seed", "5"]
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    for extra in ([], ["--stream"]):
-        run = subprocess.run(command + extra, cwd=ROOT, capture_output=True, env=env, timeout=300)
-        assert run.returncode == 0, run.stderr.decode(errors="replace")
-        assert run.stdout.decode("utf-8") == expected + "\n"
-    too_long = command[:4] + ["100"] + command[5:]
-    run = subprocess.run(too_long, cwd=ROOT, capture_output=True, env=env, timeout=300)
-    error = run.stderr.decode(errors="replace")
-    assert run.returncode != 0 and "Traceback" not in error
-    assert f"prompt of {len(ids)} tokens" in error and "n_ctx=64" in error
-
-
-def test_relaid_weights_are_made_once_and_dropped_with_their_array():
-    small = random_params(n_vocab=300, n_ctx=16, n_embd=16, n_layer=1)
-    wte, w = small["wte"], small["blocks"][0]["mlp"]["c_proj"]["w"]
-    fast, head = gpt2.decoding_params(small, 1, 1)  # short run: original layouts, no copies
-    assert head.base is wte and fast["blocks"][0]["mlp"]["c_proj"]["w"] is w
-    fast, head = gpt2.decoding_params(small, 1, gpt2.RELAYOUT_MIN_STEPS)
-    fast_w = fast["blocks"][0]["mlp"]["c_proj"]["w"]
-    assert head.flags.c_contiguous and np.array_equal(head, wte.T)
-    assert fast_w.flags.f_contiguous and np.array_equal(fast_w, w)
-    assert small["blocks"][0]["mlp"]["c_proj"]["w"] is w  # the caller's tree is unchanged
-    again, head_again = gpt2.decoding_params(small, 1, 1)  # later calls, even short, reuse them
-    assert head_again.base is head.base and again["blocks"][0]["mlp"]["c_proj"]["w"] is fast_w
-    batch, _ = gpt2.decoding_params(small, 8, 1)  # batches keep the row-major mlp weights
-    assert batch["blocks"][0]["mlp"]["c_proj"]["w"] is w
-    key = (id(wte), "F")
-    del small, wte, w, fast, head, fast_w, again, head_again, batch
-    assert key not in gpt2._RELAID  # freed with its array
+def test_decoding_weights_copy_once_and_are_reused_across_runs():
+    small = long_run_params()
+    weights = kvcache.DecodingWeights(small)
+    long = kvcache.RELAYOUT_MIN_STEPS
+    short_blocks, short_head = weights.for_run(1, 1)
+    assert np.shares_memory(short_head, small["wte"])  # a short run copies nothing
+    assert all(np.shares_memory(b["mlp"]["c_proj"]["w"], a["mlp"]["c_proj"]["w"])
+               for b, a in zip(short_blocks, small["blocks"]))
+    blocks, head = weights.for_run(1, long)  # a long run makes the faster layouts
+    assert not np.shares_memory(head, small["wte"]) and np.array_equal(head, small["wte"].T)
+    assert head.flags.c_contiguous
+    for block, original in zip(blocks, small["blocks"]):
+        assert block["mlp"]["c_proj"]["w"].flags.f_contiguous
+        assert np.array_equal(block["mlp"]["c_proj"]["w"], original["mlp"]["c_proj"]["w"])
+    again_blocks, again_head = weights.for_run(1, 1)  # later runs, even short ones, reuse them
+    assert again_head is head
+    assert all(a["mlp"]["c_proj"]["w"] is b["mlp"]["c_proj"]["w"] for a, b in zip(again_blocks, blocks))
+    batch_blocks, batch_head = weights.for_run(8, long)  # batches read c_proj row-major, as loaded
+    assert batch_head is head
+    assert all(np.shares_memory(b["mlp"]["c_proj"]["w"], a["mlp"]["c_proj"]["w"])
+               for b, a in zip(batch_blocks, small["blocks"]))
+    assert small["blocks"][0]["mlp"]["c_proj"]["w"].flags.c_contiguous  # the caller's tree is unchanged
+    assert np.shares_memory(kvcache.DecodingWeights(small).for_run(1, 1)[1], small["wte"])  # per object
 
 
 def test_copy_in_order_keeps_values_and_shape():
     a = np.arange(600 * 7, dtype=np.float32).reshape(600, 7)
-    f = gpt2.copy_in_order(a, "F", block=64)
+    f = kvcache.copy_in_order(a, "F", block=64)
     assert f.flags.f_contiguous and np.array_equal(f, a)
-    c = gpt2.copy_in_order(np.asfortranarray(a.T), "C", block=64)
+    c = kvcache.copy_in_order(np.asfortranarray(a.T), "C", block=64)
     assert c.flags.c_contiguous and np.array_equal(c, a.T)
 
 
@@ -433,14 +478,178 @@ def test_column_major_params_give_the_same_results(params):
     np.testing.assert_allclose(gpt2.gpt2(PROMPT, **f_params, n_head=N_HEAD),
                                gpt2.gpt2(PROMPT, **params, n_head=N_HEAD), atol=1e-5, rtol=0)
     assert gpt2.generate_batch(BATCH, f_params, N_HEAD, 5) == gpt2.generate_batch(BATCH, params, N_HEAD, 5)
+    assert gpt2.generate_batch(BATCH, f_params, N_HEAD, 30) == gpt2.generate_batch(BATCH, params, N_HEAD, 30)
 
 
-def test_long_runs_with_relaid_weights_equal_full_recompute():
-    small = random_params(seed=2, n_vocab=1000, n_ctx=gpt2.RELAYOUT_MIN_STEPS + 8, n_embd=32)
-    n_new = gpt2.RELAYOUT_MIN_STEPS + 2
-    prompt = [5, 6, 7]
-    expected = list(prompt)
-    for _ in range(n_new):
-        expected.append(int(np.argmax(gpt2.gpt2(expected, **small, n_head=N_HEAD)[-1])))
-    assert gpt2.generate(prompt, small, N_HEAD, n_new) == expected[3:]
-    assert (id(small["wte"]), "F") in gpt2._RELAID  # the run did use the copies
+# ------------------------------------------------------------------------------------- CLI
+class ByteEncoder:
+    """A stand-in encoder: ids 0..255 are single bytes, in OpenAI's decoder/byte_decoder shape.
+    It records every text it encodes, so tests can see exactly what reached it."""
+
+    def __init__(self):
+        self.byte_decoder = {chr(0x100 + b): b for b in range(256)}
+        self.decoder = {i: chr(0x100 + (i % 256)) for i in range(N_VOCAB)}
+        self.encoded = []
+
+    def encode(self, text):
+        self.encoded.append(text)
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids):
+        return b"".join(gpt2.token_bytes(self, i) for i in ids).decode("utf-8", errors="replace")
+
+
+def test_decode_stream_holds_back_split_characters():
+    encoder = ByteEncoder()
+    text = "a é 🙂 z"
+    pieces = list(gpt2.decode_stream(encoder, list(text.encode("utf-8"))))
+    assert "".join(pieces) == text
+    assert all("\ufffd" not in piece for piece in pieces)  # no half characters printed
+    assert "🙂" in pieces  # emitted whole, once its 4th byte arrived
+
+
+@pytest.fixture
+def fake_model(params, monkeypatch):
+    """main() with the random model and the byte encoder in place of a checkpoint; records each load."""
+    encoder = ByteEncoder()
+    hparams = {"n_vocab": N_VOCAB, "n_ctx": N_CTX, "n_embd": N_EMBD, "n_head": N_HEAD, "n_layer": N_LAYER}
+    loads = []
+
+    def load(model_size, models_dir):
+        loads.append((model_size, models_dir))
+        return encoder, hparams, params
+
+    monkeypatch.setattr(gpt2, "load_encoder_hparams_and_params", load)
+    return types.SimpleNamespace(encoder=encoder, loads=loads, params=params)
+
+
+def run_main(argv):
+    """(exit status, stdout, stderr) of gpt2.main(argv); argparse's exits count as statuses."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            status = gpt2.main(argv)
+        except SystemExit as exit_:
+            status = exit_.code
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_main_prints_the_continuation_streamed_or_not(fake_model):
+    ids = fake_model.encoder.encode("hi é")
+    expected = fake_model.encoder.decode(gpt2.generate(ids, fake_model.params, N_HEAD, 12))
+    assert run_main(["hi é", "--n_tokens_to_generate", "12"]) == (0, expected + "\n", "")
+    assert run_main(["hi é", "--n-tokens-to-generate", "12", "--stream"]) == (0, expected + "\n", "")
+
+
+@pytest.mark.parametrize("prompt", [
+    "Hello, world", "'quoted'", '"double quoted"', "[1, 2, 3]", "{'a': 1}", "(1, 2)", "1e3", "42", "-7",
+    "True", "None", "a,b,c", "  spaced  ", "naïve café 🙂 日本語", "line one\nline two", "--not-a-flag"])
+def test_the_prompt_reaches_the_model_verbatim(fake_model, prompt):
+    # a leading dash would read as an option: `--` ends the options (as for any Unix command)
+    argv = ["--n_tokens_to_generate", "2"] + (["--", prompt] if prompt.startswith("-") else [prompt])
+    status, out, err = run_main(argv)
+    assert (status, err) == (0, "")
+    assert fake_model.encoder.encoded == [prompt]
+
+
+def test_prompt_after_options_and_leading_dash(fake_model):
+    assert run_main(["--n_tokens_to_generate", "2", "--", "-5 degrees, and"])[0] == 0
+    assert fake_model.encoder.encoded == ["-5 degrees, and"]
+
+
+@pytest.mark.parametrize("argv, named", [
+    ([], "prompt"),
+    ([""], "prompt is empty"),
+    (["hi", "--top_kk", "5"], "unrecognized arguments: --top_kk"),
+    (["hi", "--temp", "1"], "unrecognized arguments: --temp"),  # no guessing from abbreviations
+    (["hi", "--n_tokens_to_generate", "1e3"], "invalid int value: '1e3'"),
+    (["hi", "--n_tokens_to_generate", "-1"], "n_tokens_to_generate must be >= 0"),
+    (["hi", "--model_size", "125M"], "invalid choice: '125M'"),
+    (["hi", "--temperature", "-1"], "temperature must be"),
+    (["hi", "--temperature", "nan"], "temperature must be"),
+    (["hi", "--temperature", "hot"], "invalid float value: 'hot'"),
+    (["hi", "--top_k", "0"], "top_k must be"),
+    (["hi", "--top_p", "0"], "top_p must be"),
+    (["hi", "--top_p", "1.5"], "top_p must be"),
+    (["hi", "--temperature", "0", "--top_k", "5"], "temperature 0 means greedy"),
+    (["hi", "--temperature", "0", "--seed", "3"], "temperature 0 means greedy"),
+    (["hi", "--seed", "x"], "invalid int value: 'x'"),
+])
+def test_bad_command_lines_are_one_line_and_exit_2_before_loading(fake_model, argv, named):
+    status, out, err = run_main(argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and "error: " in err and named in err, err
+    assert fake_model.loads == []  # nothing downloaded or loaded
+
+
+def test_help_says_where_models_go(fake_model, monkeypatch, tmp_path):
+    monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "my models"))
+    status, out, _ = run_main(["--help"])
+    assert status == 0 and fake_model.loads == []
+    text = " ".join(out.split())  # argparse wraps lines
+    assert f"default: {tmp_path / 'my models'}" in text and "$GPT2_MODELS_DIR" in text
+    assert "~/.cache/gpt2-numpy/models" in text and "temperature 1" in text
+
+
+def test_models_dir_default_and_override(fake_model, monkeypatch, tmp_path):
+    monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "env"))
+    run_main(["hi", "--n_tokens_to_generate", "1"])
+    run_main(["hi", "--n_tokens_to_generate", "1", "--models_dir", str(tmp_path / "flag"), "--model_size", "355M"])
+    assert fake_model.loads == [("124M", tmp_path / "env"), ("355M", str(tmp_path / "flag"))]
+
+
+def test_sampling_options_without_temperature_sample_at_1_in_the_cli(fake_model):
+    ids = fake_model.encoder.encode("hi")
+    for options in (["--top_k", "40"], ["--top_p", "0.9"], []):
+        expected = fake_model.encoder.decode(
+            gpt2.generate(ids, fake_model.params, N_HEAD, 8, temperature=1.0, seed=3,
+                          **{o[2:]: float(v) if "." in v else int(v) for o, v in zip(options[::2], options[1::2])}))
+        assert run_main(["hi", "--n_tokens_to_generate", "8", "--seed", "3"] + options) == (0, expected + "\n", "")
+    greedy = fake_model.encoder.decode(gpt2.generate(ids, fake_model.params, N_HEAD, 8))
+    assert run_main(["hi", "--n_tokens_to_generate", "8", "--seed", "3"])[1] != greedy + "\n"
+
+
+def test_a_prompt_too_long_is_one_line_and_exit_2(fake_model):
+    status, out, err = run_main(["x" * 70, "--n_tokens_to_generate", "10"])
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "the prompt is too long: 70 tokens" in err and f"n_ctx={N_CTX}" in err and "at most 54 tokens" in err
+    status, _, err = run_main(["x" * 60, "--n_tokens_to_generate", "10"])
+    assert status == 2 and "ask for at most 4 new tokens" in err
+
+
+@contextmanager
+def cwd(path):
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def test_cli_end_to_end_on_a_tiny_checkpoint(tmp_path):
+    """`python gpt2.py` with the real utils.py and encoder.py, plain and streamed, run from another
+    folder with the models folder from $GPT2_MODELS_DIR: the prompt arrives verbatim, the cwd stays empty."""
+    import utils
+
+    models = tmp_path / "models"
+    write_tiny_checkpoint(models / "124M", n_ctx=64, n_embd=32, n_head=2, seed=3)
+    encoder, hparams, params = utils.load_encoder_hparams_and_params("124M", models)  # converts once
+    prompt = """Héllo wörld, 🙂 "naïve" ['1e3', None] True"""
+    ids = encoder.encode(prompt)
+    expected = encoder.decode(gpt2.generate(ids, params, hparams["n_head"], 12, temperature=1.0, seed=5))
+    command = [sys.executable, str(ROOT / "gpt2.py"), prompt, "--n_tokens_to_generate", "12",
+               "--temperature", "1.0", "--seed", "5"]
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "GPT2_MODELS_DIR": str(models)}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for extra in ([], ["--stream"]):
+        run = subprocess.run(command + extra, cwd=elsewhere, capture_output=True, env=env, timeout=300)
+        assert run.returncode == 0, run.stderr.decode(errors="replace")
+        assert run.stdout.decode("utf-8") == expected + "\n"
+    assert list(elsewhere.iterdir()) == []
+    too_long = command[:4] + ["100"] + command[5:]
+    run = subprocess.run(too_long, cwd=elsewhere, capture_output=True, env=env, timeout=300)
+    error = run.stderr.decode(errors="replace")
+    assert run.returncode == 2 and "Traceback" not in error and error.count("\n") == 1
+    assert f"prompt of {len(ids)} tokens" in error and "n_ctx=64" in error

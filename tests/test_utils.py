@@ -9,8 +9,11 @@ with a stub so they exercise only utils.py; the warm-start test runs the real on
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -22,6 +25,8 @@ if str(ROOT) not in sys.path:  # let `import utils` work however pytest was star
     sys.path.insert(0, str(ROOT))
 
 import utils  # noqa: E402
+from tokenizer import download  # noqa: E402
+from tokenizer.download import DownloadError  # noqa: E402
 from conftest_download import file_server  # noqa: E402,F401 - a fixture, used by name
 from tiny_checkpoint import write_tiny_checkpoint  # noqa: E402
 
@@ -259,18 +264,21 @@ def test_truncated_checkpoint_data_is_named(tiny, tmp_path, stub_encoder):
 
 
 def test_gpt2_cli_downloads_the_served_checkpoint_and_generates(served, tiny, tmp_path):
-    """The user's main command end to end: download (local server), convert, encode, generate, decode."""
+    """The user's main command end to end, run from another folder with no --models_dir: download
+    (local server) into $GPT2_MODELS_DIR, convert, encode, generate, decode; nothing lands in the cwd."""
     import gpt2
 
-    models = tmp_path / "models"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": served.url, "PYTHONIOENCODING": "utf-8"}
-    command = [sys.executable, str(ROOT / "gpt2.py"), "Alan Turing theorized", "--n_tokens_to_generate", "5",
-               "--models_dir", str(models)]
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, env=env, timeout=300)
+    models, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": served.url, "PYTHONIOENCODING": "utf-8",
+           "GPT2_MODELS_DIR": str(models)}
+    command = [sys.executable, str(ROOT / "gpt2.py"), "Alan Turing theorized", "--n_tokens_to_generate", "5"]
+    run = subprocess.run(command, cwd=elsewhere, capture_output=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr.decode(errors="replace")
     for name in utils.CHECKPOINT_FILES:
         assert (models / SIZE / name).is_file()
     assert not list((models / SIZE).glob("*.part"))
+    assert list(elsewhere.iterdir()) == []
     # the same continuation as generating in-process from the served weights
     _, params = tiny
     encoder = __import__("encoder").get_encoder(SIZE, models)
@@ -278,19 +286,112 @@ def test_gpt2_cli_downloads_the_served_checkpoint_and_generates(served, tiny, tm
     assert run.stdout.decode("utf-8") == expected + "\n"
     # a second run is offline: nothing is downloaded again
     before = len(served.requests)
-    rerun = subprocess.run(command, cwd=ROOT, capture_output=True, env=env, timeout=300)
+    rerun = subprocess.run(command, cwd=elsewhere, capture_output=True, env=env, timeout=300)
     assert rerun.returncode == 0 and rerun.stdout == run.stdout
     assert len(served.requests) == before
 
 
+def last_line(stderr: bytes) -> str:
+    return stderr.decode(errors="replace").replace("\r", "\n").strip().splitlines()[-1]  # after progress bars
+
+
 def test_gpt2_cli_offline_error_is_one_line(file_server, tmp_path):
-    """Nothing to download (404): the main command says which URL failed and how to place files by hand."""
+    """Nothing to download (404): one line naming the URL, every missing file, and where to place them."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": file_server.url}
     command = [sys.executable, str(ROOT / "gpt2.py"), "hello", "--models_dir", str(tmp_path / "models")]
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, env=env, timeout=300)
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, env=env, timeout=300)
     error = run.stderr.decode(errors="replace")
-    assert run.returncode != 0
-    last_line = error.replace("\r", "\n").strip().splitlines()[-1]  # after the progress bar
-    assert "Traceback" not in error and last_line.startswith("error: ")
-    assert f"{file_server.url}/gpt-2/models/{SIZE}/" in error and "place it at" in error
+    assert run.returncode == 1 and "Traceback" not in error
+    line = last_line(run.stderr)
+    assert line.startswith("gpt2.py: error: could not download 7 of the 7 files of GPT-2 124M")
+    assert f"{file_server.url}/gpt-2/models/{SIZE}/" in line and "HTTP 404" in line
+    assert all(name in line for name in utils.CHECKPOINT_FILES)
+    assert f"place it in {tmp_path / 'models' / SIZE}" in line and "OPENAIPUBLIC_URL" in line
     assert not list((tmp_path / "models").rglob("*.part"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("root", [f"http://127.0.0.1:{free_port()}", "http://nonexistent.invalid"],
+                         ids=["connection refused", "unknown host"])
+def test_unreachable_server_is_asked_once_and_every_missing_file_named(tmp_path, monkeypatch, root):
+    monkeypatch.setenv("OPENAIPUBLIC_URL", root)
+    delays = []
+    monkeypatch.setattr(download, "_sleep", delays.append)
+    model_dir = tmp_path / SIZE
+    model_dir.mkdir()
+    (model_dir / "hparams.json").write_text("{}")  # already here: kept, not reported
+    attempts = []
+    real_fetch = download._fetch_into
+    monkeypatch.setattr(download, "_fetch_into", lambda url, *rest: attempts.append(url) or real_fetch(url, *rest))
+    with pytest.raises(DownloadError) as info:
+        utils.download_gpt2_files(SIZE, model_dir)
+    assert attempts == [f"{root}/gpt-2/models/{SIZE}/checkpoint"] and delays == []  # once, no retries
+    message = str(info.value)
+    assert message.startswith("could not download 6 of the 7 files of GPT-2 124M")
+    missing = [name for name in utils.CHECKPOINT_FILES if name != "hparams.json"]
+    assert f"({', '.join(missing)}: cannot connect to {root}: " in message
+    assert f"{root}/gpt-2/models/{SIZE}/" in message and str(model_dir) in message
+    assert "$OPENAIPUBLIC_URL" in message and "\n" not in message
+
+
+def test_files_missing_on_the_server_are_reported_together(served, tmp_path):
+    del served.files[f"/gpt-2/models/{SIZE}/encoder.json"]
+    del served.files[f"/gpt-2/models/{SIZE}/vocab.bpe"]
+    with pytest.raises(DownloadError) as info:
+        utils.download_gpt2_files(SIZE, tmp_path / SIZE)
+    assert str(info.value).startswith("could not download 2 of the 7 files")
+    assert "(encoder.json, vocab.bpe: HTTP 404 Not Found)" in str(info.value)
+    assert (tmp_path / SIZE / "model.ckpt.index").is_file()  # the others did arrive
+
+
+def test_default_models_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "chosen"))
+    assert utils.default_models_dir() == tmp_path / "chosen"
+    monkeypatch.delenv("GPT2_MODELS_DIR")
+    assert utils.default_models_dir() == ROOT / "models"  # this checkout's own folder, whatever the cwd
+    assert (ROOT / "models" / "README.md").is_file()
+    # installed as a package: no models/README.md beside utils.py
+    monkeypatch.setattr(utils, "CHECKOUT_MODELS_DIR", tmp_path / "site-packages" / "models")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert utils.default_models_dir() == tmp_path / "xdg" / "gpt2-numpy" / "models"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert utils.default_models_dir() == tmp_path / "home" / ".cache" / "gpt2-numpy" / "models"
+
+
+def test_load_without_models_dir_uses_the_default(tiny, tmp_path, stub_encoder, monkeypatch):
+    shutil.copytree(tiny[0], tmp_path / "env models" / SIZE)
+    monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "env models"))
+    encoder, _, loaded = utils.load_encoder_hparams_and_params(SIZE)
+    assert encoder == ("stub encoder", SIZE, str(tmp_path / "env models"))
+    assert_same_params(loaded, tiny[1])
+
+
+def test_ctrl_c_during_a_download_is_one_line_and_exit_130(file_server, tiny, tmp_path):
+    """SIGINT while the server is slow to answer: one line on stderr, status 130, no file left half-written."""
+    file_server.files[f"/gpt-2/models/{SIZE}/checkpoint"] = (tiny[0] / "checkpoint").read_bytes()
+    file_server.stall_seconds = 60
+    file_server.fault(f"/gpt-2/models/{SIZE}/checkpoint", "stall")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": file_server.url}
+    models = tmp_path / "models"
+    command = [sys.executable, str(ROOT / "gpt2.py"), "hello", "--models_dir", str(models)]
+    child = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not file_server.requests and time.monotonic() < deadline:  # wait until it is waiting
+            time.sleep(0.05)
+        assert file_server.requests, "the child never asked for the file"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == 130
+    assert b"Traceback" not in err and last_line(err) == "gpt2.py: interrupted"
+    assert [line for line in err.decode().replace("\r", "\n").splitlines() if "interrupted" in line] == \
+        ["gpt2.py: interrupted"]
+    assert not (models / SIZE / "checkpoint").exists()

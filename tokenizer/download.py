@@ -10,10 +10,12 @@ So ``dest`` existing means "complete", and a crash, a dropped connection or Ctrl
 at worst a ``.part``. The next call continues that ``.part`` with an HTTP range request
 (``Range: bytes=N-``) instead of starting again, which matters for GPT-2's 0.5-6 GB checkpoints.
 
-Failures that may go away by themselves (connection errors, timeouts, a body cut short, HTTP 5xx) are
-retried with exponential backoff; each retry resumes from whatever the ``.part`` already holds.
-A 4xx answer (404 and friends) will not change by retrying, so it fails at once with a
-:class:`DownloadError` that says how to put the file in place by hand.
+Failures that may go away by themselves (timeouts, a connection reset or a body cut short, HTTP 5xx)
+are retried with exponential backoff; each retry resumes from whatever the ``.part`` already holds.
+Failures that retrying will not fix fail at once: a 4xx answer (404 and friends), and a server that
+cannot be reached at all (its name does not resolve, or nothing accepts the connection: typically no
+network), which raises :class:`CannotConnect`. Every :class:`DownloadError` says how to put the file
+in place by hand, and its ``reason`` holds the cause alone, for callers that report many files at once.
 """
 
 from __future__ import annotations
@@ -38,7 +40,19 @@ _sleep = time.sleep
 
 
 class DownloadError(OSError):
-    """A download failed; the message names the URL and how to get the file in place by hand."""
+    """A download failed; the message names the URL and how to get the file in place by hand.
+
+    ``reason`` is the cause alone (e.g. ``"HTTP 404 Not Found"``), without the URL or the advice.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
+
+
+class CannotConnect(DownloadError):
+    """The server could not be reached at all (name not resolved, connection refused): not retried,
+    since asking again at once would meet the same answer, and other files from it will fail too."""
 
 
 class ChecksumError(ValueError):
@@ -107,13 +121,20 @@ def download_file(
                 break
             except (_Transient, requests.ConnectionError, requests.Timeout,
                     requests.exceptions.ChunkedEncodingError) as exc:
+                refusal = _connection_refusal(exc)
+                if refusal is not None:
+                    reason = f"cannot connect to {_server(url)}: {refusal}"
+                    raise CannotConnect(
+                        f"could not download {url}: {reason}; are you offline? {_by_hand(url, dest)}",
+                        reason=reason,
+                    ) from exc
                 if attempt == retries:
                     have = part.stat().st_size if part.exists() else 0
-                    kept = f"The {have} bytes received are kept in {part}; run again to resume. " if have else ""
+                    kept = f"; the {have} bytes received are kept in {part}, run again to resume" if have else ""
                     tries = f"{retries + 1} attempt{'s' if retries else ''}"
-                    raise DownloadError(
-                        f"could not download {url} after {tries}: {exc}. {kept}{_by_hand(url, dest)}"
-                    ) from exc
+                    reason = f"{exc} (after {tries}){kept}"
+                    raise DownloadError(f"could not download {url}: {reason}. {_by_hand(url, dest)}",
+                                        reason=reason) from exc
                 _sleep(BACKOFF_SECONDS * 2**attempt)
     finally:
         bar.close()
@@ -153,9 +174,8 @@ def _fetch_into(url: str, part: pathlib.Path, timeout: float, bar: tqdm) -> None
         if resp.status_code >= 500:
             raise _Transient(f"HTTP {resp.status_code} {resp.reason}")
         if resp.status_code >= 400:
-            raise DownloadError(
-                f"could not download {url}: HTTP {resp.status_code} {resp.reason}. {_by_hand(url, part)}"
-            )
+            reason = f"HTTP {resp.status_code} {resp.reason}"
+            raise DownloadError(f"could not download {url}: {reason}. {_by_hand(url, part)}", reason=reason)
 
         start = 0
         if resp.status_code == 206:
@@ -188,6 +208,28 @@ def _total_from_content_range(value: str) -> int | None:
     """Full file size from ``Content-Range: bytes .../SIZE`` (as sent with 416); None if unknown."""
     match = re.search(r"/(\d+)\s*$", value)
     return int(match[1]) if match else None
+
+
+def _connection_refusal(exc: Exception) -> str | None:
+    """Why no connection could be made at all (DNS failure, connection refused), or None when ``exc`` is
+    something else: a timeout, a reset mid-transfer, an HTTP error, which are worth retrying."""
+    import requests
+    import urllib3
+
+    if not isinstance(exc, requests.ConnectionError) or isinstance(exc, requests.Timeout):
+        return None
+    cause = exc.args[0] if exc.args else None
+    cause = getattr(cause, "reason", cause)  # requests wraps urllib3's MaxRetryError, which holds the cause
+    if not isinstance(cause, urllib3.exceptions.NewConnectionError):  # NameResolutionError is one too
+        return None
+    # "HTTPConnection(host=..., port=...): Failed to resolve 'x' (...)" -> the part after the address
+    return str(cause).split("): ", 1)[-1]
+
+
+def _server(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``."""
+    match = re.match(r"[^:/]+://[^/]*", url)
+    return match[0] if match else url
 
 
 def _by_hand(url: str, dest: pathlib.Path) -> str:
