@@ -133,7 +133,7 @@ def command_line_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         formatter_class=PathFriendlyFormatter,
         description="Print GPT-2's continuation of PROMPT. The first run downloads OpenAI's checkpoint "
-        "and converts it to NumPy arrays; later runs start from those.",
+        "and checks it; later runs map it straight from disk.",
         epilog="Sampling: greedy by default; --top_k, --top_p or --seed without --temperature sample at "
         "temperature 1, and --temperature 0 (greedy) takes none of them. A prompt that starts with a dash "
         "goes after --, as in: gpt2 -- '-5 degrees outside, and'",
