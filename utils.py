@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+import hfmodel
 from tfcheckpoint import CheckpointError, read_checkpoint
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
@@ -141,23 +142,50 @@ def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: b
 
 def load_encoder_hparams_and_params(model_size: str, models_dir=None):
     """Return ``(encoder, hparams, params)`` for GPT-2 ``model_size`` in ``{models_dir}/{model_size}``
-    (``models_dir`` defaults to :func:`default_models_dir`).
+    (``models_dir`` defaults to :func:`default_models_dir`), or for the model in the folder
+    ``model_size`` names when it is not one of :data:`MODEL_SIZES`: OpenAI's layout (``checkpoint``,
+    ``hparams.json``, ``model.ckpt.*``) or Hugging Face's (``config.json``, ``model.safetensors``).
 
-    Files are downloaded when the checkpoint or a file this needs is missing (files already there are
-    kept). The arrays are mapped from the checkpoint's data file; its CRCs are checked on the first load.
+    >>> encoder, hparams, params = load_encoder_hparams_and_params("124M", "models")  # doctest: +SKIP
+    >>> encoder, hparams, params = load_encoder_hparams_and_params("~/hf/gpt2")  # doctest: +SKIP
+
+    Sizes are downloaded when the checkpoint or a file this needs is missing (files already there are
+    kept); a folder is used as it is. The arrays are mapped from the weights file; a TF checkpoint's
+    CRCs are checked on its first load.
     """
-    _check_model_size(model_size)
+    import encoder  # the project's top-level encoder.py; imported late to keep `import utils` light
+
+    if model_size not in MODEL_SIZES:
+        folder = Path(model_size).expanduser()
+        if hfmodel.is_hf_folder(folder):
+            hparams, params = hfmodel.load_hf_folder(folder)
+            vocab = hfmodel.read_hf_vocab(folder)
+            # A folder without tokenizer files gets GPT-2's own, which get_encoder falls back to.
+            tokenizer = encoder.Encoder(*vocab) if vocab else encoder.get_encoder(folder.name, folder.parent)
+            return tokenizer, hparams, params
+        if (folder / "checkpoint").is_file() or (folder / "hparams.json").is_file():
+            hparams, params = _load_openai_folder(folder)
+            return encoder.get_encoder(folder.name, folder.parent), hparams, params
+        if folder.is_dir():
+            raise ValueError(f"{folder} holds neither OpenAI's layout (checkpoint, hparams.json, model.ckpt.*) "
+                             f"nor Hugging Face's (config.json, {hfmodel.SAFETENSORS})")
+        _check_model_size(model_size)  # neither a size nor a folder: the error lists the sizes
     models_dir = default_models_dir() if models_dir is None else models_dir
     model_dir = Path(models_dir) / model_size
     if latest_checkpoint(model_dir) is None or not all((model_dir / n).is_file() for n in NEEDED_FILES):
         download_gpt2_files(model_size, model_dir)
+    hparams, params = _load_openai_folder(model_dir)
+    return encoder.get_encoder(model_size, models_dir), hparams, params
+
+
+def _load_openai_folder(model_dir: Path) -> tuple[dict, dict]:
+    """``(hparams, params)`` of OpenAI's layout in ``model_dir``, its CRCs checked on the first load."""
     ckpt_path = latest_checkpoint(model_dir)
     if ckpt_path is None:
         raise FileNotFoundError(
             f"{model_dir / 'checkpoint'} names no checkpoint whose .index file exists; delete "
             f"{model_dir} and run again to download it afresh"
         )
-
     hparams = _read_hparams(model_dir / "hparams.json")
     stamp_path = ckpt_path.with_name(ckpt_path.name + CRC_STAMP_SUFFIX)
     stamp = _checkpoint_stamp(ckpt_path)
@@ -165,10 +193,13 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
     params = load_gpt2_params_from_tf_ckpt(ckpt_path, hparams, verify_data=not checked)
     if not checked:
         _write_stamp(stamp_path, stamp)
+    return hparams, params
 
-    import encoder  # the project's top-level encoder.py; imported late to keep `import utils` light
 
-    return encoder.get_encoder(model_size, models_dir), hparams, params
+def save_hf(folder, encoder, hparams: dict, params: dict) -> None:
+    """Write the model as a Hugging Face GPT-2 folder (see :func:`hfmodel.save_hf_folder`)."""
+    merges = sorted(encoder.bpe_ranks, key=encoder.bpe_ranks.__getitem__)
+    hfmodel.save_hf_folder(folder, hparams, params, encoder.encoder, merges)
 
 
 def latest_checkpoint(model_dir) -> Path | None:
@@ -192,7 +223,8 @@ def latest_checkpoint(model_dir) -> Path | None:
 
 def _check_model_size(model_size: str) -> None:
     if model_size not in MODEL_SIZES:
-        raise ValueError(f"unknown GPT-2 model size {model_size!r}; choose one of {', '.join(MODEL_SIZES)}")
+        raise ValueError(f"unknown GPT-2 model size {model_size!r}; choose one of {', '.join(MODEL_SIZES)} "
+                         f"(or name a folder holding a GPT-2 in OpenAI's or Hugging Face's layout)")
 
 
 def _read_hparams(path: Path) -> dict:
