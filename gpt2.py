@@ -105,23 +105,26 @@ def score(ids, params, n_head, *, stride=None):  # [n_seq] -> float
     """Mean negative log-likelihood of ids[1:], each given the ids before it (nats per predicted
     token; the first id has no context and is not scored). Longer than the context (n_ctx), the
     text is read in windows of n_ctx ids starting `stride` apart (default n_ctx // 2); each window
-    scores only the ids no earlier window scored, so those still see >= n_ctx - stride ids before them."""
+    scores only the ids no earlier window scored, so those still see >= n_ctx - stride ids before them.
+    (With stride == n_ctx the windows do not overlap and each one's first id goes unscored, as in
+    Hugging Face's recipe.)"""
     n_ctx = len(params["wpe"])
     stride = n_ctx // 2 if stride is None else stride
     if len(ids) < 2 or not 0 < stride <= n_ctx:
         raise ValueError(f"score needs >= 2 ids and 0 < stride <= n_ctx ({n_ctx}), got {len(ids)} ids, stride {stride}")
-    total_nll, scored_up_to = 0.0, 1  # ids[:scored_up_to] are scored (or, for ids[0], never will be)
+    total_nll, n_scored, scored_up_to = 0.0, 0, 1  # ids[:scored_up_to] are done (ids[0] has no context)
     for start in range(0, len(ids), stride):
         end = min(start + n_ctx, len(ids))
+        first = max(scored_up_to, start + 1)  # the first id this window scores
         logits = gpt2(ids[start:end], **params, n_head=n_head)  # [end - start, n_vocab]
-        rows = logits[scored_up_to - 1 - start : end - 1 - start]  # the rows predicting ids[scored_up_to:end]
+        rows = logits[first - 1 - start : end - 1 - start]  # the rows predicting ids[first:end]
         log_probs = rows - rows.max(axis=-1, keepdims=True)  # log softmax, without overflow
         log_probs -= np.log(np.exp(log_probs).sum(axis=-1, keepdims=True))
-        total_nll -= float(log_probs[np.arange(len(rows)), ids[scored_up_to:end]].sum(dtype=np.float64))
-        scored_up_to = end
+        total_nll -= float(log_probs[np.arange(len(rows)), ids[first:end]].sum(dtype=np.float64))
+        n_scored, scored_up_to = n_scored + len(rows), end
         if end == len(ids):
             break
-    return total_nll / (len(ids) - 1)
+    return total_nll / n_scored
 
 
 # ------------------------------------------------------------------------------ CLI

@@ -150,7 +150,9 @@ def params_from_hf_tensors(tensors: dict[str, np.ndarray], hparams: dict, where:
                          f"{' ...' if len(unexpected) > 5 else ''}")
     params: dict = {"blocks": [{} for _ in range(hparams["n_layer"])]}
     for name, shape in expected.items():
-        array = np.asarray(tensors[name], dtype=np.float32)  # no copy when already float32
+        array = tensors[name]
+        if array.dtype != np.float32:  # float16 or float64 weights: widened or narrowed (a copy)
+            array = array.astype(np.float32)
         if array.shape != shape:
             raise ValueError(f"{where}: tensor {name} has shape {list(array.shape)}, but config.json "
                              f"{hparams} implies {list(shape)}")
