@@ -17,6 +17,7 @@ As a library (params: picoGPT's tree of arrays, e.g. from utils.load_encoder_hpa
     logits = gpt2(prompt_ids, **params, n_head=n_head)                     # [n_seq, n_vocab]
     ids = generate(prompt_ids, params, n_head, 40)                         # greedy
     ids = generate(prompt_ids, params, n_head, 40, temperature=0.8, top_p=0.9, seed=0)
+    nats_per_token = score(text_ids, params, n_head)                       # mean NLL, sliding window
     rows = generate_batch([ids_a, ids_b], params, n_head, 40)             # one pass for all
 """
 from __future__ import annotations
@@ -24,15 +25,16 @@ from __future__ import annotations
 import argparse
 import codecs
 import math
+import os
 import sys
 import textwrap
 
 import numpy as np
 
 from kvcache import generate, generate_batch, iter_generate_batch, sampling_temperature
-from utils import MODEL_SIZES, as_float32, default_models_dir, load_encoder_hparams_and_params
+from utils import MODEL_SIZES, as_float32, default_models_dir, load_encoder_hparams_and_params, save_hf
 
-__all__ = ["gpt2", "generate", "generate_batch", "generate_reference", "main"]
+__all__ = ["gpt2", "generate", "generate_batch", "generate_reference", "score", "main"]
 
 
 # ---------------------------------------------------------------------------- model
@@ -99,6 +101,32 @@ def generate_reference(inputs, params, n_head, n_tokens_to_generate):  # [n_seq]
     return inputs[len(inputs) - n_tokens_to_generate :]
 
 
+def score(ids, params, n_head, *, stride=None):  # [n_seq] -> float
+    """Mean negative log-likelihood of ids[1:], each given the ids before it (nats per predicted
+    token; the first id has no context and is not scored). Longer than the context (n_ctx), the
+    text is read in windows of n_ctx ids starting `stride` apart (default n_ctx // 2); each window
+    scores only the ids no earlier window scored, so those still see >= n_ctx - stride ids before them.
+    (With stride == n_ctx the windows do not overlap and each one's first id goes unscored, as in
+    Hugging Face's recipe.)"""
+    n_ctx = len(params["wpe"])
+    stride = n_ctx // 2 if stride is None else stride
+    if len(ids) < 2 or not 0 < stride <= n_ctx:
+        raise ValueError(f"score needs >= 2 ids and 0 < stride <= n_ctx ({n_ctx}), got {len(ids)} ids, stride {stride}")
+    total_nll, n_scored, scored_up_to = 0.0, 0, 1  # ids[:scored_up_to] are done (ids[0] has no context)
+    for start in range(0, len(ids), stride):
+        end = min(start + n_ctx, len(ids))
+        first = max(scored_up_to, start + 1)  # the first id this window scores
+        logits = gpt2(ids[start:end], **params, n_head=n_head)  # [end - start, n_vocab]
+        rows = logits[first - 1 - start : end - 1 - start]  # the rows predicting ids[first:end]
+        log_probs = rows - rows.max(axis=-1, keepdims=True)  # log softmax, without overflow
+        log_probs -= np.log(np.exp(log_probs).sum(axis=-1, keepdims=True))
+        total_nll -= float(log_probs[np.arange(len(rows)), ids[first:end]].sum(dtype=np.float64))
+        n_scored, scored_up_to = n_scored + len(rows), end
+        if end == len(ids):
+            break
+    return total_nll / n_scored
+
+
 # ------------------------------------------------------------------------------ CLI
 def token_bytes(encoder, token_id):
     """The raw bytes of one token (a GPT-2 token can hold part of a UTF-8 character)."""
@@ -132,23 +160,27 @@ class PathFriendlyFormatter(argparse.HelpFormatter):
 def command_line_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         formatter_class=PathFriendlyFormatter,
-        description="Print GPT-2's continuation of PROMPT. The first run downloads OpenAI's checkpoint "
-        "and converts it to NumPy arrays; later runs start from those.",
+        description="Print GPT-2's continuation of PROMPT (or, with --score, how well GPT-2 predicts a file; "
+        "with --save-hf, write the model as a Hugging Face folder). The first run downloads OpenAI's "
+        "checkpoint and checks it; later runs map it straight from disk.",
         epilog="Sampling: greedy by default; --top_k, --top_p or --seed without --temperature sample at "
         "temperature 1, and --temperature 0 (greedy) takes none of them. A prompt that starts with a dash "
         "goes after --, as in: gpt2 -- '-5 degrees outside, and'",
         allow_abbrev=False,  # a misspelt flag is an error, never a guess
     )
-
     def option(name, **options):  # --name, and its dashed spelling (--top-k) kept out of the help text
         parser.add_argument(f"--{name}", **options)
         if "_" in name:
-            hidden = {**options, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
-            parser.add_argument(f"--{name.replace('_', '-')}", dest=name, **hidden)
+            hidden = {"dest": name, **options, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+            parser.add_argument(f"--{name.replace('_', '-')}", **hidden)
 
-    parser.add_argument("prompt", help="the text to continue, used exactly as given")
+    parser.add_argument("prompt", nargs="?", help="the text to continue, used exactly as given")
     option("n_tokens_to_generate", type=int, default=40, metavar="N", help="how many tokens to add (default: 40)")
-    option("model_size", choices=MODEL_SIZES, default="124M", help="which GPT-2 (default: 124M)")
+    option("model", default="124M", metavar="PATH_OR_SIZE",
+           help=f"which GPT-2: a size ({', '.join(MODEL_SIZES)}; default: 124M), or a folder in OpenAI's layout "
+           "(checkpoint, hparams.json, model.ckpt.*) or Hugging Face's (config.json, model.safetensors, "
+           "vocab.json, merges.txt)")
+    option("model_size", dest="model", default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # picoGPT's name
     option("models_dir", default=None, metavar="DIR",
            help=f"folder of the checkpoints, one subfolder per size (default: {default_models_dir()}: "
            "$GPT2_MODELS_DIR if set, else the models/ folder of this checkout, else "
@@ -161,16 +193,46 @@ def command_line_parser() -> argparse.ArgumentParser:
            help="sample only among the fewest most likely tokens whose probability reaches P")
     option("seed", type=int, default=None, help="seed the sampling, for a reproducible run")
     option("stream", action="store_true", help="print each token as soon as it is generated")
+    option("score", metavar="FILE", default=None,
+           help="print the tokens, perplexity and bits per byte of the UTF-8 text in FILE")
+    option("stride", type=int, default=None, metavar="N",
+           help="with --score, windows over a text longer than the context start N tokens apart "
+           "(default: half the context)")
+    option("save_hf", metavar="DIR", default=None,
+           help="write the model to the new folder DIR in Hugging Face's layout "
+           "(transformers.GPT2LMHeadModel.from_pretrained(DIR) loads it)")
     return parser
 
 
+def print_score(encoder, params, n_head, text, stride):
+    """Tokens, perplexity and bits per byte of `text` (the bytes of every token but the first,
+    which is not predicted)."""
+    ids = encoder.encode(text)
+    nats_per_token = score(ids, params, n_head, stride=stride)
+    predicted_bytes = len(text.encode("utf-8")) - len(token_bytes(encoder, ids[0]))
+    bits = nats_per_token * (len(ids) - 1) / math.log(2)
+    print(f"tokens: {len(ids)} ({len(ids) - 1} predicted)")
+    print(f"mean NLL: {nats_per_token:.4f} nats/token")
+    print(f"perplexity: {math.exp(nats_per_token):.4f}")
+    print(f"bits per byte: {bits / predicted_bytes:.4f}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`gpt2 PROMPT [options]`: print GPT-2's continuation of PROMPT. Returns the exit status:
+    """`gpt2 PROMPT [options]`: print GPT-2's continuation of PROMPT (`--score FILE`, `--save-hf DIR`:
+    see the help). Returns the exit status:
     0 done, 1 a download or a file failed, 2 bad input, 130 interrupted (Ctrl-C)."""
     parser = command_line_parser()
     args = parser.parse_args(argv)  # usage errors exit 2 here, before any download or model work
     options = dict(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     try:
+        if args.prompt is None and args.score is None and args.save_hf is None:
+            raise ValueError(f"give a PROMPT to continue (e.g. {parser.prog} 'Hello, world'), --score FILE or --save-hf DIR")
+        if args.prompt is not None and args.score is not None:
+            raise ValueError("--score scores a file; give it no PROMPT")
+        if args.model not in MODEL_SIZES and not os.path.isdir(os.path.expanduser(args.model)):
+            raise ValueError(f"--model {args.model!r} is neither a GPT-2 size ({', '.join(MODEL_SIZES)}) nor a folder")
+        if args.stride is not None and args.stride <= 0:
+            raise ValueError(f"--stride must be > 0, got {args.stride}")
         if args.prompt == "":
             raise ValueError(f"the prompt is empty; give some text to continue, e.g. {parser.prog} 'Hello, world'")
         if args.n_tokens_to_generate < 0:
@@ -180,7 +242,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     try:
         models_dir = default_models_dir() if args.models_dir is None else args.models_dir
-        encoder, hparams, params = load_encoder_hparams_and_params(args.model_size, models_dir)
+        text = None
+        if args.score is not None:
+            try:
+                text = open(args.score, encoding="utf-8").read()
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{args.score} is not UTF-8 text ({error})") from None
+        encoder, hparams, params = load_encoder_hparams_and_params(args.model, models_dir)
+        if args.save_hf is not None:
+            save_hf(args.save_hf, encoder, hparams, params)
+            print(f"wrote {args.save_hf}", file=sys.stderr)
+        if text is not None:
+            print_score(encoder, params, hparams["n_head"], text, args.stride)
+        if args.prompt is None:
+            return 0
         ids = encoder.encode(args.prompt)
         steps = iter_generate_batch([ids], params, hparams["n_head"], args.n_tokens_to_generate, **options)
         new_ids = (token for (token,) in steps)

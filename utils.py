@@ -1,15 +1,14 @@
-"""Fetch OpenAI's GPT-2 checkpoint and turn it into NumPy arrays (picoGPT's utils.py, made sturdy).
+"""Fetch OpenAI's GPT-2 checkpoint and read it as NumPy arrays (picoGPT's utils.py, made sturdy).
 
-GPT-2 was released as a TensorFlow checkpoint. Reading it needs TensorFlow, which takes seconds to
-import, so TF is used only once per checkpoint: the first load converts the weights and saves them
-beside the checkpoint in NumPy's own ``.npy`` format (``{model_dir}/params-npy/``). Every later load
-memory-maps those files with ``np.load(mmap_mode="r")``: no TensorFlow import, no copying, and pages
-of the weights are read from disk only when the model touches them.
+GPT-2 was released as a TensorFlow checkpoint. It is read here without TensorFlow
+(:mod:`tfcheckpoint`): the ``.index`` file says where each tensor lies in the ``.data`` file, which is
+memory-mapped, so loading costs no copy and pages of the weights are read from disk only when the
+model touches them.
 
-A small manifest in that directory records what the cache was made from (the hparams, the sha256 of
-``model.ckpt.index``, which holds a checksum of every tensor, and the data files' sizes), so a changed
-checkpoint is converted again instead of silently using stale arrays. The cache is built in a
-temporary directory and renamed into place, so a half-written cache never exists.
+The first load also checks every tensor's CRC-32C (stored in the index), which reads the whole
+data file; a small stamp beside the checkpoint (``model.ckpt.crc32c-ok.json``: the sha256 of the
+index and the data files' sizes and modification times) then spares later loads that work. A
+changed checkpoint no longer matches its stamp and is checked again.
 
 The weights come back in picoGPT's params tree::
 
@@ -18,7 +17,7 @@ The weights come back in picoGPT's params tree::
                  "ln_2": {"g", "b"}, "mlp": {"c_fc": {"w", "b"}, "c_proj": {"w", "b"}}}, ...],
      "ln_f": {"g", "b"}}
 
-Warm-loaded arrays are read-only memory maps; copy one (``np.array(a)``) before changing it in place.
+The arrays are read-only memory maps; copy one (``np.array(a)``) before changing it in place.
 
 Where checkpoints live (:func:`default_models_dir`): ``$GPT2_MODELS_DIR`` if set; else, run from a
 checkout of this repository, its own ``models/`` folder (whatever the current folder is); else, as an
@@ -30,13 +29,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 
+import hfmodel
+from tfcheckpoint import CheckpointError, read_checkpoint
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
 
@@ -53,8 +53,7 @@ CHECKPOINT_FILES = (
 # Everything above except the .meta graph, which nothing here reads: a missing one is no reason to
 # go to the network.
 NEEDED_FILES = tuple(name for name in CHECKPOINT_FILES if name != "model.ckpt.meta")
-CACHE_DIR_NAME = "params-npy"
-CACHE_FORMAT = 1  # bump when the cache layout changes, so old caches are rebuilt
+CRC_STAMP_SUFFIX = ".crc32c-ok.json"  # model.ckpt + this: the stamp of a checkpoint whose CRCs passed
 # The repository's own models/ folder, recognised by the README.md it ships with (an installed package
 # has no such folder beside utils.py).
 CHECKOUT_MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -116,78 +115,91 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
         )
 
 
-def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict) -> dict:
+def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: bool = True) -> dict:
     """Read OpenAI's TF checkpoint at ``tf_ckpt_path`` (a prefix such as ``.../model.ckpt``) into the
-    params tree, float32 and C-contiguous, checking every shape against ``hparams`` first."""
-    import tensorflow as tf  # only here: a warm start must never pay for importing TF
-
+    params tree of read-only float32 arrays mapped from the data file, checking every name, shape and
+    dtype against ``hparams`` and (with ``verify_data``) every tensor's CRC-32C."""
     expected = _expected_shapes(hparams)
-    try:
-        stored = {name: tuple(shape) for name, shape in tf.train.list_variables(str(tf_ckpt_path))}
-    except Exception as exc:  # TF raises a zoo of error types for unreadable files
-        raise ValueError(
-            f"cannot read the TensorFlow checkpoint {tf_ckpt_path} ({exc}); delete its files and "
-            f"download them again"
-        ) from exc
-
+    stored = read_checkpoint(tf_ckpt_path, verify_data=verify_data)
     missing = sorted(set(expected) - set(stored))
     unexpected = sorted(name for name in stored if name.startswith("model/") and name not in expected)
     if missing or unexpected:
-        raise ValueError(
+        raise CheckpointError(
             f"checkpoint {tf_ckpt_path} does not match hparams {hparams}: missing variables {missing}, "
             f"unexpected variables {unexpected}; are hparams.json and the checkpoint from the same model?"
         )
-    for name, shape in expected.items():
-        if stored[name] != shape:
-            raise ValueError(
-                f"checkpoint {tf_ckpt_path}: variable {name} has shape {list(stored[name])}, but hparams "
-                f"{hparams} expect {list(shape)}; are hparams.json and the checkpoint from the same model?"
-            )
-
     params = {}
     for name, shape in expected.items():
-        try:
-            array = tf.train.load_variable(str(tf_ckpt_path), name)
-        except Exception as exc:  # typically a missing or truncated .data file
-            raise ValueError(
-                f"cannot read variable {name} from the TensorFlow checkpoint {tf_ckpt_path} ({exc}); "
-                f"delete its files and download them again"
-            ) from exc
-        if len(shape) == 3:
-            array = array[0]  # the [1, nx, nf] "convolution" is really an [nx, nf] matrix
-        _put(params, name, np.ascontiguousarray(array, dtype=np.float32))
+        array = stored[name]
+        if array.shape != shape or array.dtype != np.float32:
+            raise CheckpointError(
+                f"checkpoint {tf_ckpt_path}: variable {name} is {array.dtype}{list(array.shape)}, but hparams "
+                f"{hparams} expect float32{list(shape)}; are hparams.json and the checkpoint from the same model?"
+            )
+        _put(params, name, array[0] if len(shape) == 3 else array)  # [1, nx, nf] "convolution" -> [nx, nf]
     return params
 
 
 def load_encoder_hparams_and_params(model_size: str, models_dir=None):
     """Return ``(encoder, hparams, params)`` for GPT-2 ``model_size`` in ``{models_dir}/{model_size}``
-    (``models_dir`` defaults to :func:`default_models_dir`).
+    (``models_dir`` defaults to :func:`default_models_dir`), or for the model in the folder
+    ``model_size`` names when it is not one of :data:`MODEL_SIZES`: OpenAI's layout (``checkpoint``,
+    ``hparams.json``, ``model.ckpt.*``) or Hugging Face's (``config.json``, ``model.safetensors``).
 
-    Files are downloaded when the checkpoint or a file this needs is missing (files already there are
-    kept). The TF checkpoint is converted once into cached ``.npy`` arrays, which later calls map.
+    >>> encoder, hparams, params = load_encoder_hparams_and_params("124M", "models")  # doctest: +SKIP
+    >>> encoder, hparams, params = load_encoder_hparams_and_params("~/hf/gpt2")  # doctest: +SKIP
+
+    Sizes are downloaded when the checkpoint or a file this needs is missing (files already there are
+    kept); a folder is used as it is. The arrays are mapped from the weights file; a TF checkpoint's
+    CRCs are checked on its first load.
     """
-    _check_model_size(model_size)
+    import encoder  # the project's top-level encoder.py; imported late to keep `import utils` light
+
+    if model_size not in MODEL_SIZES:
+        folder = Path(model_size).expanduser()
+        if hfmodel.is_hf_folder(folder):
+            hparams, params = hfmodel.load_hf_folder(folder)
+            vocab = hfmodel.read_hf_vocab(folder)
+            # A folder without tokenizer files gets GPT-2's own, which get_encoder falls back to.
+            tokenizer = encoder.Encoder(*vocab) if vocab else encoder.get_encoder(folder.name, folder.parent)
+            return tokenizer, hparams, params
+        if (folder / "checkpoint").is_file() or (folder / "hparams.json").is_file():
+            hparams, params = _load_openai_folder(folder)
+            return encoder.get_encoder(folder.name, folder.parent), hparams, params
+        if folder.is_dir():
+            raise ValueError(f"{folder} holds neither OpenAI's layout (checkpoint, hparams.json, model.ckpt.*) "
+                             f"nor Hugging Face's (config.json, {hfmodel.SAFETENSORS})")
+        _check_model_size(model_size)  # neither a size nor a folder: the error lists the sizes
     models_dir = default_models_dir() if models_dir is None else models_dir
     model_dir = Path(models_dir) / model_size
     if latest_checkpoint(model_dir) is None or not all((model_dir / n).is_file() for n in NEEDED_FILES):
         download_gpt2_files(model_size, model_dir)
+    hparams, params = _load_openai_folder(model_dir)
+    return encoder.get_encoder(model_size, models_dir), hparams, params
+
+
+def _load_openai_folder(model_dir: Path) -> tuple[dict, dict]:
+    """``(hparams, params)`` of OpenAI's layout in ``model_dir``, its CRCs checked on the first load."""
     ckpt_path = latest_checkpoint(model_dir)
     if ckpt_path is None:
         raise FileNotFoundError(
             f"{model_dir / 'checkpoint'} names no checkpoint whose .index file exists; delete "
             f"{model_dir} and run again to download it afresh"
         )
-
     hparams = _read_hparams(model_dir / "hparams.json")
-    stamp = _checkpoint_stamp(ckpt_path, hparams)
-    params = _load_cache(model_dir / CACHE_DIR_NAME, stamp, hparams)
-    if params is None:
-        params = load_gpt2_params_from_tf_ckpt(ckpt_path, hparams)
-        _save_cache(model_dir / CACHE_DIR_NAME, stamp, params)
+    stamp_path = ckpt_path.with_name(ckpt_path.name + CRC_STAMP_SUFFIX)
+    stamp = _checkpoint_stamp(ckpt_path)
+    checked = _read_stamp(stamp_path) == stamp
+    params = load_gpt2_params_from_tf_ckpt(ckpt_path, hparams, verify_data=not checked)
+    if not checked:
+        _write_stamp(stamp_path, stamp)
+    return hparams, params
 
-    import encoder  # the project's top-level encoder.py; imported late to keep `import utils` light
 
-    return encoder.get_encoder(model_size, models_dir), hparams, params
+def save_hf(folder, encoder, hparams: dict, params: dict) -> None:
+    """Write the model as a Hugging Face GPT-2 folder (see :func:`hfmodel.save_hf_folder`)."""
+    merges = sorted(encoder.bpe_ranks, key=encoder.bpe_ranks.__getitem__)
+    hfmodel.save_hf_folder(folder, hparams, params, encoder.encoder, merges)
 
 
 def latest_checkpoint(model_dir) -> Path | None:
@@ -211,7 +223,8 @@ def latest_checkpoint(model_dir) -> Path | None:
 
 def _check_model_size(model_size: str) -> None:
     if model_size not in MODEL_SIZES:
-        raise ValueError(f"unknown GPT-2 model size {model_size!r}; choose one of {', '.join(MODEL_SIZES)}")
+        raise ValueError(f"unknown GPT-2 model size {model_size!r}; choose one of {', '.join(MODEL_SIZES)} "
+                         f"(or name a folder holding a GPT-2 in OpenAI's or Hugging Face's layout)")
 
 
 def _read_hparams(path: Path) -> dict:
@@ -269,79 +282,33 @@ def _put(params: dict, variable: str, array: np.ndarray) -> None:
     node[keys[-1]] = array
 
 
-def _get(params: dict, variable: str) -> np.ndarray:
-    block, keys = _split(variable)
-    node = params if block is None else params["blocks"][block]
-    for key in keys:
-        node = node[key]
-    return node
-
-
-def _cache_file(cache_dir: Path, variable: str) -> Path:
-    """"model/h3/attn/c_attn/w" -> cache_dir / "h3.attn.c_attn.w.npy"."""
-    return cache_dir / (variable.removeprefix("model/").replace("/", ".") + ".npy")
-
-
-def _checkpoint_stamp(ckpt_path: Path, hparams: dict) -> dict:
-    """What the cache must have been made from to be valid for this checkpoint."""
+def _checkpoint_stamp(ckpt_path: Path) -> dict:
+    """What identifies a checkpoint's files: the index's sha256, the data files' sizes and mtimes."""
     index = ckpt_path.with_name(ckpt_path.name + ".index")
     data = sorted(ckpt_path.parent.glob(ckpt_path.name + ".data-*"))
     return {
-        "format": CACHE_FORMAT,
-        "hparams": hparams,
         "index_sha256": sha256_file(index),
-        "data_sizes": {path.name: path.stat().st_size for path in data},
+        "data": {path.name: [path.stat().st_size, path.stat().st_mtime_ns] for path in data},
     }
 
 
-def _load_cache(cache_dir: Path, stamp: dict, hparams: dict) -> dict | None:
-    """The cached params if the cache matches ``stamp``; None (rebuild it) if absent or stale;
-    None with a warning if it is damaged."""
+def _read_stamp(path: Path) -> dict | None:
     try:
-        manifest = json.loads((cache_dir / "manifest.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # absent or damaged: the CRCs are simply checked again
         return None
-    except (OSError, ValueError) as exc:
-        warnings.warn(f"ignoring the damaged cache manifest {cache_dir / 'manifest.json'} ({exc}); rebuilding it")
-        return None
-    if not isinstance(manifest, dict) or manifest.get("stamp") != stamp:
-        return None
-    params = {}
-    for name, shape in _expected_shapes(hparams).items():
-        path = _cache_file(cache_dir, name)
-        want = shape[1:] if len(shape) == 3 else shape  # stored as used: [nx, nf]
-        try:
-            array = np.load(path, mmap_mode="r")
-        except (OSError, ValueError) as exc:
-            warnings.warn(f"ignoring the damaged cached array {path} ({exc}); rebuilding the cache")
-            return None
-        if array.shape != want or array.dtype != np.float32:
-            warnings.warn(f"ignoring the cached array {path}: {array.dtype}{list(array.shape)}, "
-                          f"expected float32{list(want)}; rebuilding the cache")
-            return None
-        _put(params, name, array)
-    return params
 
 
-def _save_cache(cache_dir: Path, stamp: dict, params: dict) -> None:
-    """Write the cache into a temporary sibling directory, then rename it into place.
-
-    Failing to write a cache (read-only directory, full disk) only costs speed, so it warns instead
-    of failing the load.
-    """
+def _write_stamp(path: Path, stamp: dict) -> None:
+    """Write the stamp through a temporary file and a rename, so it is never half-written. Failing to
+    write it (read-only folder) only costs speed, so that warns instead of failing the load."""
     tmp = None
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-", dir=cache_dir.parent))
-        for name in _expected_shapes(stamp["hparams"]):
-            np.save(_cache_file(tmp, name), _get(params, name))
-        # The manifest goes last: a cache is only ever trusted through it.
-        (tmp / "manifest.json").write_text(json.dumps({"stamp": stamp}, indent=1) + "\n", encoding="utf-8")
-        if cache_dir.exists():  # a directory cannot be replaced in one step: move the old one aside
-            old = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-old-", dir=cache_dir.parent))
-            os.replace(cache_dir, old / cache_dir.name)
-            shutil.rmtree(old, ignore_errors=True)
-        os.replace(tmp, cache_dir)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+        with open(fd, "w", encoding="utf-8") as file:
+            json.dump(stamp, file)
+        os.replace(tmp, path)
     except OSError as exc:
-        warnings.warn(f"could not write the NumPy cache {cache_dir} ({exc}); the next load converts again")
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        warnings.warn(f"could not write {path} ({exc}); the next load checks the checkpoint's CRCs again")

@@ -42,15 +42,15 @@ SHAPE_124M = dict(n_ctx=1024, n_embd=768, n_head=12, n_layer=12)
 
 # ------------------------------------------------------------------------- checkpoint
 def ensure_checkpoint(models_dir):
-    """Write the random 124M checkpoint and its .npy cache once; later runs reuse them."""
+    """Write the random 124M checkpoint once and load it once (checking its CRCs); later runs reuse it."""
     model_dir = Path(models_dir) / "124M"
-    if not (model_dir / "params-npy" / "manifest.json").is_file():
+    if not (model_dir / "model.ckpt.crc32c-ok.json").is_file():
         if not (model_dir / "checkpoint").is_file():
             from tests.tiny_checkpoint import write_tiny_checkpoint
 
             print(f"writing a random 124M-shaped checkpoint to {model_dir} (once) ...", file=sys.stderr)
             write_tiny_checkpoint(model_dir, **SHAPE_124M, seed=0)
-        load_params(models_dir)  # converts the TF checkpoint into the .npy cache
+        load_params(models_dir)  # the first load checks the CRCs and stamps the checkpoint
     return model_dir
 
 
@@ -290,9 +290,9 @@ def main():
     for row in rows:
         print("| " + " | ".join(row) + " |")
     same = r["ours"]["first_ids"] == r["hf"]["first_ids"]
-    warm = (Path(args.models_dir) / "124M" / "params-npy" / "manifest.json").is_file()
+    warm = (Path(args.models_dir) / "124M" / "model.ckpt.crc32c-ok.json").is_file()
     print(f"\ngreedy ids, first 8, ours == HF: {same}; prefill of the prompt: {r['ours']['prefill_s'] * 1e3:.0f} ms; "
-          f"first-token command (warm .npy cache: {'yes' if warm else 'NO, TF conversion included'}): python {cli}")
+          f"first-token command (CRCs already checked: {'yes' if warm else 'NO, the CRC check included'}): python {cli}")
 
 
 if __name__ == "__main__":

@@ -558,13 +558,16 @@ def test_prompt_after_options_and_leading_dash(fake_model):
 
 
 @pytest.mark.parametrize("argv, named", [
-    ([], "prompt"),
+    ([], "give a PROMPT to continue"),
+    (["hi", "--score", "file.txt"], "give it no PROMPT"),
+    (["--score", "file.txt", "--stride", "0"], "--stride must be > 0"),
     ([""], "prompt is empty"),
     (["hi", "--top_kk", "5"], "unrecognized arguments: --top_kk"),
     (["hi", "--temp", "1"], "unrecognized arguments: --temp"),  # no guessing from abbreviations
     (["hi", "--n_tokens_to_generate", "1e3"], "invalid int value: '1e3'"),
     (["hi", "--n_tokens_to_generate", "-1"], "n_tokens_to_generate must be >= 0"),
-    (["hi", "--model_size", "125M"], "invalid choice: '125M'"),
+    (["hi", "--model_size", "125M"], "--model '125M' is neither a GPT-2 size (124M, 355M, 774M, 1558M) nor a folder"),
+    (["hi", "--model", "no/such/folder"], "nor a folder"),
     (["hi", "--temperature", "-1"], "temperature must be"),
     (["hi", "--temperature", "nan"], "temperature must be"),
     (["hi", "--temperature", "hot"], "invalid float value: 'hot'"),

@@ -1,4 +1,4 @@
-"""Tests for utils.py: downloading a GPT-2 checkpoint, converting it, and the TF-free warm start.
+"""Tests for utils.py: downloading a GPT-2 checkpoint and reading it without TensorFlow.
 
 A tiny checkpoint in OpenAI's exact format (tests/tiny_checkpoint.py) stands in for the real 500 MB
 one; it is written once per session because importing TensorFlow takes seconds. Downloads come from
@@ -62,15 +62,15 @@ def served(file_server, tiny, monkeypatch):
 
 @pytest.fixture
 def conversions(monkeypatch):
-    """Count calls of the TF converter (still doing the real work)."""
+    """The verify_data flag of every checkpoint read (still doing the real work)."""
     calls = []
-    convert = utils.load_gpt2_params_from_tf_ckpt
+    read = utils.read_checkpoint
 
-    def counting(*args, **kwargs):
-        calls.append(args)
-        return convert(*args, **kwargs)
+    def recording(prefix, *, verify_data):
+        calls.append(verify_data)
+        return read(prefix, verify_data=verify_data)
 
-    monkeypatch.setattr(utils, "load_gpt2_params_from_tf_ckpt", counting)
+    monkeypatch.setattr(utils, "read_checkpoint", recording)
     return calls
 
 
@@ -157,8 +157,8 @@ def test_download_gpt2_files_fetches_all_seven(served, tmp_path):
     assert len(served.requests) == 7
 
 
-def test_cold_load_downloads_and_converts_then_warm_load_uses_cache(
-    served, tiny, tmp_path, stub_encoder, monkeypatch
+def test_cold_load_downloads_and_checks_then_warm_load_skips_the_crcs(
+    served, tiny, tmp_path, stub_encoder, conversions, monkeypatch
 ):
     _, params = tiny
     encoder, hparams, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
@@ -166,68 +166,91 @@ def test_cold_load_downloads_and_converts_then_warm_load_uses_cache(
     assert hparams == {"n_vocab": 50257, "n_ctx": 32, "n_embd": 16, "n_head": 2, "n_layer": 2}
     assert_same_params(loaded, params)
     assert len(served.requests) == 7
-    assert (tmp_path / SIZE / "params-npy" / "manifest.json").is_file()
+    assert (tmp_path / SIZE / "model.ckpt.crc32c-ok.json").is_file()
+    assert conversions == [True]
 
     def forbidden(*args, **kwargs):
-        raise AssertionError("a warm start must neither convert nor download")
+        raise AssertionError("a warm start must not download")
 
-    monkeypatch.setattr(utils, "load_gpt2_params_from_tf_ckpt", forbidden)
     monkeypatch.setattr(utils, "download_gpt2_files", forbidden)
     _, hparams_again, warm = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert conversions == [True, False]
     assert hparams_again == hparams
     assert_same_params(warm, params)
     assert isinstance(warm["wte"], np.memmap) and not warm["wte"].flags.writeable
+    assert not list((tmp_path / SIZE).glob(".*"))  # no temporary files left behind
 
 
-def test_warm_load_does_not_import_tensorflow(tiny, tmp_path, stub_encoder):
-    shutil.copytree(tiny[0], tmp_path / SIZE)
-    utils.load_encoder_hparams_and_params(SIZE, tmp_path)  # cold: builds the cache (imports TF here)
-    # A fresh interpreter with the project's real encoder.py: the whole warm path must stay TF-free.
+@pytest.fixture
+def no_tensorflow(tmp_path):
+    """A folder to put first on PYTHONPATH: in it, `import tensorflow` raises ImportError."""
+    blocker = tmp_path / "no-tf"
+    (blocker / "tensorflow").mkdir(parents=True)
+    (blocker / "tensorflow" / "__init__.py").write_text("raise ImportError('tensorflow is blocked in this test')\n")
+    return blocker
+
+
+def test_load_never_imports_tensorflow(served, tiny, tmp_path, no_tensorflow):
+    """Cold (download, CRC check) and warm, in a fresh interpreter where `import tensorflow` fails,
+    with the project's real encoder.py."""
+    blocker = no_tensorflow
     script = (
         "import sys\n"
         "import utils\n"
         "encoder, hparams, params = utils.load_encoder_hparams_and_params('124M', sys.argv[1])\n"
         "assert encoder.encode('Hello world') == [15496, 995], encoder.encode('Hello world')\n"
-        "print('tensorflow' in sys.modules, type(params['blocks'][1]['attn']['c_attn']['w']).__name__)\n"
+        "print(type(params['blocks'][1]['attn']['c_attn']['w']).__name__)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["False", "memmap"]
+    for run in ("cold", "warm"):
+        result = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path / "models")],
+            cwd=ROOT,
+            env={"PYTHONPATH": f"{blocker}{os.pathsep}{ROOT}", "OPENAIPUBLIC_URL": served.url, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, (run, result.stderr)
+        assert result.stdout.split() == ["memmap"]
+    assert len(served.requests) == 7  # the warm run downloaded nothing
+    assert (tmp_path / "models" / SIZE / "model.ckpt.crc32c-ok.json").is_file()
 
 
-def test_cache_is_rebuilt_when_the_checkpoint_changes(tiny, tmp_path, stub_encoder, conversions):
+def test_a_changed_checkpoint_is_checked_again(tiny, tmp_path, stub_encoder, conversions):
     model_dir = tmp_path / SIZE
     shutil.copytree(tiny[0], model_dir)
     utils.load_encoder_hparams_and_params(SIZE, tmp_path)
     utils.load_encoder_hparams_and_params(SIZE, tmp_path)
-    assert len(conversions) == 1
+    assert conversions == [True, False]
 
     new_params = write_tiny_checkpoint(model_dir, seed=1)  # same shapes, new weights
     _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
-    assert len(conversions) == 2
+    assert conversions == [True, False, True]
     assert_same_params(loaded, new_params)
     _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
-    assert len(conversions) == 2  # and the rebuilt cache is used from then on
+    assert conversions == [True, False, True, False]
     assert_same_params(loaded, new_params)
 
 
-def test_damaged_cache_is_rebuilt_with_a_warning(tiny, tmp_path, stub_encoder, conversions):
+def test_a_damaged_stamp_only_means_checking_again(tiny, tmp_path, stub_encoder, conversions):
     shutil.copytree(tiny[0], tmp_path / SIZE)
     utils.load_encoder_hparams_and_params(SIZE, tmp_path)
-    damaged = tmp_path / SIZE / "params-npy" / "h0.attn.c_attn.w.npy"
-    damaged.write_bytes(damaged.read_bytes()[:200])
-    with pytest.warns(UserWarning, match="h0.attn.c_attn.w.npy"):
-        _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
-    assert len(conversions) == 2
+    (tmp_path / SIZE / "model.ckpt.crc32c-ok.json").write_text("{damaged")
+    _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert conversions == [True, True]
     assert_same_params(loaded, tiny[1])
-    assert not list((tmp_path / SIZE).glob(".params-npy-*"))  # no temporary directories left behind
+
+
+def test_a_flipped_byte_in_the_data_is_refused_on_first_load(tiny, tmp_path, stub_encoder):
+    model_dir = tmp_path / SIZE
+    shutil.copytree(tiny[0], model_dir)
+    data = model_dir / "model.ckpt.data-00000-of-00001"
+    body = bytearray(data.read_bytes())
+    body[len(body) // 2] ^= 0x10
+    data.write_bytes(bytes(body))
+    with pytest.raises(ValueError, match="data-00000-of-00001 is damaged: tensor model/wte fails its CRC-32C"):
+        utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert not (model_dir / "model.ckpt.crc32c-ok.json").exists()
 
 
 def test_partial_download_is_completed(served, tiny, tmp_path, stub_encoder):
@@ -263,15 +286,16 @@ def test_truncated_checkpoint_data_is_named(tiny, tmp_path, stub_encoder):
         utils.load_encoder_hparams_and_params(SIZE, tmp_path)
 
 
-def test_gpt2_cli_downloads_the_served_checkpoint_and_generates(served, tiny, tmp_path):
-    """The user's main command end to end, run from another folder with no --models_dir: download
-    (local server) into $GPT2_MODELS_DIR, convert, encode, generate, decode; nothing lands in the cwd."""
+def test_gpt2_cli_downloads_the_served_checkpoint_and_generates(served, tiny, tmp_path, no_tensorflow):
+    """The user's main command end to end, run from another folder with no --models_dir and TensorFlow
+    unimportable: download (local server) into $GPT2_MODELS_DIR, read, encode, generate, decode;
+    nothing lands in the cwd."""
     import gpt2
 
     models, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": served.url, "PYTHONIOENCODING": "utf-8",
-           "GPT2_MODELS_DIR": str(models)}
+    env = {**os.environ, "PYTHONPATH": f"{no_tensorflow}{os.pathsep}{ROOT}", "OPENAIPUBLIC_URL": served.url,
+           "PYTHONIOENCODING": "utf-8", "GPT2_MODELS_DIR": str(models)}
     command = [sys.executable, str(ROOT / "gpt2.py"), "Alan Turing theorized", "--n_tokens_to_generate", "5"]
     run = subprocess.run(command, cwd=elsewhere, capture_output=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr.decode(errors="replace")

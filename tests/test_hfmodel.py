@@ -1,0 +1,205 @@
+"""Hugging Face folders (hfmodel.py, utils.load_encoder_hparams_and_params with a path, --save-hf) and
+gpt2.score, against transformers: a folder transformers wrote reads back to the same weights and
+logits, ours loads in transformers with the same logits, and score equals transformers' loss."""
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import GPT2LMHeadModel, GPT2TokenizerFast
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import gpt2  # noqa: E402
+import hfmodel  # noqa: E402
+import utils  # noqa: E402
+from test_gpt2 import N_HEAD, hf_logits, hf_model, random_params, run_main  # noqa: E402
+from test_utils import assert_same_params  # noqa: E402
+
+VOCAB = ROOT / "tokenizer" / "data"
+TEXT = ("The tower is 324 metres (1,063 ft) tall, about the same height as an 81-storey building, and the "
+        "tallest structure in Paris. Its base is square, measuring 125 metres (410 ft) on each side. ") * 3
+
+
+@pytest.fixture(scope="module")
+def params():
+    return random_params(seed=3, n_ctx=48, n_embd=32, scale=0.1)
+
+
+@pytest.fixture(scope="module")
+def hf(params):
+    return hf_model(params)  # float64 oracle
+
+
+@pytest.fixture(scope="module")
+def hf_folder(params, tmp_path_factory):
+    """A folder written by transformers itself (save_pretrained) from the same weights, with a
+    tokenizer.json written by Hugging Face's tokenizers and, as the hub's gpt2 repo has, vocab.json +
+    merges.txt."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    folder = tmp_path_factory.mktemp("hf") / "gpt2-tiny"
+    hf_model(params).float().save_pretrained(folder, safe_serialization=True)
+    tokenizer = Tokenizer(models.BPE.from_file(str(VOCAB / "encoder.json"), str(VOCAB / "vocab.bpe")))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    shutil.copyfile(VOCAB / "encoder.json", folder / "vocab.json")
+    shutil.copyfile(VOCAB / "vocab.bpe", folder / "merges.txt")
+    return folder
+
+
+def test_folder_written_by_transformers_reads_back_exactly(hf_folder, params, hf):
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in hf_folder.iterdir()}
+    encoder, hparams, loaded = utils.load_encoder_hparams_and_params(str(hf_folder))
+    assert hparams == {"n_vocab": 50257, "n_ctx": 48, "n_embd": 32, "n_head": N_HEAD, "n_layer": 2}
+    assert_same_params(loaded, params)
+    assert isinstance(loaded["wte"], np.memmap)  # mapped, not copied
+    ids = encoder.encode(TEXT)[:40]
+    assert encoder.encode("Hello world") == [15496, 995]
+    ours = gpt2.gpt2(ids, **loaded, n_head=N_HEAD)
+    assert np.abs(ours - hf_logits(hf, ids)).max() <= 1e-4
+    greedy = hf.generate(torch.tensor([ids[:10]]), max_new_tokens=8, do_sample=False, pad_token_id=0)[0, 10:].tolist()
+    assert gpt2.generate(ids[:10], loaded, N_HEAD, 8) == greedy
+
+
+def test_tokenizer_json_alone_is_enough(hf_folder, tmp_path):
+    folder = tmp_path / "only-tokenizer-json"
+    shutil.copytree(hf_folder, folder)
+    (folder / "vocab.json").unlink()
+    (folder / "merges.txt").unlink()
+    encoder, _, _ = utils.load_encoder_hparams_and_params(str(folder))
+    text = "Not all heroes wear capes. naïve 🙂"
+    assert encoder.encode(text) == __import__("encoder").get_encoder("", VOCAB).encode(text)
+    assert json.loads((folder / "tokenizer.json").read_text())["model"]["merges"]  # it did hold the merges
+
+
+def test_save_hf_round_trip(params, tmp_path):
+    """Ours -> folder -> transformers: the same logits; and back through our reader: the same weights."""
+    hparams = {"n_vocab": 50257, "n_ctx": 48, "n_embd": 32, "n_head": N_HEAD, "n_layer": 2}
+    encoder = __import__("encoder").get_encoder("", VOCAB)
+    utils.save_hf(tmp_path / "out", encoder, hparams, params)
+    model = GPT2LMHeadModel.from_pretrained(tmp_path / "out").eval()
+    ids = encoder.encode(TEXT)[:40]
+    theirs = hf_logits(model, ids)
+    ours = gpt2.gpt2(ids, **params, n_head=N_HEAD)
+    assert np.abs(ours - theirs).max() <= 1e-4
+    _, hparams_back, params_back = utils.load_encoder_hparams_and_params(str(tmp_path / "out"))
+    assert hparams_back == hparams
+    assert_same_params(params_back, params)
+    assert GPT2TokenizerFast.from_pretrained(tmp_path / "out")(TEXT)["input_ids"] == encoder.encode(TEXT)
+    with pytest.raises(FileExistsError, match="already exists"):  # never written over
+        utils.save_hf(tmp_path / "out", encoder, hparams, params)
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder left
+
+
+def test_openai_folder_by_path_and_cli_save_hf(tmp_path):
+    """`gpt2 --model FOLDER --save-hf DIR` from an OpenAI-layout folder, then generating from DIR."""
+    from tiny_checkpoint import write_tiny_checkpoint
+
+    params = write_tiny_checkpoint(tmp_path / "openai")
+    assert run_main(["--model", str(tmp_path / "openai"), "--save-hf", str(tmp_path / "hf")])[0] == 0
+    _, _, loaded = utils.load_encoder_hparams_and_params(str(tmp_path / "hf"))
+    assert_same_params(loaded, params)
+    status_a, out_a, _ = run_main(["Hello", "--model", str(tmp_path / "openai"), "--n_tokens_to_generate", "5"])
+    status_b, out_b, _ = run_main(["Hello", "--model", str(tmp_path / "hf"), "--n_tokens_to_generate", "5"])
+    assert status_a == status_b == 0 and out_a == out_b and out_a.strip()
+
+
+# -------------------------------------------------------------------------------- score
+def hf_token_nlls(model, ids):
+    """Every predicted token's NLL from one HF pass (the input must fit the context)."""
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0]
+    return -torch.log_softmax(logits, -1)[torch.arange(len(ids) - 1), torch.tensor(ids[1:])].numpy()
+
+
+def test_score_equals_hf_loss(params, hf):
+    encoder = __import__("encoder").get_encoder("", VOCAB)
+    ids = encoder.encode(TEXT)[:48]
+    with torch.no_grad():
+        loss = hf(torch.tensor([ids]), labels=torch.tensor([ids])).loss.item()
+    assert abs(gpt2.score(ids, params, N_HEAD) - loss) <= 1e-4
+
+
+@pytest.mark.parametrize("stride", [3, 7, 24, 48])
+def test_score_with_striding_equals_hf_windows(params, hf, stride):
+    """HF's sliding-window recipe, token by token: each window of n_ctx ids scores the ids after
+    the previous window's end."""
+    encoder = __import__("encoder").get_encoder("", VOCAB)
+    ids = encoder.encode(TEXT)
+    assert len(ids) > 2 * 48
+    nlls, scored_up_to = [], 1
+    for start in range(0, len(ids), stride):
+        end = min(start + 48, len(ids))
+        nlls += list(hf_token_nlls(hf, ids[start:end])[max(scored_up_to - 1 - start, 0) :])
+        scored_up_to = end
+        if end == len(ids):
+            break
+    # every id but the first is scored, except, without overlap, each window's first
+    assert len(nlls) == len(ids) - 1 - (stride == 48) * ((len(ids) - 1) // 48)
+    assert abs(gpt2.score(ids, params, N_HEAD, stride=stride) - float(np.mean(nlls))) <= 1e-4
+
+
+def test_score_cli_prints_tokens_perplexity_bits_per_byte(hf_folder, params, tmp_path):
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    status, out, err = run_main(["--score", str(tmp_path / "text.txt"), "--model", str(hf_folder), "--stride", "16"])
+    assert status == 0, err
+    encoder = __import__("encoder").get_encoder("", VOCAB)
+    ids = encoder.encode(TEXT)
+    nll = gpt2.score(ids, params, N_HEAD, stride=16)
+    first_bytes = len(encoder.decode(ids[:1]).encode())
+    assert out.splitlines() == [
+        f"tokens: {len(ids)} ({len(ids) - 1} predicted)",
+        f"mean NLL: {nll:.4f} nats/token",
+        f"perplexity: {math.exp(nll):.4f}",
+        f"bits per byte: {nll * (len(ids) - 1) / math.log(2) / (len(TEXT.encode()) - first_bytes):.4f}",
+    ]
+
+
+def test_score_rejects_too_short_input(params):
+    with pytest.raises(ValueError, match=">= 2 ids"):
+        gpt2.score([5], params, N_HEAD)
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_a_folder_in_neither_layout(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(ValueError, match="neither OpenAI's layout .* nor Hugging Face's"):
+        utils.load_encoder_hparams_and_params(str(tmp_path))
+    assert run_main(["hi", "--model", str(tmp_path)])[0] == 2
+
+
+def test_config_disagreeing_with_the_tensors(hf_folder, tmp_path):
+    folder = tmp_path / "bad-config"
+    shutil.copytree(hf_folder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "n_embd": 64}))
+    with pytest.raises(ValueError, match=r"tensor wte.weight has shape \[50257, 32\], but config.json"):
+        utils.load_encoder_hparams_and_params(str(folder))
+    (folder / "config.json").write_text(json.dumps({**config, "n_layer": 3}))
+    with pytest.raises(ValueError, match=r"missing tensors \['h.2.ln_1.weight'"):
+        utils.load_encoder_hparams_and_params(str(folder))
+    (folder / "config.json").write_text(json.dumps({**config, "n_layer": 1}))
+    with pytest.raises(ValueError, match=r"unexpected tensors \['transformer.h.1|unexpected tensors \['h.1"):
+        utils.load_encoder_hparams_and_params(str(folder))
+
+
+def test_a_missing_tensor_and_a_truncated_file(hf_folder, tmp_path):
+    tensors = hfmodel.read_safetensors(hf_folder / "model.safetensors")
+    folder = tmp_path / "missing"
+    shutil.copytree(hf_folder, folder)
+    hfmodel.write_safetensors(folder / "model.safetensors",
+                              {k: v for k, v in tensors.items() if k != "transformer.h.1.mlp.c_fc.bias"}, {"format": "pt"})
+    with pytest.raises(ValueError, match=r"missing tensors \['h.1.mlp.c_fc.bias'\]"):
+        utils.load_encoder_hparams_and_params(str(folder))
+    data = (hf_folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) - 100])
+    with pytest.raises(ValueError, match="model.safetensors is not a readable safetensors file: .*truncated"):
+        utils.load_encoder_hparams_and_params(str(folder))
