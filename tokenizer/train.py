@@ -26,12 +26,11 @@ How it runs, in two phases:
    Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. With
    GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or whitespace) with a
    simple regex, then splits each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
-2. Merging (:func:`learn_merges`). Each distinct pre-token becomes a string of token ids (id ``t`` is the
-   character ``chr(t)``) with its count. The trainer keeps the count of every adjacent pair, the list of
-   pre-tokens each pair occurs in, and a heap to find the best pair without rescanning all pairs. A merge only
-   revisits the pre-tokens that contain the merged pair, and ``str.partition``/``str.replace`` do the
-   merging in C. :func:`learn_merges_reference` is the same algorithm written plainly (recount every pair
-   for every merge); tests check the two agree.
+2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat NumPy arrays of
+   token ids with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and
+   a merge rewrites the occurrences of the best pair and recounts the pairs around them with a few array
+   operations (no Python loop over words). :func:`learn_merges_reference` is the same algorithm written
+   plainly (recount every pair for every merge); tests check the two agree.
 
 The file is read as bytes and decoded as strict UTF-8: invalid bytes raise :class:`ValueError` naming the
 file and the byte offset. Line endings are not translated (``"\\r\\n"`` stays two characters).
@@ -42,13 +41,14 @@ This module learns merges only: :meth:`Encoding.from_vocab_merges` turns them in
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import os
 import re
 import signal
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import regex
 from tqdm import tqdm
 
@@ -364,144 +364,184 @@ def learn_merges_reference(counts: dict[str, int], num_merges: int) -> Merges:
     return merges
 
 
-def _sort_key(token: bytes) -> bytes:
-    """A key whose ascending order is the *descending* lexicographic order of ``token``.
-
-    Each byte ``c`` becomes ``00, 255 - c`` and the key ends with ``01``: at the first differing byte the
-    smaller inverted byte wins, and a proper prefix (which sorts first as bytes) gets ``01`` where the longer
-    token has ``00``, so it sorts last. For pairs, ``key(a) + key(b)`` orders like ``(a, b)`` reversed because
-    the terminator decides before the right halves are compared.
-    """
-    return bytes(x for c in token for x in (0, 255 - c)) + b"\x01"
-
-
 def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = False) -> Merges:
     """Up to ``num_merges`` merges learned from pre-token counts: those of :func:`learn_merges_reference`.
 
-    Representation: token id ``t`` is the character ``chr(t)``, so a pre-token is a ``str`` of token ids and the
-    standard library does the inner loops in C: ``partition`` finds a pair and ``replace`` merges it left to
-    right without overlap (exactly the BPE rule). A pair is the 2-character string of its two ids.
+    The distinct pre-tokens (of two bytes or more) are laid end to end in flat NumPy arrays, one slot per
+    byte: ``tok`` (the token now starting at the slot), ``nxt``/``prv`` (the next/previous live slot of the
+    same pre-token, -1 at its ends: a merge unlinks its right half), ``weight`` (the pre-token's count) and
+    ``pid`` (the id of the pair starting at the slot, -1 if none). A merge is then a handful of array
+    operations over the occurrences of the best pair (see :class:`_PairTable`); nothing loops over words in
+    Python.
 
-    ``words``/``freqs`` are the distinct pre-tokens of two bytes or more and their counts. ``pair_count`` holds
-    every pair's total count and ``where`` lists the words a pair was seen in (with stale entries: a word is
-    checked when visited). The heap holds ``(-count, tie-break key, pair)``; entries are not removed when a count
-    changes: a popped entry whose count is out of date is queued again with the right count (counts only go
-    down, except for pairs with the new token, which are queued when they appear).
+    Why the bookkeeping stays small: a pair ``(x, y)`` can only come into being when the younger of ``x`` and
+    ``y`` is made (slots only ever get younger tokens), so every pair gets its id and its full list of slots
+    once, in the merge that creates it; afterwards its count only goes down and its slots only drop out. The
+    best pair is found among the *candidates* (every pair whose count is at least a threshold), rebuilt
+    with a full scan only when they run out.
     """
-    if 256 + num_merges > 0x110000:
-        raise ValueError("at most 0x110000 - 256 merges are supported (token ids are stored as characters)")
+    table = _PairTable(counts, 256 + num_merges)
     tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
-    keys: list[bytes] = [_sort_key(t) for t in tokens]  # id -> heap tie-break key
-    # Pre-tokens of one byte have no pairs and can never change: leave them out.
-    words: list[str] = []
-    freqs: list[int] = []
-    for w, c in counts.items():
-        b = w.encode("utf-8") if isinstance(w, str) else bytes(w)
-        if len(b) > 1 and c > 0:
-            words.append(b.decode("latin-1"))  # byte value = character code = token id
-            freqs.append(c)
-
-    pair_count: defaultdict[str, int] = defaultdict(int)
-    where: defaultdict[str, list[int]] = defaultdict(list)
-    get = pair_count.get
-    for wi, w in enumerate(words):
-        c = freqs[wi]
-        for p in map(str.__add__, w, w[1:]):
-            pair_count[p] += c
-            where[p].append(wi)
-
-    def pair_key(p: str) -> bytes:
-        return keys[ord(p[0])] + keys[ord(p[1])]
-
-    heap = [(-c, pair_key(p), p) for p, c in pair_count.items()]
-    heapq.heapify(heap)
-    heappush, heappop = heapq.heappush, heapq.heappop
-
     merges: Merges = []
     bar = tqdm(total=num_merges, unit="merges", desc="merging", disable=not progress, leave=False)
-    while len(merges) < num_merges and heap:
-        negc, key, ab = heappop(heap)
-        cur = get(ab, 0)  # get() does not insert
-        if cur != -negc:
-            if cur > 0:  # its count went down since this entry was pushed: queue it again
-                heappush(heap, (-cur, key, ab))
-            continue
-        a, b = ord(ab[0]), ord(ab[1])
-        new = len(tokens)
-        tokens.append(tokens[a] + tokens[b])
-        keys.append(keys[a][:-1] + keys[b])
+    while len(merges) < num_merges:
+        best = table.best(lambda ties: max(ties, key=lambda q: (tokens[table.left[q]], tokens[table.right[q]])))
+        if best < 0:
+            break
+        a, b = int(table.left[best]), int(table.right[best])
         merges.append((tokens[a], tokens[b]))
+        tokens.append(tokens[a] + tokens[b])
+        table.merge(best, len(tokens) - 1)
         bar.update(1)
-        a_s, b_s, n_s = ab[0], ab[1], chr(new)
-
-        # Counts are updated in place; a pair whose count drops to 0 may stay in the dict (0 means absent).
-        # Words with one occurrence of the pair (most of them) are only noted by their neighbour on each side;
-        # the counts for a neighbour are summed afterwards in one go.
-        left: defaultdict[str, list[int]] = defaultdict(list)  # x -> words where "x a b" became "x new"
-        right: defaultdict[str, list[int]] = defaultdict(list)  # y -> words where "a b y" became "new y"
-        newpairs: dict[str, list[int]] = {}  # pair with the new token -> its words (several-occurrence words)
-        for wi in where.pop(ab):  # a word may be listed twice: the second visit finds nothing to do
-            pre, hit, post = words[wi].partition(ab)
-            if not hit:
-                continue  # stale entry: an earlier merge took a or b
-            if ab not in post:
-                if pre:
-                    left[pre[-1]].append(wi)
-                if post:
-                    right[post[0]].append(wi)
-                words[wi] = pre + n_s + post
-                continue
-            # Several occurrences: merge them all. The pairs that change are the old pairs touching an
-            # occurrence and the new pairs touching the new token (all other pairs are the same on both sides);
-            # sets, because neighbouring occurrences share pairs. Work is per occurrence, not per character:
-            # words can be long (a run of CJK letters is one pre-token).
-            c = freqs[wi]
-            w = pre + hit + post
-            last = len(w) - 1  # pairs start at 0..last-1
-            gone = set()
-            i = len(pre)
-            while i >= 0:
-                gone.update(j for j in (i - 1, i + 1) if 0 <= j < last)
-                i = w.find(ab, i + 2)
-            for j in gone:
-                pair_count[w[j : j + 2]] -= c
-            out = w.replace(ab, n_s)
-            last = len(out) - 1
-            born = set()
-            k = out.find(n_s)
-            while k >= 0:
-                born.update(j for j in (k - 1, k) if 0 <= j < last)
-                k = out.find(n_s, k + 1)
-            for j in born:
-                p = out[j : j + 2]
-                pair_count[p] += c
-                if p in newpairs:
-                    newpairs[p].append(wi)
-                else:
-                    newpairs[p] = [wi]
-            words[wi] = out
-        # Pairs with the new token did not exist before: count them, queue them, index their words.
-        weight = freqs.__getitem__
-        key_new = keys[new]
-        for x, wis in left.items():
-            c = sum(map(weight, wis))
-            pair_count[x + a_s] -= c
-            p = x + n_s
-            pair_count[p] += c
-            more = newpairs.pop(p, None)
-            where[p] = wis + more if more else wis
-            heappush(heap, (-pair_count[p], keys[ord(x)] + key_new, p))
-        for y, wis in right.items():
-            c = sum(map(weight, wis))
-            pair_count[b_s + y] -= c
-            p = n_s + y
-            pair_count[p] += c
-            more = newpairs.pop(p, None)
-            where[p] = wis + more if more else wis
-            heappush(heap, (-pair_count[p], key_new + keys[ord(y)], p))
-        for p, wis in newpairs.items():
-            where[p] = wis
-            heappush(heap, (-pair_count[p], pair_key(p), p))
-        del pair_count[ab]
+        if progress and len(merges) % 64 == 0:
+            bar.set_postfix_str(repr(tokens[-1]), refresh=False)
     bar.close()
     return merges
+
+
+# How many pairs the best one is looked for among (see _PairTable.best).
+_CANDIDATES = 512
+
+
+class _PairTable:
+    """Every adjacent pair of the pre-tokens: its count, its slots, and the merge that rewrites them.
+
+    Pair ids are given out in blocks, one per merge (block 0 holds the pairs of the raw bytes); ``slots[k]``
+    holds the slots of block ``k``'s pairs grouped by id, ascending within an id, and ``starts[k]`` where each
+    id's group begins. A slot listed for a pair it no longer holds (``pid`` differs) is skipped when read.
+    """
+
+    def __init__(self, counts: dict[str, int], num_ids: int):
+        words, freqs = [], []
+        for w, c in counts.items():
+            data = w.encode("utf-8") if isinstance(w, str) else bytes(w)
+            if len(data) > 1 and c > 0:  # one byte: no pair, nothing ever changes
+                words.append(data)
+                freqs.append(c)
+        lengths = np.fromiter(map(len, words), np.int64, len(words))
+        n = int(lengths.sum())
+        if n >= 2**31 - 1:
+            raise ValueError("too many bytes of distinct pre-tokens for one training run (at most 2**31 - 2)")
+        ends = np.cumsum(lengths)
+        self.tok = np.frombuffer(b"".join(words), np.uint8).astype(np.int32)  # (n,)
+        self.weight = np.repeat(np.array(freqs, np.int64), lengths)  # (n,)
+        self.nxt = np.arange(1, n + 1, dtype=np.int32)  # (n,)
+        self.nxt[ends - 1] = -1
+        self.prv = np.arange(-1, n - 1, dtype=np.int32)  # (n,)
+        self.prv[ends - lengths] = -1
+        self.pid = np.full(n, -1, np.int32)  # (n,)
+        self.num_ids = num_ids  # token ids are below this: a pair's code is left * num_ids + right
+        self.size = 0  # pair ids given out so far
+        self.count = np.zeros(0, np.int64)
+        self.left = np.zeros(0, np.int32)
+        self.right = np.zeros(0, np.int32)
+        self.first_ids: list[int] = []  # block k's ids are first_ids[k] .. first_ids[k+1] - 1
+        self.slots: list[np.ndarray] = []
+        self.starts: list[np.ndarray] = []
+        self.threshold = 0  # every pair with a count >= threshold (>= 1) is among the candidates
+        self.candidates = np.zeros(0, np.int64)
+        self._add_pairs(np.flatnonzero(self.nxt >= 0).astype(np.int32))
+
+    def _add_pairs(self, at: np.ndarray) -> None:
+        """Give ids to the pairs starting at slots ``at`` (ascending; all of them pairs never seen before)."""
+        if not len(at):
+            return
+        codes = self.tok[at].astype(np.int64) * self.num_ids + self.tok[self.nxt[at]]  # (m,)
+        order = np.argsort(codes, kind="stable")  # stable: slots stay ascending within a pair
+        codes = codes[order]
+        starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))  # (k,) first of each pair
+        first, k = self.size, len(starts)
+        if first + k > len(self.count):  # grow geometrically
+            cap = max(2 * len(self.count), first + k, 1024)
+            self.count = np.resize(self.count, cap)
+            self.left = np.resize(self.left, cap)
+            self.right = np.resize(self.right, cap)
+        at = at[order]
+        ids = np.arange(first, first + k)
+        self.count[first : first + k] = np.add.reduceat(self.weight[at], starts)
+        self.left[first : first + k] = codes[starts] // self.num_ids
+        self.right[first : first + k] = codes[starts] % self.num_ids
+        starts = np.append(starts, len(at))
+        self.pid[at] = np.repeat(ids, starts[1:] - starts[:-1])
+        self.first_ids.append(first)
+        self.slots.append(at)
+        self.starts.append(starts)
+        self.size = first + k
+        if self.threshold:
+            new = ids[self.count[first : first + k] >= self.threshold]
+            if len(new):
+                self.candidates = np.concatenate((self.candidates, new))
+
+    def best(self, tie_break) -> int:
+        """The id of the most frequent pair (``tie_break(ids)`` picks among equal counts), -1 if none is left."""
+        counts = self.count[self.candidates]
+        keep = counts >= self.threshold
+        if not keep.all():
+            self.candidates, counts = self.candidates[keep], counts[keep]
+        if len(counts) > 4 * _CANDIDATES:  # raise the threshold: fewer candidates to look at every merge
+            self._choose_candidates(self.candidates)
+            counts = self.count[self.candidates]
+        elif not len(counts):
+            self._choose_candidates(np.arange(self.size))
+            counts = self.count[self.candidates]
+            if not len(counts):
+                return -1
+        top = counts.max()
+        ties = self.candidates[counts == top]
+        return int(ties[0]) if len(ties) == 1 else tie_break(ties.tolist())
+
+    def _choose_candidates(self, among: np.ndarray) -> None:
+        """Candidates: the pairs ``among`` (a superset of those >= the threshold) with a count of at least the
+        ``_CANDIDATES``-th largest (and at least 1)."""
+        counts = self.count[among]
+        n = len(counts)
+        top = np.partition(counts, n - _CANDIDATES)[n - _CANDIDATES] if n > _CANDIDATES else 1
+        self.threshold = max(int(top), 1)
+        self.candidates = among[counts >= self.threshold]
+
+    def merge(self, q: int, new: int) -> None:
+        """Replace every occurrence of pair ``q`` by token ``new``, left to right without overlap."""
+        block = bisect.bisect_right(self.first_ids, q) - 1
+        i = q - self.first_ids[block]
+        at = self.slots[block][self.starts[block][i] : self.starts[block][i + 1]]
+        at = at[self.pid[at] == q]  # (m,) ascending
+        if self.left[q] == self.right[q]:
+            at = _every_other_in_runs(at, self.prv)
+        tok, nxt, prv, pid = self.tok, self.nxt, self.prv, self.pid
+        right_half = nxt[at]  # (m,)
+        before, after = prv[at], nxt[right_half]  # (m,), -1 at the ends of a word
+        # The pairs that change start before, at and at the right half of each occurrence; a slot before one
+        # occurrence may be the right half of the previous one ("a b a b"), and is taken once.
+        own = (before >= 0) & (before != _shifted(right_half))
+        gone = np.concatenate((before[own], at, right_half[after >= 0]))
+        np.subtract.at(self.count, pid[gone], self.weight[gone])
+        pid[gone] = -1
+        tok[at] = new
+        nxt[at] = after
+        linked = after >= 0
+        prv[after[linked]] = at[linked]
+        tok[right_half] = -1
+        # The new pairs start before and at each merged token; "before" may be the previous occurrence.
+        before = prv[at]
+        own = (before >= 0) & (before != _shifted(at))
+        self._add_pairs(np.sort(np.concatenate((before[own], at[linked]))))
+
+
+def _shifted(a: np.ndarray) -> np.ndarray:
+    """``a`` moved one place right, -2 (no slot) in front: entry k is a[k-1]."""
+    out = np.empty_like(a)
+    out[0] = -2
+    out[1:] = a[:-1]
+    return out
+
+
+def _every_other_in_runs(at: np.ndarray, prv: np.ndarray) -> np.ndarray:
+    """Of the slots ``at`` of a pair ``(a, a)``, those merged left to right: in a run of consecutive ones
+    (``a a a a`` has pairs at 0, 1, 2) the 1st, 3rd, ... (``aa aa``)."""
+    if len(at) < 2:
+        return at
+    follows = np.zeros(len(at), bool)
+    follows[1:] = prv[at[1:]] == at[:-1]
+    index = np.arange(len(at))
+    run_start = np.maximum.accumulate(np.where(follows, 0, index))
+    return at[(index - run_start) % 2 == 0]
