@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import signal
@@ -19,6 +20,8 @@ import tiktoken
 import tokenizer
 from conftest import CORPUS, REPO
 from tokenizer import get_encoding
+from tokenizer.encoding import Encoding
+from tokenizer.train import train_bpe
 
 COMMANDS = ["encode", "decode", "count", "encode-file", "stats", "show", "explain", "compare", "train", "parity"]
 PROG = "python -m tokenizer"
@@ -229,6 +232,27 @@ def test_non_utf8_bytes_name_the_offset_unless_replaced(cli, tmp_path, command):
         assert f"| bin.dat | gpt2 | {len(BAD_UTF8):,} | {len(ids)} |" in out
     else:
         assert np.fromfile(tmp_path / "bin.bin", dtype="<u2").tolist() == ids
+
+
+def test_train_on_globs_lists_and_jsonl(cli, tmp_path):
+    text = corpus_prefix("en_docs.txt", 200_000).decode("utf-8")
+    docs = [d for d in text.split("\n\n") if d]
+    (tmp_path / "data").mkdir()
+    for k in range(3):
+        (tmp_path / "data" / f"{k}.txt").write_text("\n\n".join(docs[k::3]), encoding="utf-8")
+    lines = "".join(json.dumps({"content": d}) + "\n" for d in docs[:50])
+    (tmp_path / "more.jsonl").write_text(lines, encoding="utf-8")
+    out = cli("train", "--input", "data/*.txt,more.jsonl", "--input", "data/0.txt", "--text_field", "content",
+              "--vocab_size", "300", "--out", "tok").stdout
+    assert "trained 44 merges (300 tokens) from 4 files" in out
+    vocab, merges = train_bpe([str(tmp_path / "data" / "*.txt"), tmp_path / "more.jsonl"], 300,
+                              text_field="content", progress=False)
+    assert tokenizer.load(tmp_path / "tok").encode(text) == Encoding.from_vocab_merges(vocab, merges).encode(text)
+    stderr = cli("train", "--input", "more.jsonl", "--vocab_size", "300", "--out", "tok2", status=2).stderr
+    assert stderr.startswith(f"{PROG}: error: more.jsonl:1: no 'text' field (found 'content')")
+    stderr = cli("train", "--input", "nothing/*.txt", "--vocab_size", "300", "--out", "tok2", status=2).stderr
+    assert stderr == f"{PROG}: error: no file matches 'nothing/*.txt'\n"
+    assert not (tmp_path / "tok2").exists()
 
 
 def test_train_refuses_non_utf8_naming_the_offset(cli, tmp_path):

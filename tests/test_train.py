@@ -581,3 +581,85 @@ def test_empty_vocab_bpe_is_refused(trained, tmp_path):
     assert not (tmp_path / "bytes-only").exists()  # checked before anything is written
     save_encoding(bytes_only, tmp_path / "bytes-only", "hf")
     assert load_encoding(tmp_path / "bytes-only").encode("hi") == [104, 105]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Several inputs: files, globs, .jsonl
+
+
+@pytest.fixture(scope="module")
+def documents():
+    text = corpus_slice("en_docs.txt", 3_000_000, 60_000) + corpus_slice("ru_manpages.txt", 0, 20_000)
+    return [d for d in text.split("\n\n") if d]
+
+
+def test_any_file_split_of_the_documents_gives_the_same_merges(documents, tmp_path):
+    import gzip
+    import json
+
+    whole = tmp_path / "whole.txt"
+    whole.write_text(EOT.join(documents), encoding="utf-8")
+    expected = train_bpe(whole, 700, [EOT], num_workers=1, progress=False)
+    # the documents cut into files at document boundaries, plain and JSON lines, one worker or two
+    for n_files, workers in [(2, 1), (5, 2), (len(documents) // 3, 2)]:
+        folder = tmp_path / f"split{n_files}"
+        folder.mkdir()
+        for k in range(n_files):
+            part = documents[k::n_files]
+            (folder / f"part{k:04d}.txt").write_text(EOT.join(part), encoding="utf-8")
+        got = train_bpe(str(folder / "*.txt"), 700, [EOT], num_workers=workers, chunk_size=5000, progress=False)
+        assert got == expected
+    lines = "".join(json.dumps({"id": i, "text": d}) + "\n" for i, d in enumerate(documents))
+    (tmp_path / "docs.jsonl").write_text(lines, encoding="utf-8")
+    with gzip.open(tmp_path / "docs.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.write(lines)
+    for name, workers, chunk in [("docs.jsonl", 1, 1 << 20), ("docs.jsonl", 2, 3000), ("docs.jsonl.gz", 2, 100)]:
+        assert train_bpe(tmp_path / name, 700, [EOT], num_workers=workers, chunk_size=chunk,
+                         progress=False) == expected
+    # a mix of both kinds, listed
+    half = len(documents) // 2
+    (tmp_path / "first.txt").write_text(EOT.join(documents[:half]), encoding="utf-8")
+    (tmp_path / "second.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in documents[half:]))
+    assert train_bpe([tmp_path / "first.txt", tmp_path / "second.jsonl"], 700, [EOT], text_field="body",
+                     num_workers=2, chunk_size=7000, progress=False) == expected
+
+
+def test_files_are_separate_documents(tmp_path):
+    # "ab" + "ab" in one file would give the pair (b, a); two files never do
+    (tmp_path / "1.txt").write_text("ab")
+    (tmp_path / "2.txt").write_text("ab")
+    vocab, merges = train_bpe(str(tmp_path / "*.txt"), 300, progress=False, num_workers=1)
+    assert merges == [(b"a", b"b")]
+    assert train_mod.expand_inputs([str(tmp_path / "*.txt"), tmp_path / "1.txt"]) == [
+        str(tmp_path / "1.txt"), str(tmp_path / "2.txt")]  # sorted matches, each file once
+
+
+def test_bad_inputs_name_file_and_line(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match=r"no file matches '.*nothing-\*\.txt'"):
+        train_bpe(str(tmp_path / "nothing-*.txt"), 300, progress=False)
+    (tmp_path / "ok.txt").write_text("fine")
+    with pytest.raises(FileNotFoundError, match="training file not found: .*gone.txt"):
+        train_bpe([tmp_path / "ok.txt", tmp_path / "gone.txt"], 300, progress=False)
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        train_bpe(tmp_path / "sub", 300, progress=False)
+    good = '{"text": "one"}\n\n{"text": "two"}\n'
+    cases = [
+        (good + "{not json}\n", r"bad.jsonl:4: not a JSON object"),
+        (good + '{"txt": "x"}\n', r"bad.jsonl:4: no 'text' field \(found 'txt'\)"),
+        (good + "[1, 2]\n", r"bad.jsonl:4: no 'text' field \(found list\)"),
+        (good + '{"text": 3}\n', r"bad.jsonl:4: 'text' is a int, not a string"),
+        (good * 50 + "{\n", r"bad.jsonl:151: not a JSON object"),
+    ]
+    for content, message in cases:
+        (tmp_path / "bad.jsonl").write_text(content)
+        for workers, chunk in [(1, 1 << 20), (2, 40)]:
+            with pytest.raises(ValueError, match=message):
+                train_bpe(tmp_path / "bad.jsonl", 300, progress=False, num_workers=workers, chunk_size=chunk)
+
+    def refuse(path, *args, **kw):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(train_mod, "open", refuse, raising=False)
+    with pytest.raises(PermissionError, match="cannot read training file .*ok.txt.*: Permission denied"):
+        train_bpe(tmp_path / "ok.txt", 300, progress=False)

@@ -42,6 +42,9 @@ This module learns merges only: :meth:`Encoding.from_vocab_merges` turns them in
 from __future__ import annotations
 
 import bisect
+import glob
+import gzip
+import json
 import os
 import re
 import signal
@@ -65,25 +68,32 @@ Merges = list[tuple[bytes, bytes]]
 
 
 def train_bpe(
-    input_path: str | os.PathLike,
+    inputs: str | os.PathLike | Iterable[str | os.PathLike],
     vocab_size: int,
     special_tokens: Iterable[str] = (),
     *,
     pattern: str = GPT2_PATTERN,
+    text_field: str = "text",
     num_workers: int | None = None,
     progress: bool = True,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> tuple[Vocab, Merges]:
-    """Learn ``vocab_size - 256 - len(special_tokens)`` merges (or fewer) from the UTF-8 text file ``input_path``.
+    """Learn ``vocab_size - 256 - len(special_tokens)`` merges (or fewer) from UTF-8 text files.
+
+    ``inputs`` is a file, a glob (``"data/*.txt"``) or a list of them (see :func:`expand_inputs`). A file
+    ending in ``.jsonl`` (or ``.jsonl.gz``) holds one JSON object per line whose ``text_field`` is one
+    document; any other file is plain text. Each file and each document is separate, as if a special token
+    stood between them: no pair is counted across two of them.
 
     ``special_tokens`` are strings; each gets an id after the merges, in the order given (duplicates are
     dropped). ``pattern`` is the pre-tokenization regex (``regex`` package syntax). ``num_workers`` processes
     count pre-tokens (default: ``os.cpu_count()``); ``chunk_size`` is the target size in bytes of the pieces of
-    the file they get. ``progress`` shows tqdm bars. The result does not depend on ``num_workers`` or
+    the files they get. ``progress`` shows tqdm bars. The result does not depend on ``num_workers`` or
     ``chunk_size``.
 
     Raises ``ValueError`` when ``vocab_size`` is below the minimum (256 + number of special tokens), when the
-    file is empty or when it is not valid UTF-8; ``FileNotFoundError`` when it does not exist.
+    input is empty, not valid UTF-8 or a bad ``.jsonl`` line (the message names the file and line);
+    ``FileNotFoundError`` when a file does not exist or a glob matches nothing.
     """
     specials = _check_special_tokens(special_tokens)
     minimum = 256 + len(specials)
@@ -96,16 +106,14 @@ def train_bpe(
         )
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
-    path = os.fspath(input_path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"training file not found: {path!r}")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"training input is a directory, not a file: {path!r}")
-    if os.path.getsize(path) == 0:
-        raise ValueError(f"training file is empty: {path!r} (nothing to learn merges from)")
+    paths = expand_inputs(inputs)
+    if not any(os.path.getsize(p) for p in paths):
+        which = repr(paths[0]) if len(paths) == 1 else f"all {len(paths)} inputs"
+        raise ValueError(f"training file is empty: {which} (nothing to learn merges from)")
 
     counts = count_pretokens(
-        path, specials, pattern=pattern, num_workers=num_workers, progress=progress, chunk_size=chunk_size
+        paths, specials, pattern=pattern, text_field=text_field, num_workers=num_workers, progress=progress,
+        chunk_size=chunk_size,
     )
     num_merges = vocab_size - minimum
     merges = learn_merges(counts, num_merges, progress=progress)
@@ -116,6 +124,42 @@ def train_bpe(
     for s in specials:
         vocab[len(vocab)] = s.encode("utf-8")
     return vocab, merges
+
+
+def expand_inputs(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
+    """The training files named by ``inputs``: a path, a glob, or a list of them, in the order given (a glob's
+    matches sorted by name, files only), each file once.
+
+    >>> expand_inputs("no/such/*.txt")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: no file matches 'no/such/*.txt'
+    """
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    paths: list[str] = []
+    for item in inputs:
+        name = os.fspath(item)
+        if os.path.exists(name) or not glob.has_magic(name):
+            matches = [name]
+        else:
+            matches = [m for m in sorted(glob.glob(name, recursive=True)) if os.path.isfile(m)]
+            if not matches:
+                raise FileNotFoundError(f"no file matches {name!r}")
+        for path in matches:
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"training file not found: {path!r}")
+            if os.path.isdir(path):
+                raise IsADirectoryError(f"training input is a directory, not a file: {path!r} (pass {path}/*.txt)")
+            try:
+                open(path, "rb").close()
+            except OSError as e:
+                raise PermissionError(f"cannot read training file {path!r}: {e.strerror}") from None
+            if path not in paths:
+                paths.append(path)
+    if not paths:
+        raise ValueError("no training input given: pass a file, a glob or a list of them")
+    return paths
 
 
 def _check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
@@ -190,6 +234,62 @@ def _init_worker(queue) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def is_jsonl(path: str | os.PathLike) -> bool:
+    """Whether the trainer reads ``path`` as JSON lines (one document per line) rather than plain text."""
+    return os.fspath(path).endswith((".jsonl", ".jsonl.gz"))
+
+
+def read_documents(path: str, start: int = 0, end: int | None = None, *, text_field: str = "text"):
+    """The documents (strings) in bytes ``start:end`` of ``path``: the text itself for a plain file, the
+    ``text_field`` of each line for a ``.jsonl`` file (a ``.jsonl.gz`` file is always read whole).
+    Raises ``ValueError`` naming the file and the byte offset or line when the input is bad."""
+    path = os.fspath(path)
+    if end is None:
+        end = os.path.getsize(path)
+    if not is_jsonl(path):
+        yield _read_text(path, start, end)
+        return
+    if path.endswith(".gz"):
+        with gzip.open(path, "rb") as f:
+            for number, line in enumerate(f, 1):
+                yield from _document(line, text_field, path, lambda: number)
+        return
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    for i, line in enumerate(data.split(b"\n")):
+        yield from _document(line, text_field, path, lambda: _line_number(path, start) + i)
+
+
+def _document(line: bytes, text_field: str, path: str, line_number) -> list[str]:
+    """The text of one JSON line (none for a blank line); ``line_number()`` is only worked out for an error."""
+    if not line.strip():
+        return []
+    try:
+        record = json.loads(line)
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise ValueError(f"{path}:{line_number()}: not a JSON object ({e})") from None
+    if not isinstance(record, dict) or text_field not in record:
+        keys = ", ".join(map(repr, record)) if isinstance(record, dict) else type(record).__name__
+        raise ValueError(f"{path}:{line_number()}: no {text_field!r} field (found {keys}); pass the text's field "
+                         "name as text_field (--text_field)")
+    text = record[text_field]
+    if not isinstance(text, str):
+        raise ValueError(f"{path}:{line_number()}: {text_field!r} is a {type(text).__name__}, not a string")
+    return [text] if text else []
+
+
+def _line_number(path: str, offset: int) -> int:
+    """The 1-based number of the line starting at byte ``offset``."""
+    newlines = 0
+    with open(path, "rb") as f:
+        while offset > 0:
+            block = f.read(min(offset, 1 << 20))
+            newlines += block.count(b"\n")
+            offset -= len(block)
+    return newlines + 1
+
+
 def _read_text(path: str, start: int, end: int) -> str:
     with open(path, "rb") as f:
         f.seek(start)
@@ -204,9 +304,9 @@ def _read_text(path: str, start: int, end: int) -> str:
 
 
 def _count_ranges(
-    path: str, ranges: Sequence[tuple[int, int]], pattern: str, specials: tuple[str, ...], report=None
+    ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str, report=None
 ) -> Counter:
-    """Pre-token counts of the byte ranges ``start:end`` of the file (each begins and ends at a safe boundary)."""
+    """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary)."""
     key = (pattern, specials)
     fns = _worker_cache.get(key)
     if fns is None:
@@ -215,9 +315,10 @@ def _count_ranges(
     split, split_specials, coarse = fns
     report = report or _report_progress
     counts: Counter = Counter()  # coarse pieces with GPT-2's pattern, else pre-tokens
-    for start, end in ranges:
-        for text in split_specials(_read_text(path, start, end)):
-            counts.update(coarse(text) if coarse else split(text))
+    for path, start, end in ranges:
+        for document in read_documents(path, start, end, text_field=text_field):
+            for text in split_specials(document):
+                counts.update(coarse(text) if coarse else split(text))
         if report:
             report(end - start)
     return _split_pieces(counts, split) if coarse else counts
@@ -228,43 +329,57 @@ def _count_ranges_star(args) -> Counter:
 
 
 def count_pretokens(
-    path: str | os.PathLike,
+    paths: str | os.PathLike | Sequence[str | os.PathLike],
     special_tokens: Sequence[str] = (),
     *,
     pattern: str = GPT2_PATTERN,
+    text_field: str = "text",
     num_workers: int | None = None,
     progress: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> Counter:
-    """``Counter`` of pre-token string -> occurrences over the whole file, special tokens excluded.
+    """``Counter`` of pre-token string -> occurrences over the files (see :func:`read_documents`), special
+    tokens excluded.
 
-    The chunks are dealt round-robin to ``num_workers`` processes; each returns one ``Counter`` for all of its
-    chunks (so the parent adds up ``num_workers`` counters, and a piece seen in several chunks is split once
-    per worker). Workers report bytes done through a queue for the progress bar.
+    Each file is cut into chunks (plain text at safe cuts, see :func:`find_chunk_boundaries`; ``.jsonl`` at
+    line ends; a ``.jsonl.gz`` file is one chunk). The chunks are dealt round-robin to ``num_workers``
+    processes; each returns one ``Counter`` for all of its chunks (so the parent adds up ``num_workers``
+    counters, and a piece seen in several chunks is split once per worker). Workers report bytes done through
+    a queue for the progress bar.
     """
-    path = os.fspath(path)
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
     specials = tuple(special_tokens)
-    size = os.path.getsize(path)
+    sizes = [os.path.getsize(p) for p in paths]
     workers = (os.cpu_count() or 1) if num_workers is None else num_workers
     if workers < 1:
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
-    # Give every worker something to do on files smaller than workers * chunk_size.
-    target = max(1, min(chunk_size, -(-size // workers)))
-    bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], pattern=pattern)
-    ranges = list(zip(bounds, bounds[1:]))
-    workers = min(workers, len(ranges))
-    with tqdm(total=round(size / 1e6, 2), unit="MB", desc="pre-tokenizing", disable=not progress, leave=False) as bar:
+    # Give every worker something to do on inputs smaller than workers * chunk_size.
+    target = max(1, min(chunk_size, -(-sum(sizes) // workers)))
+    ranges = []
+    for path, size in zip(paths, sizes):
+        if path.endswith(".gz"):
+            bounds = [0, size]
+        elif is_jsonl(path):
+            bounds = _line_boundaries(path, target)
+        else:
+            bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], pattern=pattern)
+        ranges += [(path, start, end) for start, end in zip(bounds, bounds[1:]) if end > start]
+    workers = max(1, min(workers, len(ranges)))
+    total_mb = round(sum(sizes) / 1e6, 2)
+    with tqdm(total=total_mb, unit="MB", desc="pre-tokenizing", disable=not progress, leave=False) as bar:
         def report(nbytes: int) -> None:
             bar.update(round(nbytes / 1e6, 2))
 
         if workers == 1:
-            return _count_ranges(path, ranges, pattern, specials, report)
+            return _count_ranges(ranges, pattern, specials, text_field, report)
         import multiprocessing
         import queue
 
         ctx = multiprocessing.get_context()
         done = ctx.Queue()
-        jobs = [(path, ranges[w::workers], pattern, specials) for w in range(workers)]
+        jobs = [(ranges[w::workers], pattern, specials, text_field) for w in range(workers)]
         with ctx.Pool(workers, initializer=_init_worker, initargs=(done,)) as pool:
             pending = pool.map_async(_count_ranges_star, jobs)
             while not pending.ready():
@@ -279,6 +394,30 @@ def count_pretokens(
     for counts in results[1:]:
         total.update(counts)
     return total
+
+
+def _line_boundaries(path: str, chunk_size: int) -> list[int]:
+    """Byte offsets ``[0, b1, ..., file_size]``: each inner one just after the first newline at or after the
+    previous one + ``chunk_size``."""
+    size = os.path.getsize(path)
+    bounds = [0]
+    with open(path, "rb") as f:
+        pos = chunk_size
+        while pos < size:
+            f.seek(pos - 1)
+            while True:
+                block = f.read(_BOUNDARY_WINDOW)
+                k = block.find(b"\n")
+                if k >= 0 or not block:
+                    break
+                pos += len(block)
+            if not block or pos + k >= size:
+                break
+            pos += k  # the newline is at pos - 1 + k
+            bounds.append(pos)
+            pos += chunk_size
+    bounds.append(size)
+    return bounds
 
 
 def find_chunk_boundaries(
