@@ -370,7 +370,7 @@ def test_ctrl_c_during_encode_file_is_one_line_and_leaves_no_file(tmp_path):
     time.sleep(0.3)
     stdout, stderr = interrupt(proc)
     assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] in ([], ["tok.checkpoint"])  # no tokenizer; the state to resume
 
 
 def test_ctrl_c_during_train_is_one_line_and_saves_nothing(tmp_path):
@@ -380,4 +380,31 @@ def test_ctrl_c_during_train_is_one_line_and_saves_nothing(tmp_path):
     assert proc.poll() is None
     stdout, stderr = interrupt(proc)
     assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] in ([], ["tok.checkpoint"])  # no tokenizer; the state to resume
+
+
+def test_train_killed_then_resumed_ends_with_the_same_merges(cli, tmp_path):
+    (tmp_path / "corpus.txt").write_bytes(corpus_prefix("en_docs.txt", 1_500_000))
+    options = ["--input", "corpus.txt", "--vocab_size", "3000", "--num_workers", "1"]
+    cli("train", *options, "--out", "whole")
+    assert not (tmp_path / "whole.checkpoint").exists()  # removed once the tokenizer is saved
+    proc = start("train", *options, "--out", "tok", "--checkpoint_every", "0", cwd=tmp_path)
+    merges_file = tmp_path / "tok.checkpoint" / "merges.json"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            done = len(json.loads(merges_file.read_text()))
+        except (FileNotFoundError, ValueError):
+            done = 0
+        if done > 100:
+            break
+        time.sleep(0.01)
+    proc.kill()  # SIGKILL: no chance to clean up
+    proc.communicate()
+    assert 100 < len(json.loads(merges_file.read_text())) < 3000 - 256, "the run was not killed while merging"
+    assert not (tmp_path / "tok").exists()
+    assert "trained 2,744 merges" in cli("train", *options, "--out", "tok", "--resume").stdout
+    assert (tmp_path / "tok" / "vocab.bpe").read_bytes() == (tmp_path / "whole" / "vocab.bpe").read_bytes()
+    assert not (tmp_path / "tok.checkpoint").exists()
+    stderr = cli("train", *options, "--out", "tok", "--resume", status=2).stderr
+    assert "--resume: no training state in tok.checkpoint" in stderr

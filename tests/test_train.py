@@ -8,6 +8,7 @@ on random (tie-heavy) texts and on slices of real corpora, whatever the number o
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -663,3 +664,27 @@ def test_bad_inputs_name_file_and_line(tmp_path, monkeypatch):
     monkeypatch.setattr(train_mod, "open", refuse, raising=False)
     with pytest.raises(PermissionError, match="cannot read training file .*ok.txt.*: Permission denied"):
         train_bpe(tmp_path / "ok.txt", 300, progress=False)
+
+
+def test_resume_from_a_checkpoint_gives_the_uninterrupted_merges(documents, tmp_path):
+    (tmp_path / "corpus.txt").write_text("\n\n".join(documents), encoding="utf-8")
+    path, state = tmp_path / "corpus.txt", tmp_path / "state"
+    expected = train_bpe(path, 900, [EOT], num_workers=1, progress=False)
+    assert train_bpe(path, 900, [EOT], num_workers=1, progress=False, checkpoint=state) == expected
+    merges_file = state / "merges.json"
+    all_ids = json.loads(merges_file.read_text())
+    assert len(all_ids) == 900 - 257
+    for done in (0, 1, 100, len(all_ids)):  # as if killed after `done` merges
+        merges_file.write_text(json.dumps(all_ids[:done]))
+        assert train_bpe(path, 900, [EOT], num_workers=2, progress=False, checkpoint=state, resume=True) == expected
+    # a bigger vocab goes on from the state; a smaller one stops early
+    bigger = train_bpe(path, 1000, [EOT], num_workers=1, progress=False)
+    assert train_bpe(path, 1000, [EOT], progress=False, checkpoint=state, resume=True) == bigger
+    assert train_bpe(path, 500, [EOT], progress=False, checkpoint=state, resume=True)[1] == expected[1][: 500 - 257]
+    with pytest.raises(ValueError, match="made with other special_tokens"):
+        train_bpe(path, 900, [], progress=False, checkpoint=state, resume=True)
+    merges_file.write_text(json.dumps([[300, 301]]))
+    with pytest.raises(ValueError, match=r"merge 0 of the checkpoint, ids \(300, 301\), is not a pair"):
+        train_bpe(path, 900, [EOT], progress=False, checkpoint=state, resume=True)
+    with pytest.raises(FileNotFoundError, match="no training state to resume in"):
+        train_bpe(path, 900, [EOT], progress=False, checkpoint=tmp_path / "elsewhere", resume=True)

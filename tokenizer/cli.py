@@ -41,6 +41,7 @@ import glob
 import json
 import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -229,12 +230,17 @@ def train(args) -> None:
             input_file(name)
     paths = expand_inputs(args.input)
     specials = list(dict.fromkeys(args.special_tokens))  # in the order given, duplicates dropped
+    checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
+    if args.resume and not checkpoint.is_dir():
+        raise UsageError(f"--resume: no training state in {checkpoint} (drop --resume to start from the beginning)")
     start = time.perf_counter()
     vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
-                              num_workers=args.num_workers, progress=show_progress())
+                              num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
+                              resume=args.resume, checkpoint_every=args.checkpoint_every)
     seconds = time.perf_counter() - start
     enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
     enc.save(args.out, format=args.format)
+    shutil.rmtree(checkpoint)
 
     # Peak resident memory of this process and of the counting workers (Linux reports KiB).
     peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -447,6 +453,11 @@ def build_parser(prog: str) -> Parser:
                   "and document is separate; required")
     add_flag(p, "text_field", default="text", metavar="NAME",
              help="the field holding the text in .jsonl inputs (default text)")
+    add_flag(p, "resume", action="store_true",
+             help="continue a run that stopped, from the state kept in DIR.checkpoint (the same inputs and "
+                  "options); it ends with the merges of an uninterrupted run")
+    add_flag(p, "checkpoint_every", type=float, default=60.0, metavar="SECONDS",
+             help="how often the merges so far are saved to DIR.checkpoint (default 60)")
     add_flag(p, "vocab_size", type=positive_int, metavar="N",
                    help="256 bytes + merges + special tokens; required")
     add_flag(p, "out", metavar="DIR", help="the folder to save the tokenizer in; required")

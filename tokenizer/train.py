@@ -46,10 +46,12 @@ import glob
 import gzip
 import json
 import os
+import pickle
 import re
 import signal
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import regex
@@ -77,6 +79,9 @@ def train_bpe(
     num_workers: int | None = None,
     progress: bool = True,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    checkpoint: str | os.PathLike | None = None,
+    resume: bool = False,
+    checkpoint_every: float = 60.0,
 ) -> tuple[Vocab, Merges]:
     """Learn ``vocab_size - 256 - len(special_tokens)`` merges (or fewer) from UTF-8 text files.
 
@@ -90,6 +95,11 @@ def train_bpe(
     count pre-tokens (default: ``os.cpu_count()``); ``chunk_size`` is the target size in bytes of the pieces of
     the files they get. ``progress`` shows tqdm bars. The result does not depend on ``num_workers`` or
     ``chunk_size``.
+
+    ``checkpoint`` is a folder where the training state is kept: the pre-token counts once counted, and the
+    merges so far every ``checkpoint_every`` seconds, each file replaced atomically. With ``resume=True`` a run
+    starts from that state (same inputs, sizes, pattern, special tokens and text field, or ``ValueError``) and
+    ends with the merges an uninterrupted run gives.
 
     Raises ``ValueError`` when ``vocab_size`` is below the minimum (256 + number of special tokens), when the
     input is empty, not valid UTF-8 or a bad ``.jsonl`` line (the message names the file and line);
@@ -111,12 +121,29 @@ def train_bpe(
         which = repr(paths[0]) if len(paths) == 1 else f"all {len(paths)} inputs"
         raise ValueError(f"training file is empty: {which} (nothing to learn merges from)")
 
-    counts = count_pretokens(
-        paths, specials, pattern=pattern, text_field=text_field, num_workers=num_workers, progress=progress,
-        chunk_size=chunk_size,
-    )
+    settings = _checkpoint_settings(paths, specials, pattern, text_field)
+    if resume:
+        if checkpoint is None:
+            raise ValueError("resume=True needs the checkpoint folder of the run to resume")
+        counts, replay = _load_checkpoint(os.fspath(checkpoint), settings)
+    else:
+        counts = count_pretokens(
+            paths, specials, pattern=pattern, text_field=text_field, num_workers=num_workers, progress=progress,
+            chunk_size=chunk_size,
+        )
+        replay = []
+        if checkpoint is not None:
+            _start_checkpoint(os.fspath(checkpoint), settings, counts)
+    save = None
+    if checkpoint is not None:
+        merges_file = os.path.join(os.fspath(checkpoint), "merges.json")
+
+        def save(merge_ids: list[tuple[int, int]]) -> None:
+            _write_atomically(merges_file, json.dumps(merge_ids).encode())
+
     num_merges = vocab_size - minimum
-    merges = learn_merges(counts, num_merges, progress=progress)
+    merges = learn_merges(counts, num_merges, progress=progress, replay=replay, save=save,
+                          save_every=checkpoint_every)
 
     vocab: Vocab = {i: bytes([i]) for i in range(256)}
     for left, right in merges:
@@ -124,6 +151,54 @@ def train_bpe(
     for s in specials:
         vocab[len(vocab)] = s.encode("utf-8")
     return vocab, merges
+
+
+def _checkpoint_settings(paths: list[str], specials: list[str], pattern: str, text_field: str) -> dict:
+    """What a checkpoint must have been made with to be resumed."""
+    return {
+        "inputs": [[os.path.abspath(p), os.path.getsize(p)] for p in paths],
+        "special_tokens": specials,
+        "pattern": pattern,
+        "text_field": text_field,
+    }
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old content or the new one, never a part."""
+    partial = path + ".partial"
+    with open(partial, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(partial, path)
+
+
+def _start_checkpoint(folder: str, settings: dict, counts: Counter) -> None:
+    os.makedirs(folder, exist_ok=True)
+    for name in ("merges.json", "settings.json"):  # a previous run's state no longer applies
+        if os.path.exists(os.path.join(folder, name)):
+            os.remove(os.path.join(folder, name))
+    _write_atomically(os.path.join(folder, "counts.pickle"), pickle.dumps(dict(counts), pickle.HIGHEST_PROTOCOL))
+    _write_atomically(os.path.join(folder, "merges.json"), b"[]")
+    _write_atomically(os.path.join(folder, "settings.json"), json.dumps(settings).encode())  # last: complete
+
+
+def _load_checkpoint(folder: str, settings: dict) -> tuple[dict, list[tuple[int, int]]]:
+    """(pre-token counts, merge ids so far) from a checkpoint folder made with the same ``settings``."""
+    try:
+        with open(os.path.join(folder, "settings.json"), "rb") as f:
+            saved = json.load(f)
+        with open(os.path.join(folder, "merges.json"), "rb") as f:
+            replay = [tuple(pair) for pair in json.load(f)]
+        with open(os.path.join(folder, "counts.pickle"), "rb") as f:
+            counts = pickle.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no training state to resume in {folder!r}: start without resume") from None
+    changed = [key for key in settings if saved.get(key) != settings[key]]
+    if changed:
+        raise ValueError(f"the training state in {folder!r} was made with other {', '.join(changed)}: "
+                         "start without resume, or resume with the same ones")
+    return counts, replay
 
 
 def expand_inputs(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
@@ -503,7 +578,15 @@ def learn_merges_reference(counts: dict[str, int], num_merges: int) -> Merges:
     return merges
 
 
-def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = False) -> Merges:
+def learn_merges(
+    counts: dict[str, int],
+    num_merges: int,
+    *,
+    progress: bool = False,
+    replay: Sequence[tuple[int, int]] = (),
+    save: Callable[[list[tuple[int, int]]], None] | None = None,
+    save_every: float = 60.0,
+) -> Merges:
     """Up to ``num_merges`` merges learned from pre-token counts: those of :func:`learn_merges_reference`.
 
     The distinct pre-tokens (of two bytes or more) are laid end to end in flat NumPy arrays, one slot per
@@ -518,24 +601,41 @@ def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = Fa
     once, in the merge that creates it; afterwards its count only goes down and its slots only drop out. The
     best pair is found among the *candidates* (every pair whose count is at least a threshold), rebuilt
     with a full scan only when they run out.
+
+    Resuming: ``replay`` lists merges already learned from the same counts as pairs of token ids; they are
+    redone without searching for the best pair, then learning goes on. ``save(merge_ids)`` is called with the
+    ids of every merge so far at most every ``save_every`` seconds and at the end (a checkpoint).
     """
     table = _PairTable(counts, 256 + num_merges)
     tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
-    merges: Merges = []
+    merge_ids: list[tuple[int, int]] = []
     bar = tqdm(total=num_merges, unit="merges", desc="merging", disable=not progress, leave=False)
-    while len(merges) < num_merges:
-        best = table.best(lambda ties: max(ties, key=lambda q: (tokens[table.left[q]], tokens[table.right[q]])))
-        if best < 0:
-            break
+    saved = time.monotonic()
+    while len(merge_ids) < num_merges:
+        if len(merge_ids) < len(replay):
+            a, b = replay[len(merge_ids)]
+            best = table.find(a, b)
+            if best < 0:
+                raise ValueError(f"merge {len(merge_ids)} of the checkpoint, ids {(a, b)}, is not a pair of these "
+                                 "counts: the checkpoint is from another corpus or other settings")
+        else:
+            best = table.best(lambda ties: max(ties, key=lambda q: (tokens[table.left[q]], tokens[table.right[q]])))
+            if best < 0:
+                break
         a, b = int(table.left[best]), int(table.right[best])
-        merges.append((tokens[a], tokens[b]))
+        merge_ids.append((a, b))
         tokens.append(tokens[a] + tokens[b])
         table.merge(best, len(tokens) - 1)
         bar.update(1)
-        if progress and len(merges) % 64 == 0:
-            bar.set_postfix_str(repr(tokens[-1]), refresh=False)
+        if progress and len(merge_ids) % 64 == 0:
+            bar.set_postfix_str(f"{tokens[a]!r} + {tokens[b]!r}", refresh=False)
+        if save and time.monotonic() - saved >= save_every:
+            save(merge_ids)
+            saved = time.monotonic()
     bar.close()
-    return merges
+    if save:
+        save(merge_ids)
+    return [(tokens[a], tokens[b]) for a, b in merge_ids]
 
 
 # How many pairs the best one is looked for among (see _PairTable.best).
@@ -577,11 +677,23 @@ class _PairTable:
         self.first_ids: list[int] = []  # block k's ids are first_ids[k] .. first_ids[k+1] - 1
         self.slots: list[np.ndarray] = []
         self.starts: list[np.ndarray] = []
+        self.block_of: dict[int, int] = {}  # token id -> the block of the pairs born with it
         self.threshold = 0  # every pair with a count >= threshold (>= 1) is among the candidates
         self.candidates = np.zeros(0, np.int64)
         self._add_pairs(np.flatnonzero(self.nxt >= 0).astype(np.int32))
 
-    def _add_pairs(self, at: np.ndarray) -> None:
+    def find(self, a: int, b: int) -> int:
+        """The id of the pair ``(a, b)`` if it occurs now, else -1."""
+        block = self.block_of.get(max(a, b), -1) if max(a, b) > 255 else 0
+        if block < 0 or not self.first_ids:
+            return -1
+        first, end = self.first_ids[block], self.first_ids[block] + len(self.starts[block]) - 1
+        codes = self.left[first:end].astype(np.int64) * self.num_ids + self.right[first:end]  # ascending
+        k = int(np.searchsorted(codes, a * self.num_ids + b))
+        found = k < len(codes) and codes[k] == a * self.num_ids + b and self.count[first + k] > 0
+        return first + k if found else -1
+
+    def _add_pairs(self, at: np.ndarray, made_by: int | None = None) -> None:
         """Give ids to the pairs starting at slots ``at`` (ascending; all of them pairs never seen before)."""
         if not len(at):
             return
@@ -602,6 +714,8 @@ class _PairTable:
         self.right[first : first + k] = codes[starts] % self.num_ids
         starts = np.append(starts, len(at))
         self.pid[at] = np.repeat(ids, starts[1:] - starts[:-1])
+        if made_by is not None:
+            self.block_of[made_by] = len(self.first_ids)
         self.first_ids.append(first)
         self.slots.append(at)
         self.starts.append(starts)
@@ -663,7 +777,7 @@ class _PairTable:
         # The new pairs start before and at each merged token; "before" may be the previous occurrence.
         before = prv[at]
         own = (before >= 0) & (before != _shifted(at))
-        self._add_pairs(np.sort(np.concatenate((before[own], at[linked]))))
+        self._add_pairs(np.sort(np.concatenate((before[own], at[linked]))), made_by=new)
 
 
 def _shifted(a: np.ndarray) -> np.ndarray:
