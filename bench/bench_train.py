@@ -156,7 +156,7 @@ def make_scale_corpus(directory: str, gb: float, file_mb: int = 64, seed: int = 
 
     The documents are the paragraphs (blank-line separated) of all corpora. Copy ``r`` of the collection is
     shuffled afresh; each document gets a header line with its copy and document numbers, and every 50th word
-    the copy number spelt in letters as a suffix, so new pre-tokens keep appearing as the corpus grows (as in
+    (of those under 20 characters) the copy number spelt in letters as a suffix, so new pre-tokens keep appearing as the corpus grows (as in
     real text) instead of the same few hundred thousand repeating. Documents end with <|endoftext|>.
     """
     import random
@@ -175,7 +175,7 @@ def make_scale_corpus(directory: str, gb: float, file_mb: int = 64, seed: int = 
         rng.shuffle(order)
         for i in order:
             words = docs[i].split(" ")
-            words[copy % 50 :: 50] = [w + suffix for w in words[copy % 50 :: 50]]
+            words[copy % 50 :: 50] = [w + suffix if len(w) < 20 else w for w in words[copy % 50 :: 50]]
             buffered.append(f"[{copy}.{i}]\n" + " ".join(words) + EOT)
             if len(buffered) >= 2000:
                 data = "".join(buffered).encode("utf-8")

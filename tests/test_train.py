@@ -321,6 +321,12 @@ def test_fast_merges_equal_the_reference_on_long_runs(counts, num_merges):
     assert learn_merges(counts, num_merges) == learn_merges_reference(counts, num_merges)
 
 
+def test_counts_beyond_32_bits():
+    counts = {"abc": 2**40, "bcd": 2**40 + 1, "abcd": 2**33, "dd": 3 * 2**31}
+    assert learn_merges(counts, 5) == learn_merges_reference(counts, 5) == [
+        (b"b", b"c"), (b"bc", b"d"), (b"a", b"bc"), (b"a", b"bcd"), (b"d", b"d")]
+
+
 def test_same_result_for_any_workers_and_chunk_size():
     text = corpus_slice("en_docs.txt", 2_000_000, 120_000) + corpus_slice("de_manpages.txt", 0, 40_000)
     path = write(text)

@@ -663,7 +663,8 @@ class _PairTable:
             raise ValueError("too many bytes of distinct pre-tokens for one training run (at most 2**31 - 2)")
         ends = np.cumsum(lengths)
         self.tok = np.frombuffer(b"".join(words), np.uint8).astype(np.int32)  # (n,)
-        self.weight = np.repeat(np.array(freqs, np.int64), lengths)  # (n,)
+        weight_type = np.int32 if max(freqs, default=0) < 2**31 else np.int64  # half the memory when it fits
+        self.weight = np.repeat(np.array(freqs, weight_type), lengths)  # (n,)
         self.nxt = np.arange(1, n + 1, dtype=np.int32)  # (n,)
         self.nxt[ends - 1] = -1
         self.prv = np.arange(-1, n - 1, dtype=np.int32)  # (n,)
@@ -709,7 +710,7 @@ class _PairTable:
             self.right = np.resize(self.right, cap)
         at = at[order]
         ids = np.arange(first, first + k)
-        self.count[first : first + k] = np.add.reduceat(self.weight[at], starts)
+        self.count[first : first + k] = np.add.reduceat(self.weight[at], starts, dtype=np.int64)
         self.left[first : first + k] = codes[starts] // self.num_ids
         self.right[first : first + k] = codes[starts] % self.num_ids
         starts = np.append(starts, len(at))
