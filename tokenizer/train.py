@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import bisect
 import glob
+import itertools
 import gzip
 import json
 import os
@@ -651,20 +652,19 @@ class _PairTable:
     """
 
     def __init__(self, counts: dict[str, int], num_ids: int):
-        words, freqs = [], []
-        for w, c in counts.items():
-            data = w.encode("utf-8") if isinstance(w, str) else bytes(w)
-            if len(data) > 1 and c > 0:  # one byte: no pair, nothing ever changes
-                words.append(data)
-                freqs.append(c)
+        words = [w.encode("utf-8") if isinstance(w, str) else bytes(w) for w in counts]
         lengths = np.fromiter(map(len, words), np.int64, len(words))
+        freqs = np.fromiter(map(int, counts.values()), np.int64, len(words))  # beyond int64: OverflowError
+        kept = (lengths > 1) & (freqs > 0)  # one byte: no pair, nothing ever changes
+        words = list(itertools.compress(words, kept))
+        lengths, freqs = lengths[kept], freqs[kept]
         n = int(lengths.sum())
         if n >= 2**31 - 1:
             raise ValueError("too many bytes of distinct pre-tokens for one training run (at most 2**31 - 2)")
         ends = np.cumsum(lengths)
         self.tok = np.frombuffer(b"".join(words), np.uint8).astype(np.int32)  # (n,)
-        weight_type = np.int32 if max(freqs, default=0) < 2**31 else np.int64  # half the memory when it fits
-        self.weight = np.repeat(np.array(freqs, weight_type), lengths)  # (n,)
+        weight_type = np.int32 if freqs.max(initial=0) < 2**31 else np.int64  # half the memory when it fits
+        self.weight = np.repeat(freqs.astype(weight_type), lengths)  # (n,)
         self.nxt = np.arange(1, n + 1, dtype=np.int32)  # (n,)
         self.nxt[ends - 1] = -1
         self.prv = np.arange(-1, n - 1, dtype=np.int32)  # (n,)
@@ -698,8 +698,12 @@ class _PairTable:
         """Give ids to the pairs starting at slots ``at`` (ascending; all of them pairs never seen before)."""
         if not len(at):
             return
-        codes = self.tok[at].astype(np.int64) * self.num_ids + self.tok[self.nxt[at]]  # (m,)
-        order = np.argsort(codes, kind="stable")  # stable: slots stay ascending within a pair
+        left, right = self.tok[at], self.tok[self.nxt[at]]  # (m,), (m,)
+        codes = left.astype(np.int64) * self.num_ids + right  # (m,)
+        # Stable, so slots stay ascending within a pair. The pairs of two bytes (the first call, the one with
+        # the most slots) are sorted on a 16-bit key ordered like their codes: a radix sort in NumPy.
+        key = (left << 8 | right).astype(np.uint16) if made_by is None and not self.size else codes
+        order = np.argsort(key, kind="stable")
         codes = codes[order]
         starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))  # (k,) first of each pair
         first, k = self.size, len(starts)
