@@ -8,6 +8,7 @@ on random (tie-heavy) texts and on slices of real corpora, whatever the number o
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 import re
@@ -629,6 +630,11 @@ def test_any_file_split_of_the_documents_gives_the_same_merges(documents, tmp_pa
     (tmp_path / "second.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in documents[half:]))
     assert train_bpe([tmp_path / "first.txt", tmp_path / "second.jsonl"], 700, [EOT], text_field="body",
                      num_workers=2, chunk_size=7000, progress=False) == expected
+
+
+def test_docstring_examples():
+    result = doctest.testmod(train_mod)
+    assert result.failed == 0 and result.attempted >= 1
 
 
 def test_files_are_separate_documents(tmp_path):

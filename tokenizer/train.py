@@ -1,6 +1,7 @@
-"""Train a byte-level BPE tokenizer from a text file (CS336 assignment 1 semantics).
+"""Train a byte-level BPE tokenizer from text files (CS336 assignment 1 semantics).
 
-    >>> vocab, merges = train_bpe("corpus.txt", 10_000, ["<|endoftext|>"])
+    vocab, merges = train_bpe("corpus.txt", 10_000, ["<|endoftext|>"])
+    vocab, merges = train_bpe(["data/*.txt", "more.jsonl.gz"], 32_000, checkpoint="run.state")
 
 The result is ``(vocab, merges)``: ``vocab`` maps ids to token bytes — ids 0..255 are the single bytes, then
 one id per merge in the order the merges were learned, then the special tokens — and ``merges`` lists the
@@ -8,6 +9,8 @@ learned pairs ``(left, right)`` in that same order.
 
 What is counted, exactly:
 
+* Every input file is separate, and so is every document of a ``.jsonl`` file (one JSON object per line, the
+  text in its ``text_field``): nothing is counted across two of them.
 * The text is cut at special tokens first (the longest one wins where two overlap); special tokens are hard
   boundaries and are never counted nor merged into anything.
 * Each piece between special tokens is cut into pre-tokens with the regular expression ``pattern`` (GPT-2's by
@@ -19,7 +22,7 @@ What is counted, exactly:
 
 How it runs, in two phases:
 
-1. Counting pre-tokens. The file is cut into chunks of about ``chunk_size`` bytes at safe cuts
+1. Counting pre-tokens. Each file is cut into chunks of about ``chunk_size`` bytes at safe cuts
    (:mod:`tokenizer.cuts`; see :func:`find_chunk_boundaries`), so no pre-token and no special token straddles
    two chunks and the counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a
    time, split it and return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up.
@@ -32,7 +35,10 @@ How it runs, in two phases:
    operations (no Python loop over words). :func:`learn_merges_reference` is the same algorithm written
    plainly (recount every pair for every merge); tests check the two agree.
 
-The file is read as bytes and decoded as strict UTF-8: invalid bytes raise :class:`ValueError` naming the
+With ``checkpoint=FOLDER`` the counts and the merges so far are kept in a folder, so that a run that was
+stopped can go on with ``resume=True`` (``python -m tokenizer train --resume``) and end with the same merges.
+
+Each file is read as bytes and decoded as strict UTF-8: invalid bytes raise :class:`ValueError` naming the
 file and the byte offset. Line endings are not translated (``"\\r\\n"`` stays two characters).
 
 This module learns merges only: :meth:`Encoding.from_vocab_merges` turns them into an encoder, and
