@@ -794,7 +794,7 @@ class _PairTable:
 def _shifted(a: np.ndarray) -> np.ndarray:
     """``a`` moved one place right, -2 (no slot) in front: entry k is a[k-1]."""
     out = np.empty_like(a)
-    out[0] = -2
+    out[:1] = -2
     out[1:] = a[:-1]
     return out
 
