@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import signal
@@ -19,6 +20,8 @@ import tiktoken
 import tokenizer
 from conftest import CORPUS, REPO
 from tokenizer import get_encoding
+from tokenizer.encoding import Encoding
+from tokenizer.train import train_bpe
 
 COMMANDS = ["encode", "decode", "count", "encode-file", "stats", "show", "explain", "compare", "train", "parity",
             "serve"]
@@ -232,6 +235,27 @@ def test_non_utf8_bytes_name_the_offset_unless_replaced(cli, tmp_path, command):
         assert np.fromfile(tmp_path / "bin.bin", dtype="<u2").tolist() == ids
 
 
+def test_train_on_globs_lists_and_jsonl(cli, tmp_path):
+    text = corpus_prefix("en_docs.txt", 200_000).decode("utf-8")
+    docs = [d for d in text.split("\n\n") if d]
+    (tmp_path / "data").mkdir()
+    for k in range(3):
+        (tmp_path / "data" / f"{k}.txt").write_text("\n\n".join(docs[k::3]), encoding="utf-8")
+    lines = "".join(json.dumps({"content": d}) + "\n" for d in docs[:50])
+    (tmp_path / "more.jsonl").write_text(lines, encoding="utf-8")
+    out = cli("train", "--input", "data/*.txt,more.jsonl", "--input", "data/0.txt", "--text_field", "content",
+              "--vocab_size", "300", "--out", "tok").stdout
+    assert "trained 44 merges (300 tokens) from 4 files" in out
+    vocab, merges = train_bpe([str(tmp_path / "data" / "*.txt"), tmp_path / "more.jsonl"], 300,
+                              text_field="content", progress=False)
+    assert tokenizer.load(tmp_path / "tok").encode(text) == Encoding.from_vocab_merges(vocab, merges).encode(text)
+    stderr = cli("train", "--input", "more.jsonl", "--vocab_size", "300", "--out", "tok2", status=2).stderr
+    assert stderr.startswith(f"{PROG}: error: more.jsonl:1: no 'text' field (found 'content')")
+    stderr = cli("train", "--input", "nothing/*.txt", "--vocab_size", "300", "--out", "tok2", status=2).stderr
+    assert stderr == f"{PROG}: error: no file matches 'nothing/*.txt'\n"
+    assert not (tmp_path / "tok2").exists()
+
+
 def test_train_refuses_non_utf8_naming_the_offset(cli, tmp_path):
     (tmp_path / "bin.dat").write_bytes(BAD_UTF8)
     stderr = cli("train", "--input", "bin.dat", "--vocab_size", "300", "--out", "tok", status=2).stderr
@@ -347,7 +371,7 @@ def test_ctrl_c_during_encode_file_is_one_line_and_leaves_no_file(tmp_path):
     time.sleep(0.3)
     stdout, stderr = interrupt(proc)
     assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] in ([], ["tok.checkpoint"])  # no tokenizer; the state to resume
 
 
 def test_ctrl_c_during_train_is_one_line_and_saves_nothing(tmp_path):
@@ -357,4 +381,31 @@ def test_ctrl_c_during_train_is_one_line_and_saves_nothing(tmp_path):
     assert proc.poll() is None
     stdout, stderr = interrupt(proc)
     assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] in ([], ["tok.checkpoint"])  # no tokenizer; the state to resume
+
+
+def test_train_killed_then_resumed_ends_with_the_same_merges(cli, tmp_path):
+    (tmp_path / "corpus.txt").write_bytes(corpus_prefix("en_docs.txt", 1_500_000))
+    options = ["--input", "corpus.txt", "--vocab_size", "3000", "--num_workers", "1"]
+    cli("train", *options, "--out", "whole")
+    assert not (tmp_path / "whole.checkpoint").exists()  # removed once the tokenizer is saved
+    proc = start("train", *options, "--out", "tok", "--checkpoint_every", "0", cwd=tmp_path)
+    merges_file = tmp_path / "tok.checkpoint" / "merges.json"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            done = len(json.loads(merges_file.read_text()))
+        except (FileNotFoundError, ValueError):
+            done = 0
+        if done > 100:
+            break
+        time.sleep(0.01)
+    proc.kill()  # SIGKILL: no chance to clean up
+    proc.communicate()
+    assert 100 < len(json.loads(merges_file.read_text())) < 3000 - 256, "the run was not killed while merging"
+    assert not (tmp_path / "tok").exists()
+    assert "trained 2,744 merges" in cli("train", *options, "--out", "tok", "--resume").stdout
+    assert (tmp_path / "tok" / "vocab.bpe").read_bytes() == (tmp_path / "whole" / "vocab.bpe").read_bytes()
+    assert not (tmp_path / "tok.checkpoint").exists()
+    stderr = cli("train", *options, "--out", "tok", "--resume", status=2).stderr
+    assert "--resume: no training state in tok.checkpoint" in stderr

@@ -8,6 +8,8 @@ on random (tie-heavy) texts and on slices of real corpora, whatever the number o
 
 from __future__ import annotations
 
+import doctest
+import json
 import os
 import re
 import tempfile
@@ -309,6 +311,23 @@ def test_fast_merges_equal_the_reference(counts, num_merges):
     assert learn_merges(counts, num_merges) == learn_merges_reference(counts, num_merges)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.dictionaries(st.text(alphabet="aab", min_size=1, max_size=40), st.integers(1, 3), max_size=6),
+    num_merges=st.integers(0, 40),
+)
+def test_fast_merges_equal_the_reference_on_long_runs(counts, num_merges):
+    # long words of two letters: runs like "aaaa" (overlapping pairs), "abab" (one occurrence's right half is
+    # the next one's left neighbour) and many equal counts
+    assert learn_merges(counts, num_merges) == learn_merges_reference(counts, num_merges)
+
+
+def test_counts_beyond_32_bits():
+    counts = {"abc": 2**40, "bcd": 2**40 + 1, "abcd": 2**33, "dd": 3 * 2**31}
+    assert learn_merges(counts, 5) == learn_merges_reference(counts, 5) == [
+        (b"b", b"c"), (b"bc", b"d"), (b"a", b"bc"), (b"a", b"bcd"), (b"d", b"d")]
+
+
 def test_same_result_for_any_workers_and_chunk_size():
     text = corpus_slice("en_docs.txt", 2_000_000, 120_000) + corpus_slice("de_manpages.txt", 0, 40_000)
     path = write(text)
@@ -328,14 +347,6 @@ def test_whitespace_class_is_regex_white_space():
     assert len(expected) == 25
     assert set(train_mod._WHITESPACE_SET) == expected
     assert set(regex.findall(f"[{train_mod.WHITESPACE}]", everything)) == expected
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=6), st.binary(max_size=6), st.binary(max_size=6), st.binary(max_size=6))
-def test_heap_key_orders_pairs_in_reverse(a1, b1, a2, b2):
-    k1 = train_mod._sort_key(a1) + train_mod._sort_key(b1)
-    k2 = train_mod._sort_key(a2) + train_mod._sort_key(b2)
-    assert (k1 < k2) == ((a1, b1) > (a2, b2))
 
 
 def test_progress_bars(capsys):
@@ -578,3 +589,114 @@ def test_empty_vocab_bpe_is_refused(trained, tmp_path):
     assert not (tmp_path / "bytes-only").exists()  # checked before anything is written
     save_encoding(bytes_only, tmp_path / "bytes-only", "hf")
     assert load_encoding(tmp_path / "bytes-only").encode("hi") == [104, 105]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Several inputs: files, globs, .jsonl
+
+
+@pytest.fixture(scope="module")
+def documents():
+    text = corpus_slice("en_docs.txt", 3_000_000, 60_000) + corpus_slice("ru_manpages.txt", 0, 20_000)
+    return [d for d in text.split("\n\n") if d]
+
+
+def test_any_file_split_of_the_documents_gives_the_same_merges(documents, tmp_path):
+    import gzip
+    import json
+
+    whole = tmp_path / "whole.txt"
+    whole.write_text(EOT.join(documents), encoding="utf-8")
+    expected = train_bpe(whole, 700, [EOT], num_workers=1, progress=False)
+    # the documents cut into files at document boundaries, plain and JSON lines, one worker or two
+    for n_files, workers in [(2, 1), (5, 2), (len(documents) // 3, 2)]:
+        folder = tmp_path / f"split{n_files}"
+        folder.mkdir()
+        for k in range(n_files):
+            part = documents[k::n_files]
+            (folder / f"part{k:04d}.txt").write_text(EOT.join(part), encoding="utf-8")
+        got = train_bpe(str(folder / "*.txt"), 700, [EOT], num_workers=workers, chunk_size=5000, progress=False)
+        assert got == expected
+    lines = "".join(json.dumps({"id": i, "text": d}) + "\n" for i, d in enumerate(documents))
+    (tmp_path / "docs.jsonl").write_text(lines, encoding="utf-8")
+    with gzip.open(tmp_path / "docs.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.write(lines)
+    for name, workers, chunk in [("docs.jsonl", 1, 1 << 20), ("docs.jsonl", 2, 3000), ("docs.jsonl.gz", 2, 100)]:
+        assert train_bpe(tmp_path / name, 700, [EOT], num_workers=workers, chunk_size=chunk,
+                         progress=False) == expected
+    # a mix of both kinds, listed
+    half = len(documents) // 2
+    (tmp_path / "first.txt").write_text(EOT.join(documents[:half]), encoding="utf-8")
+    (tmp_path / "second.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in documents[half:]))
+    assert train_bpe([tmp_path / "first.txt", tmp_path / "second.jsonl"], 700, [EOT], text_field="body",
+                     num_workers=2, chunk_size=7000, progress=False) == expected
+
+
+def test_docstring_examples():
+    result = doctest.testmod(train_mod)
+    assert result.failed == 0 and result.attempted >= 1
+
+
+def test_files_are_separate_documents(tmp_path):
+    # "ab" + "ab" in one file would give the pair (b, a); two files never do
+    (tmp_path / "1.txt").write_text("ab")
+    (tmp_path / "2.txt").write_text("ab")
+    vocab, merges = train_bpe(str(tmp_path / "*.txt"), 300, progress=False, num_workers=1)
+    assert merges == [(b"a", b"b")]
+    assert train_mod.expand_inputs([str(tmp_path / "*.txt"), tmp_path / "1.txt"]) == [
+        str(tmp_path / "1.txt"), str(tmp_path / "2.txt")]  # sorted matches, each file once
+
+
+def test_bad_inputs_name_file_and_line(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match=r"no file matches '.*nothing-\*\.txt'"):
+        train_bpe(str(tmp_path / "nothing-*.txt"), 300, progress=False)
+    (tmp_path / "ok.txt").write_text("fine")
+    with pytest.raises(FileNotFoundError, match="training file not found: .*gone.txt"):
+        train_bpe([tmp_path / "ok.txt", tmp_path / "gone.txt"], 300, progress=False)
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        train_bpe(tmp_path / "sub", 300, progress=False)
+    good = '{"text": "one"}\n\n{"text": "two"}\n'
+    cases = [
+        (good + "{not json}\n", r"bad.jsonl:4: not a JSON object"),
+        (good + '{"txt": "x"}\n', r"bad.jsonl:4: no 'text' field \(found 'txt'\)"),
+        (good + "[1, 2]\n", r"bad.jsonl:4: no 'text' field \(found list\)"),
+        (good + '{"text": 3}\n', r"bad.jsonl:4: 'text' is a int, not a string"),
+        (good * 50 + "{\n", r"bad.jsonl:151: not a JSON object"),
+    ]
+    for content, message in cases:
+        (tmp_path / "bad.jsonl").write_text(content)
+        for workers, chunk in [(1, 1 << 20), (2, 40)]:
+            with pytest.raises(ValueError, match=message):
+                train_bpe(tmp_path / "bad.jsonl", 300, progress=False, num_workers=workers, chunk_size=chunk)
+
+    def refuse(path, *args, **kw):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(train_mod, "open", refuse, raising=False)
+    with pytest.raises(PermissionError, match="cannot read training file .*ok.txt.*: Permission denied"):
+        train_bpe(tmp_path / "ok.txt", 300, progress=False)
+
+
+def test_resume_from_a_checkpoint_gives_the_uninterrupted_merges(documents, tmp_path):
+    (tmp_path / "corpus.txt").write_text("\n\n".join(documents), encoding="utf-8")
+    path, state = tmp_path / "corpus.txt", tmp_path / "state"
+    expected = train_bpe(path, 900, [EOT], num_workers=1, progress=False)
+    assert train_bpe(path, 900, [EOT], num_workers=1, progress=False, checkpoint=state) == expected
+    merges_file = state / "merges.json"
+    all_ids = json.loads(merges_file.read_text())
+    assert len(all_ids) == 900 - 257
+    for done in (0, 1, 100, len(all_ids)):  # as if killed after `done` merges
+        merges_file.write_text(json.dumps(all_ids[:done]))
+        assert train_bpe(path, 900, [EOT], num_workers=2, progress=False, checkpoint=state, resume=True) == expected
+    # a bigger vocab goes on from the state; a smaller one stops early
+    bigger = train_bpe(path, 1000, [EOT], num_workers=1, progress=False)
+    assert train_bpe(path, 1000, [EOT], progress=False, checkpoint=state, resume=True) == bigger
+    assert train_bpe(path, 500, [EOT], progress=False, checkpoint=state, resume=True)[1] == expected[1][: 500 - 257]
+    with pytest.raises(ValueError, match="made with other special_tokens"):
+        train_bpe(path, 900, [], progress=False, checkpoint=state, resume=True)
+    merges_file.write_text(json.dumps([[300, 301]]))
+    with pytest.raises(ValueError, match=r"merge 0 of the checkpoint, ids \(300, 301\), is not a pair"):
+        train_bpe(path, 900, [EOT], progress=False, checkpoint=state, resume=True)
+    with pytest.raises(FileNotFoundError, match="no training state to resume in"):
+        train_bpe(path, 900, [EOT], progress=False, checkpoint=tmp_path / "elsewhere", resume=True)

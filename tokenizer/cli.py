@@ -6,7 +6,7 @@
     python -m tokenizer encode-file data.txt --out data.bin [--workers N]
     python -m tokenizer stats FILE... [--encodings gpt2,cl100k_base,o200k_base]
     python -m tokenizer show | explain | compare "Not all heroes wear capes."
-    python -m tokenizer train --input FILE --vocab_size N --out DIR [--special_tokens "<|endoftext|>,<|pad|>"]
+    python -m tokenizer train --input 'data/*.txt' --vocab_size N --out DIR [--special_tokens "<|endoftext|>"]
     python -m tokenizer parity INPUT... [--encoding gpt2,cl100k_base] [--against tiktoken|DIR] [--ids FILE.bin]
     python -m tokenizer serve [--port 8000] [--encoding DIR] [--model 124M]   # the playground in the browser
 
@@ -38,9 +38,11 @@ What this module does not do: tokenize. Each command parses its arguments, calls
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -50,7 +52,7 @@ from .encoding import Encoding
 from .loading import load_encoding
 from .saving import SAVE_FORMATS
 from .registry import get_encoding, list_encoding_names
-from .train import train_bpe
+from .train import expand_inputs, is_jsonl, read_documents, train_bpe
 
 
 class UsageError(Exception):
@@ -230,24 +232,40 @@ def compare(args) -> None:
 
 
 def train(args) -> None:
-    path = input_file(args.input)
+    for name in args.input:  # a plain path that is not there: the usual one-line "not found"
+        if not glob.has_magic(name) or os.path.exists(name):
+            input_file(name)
+    paths = expand_inputs(args.input)
     specials = list(dict.fromkeys(args.special_tokens))  # in the order given, duplicates dropped
+    checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
+    if args.resume and not checkpoint.is_dir():
+        raise UsageError(f"--resume: no training state in {checkpoint} (drop --resume to start from the beginning)")
     start = time.perf_counter()
-    vocab, merges = train_bpe(path, args.vocab_size, specials, num_workers=args.num_workers,
-                              progress=show_progress())
+    vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
+                              num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
+                              resume=args.resume, checkpoint_every=args.checkpoint_every)
     seconds = time.perf_counter() - start
     enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
     enc.save(args.out, format=args.format)
+    shutil.rmtree(checkpoint)
 
     # Peak resident memory of this process and of the counting workers (Linux reports KiB).
     peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                    resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     special_bytes = {s.encode("utf-8") for s in specials}
     longest = max((t for t in vocab.values() if t not in special_bytes), key=len)
-    with open(path, encoding="utf-8", newline="") as f:
-        n_tokens = sum(1 for _ in enc.encode_iterable(f, allowed_special="all"))
-    n_bytes = path.stat().st_size
-    print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) in {seconds:.1f} s; "
+    n_tokens = n_bytes = 0
+    for path in paths:
+        if is_jsonl(path):
+            for document in read_documents(path, text_field=args.text_field):
+                n_tokens += len(enc.encode(document, allowed_special="all"))
+                n_bytes += len(document.encode("utf-8"))
+        else:
+            with open(path, encoding="utf-8", newline="") as f:
+                n_tokens += sum(1 for _ in enc.encode_iterable(f, allowed_special="all"))
+            n_bytes += os.path.getsize(path)
+    inputs = paths[0] if len(paths) == 1 else f"{len(paths)} files"
+    print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) from {inputs} in {seconds:.1f} s; "
           f"saved as {args.format} in {args.out}")
     print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
     print(f"longest token: {longest!r} ({len(longest)} bytes)")
@@ -449,10 +467,20 @@ def build_parser(prog: str) -> Parser:
     add_encoding(p, several=True)
     add_specials(p)
 
-    p = command("train", train, "Train a byte-level BPE tokenizer on a UTF-8 text file and save it.",
-                "--input FILE --vocab_size N --out DIR [options]",
+    p = command("train", train, "Train a byte-level BPE tokenizer on UTF-8 text files and save it.",
+                "--input FILE|GLOB[,...] --vocab_size N --out DIR [options]",
                 needs=[("input", "--input"), ("vocab_size", "--vocab_size"), ("out", "--out")])
-    add_flag(p, "input", metavar="FILE", help="the training text (strict UTF-8); required")
+    add_flag(p, "input", type=comma_list, action="extend", metavar="FILE|GLOB",
+             help="the training text: files or quoted globs ('data/*.txt'), repeat or comma list; plain UTF-8 "
+                  "text, or .jsonl / .jsonl.gz with one JSON object per line (see --text_field); each file "
+                  "and document is separate; required")
+    add_flag(p, "text_field", default="text", metavar="NAME",
+             help="the field holding the text in .jsonl inputs (default text)")
+    add_flag(p, "resume", action="store_true",
+             help="continue a run that stopped, from the state kept in DIR.checkpoint (the same inputs and "
+                  "options); it ends with the merges of an uninterrupted run")
+    add_flag(p, "checkpoint_every", type=float, default=60.0, metavar="SECONDS",
+             help="how often the merges so far are saved to DIR.checkpoint (default 60)")
     add_flag(p, "vocab_size", type=positive_int, metavar="N",
                    help="256 bytes + merges + special tokens; required")
     add_flag(p, "out", metavar="DIR", help="the folder to save the tokenizer in; required")

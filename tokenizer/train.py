@@ -1,6 +1,7 @@
-"""Train a byte-level BPE tokenizer from a text file (CS336 assignment 1 semantics).
+"""Train a byte-level BPE tokenizer from text files (CS336 assignment 1 semantics).
 
-    >>> vocab, merges = train_bpe("corpus.txt", 10_000, ["<|endoftext|>"])
+    vocab, merges = train_bpe("corpus.txt", 10_000, ["<|endoftext|>"])
+    vocab, merges = train_bpe(["data/*.txt", "more.jsonl.gz"], 32_000, checkpoint="run.state")
 
 The result is ``(vocab, merges)``: ``vocab`` maps ids to token bytes — ids 0..255 are the single bytes, then
 one id per merge in the order the merges were learned, then the special tokens — and ``merges`` lists the
@@ -8,6 +9,8 @@ learned pairs ``(left, right)`` in that same order.
 
 What is counted, exactly:
 
+* Every input file is separate, and so is every document of a ``.jsonl`` file (one JSON object per line, the
+  text in its ``text_field``): nothing is counted across two of them.
 * The text is cut at special tokens first (the longest one wins where two overlap); special tokens are hard
   boundaries and are never counted nor merged into anything.
 * Each piece between special tokens is cut into pre-tokens with the regular expression ``pattern`` (GPT-2's by
@@ -19,21 +22,23 @@ What is counted, exactly:
 
 How it runs, in two phases:
 
-1. Counting pre-tokens. The file is cut into chunks of about ``chunk_size`` bytes at safe cuts
+1. Counting pre-tokens. Each file is cut into chunks of about ``chunk_size`` bytes at safe cuts
    (:mod:`tokenizer.cuts`; see :func:`find_chunk_boundaries`), so no pre-token and no special token straddles
    two chunks and the counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a
    time, split it and return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up.
    Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. With
    GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or whitespace) with a
    simple regex, then splits each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
-2. Merging (:func:`learn_merges`). Each distinct pre-token becomes a string of token ids (id ``t`` is the
-   character ``chr(t)``) with its count. The trainer keeps the count of every adjacent pair, the list of
-   pre-tokens each pair occurs in, and a heap to find the best pair without rescanning all pairs. A merge only
-   revisits the pre-tokens that contain the merged pair, and ``str.partition``/``str.replace`` do the
-   merging in C. :func:`learn_merges_reference` is the same algorithm written plainly (recount every pair
-   for every merge); tests check the two agree.
+2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat NumPy arrays of
+   token ids with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and
+   a merge rewrites the occurrences of the best pair and recounts the pairs around them with a few array
+   operations (no Python loop over words). :func:`learn_merges_reference` is the same algorithm written
+   plainly (recount every pair for every merge); tests check the two agree.
 
-The file is read as bytes and decoded as strict UTF-8: invalid bytes raise :class:`ValueError` naming the
+With ``checkpoint=FOLDER`` the counts and the merges so far are kept in a folder, so that a run that was
+stopped can go on with ``resume=True`` (``python -m tokenizer train --resume``) and end with the same merges.
+
+Each file is read as bytes and decoded as strict UTF-8: invalid bytes raise :class:`ValueError` naming the
 file and the byte offset. Line endings are not translated (``"\\r\\n"`` stays two characters).
 
 This module learns merges only: :meth:`Encoding.from_vocab_merges` turns them into an encoder, and
@@ -42,13 +47,20 @@ This module learns merges only: :meth:`Encoding.from_vocab_merges` turns them in
 
 from __future__ import annotations
 
-import heapq
+import bisect
+import glob
+import itertools
+import gzip
+import json
 import os
+import pickle
 import re
 import signal
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
 import regex
 from tqdm import tqdm
 
@@ -65,25 +77,40 @@ Merges = list[tuple[bytes, bytes]]
 
 
 def train_bpe(
-    input_path: str | os.PathLike,
+    inputs: str | os.PathLike | Iterable[str | os.PathLike],
     vocab_size: int,
     special_tokens: Iterable[str] = (),
     *,
     pattern: str = GPT2_PATTERN,
+    text_field: str = "text",
     num_workers: int | None = None,
     progress: bool = True,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    checkpoint: str | os.PathLike | None = None,
+    resume: bool = False,
+    checkpoint_every: float = 60.0,
 ) -> tuple[Vocab, Merges]:
-    """Learn ``vocab_size - 256 - len(special_tokens)`` merges (or fewer) from the UTF-8 text file ``input_path``.
+    """Learn ``vocab_size - 256 - len(special_tokens)`` merges (or fewer) from UTF-8 text files.
+
+    ``inputs`` is a file, a glob (``"data/*.txt"``) or a list of them (see :func:`expand_inputs`). A file
+    ending in ``.jsonl`` (or ``.jsonl.gz``) holds one JSON object per line whose ``text_field`` is one
+    document; any other file is plain text. Each file and each document is separate, as if a special token
+    stood between them: no pair is counted across two of them.
 
     ``special_tokens`` are strings; each gets an id after the merges, in the order given (duplicates are
     dropped). ``pattern`` is the pre-tokenization regex (``regex`` package syntax). ``num_workers`` processes
     count pre-tokens (default: ``os.cpu_count()``); ``chunk_size`` is the target size in bytes of the pieces of
-    the file they get. ``progress`` shows tqdm bars. The result does not depend on ``num_workers`` or
+    the files they get. ``progress`` shows tqdm bars. The result does not depend on ``num_workers`` or
     ``chunk_size``.
 
+    ``checkpoint`` is a folder where the training state is kept: the pre-token counts once counted, and the
+    merges so far every ``checkpoint_every`` seconds, each file replaced atomically. With ``resume=True`` a run
+    starts from that state (same inputs, sizes, pattern, special tokens and text field, or ``ValueError``) and
+    ends with the merges an uninterrupted run gives.
+
     Raises ``ValueError`` when ``vocab_size`` is below the minimum (256 + number of special tokens), when the
-    file is empty or when it is not valid UTF-8; ``FileNotFoundError`` when it does not exist.
+    input is empty, not valid UTF-8 or a bad ``.jsonl`` line (the message names the file and line);
+    ``FileNotFoundError`` when a file does not exist or a glob matches nothing.
     """
     specials = _check_special_tokens(special_tokens)
     minimum = 256 + len(specials)
@@ -96,19 +123,34 @@ def train_bpe(
         )
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
-    path = os.fspath(input_path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"training file not found: {path!r}")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"training input is a directory, not a file: {path!r}")
-    if os.path.getsize(path) == 0:
-        raise ValueError(f"training file is empty: {path!r} (nothing to learn merges from)")
+    paths = expand_inputs(inputs)
+    if not any(os.path.getsize(p) for p in paths):
+        which = repr(paths[0]) if len(paths) == 1 else f"all {len(paths)} inputs"
+        raise ValueError(f"training file is empty: {which} (nothing to learn merges from)")
 
-    counts = count_pretokens(
-        path, specials, pattern=pattern, num_workers=num_workers, progress=progress, chunk_size=chunk_size
-    )
+    settings = _checkpoint_settings(paths, specials, pattern, text_field)
+    if resume:
+        if checkpoint is None:
+            raise ValueError("resume=True needs the checkpoint folder of the run to resume")
+        counts, replay = _load_checkpoint(os.fspath(checkpoint), settings)
+    else:
+        counts = count_pretokens(
+            paths, specials, pattern=pattern, text_field=text_field, num_workers=num_workers, progress=progress,
+            chunk_size=chunk_size,
+        )
+        replay = []
+        if checkpoint is not None:
+            _start_checkpoint(os.fspath(checkpoint), settings, counts)
+    save = None
+    if checkpoint is not None:
+        merges_file = os.path.join(os.fspath(checkpoint), "merges.json")
+
+        def save(merge_ids: list[tuple[int, int]]) -> None:
+            _write_atomically(merges_file, json.dumps(merge_ids).encode())
+
     num_merges = vocab_size - minimum
-    merges = learn_merges(counts, num_merges, progress=progress)
+    merges = learn_merges(counts, num_merges, progress=progress, replay=replay, save=save,
+                          save_every=checkpoint_every)
 
     vocab: Vocab = {i: bytes([i]) for i in range(256)}
     for left, right in merges:
@@ -116,6 +158,90 @@ def train_bpe(
     for s in specials:
         vocab[len(vocab)] = s.encode("utf-8")
     return vocab, merges
+
+
+def _checkpoint_settings(paths: list[str], specials: list[str], pattern: str, text_field: str) -> dict:
+    """What a checkpoint must have been made with to be resumed."""
+    return {
+        "inputs": [[os.path.abspath(p), os.path.getsize(p)] for p in paths],
+        "special_tokens": specials,
+        "pattern": pattern,
+        "text_field": text_field,
+    }
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old content or the new one, never a part."""
+    partial = path + ".partial"
+    with open(partial, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(partial, path)
+
+
+def _start_checkpoint(folder: str, settings: dict, counts: Counter) -> None:
+    os.makedirs(folder, exist_ok=True)
+    for name in ("merges.json", "settings.json"):  # a previous run's state no longer applies
+        if os.path.exists(os.path.join(folder, name)):
+            os.remove(os.path.join(folder, name))
+    _write_atomically(os.path.join(folder, "counts.pickle"), pickle.dumps(dict(counts), pickle.HIGHEST_PROTOCOL))
+    _write_atomically(os.path.join(folder, "merges.json"), b"[]")
+    _write_atomically(os.path.join(folder, "settings.json"), json.dumps(settings).encode())  # last: complete
+
+
+def _load_checkpoint(folder: str, settings: dict) -> tuple[dict, list[tuple[int, int]]]:
+    """(pre-token counts, merge ids so far) from a checkpoint folder made with the same ``settings``."""
+    try:
+        with open(os.path.join(folder, "settings.json"), "rb") as f:
+            saved = json.load(f)
+        with open(os.path.join(folder, "merges.json"), "rb") as f:
+            replay = [tuple(pair) for pair in json.load(f)]
+        with open(os.path.join(folder, "counts.pickle"), "rb") as f:
+            counts = pickle.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no training state to resume in {folder!r}: start without resume") from None
+    changed = [key for key in settings if saved.get(key) != settings[key]]
+    if changed:
+        raise ValueError(f"the training state in {folder!r} was made with other {', '.join(changed)}: "
+                         "start without resume, or resume with the same ones")
+    return counts, replay
+
+
+def expand_inputs(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
+    """The training files named by ``inputs``: a path, a glob, or a list of them, in the order given (a glob's
+    matches sorted by name, files only), each file once.
+
+    >>> expand_inputs("no/such/*.txt")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: no file matches 'no/such/*.txt'
+    """
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    paths: list[str] = []
+    for item in inputs:
+        name = os.fspath(item)
+        if os.path.exists(name) or not glob.has_magic(name):
+            matches = [name]
+        else:
+            matches = [m for m in sorted(glob.glob(name, recursive=True)) if os.path.isfile(m)]
+            if not matches:
+                raise FileNotFoundError(f"no file matches {name!r}")
+        for path in matches:
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"training file not found: {path!r}")
+            if os.path.isdir(path):
+                raise IsADirectoryError(f"training input is a directory, not a file: {path!r} (pass {path}/*.txt)")
+            try:
+                open(path, "rb").close()
+            except OSError as e:
+                raise PermissionError(f"cannot read training file {path!r}: {e.strerror}") from None
+            if path not in paths:
+                paths.append(path)
+    if not paths:
+        raise ValueError("no training input given: pass a file, a glob or a list of them")
+    return paths
 
 
 def _check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
@@ -190,6 +316,62 @@ def _init_worker(queue) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def is_jsonl(path: str | os.PathLike) -> bool:
+    """Whether the trainer reads ``path`` as JSON lines (one document per line) rather than plain text."""
+    return os.fspath(path).endswith((".jsonl", ".jsonl.gz"))
+
+
+def read_documents(path: str, start: int = 0, end: int | None = None, *, text_field: str = "text"):
+    """The documents (strings) in bytes ``start:end`` of ``path``: the text itself for a plain file, the
+    ``text_field`` of each line for a ``.jsonl`` file (a ``.jsonl.gz`` file is always read whole).
+    Raises ``ValueError`` naming the file and the byte offset or line when the input is bad."""
+    path = os.fspath(path)
+    if end is None:
+        end = os.path.getsize(path)
+    if not is_jsonl(path):
+        yield _read_text(path, start, end)
+        return
+    if path.endswith(".gz"):
+        with gzip.open(path, "rb") as f:
+            for number, line in enumerate(f, 1):
+                yield from _document(line, text_field, path, lambda: number)
+        return
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    for i, line in enumerate(data.split(b"\n")):
+        yield from _document(line, text_field, path, lambda: _line_number(path, start) + i)
+
+
+def _document(line: bytes, text_field: str, path: str, line_number) -> list[str]:
+    """The text of one JSON line (none for a blank line); ``line_number()`` is only worked out for an error."""
+    if not line.strip():
+        return []
+    try:
+        record = json.loads(line)
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise ValueError(f"{path}:{line_number()}: not a JSON object ({e})") from None
+    if not isinstance(record, dict) or text_field not in record:
+        keys = ", ".join(map(repr, record)) if isinstance(record, dict) else type(record).__name__
+        raise ValueError(f"{path}:{line_number()}: no {text_field!r} field (found {keys}); pass the text's field "
+                         "name as text_field (--text_field)")
+    text = record[text_field]
+    if not isinstance(text, str):
+        raise ValueError(f"{path}:{line_number()}: {text_field!r} is a {type(text).__name__}, not a string")
+    return [text] if text else []
+
+
+def _line_number(path: str, offset: int) -> int:
+    """The 1-based number of the line starting at byte ``offset``."""
+    newlines = 0
+    with open(path, "rb") as f:
+        while offset > 0:
+            block = f.read(min(offset, 1 << 20))
+            newlines += block.count(b"\n")
+            offset -= len(block)
+    return newlines + 1
+
+
 def _read_text(path: str, start: int, end: int) -> str:
     with open(path, "rb") as f:
         f.seek(start)
@@ -204,9 +386,9 @@ def _read_text(path: str, start: int, end: int) -> str:
 
 
 def _count_ranges(
-    path: str, ranges: Sequence[tuple[int, int]], pattern: str, specials: tuple[str, ...], report=None
+    ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str, report=None
 ) -> Counter:
-    """Pre-token counts of the byte ranges ``start:end`` of the file (each begins and ends at a safe boundary)."""
+    """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary)."""
     key = (pattern, specials)
     fns = _worker_cache.get(key)
     if fns is None:
@@ -215,9 +397,10 @@ def _count_ranges(
     split, split_specials, coarse = fns
     report = report or _report_progress
     counts: Counter = Counter()  # coarse pieces with GPT-2's pattern, else pre-tokens
-    for start, end in ranges:
-        for text in split_specials(_read_text(path, start, end)):
-            counts.update(coarse(text) if coarse else split(text))
+    for path, start, end in ranges:
+        for document in read_documents(path, start, end, text_field=text_field):
+            for text in split_specials(document):
+                counts.update(coarse(text) if coarse else split(text))
         if report:
             report(end - start)
     return _split_pieces(counts, split) if coarse else counts
@@ -228,43 +411,57 @@ def _count_ranges_star(args) -> Counter:
 
 
 def count_pretokens(
-    path: str | os.PathLike,
+    paths: str | os.PathLike | Sequence[str | os.PathLike],
     special_tokens: Sequence[str] = (),
     *,
     pattern: str = GPT2_PATTERN,
+    text_field: str = "text",
     num_workers: int | None = None,
     progress: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> Counter:
-    """``Counter`` of pre-token string -> occurrences over the whole file, special tokens excluded.
+    """``Counter`` of pre-token string -> occurrences over the files (see :func:`read_documents`), special
+    tokens excluded.
 
-    The chunks are dealt round-robin to ``num_workers`` processes; each returns one ``Counter`` for all of its
-    chunks (so the parent adds up ``num_workers`` counters, and a piece seen in several chunks is split once
-    per worker). Workers report bytes done through a queue for the progress bar.
+    Each file is cut into chunks (plain text at safe cuts, see :func:`find_chunk_boundaries`; ``.jsonl`` at
+    line ends; a ``.jsonl.gz`` file is one chunk). The chunks are dealt round-robin to ``num_workers``
+    processes; each returns one ``Counter`` for all of its chunks (so the parent adds up ``num_workers``
+    counters, and a piece seen in several chunks is split once per worker). Workers report bytes done through
+    a queue for the progress bar.
     """
-    path = os.fspath(path)
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
     specials = tuple(special_tokens)
-    size = os.path.getsize(path)
+    sizes = [os.path.getsize(p) for p in paths]
     workers = (os.cpu_count() or 1) if num_workers is None else num_workers
     if workers < 1:
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
-    # Give every worker something to do on files smaller than workers * chunk_size.
-    target = max(1, min(chunk_size, -(-size // workers)))
-    bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], pattern=pattern)
-    ranges = list(zip(bounds, bounds[1:]))
-    workers = min(workers, len(ranges))
-    with tqdm(total=round(size / 1e6, 2), unit="MB", desc="pre-tokenizing", disable=not progress, leave=False) as bar:
+    # Give every worker something to do on inputs smaller than workers * chunk_size.
+    target = max(1, min(chunk_size, -(-sum(sizes) // workers)))
+    ranges = []
+    for path, size in zip(paths, sizes):
+        if path.endswith(".gz"):
+            bounds = [0, size]
+        elif is_jsonl(path):
+            bounds = _line_boundaries(path, target)
+        else:
+            bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], pattern=pattern)
+        ranges += [(path, start, end) for start, end in zip(bounds, bounds[1:]) if end > start]
+    workers = max(1, min(workers, len(ranges)))
+    total_mb = round(sum(sizes) / 1e6, 2)
+    with tqdm(total=total_mb, unit="MB", desc="pre-tokenizing", disable=not progress, leave=False) as bar:
         def report(nbytes: int) -> None:
             bar.update(round(nbytes / 1e6, 2))
 
         if workers == 1:
-            return _count_ranges(path, ranges, pattern, specials, report)
+            return _count_ranges(ranges, pattern, specials, text_field, report)
         import multiprocessing
         import queue
 
         ctx = multiprocessing.get_context()
         done = ctx.Queue()
-        jobs = [(path, ranges[w::workers], pattern, specials) for w in range(workers)]
+        jobs = [(ranges[w::workers], pattern, specials, text_field) for w in range(workers)]
         with ctx.Pool(workers, initializer=_init_worker, initargs=(done,)) as pool:
             pending = pool.map_async(_count_ranges_star, jobs)
             while not pending.ready():
@@ -279,6 +476,30 @@ def count_pretokens(
     for counts in results[1:]:
         total.update(counts)
     return total
+
+
+def _line_boundaries(path: str, chunk_size: int) -> list[int]:
+    """Byte offsets ``[0, b1, ..., file_size]``: each inner one just after the first newline at or after the
+    previous one + ``chunk_size``."""
+    size = os.path.getsize(path)
+    bounds = [0]
+    with open(path, "rb") as f:
+        pos = chunk_size
+        while pos < size:
+            f.seek(pos - 1)
+            while True:
+                block = f.read(_BOUNDARY_WINDOW)
+                k = block.find(b"\n")
+                if k >= 0 or not block:
+                    break
+                pos += len(block)
+            if not block or pos + k >= size:
+                break
+            pos += k  # the newline is at pos - 1 + k
+            bounds.append(pos)
+            pos += chunk_size
+    bounds.append(size)
+    return bounds
 
 
 def find_chunk_boundaries(
@@ -364,144 +585,227 @@ def learn_merges_reference(counts: dict[str, int], num_merges: int) -> Merges:
     return merges
 
 
-def _sort_key(token: bytes) -> bytes:
-    """A key whose ascending order is the *descending* lexicographic order of ``token``.
-
-    Each byte ``c`` becomes ``00, 255 - c`` and the key ends with ``01``: at the first differing byte the
-    smaller inverted byte wins, and a proper prefix (which sorts first as bytes) gets ``01`` where the longer
-    token has ``00``, so it sorts last. For pairs, ``key(a) + key(b)`` orders like ``(a, b)`` reversed because
-    the terminator decides before the right halves are compared.
-    """
-    return bytes(x for c in token for x in (0, 255 - c)) + b"\x01"
-
-
-def learn_merges(counts: dict[str, int], num_merges: int, *, progress: bool = False) -> Merges:
+def learn_merges(
+    counts: dict[str, int],
+    num_merges: int,
+    *,
+    progress: bool = False,
+    replay: Sequence[tuple[int, int]] = (),
+    save: Callable[[list[tuple[int, int]]], None] | None = None,
+    save_every: float = 60.0,
+) -> Merges:
     """Up to ``num_merges`` merges learned from pre-token counts: those of :func:`learn_merges_reference`.
 
-    Representation: token id ``t`` is the character ``chr(t)``, so a pre-token is a ``str`` of token ids and the
-    standard library does the inner loops in C: ``partition`` finds a pair and ``replace`` merges it left to
-    right without overlap (exactly the BPE rule). A pair is the 2-character string of its two ids.
+    The distinct pre-tokens (of two bytes or more) are laid end to end in flat NumPy arrays, one slot per
+    byte: ``tok`` (the token now starting at the slot), ``nxt``/``prv`` (the next/previous live slot of the
+    same pre-token, -1 at its ends: a merge unlinks its right half), ``weight`` (the pre-token's count) and
+    ``pid`` (the id of the pair starting at the slot, -1 if none). A merge is then a handful of array
+    operations over the occurrences of the best pair (see :class:`_PairTable`); nothing loops over words in
+    Python.
 
-    ``words``/``freqs`` are the distinct pre-tokens of two bytes or more and their counts. ``pair_count`` holds
-    every pair's total count and ``where`` lists the words a pair was seen in (with stale entries: a word is
-    checked when visited). The heap holds ``(-count, tie-break key, pair)``; entries are not removed when a count
-    changes: a popped entry whose count is out of date is queued again with the right count (counts only go
-    down, except for pairs with the new token, which are queued when they appear).
+    Why the bookkeeping stays small: a pair ``(x, y)`` can only come into being when the younger of ``x`` and
+    ``y`` is made (slots only ever get younger tokens), so every pair gets its id and its full list of slots
+    once, in the merge that creates it; afterwards its count only goes down and its slots only drop out. The
+    best pair is found among the *candidates* (every pair whose count is at least a threshold), rebuilt
+    with a full scan only when they run out.
+
+    Resuming: ``replay`` lists merges already learned from the same counts as pairs of token ids; they are
+    redone without searching for the best pair, then learning goes on. ``save(merge_ids)`` is called with the
+    ids of every merge so far at most every ``save_every`` seconds and at the end (a checkpoint).
     """
-    if 256 + num_merges > 0x110000:
-        raise ValueError("at most 0x110000 - 256 merges are supported (token ids are stored as characters)")
+    table = _PairTable(counts, 256 + num_merges)
     tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
-    keys: list[bytes] = [_sort_key(t) for t in tokens]  # id -> heap tie-break key
-    # Pre-tokens of one byte have no pairs and can never change: leave them out.
-    words: list[str] = []
-    freqs: list[int] = []
-    for w, c in counts.items():
-        b = w.encode("utf-8") if isinstance(w, str) else bytes(w)
-        if len(b) > 1 and c > 0:
-            words.append(b.decode("latin-1"))  # byte value = character code = token id
-            freqs.append(c)
-
-    pair_count: defaultdict[str, int] = defaultdict(int)
-    where: defaultdict[str, list[int]] = defaultdict(list)
-    get = pair_count.get
-    for wi, w in enumerate(words):
-        c = freqs[wi]
-        for p in map(str.__add__, w, w[1:]):
-            pair_count[p] += c
-            where[p].append(wi)
-
-    def pair_key(p: str) -> bytes:
-        return keys[ord(p[0])] + keys[ord(p[1])]
-
-    heap = [(-c, pair_key(p), p) for p, c in pair_count.items()]
-    heapq.heapify(heap)
-    heappush, heappop = heapq.heappush, heapq.heappop
-
-    merges: Merges = []
+    merge_ids: list[tuple[int, int]] = []
     bar = tqdm(total=num_merges, unit="merges", desc="merging", disable=not progress, leave=False)
-    while len(merges) < num_merges and heap:
-        negc, key, ab = heappop(heap)
-        cur = get(ab, 0)  # get() does not insert
-        if cur != -negc:
-            if cur > 0:  # its count went down since this entry was pushed: queue it again
-                heappush(heap, (-cur, key, ab))
-            continue
-        a, b = ord(ab[0]), ord(ab[1])
-        new = len(tokens)
+    saved = time.monotonic()
+    while len(merge_ids) < num_merges:
+        if len(merge_ids) < len(replay):
+            a, b = replay[len(merge_ids)]
+            best = table.find(a, b)
+            if best < 0:
+                raise ValueError(f"merge {len(merge_ids)} of the checkpoint, ids {(a, b)}, is not a pair of these "
+                                 "counts: the checkpoint is from another corpus or other settings")
+        else:
+            best = table.best(lambda ties: max(ties, key=lambda q: (tokens[table.left[q]], tokens[table.right[q]])))
+            if best < 0:
+                break
+        a, b = int(table.left[best]), int(table.right[best])
+        merge_ids.append((a, b))
         tokens.append(tokens[a] + tokens[b])
-        keys.append(keys[a][:-1] + keys[b])
-        merges.append((tokens[a], tokens[b]))
+        table.merge(best, len(tokens) - 1)
         bar.update(1)
-        a_s, b_s, n_s = ab[0], ab[1], chr(new)
-
-        # Counts are updated in place; a pair whose count drops to 0 may stay in the dict (0 means absent).
-        # Words with one occurrence of the pair (most of them) are only noted by their neighbour on each side;
-        # the counts for a neighbour are summed afterwards in one go.
-        left: defaultdict[str, list[int]] = defaultdict(list)  # x -> words where "x a b" became "x new"
-        right: defaultdict[str, list[int]] = defaultdict(list)  # y -> words where "a b y" became "new y"
-        newpairs: dict[str, list[int]] = {}  # pair with the new token -> its words (several-occurrence words)
-        for wi in where.pop(ab):  # a word may be listed twice: the second visit finds nothing to do
-            pre, hit, post = words[wi].partition(ab)
-            if not hit:
-                continue  # stale entry: an earlier merge took a or b
-            if ab not in post:
-                if pre:
-                    left[pre[-1]].append(wi)
-                if post:
-                    right[post[0]].append(wi)
-                words[wi] = pre + n_s + post
-                continue
-            # Several occurrences: merge them all. The pairs that change are the old pairs touching an
-            # occurrence and the new pairs touching the new token (all other pairs are the same on both sides);
-            # sets, because neighbouring occurrences share pairs. Work is per occurrence, not per character:
-            # words can be long (a run of CJK letters is one pre-token).
-            c = freqs[wi]
-            w = pre + hit + post
-            last = len(w) - 1  # pairs start at 0..last-1
-            gone = set()
-            i = len(pre)
-            while i >= 0:
-                gone.update(j for j in (i - 1, i + 1) if 0 <= j < last)
-                i = w.find(ab, i + 2)
-            for j in gone:
-                pair_count[w[j : j + 2]] -= c
-            out = w.replace(ab, n_s)
-            last = len(out) - 1
-            born = set()
-            k = out.find(n_s)
-            while k >= 0:
-                born.update(j for j in (k - 1, k) if 0 <= j < last)
-                k = out.find(n_s, k + 1)
-            for j in born:
-                p = out[j : j + 2]
-                pair_count[p] += c
-                if p in newpairs:
-                    newpairs[p].append(wi)
-                else:
-                    newpairs[p] = [wi]
-            words[wi] = out
-        # Pairs with the new token did not exist before: count them, queue them, index their words.
-        weight = freqs.__getitem__
-        key_new = keys[new]
-        for x, wis in left.items():
-            c = sum(map(weight, wis))
-            pair_count[x + a_s] -= c
-            p = x + n_s
-            pair_count[p] += c
-            more = newpairs.pop(p, None)
-            where[p] = wis + more if more else wis
-            heappush(heap, (-pair_count[p], keys[ord(x)] + key_new, p))
-        for y, wis in right.items():
-            c = sum(map(weight, wis))
-            pair_count[b_s + y] -= c
-            p = n_s + y
-            pair_count[p] += c
-            more = newpairs.pop(p, None)
-            where[p] = wis + more if more else wis
-            heappush(heap, (-pair_count[p], key_new + keys[ord(y)], p))
-        for p, wis in newpairs.items():
-            where[p] = wis
-            heappush(heap, (-pair_count[p], pair_key(p), p))
-        del pair_count[ab]
+        if progress and len(merge_ids) % 64 == 0:
+            bar.set_postfix_str(f"{tokens[a]!r} + {tokens[b]!r}", refresh=False)
+        if save and time.monotonic() - saved >= save_every:
+            save(merge_ids)
+            saved = time.monotonic()
     bar.close()
-    return merges
+    if save:
+        save(merge_ids)
+    return [(tokens[a], tokens[b]) for a, b in merge_ids]
+
+
+# How many pairs the best one is looked for among (see _PairTable.best).
+_CANDIDATES = 512
+
+
+class _PairTable:
+    """Every adjacent pair of the pre-tokens: its count, its slots, and the merge that rewrites them.
+
+    Pair ids are given out in blocks, one per merge (block 0 holds the pairs of the raw bytes); ``slots[k]``
+    holds the slots of block ``k``'s pairs grouped by id, ascending within an id, and ``starts[k]`` where each
+    id's group begins. A slot listed for a pair it no longer holds (``pid`` differs) is skipped when read.
+    """
+
+    def __init__(self, counts: dict[str, int], num_ids: int):
+        words = [w.encode("utf-8") if isinstance(w, str) else bytes(w) for w in counts]
+        lengths = np.fromiter(map(len, words), np.int64, len(words))
+        freqs = np.fromiter(map(int, counts.values()), np.int64, len(words))  # beyond int64: OverflowError
+        kept = (lengths > 1) & (freqs > 0)  # one byte: no pair, nothing ever changes
+        words = list(itertools.compress(words, kept))
+        lengths, freqs = lengths[kept], freqs[kept]
+        n = int(lengths.sum())
+        if n >= 2**31 - 1:
+            raise ValueError("too many bytes of distinct pre-tokens for one training run (at most 2**31 - 2)")
+        ends = np.cumsum(lengths)
+        self.tok = np.frombuffer(b"".join(words), np.uint8).astype(np.int32)  # (n,)
+        weight_type = np.int32 if freqs.max(initial=0) < 2**31 else np.int64  # half the memory when it fits
+        self.weight = np.repeat(freqs.astype(weight_type), lengths)  # (n,)
+        self.nxt = np.arange(1, n + 1, dtype=np.int32)  # (n,)
+        self.nxt[ends - 1] = -1
+        self.prv = np.arange(-1, n - 1, dtype=np.int32)  # (n,)
+        self.prv[ends - lengths] = -1
+        self.pid = np.full(n, -1, np.int32)  # (n,)
+        self.num_ids = num_ids  # token ids are below this: a pair's code is left * num_ids + right
+        self.size = 0  # pair ids given out so far
+        self.count = np.zeros(0, np.int64)
+        self.left = np.zeros(0, np.int32)
+        self.right = np.zeros(0, np.int32)
+        self.first_ids: list[int] = []  # block k's ids are first_ids[k] .. first_ids[k+1] - 1
+        self.slots: list[np.ndarray] = []
+        self.starts: list[np.ndarray] = []
+        self.block_of: dict[int, int] = {}  # token id -> the block of the pairs born with it
+        self.threshold = 0  # every pair with a count >= threshold (>= 1) is among the candidates
+        self.candidates = np.zeros(0, np.int64)
+        self._add_pairs(np.flatnonzero(self.nxt >= 0).astype(np.int32))
+
+    def find(self, a: int, b: int) -> int:
+        """The id of the pair ``(a, b)`` if it occurs now, else -1."""
+        block = self.block_of.get(max(a, b), -1) if max(a, b) > 255 else 0
+        if block < 0 or not self.first_ids:
+            return -1
+        first, end = self.first_ids[block], self.first_ids[block] + len(self.starts[block]) - 1
+        codes = self.left[first:end].astype(np.int64) * self.num_ids + self.right[first:end]  # ascending
+        k = int(np.searchsorted(codes, a * self.num_ids + b))
+        found = k < len(codes) and codes[k] == a * self.num_ids + b and self.count[first + k] > 0
+        return first + k if found else -1
+
+    def _add_pairs(self, at: np.ndarray, made_by: int | None = None) -> None:
+        """Give ids to the pairs starting at slots ``at`` (ascending; all of them pairs never seen before)."""
+        if not len(at):
+            return
+        left, right = self.tok[at], self.tok[self.nxt[at]]  # (m,), (m,)
+        codes = left.astype(np.int64) * self.num_ids + right  # (m,)
+        # Stable, so slots stay ascending within a pair. The pairs of two bytes (the first call, the one with
+        # the most slots) are sorted on a 16-bit key ordered like their codes: a radix sort in NumPy.
+        key = (left << 8 | right).astype(np.uint16) if made_by is None and not self.size else codes
+        order = np.argsort(key, kind="stable")
+        codes = codes[order]
+        starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))  # (k,) first of each pair
+        first, k = self.size, len(starts)
+        if first + k > len(self.count):  # grow geometrically
+            cap = max(2 * len(self.count), first + k, 1024)
+            self.count = np.resize(self.count, cap)
+            self.left = np.resize(self.left, cap)
+            self.right = np.resize(self.right, cap)
+        at = at[order]
+        ids = np.arange(first, first + k)
+        self.count[first : first + k] = np.add.reduceat(self.weight[at], starts, dtype=np.int64)
+        self.left[first : first + k] = codes[starts] // self.num_ids
+        self.right[first : first + k] = codes[starts] % self.num_ids
+        starts = np.append(starts, len(at))
+        self.pid[at] = np.repeat(ids, starts[1:] - starts[:-1])
+        if made_by is not None:
+            self.block_of[made_by] = len(self.first_ids)
+        self.first_ids.append(first)
+        self.slots.append(at)
+        self.starts.append(starts)
+        self.size = first + k
+        if self.threshold:
+            new = ids[self.count[first : first + k] >= self.threshold]
+            if len(new):
+                self.candidates = np.concatenate((self.candidates, new))
+
+    def best(self, tie_break) -> int:
+        """The id of the most frequent pair (``tie_break(ids)`` picks among equal counts), -1 if none is left."""
+        counts = self.count[self.candidates]
+        keep = counts >= self.threshold
+        if not keep.all():
+            self.candidates, counts = self.candidates[keep], counts[keep]
+        if len(counts) > 4 * _CANDIDATES:  # raise the threshold: fewer candidates to look at every merge
+            self._choose_candidates(self.candidates)
+            counts = self.count[self.candidates]
+        elif not len(counts):
+            self._choose_candidates(np.arange(self.size))
+            counts = self.count[self.candidates]
+            if not len(counts):
+                return -1
+        top = counts.max()
+        ties = self.candidates[counts == top]
+        return int(ties[0]) if len(ties) == 1 else tie_break(ties.tolist())
+
+    def _choose_candidates(self, among: np.ndarray) -> None:
+        """Candidates: the pairs ``among`` (a superset of those >= the threshold) with a count of at least the
+        ``_CANDIDATES``-th largest (and at least 1)."""
+        counts = self.count[among]
+        n = len(counts)
+        top = np.partition(counts, n - _CANDIDATES)[n - _CANDIDATES] if n > _CANDIDATES else 1
+        self.threshold = max(int(top), 1)
+        self.candidates = among[counts >= self.threshold]
+
+    def merge(self, q: int, new: int) -> None:
+        """Replace every occurrence of pair ``q`` by token ``new``, left to right without overlap."""
+        block = bisect.bisect_right(self.first_ids, q) - 1
+        i = q - self.first_ids[block]
+        at = self.slots[block][self.starts[block][i] : self.starts[block][i + 1]]
+        at = at[self.pid[at] == q]  # (m,) ascending
+        if self.left[q] == self.right[q]:
+            at = _every_other_in_runs(at, self.prv)
+        tok, nxt, prv, pid = self.tok, self.nxt, self.prv, self.pid
+        right_half = nxt[at]  # (m,)
+        before, after = prv[at], nxt[right_half]  # (m,), -1 at the ends of a word
+        # The pairs that change start before, at and at the right half of each occurrence; a slot before one
+        # occurrence may be the right half of the previous one ("a b a b"), and is taken once.
+        own = (before >= 0) & (before != _shifted(right_half))
+        gone = np.concatenate((before[own], at, right_half[after >= 0]))
+        np.subtract.at(self.count, pid[gone], self.weight[gone])
+        pid[gone] = -1
+        tok[at] = new
+        nxt[at] = after
+        linked = after >= 0
+        prv[after[linked]] = at[linked]
+        tok[right_half] = -1
+        # The new pairs start before and at each merged token; "before" may be the previous occurrence.
+        before = prv[at]
+        own = (before >= 0) & (before != _shifted(at))
+        self._add_pairs(np.sort(np.concatenate((before[own], at[linked]))), made_by=new)
+
+
+def _shifted(a: np.ndarray) -> np.ndarray:
+    """``a`` moved one place right, -2 (no slot) in front: entry k is a[k-1]."""
+    out = np.empty_like(a)
+    out[:1] = -2
+    out[1:] = a[:-1]
+    return out
+
+
+def _every_other_in_runs(at: np.ndarray, prv: np.ndarray) -> np.ndarray:
+    """Of the slots ``at`` of a pair ``(a, a)``, those merged left to right: in a run of consecutive ones
+    (``a a a a`` has pairs at 0, 1, 2) the 1st, 3rd, ... (``aa aa``)."""
+    if len(at) < 2:
+        return at
+    follows = np.zeros(len(at), bool)
+    follows[1:] = prv[at[1:]] == at[:-1]
+    index = np.arange(len(at))
+    run_start = np.maximum.accumulate(np.where(follows, 0, index))
+    return at[(index - run_start) % 2 == 0]
