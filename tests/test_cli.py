@@ -372,6 +372,35 @@ def test_ctrl_c_during_encode_file_is_one_line_and_leaves_no_file(tmp_path):
     stdout, stderr = interrupt(proc)
     assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
     assert [p.name for p in tmp_path.iterdir()] in ([], ["tok.checkpoint"])  # no tokenizer; the state to resume
+    assert_no_process_left(proc.pid)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.1])
+def test_ctrl_c_while_the_workers_start_leaves_no_process(tmp_path, delay):
+    """Ctrl-C around the moment the worker pool starts: no worker may be left behind, waiting forever."""
+    proc = start("encode-file", str(CORPUS / "en_docs.txt"), "--out", "big.bin", "--workers", "2",
+                 "--allowed_special", "all", cwd=tmp_path, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".big.bin.*.partial")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    time.sleep(delay)
+    interrupt(proc)
+    assert proc.returncode == 130
+    assert_no_process_left(proc.pid)
+
+
+def assert_no_process_left(group: int) -> None:
+    """Every process of the command's process group (the command and its workers) has ended."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)  # signal 0: only asks whether any process of the group exists
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.killpg(group, signal.SIGKILL)
+    raise AssertionError("worker processes were left running after Ctrl-C")
 
 
 def test_ctrl_c_during_train_is_one_line_and_saves_nothing(tmp_path):

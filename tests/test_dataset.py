@@ -4,6 +4,7 @@ never leaves a partial output behind; stats measures files. The oracle is a sing
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -150,3 +151,39 @@ def test_text_without_newlines_or_spaces_is_still_chunked(tmp_path):
 def test_small_files_start_no_worker_processes(tmp_path):
     (tmp_path / "in.txt").write_text("tiny", encoding="utf-8")
     assert encode_file(tmp_path / "in.txt", tmp_path / "out.bin", workers=8, progress=False)["workers"] == 1
+
+
+# Ctrl-C arriving while the worker pool is being started (see test_ctrl_c_while_the_pool_starts_...).
+_interrupt_at_next_fork: list[bool] = []
+
+
+def _interrupt_once_after_fork() -> None:
+    if _interrupt_at_next_fork:
+        _interrupt_at_next_fork.clear()
+        os.kill(os.getpid(), signal.SIGINT)  # in the parent, just after it forked the first worker
+
+
+os.register_at_fork(after_in_parent=_interrupt_once_after_fork)
+
+
+def test_ctrl_c_while_the_pool_starts_leaves_no_worker(tmp_path):
+    """multiprocessing's Pool() abandons the workers it started when Ctrl-C interrupts it (it cleans up only on an
+    Exception); encode_file must still stop every worker."""
+    import psutil
+
+    path = tmp_path / "in.txt"
+    path.write_bytes(corpus_bytes("en_dictionary.txt", 400_000))
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    _interrupt_at_next_fork.append(True)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            encode_file(path, tmp_path / "out.bin", workers=2, progress=False, chunk_bytes=50_000,
+                        start_method="fork")
+    finally:
+        _interrupt_at_next_fork.clear()
+    assert not _interrupt_at_next_fork and not (tmp_path / "out.bin").exists()
+    _, alive = psutil.wait_procs([p for p in psutil.Process().children(recursive=True) if p.pid not in before],
+                                 timeout=10)
+    for p in alive:
+        p.kill()
+    assert not alive, f"{len(alive)} worker process(es) left running after Ctrl-C"
