@@ -37,6 +37,7 @@ import numpy as np
 from .cuts import safe_byte_cuts
 from .encoding import Encoding
 from .registry import get_encoding
+from .workers import worker_pool
 
 CHUNK_BYTES = 1 << 20  # large enough that per-chunk overhead vanishes, small enough to spread over workers
 THE_PILE_BYTES = 825e9  # CS336's question: how long would tokenizing the Pile (825 GB) take?
@@ -254,17 +255,7 @@ def _results(tasks, workers: int, enc: Encoding, start_method: str | None) -> It
         return
     # Each worker loads the vocabulary as it starts (nothing to load when forked: it is loaded here already).
     context = multiprocessing.get_context(start_method)
-    # multiprocessing's Pool() stops the workers it has started only when an Exception interrupts it, not on
-    # Ctrl-C, and the ones left would wait for tasks forever. So Ctrl-C is held while the pool starts, and
-    # arrives once `with` owns the pool, whose exit terminates every worker.
-    held = _hold_ctrl_c()
-    try:
-        pool = context.Pool(workers, initializer=_start_worker, initargs=(enc,))
-    except BaseException:
-        _release_ctrl_c(held)
-        raise
-    with pool:
-        _release_ctrl_c(held)
+    with worker_pool(context, workers, _start_worker, (enc,)) as pool:  # Ctrl-C stops every worker
         in_flight: deque = deque()  # (input length, AsyncResult), oldest first: written in file order
         for task in tasks:
             in_flight.append((len(task[0]), pool.apply_async(_encode_chunk_in_worker, (task,))))
@@ -274,19 +265,6 @@ def _results(tasks, workers: int, enc: Encoding, start_method: str | None) -> It
         while in_flight:
             n, result = in_flight.popleft()
             yield n, result.get()
-
-
-def _hold_ctrl_c():
-    """Block SIGINT in this thread (where the platform can); what to pass to :func:`_release_ctrl_c`."""
-    if hasattr(signal, "pthread_sigmask"):
-        return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    return None
-
-
-def _release_ctrl_c(held) -> None:
-    """Undo :func:`_hold_ctrl_c`; a Ctrl-C pressed meanwhile is raised now."""
-    if held is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _progress_bar_class():

@@ -66,6 +66,7 @@ from tqdm import tqdm
 
 from .cuts import safe_byte_cuts
 from .pretokenize import GPT2_PATTERN, R50K_PATTERN, compile_pattern
+from .workers import worker_pool
 
 # Chunks handed to the workers are about this many bytes (they end at the next safe cut after it).
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
@@ -462,7 +463,7 @@ def count_pretokens(
         ctx = multiprocessing.get_context()
         done = ctx.Queue()
         jobs = [(ranges[w::workers], pattern, specials, text_field) for w in range(workers)]
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(done,)) as pool:
+        with worker_pool(ctx, workers, _init_worker, (done,)) as pool:  # Ctrl-C stops every worker
             pending = pool.map_async(_count_ranges_star, jobs)
             while not pending.ready():
                 try:
