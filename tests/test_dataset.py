@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -160,7 +161,9 @@ _interrupt_at_next_fork: list[bool] = []
 def _interrupt_once_after_fork() -> None:
     if _interrupt_at_next_fork:
         _interrupt_at_next_fork.clear()
-        os.kill(os.getpid(), signal.SIGINT)  # in the parent, just after it forked the first worker
+        # To the main thread, as a terminal's Ctrl-C reaches a command: a process-wide signal could be taken by
+        # another thread of the test session (one that does not hold SIGINT back) and arrive at another moment.
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # just after the first worker forked
 
 
 os.register_at_fork(after_in_parent=_interrupt_once_after_fork)
