@@ -101,9 +101,9 @@ def generate_reference(inputs, params, n_head, n_tokens_to_generate):  # [n_seq]
     return inputs[len(inputs) - n_tokens_to_generate :]
 
 
-def score(ids, params, n_head, *, stride=None):  # [n_seq] -> float
-    """Mean negative log-likelihood of ids[1:], each given the ids before it (nats per predicted
-    token; the first id has no context and is not scored). Longer than the context (n_ctx), the
+def token_nlls(ids, params, n_head, *, stride=None):  # [n_seq] -> [n_scored], [n_scored]
+    """The negative log-likelihood (nats) of each id given the ids before it, and the positions
+    scored. The first id has no context and is not scored. Longer than the context (n_ctx), the
     text is read in windows of n_ctx ids starting `stride` apart (default n_ctx // 2); each window
     scores only the ids no earlier window scored, so those still see >= n_ctx - stride ids before them.
     (With stride == n_ctx the windows do not overlap and each one's first id goes unscored, as in
@@ -112,7 +112,7 @@ def score(ids, params, n_head, *, stride=None):  # [n_seq] -> float
     stride = n_ctx // 2 if stride is None else stride
     if len(ids) < 2 or not 0 < stride <= n_ctx:
         raise ValueError(f"score needs >= 2 ids and 0 < stride <= n_ctx ({n_ctx}), got {len(ids)} ids, stride {stride}")
-    total_nll, n_scored, scored_up_to = 0.0, 0, 1  # ids[:scored_up_to] are done (ids[0] has no context)
+    nlls, positions, scored_up_to = [], [], 1  # ids[:scored_up_to] are done (ids[0] has no context)
     for start in range(0, len(ids), stride):
         end = min(start + n_ctx, len(ids))
         first = max(scored_up_to, start + 1)  # the first id this window scores
@@ -120,11 +120,18 @@ def score(ids, params, n_head, *, stride=None):  # [n_seq] -> float
         rows = logits[first - 1 - start : end - 1 - start]  # the rows predicting ids[first:end]
         log_probs = rows - rows.max(axis=-1, keepdims=True)  # log softmax, without overflow
         log_probs -= np.log(np.exp(log_probs).sum(axis=-1, keepdims=True))
-        total_nll -= float(log_probs[np.arange(len(rows)), ids[first:end]].sum(dtype=np.float64))
-        n_scored, scored_up_to = n_scored + len(rows), end
+        nlls.append(-log_probs[np.arange(len(rows)), ids[first:end]].astype(np.float64))  # [end - first]
+        positions.append(np.arange(first, end))  # [end - first]
+        scored_up_to = end
         if end == len(ids):
             break
-    return total_nll / n_scored
+    return np.concatenate(nlls), np.concatenate(positions)  # [n_scored], [n_scored]
+
+
+def score(ids, params, n_head, *, stride=None):  # [n_seq] -> float
+    """Mean negative log-likelihood (nats per scored id) of `ids`, windowed as in token_nlls."""
+    nlls, _ = token_nlls(ids, params, n_head, stride=stride)  # [n_scored]
+    return float(nlls.mean())
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -205,16 +212,15 @@ def command_line_parser() -> argparse.ArgumentParser:
 
 
 def print_score(encoder, params, n_head, text, stride):
-    """Tokens, perplexity and bits per byte of `text` (the bytes of every token but the first,
-    which is not predicted)."""
+    """Tokens, perplexity and bits per byte of `text`, over the tokens the model predicted (all but
+    the first, and without window overlap, all but each window's first) and the bytes they hold."""
     ids = encoder.encode(text)
-    nats_per_token = score(ids, params, n_head, stride=stride)
-    predicted_bytes = len(text.encode("utf-8")) - len(token_bytes(encoder, ids[0]))
-    bits = nats_per_token * (len(ids) - 1) / math.log(2)
-    print(f"tokens: {len(ids)} ({len(ids) - 1} predicted)")
-    print(f"mean NLL: {nats_per_token:.4f} nats/token")
-    print(f"perplexity: {math.exp(nats_per_token):.4f}")
-    print(f"bits per byte: {bits / predicted_bytes:.4f}")
+    nlls, positions = token_nlls(ids, params, n_head, stride=stride)  # [n_scored], [n_scored]
+    predicted_bytes = sum(len(token_bytes(encoder, ids[i])) for i in positions)
+    print(f"tokens: {len(ids)} ({len(positions)} predicted)")
+    print(f"mean NLL: {nlls.mean():.4f} nats/token")
+    print(f"perplexity: {math.exp(nlls.mean()):.4f}")
+    print(f"bits per byte: {nlls.sum() / math.log(2) / predicted_bytes:.4f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -163,6 +163,27 @@ def test_score_cli_prints_tokens_perplexity_bits_per_byte(hf_folder, params, tmp
     ]
 
 
+def test_score_cli_without_overlap_counts_only_the_predicted_tokens(hf_folder, params, tmp_path):
+    """With stride == n_ctx each window's first id is not predicted: bits per byte divides the
+    nats of the ids that were predicted by the bytes of those ids only."""
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    status, out, err = run_main(["--score", str(tmp_path / "text.txt"), "--model", str(hf_folder), "--stride", "48"])
+    assert status == 0, err
+    encoder = __import__("encoder").get_encoder("", VOCAB)
+    ids = encoder.encode(TEXT)
+    unpredicted = range(0, len(ids), 48)  # the first id of each window
+    assert len(unpredicted) >= 3
+    predicted_bytes = len(TEXT.encode()) - sum(len(encoder.decode([ids[i]]).encode()) for i in unpredicted)
+    nll = gpt2.score(ids, params, N_HEAD, stride=48)
+    n_predicted = len(ids) - len(unpredicted)
+    assert out.splitlines() == [
+        f"tokens: {len(ids)} ({n_predicted} predicted)",
+        f"mean NLL: {nll:.4f} nats/token",
+        f"perplexity: {math.exp(nll):.4f}",
+        f"bits per byte: {nll * n_predicted / math.log(2) / predicted_bytes:.4f}",
+    ]
+
+
 def test_score_rejects_too_short_input(params):
     with pytest.raises(ValueError, match=">= 2 ids"):
         gpt2.score([5], params, N_HEAD)
