@@ -40,7 +40,7 @@ def test_docstring_examples():
 @pytest.mark.parametrize("pat", PATTERNS, ids=IDS)
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=ascii_texts)
-def test_ascii_fast_path_equals_regex(pat, text):
+def test_ascii_equals_regex(pat, text):
     pre = compile_pattern(pat)
     assert pre.split(text) == regex.findall(pat, text)
 

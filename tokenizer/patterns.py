@@ -41,7 +41,7 @@ O200K_PATTERN = "|".join(
     ]
 )
 
-# The patterns this package knows: they have an ASCII fast path (pretokenize) and proven safe cuts (cuts).
+# The patterns this package knows: they have a stdlib-re fast path (pretokenize) and proven safe cuts (cuts).
 OPENAI_PATTERNS = (GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN)
 
 # Letters, digits and marks new in Unicode 17.0, which would split differently (a new CJK ideograph before "'s"

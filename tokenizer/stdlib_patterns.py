@@ -33,8 +33,8 @@ from .unicode16 import RANGES
 BMP_END = 0x10000
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 # What the patterns write, token by token: a property, \s or \S, a class's opening or closing bracket, $,
-# any other escape (kept as it is), any other character.
-_TOKEN = re.compile(r"\\p\{(\w+)\}|\\([sS])|(\[\^?)|(\])|(\$)|\\.|.", re.DOTALL)
+# any other escape (kept as it is), any other character. (A string: `re` compiles it on first use.)
+_TOKEN = r"(?s)\\p\{(\w+)\}|\\([sS])|(\[\^?)|(\])|(\$)|\\.|."
 
 
 @cache
@@ -66,7 +66,7 @@ def stdlib_pattern_text(pat_str: str) -> str:
     """``pat_str`` with its ``\\p{...}``, ``\\s``, ``\\S`` and ``$`` spelled for ``re`` (BMP classes only)."""
     out = []
     in_class = False
-    for m in _TOKEN.finditer(pat_str):
+    for m in re.finditer(_TOKEN, pat_str):
         prop, space, class_open, class_close, dollar = m.groups()
         if prop or space:
             body = _bmp_class_body(prop or "White_Space")
