@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from functools import cache
+from itertools import chain
 
 from .unicode16 import RANGES
 
@@ -109,8 +110,12 @@ def stand_in_astral(text: str) -> str:
     >>> stand_in_astral("a𝐀1𝟏👍")  # a mathematical bold A (Lu), a bold 1 (N), an emoji (no class)
     'aÀ1²\\x80'
     """
-    starts, stand_ins = _astral_stand_ins()
-    return _ASTRAL.sub(lambda m: stand_ins[bisect_right(starts, ord(m.group())) - 1], text)
+    astral = _ASTRAL.findall(text)
+    if not astral:
+        return text
+    stand_ins = "".join(astral).translate(_astral_stand_ins())
+    between = _ASTRAL.split(text)  # the text around the astral characters: one part more than them
+    return "".join(chain.from_iterable(zip(between, stand_ins))) + between[-1]
 
 
 def _classes_of(code_point: int) -> frozenset[str]:
@@ -124,10 +129,10 @@ def _classes_of(code_point: int) -> frozenset[str]:
 
 
 @cache
-def _astral_stand_ins() -> tuple[list[int], list[str]]:
-    """The astral planes as runs of code points in the same classes: each run's start and its stand-in."""
+def _astral_stand_ins() -> str:
+    """A ``str.translate`` table: at each astral code point, a BMP character in exactly the same classes."""
     edges = {0x80, BMP_END} | {edge for name in RANGES for a, b in code_point_runs(name) for edge in (a, b + 1)}
-    edges = sorted(e for e in edges if e <= 0x10FFFF)
+    edges = sorted(e for e in edges if e <= 0x10FFFF) + [0x110000]
     stand_in_for = {}  # the classes -> the first BMP character in exactly those
     for start in edges:
         if start >= BMP_END:
@@ -135,9 +140,9 @@ def _astral_stand_ins() -> tuple[list[int], list[str]]:
         # ASCII and what (?i) matches to ASCII letters could meet the patterns' literal characters
         if start > 0x7F and not re.fullmatch("(?i)[a-z]", chr(start)):
             stand_in_for.setdefault(_classes_of(start), chr(start))
-    starts, stand_ins = [], []
-    for start in edges:
+    # the BMP part is never looked up (only astral characters are translated); a run of one character each
+    runs = ["\0" * BMP_END]
+    for start, end in zip(edges, edges[1:]):
         if start >= BMP_END:
-            starts.append(start)
-            stand_ins.append(stand_in_for[_classes_of(start)])
-    return starts, stand_ins
+            runs.append(stand_in_for[_classes_of(start)] * (end - start))
+    return "".join(runs)
