@@ -90,9 +90,10 @@ def main() -> None:
     probes |= {f"import + get_encoding({n!r})": f"import tokenizer; tokenizer.get_encoding({n!r})" for n in names}
     for label, code in probes.items():
         runs = {"before": [], "after": []}
-        for _ in range(max(args.repeat, 5)):
-            runs["before"].append(fresh_process_time(args.before.resolve(), code))
-            runs["after"].append(fresh_process_time(REPO, code))
+        for i in range(max(args.repeat, 7)):
+            order = [("before", args.before.resolve()), ("after", REPO)]
+            for label_, checkout in order[:: 1 if i % 2 else -1]:  # alternate which goes first
+                runs[label_].append(fresh_process_time(checkout, code))
         print(f"| {label} | {min(runs['before']):.3f} | {min(runs['after']):.3f} |")
 
 

@@ -52,6 +52,7 @@ def code_point_runs(name: str) -> tuple[tuple[int, int], ...]:
     return tuple(runs)
 
 
+@cache
 def _bmp_class_body(name: str) -> str:
     """The BMP part of ``\\p{name}`` as the inside of an ``re`` character class."""
     parts = []
