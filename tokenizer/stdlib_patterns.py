@@ -52,7 +52,6 @@ def code_point_runs(name: str) -> tuple[tuple[int, int], ...]:
     return tuple(runs)
 
 
-@cache
 def _bmp_class_body(name: str) -> str:
     """The BMP part of ``\\p{name}`` as the inside of an ``re`` character class."""
     parts = []
@@ -68,10 +67,12 @@ def stdlib_pattern_text(pat_str: str) -> str:
     """``pat_str`` with its ``\\p{...}``, ``\\s``, ``\\S`` and ``$`` spelled for ``re`` (BMP classes only)."""
     out = []
     in_class = False
+    bodies: dict[str, str] = {}  # a pattern names each class several times
     for m in re.finditer(_TOKEN, pat_str):
         prop, space, class_open, class_close, dollar = m.groups()
         if prop or space:
-            body = _bmp_class_body(prop or "White_Space")
+            name = prop or "White_Space"
+            body = bodies.get(name) or bodies.setdefault(name, _bmp_class_body(name))
             if space == "S":
                 if in_class:
                     raise ValueError(r"\S inside a character class has no stdlib spelling here; use the regex path")
