@@ -1,4 +1,4 @@
-"""Pre-tokenization: the ASCII fast path and the mixed-text cutting against the plain `regex` split."""
+"""Pre-tokenization: the stdlib-`re` fast path against the plain `regex` split (more in test_fast_split.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 import tokenizer.patterns as patterns
 import tokenizer.pretokenize as pretokenize
 from conftest import FUZZ_EXAMPLES, corpus_text
-from tokenizer.cuts import has_safe_cuts
 from tokenizer.patterns import OPENAI_PATTERNS
 from tokenizer.pretokenize import (
     CL100K_PATTERN,
@@ -41,7 +40,7 @@ def test_docstring_examples():
 @pytest.mark.parametrize("pat", PATTERNS, ids=IDS)
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=ascii_texts)
-def test_ascii_fast_path_equals_regex(pat, text):
+def test_ascii_equals_regex(pat, text):
     pre = compile_pattern(pat)
     assert pre.split(text) == regex.findall(pat, text)
 
@@ -99,7 +98,7 @@ def test_special_token_regex_prefers_longest():
     assert pat.findall("<|a|><|a|><|a|> <|a") == ["<|a|><|a|>", "<|a|>", "<|a"]
 
 
-def test_fast_paths_only_for_patterns_with_safe_cuts():
-    # the mixed-text path cuts at newline cuts, which tokenizer.cuts proves for OpenAI's patterns only
-    assert set(pretokenize._ASCII_EQUIVALENT) == set(OPENAI_PATTERNS)
-    assert all(map(has_safe_cuts, pretokenize._ASCII_EQUIVALENT))
+def test_fast_path_for_every_openai_pattern():
+    # the stdlib spelling knows the escapes of OpenAI's patterns; any other pattern stays on `regex`
+    assert all(compile_pattern(p)._stdlib is not None for p in OPENAI_PATTERNS)
+    assert compile_pattern(r"\w+|\W")._stdlib is None

@@ -1,10 +1,10 @@
 """Where text may be cut without changing its pre-tokens: ``split(a + b) == split(a) + split(b)``.
 
-Streaming (:mod:`tokenizer.streaming`), encoding a file in parallel (:mod:`tokenizer.dataset`), counting a
-training file in parallel (:mod:`tokenizer.train`) and the ASCII fast path (:mod:`tokenizer.pretokenize`) all
-cut text into chunks and split each chunk alone. That is exact only at a *safe cut*. This module is the one
-place that says where those are, for OpenAI's patterns (:data:`tokenizer.patterns.OPENAI_PATTERNS`), as text
-(:func:`safe_cuts`) and as UTF-8 bytes (:func:`safe_byte_cuts`).
+Streaming (:mod:`tokenizer.streaming`), encoding a file in parallel (:mod:`tokenizer.dataset`) and counting a
+training file in parallel (:mod:`tokenizer.train`) all cut text into chunks and split each chunk alone. That
+is exact only at a *safe cut*. This module is the one place that says where those are, for OpenAI's patterns
+(:data:`tokenizer.patterns.OPENAI_PATTERNS`), as text (:func:`safe_cuts`) and as UTF-8
+bytes (:func:`safe_byte_cuts`).
 
 The rule looks at two characters only: ``x`` just before the cut and ``y`` just after it. A cut is safe when
 
@@ -61,8 +61,7 @@ whole to be recognized (or, if disallowed, rejected).
 What this module does not do: know any other pattern — for a pattern of one's own :func:`has_safe_cuts` is
 false and the functions here offer no cut from the rule; choose chunk sizes or read files (the callers do);
 look at BPE or ids. Callers may use any subset of the cuts: :func:`next_newline_cut` and
-:func:`last_newline_cut` offer only the cheapest kind to find (an ASCII letter or digit before ``"\\n"``),
-which is what the pre-tokenizer's fast path uses.
+:func:`last_newline_cut` offer only the cheapest kind to find (an ASCII letter or digit before ``"\\n"``).
 """
 
 from __future__ import annotations

@@ -6,8 +6,12 @@ what they give. They are written for the ``regex`` package (``\\p{L}`` is any le
 
 One subtlety: a character class means what the Unicode tables say, and the tables differ by version. tiktoken
 uses Unicode 16.0; the ``regex`` package here knows Unicode 17.0, whose new letters, digits and marks tiktoken
-still calls "other". :data:`NEWER_THAN_TIKTOKEN` lists them, and :func:`mask_newer` hides them as U+FFFF (never
-assigned: "other" in every version) so that ``regex`` splits as tiktoken does.
+still calls "other". :data:`NEWER_THAN_TIKTOKEN` lists them, and :data:`RECATEGORISED_SINCE_TIKTOKEN` the few
+older characters whose category 17.0 changed (U+0295 ʕ went from lowercase letter to "other letter", which
+moves o200k's case split). :func:`mask_newer` stands in for both — U+FFFF (never assigned: "other" in every
+version) for a new character, a character of the old category for a recategorised one — so that ``regex``
+splits as tiktoken does. :mod:`tokenizer.unicode16` holds the classes tiktoken sees, generated from these
+tables.
 
 This module does not split anything (that is :mod:`tokenizer.pretokenize`) and holds no fast path.
 """
@@ -37,7 +41,7 @@ O200K_PATTERN = "|".join(
     ]
 )
 
-# The patterns this package knows: they have an ASCII fast path (pretokenize) and proven safe cuts (cuts).
+# The patterns this package knows: they have a stdlib-re fast path (pretokenize) and proven safe cuts (cuts).
 OPENAI_PATTERNS = (GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN)
 
 # Letters, digits and marks new in Unicode 17.0, which would split differently (a new CJK ideograph before "'s"
@@ -57,15 +61,21 @@ NEWER_THAN_TIKTOKEN = [
     (0x2CEA2, 0x2CEAD), (0x323B0, 0x33479), (0x3D000, 0x3FC3F),
 ]
 
+# Characters assigned before Unicode 17.0 whose general category 17.0 changed, found by comparing every code
+# point's classes in tiktoken and in `regex`: code point -> (category to tiktoken, category to `regex`, a
+# stand-in that has the old category in both).
+RECATEGORISED_SINCE_TIKTOKEN = {0x0295: ("Ll", "Lo", 0x0296)}
+
 # The same characters as the inside of a `regex` character class, e.g. rf"[{NEWER_CLASS}]".
 NEWER_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in NEWER_THAN_TIKTOKEN)
 _MASK_NEWER = {cp: 0xFFFF for a, b in NEWER_THAN_TIKTOKEN for cp in range(a, b + 1)}
+_MASK_NEWER.update({cp: stand_in for cp, (_, _, stand_in) in RECATEGORISED_SINCE_TIKTOKEN.items()})
 _NEWER_CHARS = frozenset(map(chr, _MASK_NEWER))
-_NEWER_MIN = chr(NEWER_THAN_TIKTOKEN[0][0])
+_NEWER_MIN = min(_NEWER_CHARS)
 
 
 def has_newer(text: str) -> bool:
-    """Does ``text`` hold a character that tiktoken's Unicode tables do not know yet?
+    """Does ``text`` hold a character that tiktoken's Unicode tables do not know yet (or know otherwise)?
 
     >>> has_newer("Hello"), has_newer("\U000323b0's")
     (False, True)
@@ -74,9 +84,10 @@ def has_newer(text: str) -> bool:
 
 
 def mask_newer(text: str) -> str:
-    """``text`` with each character newer than tiktoken's tables replaced by U+FFFF (same length).
+    """``text`` with each character newer than tiktoken's tables replaced by U+FFFF, and each recategorised one
+    by a stand-in of its old category (same length).
 
-    >>> mask_newer("\U000323b0's")
-    "\\uffff's"
+    >>> mask_newer("\U000323b0's ʕ")
+    "\\uffff's ʖ"
     """
     return text.translate(_MASK_NEWER)

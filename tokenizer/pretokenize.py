@@ -10,15 +10,13 @@ followed by "." or "!" and makes pieces cacheable:
 The patterns are OpenAI's, character for character as tiktoken uses them (:mod:`tokenizer.patterns`); they
 need the ``regex`` package for ``\\p{L}`` (any letter), ``\\p{N}`` (any number) and possessive quantifiers.
 
-Fast path: on ASCII text each pattern has an equivalent written with explicit ASCII classes, which the
-standard library's ``re`` runs about twice as fast. Mixed text is cut into ASCII stretches (fast path) and
-stretches that contain other characters (``regex``), at *newline cuts*: just before a ``"\\n"`` that follows an
-ASCII letter or digit. These are safe cuts (:mod:`tokenizer.cuts` proves that splitting the stretches
-separately gives the same pieces), the kind quickest to find. ``split_reference`` is the plain ``regex`` path;
-tests check both agree.
+Fast path: the standard library's ``re`` runs the same patterns faster, once each ``\\p{...}`` and ``\\s`` is
+spelled as an explicit class with tiktoken's Unicode 16.0 code points (:mod:`tokenizer.stdlib_patterns`),
+for text in every script. ``split`` takes it for OpenAI's patterns; ``split_reference`` is the plain ``regex``
+path, which stays the readable reference: tests check both agree on every code point and on fuzz.
 
-This module does not run BPE, and it only knows fast paths for OpenAI's four patterns: any other pattern is
-run as it is.
+This module does not run BPE, and it only knows a fast path for OpenAI's patterns: any other pattern is run as
+it is, by ``regex``.
 """
 
 from __future__ import annotations
@@ -28,40 +26,17 @@ from functools import lru_cache
 
 import regex
 
-from .cuts import last_newline_cut, next_newline_cut
 # The patterns live in patterns.py; other modules may import them from here too.
-from .patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN, has_newer, mask_newer
-
-# ASCII equivalents. On ASCII text: \p{L} is [A-Za-z], \p{N} is [0-9], \p{Lu} is [A-Z], \p{Ll} is [a-z],
-# \p{Lt}\p{Lm}\p{Lo}\p{M} are empty, and \s (Unicode White_Space) is [\t\n\v\f\r ] — not \x1c-\x1f, which
-# the standard library's \s would also match, so whitespace is spelled out.
-_WS = r"\t\n\x0b\x0c\r "
-_GPT2_ASCII = (
-    rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++| ?[^{_WS}A-Za-z0-9]++|[{_WS}]++$|[{_WS}]+(?![^{_WS}])|[{_WS}]"""
+from .patterns import (
+    CL100K_PATTERN,
+    GPT2_PATTERN,
+    O200K_PATTERN,
+    OPENAI_PATTERNS,
+    R50K_PATTERN,
+    has_newer,
+    mask_newer,
 )
-_CL100K_ASCII = (
-    rf"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}+| ?[^{_WS}A-Za-z0-9]++[\r\n]*+"""
-    rf"""|[{_WS}]++$|[{_WS}]*[\r\n]|[{_WS}]+(?![^{_WS}])|[{_WS}]"""
-)
-_O200K_ASCII = "|".join(
-    [
-        r"""[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[0-9]{1,3}""",
-        rf""" ?[^{_WS}A-Za-z0-9]+[\r\n/]*""",
-        rf"""[{_WS}]*[\r\n]+""",
-        rf"""[{_WS}]+(?![^{_WS}])""",
-        rf"""[{_WS}]+""",
-    ]
-)
-_ASCII_EQUIVALENT = {
-    GPT2_PATTERN: _GPT2_ASCII,
-    R50K_PATTERN: _GPT2_ASCII,
-    CL100K_PATTERN: _CL100K_ASCII,
-    O200K_PATTERN: _O200K_ASCII,
-}
-
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+from .stdlib_patterns import has_astral, stand_in_astral, stdlib_pattern
 
 
 class Pretokenizer:
@@ -73,47 +48,25 @@ class Pretokenizer:
             self._unicode = regex.compile(pat_str)
         except regex.error as e:
             raise ValueError(f"pat_str is not a valid regular expression for the `regex` package: {e}") from e
-        ascii_pat = _ASCII_EQUIVALENT.get(pat_str)
-        self._ascii = re.compile(ascii_pat) if ascii_pat else None
+        self._stdlib = stdlib_pattern(pat_str) if pat_str in OPENAI_PATTERNS else None
 
     def split_reference(self, text: str) -> list[str]:
         """The pieces, straight from the pattern (with Unicode 16.0's character classes, as tiktoken)."""
-        if self._ascii is None:
+        if self._stdlib is None:
             return self._unicode.findall(text)
-        return self._findall_unicode(text)
-
-    def split(self, text: str) -> list[str]:
-        """The same pieces as :meth:`split_reference`, using the ASCII fast path where it applies."""
-        if self._ascii is None:
-            return self._unicode.findall(text)
-        if text.isascii():
-            return self._ascii.findall(text)
-        return self._split_mixed(text)
-
-    def _findall_unicode(self, text: str) -> list[str]:
-        """``regex`` findall, with Unicode 17.0's new letters masked (only for OpenAI's patterns, whose pieces
-        cover the whole text, so lengths map the masked pieces back)."""
+        # Unicode 17.0's new and recategorised characters masked (only for OpenAI's patterns, whose pieces
+        # cover the whole text, so lengths map the masked pieces back)
         if not has_newer(text):
             return self._unicode.findall(text)
         return _unmask(text, self._unicode.findall(mask_newer(text)))
 
-    def _split_mixed(self, text: str) -> list[str]:
-        ascii_findall = self._ascii.findall
-        pieces: list[str] = []
-        pos = 0  # everything before pos is split; pos is a safe cut (or 0)
-        while True:
-            m = _NON_ASCII.search(text, pos)
-            if m is None:
-                pieces += ascii_findall(text, pos)
-                return pieces
-            start = last_newline_cut(text, m.start(), pos)
-            end = next_newline_cut(text, m.end())
-            if start > pos:
-                pieces += ascii_findall(text, pos, start)
-            pieces += self._findall_unicode(text[start:end])
-            if end == len(text):
-                return pieces
-            pos = end
+    def split(self, text: str) -> list[str]:
+        """The same pieces as :meth:`split_reference`, by the standard library's ``re`` where it applies."""
+        if self._stdlib is None:
+            return self._unicode.findall(text)
+        if not has_astral(text):
+            return self._stdlib.findall(text)
+        return _unmask(text, self._stdlib.findall(stand_in_astral(text)))
 
 
 def _unmask(text: str, pieces: list[str]) -> list[str]:
