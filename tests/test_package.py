@@ -32,7 +32,7 @@ def project_copy(tmp_path: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, copy)
     shutil.copytree(REPO / "tokenizer", copy / "tokenizer", ignore=shutil.ignore_patterns("__pycache__"))
-    for folder in ("tests", "bench", "docs", "models"):  # what must *not* be installed, present as in a clone
+    for folder in ("tests", "bench", "docs", "models", "tools"):  # what must *not* be installed, present as in a clone
         (copy / folder).mkdir()
         (copy / folder / "__init__.py").touch()
     return copy
@@ -92,7 +92,7 @@ def test_pip_install_gives_commands_that_work_from_any_folder(tmp_path, elsewher
                                                                             "vocab.bpe"]
     assert sorted(p.name for p in (site / "tokenizer" / "playground").iterdir()) == ["index.html", "playground.css",
                                                                                   "playground.js"]
-    assert not any((site / name).exists() for name in ("tests", "bench", "docs", "models"))
+    assert not any((site / name).exists() for name in ("tests", "bench", "docs", "models", "tools"))
 
 
 def test_gpt2_console_script_help(tmp_path, elsewhere):
