@@ -4,6 +4,7 @@
     python -m tokenizer decode 31373 995                      # hello world   (also "31373,995")
     python -m tokenizer count FILE...                         # tokens, bytes/token, MB/s
     python -m tokenizer encode-file data.txt --out data.bin [--workers N]
+    python -m tokenizer encode-dataset 'owt/*.jsonl.gz' --out DIR [--engine local|ray] [--workers N]
     python -m tokenizer stats FILE... [--encodings gpt2,cl100k_base,o200k_base]
     python -m tokenizer show | explain | compare "Not all heroes wear capes."
     python -m tokenizer train --input 'data/*.txt' --vocab_size N --out DIR [--special_tokens "<|endoftext|>"]
@@ -31,7 +32,7 @@ and ``31373,995`` as a tuple, and no setting turns that off for every input. arg
 as typed, and each command's flags are declared, so ``--help`` works and a misspelt flag stops before any work.
 
 What this module does not do: tokenize. Each command parses its arguments, calls the library
-(:mod:`tokenizer.dataset`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :mod:`tokenizer.parity`,
+(:mod:`tokenizer.dataset`, :mod:`tokenizer.sharded`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :mod:`tokenizer.parity`,
 :mod:`tokenizer.serve`, :class:`Encoding`) and prints.
 """
 
@@ -47,7 +48,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import dataset, parity, serve, teach
+from . import dataset, parity, serve, sharded, teach
+from .engines import ENGINES
 from .encoding import Encoding
 from .loading import load_encoding
 from .saving import SAVE_FORMATS
@@ -184,6 +186,25 @@ def encode_file(args) -> None:
         f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {s['bytes']:,} bytes, "
         f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
         f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {enc.name})"
+    )
+
+
+def encode_dataset(args) -> None:
+    if args.address is not None and args.engine != "ray":
+        raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
+    enc = open_encoding(args.encoding)
+    try:
+        m = sharded.encode_dataset(args.inputs, args.out, encoding=enc, text_field=args.text_field,
+                                   engine=args.engine, address=args.address, workers=args.workers,
+                                   progress=show_progress())
+    except ImportError as e:  # --engine ray without Ray, or .parquet without pyarrow
+        raise UsageError(str(e)) from None
+    t = m["totals"]
+    print(
+        f"{args.out}: {t['tokens']:,} tokens ({m['settings']['dtype']}) in {t['shards']} shard"
+        f"{'s' if t['shards'] != 1 else ''} from {t['bytes']:,} bytes, {t['documents']:,} documents; "
+        f"encoded {m['encoded']}, already complete {m['skipped']} ({m['seconds']:.1f} s, {args.engine} engine, "
+        f"{enc.name}); see {Path(args.out) / 'manifest.json'}"
     )
 
 
@@ -439,6 +460,23 @@ def build_parser(prog: str) -> Parser:
     add_flag(p, "workers", type=positive_int, metavar="N", help="worker processes (default: all CPUs)")
     add_specials(p)
     add_errors(p)
+
+    p = command("encode-dataset", encode_dataset,
+                "Encode a dataset of shards (.txt, .jsonl, .jsonl.gz, .parquet) into one .bin per shard (nanoGPT's "
+                "layout; each JSON/parquet document is encode_ordinary(text) + <|endoftext|>) and DIR/manifest.json; "
+                "re-running redoes only shards not proved complete.",
+                "INPUT [INPUT ...] --out DIR [options]", needs=[("inputs", "INPUT"), ("out", "--out")])
+    p.add_argument("inputs", nargs="*", metavar="INPUT", help="shard files, folders of them or quoted globs")
+    add_flag(p, "out", metavar="DIR", help="the output folder (created if missing); required")
+    add_encoding(p)
+    add_flag(p, "text_field", default="text", metavar="NAME",
+             help="the field (.jsonl) or column (.parquet) holding each document's text (default text)")
+    add_flag(p, "engine", choices=ENGINES, default="local",
+             help="local: worker processes on this machine (default); ray: tasks on a Ray cluster")
+    add_flag(p, "address", metavar="ADDR", help="with --engine ray: the cluster to use (e.g. auto); without "
+             "it a local Ray cluster is started for the job and stopped after")
+    add_flag(p, "workers", type=positive_int, metavar="N",
+             help="shards encoded at once (default: all CPUs, or all of the Ray cluster's)")
 
     p = command("stats", stats, "A table of bytes/token and single-process speed per encoding per FILE.",
                 "FILE [FILE ...] [options]", needs=[("files", "FILE")])
