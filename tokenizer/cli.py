@@ -262,9 +262,15 @@ def train(args) -> None:
     if args.resume and not checkpoint.is_dir():
         raise UsageError(f"--resume: no training state in {checkpoint} (drop --resume to start from the beginning)")
     start = time.perf_counter()
-    vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
-                              num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
-                              resume=args.resume, checkpoint_every=args.checkpoint_every)
+    if args.address is not None and args.engine != "ray":
+        raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
+    try:
+        vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
+                                  num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
+                                  resume=args.resume, checkpoint_every=args.checkpoint_every, engine=args.engine,
+                                  address=args.address)
+    except ImportError as e:  # --engine ray without Ray
+        raise UsageError(str(e)) from None
     seconds = time.perf_counter() - start
     enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
     enc.save(args.out, format=args.format)
@@ -527,6 +533,11 @@ def build_parser(prog: str) -> Parser:
     add_flag(p, "format", choices=SAVE_FORMATS, default="gpt2", help="file format (default gpt2)")
     add_flag(p, "num_workers", type=positive_int, metavar="K",
                    help="processes counting pre-tokens (default: all CPUs)")
+    add_flag(p, "engine", choices=ENGINES, default="local",
+             help="where pre-tokens are counted: local worker processes (default), or ray: tasks on a Ray "
+             "cluster, counts added in a tree; the merges are learned here either way, and are the same")
+    add_flag(p, "address", metavar="ADDR", help="with --engine ray: the cluster to use (e.g. auto); without it "
+             "a local Ray cluster is started for the count and stopped after")
 
     p = command("parity", check_parity,
                 "Check that this project's ids equal tiktoken's (or another tokenizer's, or a .bin dataset's) on "
