@@ -249,19 +249,25 @@ class RayEngine:
         submit = self.run_task.options(name=name or getattr(fn, "__name__", "task"))
         waiting = list(enumerate(tasks))[::-1]
         running: dict = {}  # object ref -> task number
-        while waiting or running:
-            while waiting and len(running) < self.workers:
-                number, task = waiting.pop()
-                running[submit.remote(fn_ref, number, task, board)] = number
-            finished, _ = ray.wait(list(running), num_returns=1, timeout=_POLL_SECONDS)
+        try:
+            while waiting or running:
+                while waiting and len(running) < self.workers:
+                    number, task = waiting.pop()
+                    running[submit.remote(fn_ref, number, task, board)] = number
+                finished, _ = ray.wait(list(running), num_returns=1, timeout=_POLL_SECONDS)
+                if board is not None:
+                    for number, done in ray.get(board.read.remote()).items():
+                        bar.set(number, done)
+                for ref in finished:
+                    number = running.pop(ref)
+                    outcome = ray.get(ref)
+                    bar.finish(number)
+                    yield number, _unwrap(outcome)
+        finally:  # an error or Ctrl-C here: the tasks still running are stopped, not left to finish unseen
+            for ref in running:
+                ray.cancel(ref, force=True)
             if board is not None:
-                for number, done in ray.get(board.read.remote()).items():
-                    bar.set(number, done)
-            for ref in finished:
-                number = running.pop(ref)
-                outcome = ray.get(ref)
-                bar.finish(number)
-                yield number, _unwrap(outcome)
+                ray.kill(board)
 
     def map_reduce(self, map_fn: Callable, tasks: Sequence, reduce_fn: Callable, bar: ProgressBar, *,
                    name: str | None = None):

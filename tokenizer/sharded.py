@@ -116,6 +116,14 @@ def output_names(shards: list[Path]) -> list[str]:
     return names
 
 
+def remove_partials(outputs: list[Path]) -> None:
+    """Delete the temporary files of tasks that were killed (a retried task writes a new one): never trusted,
+    never left behind."""
+    for output in outputs:
+        for stale in output.parent.glob(f".{output.name}.*.partial"):
+            stale.unlink(missing_ok=True)
+
+
 def encode_dataset(
     inputs,
     out_dir,
@@ -157,9 +165,7 @@ def encode_dataset(
 
     outputs = [out_dir / name for name in output_names(shards)]
     identities = [input_identity(s) for s in shards]
-    for output in outputs:  # temporary files of tasks that were killed: never trusted, never kept
-        for stale in out_dir.glob(f".{output.name}.*.partial"):
-            stale.unlink(missing_ok=True)
+    remove_partials(outputs)
     recorded = read_manifest(out_dir, settings)
     entries: list[dict | None] = []
     for identity, output in zip(identities, outputs):
@@ -184,6 +190,7 @@ def encode_dataset(
                     save(complete=all(e is not None for e in entries))
     finally:
         bar.close()
+        remove_partials(outputs)
     manifest = save(complete=True)
     return {**manifest, "encoded": len(todo), "skipped": len(shards) - len(todo),
             "seconds": time.perf_counter() - start}
