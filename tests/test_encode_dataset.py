@@ -8,6 +8,7 @@ one of its worker processes is killed in the middle of a task.
 
 from __future__ import annotations
 
+import doctest
 import gzip
 import json
 import os
@@ -319,3 +320,10 @@ def test_ray_counting_equals_local_counting_and_training_merges(shard_dir, tmp_p
     merges = [train_bpe(paths, 400, specials, progress=False, engine=engine, chunk_size=20_000)
               for engine in ("local", "ray")]
     assert merges[0] == merges[1] and len(merges[0][1]) == 400 - 256 - 1
+
+
+def test_docstring_examples():
+    from tokenizer import shards
+
+    result = doctest.testmod(shards)
+    assert result.attempted > 0 and result.failed == 0

@@ -90,13 +90,21 @@ def start_ray(*, address: str | None = None, num_cpus: int | None = None):
     ``address`` names one. The workers of a new local cluster import this package from where it is here."""
     ray = import_ray()
     options = dict(include_dashboard=False, logging_level="WARNING", log_to_driver=False)
-    if address is None:
-        package_root = str(Path(__file__).resolve().parents[1])
-        path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
-        options.update(num_cpus=num_cpus, runtime_env={"env_vars": {"PYTHONPATH": path}})
-    else:
-        options.update(address=address)
-    ray.init(**options)
+    if address is not None:
+        ray.init(address=address, **options)
+        return ray
+    # The cluster's processes inherit this environment as they start. Through it rather than a Ray
+    # runtime_env, so that the workers Ray starts in advance can take the first tasks.
+    package_root = str(Path(__file__).resolve().parents[1])
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, saved) if p)
+    try:
+        ray.init(num_cpus=num_cpus, **options)
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
     return ray
 
 
