@@ -61,7 +61,7 @@ def build_shards(folder: Path, megabytes: int) -> None:
             shard, docs, size = shard + 1, [], 0
             if total >= megabytes * 1e6:
                 break
-    (folder / "READY").write_text(f"{total} bytes of text in {shard} shards\n")
+    (folder / "READY").write_text(json.dumps({"text_bytes": total, "shards": shard}) + "\n")
 
 
 def iter_forever(items):
@@ -107,7 +107,8 @@ def main() -> None:
     if not (data / "READY").is_file():
         print(f"building {args.mb} MB of shards in {data} ...", file=sys.stderr)
         build_shards(data, args.mb)
-    print(f"shards: {data} ({(data / 'READY').read_text().strip()})", file=sys.stderr)
+    text_bytes = json.loads((data / "READY").read_text())["text_bytes"]
+    print(f"shards: {data}", file=sys.stderr)
 
     load_before = os.getloadavg()
     best: dict[tuple[str, int], float] = {}
@@ -125,22 +126,23 @@ def main() -> None:
     load_after = os.getloadavg()
     totals = manifests[0]["totals"]
 
-    print(f"encode-dataset, {totals['bytes'] / 1e6:.0f} MB in {totals['shards']} shards (.jsonl and .parquet), "
-          f"{totals['tokens']:,} tokens, {args.encoding}; best of {args.repeat}; load average "
-          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after, on {os.cpu_count()} cores")
+    print(f"encode-dataset, {text_bytes / 1e6:.0f} MB of text ({totals['bytes'] / 1e6:.0f} MB of files) in "
+          f"{totals['shards']} shards (.jsonl and .parquet), {totals['tokens']:,} tokens, {args.encoding}; best of "
+          f"{args.repeat}; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, on "
+          f"{os.cpu_count()} cores")
     print()
-    print("| engine | workers | wall s | MB/s | tokens/s | wall vs local |")
+    print("| engine | workers | wall s | MB/s of text | tokens/s | wall vs local |")
     print("|---|---:|---:|---:|---:|---:|")
     for (engine, workers), wall in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         ratio = wall / best["local", workers]
-        print(f"| {engine} | {workers} | {wall:.1f} | {totals['bytes'] / 1e6 / wall:.2f} | "
+        print(f"| {engine} | {workers} | {wall:.1f} | {text_bytes / 1e6 / wall:.2f} | "
               f"{totals['tokens'] / wall:,.0f} | {ratio:.2f}x ({(ratio - 1) * 100:+.0f}%) |")
     print()
     print(f"Ray's local cluster start and stop alone: {startup:.1f} s (part of every ray row).")
-    per_core = totals["bytes"] / best["local", 1]  # bytes per second of one worker
+    per_core = text_bytes / best["local", 1]  # bytes of text per second of one worker
     core_hours = THE_PILE_BYTES / per_core / 3600
-    print(f"The Pile (825 GB) at one local worker's {per_core / 1e6:.2f} MB/s: {core_hours:,.0f} core-hours; "
-          f"{core_hours / 24:,.0f} cores finish it in a day, {core_hours:,.0f} in an hour "
+    print(f"The Pile (825 GB of text) at one local worker's {per_core / 1e6:.2f} MB/s: {core_hours:,.0f} "
+          f"core-hours; {core_hours / 24:,.0f} cores finish it in a day, {core_hours:,.0f} in an hour "
           f"(e.g. {-(-core_hours // 64):,.0f} machines of 64 cores for an hour).")
 
 

@@ -327,3 +327,13 @@ def test_docstring_examples():
 
     result = doctest.testmod(shards)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_the_progress_bar_counts_every_input_byte_once(shard_dir, tmp_path, request, capsys, engine):
+    if engine == "ray":
+        request.getfixturevalue("ray_cluster")
+    encode_dataset([shard_dir], tmp_path / "out", engine=engine, workers=2, progress=True)
+    total = sum(p.stat().st_size for p in shard_dir.iterdir()) / 1e6
+    last = capsys.readouterr().err.strip().split("\r")[-1]
+    assert f"{total:.1f}/{total:.1f} MB" in last and "100%" in last

@@ -114,11 +114,13 @@ class ProgressBar:
     def __init__(self, sizes: Sequence[int], desc: str, enabled: bool):
         from tqdm import tqdm  # only when a job runs
 
+        class Bar(tqdm):
+            monitor_interval = 0  # no monitor thread: local workers may be forked while the bar is shown
+
         self.done = [0] * len(sizes)
         self.sizes = list(sizes)
-        self.bar = tqdm(total=round(sum(sizes) / 1e6, 2), unit="MB", desc=desc, disable=not enabled,
-                        bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]")
-        self.bar.monitor_interval = 0  # no monitor thread: local workers may be forked while it is shown
+        self.bar = Bar(total=round(sum(sizes) / 1e6, 2), unit="MB", desc=desc, disable=not enabled,
+                       bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]")
 
     def set(self, task: int, done: int) -> None:
         self.done[task] = min(done, self.sizes[task])
