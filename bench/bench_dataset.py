@@ -3,8 +3,9 @@
     python bench/bench_dataset.py [--mb 200] [--workers 1,2] [--repeat 1] [--encoding gpt2] [--data DIR]
 
 The shards are built first (once; kept in ``--data``, default a folder in the temp directory): the paragraphs of
-every file of ``../shared/corpus`` taken in turns, written 25 MB at a time (less for small ``--mb``: 8 shards at least) as ``.jsonl`` (even shards) and
-``.parquet`` (odd shards, row groups of 2,000 documents) until ``--mb`` MB of text. The corpus holds about
+every file of ``../shared/corpus`` taken in turns, written 25 MB at a time (less for a small ``--mb``: 8 shards
+at least) as ``.jsonl`` (even shards) and ``.parquet`` (odd shards, row groups of 2,000 documents) until ``--mb``
+MB of text. The corpus holds about
 50 MB, so 200 MB repeats it about four times: the piece cache of each worker knows the words after the first
 pass, as it would on a large real dataset whose common words recur.
 

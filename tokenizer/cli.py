@@ -32,8 +32,8 @@ and ``31373,995`` as a tuple, and no setting turns that off for every input. arg
 as typed, and each command's flags are declared, so ``--help`` works and a misspelt flag stops before any work.
 
 What this module does not do: tokenize. Each command parses its arguments, calls the library
-(:mod:`tokenizer.dataset`, :mod:`tokenizer.sharded`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :mod:`tokenizer.parity`,
-:mod:`tokenizer.serve`, :class:`Encoding`) and prints.
+(:mod:`tokenizer.dataset`, :mod:`tokenizer.sharded`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`,
+:mod:`tokenizer.parity`, :mod:`tokenizer.serve`, :class:`Encoding`) and prints.
 """
 
 from __future__ import annotations
