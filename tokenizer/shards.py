@@ -64,6 +64,7 @@ def find_shards(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     shards: list[Path] = []
+    seen: set[Path] = set()
     for item in inputs:
         name = os.fspath(item)
         if os.path.isdir(name):
@@ -83,7 +84,8 @@ def find_shards(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list
         else:
             raise FileNotFoundError(f"input not found: {name}")
         for path in found:
-            if path.resolve() not in {s.resolve() for s in shards}:
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
                 shards.append(path)
     if not shards:
         raise ValueError("no input given: pass files, folders or globs")
