@@ -4,6 +4,7 @@
     python -m tokenizer decode 31373 995                      # hello world   (also "31373,995")
     python -m tokenizer count FILE...                         # tokens, bytes/token, MB/s
     python -m tokenizer encode-file data.txt --out data.bin [--workers N]
+    python -m tokenizer encode-dataset 'owt/*.jsonl.gz' --out DIR [--engine local|ray] [--workers N]
     python -m tokenizer stats FILE... [--encodings gpt2,cl100k_base,o200k_base]
     python -m tokenizer show | explain | compare "Not all heroes wear capes."
     python -m tokenizer train --input 'data/*.txt' --vocab_size N --out DIR [--special_tokens "<|endoftext|>"]
@@ -31,8 +32,8 @@ and ``31373,995`` as a tuple, and no setting turns that off for every input. arg
 as typed, and each command's flags are declared, so ``--help`` works and a misspelt flag stops before any work.
 
 What this module does not do: tokenize. Each command parses its arguments, calls the library
-(:mod:`tokenizer.dataset`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`, :mod:`tokenizer.parity`,
-:mod:`tokenizer.serve`, :class:`Encoding`) and prints.
+(:mod:`tokenizer.dataset`, :mod:`tokenizer.sharded`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`,
+:mod:`tokenizer.parity`, :mod:`tokenizer.serve`, :class:`Encoding`) and prints.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import dataset, parity, serve, teach
+from . import dataset, parity, serve, sharded, teach
+from .engines import ENGINES
 from .encoding import Encoding
 from .loading import load_encoding
 from .saving import SAVE_FORMATS
@@ -187,6 +189,25 @@ def encode_file(args) -> None:
     )
 
 
+def encode_dataset(args) -> None:
+    if args.address is not None and args.engine != "ray":
+        raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
+    enc = open_encoding(args.encoding)
+    try:
+        m = sharded.encode_dataset(args.inputs, args.out, encoding=enc, text_field=args.text_field,
+                                   engine=args.engine, address=args.address, workers=args.workers,
+                                   progress=show_progress())
+    except ImportError as e:  # --engine ray without Ray, or .parquet without pyarrow
+        raise UsageError(str(e)) from None
+    t = m["totals"]
+    print(
+        f"{args.out}: {t['tokens']:,} tokens ({m['settings']['dtype']}) in {t['shards']} shard"
+        f"{'s' if t['shards'] != 1 else ''} from {t['bytes']:,} bytes, {t['documents']:,} documents; "
+        f"encoded {m['encoded']}, already complete {m['skipped']} ({m['seconds']:.1f} s, {args.engine} engine, "
+        f"{enc.name}); see {Path(args.out) / 'manifest.json'}"
+    )
+
+
 def stats(args) -> None:
     paths = [input_file(name) for name in args.files]
     encs = [open_encoding(name) for name in args.encodings]
@@ -241,9 +262,15 @@ def train(args) -> None:
     if args.resume and not checkpoint.is_dir():
         raise UsageError(f"--resume: no training state in {checkpoint} (drop --resume to start from the beginning)")
     start = time.perf_counter()
-    vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
-                              num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
-                              resume=args.resume, checkpoint_every=args.checkpoint_every)
+    if args.address is not None and args.engine != "ray":
+        raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
+    try:
+        vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
+                                  num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
+                                  resume=args.resume, checkpoint_every=args.checkpoint_every, engine=args.engine,
+                                  address=args.address)
+    except ImportError as e:  # --engine ray without Ray
+        raise UsageError(str(e)) from None
     seconds = time.perf_counter() - start
     enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
     enc.save(args.out, format=args.format)
@@ -440,6 +467,23 @@ def build_parser(prog: str) -> Parser:
     add_specials(p)
     add_errors(p)
 
+    p = command("encode-dataset", encode_dataset,
+                "Encode a dataset of shards (.txt, .jsonl, .jsonl.gz, .parquet) into one .bin per shard (nanoGPT's "
+                "layout; each JSON/parquet document is encode_ordinary(text) + <|endoftext|>) and DIR/manifest.json; "
+                "re-running redoes only shards not proved complete.",
+                "INPUT [INPUT ...] --out DIR [options]", needs=[("inputs", "INPUT"), ("out", "--out")])
+    p.add_argument("inputs", nargs="*", metavar="INPUT", help="shard files, folders of them or quoted globs")
+    add_flag(p, "out", metavar="DIR", help="the output folder (created if missing); required")
+    add_encoding(p)
+    add_flag(p, "text_field", default="text", metavar="NAME",
+             help="the field (.jsonl) or column (.parquet) holding each document's text (default text)")
+    add_flag(p, "engine", choices=ENGINES, default="local",
+             help="local: worker processes on this machine (default); ray: tasks on a Ray cluster")
+    add_flag(p, "address", metavar="ADDR", help="with --engine ray: the cluster to use (e.g. auto); without "
+             "it a local Ray cluster is started for the job and stopped after")
+    add_flag(p, "workers", type=positive_int, metavar="N",
+             help="shards encoded at once (default: all CPUs, or all of the Ray cluster's)")
+
     p = command("stats", stats, "A table of bytes/token and single-process speed per encoding per FILE.",
                 "FILE [FILE ...] [options]", needs=[("files", "FILE")])
     p.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files")
@@ -489,6 +533,11 @@ def build_parser(prog: str) -> Parser:
     add_flag(p, "format", choices=SAVE_FORMATS, default="gpt2", help="file format (default gpt2)")
     add_flag(p, "num_workers", type=positive_int, metavar="K",
                    help="processes counting pre-tokens (default: all CPUs)")
+    add_flag(p, "engine", choices=ENGINES, default="local",
+             help="where pre-tokens are counted: local worker processes (default), or ray: tasks on a Ray "
+             "cluster, counts added in a tree; the merges are learned here either way, and are the same")
+    add_flag(p, "address", metavar="ADDR", help="with --engine ray: the cluster to use (e.g. auto); without it "
+             "a local Ray cluster is started for the count and stopped after")
 
     p = command("parity", check_parity,
                 "Check that this project's ids equal tiktoken's (or another tokenizer's, or a .bin dataset's) on "

@@ -65,6 +65,7 @@ import regex
 from tqdm import tqdm
 
 from .cuts import safe_byte_cuts
+from .engines import ENGINES, ProgressBar, open_engine
 from .pretokenize import GPT2_PATTERN, R50K_PATTERN, compile_pattern
 from .workers import worker_pool
 
@@ -90,6 +91,8 @@ def train_bpe(
     checkpoint: str | os.PathLike | None = None,
     resume: bool = False,
     checkpoint_every: float = 60.0,
+    engine: str = "local",
+    address: str | None = None,
 ) -> tuple[Vocab, Merges]:
     """Learn ``vocab_size - 256 - len(special_tokens)`` merges (or fewer) from UTF-8 text files.
 
@@ -108,6 +111,9 @@ def train_bpe(
     merges so far every ``checkpoint_every`` seconds, each file replaced atomically. With ``resume=True`` a run
     starts from that state (same inputs, sizes, pattern, special tokens and text field, or ``ValueError``) and
     ends with the merges an uninterrupted run gives.
+
+    ``engine="ray"`` counts the pre-tokens as tasks on a Ray cluster (``address``, or a local one started for
+    the count), see :func:`count_pretokens`; the merges are learned here either way, and are the same.
 
     Raises ``ValueError`` when ``vocab_size`` is below the minimum (256 + number of special tokens), when the
     input is empty, not valid UTF-8 or a bad ``.jsonl`` line (the message names the file and line);
@@ -137,7 +143,7 @@ def train_bpe(
     else:
         counts = count_pretokens(
             paths, specials, pattern=pattern, text_field=text_field, num_workers=num_workers, progress=progress,
-            chunk_size=chunk_size,
+            chunk_size=chunk_size, engine=engine, address=address,
         )
         replay = []
         if checkpoint is not None:
@@ -420,6 +426,8 @@ def count_pretokens(
     num_workers: int | None = None,
     progress: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    engine: str = "local",
+    address: str | None = None,
 ) -> Counter:
     """``Counter`` of pre-token string -> occurrences over the files (see :func:`read_documents`), special
     tokens excluded.
@@ -429,7 +437,14 @@ def count_pretokens(
     processes; each returns one ``Counter`` for all of its chunks (so the parent adds up ``num_workers``
     counters, and a piece seen in several chunks is split once per worker). Workers report bytes done through
     a queue for the progress bar.
+
+    ``engine="ray"``: each chunk is a Ray task (on the cluster at ``address``, or on a local one started for
+    the count with ``num_workers`` CPUs) and the counters are added two at a time in a tree of Ray tasks
+    (:meth:`tokenizer.engines.RayEngine.map_reduce`), so this process receives only the total. The counts are
+    the same whichever engine.
     """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}: pass one of {', '.join(ENGINES)}")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
@@ -449,6 +464,8 @@ def count_pretokens(
         else:
             bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], pattern=pattern)
         ranges += [(path, start, end) for start, end in zip(bounds, bounds[1:]) if end > start]
+    if engine != "local":
+        return _count_on_engine(ranges, pattern, specials, text_field, engine, address, num_workers, progress)
     workers = max(1, min(workers, len(ranges)))
     total_mb = round(sum(sizes) / 1e6, 2)
     with tqdm(total=total_mb, unit="MB", desc="pre-tokenizing", disable=not progress, leave=False) as bar:
@@ -477,6 +494,29 @@ def count_pretokens(
     for counts in results[1:]:
         total.update(counts)
     return total
+
+
+def _count_range_task(task, report) -> Counter:
+    """An engine's task: the pre-token counts of one byte range."""
+    byte_range, pattern, specials, text_field = task
+    return _count_ranges([byte_range], pattern, specials, text_field, report=lambda nbytes: None)
+
+
+def _add_counts(left: Counter, right: Counter) -> Counter:
+    left.update(right)
+    return left
+
+
+def _count_on_engine(ranges, pattern, specials, text_field, engine, address, num_workers, progress) -> Counter:
+    """:func:`count_pretokens` as a map-reduce on ``engine``: one task per range, counters added in a tree."""
+    tasks = [(byte_range, pattern, specials, text_field) for byte_range in ranges]
+    bar = ProgressBar([end - start for _, start, end in ranges], desc="pre-tokenizing", enabled=progress)
+    try:
+        with open_engine(engine, address=address, workers=num_workers) as runner:
+            counts = runner.map_reduce(_count_range_task, tasks, _add_counts, bar, name="count_pretokens")
+    finally:
+        bar.close()
+    return counts if counts is not None else Counter()
 
 
 def _line_boundaries(path: str, chunk_size: int) -> list[int]:

@@ -1,0 +1,339 @@
+"""encode-dataset (tokenizer/sharded.py, shards.py, manifest.py, engines.py) and train --engine ray.
+
+The oracle is tiktoken: every JSON-lines / parquet document must be ``encode_ordinary(text) + [eot]``, every
+.txt file ``encode(text, allowed_special="all")``. The Ray engine runs on one local cluster (2 CPUs) started
+for this module and shut down after it; its outputs must be byte-identical to the local engine's, also when
+one of its worker processes is killed in the middle of a task.
+"""
+
+from __future__ import annotations
+
+import doctest
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import tiktoken
+
+from conftest import REPO, corpus_text
+from tokenizer import engines
+from tokenizer.cli import main
+from tokenizer.manifest import MANIFEST_NAME
+from tokenizer.sharded import encode_dataset
+from tokenizer.train import count_pretokens, train_bpe
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = engines.start_ray(num_cpus=2)
+    yield ray
+    ray.shutdown()
+
+
+def documents(name: str, limit: int) -> list[str]:
+    """Paragraphs of a corpus file as documents, plus the awkward ones: empty, special-token text, emoji."""
+    docs = [p for p in corpus_text(name, limit).split("\n\n") if p.strip()]
+    return docs + ["", "a document that spells <|endoftext|> as text", "emoji 🤗 and\r\nCRLF"]
+
+
+def write_jsonl(path: Path, docs: list[str], field: str = "text") -> None:
+    lines = "".join(json.dumps({field: d, "id": i}, ensure_ascii=i % 2 == 0) + "\n" for i, d in enumerate(docs))
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            f.write(lines)
+    else:
+        path.write_text(lines + "\n", encoding="utf-8")  # and a blank line, which is no document
+
+
+def write_parquet(path: Path, docs: list, field: str = "text", row_group_size: int = 40) -> None:
+    pq.write_table(pa.table({field: docs}), path, row_group_size=row_group_size)
+
+
+@pytest.fixture(scope="module")
+def shard_dir(tmp_path_factory) -> Path:
+    """A dataset of four shards, one per format, from ../shared/corpus."""
+    folder = tmp_path_factory.mktemp("shards")
+    (folder / "a_docs.txt").write_text(corpus_text("en_docs.txt", 150_000), encoding="utf-8")
+    write_jsonl(folder / "b_ja.jsonl", documents("ja_manpages.txt", 60_000))
+    write_jsonl(folder / "c_ru.jsonl.gz", documents("ru_manpages.txt", 60_000))
+    write_parquet(folder / "d_zh.parquet", documents("zh_manpages.txt", 60_000))
+    return folder
+
+
+def expected_ids(path: Path, encoding: str) -> list[int]:
+    """tiktoken's ids for one shard, the way encode-dataset lays them out."""
+    enc = tiktoken.get_encoding(encoding)
+    if path.suffix == ".txt":
+        return enc.encode(path.read_text(encoding="utf-8"), allowed_special="all")
+    if path.suffix == ".parquet":
+        docs = pq.read_table(path).column("text").to_pylist()
+    else:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            docs = [json.loads(line)["text"] for line in f if line.strip()]
+    return [i for d in docs for i in enc.encode_ordinary(d) + [enc.eot_token]]
+
+
+def outputs(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def assert_consistent(folder: Path) -> dict:
+    """What must hold after any run, finished or not: no partial file, and the manifest claims exactly the
+    .bin files that are there, each with its recorded size and hash."""
+    import hashlib
+
+    names = {p.name for p in folder.iterdir()}
+    assert not [n for n in names if n.endswith(".partial")]
+    manifest = json.loads((folder / MANIFEST_NAME).read_text())
+    claimed = {s["output"] for s in manifest["shards"]}
+    assert claimed == {n for n in names if n.endswith(".bin")}
+    for s in manifest["shards"]:
+        data = (folder / s["output"]).read_bytes()
+        assert len(data) == s["tokens"] * np.dtype(s["dtype"]).itemsize
+        assert hashlib.sha256(data).hexdigest() == s["sha256"]
+    return manifest
+
+
+@pytest.mark.parametrize("encoding,dtype", [("gpt2", "uint16"), ("o200k_base", "uint32")])
+def test_local_and_ray_give_tiktoken_ids_byte_identical(shard_dir, tmp_path, ray_cluster, encoding, dtype):
+    local = encode_dataset([shard_dir], tmp_path / "local", encoding=encoding, workers=2, progress=False)
+    on_ray = encode_dataset([shard_dir], tmp_path / "ray", encoding=encoding, engine="ray", progress=False)
+    assert outputs(tmp_path / "local") == outputs(tmp_path / "ray")  # the manifest included
+    assert local["shards"] == on_ray["shards"] and local["encoded"] == 4
+    manifest = assert_consistent(tmp_path / "local")
+    assert manifest["complete"] and manifest["settings"]["dtype"] == dtype
+    for entry, shard in zip(manifest["shards"], sorted(shard_dir.iterdir())):
+        assert entry["input"] == str(shard.resolve()) and entry["bytes"] == shard.stat().st_size
+        ids = np.fromfile(tmp_path / "local" / entry["output"], dtype=dtype).tolist()
+        assert ids == expected_ids(shard, encoding), shard.name
+        assert entry["tokens"] == len(ids)
+    assert manifest["totals"]["tokens"] == sum(e["tokens"] for e in manifest["shards"])
+    n_docs = len(documents("ja_manpages.txt", 60_000))
+    assert manifest["shards"][1]["documents"] == n_docs  # every record, the empty one included
+
+
+def test_a_killed_ray_worker_is_retried_and_the_outputs_are_identical(tmp_path, ray_cluster):
+    data = tmp_path / "in"
+    data.mkdir()
+    text = corpus_text("en_dictionary.txt", 2_400_000)
+    for k in range(4):  # shards that each take a while, so one can be caught in the middle of its task
+        (data / f"part{k}.txt").write_text(text[k * 600_000:(k + 1) * 600_000], encoding="utf-8")
+    encode_dataset([data], tmp_path / "local", workers=2, progress=False)
+
+    job = {}
+    thread = threading.Thread(target=lambda: job.update(
+        result=encode_dataset([data], tmp_path / "ray", engine="ray", progress=False)))
+    thread.start()
+    killed = None
+    deadline = time.monotonic() + 60
+    while killed is None and thread.is_alive() and time.monotonic() < deadline:
+        for pid in ray_task_processes("encode_shard"):
+            os.kill(pid, signal.SIGKILL)
+            killed = pid
+            break
+        time.sleep(0.01)
+    thread.join()
+    assert killed is not None, "no worker was seen running encode_shard"
+    assert job["result"]["encoded"] == 4
+    assert outputs(tmp_path / "local") == outputs(tmp_path / "ray")
+    assert_consistent(tmp_path / "ray")
+
+
+def ray_task_processes(task_name: str) -> list[int]:
+    """Pids of the processes running a Ray task of that name right now (Ray titles them ``ray::NAME``)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(f"ray::{task_name}".encode()):
+                pids.append(int(entry.name))
+        except OSError:
+            pass
+    return pids
+
+
+def test_resume_redoes_only_missing_corrupt_or_stale_shards(shard_dir, tmp_path):
+    out = tmp_path / "out"
+    first = encode_dataset([shard_dir], out, workers=1, progress=False)
+    before = outputs(out)
+    inodes = {p.name: p.stat().st_ino for p in out.iterdir()}
+    assert encode_dataset([shard_dir], out, workers=1, progress=False)["skipped"] == 4
+
+    (out / "b_ja.bin").unlink()  # a deleted output
+    again = encode_dataset([shard_dir], out, workers=1, progress=False)
+    assert (again["encoded"], again["skipped"]) == (1, 3)
+    assert outputs(out) == before
+    assert all((out / n).stat().st_ino == inodes[n] for n in ("a_docs.bin", "c_ru.bin", "d_zh.bin"))
+
+    data = bytearray((out / "c_ru.bin").read_bytes())  # a corrupt output of the right size
+    data[100] ^= 1
+    (out / "c_ru.bin").write_bytes(bytes(data))
+    again = encode_dataset([shard_dir], out, workers=1, progress=False)
+    assert (again["encoded"], again["skipped"]) == (1, 3)
+    assert outputs(out) == before and again["shards"] == first["shards"]
+
+
+def test_foreign_files_and_manifests_are_never_trusted(shard_dir, tmp_path):
+    out = tmp_path / "out"
+    reference = tmp_path / "reference"
+    encode_dataset([shard_dir], reference, workers=1, progress=False)
+    out.mkdir()
+    (out / "a_docs.bin").write_bytes(b"\x00\x01" * 50)  # someone else's file, where an output goes
+    (out / ".b_ja.bin.0123.partial").write_bytes(b"\x00\x01")  # a killed task's leftover
+    assert encode_dataset([shard_dir], out, workers=1, progress=False)["encoded"] == 4
+    assert outputs(out) == outputs(reference)
+
+    # a manifest that does not parse, or lists the outputs of another encoding: everything is redone
+    (out / MANIFEST_NAME).write_text("{not json")
+    assert encode_dataset([shard_dir], out, workers=1, progress=False)["encoded"] == 4
+    encode_dataset([shard_dir], out, encoding="o200k_base", workers=1, progress=False)
+    assert encode_dataset([shard_dir], out, workers=1, progress=False)["encoded"] == 4
+    assert outputs(out) == outputs(reference)
+
+
+def test_a_changed_input_is_redone(tmp_path):
+    (tmp_path / "x.jsonl").write_text('{"text": "hello"}\n')
+    out = tmp_path / "out"
+    encode_dataset([tmp_path / "x.jsonl"], out, progress=False)
+    (tmp_path / "x.jsonl").write_text('{"text": "hello world"}\n')
+    result = encode_dataset([tmp_path / "x.jsonl"], out, progress=False)
+    assert result["encoded"] == 1
+    assert np.fromfile(out / "x.bin", dtype=np.uint16).tolist() == [31373, 995, 50256]
+
+
+def test_outputs_of_shards_with_the_same_name_do_not_collide(tmp_path):
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "train.jsonl").write_text(json.dumps({"text": sub}) + "\n")
+    m = encode_dataset([tmp_path / "a", tmp_path / "b" / "train.jsonl"], tmp_path / "out", progress=False)
+    assert [s["output"] for s in m["shards"]] == ["train.bin", "train-2.bin"]
+
+
+@pytest.mark.parametrize("bad,message", [
+    ({"b.jsonl": '{"text": "ok"}\n{"body": "x"}\n'}, r"b\.jsonl:2: no 'text' field \(found 'body'\)"),
+    ({"b.jsonl": '{"text": "ok"}\n\n{"text": 3}\n'}, r"b\.jsonl:3: 'text' is a int"),
+    ({"b.jsonl": b'{"text": "ok"}\n{"text": "caf\xe9"}\n'}, r"b\.jsonl:2: not valid UTF-8"),
+    ({"b.jsonl": '{"text": "ok"}\nnot json\n'}, r"b\.jsonl:2: not a JSON object"),
+    ({"b.parquet": ["ok", None]}, r"b\.parquet: row group 1, row 0: 'text' is null"),
+    ({"b.parquet": {"body": ["x"]}}, r"b\.parquet: row group 0: no 'text' column \(found 'body'\)"),
+    ({"b.txt": b"ok \xff"}, r"b\.txt is not valid UTF-8: byte 3"),
+])
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_bad_input_names_the_place_and_leaves_only_complete_shards(tmp_path, request, bad, message, engine):
+    if engine == "ray":
+        request.getfixturevalue("ray_cluster")
+    (tmp_path / "a.jsonl").write_text('{"text": "fine"}\n')
+    (name, content), = bad.items()
+    if name.endswith(".parquet"):
+        table = pa.table(content if isinstance(content, dict) else {"text": content})
+        pq.write_table(table, tmp_path / name, row_group_size=1)
+    elif isinstance(content, bytes):
+        (tmp_path / name).write_bytes(content)
+    else:
+        (tmp_path / name).write_text(content)
+    with pytest.raises(ValueError, match=message):
+        encode_dataset([tmp_path / "a.jsonl", tmp_path / name], tmp_path / "out", engine=engine, workers=1,
+                       progress=False)
+    manifest = assert_consistent(tmp_path / "out")
+    assert [s["output"] for s in manifest["shards"]] == ["a.bin"] and not manifest["complete"]
+
+
+def test_missing_inputs_and_unwritable_output(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no file matches '.*nothing\*\.jsonl'"):
+        encode_dataset([str(tmp_path / "nothing*.jsonl")], tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match="input not found"):
+        encode_dataset([tmp_path / "absent.jsonl"], tmp_path / "out")
+    (tmp_path / "notes.md").write_text("x")
+    with pytest.raises(ValueError, match="unknown input format"):
+        encode_dataset([tmp_path / "notes.md"], tmp_path / "out")
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OSError, match="cannot create the output folder"):
+        encode_dataset([tmp_path / "a.jsonl"], tmp_path / "file" / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_writes_the_dataset_and_reports_mistakes_in_one_line(shard_dir, tmp_path, capsys, monkeypatch):
+    assert main(["encode-dataset", str(shard_dir / "*.jsonl*"), "--out", str(tmp_path / "out")], prog="t") == 0
+    said = capsys.readouterr().out
+    assert "in 2 shards" in said and "encoded 2, already complete 0" in said
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["b_ja.bin", "c_ru.bin", MANIFEST_NAME]
+
+    def error(*argv) -> str:
+        try:
+            status = main(["encode-dataset", *argv], prog="t")
+        except SystemExit as e:  # argparse's own mistakes
+            status = e.code
+        assert status == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        return err
+
+    assert "no file matches" in error(str(tmp_path / "none*.jsonl"), "--out", str(tmp_path / "o"))
+    assert "--out" in error(str(shard_dir))
+    assert "pass it with --engine ray" in error(str(shard_dir), "--out", str(tmp_path / "o"), "--address", "auto")
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    said = error(str(shard_dir), "--out", str(tmp_path / "o"), "--engine", "ray")
+    assert 'pip install "gpt2-numpy[distributed]"' in said
+    said = train_error(capsys, tmp_path)
+    assert 'pip install "gpt2-numpy[distributed]"' in said
+
+
+def train_error(capsys, tmp_path) -> str:
+    (tmp_path / "t.txt").write_text("hello world " * 10)
+    assert main(["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "260", "--out",
+                 str(tmp_path / "tok"), "--engine", "ray"], prog="t") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def test_cli_ray_engine_starts_and_stops_its_own_cluster(shard_dir, tmp_path):
+    """Without --address a local cluster is started for the job and shut down after (a process of its own,
+    so the module's cluster is not the one used)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "-m", "tokenizer", "encode-dataset", str(shard_dir / "b_ja.jsonl"),
+                          "--out", str(tmp_path / "out"), "--engine", "ray", "--workers", "1"],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "ray engine" in run.stdout
+    encode_dataset([shard_dir / "b_ja.jsonl"], tmp_path / "local", progress=False)
+    assert outputs(tmp_path / "out") == outputs(tmp_path / "local")
+
+
+def test_ray_counting_equals_local_counting_and_training_merges(shard_dir, tmp_path, ray_cluster):
+    paths = [str(shard_dir / "a_docs.txt"), str(shard_dir / "b_ja.jsonl"), str(shard_dir / "c_ru.jsonl.gz")]
+    specials = ["<|endoftext|>"]
+    local = count_pretokens(paths, specials, num_workers=2, chunk_size=20_000)
+    on_ray = count_pretokens(paths, specials, num_workers=2, chunk_size=20_000, engine="ray")
+    assert on_ray == local and sum(local.values()) > 10_000
+    merges = [train_bpe(paths, 400, specials, progress=False, engine=engine, chunk_size=20_000)
+              for engine in ("local", "ray")]
+    assert merges[0] == merges[1] and len(merges[0][1]) == 400 - 256 - 1
+
+
+def test_docstring_examples():
+    from tokenizer import shards
+
+    result = doctest.testmod(shards)
+    assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_the_progress_bar_counts_every_input_byte_once(shard_dir, tmp_path, request, capsys, engine):
+    if engine == "ray":
+        request.getfixturevalue("ray_cluster")
+    encode_dataset([shard_dir], tmp_path / "out", engine=engine, workers=2, progress=True)
+    total = sum(p.stat().st_size for p in shard_dir.iterdir()) / 1e6
+    last = capsys.readouterr().err.strip().split("\r")[-1]
+    assert f"{total:.1f}/{total:.1f} MB" in last and "100%" in last

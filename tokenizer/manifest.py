@@ -1,0 +1,95 @@
+"""``manifest.json``: what an ``encode-dataset`` output folder holds, and the proof that each output is whole.
+
+The manifest lists, for each input shard whose output is complete, the input (its path, size and modification
+time), the output file, its dtype, how many documents and tokens it holds, the input's size in bytes and the
+output's SHA-256; then the totals; and the settings every output was made with (the encoding, by name and by a
+hash of its tables, and the text field). It is written by the job's driver only, atomically (a temporary file
+renamed over the old one), after each shard that completes, so an interrupted job leaves a manifest that
+claims exactly the shards that are there.
+
+Resuming trusts an output only when the manifest lists it with the same settings and the same input (path,
+size, modification time), and the file has the recorded size and SHA-256. Anything else — no manifest, a
+manifest that does not parse, another encoding's, an output that was deleted, truncated, edited or put there
+by someone else — is redone. Computing the SHA-256 of the outputs reads them once; that is the price of
+never trusting a stale file.
+
+What this module does not do: encode, or decide which shards a job has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+MANIFEST_NAME = "manifest.json"
+FORMAT = "gpt2-numpy encode-dataset manifest, version 1"
+
+
+def encoding_fingerprint(enc) -> str:
+    """SHA-256 of what decides an encoding's ids: its pattern, tokens and special tokens (not its name)."""
+    h = hashlib.sha256()
+    h.update(enc.pat_str.encode("utf-8"))
+    for table in (enc.merge_ranks, enc.token_ids):
+        for token, rank in sorted(table.items(), key=lambda item: item[1]):
+            h.update(b"%d:%d:" % (rank, len(token)) + token)
+    for token, rank in sorted(enc.special_tokens.items()):
+        h.update(b"%d:" % rank + token.encode("utf-8"))
+    return h.hexdigest()
+
+
+def input_identity(path: Path) -> dict:
+    """How the manifest recognises an input it has seen: its absolute path, size and modification time."""
+    stat = path.stat()
+    return {"input": str(path.resolve()), "input_size": stat.st_size, "input_mtime_ns": stat.st_mtime_ns}
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_manifest(folder: Path, settings: dict) -> dict[str, dict]:
+    """The shard entries of ``folder``'s manifest, by input path, if it was made with ``settings``; else none."""
+    try:
+        with open(folder / MANIFEST_NAME, encoding="utf-8") as f:
+            manifest = json.load(f)
+        if manifest.get("format") != FORMAT or manifest.get("settings") != settings:
+            return {}
+        return {entry["input"]: entry for entry in manifest["shards"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}  # missing, unreadable or not ours: nothing in the folder is trusted
+
+
+def is_complete(entry: dict | None, identity: dict, output: Path, itemsize: int) -> bool:
+    """Whether ``output`` is the complete output the manifest ``entry`` records, for the input ``identity``."""
+    if entry is None or any(entry.get(key) != value for key, value in identity.items()):
+        return False
+    if entry.get("output") != output.name:
+        return False
+    try:
+        if output.stat().st_size != entry["tokens"] * itemsize:
+            return False
+    except OSError:
+        return False
+    return file_sha256(output) == entry["sha256"]
+
+
+def write_manifest(folder: Path, settings: dict, entries: list[dict], *, complete: bool) -> dict:
+    """Replace ``folder``'s manifest (atomically) with ``entries`` (in input order) and their totals."""
+    totals = {key: sum(entry[key] for entry in entries) for key in ("documents", "tokens", "bytes")}
+    manifest = {"format": FORMAT, "settings": settings, "complete": complete, "shards": entries,
+                "totals": {"shards": len(entries), **totals}}
+    path = folder / MANIFEST_NAME
+    tmp = folder / f".{MANIFEST_NAME}.{os.getpid()}.partial"
+    try:
+        tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return manifest
