@@ -11,6 +11,8 @@ cut into pieces by the pattern (:mod:`tokenizer.pretokenize`), and each piece be
 
 Speed comes from a cache: text repeats its pieces (" the", ",", " of"), so each distinct piece is
 BPE-encoded once and later found in a dict. ``encode_ordinary`` is a lookup per piece done by ``map`` in C.
+Pieces the cache does not hold yet are collected during that lookup and encoded all together
+(:mod:`tokenizer.batch_bpe`) rather than one by one; then the lookup runs again.
 """
 
 from __future__ import annotations
@@ -30,8 +32,14 @@ from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex
 if TYPE_CHECKING:
     import numpy as np
 
+    from .batch_bpe import PairTable
+
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
 PIECE_CACHE_LIMIT = 1 << 19
+
+# Fewer new pieces than this in one call are encoded one by one (bpe.merge): a batch round has a fixed cost
+# in NumPy calls that only many pieces at once repay.
+BATCH_MIN_PIECES = 64
 
 # Threads run this pure-Python code in parallel only on a free-threaded build (3.13t+); with the GIL they
 # only add overhead, so the batch methods use them only when this is true.
@@ -39,11 +47,18 @@ THREADS_RUN_IN_PARALLEL = not getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 class _PieceCache(dict):
-    """piece -> token ids (tuple); a missing piece is encoded once, on first lookup."""
+    """piece -> token ids (tuple); a missing piece is encoded once, on first lookup.
 
-    __slots__ = ("encode_piece",)
+    While ``pending`` is a list, a missing piece is not encoded but appended to it (and looked up as no ids):
+    the caller encodes the pending pieces together, stores them, and looks up again.
+    """
+
+    __slots__ = ("encode_piece", "pending")
 
     def __missing__(self, piece: str) -> tuple[int, ...]:
+        if self.pending is not None:
+            self.pending.append(piece)
+            return ()
         if len(self) >= PIECE_CACHE_LIMIT:
             self.clear()
         ids = self[piece] = self.encode_piece(piece)
@@ -174,9 +189,12 @@ class Encoding:
         self.max_token_value = max(self._decoder, default=-1)
         self._cache = _PieceCache()
         self._cache.encode_piece = self._encode_piece
+        self._cache.pending = None
         self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
         self._part_cache.encode_piece = self._merge_to_ids
+        self._part_cache.pending = None
         self._uncrossable: bytearray | None = None  # built on first need
+        self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -191,11 +209,21 @@ class Encoding:
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         """One pre-token -> ids. Raises UnicodeEncodeError on a lone surrogate (handled by the callers)."""
+        data, ids, parts = self._plan_piece(piece)
+        if ids is not None:
+            return ids
+        if parts is not None:
+            return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
+        return self._merge_to_ids(data)
+
+    def _plan_piece(self, piece: str) -> tuple[bytes, tuple[int, ...] | None, list[bytes] | None]:
+        """``(bytes, ids, parts)`` of one pre-token: ``ids`` when no BPE is needed, else ``parts`` when BPE runs on
+        separate parts (cached in the part cache), else None, None: BPE runs on the whole bytes."""
         data = piece.encode("utf-8")
         if self._whole_piece_tokens:
             idx = self._token_ids.get(data)
             if idx is not None:
-                return (idx,)  # a whole piece that is a token is that token, as in tiktoken
+                return data, (idx,), None  # a whole piece that is a token is that token, as in tiktoken
         if len(data) >= 8 and not piece.isascii():
             # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
             # into short parts no merge can cross; those repeat, so cache them (bpe.split_uncrossable).
@@ -203,8 +231,66 @@ class Encoding:
                 self._uncrossable = bpe.uncrossable_pairs(self._merge_ranks)
             parts = bpe.split_uncrossable(data, self._uncrossable)
             if len(parts) > 1:
-                return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
-        return self._merge_to_ids(data)
+                return data, None, parts
+        return data, None, None
+
+    def _encode_pieces(self, pieces: list[str]) -> list[int]:
+        """The ids of pre-tokens: one cache lookup each; the pieces missing from the cache are collected on the
+        way, encoded together (:meth:`_fill_cache`), and the lookup runs again."""
+        cache = self._cache
+        if len(pieces) < BATCH_MIN_PIECES:
+            return list(chain.from_iterable(map(cache.__getitem__, pieces)))
+        cache.pending = pending = []
+        try:
+            ids = list(chain.from_iterable(map(cache.__getitem__, pieces)))
+        finally:
+            cache.pending = None
+        if pending:
+            self._fill_cache(pending)
+            ids = list(chain.from_iterable(map(cache.__getitem__, pieces)))
+        return ids
+
+    def _fill_cache(self, pieces: list[str]) -> None:
+        """Put the ids of ``pieces`` in the piece cache, BPE-encoding all that need it in one batch."""
+        distinct = list(dict.fromkeys(pieces))
+        table = self._batch_table() if len(distinct) >= BATCH_MIN_PIECES else None
+        if table is None:
+            for piece in distinct:
+                self._cache[piece]  # noqa: B018 - __missing__ encodes and stores it
+            return
+        # Only here: batch BPE needs NumPy, which the tokenizer does not import until a batch is worth it.
+        from .batch_bpe import encode_pieces
+
+        plans = [self._plan_piece(piece) for piece in distinct]
+        part_cache = self._part_cache
+        to_merge: dict[bytes, None] = {}  # what BPE must run on, in first-seen order
+        for data, ids, parts in plans:
+            if ids is None:
+                if parts is None:
+                    to_merge[data] = None
+                else:
+                    to_merge.update((part, None) for part in parts if part not in part_cache)
+        merged = dict(zip(to_merge, encode_pieces(list(to_merge), table)))
+        if len(part_cache) + len(merged) >= PIECE_CACHE_LIMIT:
+            part_cache.clear()
+        if len(self._cache) + len(distinct) >= PIECE_CACHE_LIMIT:
+            self._cache.clear()
+        for piece, (data, ids, parts) in zip(distinct, plans):
+            if ids is None:
+                if parts is None:
+                    ids = merged[data]
+                else:
+                    ids = tuple(chain.from_iterable(merged[p] if p in merged else part_cache[p] for p in parts))
+                    part_cache.update((p, merged[p]) for p in parts if p in merged)
+            self._cache[piece] = ids
+
+    def _batch_table(self) -> PairTable | None:
+        """The pair table of batch BPE, built on first need; None if this vocabulary cannot have one."""
+        if self._pair_table is None:
+            from .batch_bpe import build_pair_table  # only here: see _fill_cache
+
+            self._pair_table = build_pair_table(self._merge_ranks, self._token_ids) or False
+        return self._pair_table or None
 
     def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
         token_ids = self._token_ids
@@ -217,11 +303,10 @@ class Encoding:
         [31373, 995, 27, 91, 437, 1659, 5239, 91, 29]
         """
         try:
-            return list(chain.from_iterable(map(self._cache.__getitem__, self._pretokenizer.split(text))))
+            return self._encode_pieces(self._pretokenizer.split(text))
         except UnicodeEncodeError:
             # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
-            text = _replace_surrogates(text)
-            return list(chain.from_iterable(map(self._cache.__getitem__, self._pretokenizer.split(text))))
+            return self._encode_pieces(self._pretokenizer.split(_replace_surrogates(text)))
 
     def encode(
         self,

@@ -1,0 +1,170 @@
+"""Batch BPE (NumPy rounds over many pieces) against the per-piece oracle, bpe.merge."""
+
+from __future__ import annotations
+
+import doctest
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.batch_bpe as batch_bpe
+import tokenizer.encoding as encoding_module
+from conftest import FUZZ_EXAMPLES
+from tokenizer import Encoding, bpe, get_encoding
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+def oracle(pieces: list[bytes], merge_ranks, token_ids) -> list[tuple[int, ...]]:
+    return [tuple(token_ids[p] for p in bpe.merge(piece, merge_ranks)) for piece in pieces]
+
+
+def python_pair_table(merge_ranks, token_ids) -> dict[tuple[int, int], tuple[int, int]]:
+    """(left id, right id) -> (rank, merged id), the slow obvious way."""
+    pairs = {}
+    for token, rank in merge_ranks.items():
+        for k in range(1, len(token)):
+            left, right = token_ids.get(token[:k]), token_ids.get(token[k:])
+            if left is not None and right is not None:
+                pairs[left, right] = (rank, token_ids[token])
+    return pairs
+
+
+def test_docstring_examples():
+    assert doctest.testmod(batch_bpe).failed == 0
+
+
+# Three letters and few ranks: ties (one rank for several tokens) and long merge chains are common.
+letters = st.binary(min_size=0, max_size=30).map(lambda b: bytes(x % 3 + 97 for x in b))
+small_tables = st.dictionaries(
+    st.binary(min_size=2, max_size=6).map(lambda b: bytes(x % 3 + 97 for x in b)), st.integers(0, 12), max_size=30
+)
+
+
+def small_vocab(merge_ranks: dict[bytes, int]) -> dict[bytes, int]:
+    token_ids = {bytes([b]): b for b in range(256)}
+    for i, token in enumerate(sorted(merge_ranks)):
+        token_ids[token] = 256 + i
+    return token_ids
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.lists(letters, max_size=40), small_tables)
+def test_equals_merge_on_random_tie_heavy_tables(pieces, merge_ranks):
+    token_ids = small_vocab(merge_ranks)
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, merge_ranks, token_ids)
+
+
+def test_huge_ranks_are_renumbered_keeping_order_and_ties():
+    merge_ranks = {b"ab": 10**15, b"bc": 10**15, b"abc": 10**15 + 1, b"ca": -5}
+    token_ids = small_vocab(merge_ranks)
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    assert table.no_merge == 3
+    pieces = [b"abcab", b"cabc", b"bcab", b"abca"]
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, merge_ranks, token_ids)
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(small_tables.map(lambda t: {k: v * 10**12 for k, v in t.items()}))
+def test_pair_table_lists_exactly_the_joinable_pairs(merge_ranks):
+    token_ids = small_vocab(merge_ranks)
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    expected = python_pair_table(merge_ranks, token_ids)
+    got = {
+        (int(k) // table.n_ids, int(k) % table.n_ids): (int(r), int(m))
+        for k, r, m in zip(table.keys, table.ranks, table.merged)
+    }
+    assert got.keys() == expected.keys()
+    # ranks are renumbered densely: the order (and ties) must be kept
+    pairs = sorted(expected)
+    assert np.array_equal(
+        np.argsort([got[p][0] for p in pairs], kind="stable"), np.argsort([expected[p][0] for p in pairs], kind="stable")
+    )
+    assert all(got[p][1] == expected[p][1] for p in pairs)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_pair_table_of_openai_ranks_equals_the_obvious_one(name):
+    enc = get_encoding(name)
+    table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+    expected = python_pair_table(enc.merge_ranks, enc.token_ids)
+    assert len(table.keys) == len(expected)
+    keys = np.array([left * table.n_ids + right for left, right in expected], dtype=np.int64)
+    at = np.searchsorted(table.keys, keys)
+    assert np.array_equal(table.keys[at], keys)
+    assert np.array_equal(table.merged[at], [m for _, m in expected.values()])
+    assert np.array_equal(table.ranks[at], [r for r, _ in expected.values()])  # small ranks are kept as they are
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=30), st.sampled_from(["gpt2", "cl100k_base", "o200k_base"]))
+def test_equals_merge_on_openai_ranks(texts, name):
+    enc = get_encoding(name)
+    pieces = [t.encode("utf-8", "surrogatepass") for t in texts]
+    table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, enc.merge_ranks, enc.token_ids)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_every_distinct_piece_of_the_corpora(name):
+    enc = get_encoding(name)
+    table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+    split = enc._pretokenizer.split_reference
+    pieces = set()
+    for path in sorted(CORPUS.glob("*.txt")):
+        pieces.update(split(path.read_text(encoding="utf-8", errors="replace")[:400_000]))
+    data = sorted(p.encode("utf-8") for p in pieces)
+    assert batch_bpe.encode_pieces(data, table) == oracle(data, enc.merge_ranks, enc.token_ids)
+
+
+def test_vocabularies_without_distinct_part_ids_have_no_table():
+    token_ids = {bytes([b]): b for b in range(256)}
+    assert batch_bpe.build_pair_table({b"ab": 0}, {**token_ids, b"ab": 97}) is None  # id 97 twice
+    del token_ids[b"z"]
+    assert batch_bpe.build_pair_table({b"ab": 0}, {**token_ids, b"ab": 256}) is None  # no single-byte "z"
+
+
+def many_pieces_text(n: int = 3 * encoding_module.BATCH_MIN_PIECES) -> str:
+    return " ".join(f"w{i}x{i * 7919 % 1000}qz" for i in range(n)) + " 你好世界，这是一个测试句子。"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_encoding_uses_the_batch_and_stays_exact(name, monkeypatch):
+    import tiktoken
+
+    enc = get_encoding(name)
+    fresh = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+    text = many_pieces_text()
+    assert fresh.encode_ordinary(text) == tiktoken.get_encoding(name).encode_ordinary(text)
+    assert fresh._pair_table  # the batch ran (a cold call with many new pieces)
+    # and the per-piece path agrees
+    monkeypatch.setattr(encoding_module, "BATCH_MIN_PIECES", 10**9)
+    slow = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+    assert slow.encode_ordinary(text) == fresh.encode_ordinary(text)
+    assert not slow._pair_table
+
+
+@pytest.mark.parametrize("whole_piece_tokens", [True, False])
+def test_batch_respects_whole_piece_tokens(whole_piece_tokens, monkeypatch):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc", 258: b" ab"}
+    merges = [(b"a", b"b"), (b" ", b"ab")]
+    text = " ".join(["abc"] + [f"ab{i}" for i in range(3 * encoding_module.BATCH_MIN_PIECES)])
+    fast = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
+    ids = fast.encode(text)
+    assert fast._pair_table
+    assert ids[:1] == ([257] if whole_piece_tokens else [256])
+    monkeypatch.setattr(encoding_module, "BATCH_MIN_PIECES", 10**9)
+    slow = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
+    assert slow.encode(text) == ids
+
+
+def test_vocabulary_without_a_table_falls_back_to_merge():
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"ba": 256}  # two tokens, one id
+    enc = Encoding("dup", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    text = " ".join(["ab", "ba"] + [f"aba{i}" for i in range(3 * encoding_module.BATCH_MIN_PIECES)])
+    assert enc.encode_ordinary(text)[:5] == [256, 32, 256, 32, 256]
+    assert enc._pair_table is False
