@@ -7,9 +7,12 @@ operations over all pieces at once.
 
 The pair table. A merge joins two adjacent parts whose concatenated bytes are a token (tiktoken's rule admits
 any such pair, not only the pairs training merged). :class:`PairTable` lists every ``(left id, right id)`` whose
-bytes join into a mergeable token, with that token's merge priority and id, sorted by ``left, right`` so a
-round looks up all its pairs with one ``searchsorted``. It is built with NumPy from substring hashes
-(:func:`build_pair_table`), each candidate checked byte for byte, so a hash collision cannot create or hide a pair.
+bytes join into a mergeable token, with that token's merge priority and id, in a hash table with linear probing
+laid out in arrays, so a round looks up all its pairs at once (a few gathers, not a binary search each); the
+pairs of two single bytes are also kept in a direct 65536-entry table for the first round. It is built with
+NumPy (:func:`build_pair_table`): every token is cut at every position, both halves are found among the tokens
+by a hash of their bytes, and each candidate is checked byte for byte, so a hash collision cannot create or
+hide a pair. :mod:`tokenizer.table_cache` keeps built tables on disk.
 
 Which merges a round may do. Sequential BPE (``bpe.merge_reference``) always joins the leftmost pair of lowest
 rank; so does every round, in every piece, which alone makes the batch exact. A round may also join any pair
@@ -26,13 +29,15 @@ So a round joins all of them at once, and the result is the sequential one; test
 
 What this module does not do: the whole-piece rule (a piece that is itself a token is that token: the caller
 decides, as :class:`tokenizer.encoding.Encoding` does), pre-tokenization, caching, or ids other than the
-table's. A vocabulary whose parts cannot be named by distinct ids (two byte strings with one id, or a single
-byte missing) has no table: :func:`build_pair_table` returns None and the caller keeps ``bpe.merge``.
+table's. A vocabulary whose parts cannot be named by distinct ids (two byte strings with one id, a single byte
+missing, or ids beyond 2**31) has no table: :func:`build_pair_table` returns None and the caller keeps
+``bpe.merge``.
 """
 
 from __future__ import annotations
 
-from operator import add, eq
+from itertools import compress, repeat
+from operator import is_not
 from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -45,19 +50,54 @@ _BASE_INVERSE = np.uint64(pow(0x100000001B3, -1, 1 << 64))
 # Ranks at or above this are renumbered (rank << 32 | position must fit an int64).
 _LARGEST_RANK = 1 << 30
 
+# Ids above this have no table (ids are kept as int32, and a pair's key left * n_ids + right as int64).
+_LARGEST_ID = (1 << 31) - 1
+
+
+# An empty slot of the pair table's hash table (keys are never negative).
+_EMPTY = -1
+
+# Fibonacci hashing: a key's home slot is the top bits of key * this odd constant, modulo 2**64.
+_SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
 
 class PairTable(NamedTuple):
-    """Everything a round needs, as arrays indexed by part id (a part is named by its token id)."""
+    """Everything a round needs. A part is named by its token id; a pair by its key, ``left * n_ids + right``.
 
-    keys: np.ndarray  # int64, sorted: left * n_ids + right for every pair whose bytes join into a mergeable token
-    ranks: np.ndarray  # int64: merge priority of that pair (renumbered 0, 1, ... if huge: same order and ties)
-    merged: np.ndarray  # int64: id of the token the pair makes
+    The pairs are held in a hash table with linear probing: a key lives in its home slot (:func:`_home_slots`)
+    or in the first free slot after it, and no empty slot lies between its home and where it lives.
+    """
+
+    slot_keys: np.ndarray  # int64: the key of the pair in each slot, _EMPTY where none; the last slot is empty
+    slot_ranks: np.ndarray  # int32: its merge priority (renumbered 0, 1, ... if huge: same order and ties)
+    slot_merged: np.ndarray  # int32: the id of the token it makes
+    slot_bits: int  # home slots run from 0 to 2**slot_bits - 1
     n_ids: int  # ids run from 0 to n_ids - 1
     no_merge: int  # a rank above every real one
     byte_ids: np.ndarray  # int64[256]: id of each single byte
-    first_byte: np.ndarray  # int64[n_ids]: the first byte of each token (its last: last_byte)
-    last_byte: np.ndarray
+    byte_pair_ranks: np.ndarray  # int64[65536]: rank of joining single bytes a and b (at a << 8 | b)
+    byte_pair_merged: np.ndarray  # int64[65536]: the id that join makes
     boundary_rank: np.ndarray  # int64[65536]: u(a << 8 | b), lowest rank of a mergeable token containing a, b
+
+
+def _home_slots(keys: np.ndarray, slot_bits: int) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return ((keys.astype(np.uint64) * _SLOT_MULTIPLIER) >> np.uint64(64 - slot_bits)).astype(np.int64)
+
+
+def _hash_table(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(where, size, slot_bits)``: the slot of each of the distinct ``keys`` in a linear-probing table of
+    ``size`` slots, at most half full, whose last slot is free."""
+    slot_bits = max(1, int(2 * len(keys)).bit_length())
+    home = _home_slots(keys, slot_bits)
+    order = np.argsort(home, kind="stable")
+    # In order of home slot, each key takes its home or the slot after the previous key's, whichever is later.
+    rank_in_order = np.arange(len(keys))
+    taken = np.maximum.accumulate(home[order] - rank_in_order) + rank_in_order
+    where = np.empty(len(keys), dtype=np.int64)
+    where[order] = taken
+    size = max((1 << slot_bits), int(taken.max(initial=-1)) + 1) + 1
+    return where, size, slot_bits
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -69,60 +109,42 @@ def _mix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
-def _substring_hasher(tokens: Sequence[bytes]):
-    """(blob, starts, hash(start, end)) for the bytes of ``tokens`` laid end to end: ``hash`` gives the hash of
-    ``blob[start:end]`` for arrays of starts and ends, independent of where the substring lies."""
-    blob = np.frombuffer(b"".join(tokens), dtype=np.uint8)
-    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-    starts = np.cumsum(lengths) - lengths
+def _substring_hasher(blob: np.ndarray):
+    """``hash(start, end)``: the hash of ``blob[start:end]`` for arrays of starts and ends, independent of where
+    the substring lies (a polynomial hash made position-free by prefix sums of ``byte * BASE**-position``)."""
     with np.errstate(over="ignore"):
-        power = np.cumprod(np.full(len(blob) + 1, _BASE, dtype=np.uint64))  # power[i] = BASE ** (i + 1)
-        power[1:] = power[:-1]
+        power = np.empty(len(blob) + 1, dtype=np.uint64)  # power[i] = BASE ** i
         power[0] = 1
-        inverse = np.cumprod(np.full(len(blob) + 1, _BASE_INVERSE, dtype=np.uint64))
-        inverse[1:] = inverse[:-1]
+        np.cumprod(np.full(len(blob), _BASE, dtype=np.uint64), out=power[1:])
+        inverse = np.empty(len(blob), dtype=np.uint64)  # inverse[i] = BASE ** -i
         inverse[0] = 1
+        np.cumprod(np.full(len(blob) - 1, _BASE_INVERSE, dtype=np.uint64), out=inverse[1:])
         # prefix[i] = sum over t < i of (blob[t] + 1) * BASE**-t
         prefix = np.zeros(len(blob) + 1, dtype=np.uint64)
-        np.cumsum((blob.astype(np.uint64) + 1) * inverse[:-1], out=prefix[1:])
+        np.cumsum((blob.astype(np.uint64) + 1) * inverse, out=prefix[1:])
 
     def hash_of(start: np.ndarray, end: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
             return _mix((prefix[end] - prefix[start]) * power[np.maximum(end - 1, 0)])
 
-    return blob, starts, lengths, hash_of
+    return hash_of
 
 
-def _hash_index(hashes: np.ndarray):
-    """A function from an array of hashes to the index in ``hashes`` of each (-1 where absent), or None if two
-    entries of ``hashes`` are equal. Hashes are spread evenly, so their top bits pick a bucket of a few entries."""
-    order = np.argsort(hashes)
-    ordered = hashes[order]
-    if len(ordered) > 1 and not np.all(ordered[1:] != ordered[:-1]):
-        return None
-    shift = np.uint64(64 - max(1, int(len(hashes)).bit_length()))
-    bucket_start = np.searchsorted(ordered, np.arange((1 << (64 - int(shift))) + 1, dtype=np.uint64) << shift)
-    bucket_start[-1] = len(ordered)
-
-    def find(queries: np.ndarray) -> np.ndarray:
-        bucket = (queries >> shift).astype(np.int64)
-        at, stop = bucket_start[bucket], bucket_start[bucket + 1]
-        result = np.full(len(queries), -1, dtype=np.int64)
-        open_ = np.flatnonzero(at < stop)
-        while len(open_):  # each pass looks at one more entry of every bucket still searched
-            pos = at[open_]
-            hit = ordered[pos] == queries[open_]
-            result[open_[hit]] = order[pos[hit]]
-            at[open_] += 1
-            open_ = open_[~hit & (at[open_] < stop[open_])]
-        return result
-
-    return find
+def _segment_offsets(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(segment, offset)`` for ``sizes.sum()`` slots laid out segment by segment: which segment each slot is
+    in and its position inside it. ``_segment_offsets([2, 3])`` is ``([0, 0, 1, 1, 1], [0, 1, 0, 1, 2])``."""
+    segment = np.repeat(np.arange(len(sizes)), sizes)
+    offset = np.arange(len(segment)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    return segment, offset
 
 
 def build_pair_table(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int]) -> PairTable | None:
     """The :class:`PairTable` of an encoding (``merge_ranks``: token bytes -> merge priority; ``token_ids``:
-    token bytes -> id), or None when its parts cannot be named by distinct ids."""
+    token bytes -> id), or None when its parts cannot be named by distinct ids.
+
+    Every token of ``merge_ranks`` is cut at every inner position; a cut whose two halves are both tokens is a
+    pair. The halves are found by hash among the vocabulary's tokens, then checked byte for byte.
+    """
     singles = [token_ids.get(bytes([b])) for b in range(256)]
     if None in singles or not token_ids:
         return None
@@ -131,77 +153,122 @@ def build_pair_table(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes,
     if ids.min() < 0 or np.bincount(ids).max() > 1:
         return None
     n_ids = int(ids.max()) + 1
-    v_blob, v_starts, v_lengths, v_hash = _substring_hasher(vocab)
-    find = _hash_index(v_hash(v_starts, v_starts + v_lengths))
-    if find is None:
+    if n_ids > _LARGEST_ID + 1:
+        return None  # a pair's key, left * n_ids + right, would not fit an int64
+    lengths = np.fromiter(map(len, vocab), dtype=np.int64, count=len(vocab))
+    starts = np.cumsum(lengths) - lengths
+    blob = np.frombuffer(b"".join(vocab), dtype=np.uint8)
+    hash_of = _substring_hasher(blob)
+    vocab_hash = hash_of(starts, starts + lengths)
+    by_hash = np.argsort(vocab_hash)
+    sorted_hash = vocab_hash[by_hash]
+    if len(sorted_hash) > 1 and not np.all(sorted_hash[1:] != sorted_hash[:-1]):
         return None  # two tokens share a hash: lookups by hash would be ambiguous (never seen in practice)
 
-    mergeable = [t for t in merge_ranks if len(t) > 1]
-    m_ranks = np.fromiter(map(merge_ranks.__getitem__, mergeable), dtype=np.int64, count=len(mergeable))
-    m_ids = np.fromiter(map(token_ids.__getitem__, mergeable), dtype=np.int64, count=len(mergeable))
-    m_blob, m_starts, m_lengths, m_hash = _substring_hasher(mergeable)
-    # One candidate per (token, inner position): the token's bytes cut there into a left and a right part.
-    byte_owner = np.repeat(np.arange(len(mergeable)), m_lengths)
-    cut = np.flatnonzero(np.arange(len(m_blob)) != m_starts[byte_owner])
-    owner = byte_owner[cut]
-    start, end = m_starts[owner], m_starts[owner] + m_lengths[owner]
-    left = find(m_hash(start, cut))
+    def find(hashes: np.ndarray) -> np.ndarray:
+        """The vocabulary index of the token with each hash, -1 where none has it."""
+        at = np.minimum(np.searchsorted(sorted_hash, hashes), len(sorted_hash) - 1)
+        return np.where(sorted_hash[at] == hashes, by_hash[at], -1)
+
+    # The merge priority of each vocabulary token; only tokens of two or more bytes are made by a merge.
+    rank_or_none = list(map(merge_ranks.get, vocab))
+    has_rank = np.fromiter(map(is_not, rank_or_none, repeat(None)), dtype=bool, count=len(vocab))
+    mergeable = np.flatnonzero(has_rank & (lengths > 1))
+    all_ranks = np.zeros(len(vocab), dtype=np.int64)
+    all_ranks[has_rank] = np.fromiter(compress(rank_or_none, has_rank), dtype=np.int64, count=int(has_rank.sum()))
+    m_ranks = all_ranks[mergeable]
+
+    # One candidate per (mergeable token, inner position): its bytes cut there into a left and a right part.
+    owner, offset = _segment_offsets(lengths[mergeable] - 1)
+    owner = mergeable[owner]
+    start, end = starts[owner], starts[owner] + lengths[owner]
+    cut = start + offset + 1
+    left = find(hash_of(start, cut))
     found = np.flatnonzero(left >= 0)
     owner, start, cut, end, left = owner[found], start[found], cut[found], end[found], left[found]
-    right = find(m_hash(cut, end))
-    found = np.flatnonzero(right >= 0)
-    owner, left, right = owner[found], left[found], right[found]
+    right = find(hash_of(cut, end))
+    found = np.flatnonzero((right >= 0) & (lengths[np.maximum(left, 0)] == cut - start))
+    owner, start, cut, end, left, right = owner[found], start[found], cut[found], end[found], left[found], right[found]
+    found = np.flatnonzero(lengths[right] == end - cut)
+    owner, start, cut, left, right = owner[found], start[found], cut[found], left[found], right[found]
     # A hash match is not proof: check that the two parts' bytes make the token's, byte for byte.
-    left_bytes = map(vocab.__getitem__, left.tolist())
-    right_bytes = map(vocab.__getitem__, right.tolist())
-    token_bytes = map(mergeable.__getitem__, owner.tolist())
-    same = np.fromiter(map(eq, map(add, left_bytes, right_bytes), token_bytes), dtype=bool, count=len(owner))
+    candidate, at = _segment_offsets(lengths[owner])
+    left_size = (cut - start)[candidate]
+    source = np.where(
+        at < left_size, starts[left][candidate] + at, starts[right][candidate] + (at - left_size)
+    )
+    wrong = np.zeros(len(owner) + 1, dtype=bool)
+    wrong[np.where(blob[source] != blob[start[candidate] + at], candidate, len(owner))] = True
+    same = ~wrong[:-1]
     owner, left, right = owner[same], ids[left[same]], ids[right[same]]
 
     if len(m_ranks) and (m_ranks.min() < 0 or m_ranks.max() >= _LARGEST_RANK):
         # a round packs a rank and a position into one int64: renumber 0, 1, ... keeping order and ties
         distinct_ranks, dense = np.unique(m_ranks, return_inverse=True)
         no_merge = len(distinct_ranks)
+        all_ranks[mergeable] = dense.reshape(-1)
     else:
-        dense, no_merge = m_ranks, int(m_ranks.max(initial=-1)) + 1
-    dense = dense.reshape(-1)
+        no_merge = int(m_ranks.max(initial=-1)) + 1
     keys = left * n_ids + right
-    by_key = np.argsort(keys)
+    where, size, slot_bits = _hash_table(keys)
+    slot_keys = np.full(size, _EMPTY, dtype=np.int64)
+    slot_ranks = np.full(size, no_merge, dtype=np.int32)
+    slot_merged = np.zeros(size, dtype=np.int32)
+    slot_keys[where], slot_ranks[where], slot_merged[where] = keys, all_ranks[owner], ids[owner]
 
     # u(a, b): every byte pair inside a mergeable token, with that token's rank; keep the lowest.
-    inside = np.ones(len(m_blob), dtype=bool)
-    inside[m_starts + m_lengths - 1] = False  # a token's last byte starts no pair inside it
-    inside = np.flatnonzero(inside)
-    byte_pairs = (m_blob[inside].astype(np.int64) << 8) | m_blob[inside + 1]
-    pair_ranks = dense[byte_owner[inside]]
+    token, at = _segment_offsets(lengths[mergeable] - 1)
+    inside = starts[mergeable][token] + at
+    byte_pairs = (blob[inside].astype(np.int64) << 8) | blob[inside + 1]
     boundary_rank = np.full(65536, no_merge, dtype=np.int64)
-    np.minimum.at(boundary_rank, byte_pairs, pair_ranks)
+    np.minimum.at(boundary_rank, byte_pairs, all_ranks[mergeable][token])
 
-    first_byte = np.zeros(n_ids, dtype=np.int64)
-    last_byte = np.zeros(n_ids, dtype=np.int64)
-    first_byte[ids] = v_blob[v_starts]
-    last_byte[ids] = v_blob[v_starts + v_lengths - 1]
-    return PairTable(
-        keys=keys[by_key],
-        ranks=dense[owner][by_key],
-        merged=m_ids[owner][by_key],
+    table = PairTable(
+        slot_keys=slot_keys,
+        slot_ranks=slot_ranks,
+        slot_merged=slot_merged,
+        slot_bits=slot_bits,
         n_ids=n_ids,
         no_merge=no_merge,
         byte_ids=np.array(singles, dtype=np.int64),
-        first_byte=first_byte,
-        last_byte=last_byte,
+        byte_pair_ranks=np.empty(0, dtype=np.int64),
+        byte_pair_merged=np.empty(0, dtype=np.int64),
         boundary_rank=boundary_rank,
     )
+    # Every pair of single bytes, looked up once: the first round of every batch needs only these.
+    byte_pairs = np.arange(65536)
+    ranks, merged = _lookup(table, table.byte_ids[byte_pairs >> 8], table.byte_ids[byte_pairs & 255])
+    return table._replace(byte_pair_ranks=ranks, byte_pair_merged=merged)
+
+
+def pairs_of(table: PairTable) -> dict[tuple[int, int], tuple[int, int]]:
+    """Every pair of the table as ``(left id, right id) -> (rank, merged id)``: to read or test it, not to encode.
+
+    >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    >>> pairs_of(build_pair_table({b"ab": 0}, vocab))
+    {(97, 98): (0, 256)}
+    """
+    full = np.flatnonzero(table.slot_keys != _EMPTY)
+    keys, ranks, merged = (a[full].tolist() for a in (table.slot_keys, table.slot_ranks, table.slot_merged))
+    return {divmod(k, table.n_ids): (r, m) for k, r, m in zip(keys, ranks, merged)}
 
 
 def _lookup(table: PairTable, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(rank, merged id) of each pair; rank ``no_merge`` where the pair makes no mergeable token."""
     keys = left * table.n_ids + right
-    if not len(table.keys):
-        return np.full(len(keys), table.no_merge, dtype=np.int64), keys
-    at = np.minimum(np.searchsorted(table.keys, keys), len(table.keys) - 1)
-    found = table.keys[at] == keys
-    return np.where(found, table.ranks[at], table.no_merge), table.merged[at]
+    rank = np.full(len(keys), table.no_merge, dtype=np.int64)
+    merged = np.zeros(len(keys), dtype=np.int64)
+    slot = _home_slots(keys, table.slot_bits)
+    searching = np.arange(len(keys))
+    while len(searching):  # each pass looks one slot further for the keys not found yet
+        at = slot[searching]
+        in_slot = table.slot_keys[at]
+        hit = in_slot == keys[searching]
+        found = searching[hit]
+        rank[found], merged[found] = table.slot_ranks[at[hit]], table.slot_merged[at[hit]]
+        searching = searching[~hit & (in_slot != _EMPTY)]
+        slot[searching] += 1
+    return rank, merged
 
 
 def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, ...]]:
@@ -213,25 +280,30 @@ def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, 
     >>> encode_pieces([b" hello", b"qqqq", b"x"], table)
     [(23748,), (38227, 38227), (87,)]
     """
-    out: list[tuple[int, ...]] = [()] * len(pieces)
-    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-    piece_index = np.flatnonzero(lengths)  # empty pieces have no ids
-    lengths = lengths[piece_index]
+    piece_lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
     blob = np.frombuffer(b"".join(pieces), dtype=np.uint8).astype(np.int64)
     no_merge = table.no_merge
-    # Flat arrays, one entry per part: its id; whether it ends its piece; u of the boundary after it; the rank
-    # and result of joining it with the next part (no_merge at a piece's end).
+    # Flat arrays, one entry per part: its id; whether it ends its segment; u of the boundary after it; the rank
+    # and result of joining it with the next part (no_merge at a segment's end).
     parts = table.byte_ids[blob]
-    ends = np.zeros(len(parts), dtype=bool)
-    ends[np.cumsum(lengths) - 1] = True
+    piece_ends = np.cumsum(piece_lengths)
     boundary = np.full(len(parts), no_merge, dtype=np.int64)
-    if len(parts) > 1:
-        boundary[:-1] = table.boundary_rank[(blob[:-1] << 8) | blob[1:]]
-    boundary[ends] = no_merge
     rank = np.full(len(parts), no_merge, dtype=np.int64)
     merged = np.zeros(len(parts), dtype=np.int64)
-    inner = np.flatnonzero(~ends)
-    rank[inner], merged[inner] = _lookup(table, parts[inner], parts[inner + 1])
+    if len(parts) > 1:
+        byte_pairs = (blob[:-1] << 8) | blob[1:]
+        boundary[:-1] = table.boundary_rank[byte_pairs]
+        rank[:-1] = table.byte_pair_ranks[byte_pairs]
+        merged[:-1] = table.byte_pair_merged[byte_pairs]
+    # Segments: a piece cut where no token holds the bytes on both sides (u = no_merge); no merge crosses
+    # such a cut, so each segment is encoded alone, and a long piece does not stay in the rounds for long.
+    ends = boundary == no_merge
+    ends[piece_ends[piece_lengths > 0] - 1] = True
+    boundary[ends] = no_merge
+    rank[ends] = no_merge
+    segment_ends = np.flatnonzero(ends) + 1
+    lengths = np.diff(segment_ends, prepend=0)
+    segment_index = np.arange(len(lengths))
     done_index, done_lengths, done_parts = [], [], []
 
     while len(parts):
@@ -240,11 +312,11 @@ def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, 
         lowest = np.minimum.reduceat((rank << 32) | position, starts)  # leftmost lowest pair of each piece
         finished = (lowest >> 32) == no_merge
         if finished.any():
-            done_index.append(piece_index[finished])
+            done_index.append(segment_index[finished])
             done_lengths.append(lengths[finished])
             keep = ~np.repeat(finished, lengths)
             done_parts.append(parts[~keep])
-            piece_index, lengths = piece_index[~finished], lengths[~finished]
+            segment_index, lengths = segment_index[~finished], lengths[~finished]
             parts, ends, boundary, rank, merged = parts[keep], ends[keep], boundary[keep], rank[keep], merged[keep]
             if not len(parts):
                 break
@@ -278,12 +350,18 @@ def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, 
         rank[changed], merged[changed] = _lookup(table, parts[changed], parts[changed + 1])
         rank[ends] = no_merge
 
-    if done_index:
-        index = np.concatenate(done_index).tolist()
-        sizes = np.concatenate(done_lengths).tolist()
-        flat = np.concatenate(done_parts).tolist()
-        start = 0
-        for i, size in zip(index, sizes):
-            out[i] = tuple(flat[start : start + size])
-            start += size
-    return out
+    if not done_index:
+        return [()] * len(pieces)
+    # Put the finished segments back in order: each piece's ids are then one slice of them.
+    finished_index = np.concatenate(done_index)
+    finished_sizes = np.concatenate(done_lengths)
+    finished_starts = np.cumsum(finished_sizes) - finished_sizes
+    order = np.empty_like(finished_index)
+    order[finished_index] = np.arange(len(finished_index))  # segment i finished order[i]-th
+    sizes = finished_sizes[order]
+    flat = np.concatenate(done_parts)[np.repeat(finished_starts[order], sizes) + _segment_offsets(sizes)[1]].tolist()
+    # a piece ends where its last segment ends; empty pieces have none
+    segments_per_piece = np.searchsorted(segment_ends, piece_ends, side="right")
+    ids_end = np.concatenate([[0], np.cumsum(sizes)])[segments_per_piece]
+    ids_start = np.concatenate([[0], ids_end[:-1]])
+    return list(map(tuple, map(flat.__getitem__, map(slice, ids_start.tolist(), ids_end.tolist()))))

@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import is_not, not_
 from types import MappingProxyType
 from typing import (
     TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
@@ -46,19 +47,22 @@ BATCH_MIN_PIECES = 64
 THREADS_RUN_IN_PARALLEL = not getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
+class _CacheMiss(Exception):
+    """Raised by a probing :class:`_PieceCache` at its first missing piece."""
+
+
 class _PieceCache(dict):
     """piece -> token ids (tuple); a missing piece is encoded once, on first lookup.
 
-    While ``pending`` is a list, a missing piece is not encoded but appended to it (and looked up as no ids):
-    the caller encodes the pending pieces together, stores them, and looks up again.
+    While ``probing`` is true, a missing piece is not encoded: the lookup raises :class:`_CacheMiss` instead, so
+    that the caller can collect every missing piece of its text and encode them together.
     """
 
-    __slots__ = ("encode_piece", "pending")
+    __slots__ = ("encode_piece", "probing")
 
     def __missing__(self, piece: str) -> tuple[int, ...]:
-        if self.pending is not None:
-            self.pending.append(piece)
-            return ()
+        if self.probing:
+            raise _CacheMiss
         if len(self) >= PIECE_CACHE_LIMIT:
             self.clear()
         ids = self[piece] = self.encode_piece(piece)
@@ -189,10 +193,10 @@ class Encoding:
         self.max_token_value = max(self._decoder, default=-1)
         self._cache = _PieceCache()
         self._cache.encode_piece = self._encode_piece
-        self._cache.pending = None
+        self._cache.probing = False
         self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
         self._part_cache.encode_piece = self._merge_to_ids
-        self._part_cache.pending = None
+        self._part_cache.probing = False
         self._uncrossable: bytearray | None = None  # built on first need
         self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
 
@@ -235,61 +239,57 @@ class Encoding:
         return data, None, None
 
     def _encode_pieces(self, pieces: list[str]) -> list[int]:
-        """The ids of pre-tokens: one cache lookup each; the pieces missing from the cache are collected on the
-        way, encoded together (:meth:`_fill_cache`), and the lookup runs again."""
+        """The ids of pre-tokens: one cache lookup each. If a piece is missing, the pieces the cache lacks are
+        found, encoded together (:meth:`_fill_cache`), and the lookup runs again."""
         cache = self._cache
+        lookup = cache.__getitem__
         if len(pieces) < BATCH_MIN_PIECES:
-            return list(chain.from_iterable(map(cache.__getitem__, pieces)))
-        cache.pending = pending = []
+            return list(chain.from_iterable(map(lookup, pieces)))
+        cache.probing = True
         try:
-            ids = list(chain.from_iterable(map(cache.__getitem__, pieces)))
+            return list(chain.from_iterable(map(lookup, pieces)))
+        except _CacheMiss:
+            pass
         finally:
-            cache.pending = None
-        if pending:
-            self._fill_cache(pending)
-            ids = list(chain.from_iterable(map(cache.__getitem__, pieces)))
-        return ids
+            cache.probing = False
+        new = list(set(pieces).difference(cache))
+        if len(new) > PIECE_CACHE_LIMIT // 2 and len(pieces) > 1:
+            # so many new pieces that the cache could not hold them: encode the text in two halves
+            half = len(pieces) // 2
+            return self._encode_pieces(pieces[:half]) + self._encode_pieces(pieces[half:])
+        self._fill_cache(new)
+        return list(chain.from_iterable(map(lookup, pieces)))
 
     def _fill_cache(self, pieces: list[str]) -> None:
-        """Put the ids of ``pieces`` in the piece cache, BPE-encoding all that need it in one batch."""
-        distinct = list(dict.fromkeys(pieces))
-        table = self._batch_table() if len(distinct) >= BATCH_MIN_PIECES else None
+        """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache, BPE-encoding all that need
+        it in one batch (:func:`tokenizer.batch_bpe.encode_pieces`)."""
+        cache = self._cache
+        table = self._batch_table() if len(pieces) >= BATCH_MIN_PIECES else None
         if table is None:
-            for piece in distinct:
-                self._cache[piece]  # noqa: B018 - __missing__ encodes and stores it
+            for piece in pieces:
+                cache[piece]  # noqa: B018 - __missing__ encodes and stores it
             return
         # Only here: batch BPE needs NumPy, which the tokenizer does not import until a batch is worth it.
         from .batch_bpe import encode_pieces
 
-        plans = [self._plan_piece(piece) for piece in distinct]
-        part_cache = self._part_cache
-        to_merge: dict[bytes, None] = {}  # what BPE must run on, in first-seen order
-        for data, ids, parts in plans:
-            if ids is None:
-                if parts is None:
-                    to_merge[data] = None
-                else:
-                    to_merge.update((part, None) for part in parts if part not in part_cache)
-        merged = dict(zip(to_merge, encode_pieces(list(to_merge), table)))
-        if len(part_cache) + len(merged) >= PIECE_CACHE_LIMIT:
-            part_cache.clear()
-        if len(self._cache) + len(distinct) >= PIECE_CACHE_LIMIT:
-            self._cache.clear()
-        for piece, (data, ids, parts) in zip(distinct, plans):
-            if ids is None:
-                if parts is None:
-                    ids = merged[data]
-                else:
-                    ids = tuple(chain.from_iterable(merged[p] if p in merged else part_cache[p] for p in parts))
-                    part_cache.update((p, merged[p]) for p in parts if p in merged)
-            self._cache[piece] = ids
+        if len(cache) + len(pieces) > PIECE_CACHE_LIMIT:
+            cache.clear()
+        data = list(map(str.encode, pieces))  # a lone surrogate raises UnicodeEncodeError: see encode_ordinary
+        if self._whole_piece_tokens:
+            # a whole piece that is a token is that token, as in tiktoken; the others go to BPE
+            whole = list(map(self._token_ids.get, data))
+            is_token = list(map(is_not, whole, repeat(None)))
+            cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
+            needs_bpe = list(map(not_, is_token))
+            pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
+        cache.update(zip(pieces, encode_pieces(data, table)))
 
     def _batch_table(self) -> PairTable | None:
-        """The pair table of batch BPE, built on first need; None if this vocabulary cannot have one."""
+        """The pair table of batch BPE, loaded or built on first need; None if this vocabulary cannot have one."""
         if self._pair_table is None:
-            from .batch_bpe import build_pair_table  # only here: see _fill_cache
+            from .table_cache import load_or_build  # only here: see _fill_cache
 
-            self._pair_table = build_pair_table(self._merge_ranks, self._token_ids) or False
+            self._pair_table = load_or_build(self._merge_ranks, self._token_ids) or False
         return self._pair_table or None
 
     def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
