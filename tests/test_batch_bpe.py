@@ -160,3 +160,26 @@ def test_vocabulary_without_a_table_falls_back_to_merge():
     text = " ".join(["ab", "ba"] + [f"aba{i}" for i in range(3 * encoding_module.BATCH_MIN_PIECES)])
     assert enc.encode_ordinary(text)[:5] == [256, 32, 256, 32, 256]
     assert enc._pair_table is False
+
+
+runs = st.lists(st.tuples(st.sampled_from([b"a", b"b", b"ab", b"aab", b" ", b"^", b"\xe4\xbd\xa0"]), st.integers(1, 300)),
+                min_size=1, max_size=4).map(lambda chunks: b"".join(unit * n for unit, n in chunks))
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(st.lists(runs, min_size=1, max_size=5), small_tables)
+def test_long_runs_equal_merge_on_random_tie_heavy_tables(pieces, merge_ranks):
+    # runs are where a round joins a chain of tied pairs (batch_bpe._chain_after_lowest)
+    pieces = [bytes(x % 3 + 97 if x > 32 else x for x in p) for p in pieces]
+    token_ids = small_vocab(merge_ranks)
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, merge_ranks, token_ids)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("unit", [b"a", b"^", b" ", b"\n", b"ab", b"aab", b"0", b"\xe4\xbd\xa0", b"=-"])
+def test_runs_equal_merge_on_openai_ranks(name, unit):
+    enc = get_encoding(name)
+    table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+    pieces = [unit * n for n in (1, 2, 3, 5, 8, 13, 64, 65, 999, 1000, 4097)] + [b"x" + unit * 777 + b"y"]
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, enc.merge_ranks, enc.token_ids)

@@ -271,6 +271,60 @@ def _lookup(table: PairTable, left: np.ndarray, right: np.ndarray) -> tuple[np.n
     return rank, merged
 
 
+def _chain_after_lowest(
+    table: PairTable,
+    parts: np.ndarray,
+    ends: np.ndarray,
+    rank: np.ndarray,
+    merged: np.ndarray,
+    lowest_rank: np.ndarray,
+    lowest_at: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+) -> np.ndarray:
+    """Positions of the pairs that sequential BPE joins right after the leftmost lowest one of each segment,
+    when they tie with it: a run such as ``b"aaaa..."`` then takes a few rounds, not one per merge.
+
+    Say the leftmost lowest pair of a segment, rank ``r``, starts at part ``i``, and the pairs starting at
+    ``i + 2``, ``i + 4``, ... also have rank ``r``. Sequential BPE joins ``i`` first. If every pair that join
+    creates ranks above ``r``, the leftmost pair of rank ``r`` is then the one at ``i + 2`` (nothing left of it
+    ranks ``r`` or less), so it is joined next, and so on. The chain goes on while each join's new pairs (with
+    the part on its left, which is the previous join's token, and with the part on its right) rank above ``r``;
+    the join that first makes a pair of rank ``r`` or less is still the next one, but ends the chain.
+    """
+    # Segments whose chain has a second link: the pairs at i + 2 has rank r, inside the segment.
+    second = lowest_at + 2
+    linked = np.flatnonzero(~ends[lowest_at + 1])
+    linked = linked[rank[second[linked]] == lowest_rank[linked]]
+    if not len(linked):
+        return linked
+    # stop[p]: the first q >= p, in steps of 2, whose pair does not continue a chain reaching it.
+    in_chain = np.zeros(len(parts), dtype=bool)
+    in_chain[2:] = (rank[2:] == np.repeat(lowest_rank, lengths)[2:]) & ~ends[1:-1]
+    stop = np.arange(len(parts) + 2)  # two spare slots past the end, where every chain stops
+    stop[:-2][in_chain] = len(parts) + 2
+    for parity in (0, 1):  # the minimum of stop from p on, over positions of p's parity
+        stop[parity::2] = np.minimum.accumulate(stop[parity::2][::-1])[::-1]
+    first = lowest_at[linked]
+    links = (stop[second[linked]] - first) // 2  # joins at first, first + 2, ..., first + 2 * (links - 1)
+    segment, step = _segment_offsets(links)
+    at = first[segment] + 2 * step
+    token = merged[at]
+    # The pair each join makes on its left: with the previous join's token, or (the first) the part before.
+    left = np.where(step > 0, merged[np.maximum(at - 2, 0)], parts[np.maximum(at - 1, 0)])
+    has_left = (step > 0) | (at > starts[linked][segment])
+    right_exists = ~ends[at + 1]
+    right = parts[np.minimum(at + 2, len(parts) - 1)]
+    r = lowest_rank[linked][segment]
+    left_rank, _ = _lookup(table, left, token)
+    right_rank, _ = _lookup(table, token, right)
+    ends_chain = (has_left & (left_rank <= r)) | (right_exists & (right_rank <= r))
+    # A join comes after the chain's end if an earlier join of its segment ends the chain.
+    ended_before = np.cumsum(ends_chain) - ends_chain
+    ended_before -= np.repeat(ended_before[np.cumsum(links) - links], links)
+    return at[ended_before == 0]
+
+
 def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, ...]]:
     """The token ids of each piece (bytes), as ``bpe.merge`` gives them (no whole-piece rule).
 
@@ -331,7 +385,9 @@ def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, 
         after[-1] = no_merge
         after[:-1] = boundary[1:]
         join = (rank < before) & (rank < after)
-        join[lowest & 0xFFFFFFFF] = True
+        lowest_at = lowest & 0xFFFFFFFF
+        join[lowest_at] = True
+        join[_chain_after_lowest(table, parts, ends, rank, merged, lowest >> 32, lowest_at, starts, lengths)] = True
         at = np.flatnonzero(join)
         parts[at] = merged[at]
         # The right part of each join disappears; the joined part ends where it ended.
