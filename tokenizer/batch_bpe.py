@@ -74,10 +74,10 @@ class PairTable(NamedTuple):
     slot_bits: int  # home slots run from 0 to 2**slot_bits - 1
     n_ids: int  # ids run from 0 to n_ids - 1
     no_merge: int  # a rank above every real one
-    byte_ids: np.ndarray  # int64[256]: id of each single byte
-    byte_pair_ranks: np.ndarray  # int64[65536]: rank of joining single bytes a and b (at a << 8 | b)
-    byte_pair_merged: np.ndarray  # int64[65536]: the id that join makes
-    boundary_rank: np.ndarray  # int64[65536]: u(a << 8 | b), lowest rank of a mergeable token containing a, b
+    byte_ids: np.ndarray  # int32[256]: id of each single byte
+    byte_pair_ranks: np.ndarray  # int32[65536]: rank of joining single bytes a and b (at a << 8 | b)
+    byte_pair_merged: np.ndarray  # int32[65536]: the id that join makes
+    boundary_rank: np.ndarray  # int32[65536]: u(a << 8 | b), lowest rank of a mergeable token containing a, b
 
 
 def _home_slots(keys: np.ndarray, slot_bits: int) -> np.ndarray:
@@ -220,7 +220,7 @@ def build_pair_table(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes,
     token, at = _segment_offsets(lengths[mergeable] - 1)
     inside = starts[mergeable][token] + at
     byte_pairs = (blob[inside].astype(np.int64) << 8) | blob[inside + 1]
-    boundary_rank = np.full(65536, no_merge, dtype=np.int64)
+    boundary_rank = np.full(65536, no_merge, dtype=np.int32)
     np.minimum.at(boundary_rank, byte_pairs, all_ranks[mergeable][token])
 
     table = PairTable(
@@ -230,7 +230,7 @@ def build_pair_table(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes,
         slot_bits=slot_bits,
         n_ids=n_ids,
         no_merge=no_merge,
-        byte_ids=np.array(singles, dtype=np.int64),
+        byte_ids=np.array(singles, dtype=np.int32),
         byte_pair_ranks=np.empty(0, dtype=np.int64),
         byte_pair_merged=np.empty(0, dtype=np.int64),
         boundary_rank=boundary_rank,
@@ -255,9 +255,9 @@ def pairs_of(table: PairTable) -> dict[tuple[int, int], tuple[int, int]]:
 
 def _lookup(table: PairTable, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(rank, merged id) of each pair; rank ``no_merge`` where the pair makes no mergeable token."""
-    keys = left * table.n_ids + right
-    rank = np.full(len(keys), table.no_merge, dtype=np.int64)
-    merged = np.zeros(len(keys), dtype=np.int64)
+    keys = left.astype(np.int64) * table.n_ids + right
+    rank = np.full(len(keys), table.no_merge, dtype=np.int32)
+    merged = np.zeros(len(keys), dtype=np.int32)
     slot = _home_slots(keys, table.slot_bits)
     searching = np.arange(len(keys))
     while len(searching):  # each pass looks one slot further for the keys not found yet
@@ -292,9 +292,10 @@ def _chain_after_lowest(
     the part on its left, which is the previous join's token, and with the part on its right) rank above ``r``;
     the join that first makes a pair of rank ``r`` or less is still the next one, but ends the chain.
     """
-    # Segments whose chain has a second link: the pairs at i + 2 has rank r, inside the segment.
+    # Segments whose chain has a second link: the pair at i + 2 has rank r, inside the segment.
     second = lowest_at + 2
-    linked = np.flatnonzero(~ends[lowest_at + 1])
+    linked = np.flatnonzero(lowest_rank < table.no_merge)  # not the finished segments
+    linked = linked[~ends[lowest_at[linked] + 1]]
     linked = linked[rank[second[linked]] == lowest_rank[linked]]
     if not len(linked):
         return linked
@@ -335,88 +336,90 @@ def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, 
     [(23748,), (38227, 38227), (87,)]
     """
     piece_lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-    blob = np.frombuffer(b"".join(pieces), dtype=np.uint8).astype(np.int64)
-    no_merge = table.no_merge
-    # Flat arrays, one entry per part: its id; whether it ends its segment; u of the boundary after it; the rank
-    # and result of joining it with the next part (no_merge at a segment's end).
-    parts = table.byte_ids[blob]
     piece_ends = np.cumsum(piece_lengths)
-    boundary = np.full(len(parts), no_merge, dtype=np.int64)
-    rank = np.full(len(parts), no_merge, dtype=np.int64)
-    merged = np.zeros(len(parts), dtype=np.int64)
-    if len(parts) > 1:
-        byte_pairs = (blob[:-1] << 8) | blob[1:]
-        boundary[:-1] = table.boundary_rank[byte_pairs]
-        rank[:-1] = table.byte_pair_ranks[byte_pairs]
-        merged[:-1] = table.byte_pair_merged[byte_pairs]
-    # Segments: a piece cut where no token holds the bytes on both sides (u = no_merge); no merge crosses
+    blob = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    if not len(blob):
+        return [()] * len(pieces)
+    no_merge = table.no_merge
+    # Segments: the pieces cut wherever no token holds the bytes on both sides (u = no_merge). No merge crosses
     # such a cut, so each segment is encoded alone, and a long piece does not stay in the rounds for long.
-    ends = boundary == no_merge
+    byte_pairs = (blob[:-1].astype(np.int32) << 8) | blob[1:]
+    boundary = np.full(len(blob), no_merge, dtype=np.int32)  # u of the boundary after each part
+    boundary[:-1] = table.boundary_rank[byte_pairs]
+    ends = boundary == no_merge  # whether each part ends its segment
     ends[piece_ends[piece_lengths > 0] - 1] = True
     boundary[ends] = no_merge
-    rank[ends] = no_merge
     segment_ends = np.flatnonzero(ends) + 1
     lengths = np.diff(segment_ends, prepend=0)
-    segment_index = np.arange(len(lengths))
-    done_index, done_lengths, done_parts = [], [], []
+    # A segment of one byte is finished already; the others go into the rounds.
+    single = lengths == 1
+    in_rounds = np.repeat(~single, lengths)
+    done_index, done_lengths, done_parts = [np.flatnonzero(single)], [lengths[single]], [table.byte_ids[blob[~in_rounds]]]
+    segment_index, lengths = np.flatnonzero(~single), lengths[~single]
+    # Flat arrays, one entry per part: its id; whether it ends its segment; u of the boundary after it; the rank
+    # and result of joining it with the next part (no_merge at a segment's end).
+    parts = table.byte_ids[blob[in_rounds]]
+    ends, boundary = ends[in_rounds], boundary[in_rounds]
+    pair_of_bytes = byte_pairs[in_rounds[:-1]]  # no part of the rounds is the blob's last unless it ends there
+    rank = np.full(len(parts), no_merge, dtype=np.int32)
+    merged = np.zeros(len(parts), dtype=np.int32)
+    n_pairs = len(pair_of_bytes)
+    rank[:n_pairs], merged[:n_pairs] = table.byte_pair_ranks[pair_of_bytes], table.byte_pair_merged[pair_of_bytes]
+    rank[ends] = no_merge
+    position = np.arange(len(parts), dtype=np.int64)
 
     while len(parts):
         starts = np.cumsum(lengths) - lengths
-        position = np.arange(len(parts), dtype=np.int64)
-        lowest = np.minimum.reduceat((rank << 32) | position, starts)  # leftmost lowest pair of each piece
-        finished = (lowest >> 32) == no_merge
-        if finished.any():
+        lowest = np.minimum.reduceat((rank.astype(np.int64) << 32) | position[: len(parts)], starts)
+        lowest_rank, lowest_at = lowest >> 32, lowest & 0xFFFFFFFF  # the leftmost lowest pair of each segment
+        finished = lowest_rank == no_merge
+        if finished.all() or finished.sum() * 4 >= len(finished):
+            # Move the finished segments out (not every round: moving costs a pass over all parts).
             done_index.append(segment_index[finished])
             done_lengths.append(lengths[finished])
-            keep = ~np.repeat(finished, lengths)
-            done_parts.append(parts[~keep])
+            out = np.repeat(finished, lengths)
+            done_parts.append(parts[out])
+            if finished.all():
+                break
+            keep = ~out
             segment_index, lengths = segment_index[~finished], lengths[~finished]
             parts, ends, boundary, rank, merged = parts[keep], ends[keep], boundary[keep], rank[keep], merged[keep]
-            if not len(parts):
-                break
-            position = np.arange(len(parts), dtype=np.int64)
             starts = np.cumsum(lengths) - lengths
-            lowest = np.minimum.reduceat((rank << 32) | position, starts)
+            lowest_rank, lowest_at = lowest_rank[~finished], lowest_at[~finished]
+            lowest_at -= (np.cumsum(out) - out)[lowest_at]  # parts moved out before it
         # Isolated pairs: rank below u of the boundary before the left part and after the right part.
-        before = np.empty_like(boundary)
-        before[0] = no_merge
-        before[1:] = boundary[:-1]
-        after = np.empty_like(boundary)
-        after[-1] = no_merge
-        after[:-1] = boundary[1:]
-        join = (rank < before) & (rank < after)
-        lowest_at = lowest & 0xFFFFFFFF
-        join[lowest_at] = True
-        join[_chain_after_lowest(table, parts, ends, rank, merged, lowest >> 32, lowest_at, starts, lengths)] = True
+        join = np.empty(len(parts), dtype=bool)
+        join[-1] = False  # the last part ends its segment: it starts no pair
+        np.less(rank[:-1], boundary[1:], out=join[:-1])
+        join[1:] &= rank[1:] < boundary[:-1]
+        join[lowest_at[lowest_rank < no_merge]] = True
+        join[_chain_after_lowest(table, parts, ends, rank, merged, lowest_rank, lowest_at, starts, lengths)] = True
         at = np.flatnonzero(join)
         parts[at] = merged[at]
-        # The right part of each join disappears; the joined part ends where it ended.
+        # The right part of each join disappears; the joined part ends (and bounds) where that part did.
         keep = np.ones(len(parts), dtype=bool)
         keep[at + 1] = False
-        keep_right_edge = ~join
         lengths = lengths - np.add.reduceat(join, starts)
-        parts = parts[keep]
-        ends, boundary = ends[keep_right_edge], boundary[keep_right_edge]
-        rank, merged = rank[keep], merged[keep]
-        # Pairs touching a joined part changed: the one it starts and the one before it.
-        changed = np.zeros(len(join) + 1, dtype=bool)
-        changed[at] = True
-        changed[at - 1] = True  # at - 1 == -1 writes the spare last slot
-        changed = np.flatnonzero(changed[:-1][keep] & ~ends)
+        parts, rank, merged = parts[keep], rank[keep], merged[keep]
+        ends, boundary = ends[~join], boundary[~join]
+        # Pairs touching a joined part changed: the one it starts and the one before it. Each earlier join
+        # removed one part before it, which gives its new position.
+        joined = at - np.arange(len(at))
+        changed = np.concatenate([joined, joined[joined > 0] - 1])
+        at_end = ends[changed]
+        rank[changed[at_end]] = no_merge
+        changed = changed[~at_end]
         rank[changed], merged[changed] = _lookup(table, parts[changed], parts[changed + 1])
-        rank[ends] = no_merge
 
-    if not done_index:
-        return [()] * len(pieces)
-    # Put the finished segments back in order: each piece's ids are then one slice of them.
+    # Put the segments back in order: each piece's ids are then one slice of them.
     finished_index = np.concatenate(done_index)
     finished_sizes = np.concatenate(done_lengths)
     finished_starts = np.cumsum(finished_sizes) - finished_sizes
     order = np.empty_like(finished_index)
-    order[finished_index] = np.arange(len(finished_index))  # segment i finished order[i]-th
+    order[finished_index] = np.arange(len(finished_index))  # segment i is the order[i]-th finished
     sizes = finished_sizes[order]
     flat = np.concatenate(done_parts)[np.repeat(finished_starts[order], sizes) + _segment_offsets(sizes)[1]].tolist()
-    # a piece ends where its last segment ends; empty pieces have none
+    # A piece's ids end where its last segment's do; an empty piece has no segment.
     segments_per_piece = np.searchsorted(segment_ends, piece_ends, side="right")
     ids_end = np.concatenate([[0], np.cumsum(sizes)])[segments_per_piece]
     ids_start = np.concatenate([[0], ids_end[:-1]])

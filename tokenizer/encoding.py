@@ -38,9 +38,10 @@ if TYPE_CHECKING:
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
 PIECE_CACHE_LIMIT = 1 << 19
 
-# Fewer new pieces than this in one call are encoded one by one (bpe.merge): a batch round has a fixed cost
-# in NumPy calls that only many pieces at once repay.
+# Fewer new pieces than this in one call, with fewer characters than BATCH_MIN_CHARS, are encoded one by one
+# (bpe.merge): a batch round has a fixed cost in NumPy calls that only many pieces, or long ones, repay.
 BATCH_MIN_PIECES = 64
+BATCH_MIN_CHARS = 1 << 14
 
 # Threads run this pure-Python code in parallel only on a free-threaded build (3.13t+); with the GIL they
 # only add overhead, so the batch methods use them only when this is true.
@@ -240,10 +241,10 @@ class Encoding:
 
     def _encode_pieces(self, pieces: list[str]) -> list[int]:
         """The ids of pre-tokens: one cache lookup each. If a piece is missing, the pieces the cache lacks are
-        found, encoded together (:meth:`_fill_cache`), and the lookup runs again."""
+        found, encoded together (:meth:`_add_missing`), and the lookup runs again."""
         cache = self._cache
         lookup = cache.__getitem__
-        if len(pieces) < BATCH_MIN_PIECES:
+        if len(pieces) < BATCH_MIN_PIECES and sum(map(len, pieces)) < BATCH_MIN_CHARS:
             return list(chain.from_iterable(map(lookup, pieces)))
         cache.probing = True
         try:
@@ -252,19 +253,37 @@ class Encoding:
             pass
         finally:
             cache.probing = False
-        new = list(set(pieces).difference(cache))
-        if len(new) > PIECE_CACHE_LIMIT // 2 and len(pieces) > 1:
-            # so many new pieces that the cache could not hold them: encode the text in two halves
+        if not self._add_missing(pieces):
             half = len(pieces) // 2
             return self._encode_pieces(pieces[:half]) + self._encode_pieces(pieces[half:])
-        self._fill_cache(new)
         return list(chain.from_iterable(map(lookup, pieces)))
+
+    def _encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
+        """``encode_ordinary`` of each text, the pieces all texts lack in the cache encoded in one batch."""
+        try:
+            piece_lists = list(map(self._pretokenizer.split, texts))
+            if self._add_missing(list(chain.from_iterable(piece_lists))):
+                lookup = self._cache.__getitem__
+                return [list(chain.from_iterable(map(lookup, pieces))) for pieces in piece_lists]
+        except UnicodeEncodeError:
+            pass  # a lone surrogate somewhere: encode_ordinary replaces it in its own text
+        return list(map(self.encode_ordinary, texts))
+
+    def _add_missing(self, pieces: list[str]) -> bool:
+        """Put in the cache every piece of ``pieces`` it lacks, encoded together (:meth:`_fill_cache`); False,
+        doing nothing, if they are so many that the cache could not hold them."""
+        new = list(set(pieces).difference(self._cache))
+        if len(new) > PIECE_CACHE_LIMIT // 2 and len(pieces) > 1:
+            return False
+        self._fill_cache(new)
+        return True
 
     def _fill_cache(self, pieces: list[str]) -> None:
         """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache, BPE-encoding all that need
         it in one batch (:func:`tokenizer.batch_bpe.encode_pieces`)."""
         cache = self._cache
-        table = self._batch_table() if len(pieces) >= BATCH_MIN_PIECES else None
+        worth_a_batch = len(pieces) >= BATCH_MIN_PIECES or sum(map(len, pieces)) >= BATCH_MIN_CHARS
+        table = self._batch_table() if worth_a_batch else None
         if table is None:
             for piece in pieces:
                 cache[piece]  # noqa: B018 - __missing__ encodes and stores it
@@ -332,13 +351,28 @@ class Encoding:
         self.check_disallowed_special(text, disallowed)
         if not allowed:
             return self.encode_ordinary(text)
-        ids: list[int] = []
+        stretches, specials = self._cut_at_special_tokens(text, allowed)
+        return self._join_stretches(self._encode_ordinary_texts(stretches), specials)
+
+    def _cut_at_special_tokens(self, text: str, allowed: AbstractSet[str]) -> tuple[list[str], list[int]]:
+        """``(stretches, specials)``: the text between the ``allowed`` special tokens (one stretch more than
+        there are special tokens), and the special tokens' ids."""
+        stretches, specials = [], []
         start = 0
-        for m in special_token_regex(allowed).finditer(text):
-            ids += self.encode_ordinary(text[start : m.start()])
-            ids.append(self._special_tokens[m.group()])
+        for m in special_token_regex(frozenset(allowed)).finditer(text):
+            stretches.append(text[start : m.start()])
+            specials.append(self._special_tokens[m.group()])
             start = m.end()
-        ids += self.encode_ordinary(text[start:])
+        stretches.append(text[start:])
+        return stretches, specials
+
+    @staticmethod
+    def _join_stretches(stretch_ids: list[list[int]], specials: list[int]) -> list[int]:
+        """The ids of each stretch with the special tokens' ids between them (see _cut_at_special_tokens)."""
+        ids = stretch_ids[0]
+        for special, more in zip(specials, stretch_ids[1:]):
+            ids.append(special)
+            ids += more
         return ids
 
     def special_token_sets(
@@ -401,12 +435,30 @@ class Encoding:
         allowed, disallowed = self.special_token_sets(
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
-        encode = functools.partial(self.encode, allowed_special=allowed, disallowed_special=disallowed)
-        return map_batch(encode, text, num_threads=num_threads)
+        if THREADS_RUN_IN_PARALLEL:
+            encode = functools.partial(self.encode, allowed_special=allowed, disallowed_special=disallowed)
+            return map_batch(encode, text, num_threads=num_threads)
+        check_num_threads(num_threads)
+        texts = list(text)
+        for one in texts:
+            self.check_disallowed_special(one, disallowed)
+        if not allowed:
+            return self._encode_ordinary_texts(texts)
+        # Every stretch between special tokens, of every text, encoded together; then put back in place.
+        cuts = [self._cut_at_special_tokens(one, allowed) for one in texts]
+        stretch_ids = iter(self._encode_ordinary_texts([s for stretches, _ in cuts for s in stretches]))
+        return [self._join_stretches([next(stretch_ids) for _ in stretches], specials) for stretches, specials in cuts]
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int | None = 8) -> list[list[int]]:
-        """Encode several texts, special tokens as plain text; see :func:`map_batch` for ``num_threads``."""
-        return map_batch(self.encode_ordinary, text, num_threads=num_threads)
+        """Encode several texts, special tokens as plain text; see :func:`map_batch` for ``num_threads``.
+
+        >>> enc.encode_ordinary_batch(["hello world", "<|endoftext|>"])
+        [[31373, 995], [27, 91, 437, 1659, 5239, 91, 29]]
+        """
+        if THREADS_RUN_IN_PARALLEL:
+            return map_batch(self.encode_ordinary, text, num_threads=num_threads)
+        check_num_threads(num_threads)
+        return self._encode_ordinary_texts(list(text))
 
     def encode_to_numpy(
         self,
@@ -702,15 +754,20 @@ def map_batch(func: Callable[[T], R], items: Iterable[T], *, num_threads: int | 
     >>> map_batch(len, ["a", "bb"], num_threads=2)
     [1, 2]
     """
-    if num_threads is not None and type(num_threads) is not int:
-        raise TypeError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
-    if num_threads is not None and num_threads < 1:
-        raise ValueError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
+    check_num_threads(num_threads)
     items = list(items)
     if THREADS_RUN_IN_PARALLEL and num_threads != 1 and len(items) > 1:
         with ThreadPoolExecutor(num_threads) as pool:
             return list(pool.map(func, items))
     return list(map(func, items))
+
+
+def check_num_threads(num_threads) -> None:
+    """Raise the error ``map_batch`` gives for a ``num_threads`` that is not a positive integer or None."""
+    if num_threads is not None and type(num_threads) is not int:
+        raise TypeError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
+    if num_threads is not None and num_threads < 1:
+        raise ValueError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
 
 
 def _is_continuation_byte(byte: int) -> bool:
