@@ -14,6 +14,7 @@ import tokenizer.batch_bpe as batch_bpe
 import tokenizer.encoding as encoding_module
 from conftest import FUZZ_EXAMPLES
 from tokenizer import Encoding, bpe, get_encoding
+from tokenizer.patterns import NEWER_THAN_TIKTOKEN
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 
@@ -183,3 +184,124 @@ def test_runs_equal_merge_on_openai_ranks(name, unit):
     table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
     pieces = [unit * n for n in (1, 2, 3, 5, 8, 13, 64, 65, 999, 1000, 4097)] + [b"x" + unit * 777 + b"y"]
     assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, enc.merge_ranks, enc.token_ids)
+
+
+# ---- the Encoding's batch path (every new piece of a call through encode_pieces) against tiktoken ----------
+
+ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
+
+
+def fresh_encoding(name: str) -> Encoding:
+    enc = get_encoding(name)
+    return Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+
+
+@pytest.fixture
+def always_batch(monkeypatch):
+    """Every call takes the batch, however few or short its new pieces."""
+    monkeypatch.setattr(encoding_module, "BATCH_MIN_PIECES", 1)
+    monkeypatch.setattr(encoding_module, "BATCH_MIN_CHARS", 1)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_cold_calls_equal_tiktoken_on_every_corpus(name):
+    import tiktoken
+
+    oracle = tiktoken.get_encoding(name)
+    for path in sorted(CORPUS.glob("*.txt")):
+        text = path.read_bytes()[:300_000].decode("utf-8", errors="ignore")
+        ours = fresh_encoding(name)
+        assert ours.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all"), path.name
+        assert ours._pair_table, "the batch ran"
+        assert fresh_encoding(name).encode_ordinary(text) == oracle.encode_ordinary(text), path.name
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_every_code_point_alone_through_the_batch(name, always_batch):
+    import tiktoken
+
+    oracle = tiktoken.get_encoding(name)
+    ours = fresh_encoding(name)
+    for start in range(0, 0x110000, 0x10000):
+        texts = [chr(cp) for cp in range(start, start + 0x10000)]
+        assert ours.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts), hex(start)
+        ours._cache.clear()
+
+
+newer_letters = st.sampled_from([chr(a) for a, _ in NEWER_THAN_TIKTOKEN] + [chr(b) for _, b in NEWER_THAN_TIKTOKEN])
+mixed_texts = st.lists(
+    st.one_of(
+        st.sampled_from(["hello", " world", "中文", "日本語", "Привет", "١٢٣", "'s", "\r\n", "  ", "\ud800", "😀",
+                         "<|endoftext|>", "<|endofprompt|>", "e\u0301", "ſ"]),
+        newer_letters,
+        st.tuples(st.sampled_from(["a", " ", "^", "ab", "中", "\n", "0"]), st.integers(1, 200)).map(lambda t: t[0] * t[1]),
+        st.text(max_size=10),
+        st.characters(codec=None),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.lists(mixed_texts, min_size=1, max_size=6), st.sampled_from(ENCODINGS))
+def test_fuzz_batches_equal_tiktoken(texts, name):
+    import tiktoken
+
+    oracle = tiktoken.get_encoding(name)
+    saved = encoding_module.BATCH_MIN_PIECES, encoding_module.BATCH_MIN_CHARS
+    encoding_module.BATCH_MIN_PIECES = encoding_module.BATCH_MIN_CHARS = 1  # hypothesis: no fixtures per example
+    try:
+        ours = fresh_encoding(name)
+        assert ours.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts)
+        assert ours.encode_batch(texts, allowed_special="all") == oracle.encode_batch(texts, allowed_special="all")
+        assert fresh_encoding(name).encode(texts[0], disallowed_special=()) == oracle.encode(texts[0], disallowed_special=())
+    finally:
+        encoding_module.BATCH_MIN_PIECES, encoding_module.BATCH_MIN_CHARS = saved
+
+
+SPECIAL_TEXT = "a<|endoftext|>b <|endofprompt|> c<|fim_prefix|>中文<|endoftext|>"
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize(
+    "allowed, disallowed",
+    [(set(), ()), ("all", ()), ({"<|endoftext|>"}, ()), ("all", "all"), (set(), "all"), ({"<|endoftext|>"}, "all"),
+     ({"<|endoftext|>"}, {"<|endofprompt|>"}), (set(), {"<|fim_prefix|>"})],
+)
+def test_special_token_matrix_through_the_batch(name, allowed, disallowed, always_batch):
+    import tiktoken
+
+    oracle = tiktoken.get_encoding(name)
+    texts = [SPECIAL_TEXT, "plain text", SPECIAL_TEXT * 3, ""]
+    kwargs = {"allowed_special": allowed, "disallowed_special": disallowed}
+    try:
+        expected = oracle.encode_batch(texts, **kwargs)
+    except ValueError as e:
+        with pytest.raises(ValueError, match="disallowed"):
+            fresh_encoding(name).encode_batch(texts, **kwargs)
+        assert "disallowed" in str(e) or "special" in str(e)
+        return
+    assert fresh_encoding(name).encode_batch(texts, **kwargs) == expected
+    assert [fresh_encoding(name).encode(t, **kwargs) for t in texts] == expected
+
+
+def test_a_batch_of_texts_runs_one_batch(monkeypatch):
+    texts = [many_pieces_text(40) + f" text{i}qq" for i in range(5)]  # each text alone is too small for a batch
+    expected = [get_encoding("gpt2").encode_ordinary(t) for t in texts]
+    enc = fresh_encoding("gpt2")
+    calls = []
+    real = batch_bpe.encode_pieces
+    monkeypatch.setattr(batch_bpe, "encode_pieces", lambda pieces, table: calls.append(len(pieces)) or real(pieces, table))
+    assert enc.encode_ordinary_batch(texts) == expected
+    assert len(calls) == 1
+
+
+def test_the_piece_cache_stays_bounded(monkeypatch):
+    monkeypatch.setattr(encoding_module, "PIECE_CACHE_LIMIT", 256)
+    enc = fresh_encoding("gpt2")
+    text = many_pieces_text(1000)  # about 1000 distinct pieces: more than the cache may hold
+    assert enc.encode_ordinary(text) == get_encoding("gpt2").encode_ordinary(text)
+    assert len(enc._cache) <= 256
+    for i in range(5):
+        enc.encode_ordinary(many_pieces_text(300) + f" more{i}zz")
+        assert len(enc._cache) <= 256
