@@ -18,8 +18,10 @@ Pieces the cache does not hold yet are collected during that lookup and encoded 
 from __future__ import annotations
 
 import functools
+import gc
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from itertools import chain, compress, repeat
 from operator import is_not, not_
 from types import MappingProxyType
@@ -293,15 +295,16 @@ class Encoding:
 
         if len(cache) + len(pieces) > PIECE_CACHE_LIMIT:
             cache.clear()
-        data = list(map(str.encode, pieces))  # a lone surrogate raises UnicodeEncodeError: see encode_ordinary
-        if self._whole_piece_tokens:
-            # a whole piece that is a token is that token, as in tiktoken; the others go to BPE
-            whole = list(map(self._token_ids.get, data))
-            is_token = list(map(is_not, whole, repeat(None)))
-            cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
-            needs_bpe = list(map(not_, is_token))
-            pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
-        cache.update(zip(pieces, encode_pieces(data, table)))
+        with _garbage_collection_paused():
+            data = list(map(str.encode, pieces))  # a lone surrogate raises UnicodeEncodeError: see encode_ordinary
+            if self._whole_piece_tokens:
+                # a whole piece that is a token is that token, as in tiktoken; the others go to BPE
+                whole = list(map(self._token_ids.get, data))
+                is_token = list(map(is_not, whole, repeat(None)))
+                cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
+                needs_bpe = list(map(not_, is_token))
+                pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
+            cache.update(zip(pieces, encode_pieces(data, table)))
 
     def _batch_table(self) -> PairTable | None:
         """The pair table of batch BPE, loaded or built on first need; None if this vocabulary cannot have one."""
@@ -768,6 +771,20 @@ def check_num_threads(num_threads) -> None:
         raise TypeError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
+
+
+@contextmanager
+def _garbage_collection_paused() -> Iterator[None]:
+    """Pause Python's cycle collector, then restore it as it was. A cache fill makes tens of thousands of
+    tuples, all kept (the cache holds them); each collection they set off would walk the whole cache again,
+    to free nothing, since tuples of ints make no cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _is_continuation_byte(byte: int) -> bool:
