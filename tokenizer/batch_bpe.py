@@ -27,6 +27,13 @@ pair and the leftmost lowest one, never share a part (the shared boundary would 
 So a round joins all of them at once, and the result is the sequential one; tests check it against
 ``bpe.merge`` on random vocabularies built to tie and on every distinct piece of the corpora.
 
+Two more things keep the rounds few. A boundary with ``u = no_merge`` (no token holds both its bytes) is never
+crossed, so pieces are cut there into *segments*, each finished on its own: a long piece of text in a script
+the vocabulary hardly knows becomes many short segments. And a run such as a million ``a`` ties every pair, so
+neither rule above joins more than one pair per round; there a round also follows the chain of tied pairs after
+the leftmost lowest one, as long as each join provably comes next (:func:`_chain_after_lowest`), so the run
+takes a few rounds, not half a million.
+
 What this module does not do: the whole-piece rule (a piece that is itself a token is that token: the caller
 decides, as :class:`tokenizer.encoding.Encoding` does), pre-tokenization, caching, or ids other than the
 table's. A vocabulary whose parts cannot be named by distinct ids (two byte strings with one id, a single byte

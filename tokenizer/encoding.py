@@ -11,8 +11,10 @@ cut into pieces by the pattern (:mod:`tokenizer.pretokenize`), and each piece be
 
 Speed comes from a cache: text repeats its pieces (" the", ",", " of"), so each distinct piece is
 BPE-encoded once and later found in a dict. ``encode_ordinary`` is a lookup per piece done by ``map`` in C.
-Pieces the cache does not hold yet are collected during that lookup and encoded all together
-(:mod:`tokenizer.batch_bpe`) rather than one by one; then the lookup runs again.
+If a piece is missing, the lookup stops; the pieces the cache lacks (a set difference) are encoded all
+together (:mod:`tokenizer.batch_bpe`, its pair table read from disk by :mod:`tokenizer.table_cache`) rather
+than one by one, and the lookup runs again. ``encode_batch`` does this once for all its texts. Calls with few
+and short new pieces keep the per-piece path (:func:`tokenizer.bpe.merge`), the readable one.
 """
 
 from __future__ import annotations
