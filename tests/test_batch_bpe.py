@@ -224,7 +224,8 @@ def test_every_code_point_alone_through_the_batch(name, always_batch):
     ours = fresh_encoding(name)
     for start in range(0, 0x110000, 0x10000):
         texts = [chr(cp) for cp in range(start, start + 0x10000)]
-        assert ours.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts), hex(start)
+        # (tiktoken's own batch method starts threads: slower here than a loop)
+        assert ours.encode_ordinary_batch(texts) == [oracle.encode_ordinary(t) for t in texts], hex(start)
         ours._cache.clear()
 
 
