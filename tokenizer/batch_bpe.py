@@ -421,11 +421,16 @@ def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, 
     # Put the segments back in order: each piece's ids are then one slice of them.
     finished_index = np.concatenate(done_index)
     finished_sizes = np.concatenate(done_lengths)
-    finished_starts = np.cumsum(finished_sizes) - finished_sizes
-    order = np.empty_like(finished_index)
-    order[finished_index] = np.arange(len(finished_index))  # segment i is the order[i]-th finished
-    sizes = finished_sizes[order]
-    flat = np.concatenate(done_parts)[np.repeat(finished_starts[order], sizes) + _segment_offsets(sizes)[1]].tolist()
+    flat = np.concatenate(done_parts)
+    if np.all(finished_index[1:] > finished_index[:-1]):  # they finished in order (all of one byte, say)
+        sizes = finished_sizes
+    else:
+        finished_starts = np.cumsum(finished_sizes) - finished_sizes
+        order = np.empty_like(finished_index)
+        order[finished_index] = np.arange(len(finished_index))  # segment i is the order[i]-th finished
+        sizes = finished_sizes[order]
+        flat = flat[np.repeat(finished_starts[order], sizes) + _segment_offsets(sizes)[1]]
+    flat = flat.tolist()
     # A piece's ids end where its last segment's do; an empty piece has no segment.
     segments_per_piece = np.searchsorted(segment_ends, piece_ends, side="right")
     ids_end = np.concatenate([[0], np.cumsum(sizes)])[segments_per_piece]

@@ -54,11 +54,13 @@ def vocabulary_digest(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes
     digest.update(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)).tobytes())
     digest.update(b"".join(tokens))
     digest.update(np.fromiter(token_ids.values(), dtype=np.int64, count=len(tokens)).tobytes())
-    if merge_ranks is token_ids:  # tiktoken's files: a token's priority is its id
+    # The priorities, aligned with the tokens. For tiktoken's files a token's priority is its id: said in a few
+    # bytes (and quickly, when the two tables are one dict), so that both ways of telling it share one file.
+    ranks = None if merge_ranks is token_ids else list(map(merge_ranks.get, tokens))
+    if ranks is None or ranks == list(token_ids.values()):
         digest.update(b"priorities are the ids")
         return digest.hexdigest()
-    # The priorities, aligned with the tokens: which tokens have one, then their values.
-    ranks = list(map(merge_ranks.get, tokens))
+    # Otherwise: which tokens have one, then their values.
     has_rank = bytes(map(is_not, ranks, repeat(None)))
     digest.update(has_rank)
     ranks = list(compress(ranks, has_rank))
