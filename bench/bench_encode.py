@@ -1,13 +1,21 @@
-"""Encoding speed: this project vs tiktoken vs HF tokenizers, single process, same run, as ratios.
+"""Encoding speed: this project vs tiktoken vs HF tokenizers, same run, as ratios (ratio = tiktoken's time / ours).
 
     python bench/bench_encode.py [--mb 4] [--repeat 3] [--encodings gpt2,cl100k_base,o200k_base]
+                                 [--texts en_docs,de_manpages,...] [--no-fresh-process] [--no-pathological]
 
-Texts: the first N MB of ../shared/corpus/en_docs.txt and zh_manpages.txt. Ours is timed three ways:
+Texts: the first N MB of each ../shared/corpus file named. Ours is timed these ways:
 
-- cold:     a fresh Encoding (empty piece cache) encoding the text once — what a one-off call costs;
+- cold:     a fresh Encoding (empty piece cache; the pair table of batch BPE read from the disk cache, which
+            counts in the time) encoding the text once — what a one-off call costs; the split alone is timed
+            too, so "BPE + join" = cold - split;
+- fresh process: the same in a new Python process (import, get_encoding, one encode), against tiktoken in
+            another new process; the processes also time get_encoding;
 - long job: a fresh Encoding encoding the whole file in N MB pieces, as a dataset job does (the cache fills
             as it goes); tiktoken does the same file the same way;
 - repeat:   encoding the same text a second time (every piece cached) — the upper bound.
+
+Then: the pair table per encoding (pairs, build time, load time from the disk cache), and pathological inputs
+(a million spaces, "^" * 1e6, "a" * 1e6, 100k random code points), where tiktoken may fail.
 
 tiktoken and HF tokenizers have no such cache; each is timed as the best of --repeat runs. For gpt2 the CS336
 face (``tokenizer.Tokenizer.from_files`` on GPT-2's encoder.json + vocab.bpe, <|endoftext|> special) is timed
@@ -21,6 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -103,32 +113,99 @@ def heap_crossover(merge_ranks, lengths=(8, 16, 32, 64, 256, 1024, 4096)) -> lis
     return rows
 
 
+FRESH_PROCESS = """
+import sys, time
+sys.path.insert(0, {repo!r})
+text = open({path!r}, "rb").read()[:{size}].decode("utf-8", errors="ignore")
+t0 = time.perf_counter()
+if {tiktoken}:
+    import tiktoken
+    enc = tiktoken.get_encoding({name!r})
+else:
+    from tokenizer import get_encoding
+    enc = get_encoding({name!r})
+t1 = time.perf_counter()
+ids = enc.encode_ordinary(text)
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1, len(ids))
+"""
+
+
+def fresh_process(name: str, path: Path, size: int, *, tiktoken: bool) -> tuple[float, float, int]:
+    """(get_encoding seconds, encode seconds, number of ids) in a new Python process."""
+    code = FRESH_PROCESS.format(repo=str(REPO), path=str(path), size=size, name=name, tiktoken=tiktoken)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    return float(out[0]), float(out[1]), int(out[2])
+
+
+def random_code_points(n: int, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    chars = []
+    while len(chars) < n:
+        cp = rng.randrange(0x110000)
+        if not 0xD800 <= cp < 0xE000:
+            chars.append(chr(cp))
+    return "".join(chars)
+
+
+PATHOLOGICAL = {
+    "a million spaces": lambda: " " * 1_000_000,
+    '"^" * 1_000_000': lambda: "^" * 1_000_000,
+    '"a" * 1_000_000': lambda: "a" * 1_000_000,
+    "100k random code points": lambda: random_code_points(100_000),
+}
+
+
+def time_or_failure(fn, text: str) -> tuple[float | None, list[int] | None, str]:
+    """(seconds, ids, "") or (None, None, what went wrong): tiktoken panics on some inputs."""
+    try:
+        t0 = time.perf_counter()
+        ids = fn(text)
+        return time.perf_counter() - t0, ids, ""
+    except BaseException as e:  # noqa: BLE001 - a Rust panic is a BaseException
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return None, None, type(e).__name__
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=4.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--encodings", default="gpt2,cl100k_base,o200k_base")
+    parser.add_argument("--texts", default="en_docs,de_manpages,fr_manpages,ru_manpages,ja_manpages,zh_manpages")
+    parser.add_argument("--no-fresh-process", action="store_true", help="skip the fresh-process timings")
+    parser.add_argument("--no-pathological", action="store_true", help="skip the pathological inputs")
+    parser.add_argument("--no-hf", action="store_true", help="skip HF tokenizers and the CS336 face")
+    parser.add_argument("--no-heap", action="store_true", help="skip the rescan/heap crossover table")
     args = parser.parse_args()
     import tiktoken
 
+    load = os.getloadavg()[0]
     size = int(args.mb * 1_000_000)
-    texts = {"en_docs": "en_docs.txt", "zh_manpages": "zh_manpages.txt"}
+    names = args.encodings.split(",")
+    for name in names:  # the pair tables into the disk cache first: cold calls then read them, as a user's would
+        get_encoding(name)._batch_table()
     rows = []
-    for label, filename in texts.items():
-        text = read_prefix(filename, 0, size)
+    for label in args.texts.split(","):
+        path = SHARED / "corpus" / f"{label}.txt"
+        text = read_prefix(path.name, 0, size)
         mb = len(text.encode("utf-8")) / 1e6
-        whole = (SHARED / "corpus" / filename).read_bytes()
+        whole = path.read_bytes()
         parts = [whole[i : i + size].decode("utf-8", errors="ignore") for i in range(0, len(whole), size)]
         whole_mb = len(whole) / 1e6
-        for name in args.encodings.split(","):
+        for name in names:
             oracle = tiktoken.get_encoding(name)
             oracle.encode_ordinary("warm up")
-            t_tik = best_time(oracle.encode_ordinary, text, args.repeat)
-
-            ours = fresh(name)
-            t0 = time.perf_counter()
-            ids = ours.encode_ordinary(text)
-            t_cold = time.perf_counter() - t0
+            # tiktoken and our cold call alternate, best of --repeat each (a fresh Encoding every time)
+            t_tik = t_cold = t_split = float("inf")
+            for _ in range(args.repeat):
+                t_tik = min(t_tik, best_time(oracle.encode_ordinary, text, 1))
+                ours = fresh(name)
+                t0 = time.perf_counter()
+                ids = ours.encode_ordinary(text)
+                t_cold = min(t_cold, time.perf_counter() - t0)
+                t_split = min(t_split, best_time(ours._pretokenizer.split, text, 1))
             assert ids == oracle.encode_ordinary(text), f"ids differ from tiktoken for {name} on {label}"
             t_repeat = best_time(ours.encode_ordinary, text, args.repeat)
 
@@ -142,8 +219,15 @@ def main() -> None:
                 ours.encode_ordinary(part)
             t_long = time.perf_counter() - t0
 
+            fresh_ratio = None
+            if not args.no_fresh_process:
+                _, tik_encode, tik_n = fresh_process(name, path, size, tiktoken=True)
+                _, our_encode, our_n = fresh_process(name, path, size, tiktoken=False)
+                assert tik_n == our_n, f"fresh process: {our_n} ids, tiktoken {tik_n} ({name} on {label})"
+                fresh_ratio = tik_encode / our_encode
+
             t_hf = t_cs336 = None
-            if name == "gpt2":
+            if name == "gpt2" and not args.no_hf:
                 hf = hf_gpt2()
                 assert hf.encode(text[:100_000]).ids == oracle.encode_ordinary(text[:100_000])
                 t_hf = best_time(lambda s: hf.encode(s).ids, text, args.repeat)
@@ -152,7 +236,10 @@ def main() -> None:
                 ids = cs336.encode(text)
                 t_cs336 = time.perf_counter() - t0
                 assert ids == oracle.encode(text, allowed_special="all"), f"CS336 Tokenizer differs on {label}"
-            rows.append((label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_cs336, t_tik_long, t_long, t_repeat))
+            rows.append(
+                (label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_split, fresh_ratio, t_cs336, t_tik_long, t_long,
+                 t_repeat)
+            )
             print(f"done {label} {name}", file=sys.stderr, flush=True)
 
     def rate(mb, t):
@@ -161,24 +248,64 @@ def main() -> None:
     def ratio(t_tik, t):
         return f"{t_tik / t:.2f}×" if t else "–"
 
-    print(f"\n`python bench/bench_encode.py --mb {args.mb:g}` (MB/s, one process; ratio = ours / tiktoken)\n")
-    print("| text | encoding | tiktoken | HF tokenizers | ours cold | **cold ratio** | CS336 Tokenizer cold | long job: tiktoken | long job: ours | long job ratio | ours repeat | repeat ratio |")
+    print(f"\n`python bench/bench_encode.py --mb {args.mb:g}` (MB/s; ratio = tiktoken's time / ours; "
+          f"load average {load:.2f} at the start)\n")
+    print("| text | encoding | tiktoken | HF tokenizers | ours cold | **cold ratio** | split / BPE+join (s) "
+          "| fresh-process cold ratio | CS336 Tokenizer cold | long job ratio | ours repeat | repeat ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_cs336, t_tik_long, t_long, t_repeat in rows:
+    for (label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_split, fresh_ratio, t_cs336, t_tik_long, t_long,
+         t_repeat) in rows:
+        fresh_cell = f"{fresh_ratio:.2f}×" if fresh_ratio else "–"
         print(
-            f"| {label} | {name} | {rate(mb, t_tik)} | {rate(mb, t_hf)} | {rate(mb, t_cold)} | {ratio(t_tik, t_cold)} "
-            f"| {rate(mb, t_cs336)} "
-            f"| {rate(whole_mb, t_tik_long)} | {rate(whole_mb, t_long)} | {ratio(t_tik_long, t_long)} "
-            f"| {rate(mb, t_repeat)} | {ratio(t_tik, t_repeat)} |"
+            f"| {label} | {name} | {rate(mb, t_tik)} | {rate(mb, t_hf)} | {rate(mb, t_cold)} | "
+            f"**{ratio(t_tik, t_cold)}** | {t_split:.3f} / {t_cold - t_split:.3f} | {fresh_cell} "
+            f"| {rate(mb, t_cs336)} | {ratio(t_tik_long, t_long)} | {rate(mb, t_repeat)} | {ratio(t_tik, t_repeat)} |"
         )
 
-    from tokenizer.bpe import HEAP_THRESHOLD
+    from tokenizer import batch_bpe, table_cache
 
-    print(f"\nBPE of one long piece (gpt2 ranks), µs: rescanning the pair list vs the heap (HEAP_THRESHOLD = {HEAP_THRESHOLD})\n")
-    print("| piece bytes | rescan | heap | faster |")
-    print("|---|---|---|---|")
-    for n, t_rescan, t_heap in heap_crossover(dict(get_encoding("gpt2").merge_ranks)):
-        print(f"| {n} | {t_rescan * 1e6:.0f} | {t_heap * 1e6:.0f} | {'heap' if t_heap < t_rescan else 'rescan'} |")
+    print("\nLoading, per encoding (seconds): get_encoding in a fresh process (ours / tiktoken); the pair table of "
+          "batch BPE: its pairs, building it, reading it from the disk cache (what a fresh Encoding does)\n")
+    print("| encoding | get_encoding ours | get_encoding tiktoken | pairs | table build | table from disk |")
+    print("|---|---|---|---|---|---|")
+    probe = SHARED / "corpus" / "en_docs.txt"
+    for name in names:
+        our_load = min(fresh_process(name, probe, 10, tiktoken=False)[0] for _ in range(args.repeat))
+        tik_load = min(fresh_process(name, probe, 10, tiktoken=True)[0] for _ in range(args.repeat))
+        enc = get_encoding(name)
+        t0 = time.perf_counter()
+        table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+        t_build = time.perf_counter() - t0
+        t_disk = best_time(lambda _: table_cache.load_or_build(enc.merge_ranks, enc.token_ids), "", args.repeat)
+        n_pairs = int((table.slot_keys >= 0).sum())
+        print(f"| {name} | {our_load:.3f} | {tik_load:.3f} | {n_pairs:,} | {t_build:.2f} | {t_disk:.3f} |")
+
+    if not args.no_pathological:
+        print("\nPathological inputs, one cold call each (seconds; ratio = tiktoken's time / ours)\n")
+        print("| input | encoding | tiktoken | ours | ratio |")
+        print("|---|---|---|---|---|")
+        for label, make in PATHOLOGICAL.items():
+            text = make()
+            for name in names:
+                oracle = tiktoken.get_encoding(name)
+                t_tik, tik_ids, failure = time_or_failure(oracle.encode_ordinary, text)
+                ours = fresh(name)
+                t_ours, ids, _ = time_or_failure(ours.encode_ordinary, text)
+                assert ours.decode(ids) == text
+                if tik_ids is not None:
+                    assert ids == tik_ids, f"ids differ from tiktoken on {label} ({name})"
+                tik_cell = f"{t_tik:.3f}" if t_tik is not None else f"fails ({failure})"
+                ratio_cell = f"{t_tik / t_ours:.2f}×" if t_tik is not None else "–"
+                print(f"| {label} | {name} | {tik_cell} | {t_ours:.3f} | {ratio_cell} |", flush=True)
+
+    if not args.no_heap:
+        from tokenizer.bpe import HEAP_THRESHOLD
+
+        print(f"\nBPE of one long piece (gpt2 ranks), µs: rescanning the pair list vs the heap (HEAP_THRESHOLD = {HEAP_THRESHOLD})\n")
+        print("| piece bytes | rescan | heap | faster |")
+        print("|---|---|---|---|")
+        for n, t_rescan, t_heap in heap_crossover(dict(get_encoding("gpt2").merge_ranks)):
+            print(f"| {n} | {t_rescan * 1e6:.0f} | {t_heap * 1e6:.0f} | {'heap' if t_heap < t_rescan else 'rescan'} |")
 
 
 if __name__ == "__main__":

@@ -11,14 +11,21 @@ cut into pieces by the pattern (:mod:`tokenizer.pretokenize`), and each piece be
 
 Speed comes from a cache: text repeats its pieces (" the", ",", " of"), so each distinct piece is
 BPE-encoded once and later found in a dict. ``encode_ordinary`` is a lookup per piece done by ``map`` in C.
+If a piece is missing, the lookup stops; the pieces the cache lacks (a set difference) are encoded all
+together (:mod:`tokenizer.batch_bpe`, its pair table read from disk by :mod:`tokenizer.table_cache`) rather
+than one by one, and the lookup runs again. ``encode_batch`` does this once for all its texts. Calls with few
+and short new pieces keep the per-piece path (:func:`tokenizer.bpe.merge`), the readable one.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain
+from contextlib import contextmanager
+from itertools import chain, compress, repeat
+from operator import is_not, not_
 from types import MappingProxyType
 from typing import (
     TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
@@ -30,20 +37,37 @@ from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex
 if TYPE_CHECKING:
     import numpy as np
 
+    from .batch_bpe import PairTable
+
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
 PIECE_CACHE_LIMIT = 1 << 19
+
+# Fewer new pieces than this in one call, with fewer characters than BATCH_MIN_CHARS, are encoded one by one
+# (bpe.merge): a batch round has a fixed cost in NumPy calls that only many pieces, or long ones, repay.
+BATCH_MIN_PIECES = 64
+BATCH_MIN_CHARS = 1 << 14
 
 # Threads run this pure-Python code in parallel only on a free-threaded build (3.13t+); with the GIL they
 # only add overhead, so the batch methods use them only when this is true.
 THREADS_RUN_IN_PARALLEL = not getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
-class _PieceCache(dict):
-    """piece -> token ids (tuple); a missing piece is encoded once, on first lookup."""
+class _CacheMiss(Exception):
+    """Raised by a probing :class:`_PieceCache` at its first missing piece."""
 
-    __slots__ = ("encode_piece",)
+
+class _PieceCache(dict):
+    """piece -> token ids (tuple); a missing piece is encoded once, on first lookup.
+
+    While ``probing`` is true, a missing piece is not encoded: the lookup raises :class:`_CacheMiss` instead, so
+    that the caller can collect every missing piece of its text and encode them together.
+    """
+
+    __slots__ = ("encode_piece", "probing")
 
     def __missing__(self, piece: str) -> tuple[int, ...]:
+        if self.probing:
+            raise _CacheMiss
         if len(self) >= PIECE_CACHE_LIMIT:
             self.clear()
         ids = self[piece] = self.encode_piece(piece)
@@ -174,9 +198,12 @@ class Encoding:
         self.max_token_value = max(self._decoder, default=-1)
         self._cache = _PieceCache()
         self._cache.encode_piece = self._encode_piece
+        self._cache.probing = False
         self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
         self._part_cache.encode_piece = self._merge_to_ids
+        self._part_cache.probing = False
         self._uncrossable: bytearray | None = None  # built on first need
+        self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -191,11 +218,21 @@ class Encoding:
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         """One pre-token -> ids. Raises UnicodeEncodeError on a lone surrogate (handled by the callers)."""
+        data, ids, parts = self._plan_piece(piece)
+        if ids is not None:
+            return ids
+        if parts is not None:
+            return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
+        return self._merge_to_ids(data)
+
+    def _plan_piece(self, piece: str) -> tuple[bytes, tuple[int, ...] | None, list[bytes] | None]:
+        """``(bytes, ids, parts)`` of one pre-token: ``ids`` when no BPE is needed, else ``parts`` when BPE runs on
+        separate parts (cached in the part cache), else None, None: BPE runs on the whole bytes."""
         data = piece.encode("utf-8")
         if self._whole_piece_tokens:
             idx = self._token_ids.get(data)
             if idx is not None:
-                return (idx,)  # a whole piece that is a token is that token, as in tiktoken
+                return data, (idx,), None  # a whole piece that is a token is that token, as in tiktoken
         if len(data) >= 8 and not piece.isascii():
             # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
             # into short parts no merge can cross; those repeat, so cache them (bpe.split_uncrossable).
@@ -203,8 +240,81 @@ class Encoding:
                 self._uncrossable = bpe.uncrossable_pairs(self._merge_ranks)
             parts = bpe.split_uncrossable(data, self._uncrossable)
             if len(parts) > 1:
-                return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
-        return self._merge_to_ids(data)
+                return data, None, parts
+        return data, None, None
+
+    def _encode_pieces(self, pieces: list[str]) -> list[int]:
+        """The ids of pre-tokens: one cache lookup each. If a piece is missing, the pieces the cache lacks are
+        found, encoded together (:meth:`_add_missing`), and the lookup runs again."""
+        cache = self._cache
+        lookup = cache.__getitem__
+        if len(pieces) < BATCH_MIN_PIECES and sum(map(len, pieces)) < BATCH_MIN_CHARS:
+            return list(chain.from_iterable(map(lookup, pieces)))
+        cache.probing = True
+        try:
+            return list(chain.from_iterable(map(lookup, pieces)))
+        except _CacheMiss:
+            pass
+        finally:
+            cache.probing = False
+        if not self._add_missing(pieces):
+            half = len(pieces) // 2
+            return self._encode_pieces(pieces[:half]) + self._encode_pieces(pieces[half:])
+        return list(chain.from_iterable(map(lookup, pieces)))
+
+    def _encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
+        """``encode_ordinary`` of each text, the pieces all texts lack in the cache encoded in one batch."""
+        try:
+            piece_lists = list(map(self._pretokenizer.split, texts))
+            if self._add_missing(list(chain.from_iterable(piece_lists))):
+                lookup = self._cache.__getitem__
+                return [list(chain.from_iterable(map(lookup, pieces))) for pieces in piece_lists]
+        except UnicodeEncodeError:
+            pass  # a lone surrogate somewhere: encode_ordinary replaces it in its own text
+        return list(map(self.encode_ordinary, texts))
+
+    def _add_missing(self, pieces: list[str]) -> bool:
+        """Put in the cache every piece of ``pieces`` it lacks, encoded together (:meth:`_fill_cache`); False,
+        doing nothing, if they are so many that the cache could not hold them."""
+        new = list(set(pieces).difference(self._cache))
+        if len(new) > PIECE_CACHE_LIMIT // 2 and len(pieces) > 1:
+            return False
+        self._fill_cache(new)
+        return True
+
+    def _fill_cache(self, pieces: list[str]) -> None:
+        """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache, BPE-encoding all that need
+        it in one batch (:func:`tokenizer.batch_bpe.encode_pieces`)."""
+        cache = self._cache
+        worth_a_batch = len(pieces) >= BATCH_MIN_PIECES or sum(map(len, pieces)) >= BATCH_MIN_CHARS
+        table = self._batch_table() if worth_a_batch else None
+        if table is None:
+            for piece in pieces:
+                cache[piece]  # noqa: B018 - __missing__ encodes and stores it
+            return
+        # Only here: batch BPE needs NumPy, which the tokenizer does not import until a batch is worth it.
+        from .batch_bpe import encode_pieces
+
+        if len(cache) + len(pieces) > PIECE_CACHE_LIMIT:
+            cache.clear()
+        with _garbage_collection_paused():
+            data = list(map(str.encode, pieces))  # a lone surrogate raises UnicodeEncodeError: see encode_ordinary
+            if self._whole_piece_tokens:
+                # a whole piece that is a token is that token, as in tiktoken; the others go to BPE
+                whole = list(map(self._token_ids.get, data))
+                is_token = list(map(is_not, whole, repeat(None)))
+                cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
+                needs_bpe = list(map(not_, is_token))
+                pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
+            cache.update(zip(pieces, encode_pieces(data, table)))
+
+    def _batch_table(self) -> PairTable | None:
+        """The pair table of batch BPE, loaded or built on first need; None if this vocabulary cannot have one."""
+        if self._pair_table is None:
+            from .table_cache import load_or_build  # only here: see _fill_cache
+
+            self._pair_table = load_or_build(self._merge_ranks, self._token_ids) or False
+        return self._pair_table or None
 
     def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
         token_ids = self._token_ids
@@ -217,11 +327,10 @@ class Encoding:
         [31373, 995, 27, 91, 437, 1659, 5239, 91, 29]
         """
         try:
-            return list(chain.from_iterable(map(self._cache.__getitem__, self._pretokenizer.split(text))))
+            return self._encode_pieces(self._pretokenizer.split(text))
         except UnicodeEncodeError:
             # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
-            text = _replace_surrogates(text)
-            return list(chain.from_iterable(map(self._cache.__getitem__, self._pretokenizer.split(text))))
+            return self._encode_pieces(self._pretokenizer.split(_replace_surrogates(text)))
 
     def encode(
         self,
@@ -247,13 +356,28 @@ class Encoding:
         self.check_disallowed_special(text, disallowed)
         if not allowed:
             return self.encode_ordinary(text)
-        ids: list[int] = []
+        stretches, specials = self._cut_at_special_tokens(text, allowed)
+        return self._join_stretches(self._encode_ordinary_texts(stretches), specials)
+
+    def _cut_at_special_tokens(self, text: str, allowed: AbstractSet[str]) -> tuple[list[str], list[int]]:
+        """``(stretches, specials)``: the text between the ``allowed`` special tokens (one stretch more than
+        there are special tokens), and the special tokens' ids."""
+        stretches, specials = [], []
         start = 0
-        for m in special_token_regex(allowed).finditer(text):
-            ids += self.encode_ordinary(text[start : m.start()])
-            ids.append(self._special_tokens[m.group()])
+        for m in special_token_regex(frozenset(allowed)).finditer(text):
+            stretches.append(text[start : m.start()])
+            specials.append(self._special_tokens[m.group()])
             start = m.end()
-        ids += self.encode_ordinary(text[start:])
+        stretches.append(text[start:])
+        return stretches, specials
+
+    @staticmethod
+    def _join_stretches(stretch_ids: list[list[int]], specials: list[int]) -> list[int]:
+        """The ids of each stretch with the special tokens' ids between them (see _cut_at_special_tokens)."""
+        ids = stretch_ids[0]
+        for special, more in zip(specials, stretch_ids[1:]):
+            ids.append(special)
+            ids += more
         return ids
 
     def special_token_sets(
@@ -316,12 +440,30 @@ class Encoding:
         allowed, disallowed = self.special_token_sets(
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
-        encode = functools.partial(self.encode, allowed_special=allowed, disallowed_special=disallowed)
-        return map_batch(encode, text, num_threads=num_threads)
+        if THREADS_RUN_IN_PARALLEL:
+            encode = functools.partial(self.encode, allowed_special=allowed, disallowed_special=disallowed)
+            return map_batch(encode, text, num_threads=num_threads)
+        check_num_threads(num_threads)
+        texts = list(text)
+        for one in texts:
+            self.check_disallowed_special(one, disallowed)
+        if not allowed:
+            return self._encode_ordinary_texts(texts)
+        # Every stretch between special tokens, of every text, encoded together; then put back in place.
+        cuts = [self._cut_at_special_tokens(one, allowed) for one in texts]
+        stretch_ids = iter(self._encode_ordinary_texts([s for stretches, _ in cuts for s in stretches]))
+        return [self._join_stretches([next(stretch_ids) for _ in stretches], specials) for stretches, specials in cuts]
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int | None = 8) -> list[list[int]]:
-        """Encode several texts, special tokens as plain text; see :func:`map_batch` for ``num_threads``."""
-        return map_batch(self.encode_ordinary, text, num_threads=num_threads)
+        """Encode several texts, special tokens as plain text; see :func:`map_batch` for ``num_threads``.
+
+        >>> enc.encode_ordinary_batch(["hello world", "<|endoftext|>"])
+        [[31373, 995], [27, 91, 437, 1659, 5239, 91, 29]]
+        """
+        if THREADS_RUN_IN_PARALLEL:
+            return map_batch(self.encode_ordinary, text, num_threads=num_threads)
+        check_num_threads(num_threads)
+        return self._encode_ordinary_texts(list(text))
 
     def encode_to_numpy(
         self,
@@ -617,15 +759,34 @@ def map_batch(func: Callable[[T], R], items: Iterable[T], *, num_threads: int | 
     >>> map_batch(len, ["a", "bb"], num_threads=2)
     [1, 2]
     """
-    if num_threads is not None and type(num_threads) is not int:
-        raise TypeError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
-    if num_threads is not None and num_threads < 1:
-        raise ValueError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
+    check_num_threads(num_threads)
     items = list(items)
     if THREADS_RUN_IN_PARALLEL and num_threads != 1 and len(items) > 1:
         with ThreadPoolExecutor(num_threads) as pool:
             return list(pool.map(func, items))
     return list(map(func, items))
+
+
+def check_num_threads(num_threads) -> None:
+    """Raise the error ``map_batch`` gives for a ``num_threads`` that is not a positive integer or None."""
+    if num_threads is not None and type(num_threads) is not int:
+        raise TypeError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
+    if num_threads is not None and num_threads < 1:
+        raise ValueError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
+
+
+@contextmanager
+def _garbage_collection_paused() -> Iterator[None]:
+    """Pause Python's cycle collector, then restore it as it was. A cache fill makes tens of thousands of
+    tuples, all kept (the cache holds them); each collection they set off would walk the whole cache again,
+    to free nothing, since tuples of ints make no cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _is_continuation_byte(byte: int) -> bool:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 from .encoding import Encoding
 from .plugins import find_plugin_constructors
 from .pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+from .user_cache import cache_dir
 from .vocab_files import read_gpt2_encoder_json, read_tiktoken_file
 
 PACKAGE_DATA = Path(__file__).parent / "data"
@@ -247,14 +248,6 @@ def _build(spec: EncodingSpec) -> Encoding:
         special_tokens=spec.special_tokens,
         explicit_n_vocab=spec.n_vocab,
     )
-
-
-def cache_dir() -> Path:
-    """Where downloaded vocabulary files are kept."""
-    if os.environ.get("TOKENIZER_CACHE_DIR"):
-        return Path(os.environ["TOKENIZER_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpt2-tokenizer"
 
 
 def vocab_file_path(vocab: VocabFile) -> Path:

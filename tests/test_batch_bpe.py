@@ -1,0 +1,308 @@
+"""Batch BPE (NumPy rounds over many pieces) against the per-piece oracle, bpe.merge."""
+
+from __future__ import annotations
+
+import doctest
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.batch_bpe as batch_bpe
+import tokenizer.encoding as encoding_module
+from conftest import FUZZ_EXAMPLES
+from tokenizer import Encoding, bpe, get_encoding
+from tokenizer.patterns import NEWER_THAN_TIKTOKEN
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+def oracle(pieces: list[bytes], merge_ranks, token_ids) -> list[tuple[int, ...]]:
+    return [tuple(token_ids[p] for p in bpe.merge(piece, merge_ranks)) for piece in pieces]
+
+
+def python_pair_table(merge_ranks, token_ids) -> dict[tuple[int, int], tuple[int, int]]:
+    """(left id, right id) -> (rank, merged id), the slow obvious way."""
+    pairs = {}
+    for token, rank in merge_ranks.items():
+        for k in range(1, len(token)):
+            left, right = token_ids.get(token[:k]), token_ids.get(token[k:])
+            if left is not None and right is not None:
+                pairs[left, right] = (rank, token_ids[token])
+    return pairs
+
+
+def test_docstring_examples():
+    assert doctest.testmod(batch_bpe).failed == 0
+
+
+# Three letters and few ranks: ties (one rank for several tokens) and long merge chains are common.
+letters = st.binary(min_size=0, max_size=30).map(lambda b: bytes(x % 3 + 97 for x in b))
+small_tables = st.dictionaries(
+    st.binary(min_size=2, max_size=6).map(lambda b: bytes(x % 3 + 97 for x in b)), st.integers(0, 12), max_size=30
+)
+
+
+def small_vocab(merge_ranks: dict[bytes, int]) -> dict[bytes, int]:
+    token_ids = {bytes([b]): b for b in range(256)}
+    for i, token in enumerate(sorted(merge_ranks)):
+        token_ids[token] = 256 + i
+    return token_ids
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.lists(letters, max_size=40), small_tables)
+def test_equals_merge_on_random_tie_heavy_tables(pieces, merge_ranks):
+    token_ids = small_vocab(merge_ranks)
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, merge_ranks, token_ids)
+
+
+def test_huge_ranks_are_renumbered_keeping_order_and_ties():
+    merge_ranks = {b"ab": 10**15, b"bc": 10**15, b"abc": 10**15 + 1, b"ca": -5}
+    token_ids = small_vocab(merge_ranks)
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    assert table.no_merge == 3
+    pieces = [b"abcab", b"cabc", b"bcab", b"abca"]
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, merge_ranks, token_ids)
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(small_tables.map(lambda t: {k: v * 10**12 for k, v in t.items()}))
+def test_pair_table_lists_exactly_the_joinable_pairs(merge_ranks):
+    token_ids = small_vocab(merge_ranks)
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    expected = python_pair_table(merge_ranks, token_ids)
+    got = batch_bpe.pairs_of(table)
+    assert got.keys() == expected.keys()
+    # ranks are renumbered densely: the order (and ties) must be kept
+    pairs = sorted(expected)
+    assert np.array_equal(
+        np.argsort([got[p][0] for p in pairs], kind="stable"), np.argsort([expected[p][0] for p in pairs], kind="stable")
+    )
+    assert all(got[p][1] == expected[p][1] for p in pairs)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_pair_table_of_openai_ranks_equals_the_obvious_one(name):
+    enc = get_encoding(name)
+    table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+    expected = python_pair_table(enc.merge_ranks, enc.token_ids)
+    assert batch_bpe.pairs_of(table) == expected  # small ranks are kept as they are
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=30), st.sampled_from(["gpt2", "cl100k_base", "o200k_base"]))
+def test_equals_merge_on_openai_ranks(texts, name):
+    enc = get_encoding(name)
+    pieces = [t.encode("utf-8", "surrogatepass") for t in texts]
+    table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, enc.merge_ranks, enc.token_ids)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_every_distinct_piece_of_the_corpora(name):
+    enc = get_encoding(name)
+    table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+    split = enc._pretokenizer.split_reference
+    pieces = set()
+    for path in sorted(CORPUS.glob("*.txt")):
+        pieces.update(split(path.read_text(encoding="utf-8", errors="replace")[:400_000]))
+    data = sorted(p.encode("utf-8") for p in pieces)
+    assert batch_bpe.encode_pieces(data, table) == oracle(data, enc.merge_ranks, enc.token_ids)
+
+
+def test_vocabularies_without_distinct_part_ids_have_no_table():
+    token_ids = {bytes([b]): b for b in range(256)}
+    assert batch_bpe.build_pair_table({b"ab": 0}, {**token_ids, b"ab": 97}) is None  # id 97 twice
+    del token_ids[b"z"]
+    assert batch_bpe.build_pair_table({b"ab": 0}, {**token_ids, b"ab": 256}) is None  # no single-byte "z"
+
+
+def many_pieces_text(n: int = 3 * encoding_module.BATCH_MIN_PIECES) -> str:
+    return " ".join(f"w{i}x{i * 7919 % 1000}qz" for i in range(n)) + " 你好世界，这是一个测试句子。"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_encoding_uses_the_batch_and_stays_exact(name, monkeypatch):
+    import tiktoken
+
+    enc = get_encoding(name)
+    fresh = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+    text = many_pieces_text()
+    assert fresh.encode_ordinary(text) == tiktoken.get_encoding(name).encode_ordinary(text)
+    assert fresh._pair_table  # the batch ran (a cold call with many new pieces)
+    # and the per-piece path agrees
+    monkeypatch.setattr(encoding_module, "BATCH_MIN_PIECES", 10**9)
+    slow = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+    assert slow.encode_ordinary(text) == fresh.encode_ordinary(text)
+    assert not slow._pair_table
+
+
+@pytest.mark.parametrize("whole_piece_tokens", [True, False])
+def test_batch_respects_whole_piece_tokens(whole_piece_tokens, monkeypatch):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc", 258: b" ab"}
+    merges = [(b"a", b"b"), (b" ", b"ab")]
+    text = " ".join(["abc"] + [f"ab{i}" for i in range(3 * encoding_module.BATCH_MIN_PIECES)])
+    fast = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
+    ids = fast.encode(text)
+    assert fast._pair_table
+    assert ids[:1] == ([257] if whole_piece_tokens else [256])
+    monkeypatch.setattr(encoding_module, "BATCH_MIN_PIECES", 10**9)
+    slow = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
+    assert slow.encode(text) == ids
+
+
+def test_vocabulary_without_a_table_falls_back_to_merge():
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"ba": 256}  # two tokens, one id
+    enc = Encoding("dup", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    text = " ".join(["ab", "ba"] + [f"aba{i}" for i in range(3 * encoding_module.BATCH_MIN_PIECES)])
+    assert enc.encode_ordinary(text)[:5] == [256, 32, 256, 32, 256]
+    assert enc._pair_table is False
+
+
+runs = st.lists(st.tuples(st.sampled_from([b"a", b"b", b"ab", b"aab", b" ", b"^", b"\xe4\xbd\xa0"]), st.integers(1, 300)),
+                min_size=1, max_size=4).map(lambda chunks: b"".join(unit * n for unit, n in chunks))
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(st.lists(runs, min_size=1, max_size=5), small_tables)
+def test_long_runs_equal_merge_on_random_tie_heavy_tables(pieces, merge_ranks):
+    # runs are where a round joins a chain of tied pairs (batch_bpe._chain_after_lowest)
+    pieces = [bytes(x % 3 + 97 if x > 32 else x for x in p) for p in pieces]
+    token_ids = small_vocab(merge_ranks)
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, merge_ranks, token_ids)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("unit", [b"a", b"^", b" ", b"\n", b"ab", b"aab", b"0", b"\xe4\xbd\xa0", b"=-"])
+def test_runs_equal_merge_on_openai_ranks(name, unit):
+    enc = get_encoding(name)
+    table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+    pieces = [unit * n for n in (1, 2, 3, 5, 8, 13, 64, 65, 999, 1000, 4097)] + [b"x" + unit * 777 + b"y"]
+    assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, enc.merge_ranks, enc.token_ids)
+
+
+# ---- the Encoding's batch path (every new piece of a call through encode_pieces) against tiktoken ----------
+
+ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
+
+
+def fresh_encoding(name: str) -> Encoding:
+    enc = get_encoding(name)
+    return Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+
+
+@pytest.fixture
+def always_batch(monkeypatch):
+    """Every call takes the batch, however few or short its new pieces."""
+    monkeypatch.setattr(encoding_module, "BATCH_MIN_PIECES", 1)
+    monkeypatch.setattr(encoding_module, "BATCH_MIN_CHARS", 1)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_cold_calls_equal_tiktoken_on_every_corpus(name):
+    import tiktoken
+
+    oracle = tiktoken.get_encoding(name)
+    for path in sorted(CORPUS.glob("*.txt")):
+        text = path.read_bytes()[:300_000].decode("utf-8", errors="ignore")
+        ours = fresh_encoding(name)
+        assert ours.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all"), path.name
+        assert ours._pair_table, "the batch ran"
+        assert fresh_encoding(name).encode_ordinary(text) == oracle.encode_ordinary(text), path.name
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_every_code_point_alone_through_the_batch(name, always_batch):
+    import tiktoken
+
+    oracle = tiktoken.get_encoding(name)
+    ours = fresh_encoding(name)
+    for start in range(0, 0x110000, 0x10000):
+        texts = [chr(cp) for cp in range(start, start + 0x10000)]
+        # (tiktoken's own batch method starts threads: slower here than a loop)
+        assert ours.encode_ordinary_batch(texts) == [oracle.encode_ordinary(t) for t in texts], hex(start)
+        ours._cache.clear()
+
+
+newer_letters = st.sampled_from([chr(a) for a, _ in NEWER_THAN_TIKTOKEN] + [chr(b) for _, b in NEWER_THAN_TIKTOKEN])
+mixed_texts = st.lists(
+    st.one_of(
+        st.sampled_from(["hello", " world", "中文", "日本語", "Привет", "١٢٣", "'s", "\r\n", "  ", "\ud800", "😀",
+                         "<|endoftext|>", "<|endofprompt|>", "e\u0301", "ſ"]),
+        newer_letters,
+        st.tuples(st.sampled_from(["a", " ", "^", "ab", "中", "\n", "0"]), st.integers(1, 200)).map(lambda t: t[0] * t[1]),
+        st.text(max_size=10),
+        st.characters(codec=None),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.lists(mixed_texts, min_size=1, max_size=6), st.sampled_from(ENCODINGS))
+def test_fuzz_batches_equal_tiktoken(texts, name):
+    import tiktoken
+
+    oracle = tiktoken.get_encoding(name)
+    saved = encoding_module.BATCH_MIN_PIECES, encoding_module.BATCH_MIN_CHARS
+    encoding_module.BATCH_MIN_PIECES = encoding_module.BATCH_MIN_CHARS = 1  # hypothesis: no fixtures per example
+    try:
+        ours = fresh_encoding(name)
+        assert ours.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts)
+        assert ours.encode_batch(texts, allowed_special="all") == oracle.encode_batch(texts, allowed_special="all")
+        assert fresh_encoding(name).encode(texts[0], disallowed_special=()) == oracle.encode(texts[0], disallowed_special=())
+    finally:
+        encoding_module.BATCH_MIN_PIECES, encoding_module.BATCH_MIN_CHARS = saved
+
+
+SPECIAL_TEXT = "a<|endoftext|>b <|endofprompt|> c<|fim_prefix|>中文<|endoftext|>"
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize(
+    "allowed, disallowed",
+    [(set(), ()), ("all", ()), ({"<|endoftext|>"}, ()), ("all", "all"), (set(), "all"), ({"<|endoftext|>"}, "all"),
+     ({"<|endoftext|>"}, {"<|endofprompt|>"}), (set(), {"<|fim_prefix|>"})],
+)
+def test_special_token_matrix_through_the_batch(name, allowed, disallowed, always_batch):
+    import tiktoken
+
+    oracle = tiktoken.get_encoding(name)
+    texts = [SPECIAL_TEXT, "plain text", SPECIAL_TEXT * 3, ""]
+    kwargs = {"allowed_special": allowed, "disallowed_special": disallowed}
+    try:
+        expected = oracle.encode_batch(texts, **kwargs)
+    except ValueError as e:
+        with pytest.raises(ValueError, match="disallowed"):
+            fresh_encoding(name).encode_batch(texts, **kwargs)
+        assert "disallowed" in str(e) or "special" in str(e)
+        return
+    assert fresh_encoding(name).encode_batch(texts, **kwargs) == expected
+    assert [fresh_encoding(name).encode(t, **kwargs) for t in texts] == expected
+
+
+def test_a_batch_of_texts_runs_one_batch(monkeypatch):
+    texts = [many_pieces_text(40) + f" text{i}qq" for i in range(5)]  # each text alone is too small for a batch
+    expected = [get_encoding("gpt2").encode_ordinary(t) for t in texts]
+    enc = fresh_encoding("gpt2")
+    calls = []
+    real = batch_bpe.encode_pieces
+    monkeypatch.setattr(batch_bpe, "encode_pieces", lambda pieces, table: calls.append(len(pieces)) or real(pieces, table))
+    assert enc.encode_ordinary_batch(texts) == expected
+    assert len(calls) == 1
+
+
+def test_the_piece_cache_stays_bounded(monkeypatch):
+    monkeypatch.setattr(encoding_module, "PIECE_CACHE_LIMIT", 256)
+    enc = fresh_encoding("gpt2")
+    text = many_pieces_text(1000)  # about 1000 distinct pieces: more than the cache may hold
+    assert enc.encode_ordinary(text) == get_encoding("gpt2").encode_ordinary(text)
+    assert len(enc._cache) <= 256
+    for i in range(5):
+        enc.encode_ordinary(many_pieces_text(300) + f" more{i}zz")
+        assert len(enc._cache) <= 256

@@ -1,0 +1,136 @@
+"""The pair table kept on disk (tokenizer/table_cache.py): found again, never trusted when wrong."""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+
+import tokenizer.batch_bpe as batch_bpe
+import tokenizer.table_cache as table_cache
+from tokenizer import Encoding, get_encoding
+
+SMALL_RANKS = {b"ab": 0, b"bc": 1, b"abc": 2, b"  ": 3}
+
+
+def small_vocab(merge_ranks):
+    token_ids = {bytes([b]): b for b in range(256)}
+    for i, token in enumerate(sorted(merge_ranks)):
+        token_ids[token] = 256 + i
+    return token_ids
+
+
+def same_table(a: batch_bpe.PairTable, b: batch_bpe.PairTable) -> bool:
+    return all(
+        np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y for x, y in zip(a, b, strict=True)
+    )
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "pair-tables"
+
+
+def test_docstring_examples(cache):
+    assert doctest.testmod(table_cache).failed == 0
+
+
+def test_saved_then_loaded_without_building(cache, monkeypatch):
+    token_ids = small_vocab(SMALL_RANKS)
+    built = table_cache.load_or_build(SMALL_RANKS, token_ids)
+    [saved] = cache.iterdir()
+    assert saved.name == table_cache.vocabulary_digest(SMALL_RANKS, token_ids) + ".npz"
+
+    def no_build(*args):
+        raise AssertionError("the table should have been read from disk")
+
+    monkeypatch.setattr(table_cache, "build_pair_table", no_build)
+    loaded = table_cache.load_or_build(SMALL_RANKS, token_ids)
+    assert same_table(loaded, built)
+    assert same_table(loaded, batch_bpe.build_pair_table(SMALL_RANKS, token_ids))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "missing field"])
+def test_a_damaged_file_is_rebuilt_and_replaced(cache, damage):
+    token_ids = small_vocab(SMALL_RANKS)
+    expected = table_cache.load_or_build(SMALL_RANKS, token_ids)
+    [path] = cache.iterdir()
+    data = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        path.write_bytes(data[:100] + bytes(len(data) - 200) + data[-100:])
+    elif damage == "empty":
+        path.write_bytes(b"")
+    else:
+        digest = table_cache.vocabulary_digest(SMALL_RANKS, token_ids)
+        np.savez(path, digest=np.array(digest))  # right digest, no arrays
+    assert table_cache.read_table(path, table_cache.vocabulary_digest(SMALL_RANKS, token_ids)) is None
+    assert same_table(table_cache.load_or_build(SMALL_RANKS, token_ids), expected)
+    assert table_cache.read_table(path, table_cache.vocabulary_digest(SMALL_RANKS, token_ids)) is not None
+
+
+def test_a_file_from_another_vocabulary_is_not_used(cache):
+    token_ids = small_vocab(SMALL_RANKS)
+    other_ranks = {b"ab": 0, b"bc": 2, b"abc": 1, b"  ": 3}  # same tokens, other priorities
+    assert table_cache.vocabulary_digest(other_ranks, token_ids) != table_cache.vocabulary_digest(SMALL_RANKS, token_ids)
+    other = table_cache.load_or_build(other_ranks, token_ids)
+    [other_path] = cache.iterdir()
+    # put the other vocabulary's table where this one's belongs
+    other_path.rename(table_cache.table_path(table_cache.vocabulary_digest(SMALL_RANKS, token_ids)))
+    table = table_cache.load_or_build(SMALL_RANKS, token_ids)
+    assert not same_table(table, other)
+    assert same_table(table, batch_bpe.build_pair_table(SMALL_RANKS, token_ids))
+
+
+def test_digest_covers_bytes_ids_and_priorities():
+    token_ids = small_vocab(SMALL_RANKS)
+    digest = table_cache.vocabulary_digest(SMALL_RANKS, token_ids)
+    moved_id = dict(token_ids) | {b"abc": 999}
+    renamed = {(b"ac" if t == b"abc" else t): i for t, i in token_ids.items()}
+    without_rank = {t: r for t, r in SMALL_RANKS.items() if t != b"  "}
+    assert table_cache.vocabulary_digest(SMALL_RANKS, moved_id) != digest
+    assert table_cache.vocabulary_digest({**SMALL_RANKS, b"ac": 2}, renamed) != digest
+    assert table_cache.vocabulary_digest(without_rank, token_ids) != digest
+    assert table_cache.vocabulary_digest({k: v * 10**30 for k, v in SMALL_RANKS.items()}, token_ids) != digest
+    # priorities equal to the ids (tiktoken's files) give one digest however the tables are passed
+    same = table_cache.vocabulary_digest(token_ids, token_ids)
+    assert table_cache.vocabulary_digest(dict(token_ids), token_ids) == same
+    assert table_cache.vocabulary_digest(token_ids, {**token_ids, b"ab": 300}) != same
+
+
+def test_an_unwritable_cache_folder_only_costs_the_saving(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(blocker))
+    token_ids = small_vocab(SMALL_RANKS)
+    table = table_cache.load_or_build(SMALL_RANKS, token_ids)
+    assert same_table(table, batch_bpe.build_pair_table(SMALL_RANKS, token_ids))
+
+
+def test_no_temporary_file_is_left_behind(cache, monkeypatch):
+    token_ids = small_vocab(SMALL_RANKS)
+    table_cache.load_or_build(SMALL_RANKS, token_ids)
+    assert [p.suffix for p in cache.iterdir()] == [".npz"]
+    # a failed write leaves nothing either
+    monkeypatch.setattr(table_cache.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    table_cache.load_or_build({**SMALL_RANKS, b"ca": 4}, small_vocab({**SMALL_RANKS, b"ca": 4}))
+    assert len(list(cache.iterdir())) == 1
+
+
+def test_a_vocabulary_without_a_table_saves_nothing(cache):
+    token_ids = {bytes([b]): b for b in range(256)} | {b"ab": 97}  # id 97 twice
+    assert table_cache.load_or_build({b"ab": 0}, token_ids) is None
+    assert not cache.exists() or not list(cache.iterdir())
+
+
+def test_a_fresh_encoding_loads_the_saved_table(cache, monkeypatch):
+    enc = get_encoding("gpt2")
+    ranks = dict(enc.token_ids)
+    first = Encoding("gpt2", pat_str=enc.pat_str, mergeable_ranks=ranks, special_tokens=enc.special_tokens)
+    assert first._batch_table() is not None
+    monkeypatch.setattr(table_cache, "build_pair_table", lambda *a: pytest.fail("built again"))
+    second = Encoding("gpt2", pat_str=enc.pat_str, mergeable_ranks=dict(ranks), special_tokens=enc.special_tokens)
+    assert same_table(second._batch_table(), first._batch_table())

@@ -1,0 +1,438 @@
+"""Batch BPE: many pieces encoded together with NumPy array operations, exactly as :func:`tokenizer.bpe.merge`.
+
+``bpe.merge`` works on one piece at a time in Python. A call that meets new text has tens of thousands of
+distinct pieces, and the per-piece Python loop becomes the cost. Here all of them are laid end to end in one
+array of part ids and every piece takes one or more merges per *round*, each round a handful of array
+operations over all pieces at once.
+
+The pair table. A merge joins two adjacent parts whose concatenated bytes are a token (tiktoken's rule admits
+any such pair, not only the pairs training merged). :class:`PairTable` lists every ``(left id, right id)`` whose
+bytes join into a mergeable token, with that token's merge priority and id, in a hash table with linear probing
+laid out in arrays, so a round looks up all its pairs at once (a few gathers, not a binary search each); the
+pairs of two single bytes are also kept in a direct 65536-entry table for the first round. It is built with
+NumPy (:func:`build_pair_table`): every token is cut at every position, both halves are found among the tokens
+by a hash of their bytes, and each candidate is checked byte for byte, so a hash collision cannot create or
+hide a pair. :mod:`tokenizer.table_cache` keeps built tables on disk.
+
+Which merges a round may do. Sequential BPE (``bpe.merge_reference``) always joins the leftmost pair of lowest
+rank; so does every round, in every piece, which alone makes the batch exact. A round may also join any pair
+that is *isolated*: call ``u(c)`` the lowest rank of any mergeable token containing the two bytes on either
+side of a part boundary ``c`` (a table over the 65536 byte pairs). A pair of rank ``r`` whose outer boundaries
+(left of its left part, right of its right part) both have ``u > r`` is merged, sooner or later, by the
+sequential algorithm, with those same two parts: anything that would take one of them away must cross an outer
+boundary, so has rank above ``r``, and is never chosen while the pair (rank ``r``) is still there. Joining it
+early changes no choice in between: the only pairs it adds or removes cross those boundaries, so all rank
+above ``r``, above every merge the sequential algorithm makes before it. Two isolated pairs, or an isolated
+pair and the leftmost lowest one, never share a part (the shared boundary would have to be above both ranks).
+So a round joins all of them at once, and the result is the sequential one; tests check it against
+``bpe.merge`` on random vocabularies built to tie and on every distinct piece of the corpora.
+
+Two more things keep the rounds few. A boundary with ``u = no_merge`` (no token holds both its bytes) is never
+crossed, so pieces are cut there into *segments*, each finished on its own: a long piece of text in a script
+the vocabulary hardly knows becomes many short segments. And a run such as a million ``a`` ties every pair, so
+neither rule above joins more than one pair per round; there a round also follows the chain of tied pairs after
+the leftmost lowest one, as long as each join provably comes next (:func:`_chain_after_lowest`), so the run
+takes a few rounds, not half a million.
+
+What this module does not do: the whole-piece rule (a piece that is itself a token is that token: the caller
+decides, as :class:`tokenizer.encoding.Encoding` does), pre-tokenization, caching, or ids other than the
+table's. A vocabulary whose parts cannot be named by distinct ids (two byte strings with one id, a single byte
+missing, or ids beyond 2**31) has no table: :func:`build_pair_table` returns None and the caller keeps
+``bpe.merge``.
+"""
+
+from __future__ import annotations
+
+from itertools import compress, repeat
+from operator import is_not
+from typing import Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+# Polynomial hash of a byte string, modulo 2**64 (uint64 arithmetic wraps): sum of (byte + 1) * BASE**(n-1-i).
+_BASE = np.uint64(0x100000001B3)
+_BASE_INVERSE = np.uint64(pow(0x100000001B3, -1, 1 << 64))
+
+
+# Ranks at or above this are renumbered (rank << 32 | position must fit an int64).
+_LARGEST_RANK = 1 << 30
+
+# Ids above this have no table (ids are kept as int32, and a pair's key left * n_ids + right as int64).
+_LARGEST_ID = (1 << 31) - 1
+
+
+# An empty slot of the pair table's hash table (keys are never negative).
+_EMPTY = -1
+
+# Fibonacci hashing: a key's home slot is the top bits of key * this odd constant, modulo 2**64.
+_SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+
+class PairTable(NamedTuple):
+    """Everything a round needs. A part is named by its token id; a pair by its key, ``left * n_ids + right``.
+
+    The pairs are held in a hash table with linear probing: a key lives in its home slot (:func:`_home_slots`)
+    or in the first free slot after it, and no empty slot lies between its home and where it lives.
+    """
+
+    slot_keys: np.ndarray  # int64: the key of the pair in each slot, _EMPTY where none; the last slot is empty
+    slot_ranks: np.ndarray  # int32: its merge priority (renumbered 0, 1, ... if huge: same order and ties)
+    slot_merged: np.ndarray  # int32: the id of the token it makes
+    slot_bits: int  # home slots run from 0 to 2**slot_bits - 1
+    n_ids: int  # ids run from 0 to n_ids - 1
+    no_merge: int  # a rank above every real one
+    byte_ids: np.ndarray  # int32[256]: id of each single byte
+    byte_pair_ranks: np.ndarray  # int32[65536]: rank of joining single bytes a and b (at a << 8 | b)
+    byte_pair_merged: np.ndarray  # int32[65536]: the id that join makes
+    boundary_rank: np.ndarray  # int32[65536]: u(a << 8 | b), lowest rank of a mergeable token containing a, b
+
+
+def _home_slots(keys: np.ndarray, slot_bits: int) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return ((keys.astype(np.uint64) * _SLOT_MULTIPLIER) >> np.uint64(64 - slot_bits)).astype(np.int64)
+
+
+def _hash_table(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(where, size, slot_bits)``: the slot of each of the distinct ``keys`` in a linear-probing table of
+    ``size`` slots, at most half full, whose last slot is free."""
+    slot_bits = max(1, int(2 * len(keys)).bit_length())
+    home = _home_slots(keys, slot_bits)
+    order = np.argsort(home, kind="stable")
+    # In order of home slot, each key takes its home or the slot after the previous key's, whichever is later.
+    rank_in_order = np.arange(len(keys))
+    taken = np.maximum.accumulate(home[order] - rank_in_order) + rank_in_order
+    where = np.empty(len(keys), dtype=np.int64)
+    where[order] = taken
+    size = max((1 << slot_bits), int(taken.max(initial=-1)) + 1) + 1
+    return where, size, slot_bits
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A bijection of uint64 that spreads every input bit over the top bits (splitmix64's finalizer): the
+    polynomial hash of a short string is small, and buckets are chosen by the top bits."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _substring_hasher(blob: np.ndarray):
+    """``hash(start, end)``: the hash of ``blob[start:end]`` for arrays of starts and ends, independent of where
+    the substring lies (a polynomial hash made position-free by prefix sums of ``byte * BASE**-position``)."""
+    with np.errstate(over="ignore"):
+        power = np.empty(len(blob) + 1, dtype=np.uint64)  # power[i] = BASE ** i
+        power[0] = 1
+        np.cumprod(np.full(len(blob), _BASE, dtype=np.uint64), out=power[1:])
+        inverse = np.empty(len(blob), dtype=np.uint64)  # inverse[i] = BASE ** -i
+        inverse[0] = 1
+        np.cumprod(np.full(len(blob) - 1, _BASE_INVERSE, dtype=np.uint64), out=inverse[1:])
+        # prefix[i] = sum over t < i of (blob[t] + 1) * BASE**-t
+        prefix = np.zeros(len(blob) + 1, dtype=np.uint64)
+        np.cumsum((blob.astype(np.uint64) + 1) * inverse, out=prefix[1:])
+
+    def hash_of(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return _mix((prefix[end] - prefix[start]) * power[np.maximum(end - 1, 0)])
+
+    return hash_of
+
+
+def _segment_offsets(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(segment, offset)`` for ``sizes.sum()`` slots laid out segment by segment: which segment each slot is
+    in and its position inside it. ``_segment_offsets([2, 3])`` is ``([0, 0, 1, 1, 1], [0, 1, 0, 1, 2])``."""
+    segment = np.repeat(np.arange(len(sizes)), sizes)
+    offset = np.arange(len(segment)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    return segment, offset
+
+
+def build_pair_table(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int]) -> PairTable | None:
+    """The :class:`PairTable` of an encoding (``merge_ranks``: token bytes -> merge priority; ``token_ids``:
+    token bytes -> id), or None when its parts cannot be named by distinct ids.
+
+    Every token of ``merge_ranks`` is cut at every inner position; a cut whose two halves are both tokens is a
+    pair. The halves are found by hash among the vocabulary's tokens, then checked byte for byte.
+    """
+    singles = [token_ids.get(bytes([b])) for b in range(256)]
+    if None in singles or not token_ids:
+        return None
+    vocab = list(token_ids)
+    ids = np.fromiter(token_ids.values(), dtype=np.int64, count=len(vocab))
+    if ids.min() < 0 or np.bincount(ids).max() > 1:
+        return None
+    n_ids = int(ids.max()) + 1
+    if n_ids > _LARGEST_ID + 1:
+        return None  # a pair's key, left * n_ids + right, would not fit an int64
+    lengths = np.fromiter(map(len, vocab), dtype=np.int64, count=len(vocab))
+    starts = np.cumsum(lengths) - lengths
+    blob = np.frombuffer(b"".join(vocab), dtype=np.uint8)
+    hash_of = _substring_hasher(blob)
+    vocab_hash = hash_of(starts, starts + lengths)
+    by_hash = np.argsort(vocab_hash)
+    sorted_hash = vocab_hash[by_hash]
+    if len(sorted_hash) > 1 and not np.all(sorted_hash[1:] != sorted_hash[:-1]):
+        return None  # two tokens share a hash: lookups by hash would be ambiguous (never seen in practice)
+
+    def find(hashes: np.ndarray) -> np.ndarray:
+        """The vocabulary index of the token with each hash, -1 where none has it."""
+        at = np.minimum(np.searchsorted(sorted_hash, hashes), len(sorted_hash) - 1)
+        return np.where(sorted_hash[at] == hashes, by_hash[at], -1)
+
+    # The merge priority of each vocabulary token; only tokens of two or more bytes are made by a merge.
+    rank_or_none = list(map(merge_ranks.get, vocab))
+    has_rank = np.fromiter(map(is_not, rank_or_none, repeat(None)), dtype=bool, count=len(vocab))
+    mergeable = np.flatnonzero(has_rank & (lengths > 1))
+    all_ranks = np.zeros(len(vocab), dtype=np.int64)
+    all_ranks[has_rank] = np.fromiter(compress(rank_or_none, has_rank), dtype=np.int64, count=int(has_rank.sum()))
+    m_ranks = all_ranks[mergeable]
+
+    # One candidate per (mergeable token, inner position): its bytes cut there into a left and a right part.
+    owner, offset = _segment_offsets(lengths[mergeable] - 1)
+    owner = mergeable[owner]
+    start, end = starts[owner], starts[owner] + lengths[owner]
+    cut = start + offset + 1
+    left = find(hash_of(start, cut))
+    found = np.flatnonzero(left >= 0)
+    owner, start, cut, end, left = owner[found], start[found], cut[found], end[found], left[found]
+    right = find(hash_of(cut, end))
+    found = np.flatnonzero((right >= 0) & (lengths[np.maximum(left, 0)] == cut - start))
+    owner, start, cut, end, left, right = owner[found], start[found], cut[found], end[found], left[found], right[found]
+    found = np.flatnonzero(lengths[right] == end - cut)
+    owner, start, cut, left, right = owner[found], start[found], cut[found], left[found], right[found]
+    # A hash match is not proof: check that the two parts' bytes make the token's, byte for byte.
+    candidate, at = _segment_offsets(lengths[owner])
+    left_size = (cut - start)[candidate]
+    source = np.where(
+        at < left_size, starts[left][candidate] + at, starts[right][candidate] + (at - left_size)
+    )
+    wrong = np.zeros(len(owner) + 1, dtype=bool)
+    wrong[np.where(blob[source] != blob[start[candidate] + at], candidate, len(owner))] = True
+    same = ~wrong[:-1]
+    owner, left, right = owner[same], ids[left[same]], ids[right[same]]
+
+    if len(m_ranks) and (m_ranks.min() < 0 or m_ranks.max() >= _LARGEST_RANK):
+        # a round packs a rank and a position into one int64: renumber 0, 1, ... keeping order and ties
+        distinct_ranks, dense = np.unique(m_ranks, return_inverse=True)
+        no_merge = len(distinct_ranks)
+        all_ranks[mergeable] = dense.reshape(-1)
+    else:
+        no_merge = int(m_ranks.max(initial=-1)) + 1
+    keys = left * n_ids + right
+    where, size, slot_bits = _hash_table(keys)
+    slot_keys = np.full(size, _EMPTY, dtype=np.int64)
+    slot_ranks = np.full(size, no_merge, dtype=np.int32)
+    slot_merged = np.zeros(size, dtype=np.int32)
+    slot_keys[where], slot_ranks[where], slot_merged[where] = keys, all_ranks[owner], ids[owner]
+
+    # u(a, b): every byte pair inside a mergeable token, with that token's rank; keep the lowest.
+    token, at = _segment_offsets(lengths[mergeable] - 1)
+    inside = starts[mergeable][token] + at
+    byte_pairs = (blob[inside].astype(np.int64) << 8) | blob[inside + 1]
+    boundary_rank = np.full(65536, no_merge, dtype=np.int32)
+    np.minimum.at(boundary_rank, byte_pairs, all_ranks[mergeable][token])
+
+    table = PairTable(
+        slot_keys=slot_keys,
+        slot_ranks=slot_ranks,
+        slot_merged=slot_merged,
+        slot_bits=slot_bits,
+        n_ids=n_ids,
+        no_merge=no_merge,
+        byte_ids=np.array(singles, dtype=np.int32),
+        byte_pair_ranks=np.empty(0, dtype=np.int64),
+        byte_pair_merged=np.empty(0, dtype=np.int64),
+        boundary_rank=boundary_rank,
+    )
+    # Every pair of single bytes, looked up once: the first round of every batch needs only these.
+    byte_pairs = np.arange(65536)
+    ranks, merged = _lookup(table, table.byte_ids[byte_pairs >> 8], table.byte_ids[byte_pairs & 255])
+    return table._replace(byte_pair_ranks=ranks, byte_pair_merged=merged)
+
+
+def pairs_of(table: PairTable) -> dict[tuple[int, int], tuple[int, int]]:
+    """Every pair of the table as ``(left id, right id) -> (rank, merged id)``: to read or test it, not to encode.
+
+    >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    >>> pairs_of(build_pair_table({b"ab": 0}, vocab))
+    {(97, 98): (0, 256)}
+    """
+    full = np.flatnonzero(table.slot_keys != _EMPTY)
+    keys, ranks, merged = (a[full].tolist() for a in (table.slot_keys, table.slot_ranks, table.slot_merged))
+    return {divmod(k, table.n_ids): (r, m) for k, r, m in zip(keys, ranks, merged)}
+
+
+def _lookup(table: PairTable, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rank, merged id) of each pair; rank ``no_merge`` where the pair makes no mergeable token."""
+    keys = left.astype(np.int64) * table.n_ids + right
+    rank = np.full(len(keys), table.no_merge, dtype=np.int32)
+    merged = np.zeros(len(keys), dtype=np.int32)
+    slot = _home_slots(keys, table.slot_bits)
+    searching = np.arange(len(keys))
+    while len(searching):  # each pass looks one slot further for the keys not found yet
+        at = slot[searching]
+        in_slot = table.slot_keys[at]
+        hit = in_slot == keys[searching]
+        found = searching[hit]
+        rank[found], merged[found] = table.slot_ranks[at[hit]], table.slot_merged[at[hit]]
+        searching = searching[~hit & (in_slot != _EMPTY)]
+        slot[searching] += 1
+    return rank, merged
+
+
+def _chain_after_lowest(
+    table: PairTable,
+    parts: np.ndarray,
+    ends: np.ndarray,
+    rank: np.ndarray,
+    merged: np.ndarray,
+    lowest_rank: np.ndarray,
+    lowest_at: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+) -> np.ndarray:
+    """Positions of the pairs that sequential BPE joins right after the leftmost lowest one of each segment,
+    when they tie with it: a run such as ``b"aaaa..."`` then takes a few rounds, not one per merge.
+
+    Say the leftmost lowest pair of a segment, rank ``r``, starts at part ``i``, and the pairs starting at
+    ``i + 2``, ``i + 4``, ... also have rank ``r``. Sequential BPE joins ``i`` first. If every pair that join
+    creates ranks above ``r``, the leftmost pair of rank ``r`` is then the one at ``i + 2`` (nothing left of it
+    ranks ``r`` or less), so it is joined next, and so on. The chain goes on while each join's new pairs (with
+    the part on its left, which is the previous join's token, and with the part on its right) rank above ``r``;
+    the join that first makes a pair of rank ``r`` or less is still the next one, but ends the chain.
+    """
+    # Segments whose chain has a second link: the pair at i + 2 has rank r, inside the segment.
+    second = lowest_at + 2
+    linked = np.flatnonzero(lowest_rank < table.no_merge)  # not the finished segments
+    linked = linked[~ends[lowest_at[linked] + 1]]
+    linked = linked[rank[second[linked]] == lowest_rank[linked]]
+    if not len(linked):
+        return linked
+    # stop[p]: the first q >= p, in steps of 2, whose pair does not continue a chain reaching it.
+    in_chain = np.zeros(len(parts), dtype=bool)
+    in_chain[2:] = (rank[2:] == np.repeat(lowest_rank, lengths)[2:]) & ~ends[1:-1]
+    stop = np.arange(len(parts) + 2)  # two spare slots past the end, where every chain stops
+    stop[:-2][in_chain] = len(parts) + 2
+    for parity in (0, 1):  # the minimum of stop from p on, over positions of p's parity
+        stop[parity::2] = np.minimum.accumulate(stop[parity::2][::-1])[::-1]
+    first = lowest_at[linked]
+    links = (stop[second[linked]] - first) // 2  # joins at first, first + 2, ..., first + 2 * (links - 1)
+    segment, step = _segment_offsets(links)
+    at = first[segment] + 2 * step
+    token = merged[at]
+    # The pair each join makes on its left: with the previous join's token, or (the first) the part before.
+    left = np.where(step > 0, merged[np.maximum(at - 2, 0)], parts[np.maximum(at - 1, 0)])
+    has_left = (step > 0) | (at > starts[linked][segment])
+    right_exists = ~ends[at + 1]
+    right = parts[np.minimum(at + 2, len(parts) - 1)]
+    r = lowest_rank[linked][segment]
+    left_rank, _ = _lookup(table, left, token)
+    right_rank, _ = _lookup(table, token, right)
+    ends_chain = (has_left & (left_rank <= r)) | (right_exists & (right_rank <= r))
+    # A join comes after the chain's end if an earlier join of its segment ends the chain.
+    ended_before = np.cumsum(ends_chain) - ends_chain
+    ended_before -= np.repeat(ended_before[np.cumsum(links) - links], links)
+    return at[ended_before == 0]
+
+
+def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, ...]]:
+    """The token ids of each piece (bytes), as ``bpe.merge`` gives them (no whole-piece rule).
+
+    >>> from tokenizer import get_encoding
+    >>> enc = get_encoding("gpt2")
+    >>> table = build_pair_table(enc.merge_ranks, enc.token_ids)
+    >>> encode_pieces([b" hello", b"qqqq", b"x"], table)
+    [(23748,), (38227, 38227), (87,)]
+    """
+    piece_lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    piece_ends = np.cumsum(piece_lengths)
+    blob = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    if not len(blob):
+        return [()] * len(pieces)
+    no_merge = table.no_merge
+    # Segments: the pieces cut wherever no token holds the bytes on both sides (u = no_merge). No merge crosses
+    # such a cut, so each segment is encoded alone, and a long piece does not stay in the rounds for long.
+    byte_pairs = (blob[:-1].astype(np.int32) << 8) | blob[1:]
+    boundary = np.full(len(blob), no_merge, dtype=np.int32)  # u of the boundary after each part
+    boundary[:-1] = table.boundary_rank[byte_pairs]
+    ends = boundary == no_merge  # whether each part ends its segment
+    ends[piece_ends[piece_lengths > 0] - 1] = True
+    boundary[ends] = no_merge
+    segment_ends = np.flatnonzero(ends) + 1
+    lengths = np.diff(segment_ends, prepend=0)
+    # A segment of one byte is finished already; the others go into the rounds.
+    single = lengths == 1
+    in_rounds = np.repeat(~single, lengths)
+    done_index, done_lengths, done_parts = [np.flatnonzero(single)], [lengths[single]], [table.byte_ids[blob[~in_rounds]]]
+    segment_index, lengths = np.flatnonzero(~single), lengths[~single]
+    # Flat arrays, one entry per part: its id; whether it ends its segment; u of the boundary after it; the rank
+    # and result of joining it with the next part (no_merge at a segment's end).
+    parts = table.byte_ids[blob[in_rounds]]
+    ends, boundary = ends[in_rounds], boundary[in_rounds]
+    pair_of_bytes = byte_pairs[in_rounds[:-1]]  # no part of the rounds is the blob's last unless it ends there
+    rank = np.full(len(parts), no_merge, dtype=np.int32)
+    merged = np.zeros(len(parts), dtype=np.int32)
+    n_pairs = len(pair_of_bytes)
+    rank[:n_pairs], merged[:n_pairs] = table.byte_pair_ranks[pair_of_bytes], table.byte_pair_merged[pair_of_bytes]
+    rank[ends] = no_merge
+    position = np.arange(len(parts), dtype=np.int64)
+
+    while len(parts):
+        starts = np.cumsum(lengths) - lengths
+        lowest = np.minimum.reduceat((rank.astype(np.int64) << 32) | position[: len(parts)], starts)
+        lowest_rank, lowest_at = lowest >> 32, lowest & 0xFFFFFFFF  # the leftmost lowest pair of each segment
+        finished = lowest_rank == no_merge
+        if finished.all() or finished.sum() * 4 >= len(finished):
+            # Move the finished segments out (not every round: moving costs a pass over all parts).
+            done_index.append(segment_index[finished])
+            done_lengths.append(lengths[finished])
+            out = np.repeat(finished, lengths)
+            done_parts.append(parts[out])
+            if finished.all():
+                break
+            keep = ~out
+            segment_index, lengths = segment_index[~finished], lengths[~finished]
+            parts, ends, boundary, rank, merged = parts[keep], ends[keep], boundary[keep], rank[keep], merged[keep]
+            starts = np.cumsum(lengths) - lengths
+            lowest_rank, lowest_at = lowest_rank[~finished], lowest_at[~finished]
+            lowest_at -= (np.cumsum(out) - out)[lowest_at]  # parts moved out before it
+        # Isolated pairs: rank below u of the boundary before the left part and after the right part.
+        join = np.empty(len(parts), dtype=bool)
+        join[-1] = False  # the last part ends its segment: it starts no pair
+        np.less(rank[:-1], boundary[1:], out=join[:-1])
+        join[1:] &= rank[1:] < boundary[:-1]
+        join[lowest_at[lowest_rank < no_merge]] = True
+        join[_chain_after_lowest(table, parts, ends, rank, merged, lowest_rank, lowest_at, starts, lengths)] = True
+        at = np.flatnonzero(join)
+        parts[at] = merged[at]
+        # The right part of each join disappears; the joined part ends (and bounds) where that part did.
+        keep = np.ones(len(parts), dtype=bool)
+        keep[at + 1] = False
+        lengths = lengths - np.add.reduceat(join, starts)
+        parts, rank, merged = parts[keep], rank[keep], merged[keep]
+        ends, boundary = ends[~join], boundary[~join]
+        # Pairs touching a joined part changed: the one it starts and the one before it. Each earlier join
+        # removed one part before it, which gives its new position.
+        joined = at - np.arange(len(at))
+        changed = np.concatenate([joined, joined[joined > 0] - 1])
+        at_end = ends[changed]
+        rank[changed[at_end]] = no_merge
+        changed = changed[~at_end]
+        rank[changed], merged[changed] = _lookup(table, parts[changed], parts[changed + 1])
+
+    # Put the segments back in order: each piece's ids are then one slice of them.
+    finished_index = np.concatenate(done_index)
+    finished_sizes = np.concatenate(done_lengths)
+    flat = np.concatenate(done_parts)
+    if np.all(finished_index[1:] > finished_index[:-1]):  # they finished in order (all of one byte, say)
+        sizes = finished_sizes
+    else:
+        finished_starts = np.cumsum(finished_sizes) - finished_sizes
+        order = np.empty_like(finished_index)
+        order[finished_index] = np.arange(len(finished_index))  # segment i is the order[i]-th finished
+        sizes = finished_sizes[order]
+        flat = flat[np.repeat(finished_starts[order], sizes) + _segment_offsets(sizes)[1]]
+    flat = flat.tolist()
+    # A piece's ids end where its last segment's do; an empty piece has no segment.
+    segments_per_piece = np.searchsorted(segment_ends, piece_ends, side="right")
+    ids_end = np.concatenate([[0], np.cumsum(sizes)])[segments_per_piece]
+    ids_start = np.concatenate([[0], ids_end[:-1]])
+    return list(map(tuple, map(flat.__getitem__, map(slice, ids_start.tolist(), ids_end.tolist()))))
