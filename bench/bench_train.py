@@ -59,9 +59,9 @@ def iter_documents(path: str, block: int = 1 << 20):
         yield rest
 
 
-def run_trainer(name: str, path: str, vocab_size: int, out: str, workers: int | None) -> float:
-    if name == "ours":
-        sys.path.insert(0, str(REPO))
+def run_trainer(name: str, path: str, vocab_size: int, out: str, workers: int | None, baseline: str | None) -> float:
+    if name in ("ours", "baseline"):
+        sys.path.insert(0, str(REPO) if name == "ours" else baseline)
         from tokenizer.train import train_bpe
 
         t0 = time.perf_counter()
@@ -108,13 +108,15 @@ def write_ranks(ranks: dict, out: str) -> None:
 # Parent side
 
 
-def measure(name: str, path: str, vocab_size: int, out: str, workers: int | None) -> dict:
+def measure(name: str, path: str, vocab_size: int, out: str, workers: int | None, baseline: str | None = None) -> dict:
     """Run one trainer in a subprocess; wall seconds (from inside) and peak RSS of the process tree."""
     import psutil
 
     cmd = [sys.executable, __file__, "--worker", name, "--input", path, "--vocab", str(vocab_size), "--out", out]
     if workers:
         cmd += ["--workers", str(workers)]
+    if baseline:
+        cmd += ["--baseline", baseline]
     proc = psutil.Popen(cmd, stdout=subprocess.PIPE, text=True)
     peak = 0
     while proc.poll() is None:
@@ -254,7 +256,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None, help="num_workers for this project (default: cpu count)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of every trainer, alternated; best time kept")
     ap.add_argument("--corpus", help="train on this shared corpus file instead (e.g. zh_manpages.txt), whole")
-    ap.add_argument("--trainers", default="ours,hf,rustbpe", help="comma-separated subset of ours,hf,rustbpe")
+    ap.add_argument("--trainers", default="ours,hf,rustbpe",
+                    help="comma-separated subset of ours,hf,rustbpe,baseline")
+    ap.add_argument("--baseline", metavar="CHECKOUT",
+                    help="the trainer 'baseline' is tokenizer.train of this checkout (e.g. the main branch's)")
     ap.add_argument("--scale", type=float, metavar="GB",
                     help="instead: build a corpus of GB gigabytes in 64 MB files and train ours (vocab 32,000 "
                          "unless --vocab) on 1/4, 1/2 and all of it")
@@ -265,7 +270,7 @@ def main() -> None:
     args = ap.parse_args()
 
     if args.worker:
-        seconds = run_trainer(args.worker, args.input, args.vocab, args.out, args.workers)
+        seconds = run_trainer(args.worker, args.input, args.vocab, args.out, args.workers, args.baseline)
         print(json.dumps({"seconds": seconds}))
         return
     if args.scale:
@@ -294,7 +299,8 @@ def main() -> None:
                 out = os.path.join(tmp, f"{name}.out")
                 print(f"training {name} on {size_mb:.1f} MB ({round_ + 1}/{args.repeat}) ...", file=sys.stderr,
                       flush=True)
-                r = measure(name, path, vocab, out, args.workers if name == "ours" else None)
+                ours = name in ("ours", "baseline")
+                r = measure(name, path, vocab, out, args.workers if ours else None, args.baseline if ours else None)
                 if name not in rows or r["seconds"] < rows[name]["seconds"]:  # best of the rounds
                     r["peak_rss_mb"] = max(r["peak_rss_mb"], rows.get(name, r)["peak_rss_mb"])
                     rows[name] = r
@@ -313,7 +319,8 @@ def main() -> None:
                     scale.append((os.path.getsize(spath) / MB, r))
             scale.append((size_mb, rows["ours"]))
 
-    labels = {"ours": "this project (tokenizer.train)", "hf": "HF tokenizers BpeTrainer", "rustbpe": "rustbpe"}
+    labels = {"ours": "this project (tokenizer.train)", "hf": "HF tokenizers BpeTrainer", "rustbpe": "rustbpe",
+              "baseline": f"baseline ({args.baseline})"}
     source = args.corpus or "en_docs + en_dictionary"
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\nBPE training, {size_mb:.1f} MB ({source}), vocab {vocab:,}, cpus {os.cpu_count()}, load {load}, "
@@ -328,7 +335,7 @@ def main() -> None:
         print(f"| {labels[name]} | {r['seconds']:.2f} | {ratio} | {r['peak_rss_mb']:.0f} | {bpt} |")
     if "ours" in rows:
         print()
-        for peer in ("rustbpe", "hf"):
+        for peer in ("rustbpe", "hf", "baseline"):
             if peer in rows:
                 print(f"- ours / {peer} wall time: {rows['ours']['seconds'] / rows[peer]['seconds']:.2f}x")
         if "hf" in rows:

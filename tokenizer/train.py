@@ -56,6 +56,7 @@ import os
 import pickle
 import re
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -135,10 +136,14 @@ def train_bpe(
             raise ValueError("resume=True needs the checkpoint folder of the run to resume")
         counts, replay = _load_checkpoint(os.fspath(checkpoint), settings)
     else:
-        counts = count_pretokens(
+        # The compiled merge loop loads while the workers count (not before: they are forked).
+        loading = threading.Thread(target=_load_compiled_kernel, daemon=True)
+        counts = _count_pretokens(
             paths, specials, pattern=pattern, text_field=text_field, num_workers=num_workers, progress=progress,
-            chunk_size=chunk_size,
+            chunk_size=chunk_size, while_counting=loading.start,
         )
+        if loading.ident is not None:
+            loading.join()
         replay = []
         if checkpoint is not None:
             _start_checkpoint(os.fspath(checkpoint), settings, counts)
@@ -430,6 +435,14 @@ def count_pretokens(
     counters, and a piece seen in several chunks is split once per worker). Workers report bytes done through
     a queue for the progress bar.
     """
+    return _count_pretokens(paths, special_tokens, pattern=pattern, text_field=text_field, num_workers=num_workers,
+                            progress=progress, chunk_size=chunk_size)
+
+
+def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers, progress, chunk_size,
+                     while_counting: Callable[[], None] = lambda: None) -> Counter:
+    """:func:`count_pretokens`; ``while_counting()`` is called once the counting has started (in a worker pool:
+    after the workers are started, so that a thread it starts is not forked)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
@@ -456,6 +469,7 @@ def count_pretokens(
             bar.update(round(nbytes / 1e6, 2))
 
         if workers == 1:
+            while_counting()
             return _count_ranges(ranges, pattern, specials, text_field, report)
         import multiprocessing
         import queue
@@ -465,6 +479,7 @@ def count_pretokens(
         jobs = [(ranges[w::workers], pattern, specials, text_field) for w in range(workers)]
         with worker_pool(ctx, workers, _init_worker, (done,)) as pool:  # Ctrl-C stops every worker
             pending = pool.map_async(_count_ranges_star, jobs)
+            while_counting()
             while not pending.ready():
                 try:
                     report(done.get(timeout=0.05))
@@ -594,15 +609,18 @@ def learn_merges(
     replay: Sequence[tuple[int, int]] = (),
     save: Callable[[list[tuple[int, int]]], None] | None = None,
     save_every: float = 60.0,
+    compiled: bool | None = None,
 ) -> Merges:
     """Up to ``num_merges`` merges learned from pre-token counts: those of :func:`learn_merges_reference`.
 
-    The distinct pre-tokens (of two bytes or more) are laid end to end in flat NumPy arrays, one slot per
-    byte: ``tok`` (the token now starting at the slot), ``nxt``/``prv`` (the next/previous live slot of the
-    same pre-token, -1 at its ends: a merge unlinks its right half), ``weight`` (the pre-token's count) and
-    ``pid`` (the id of the pair starting at the slot, -1 if none). A merge is then a handful of array
-    operations over the occurrences of the best pair (see :class:`_PairTable`); nothing loops over words in
-    Python.
+    The distinct pre-tokens (of two bytes or more) are laid end to end in flat arrays, one slot per byte
+    (:class:`_FlatWords`): the token starting at the slot, the next/previous live slot of the same pre-token
+    (a merge unlinks its right half) and the pre-token's count. Every adjacent pair gets an id, a count and
+    the list of its slots, and a merge rewrites the slots of the best pair and recounts the pairs around them.
+
+    Two merge loops do this, with the same results: a compiled one (:mod:`tokenizer.train_kernel`, with numba,
+    the ``train`` extra) and one of a few NumPy operations per merge (:class:`_PairTable`) for when numba is
+    not installed. ``compiled`` picks one (default: the compiled one if numba can be imported).
 
     Why the bookkeeping stays small: a pair ``(x, y)`` can only come into being when the younger of ``x`` and
     ``y`` is made (slots only ever get younger tokens), so every pair gets its id and its full list of slots
@@ -614,28 +632,22 @@ def learn_merges(
     redone without searching for the best pair, then learning goes on. ``save(merge_ids)`` is called with the
     ids of every merge so far at most every ``save_every`` seconds and at the end (a checkpoint).
     """
-    table = _PairTable(counts, 256 + num_merges)
-    tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
+    kernel = _compiled_kernel() if compiled is None or compiled else None
+    if compiled and kernel is None:
+        raise ImportError("compiled=True needs numba: pip install 'gpt2-numpy[train]', or pass compiled=False")
+    words = _FlatWords(counts)
+    step = _compiled_steps(kernel, words, num_merges, replay) if kernel else _numpy_steps(words, num_merges, replay)
     merge_ids: list[tuple[int, int]] = []
     bar = tqdm(total=num_merges, unit="merges", desc="merging", disable=not progress, leave=False)
     saved = time.monotonic()
-    while len(merge_ids) < num_merges:
-        if len(merge_ids) < len(replay):
-            a, b = replay[len(merge_ids)]
-            best = table.find(a, b)
-            if best < 0:
-                raise ValueError(f"merge {len(merge_ids)} of the checkpoint, ids {(a, b)}, is not a pair of these "
-                                 "counts: the checkpoint is from another corpus or other settings")
-        else:
-            best = table.best(lambda ties: max(ties, key=lambda q: (tokens[table.left[q]], tokens[table.right[q]])))
-            if best < 0:
-                break
-        a, b = int(table.left[best]), int(table.right[best])
-        merge_ids.append((a, b))
-        tokens.append(tokens[a] + tokens[b])
-        table.merge(best, len(tokens) - 1)
-        bar.update(1)
-        if progress and len(merge_ids) % 64 == 0:
+    tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
+    for batch in step:
+        for a, b in batch:
+            merge_ids.append((a, b))
+            tokens.append(tokens[a] + tokens[b])
+        bar.update(len(batch))
+        if progress and batch:
+            a, b = batch[-1]
             bar.set_postfix_str(f"{tokens[a]!r} + {tokens[b]!r}", refresh=False)
         if save and time.monotonic() - saved >= save_every:
             save(merge_ids)
@@ -644,6 +656,92 @@ def learn_merges(
     if save:
         save(merge_ids)
     return [(tokens[a], tokens[b]) for a, b in merge_ids]
+
+
+def _compiled_kernel():
+    """:mod:`tokenizer.train_kernel` if numba is installed, else None (imported on first use: numba is an
+    optional dependency and takes a moment to import)."""
+    try:
+        from . import train_kernel
+    except ImportError:
+        return None
+    return train_kernel
+
+
+def _load_compiled_kernel() -> None:
+    """Import the compiled merge loop and load its machine code (numba's cache), if numba is installed."""
+    kernel = _compiled_kernel()
+    if kernel is not None:
+        kernel.warm_up()
+
+
+def _replay_error(k: int, pair: tuple[int, int]) -> ValueError:
+    return ValueError(f"merge {k} of the checkpoint, ids {tuple(pair)}, is not a pair of these counts: the "
+                      "checkpoint is from another corpus or other settings")
+
+
+# Merges learned between two progress updates / checkpoint checks with the compiled loop.
+_BATCH = 64
+
+
+def _compiled_steps(kernel, words: "_FlatWords", num_merges: int, replay: Sequence[tuple[int, int]]):
+    """Batches of merges (lists of token id pairs) from the compiled merge loop."""
+    merger = kernel.CompiledMerger(words.tok, words.nxt, words.prv, words.weight, 256 + num_merges)
+    forced = np.array(replay, np.int32).reshape(-1, 2)[:num_merges]
+    done = 0
+    while done < num_merges:
+        try:
+            now = merger.merge(min(num_merges, done + _BATCH), forced)
+        except LookupError as e:
+            raise _replay_error(e.args[0], replay[e.args[0]]) from None
+        yield merger.merges[done:now].tolist()
+        if now < min(num_merges, done + _BATCH):  # no pair left
+            return
+        done = now
+
+
+def _numpy_steps(words: "_FlatWords", num_merges: int, replay: Sequence[tuple[int, int]]):
+    """Merges one at a time (lists of one token id pair) from the NumPy merge loop."""
+    table = _PairTable(words, 256 + num_merges)
+    tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes, for the tie-break
+    for k in range(num_merges):
+        if k < len(replay):
+            best = table.find(*replay[k])
+            if best < 0:
+                raise _replay_error(k, replay[k])
+        else:
+            best = table.best(lambda ties: max(ties, key=lambda q: (tokens[table.left[q]], tokens[table.right[q]])))
+            if best < 0:
+                return
+        a, b = int(table.left[best]), int(table.right[best])
+        tokens.append(tokens[a] + tokens[b])
+        table.merge(best, len(tokens) - 1)
+        yield [(a, b)]
+
+
+class _FlatWords:
+    """The distinct pre-tokens of two bytes or more, end to end, one slot per byte: ``tok`` (the byte, as a
+    token id), ``nxt``/``prv`` (the next/previous slot of the same pre-token, -1 at its ends) and ``weight``
+    (the pre-token's count). Pre-tokens of one byte have no pair and never change, so they are left out."""
+
+    def __init__(self, counts: dict[str, int]):
+        words = [w.encode("utf-8") if isinstance(w, str) else bytes(w) for w in counts]
+        lengths = np.fromiter(map(len, words), np.int64, len(words))
+        freqs = np.fromiter(map(int, counts.values()), np.int64, len(words))  # beyond int64: OverflowError
+        kept = (lengths > 1) & (freqs > 0)
+        words = list(itertools.compress(words, kept))
+        lengths, freqs = lengths[kept], freqs[kept]
+        n = int(lengths.sum())
+        if n >= 2**31 - 1:
+            raise ValueError("too many bytes of distinct pre-tokens for one training run (at most 2**31 - 2)")
+        ends = np.cumsum(lengths)
+        self.tok = np.frombuffer(b"".join(words), np.uint8).astype(np.int32)  # (n,)
+        weight_type = np.int32 if freqs.max(initial=0) < 2**31 else np.int64  # half the memory when it fits
+        self.weight = np.repeat(freqs.astype(weight_type), lengths)  # (n,)
+        self.nxt = np.arange(1, n + 1, dtype=np.int32)  # (n,)
+        self.nxt[ends - 1] = -1
+        self.prv = np.arange(-1, n - 1, dtype=np.int32)  # (n,)
+        self.prv[ends - lengths] = -1
 
 
 # How many pairs the best one is looked for among (see _PairTable.best).
@@ -658,25 +756,9 @@ class _PairTable:
     id's group begins. A slot listed for a pair it no longer holds (``pid`` differs) is skipped when read.
     """
 
-    def __init__(self, counts: dict[str, int], num_ids: int):
-        words = [w.encode("utf-8") if isinstance(w, str) else bytes(w) for w in counts]
-        lengths = np.fromiter(map(len, words), np.int64, len(words))
-        freqs = np.fromiter(map(int, counts.values()), np.int64, len(words))  # beyond int64: OverflowError
-        kept = (lengths > 1) & (freqs > 0)  # one byte: no pair, nothing ever changes
-        words = list(itertools.compress(words, kept))
-        lengths, freqs = lengths[kept], freqs[kept]
-        n = int(lengths.sum())
-        if n >= 2**31 - 1:
-            raise ValueError("too many bytes of distinct pre-tokens for one training run (at most 2**31 - 2)")
-        ends = np.cumsum(lengths)
-        self.tok = np.frombuffer(b"".join(words), np.uint8).astype(np.int32)  # (n,)
-        weight_type = np.int32 if freqs.max(initial=0) < 2**31 else np.int64  # half the memory when it fits
-        self.weight = np.repeat(freqs.astype(weight_type), lengths)  # (n,)
-        self.nxt = np.arange(1, n + 1, dtype=np.int32)  # (n,)
-        self.nxt[ends - 1] = -1
-        self.prv = np.arange(-1, n - 1, dtype=np.int32)  # (n,)
-        self.prv[ends - lengths] = -1
-        self.pid = np.full(n, -1, np.int32)  # (n,)
+    def __init__(self, words: "_FlatWords", num_ids: int):
+        self.tok, self.nxt, self.prv, self.weight = words.tok, words.nxt, words.prv, words.weight
+        self.pid = np.full(len(self.tok), -1, np.int32)  # (n,)
         self.num_ids = num_ids  # token ids are below this: a pair's code is left * num_ids + right
         self.size = 0  # pair ids given out so far
         self.count = np.zeros(0, np.int64)
