@@ -27,13 +27,16 @@ How it runs, in two phases:
    two chunks and the counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a
    time, split it and return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up.
    Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. With
-   GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or whitespace) with a
-   simple regex, then splits each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
-2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat NumPy arrays of
-   token ids with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and
-   a merge rewrites the occurrences of the best pair and recounts the pairs around them with a few array
-   operations (no Python loop over words). :func:`learn_merges_reference` is the same algorithm written
-   plainly (recount every pair for every merge); tests check the two agree.
+   GPT-2's pattern the workers first count coarse pieces (a word with its leading space, or whitespace) with
+   a simple regex; the parent adds those up and deals the *distinct* pieces out again, and each is split once
+   with the real pattern (see ``_GPT2_COARSE``).
+2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat arrays of token ids
+   with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and a merge
+   rewrites the occurrences of the best pair and recounts the pairs around them. The loop that does this is
+   compiled with numba when it is installed (:mod:`tokenizer.train_kernel`, the ``train`` extra; it loads
+   while the workers count), else a few NumPy operations per merge (``_PairTable``).
+   :func:`learn_merges_reference` is the same algorithm written plainly (recount every pair for every merge);
+   tests check all three agree.
 
 With ``checkpoint=FOLDER`` the counts and the merges so far are kept in a folder, so that a run that was
 stopped can go on with ``resume=True`` (``python -m tokenizer train --resume``) and end with the same merges.
@@ -392,9 +395,11 @@ def _read_text(path: str, start: int, end: int) -> str:
 
 
 def _count_ranges(
-    ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str, report=None
+    ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str, report=None,
+    split_pieces: bool = True,
 ) -> Counter:
-    """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary)."""
+    """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary).
+    With GPT-2's pattern and ``split_pieces=False``: the counts of the coarse pieces, not yet split."""
     key = (pattern, specials)
     fns = _worker_cache.get(key)
     if fns is None:
@@ -404,16 +409,37 @@ def _count_ranges(
     report = report or _report_progress
     counts: Counter = Counter()  # coarse pieces with GPT-2's pattern, else pre-tokens
     for path, start, end in ranges:
-        for document in read_documents(path, start, end, text_field=text_field):
-            for text in split_specials(document):
-                counts.update(coarse(text) if coarse else split(text))
+        try:
+            for document in read_documents(path, start, end, text_field=text_field):
+                for text in split_specials(document):
+                    counts.update(coarse(text) if coarse else split(text))
+        except ValueError as e:
+            e.failed_range = (path, start)  # for the parent, to report the earliest bad input (it pickles)
+            raise
         if report:
             report(end - start)
-    return _split_pieces(counts, split) if coarse else counts
+    return _split_pieces(counts, split) if coarse and split_pieces else counts
 
 
-def _count_ranges_star(args) -> Counter:
-    return _count_ranges(*args)
+def _count_ranges_star(args) -> Counter | ValueError:
+    """:func:`_count_ranges` in a worker; bad input is returned rather than raised, so that the parent sees
+    every worker's first bad range and can report the earliest (not the first to fail in time)."""
+    try:
+        return _count_ranges(*args)
+    except ValueError as e:
+        return e
+
+
+def _split_pieces_star(args) -> Counter:
+    pieces, pattern = args
+    return _split_pieces(pieces, _splitter(pattern))
+
+
+def _add_up(counters: list[Counter]) -> Counter:
+    total = counters[0]
+    for counts in counters[1:]:
+        total.update(counts)
+    return total
 
 
 def count_pretokens(
@@ -431,9 +457,9 @@ def count_pretokens(
 
     Each file is cut into chunks (plain text at safe cuts, see :func:`find_chunk_boundaries`; ``.jsonl`` at
     line ends; a ``.jsonl.gz`` file is one chunk). The chunks are dealt round-robin to ``num_workers``
-    processes; each returns one ``Counter`` for all of its chunks (so the parent adds up ``num_workers``
-    counters, and a piece seen in several chunks is split once per worker). Workers report bytes done through
-    a queue for the progress bar.
+    processes; each returns one ``Counter`` for all of its chunks, and the parent adds them up. With GPT-2's
+    pattern these count coarse pieces (see ``_GPT2_COARSE``); the distinct pieces are then dealt out to the
+    workers again, so that each is split once. Workers report bytes done through a queue for the progress bar.
     """
     return _count_pretokens(paths, special_tokens, pattern=pattern, text_field=text_field, num_workers=num_workers,
                             progress=progress, chunk_size=chunk_size)
@@ -476,7 +502,8 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
 
         ctx = multiprocessing.get_context()
         done = ctx.Queue()
-        jobs = [(ranges[w::workers], pattern, specials, text_field) for w in range(workers)]
+        two_rounds = pattern in _TWO_LEVEL_PATTERNS
+        jobs = [(ranges[w::workers], pattern, specials, text_field, None, not two_rounds) for w in range(workers)]
         with worker_pool(ctx, workers, _init_worker, (done,)) as pool:  # Ctrl-C stops every worker
             pending = pool.map_async(_count_ranges_star, jobs)
             while_counting()
@@ -485,12 +512,17 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
                     report(done.get(timeout=0.05))
                 except queue.Empty:
                     pass
-            results = pending.get()  # raises a worker's exception (e.g. invalid UTF-8)
+            results = pending.get()
             while not done.empty():
                 report(done.get())
-    total = results[0]
-    for counts in results[1:]:
-        total.update(counts)
+            failed = [r for r in results if isinstance(r, ValueError)]  # bad input: the earliest is reported
+            if failed:
+                raise min(failed, key=lambda e: (paths.index(e.failed_range[0]), e.failed_range[1]))
+            total = _add_up(results)
+            if two_rounds:  # coarse pieces: each distinct one is split once, by one worker
+                pieces = list(total.items())
+                total = _add_up(pool.map(_split_pieces_star, [(dict(pieces[w::workers]), pattern)
+                                                              for w in range(workers)]))
     return total
 
 

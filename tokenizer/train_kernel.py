@@ -37,6 +37,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+def _compiled(function):
+    """``function`` compiled on first call, the machine code cached on disk for later runs; where numba finds no
+    writable cache folder (beside this file, then its user cache folder or $NUMBA_CACHE_DIR), compiled anew in
+    every run."""
+    try:
+        return numba.njit(cache=True, nogil=True)(function)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return numba.njit(nogil=True)(function)
+
+
 # How many pairs the best one is looked for among (see _best).
 CANDIDATES = 512
 
@@ -131,7 +141,7 @@ def _resized(a: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled
 def _start(tok, nxt, weight, pid, count, left, right, pstart, pslots, tbytes, toff, tlen, born, state):
     """The 256 single-byte tokens, and every pair of two bytes with its slots (a counting sort on 16 bits)."""
     for t in range(256):
@@ -166,7 +176,7 @@ def _start(tok, nxt, weight, pid, count, left, right, pstart, pslots, tbytes, to
     born[256] = num_pairs  # the pairs of bytes are ids 0 .. born[256] - 1
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled
 def _merge_until(until, replay, merges, tok, nxt, prv, weight, pid, count, left, right, candidates, pstart,
                  pslots, tbytes, toff, tlen, born, left_of_new, right_of_new, state):
     """Merge until ``state[NUM_TOKENS] - 256 == until``; stop early with state[STATUS] saying why."""
@@ -206,7 +216,7 @@ def _merge_until(until, replay, merges, tok, nxt, prv, weight, pid, count, left,
         state[NUM_TOKENS] = t + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled
 def _find(a, b, left, right, count, born, state):
     """The id of the pair ``(a, b)`` if it occurs now, else -1: it was born with the younger token."""
     younger = max(a, b)
@@ -219,7 +229,7 @@ def _find(a, b, left, right, count, born, state):
     return -1
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled
 def _compare_bytes(tbytes, toff, tlen, x, y):
     """-1, 0 or 1 as token x's bytes sort before, equal to or after token y's."""
     ox, oy = toff[x], toff[y]
@@ -229,7 +239,7 @@ def _compare_bytes(tbytes, toff, tlen, x, y):
     return (tlen[x] > tlen[y]) - (tlen[x] < tlen[y])
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled
 def _best(count, left, right, candidates, tbytes, toff, tlen, state):
     """The id of the most frequent pair (the greater bytes among equal counts), -1 if none is left."""
     threshold = state[THRESHOLD]
@@ -257,7 +267,7 @@ def _best(count, left, right, candidates, tbytes, toff, tlen, state):
     return best
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled
 def _choose_candidates(among, count, candidates, state):
     """Candidates: the pairs ``among`` (all those at or above the threshold) with a count of at least the
     CANDIDATES-th largest, and at least 1."""
@@ -277,7 +287,7 @@ def _choose_candidates(among, count, candidates, state):
     state[THRESHOLD] = threshold
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled
 def _merge(q, t, tok, nxt, prv, weight, pid, count, left, right, candidates, pstart, pslots, left_of_new,
            right_of_new, state):
     """Replace every occurrence of pair ``q`` by token ``t`` (left to right, without overlap); give the pairs
@@ -366,7 +376,7 @@ def _merge(q, t, tok, nxt, prv, weight, pid, count, left, right, candidates, pst
     state[SLOTS_USED] = pstart[num_pairs]
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled
 def _new_pair(q, a, b, count, left, right, pstart):
     left[q] = a
     right[q] = b
