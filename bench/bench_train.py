@@ -10,7 +10,9 @@ Training data: en_docs.txt without its last ``--heldout-mb`` MB (held back for e
 concatenated into a temporary file and cut to ``--mb`` MB (at a newline). Every trainer runs ``--repeat`` times
 (rounds alternate between trainers; the best time is kept), each time in its own
 subprocess; the parent polls the resident memory of that process and all its children (psutil) every 20 ms and
-reports the peak of the sum. Wall time is measured inside the subprocess around the training call only.
+reports the peak of the sum. Wall time is measured inside the subprocess around the training call only; CPU
+time is that of the whole subprocess tree (start-up and imports included; best of the rounds), steadier than
+wall time when other programs load the machine.
 
 Compression: bytes per token of each trained tokenizer on held-out text (the end of en_docs, de_manpages.txt,
 ru_manpages.txt), documents split at ``<|endoftext|>`` and encoded as ordinary text. This project's and
@@ -26,6 +28,7 @@ import argparse
 import base64
 import json
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -117,6 +120,7 @@ def measure(name: str, path: str, vocab_size: int, out: str, workers: int | None
         cmd += ["--workers", str(workers)]
     if baseline:
         cmd += ["--baseline", baseline]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = psutil.Popen(cmd, stdout=subprocess.PIPE, text=True)
     peak = 0
     while proc.poll() is None:
@@ -133,10 +137,15 @@ def measure(name: str, path: str, vocab_size: int, out: str, workers: int | None
         peak = max(peak, total)
         time.sleep(0.02)
     stdout = proc.stdout.read()
+    proc.wait()
     if proc.returncode != 0:
         raise SystemExit(f"{name} failed with exit code {proc.returncode}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = json.loads(stdout.strip().splitlines()[-1])
     result["peak_rss_mb"] = peak / 2**20
+    # CPU time of the whole subprocess tree, start-up and imports included: steadier than wall time on a
+    # loaded machine
+    result["cpu_seconds"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return result
 
 
@@ -303,9 +312,11 @@ def main() -> None:
                 r = measure(name, path, vocab, out, args.workers if ours else None, args.baseline if ours else None)
                 if name not in rows or r["seconds"] < rows[name]["seconds"]:  # best of the rounds
                     r["peak_rss_mb"] = max(r["peak_rss_mb"], rows.get(name, r)["peak_rss_mb"])
+                    r["cpu_seconds"] = min(r["cpu_seconds"], rows.get(name, r)["cpu_seconds"])
                     rows[name] = r
                 else:
                     rows[name]["peak_rss_mb"] = max(r["peak_rss_mb"], rows[name]["peak_rss_mb"])
+                    rows[name]["cpu_seconds"] = min(r["cpu_seconds"], rows[name]["cpu_seconds"])
         for name in names:
             out = os.path.join(tmp, f"{name}.out")
             rows[name]["bpt"] = {k: bytes_per_token(name, out, [t]) for k, t in heldout.items()}
@@ -326,18 +337,21 @@ def main() -> None:
     print(f"\nBPE training, {size_mb:.1f} MB ({source}), vocab {vocab:,}, cpus {os.cpu_count()}, load {load}, "
           f"best of {args.repeat} alternated rounds\n")
     cols = list(heldout)
-    print("| trainer | wall s | time / ours | peak RSS MB | " + " | ".join(f"bytes/token {c}" for c in cols) + " |")
-    print("|---|---:|---:|---:|" + "---:|" * len(cols))
+    print("| trainer | wall s | time / ours | CPU s | peak RSS MB | " + " | ".join(f"bytes/token {c}" for c in cols)
+          + " |")
+    print("|---|---:|---:|---:|---:|" + "---:|" * len(cols))
     ours_t = rows["ours"]["seconds"] if "ours" in rows else None
     for name, r in rows.items():
         ratio = f"{r['seconds'] / ours_t:.2f}x" if ours_t else "-"
         bpt = " | ".join(f"{r['bpt'][c]:.3f}" for c in cols)
-        print(f"| {labels[name]} | {r['seconds']:.2f} | {ratio} | {r['peak_rss_mb']:.0f} | {bpt} |")
+        print(f"| {labels[name]} | {r['seconds']:.2f} | {ratio} | {r['cpu_seconds']:.2f} | {r['peak_rss_mb']:.0f} "
+              f"| {bpt} |")
     if "ours" in rows:
         print()
         for peer in ("rustbpe", "hf", "baseline"):
             if peer in rows:
-                print(f"- ours / {peer} wall time: {rows['ours']['seconds'] / rows[peer]['seconds']:.2f}x")
+                print(f"- ours / {peer} wall time: {rows['ours']['seconds'] / rows[peer]['seconds']:.2f}x, CPU time: "
+                      f"{rows['ours']['cpu_seconds'] / rows[peer]['cpu_seconds']:.2f}x")
         if "hf" in rows:
             diffs = ", ".join(
                 f"{c} {100 * (rows['ours']['bpt'][c] / rows['hf']['bpt'][c] - 1):+.2f}%" for c in cols

@@ -110,17 +110,22 @@ class CompiledMerger:
             return done
 
     def _grow(self) -> None:
-        """Make room for one more merge (merge_until says how much it needs), doubling what is short."""
+        """Make room for one more merge (merge_until says how much it needs). The slot lists are first
+        compacted (the slots that no longer hold their pair dropped); what is still short grows by half."""
         need_pairs, need_slots, need_bytes = self.state[NEED_PAIRS], self.state[NEED_SLOTS], self.state[NEED_BYTES]
         if need_pairs > len(self.count):
-            cap = int(max(2 * len(self.count), need_pairs))
+            cap = int(max(len(self.count) * 3 // 2, need_pairs))
             for name in ("count", "left", "right", "candidates"):
                 setattr(self, name, _resized(getattr(self, name), cap))
             self.pstart = _resized(self.pstart, cap + 1)
         if need_slots > len(self.pslots):
-            self.pslots = _resized(self.pslots, int(max(2 * len(self.pslots), need_slots)))
+            used = _compact(self.pid, self.pstart, self.pslots, self.state[NUM_PAIRS])
+            need_slots += used - self.state[SLOTS_USED]
+            self.state[SLOTS_USED] = used
+            if need_slots > len(self.pslots) * 3 // 4:  # keep a quarter free, or compacting would come too often
+                self.pslots = _resized(self.pslots, int(max(len(self.pslots) * 3 // 2, need_slots * 4 // 3)))
         if need_bytes > len(self.tbytes):
-            self.tbytes = _resized(self.tbytes, int(max(2 * len(self.tbytes), need_bytes)))
+            self.tbytes = _resized(self.tbytes, int(max(len(self.tbytes) * 3 // 2, need_bytes)))
 
 
 def warm_up() -> None:
@@ -130,7 +135,7 @@ def warm_up() -> None:
     nxt = np.arange(1, n + 1, dtype=np.int32)
     nxt[-1] = -1
     prv = np.arange(-1, n - 1, dtype=np.int32)
-    merger = CompiledMerger(words, nxt, prv, np.ones(n, np.int32), 256 + 3)
+    merger = CompiledMerger(words, nxt, prv, np.ones(n, np.int32), 256 + 3, headroom=0)  # grows, compacts
     merger.merge(1, np.array([[97, 98]], np.int32))
     merger.merge(3, np.zeros((0, 2), np.int32))
 
@@ -174,6 +179,21 @@ def _start(tok, nxt, weight, pid, count, left, right, pstart, pslots, tbytes, to
     state[NUM_PAIRS] = num_pairs
     state[SLOTS_USED] = pstart[num_pairs]
     born[256] = num_pairs  # the pairs of bytes are ids 0 .. born[256] - 1
+
+
+@_compiled
+def _compact(pid, pstart, pslots, num_pairs):
+    """Drop the listed slots that no longer hold their pair, in place; returns how many slots stay listed."""
+    kept = 0
+    for q in range(num_pairs):
+        start, end = pstart[q], pstart[q + 1]
+        pstart[q] = kept
+        for j in range(start, end):
+            if pid[pslots[j]] == q:
+                pslots[kept] = pslots[j]
+                kept += 1
+    pstart[num_pairs] = kept
+    return kept
 
 
 @_compiled
