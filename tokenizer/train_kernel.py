@@ -10,7 +10,8 @@ The data, all flat arrays (one *slot* per byte of the distinct pre-tokens, laid 
   ``nxt[s]``/``prv[s]`` the next/previous live slot of the same pre-token (-1 at its ends), ``weight[s]`` how
   often the pre-token occurs, ``pid[s]`` the id of the pair starting at ``s`` (-1 if none).
 * Per pair id: ``count``, ``left``, ``right``, and its slots ``pslots[pstart[id]:pstart[id + 1]]``, ascending.
-  A slot stays listed after its pair is gone; it is skipped on reading because ``pid`` differs.
+  A slot stays listed after its pair is gone; it is skipped on reading because ``pid`` differs (and dropped
+  when the lists are compacted, which happens instead of growing them when they are full).
 * Per token id: its bytes ``tbytes[toff[t]:toff[t] + tlen[t]]`` (for the tie-break) and ``born[t]``, the first
   pair id given out when ``t`` was made.
 
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+
 
 def _compiled(function):
     """``function`` compiled on first call, the machine code cached on disk for later runs; where numba finds no
