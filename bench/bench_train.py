@@ -228,10 +228,11 @@ def scale_runs(args) -> None:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\nThis project at scale: vocab {vocab:,}, cpus {os.cpu_count()}, load {load} "
           f"(corpus: bench_train.make_scale_corpus)\n")
-    print("| GB | files | wall s | s per GB | peak RSS MB |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| GB | files | wall s | s per GB | CPU s | CPU s per GB | peak RSS MB |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for gb, nfiles, r in rows:
-        print(f"| {gb:.2f} | {nfiles} | {r['seconds']:.0f} | {r['seconds'] / gb:.0f} | {r['peak_rss_mb']:.0f} |")
+        print(f"| {gb:.2f} | {nfiles} | {r['seconds']:.0f} | {r['seconds'] / gb:.0f} | {r['cpu_seconds']:.0f} "
+              f"| {r['cpu_seconds'] / gb:.0f} | {r['peak_rss_mb']:.0f} |")
 
 
 def bytes_per_token(name: str, out: str, texts: list[str]) -> float:
