@@ -27,9 +27,8 @@ How it runs, in two phases:
    two chunks and the counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a
    time, split it and return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up.
    Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. With
-   GPT-2's pattern the workers first count coarse pieces (a word with its leading space, or whitespace) with
-   a simple regex and deal them into shares by hash; each worker then splits the *distinct* pieces of one
-   share, so that each is split once with the real pattern (see ``_GPT2_COARSE``).
+   GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or whitespace) with a
+   simple regex, then splits each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
 2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat arrays of token ids
    with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and a merge
    rewrites the occurrences of the best pair and recounts the pairs around them. The loop that does this is
@@ -395,12 +394,9 @@ def _read_text(path: str, start: int, end: int) -> str:
 
 
 def _count_ranges(
-    ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str, report=None,
-    shares: int = 0,
-) -> Counter | list[bytes]:
-    """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary).
-    With GPT-2's pattern and ``shares=k > 0``: the counts of the coarse pieces instead, not yet split, dealt
-    into ``k`` shares by the pieces' hash, each pickled (see :func:`_split_shares`)."""
+    ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str, report=None
+) -> Counter:
+    """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary)."""
     key = (pattern, specials)
     fns = _worker_cache.get(key)
     if fns is None:
@@ -419,20 +415,7 @@ def _count_ranges(
             raise
         if report:
             report(end - start)
-    if coarse and shares:
-        return _deal(counts, shares)
     return _split_pieces(counts, split) if coarse else counts
-
-
-def _deal(counts: Counter, shares: int) -> list[bytes]:
-    """``counts`` dealt into ``shares`` dicts by the hash of the key, each pickled: compact to send, and a key
-    is in the same share in every worker (workers forked from one parent hash alike; elsewhere a piece may land
-    in two shares and is then split twice, which changes no count)."""
-    dealt: list[dict] = [{} for _ in range(shares)]
-    for piece, c in counts.items():
-        dealt[hash(piece) % shares][piece] = c
-    counts.clear()
-    return [pickle.dumps(share, pickle.HIGHEST_PROTOCOL) for share in dealt]
 
 
 def _count_ranges_star(args) -> Counter | ValueError:
@@ -442,16 +425,6 @@ def _count_ranges_star(args) -> Counter | ValueError:
         return _count_ranges(*args)
     except ValueError as e:
         return e
-
-
-def _split_shares(args: tuple[list[bytes], str]) -> Counter:
-    """Pre-token counts from one share of every worker's coarse piece counts (pickled): each distinct piece is
-    split once."""
-    shares, pattern = args
-    pieces: Counter = Counter()
-    for share in shares:
-        pieces.update(pickle.loads(share))
-    return _split_pieces(pieces, _splitter(pattern))
 
 
 def _add_up(counters: list[Counter]) -> Counter:
@@ -476,10 +449,10 @@ def count_pretokens(
 
     Each file is cut into chunks (plain text at safe cuts, see :func:`find_chunk_boundaries`; ``.jsonl`` at
     line ends; a ``.jsonl.gz`` file is one chunk). The chunks are dealt round-robin to ``num_workers``
-    processes; each returns one ``Counter`` for all of its chunks, and the parent adds them up. With GPT-2's
-    pattern the workers count coarse pieces (see ``_GPT2_COARSE``) and deal them into one share per worker by
-    hash; in a second round each worker splits one share of every worker's pieces, so that each distinct piece
-    is split once. Workers report bytes done through a queue for the progress bar.
+    processes; each returns one ``Counter`` for all of its chunks, and the parent adds them up (a piece seen by
+    several workers is split by each: dealing the distinct pieces out again so that each is split once was
+    measured slower, the dealing costing more than the splitting it saves). Workers report bytes done through
+    a queue for the progress bar.
     """
     return _count_pretokens(paths, special_tokens, pattern=pattern, text_field=text_field, num_workers=num_workers,
                             progress=progress, chunk_size=chunk_size)
@@ -522,10 +495,7 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
 
         ctx = multiprocessing.get_context()
         done = ctx.Queue()
-        # With GPT-2's pattern, two rounds: the workers count coarse pieces and deal them into shares, then
-        # each worker splits one share of every worker's pieces, so that each distinct piece is split once.
-        shares = workers if pattern in _TWO_LEVEL_PATTERNS else 0
-        jobs = [(ranges[w::workers], pattern, specials, text_field, None, shares) for w in range(workers)]
+        jobs = [(ranges[w::workers], pattern, specials, text_field) for w in range(workers)]
         with worker_pool(ctx, workers, _init_worker, (done,)) as pool:  # Ctrl-C stops every worker
             pending = pool.map_async(_count_ranges_star, jobs)
             while_counting()
@@ -540,11 +510,6 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
             failed = [r for r in results if isinstance(r, ValueError)]  # bad input: the earliest is reported
             if failed:
                 raise min(failed, key=lambda e: (paths.index(e.failed_range[0]), e.failed_range[1]))
-            if shares:
-                jobs = [([dealt[k] for dealt in results], pattern) for k in range(shares)]
-                del results
-                results = pool.map(_split_shares, jobs)
-                del jobs
     return _add_up(results)
 
 
