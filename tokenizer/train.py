@@ -427,6 +427,12 @@ def _count_ranges_star(args) -> Counter | ValueError:
         return e
 
 
+def _input_position(paths: list[str], error: ValueError) -> tuple[int, int]:
+    """Where in the inputs ``error`` was raised (the start of its range), for reporting the earliest."""
+    path, start = getattr(error, "failed_range", (paths[-1], 2**63))
+    return paths.index(path), start
+
+
 def _add_up(counters: list[Counter]) -> Counter:
     total = counters[0]
     for counts in counters[1:]:
@@ -509,7 +515,7 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
                 report(done.get())
             failed = [r for r in results if isinstance(r, ValueError)]  # bad input: the earliest is reported
             if failed:
-                raise min(failed, key=lambda e: (paths.index(e.failed_range[0]), e.failed_range[1]))
+                raise min(failed, key=lambda e: _input_position(paths, e))
     return _add_up(results)
 
 
