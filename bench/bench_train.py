@@ -10,7 +10,9 @@ Training data: en_docs.txt without its last ``--heldout-mb`` MB (held back for e
 concatenated into a temporary file and cut to ``--mb`` MB (at a newline). Every trainer runs ``--repeat`` times
 (rounds alternate between trainers; the best time is kept), each time in its own
 subprocess; the parent polls the resident memory of that process and all its children (psutil) every 20 ms and
-reports the peak of the sum. Wall time is measured inside the subprocess around the training call only.
+reports the peak of the sum. Wall time is measured inside the subprocess around the training call only; CPU
+time is that of the whole subprocess tree (start-up and imports included; best of the rounds), steadier than
+wall time when other programs load the machine.
 
 Compression: bytes per token of each trained tokenizer on held-out text (the end of en_docs, de_manpages.txt,
 ru_manpages.txt), documents split at ``<|endoftext|>`` and encoded as ordinary text. This project's and
@@ -26,6 +28,7 @@ import argparse
 import base64
 import json
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -59,9 +62,9 @@ def iter_documents(path: str, block: int = 1 << 20):
         yield rest
 
 
-def run_trainer(name: str, path: str, vocab_size: int, out: str, workers: int | None) -> float:
-    if name == "ours":
-        sys.path.insert(0, str(REPO))
+def run_trainer(name: str, path: str, vocab_size: int, out: str, workers: int | None, baseline: str | None) -> float:
+    if name in ("ours", "baseline"):
+        sys.path.insert(0, str(REPO) if name == "ours" else baseline)
         from tokenizer.train import train_bpe
 
         t0 = time.perf_counter()
@@ -108,13 +111,16 @@ def write_ranks(ranks: dict, out: str) -> None:
 # Parent side
 
 
-def measure(name: str, path: str, vocab_size: int, out: str, workers: int | None) -> dict:
+def measure(name: str, path: str, vocab_size: int, out: str, workers: int | None, baseline: str | None = None) -> dict:
     """Run one trainer in a subprocess; wall seconds (from inside) and peak RSS of the process tree."""
     import psutil
 
     cmd = [sys.executable, __file__, "--worker", name, "--input", path, "--vocab", str(vocab_size), "--out", out]
     if workers:
         cmd += ["--workers", str(workers)]
+    if baseline:
+        cmd += ["--baseline", baseline]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = psutil.Popen(cmd, stdout=subprocess.PIPE, text=True)
     peak = 0
     while proc.poll() is None:
@@ -131,10 +137,15 @@ def measure(name: str, path: str, vocab_size: int, out: str, workers: int | None
         peak = max(peak, total)
         time.sleep(0.02)
     stdout = proc.stdout.read()
+    proc.wait()
     if proc.returncode != 0:
         raise SystemExit(f"{name} failed with exit code {proc.returncode}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = json.loads(stdout.strip().splitlines()[-1])
     result["peak_rss_mb"] = peak / 2**20
+    # CPU time of the whole subprocess tree, start-up and imports included: steadier than wall time on a
+    # loaded machine
+    result["cpu_seconds"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return result
 
 
@@ -217,10 +228,11 @@ def scale_runs(args) -> None:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\nThis project at scale: vocab {vocab:,}, cpus {os.cpu_count()}, load {load} "
           f"(corpus: bench_train.make_scale_corpus)\n")
-    print("| GB | files | wall s | s per GB | peak RSS MB |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| GB | files | wall s | s per GB | CPU s | CPU s per GB | peak RSS MB |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for gb, nfiles, r in rows:
-        print(f"| {gb:.2f} | {nfiles} | {r['seconds']:.0f} | {r['seconds'] / gb:.0f} | {r['peak_rss_mb']:.0f} |")
+        print(f"| {gb:.2f} | {nfiles} | {r['seconds']:.0f} | {r['seconds'] / gb:.0f} | {r['cpu_seconds']:.0f} "
+              f"| {r['cpu_seconds'] / gb:.0f} | {r['peak_rss_mb']:.0f} |")
 
 
 def bytes_per_token(name: str, out: str, texts: list[str]) -> float:
@@ -254,7 +266,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None, help="num_workers for this project (default: cpu count)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of every trainer, alternated; best time kept")
     ap.add_argument("--corpus", help="train on this shared corpus file instead (e.g. zh_manpages.txt), whole")
-    ap.add_argument("--trainers", default="ours,hf,rustbpe", help="comma-separated subset of ours,hf,rustbpe")
+    ap.add_argument("--trainers", default="ours,hf,rustbpe",
+                    help="comma-separated subset of ours,hf,rustbpe,baseline")
+    ap.add_argument("--baseline", metavar="CHECKOUT",
+                    help="the trainer 'baseline' is tokenizer.train of this checkout (e.g. the main branch's)")
     ap.add_argument("--scale", type=float, metavar="GB",
                     help="instead: build a corpus of GB gigabytes in 64 MB files and train ours (vocab 32,000 "
                          "unless --vocab) on 1/4, 1/2 and all of it")
@@ -265,7 +280,7 @@ def main() -> None:
     args = ap.parse_args()
 
     if args.worker:
-        seconds = run_trainer(args.worker, args.input, args.vocab, args.out, args.workers)
+        seconds = run_trainer(args.worker, args.input, args.vocab, args.out, args.workers, args.baseline)
         print(json.dumps({"seconds": seconds}))
         return
     if args.scale:
@@ -294,12 +309,15 @@ def main() -> None:
                 out = os.path.join(tmp, f"{name}.out")
                 print(f"training {name} on {size_mb:.1f} MB ({round_ + 1}/{args.repeat}) ...", file=sys.stderr,
                       flush=True)
-                r = measure(name, path, vocab, out, args.workers if name == "ours" else None)
+                ours = name in ("ours", "baseline")
+                r = measure(name, path, vocab, out, args.workers if ours else None, args.baseline if ours else None)
                 if name not in rows or r["seconds"] < rows[name]["seconds"]:  # best of the rounds
                     r["peak_rss_mb"] = max(r["peak_rss_mb"], rows.get(name, r)["peak_rss_mb"])
+                    r["cpu_seconds"] = min(r["cpu_seconds"], rows.get(name, r)["cpu_seconds"])
                     rows[name] = r
                 else:
                     rows[name]["peak_rss_mb"] = max(r["peak_rss_mb"], rows[name]["peak_rss_mb"])
+                    rows[name]["cpu_seconds"] = min(r["cpu_seconds"], rows[name]["cpu_seconds"])
         for name in names:
             out = os.path.join(tmp, f"{name}.out")
             rows[name]["bpt"] = {k: bytes_per_token(name, out, [t]) for k, t in heldout.items()}
@@ -313,24 +331,28 @@ def main() -> None:
                     scale.append((os.path.getsize(spath) / MB, r))
             scale.append((size_mb, rows["ours"]))
 
-    labels = {"ours": "this project (tokenizer.train)", "hf": "HF tokenizers BpeTrainer", "rustbpe": "rustbpe"}
+    labels = {"ours": "this project (tokenizer.train)", "hf": "HF tokenizers BpeTrainer", "rustbpe": "rustbpe",
+              "baseline": f"baseline ({args.baseline})"}
     source = args.corpus or "en_docs + en_dictionary"
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\nBPE training, {size_mb:.1f} MB ({source}), vocab {vocab:,}, cpus {os.cpu_count()}, load {load}, "
           f"best of {args.repeat} alternated rounds\n")
     cols = list(heldout)
-    print("| trainer | wall s | time / ours | peak RSS MB | " + " | ".join(f"bytes/token {c}" for c in cols) + " |")
-    print("|---|---:|---:|---:|" + "---:|" * len(cols))
+    print("| trainer | wall s | time / ours | CPU s | peak RSS MB | " + " | ".join(f"bytes/token {c}" for c in cols)
+          + " |")
+    print("|---|---:|---:|---:|---:|" + "---:|" * len(cols))
     ours_t = rows["ours"]["seconds"] if "ours" in rows else None
     for name, r in rows.items():
         ratio = f"{r['seconds'] / ours_t:.2f}x" if ours_t else "-"
         bpt = " | ".join(f"{r['bpt'][c]:.3f}" for c in cols)
-        print(f"| {labels[name]} | {r['seconds']:.2f} | {ratio} | {r['peak_rss_mb']:.0f} | {bpt} |")
+        print(f"| {labels[name]} | {r['seconds']:.2f} | {ratio} | {r['cpu_seconds']:.2f} | {r['peak_rss_mb']:.0f} "
+              f"| {bpt} |")
     if "ours" in rows:
         print()
-        for peer in ("rustbpe", "hf"):
+        for peer in ("rustbpe", "hf", "baseline"):
             if peer in rows:
-                print(f"- ours / {peer} wall time: {rows['ours']['seconds'] / rows[peer]['seconds']:.2f}x")
+                print(f"- ours / {peer} wall time: {rows['ours']['seconds'] / rows[peer]['seconds']:.2f}x, CPU time: "
+                      f"{rows['ours']['cpu_seconds'] / rows[peer]['cpu_seconds']:.2f}x")
         if "hf" in rows:
             diffs = ", ".join(
                 f"{c} {100 * (rows['ours']['bpt'][c] / rows['hf']['bpt'][c] - 1):+.2f}%" for c in cols

@@ -16,6 +16,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 import regex
 from hypothesis import HealthCheck, assume, given, settings
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS
 from tokenizer import train as train_mod
+from tokenizer import train_kernel
 from tokenizer.encoding import Encoding
 from tokenizer.loading import load_encoding
 from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
@@ -308,7 +310,9 @@ def test_chunk_boundaries_really_cut(name):
     num_merges=st.integers(0, 30),
 )
 def test_fast_merges_equal_the_reference(counts, num_merges):
-    assert learn_merges(counts, num_merges) == learn_merges_reference(counts, num_merges)
+    expected = learn_merges_reference(counts, num_merges)
+    assert learn_merges(counts, num_merges, compiled=False) == expected
+    assert learn_merges(counts, num_merges, compiled=True) == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -319,12 +323,50 @@ def test_fast_merges_equal_the_reference(counts, num_merges):
 def test_fast_merges_equal_the_reference_on_long_runs(counts, num_merges):
     # long words of two letters: runs like "aaaa" (overlapping pairs), "abab" (one occurrence's right half is
     # the next one's left neighbour) and many equal counts
-    assert learn_merges(counts, num_merges) == learn_merges_reference(counts, num_merges)
+    expected = learn_merges_reference(counts, num_merges)
+    assert learn_merges(counts, num_merges, compiled=False) == expected
+    assert learn_merges(counts, num_merges, compiled=True) == expected
 
 
-def test_counts_beyond_32_bits():
+@settings(max_examples=100, deadline=None)
+@given(
+    counts=st.dictionaries(st.text(alphabet="abcé", min_size=1, max_size=30), st.integers(1, 4), max_size=10),
+    num_merges=st.integers(0, 40),
+)
+def test_compiled_merges_equal_the_reference_when_its_arrays_grow(counts, num_merges):
+    # no room beyond the start: the compiled loop grows its arrays before (almost) every merge
+    words = train_mod._FlatWords(counts)
+    merger = train_kernel.CompiledMerger(words.tok, words.nxt, words.prv, words.weight, 256 + num_merges,
+                                         headroom=0)
+    done = merger.merge(num_merges, np.zeros((0, 2), np.int32))
+    tokens = [bytes([i]) for i in range(256)]
+    for a, b in merger.merges[:done].tolist():
+        tokens.append(tokens[a] + tokens[b])
+    assert [(tokens[a], tokens[b]) for a, b in merger.merges[:done].tolist()] == learn_merges_reference(
+        counts, num_merges)
+
+
+@pytest.mark.parametrize("name", ["en_docs.txt", "ja_manpages.txt", "ru_manpages.txt"])
+def test_compiled_and_numpy_merges_equal_on_real_text(name):
+    counts = oracle_pretokens(corpus_slice(name, 0, 200_000), [EOT])
+    compiled = learn_merges(counts, 1000, compiled=True)
+    assert compiled == learn_merges(counts, 1000, compiled=False)
+    assert compiled[:80] == learn_merges_reference(counts, 80)
+
+
+def test_without_numba_the_numpy_merge_loop_runs(monkeypatch):
+    counts = {"aaabdaaabac": 1, " ab": 3}
+    expected = learn_merges(counts, 20, compiled=True)
+    monkeypatch.setattr(train_mod, "_compiled_kernel", lambda: None)
+    assert learn_merges(counts, 20) == expected
+    with pytest.raises(ImportError, match=r"needs numba: pip install 'gpt2-numpy\[train\]'"):
+        learn_merges(counts, 20, compiled=True)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_counts_beyond_32_bits(compiled):
     counts = {"abc": 2**40, "bcd": 2**40 + 1, "abcd": 2**33, "dd": 3 * 2**31}
-    assert learn_merges(counts, 5) == learn_merges_reference(counts, 5) == [
+    assert learn_merges(counts, 5, compiled=compiled) == learn_merges_reference(counts, 5) == [
         (b"b", b"c"), (b"bc", b"d"), (b"a", b"bc"), (b"a", b"bcd"), (b"d", b"d")]
 
 
@@ -678,7 +720,10 @@ def test_bad_inputs_name_file_and_line(tmp_path, monkeypatch):
         train_bpe(tmp_path / "ok.txt", 300, progress=False)
 
 
-def test_resume_from_a_checkpoint_gives_the_uninterrupted_merges(documents, tmp_path):
+@pytest.mark.parametrize("merge_loop", ["compiled", "numpy"])
+def test_resume_from_a_checkpoint_gives_the_uninterrupted_merges(documents, tmp_path, monkeypatch, merge_loop):
+    if merge_loop == "numpy":
+        monkeypatch.setattr(train_mod, "_compiled_kernel", lambda: None)
     (tmp_path / "corpus.txt").write_text("\n\n".join(documents), encoding="utf-8")
     path, state = tmp_path / "corpus.txt", tmp_path / "state"
     expected = train_bpe(path, 900, [EOT], num_workers=1, progress=False)
@@ -700,3 +745,20 @@ def test_resume_from_a_checkpoint_gives_the_uninterrupted_merges(documents, tmp_
         train_bpe(path, 900, [EOT], progress=False, checkpoint=state, resume=True)
     with pytest.raises(FileNotFoundError, match="no training state to resume in"):
         train_bpe(path, 900, [EOT], progress=False, checkpoint=tmp_path / "elsewhere", resume=True)
+
+
+def test_the_earliest_bad_jsonl_line_is_reported_whatever_the_workers(tmp_path):
+    # bad lines in several chunks: each worker stops at its own first one; the earliest in the file is named
+    lines = ['{"text": "one two"}'] * 400
+    for k in (57, 133, 260, 399):
+        lines[k] = "{not json"
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    for workers, chunk in [(1, 1 << 20), (2, 100), (3, 555), (4, 2000)]:
+        with pytest.raises(ValueError, match=r"bad.jsonl:58: not a JSON object"):
+            train_bpe(path, 300, progress=False, num_workers=workers, chunk_size=chunk)
+    with pytest.raises(ValueError, match=r"b.jsonl:2: not a JSON object"):  # files in the order given
+        (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+        (tmp_path / "b.jsonl").write_text('{"text": "x"}\n{no\n')
+        train_bpe([tmp_path / "b.jsonl", tmp_path / "a.jsonl", path], 300, progress=False, num_workers=2,
+                  chunk_size=10)

@@ -29,11 +29,13 @@ How it runs, in two phases:
    Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. With
    GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or whitespace) with a
    simple regex, then splits each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
-2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat NumPy arrays of
-   token ids with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and
-   a merge rewrites the occurrences of the best pair and recounts the pairs around them with a few array
-   operations (no Python loop over words). :func:`learn_merges_reference` is the same algorithm written
-   plainly (recount every pair for every merge); tests check the two agree.
+2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat arrays of token ids
+   with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and a merge
+   rewrites the occurrences of the best pair and recounts the pairs around them. The loop that does this is
+   compiled with numba when it is installed (:mod:`tokenizer.train_kernel`, the ``train`` extra; it loads
+   while the workers count), else a few NumPy operations per merge (``_PairTable``).
+   :func:`learn_merges_reference` is the same algorithm written plainly (recount every pair for every merge);
+   tests check all three agree.
 
 With ``checkpoint=FOLDER`` the counts and the merges so far are kept in a folder, so that a run that was
 stopped can go on with ``resume=True`` (``python -m tokenizer train --resume``) and end with the same merges.
@@ -56,6 +58,7 @@ import os
 import pickle
 import re
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -141,10 +144,14 @@ def train_bpe(
             raise ValueError("resume=True needs the checkpoint folder of the run to resume")
         counts, replay = _load_checkpoint(os.fspath(checkpoint), settings)
     else:
-        counts = count_pretokens(
+        # The compiled merge loop loads while the workers count (not before: they are forked).
+        loading = threading.Thread(target=_load_compiled_kernel, daemon=True)
+        counts = _count_pretokens(
             paths, specials, pattern=pattern, text_field=text_field, num_workers=num_workers, progress=progress,
-            chunk_size=chunk_size, engine=engine, address=address,
+            chunk_size=chunk_size, engine=engine, address=address, while_counting=loading.start,
         )
+        if loading.ident is not None:
+            loading.join()
         replay = []
         if checkpoint is not None:
             _start_checkpoint(os.fspath(checkpoint), settings, counts)
@@ -405,16 +412,38 @@ def _count_ranges(
     report = report or _report_progress
     counts: Counter = Counter()  # coarse pieces with GPT-2's pattern, else pre-tokens
     for path, start, end in ranges:
-        for document in read_documents(path, start, end, text_field=text_field):
-            for text in split_specials(document):
-                counts.update(coarse(text) if coarse else split(text))
+        try:
+            for document in read_documents(path, start, end, text_field=text_field):
+                for text in split_specials(document):
+                    counts.update(coarse(text) if coarse else split(text))
+        except ValueError as e:
+            e.failed_range = (path, start)  # for the parent, to report the earliest bad input (it pickles)
+            raise
         if report:
             report(end - start)
     return _split_pieces(counts, split) if coarse else counts
 
 
-def _count_ranges_star(args) -> Counter:
-    return _count_ranges(*args)
+def _count_ranges_star(args) -> Counter | ValueError:
+    """:func:`_count_ranges` in a worker; bad input is returned rather than raised, so that the parent sees
+    every worker's first bad range and can report the earliest (not the first to fail in time)."""
+    try:
+        return _count_ranges(*args)
+    except ValueError as e:
+        return e
+
+
+def _input_position(paths: list[str], error: ValueError) -> tuple[int, int]:
+    """Where in the inputs ``error`` was raised (the start of its range), for reporting the earliest."""
+    path, start = getattr(error, "failed_range", (paths[-1], 2**63))
+    return paths.index(path), start
+
+
+def _add_up(counters: list[Counter]) -> Counter:
+    total = counters[0]
+    for counts in counters[1:]:
+        total.update(counts)
+    return total
 
 
 def count_pretokens(
@@ -434,8 +463,9 @@ def count_pretokens(
 
     Each file is cut into chunks (plain text at safe cuts, see :func:`find_chunk_boundaries`; ``.jsonl`` at
     line ends; a ``.jsonl.gz`` file is one chunk). The chunks are dealt round-robin to ``num_workers``
-    processes; each returns one ``Counter`` for all of its chunks (so the parent adds up ``num_workers``
-    counters, and a piece seen in several chunks is split once per worker). Workers report bytes done through
+    processes; each returns one ``Counter`` for all of its chunks, and the parent adds them up (a piece seen by
+    several workers is split by each: dealing the distinct pieces out again so that each is split once was
+    measured slower, the dealing costing more than the splitting it saves). Workers report bytes done through
     a queue for the progress bar.
 
     ``engine="ray"``: each chunk is a Ray task (on the cluster at ``address``, or on a local one started for
@@ -443,6 +473,14 @@ def count_pretokens(
     (:meth:`tokenizer.engines.RayEngine.map_reduce`), so this process receives only the total. The counts are
     the same whichever engine.
     """
+    return _count_pretokens(paths, special_tokens, pattern=pattern, text_field=text_field, num_workers=num_workers,
+                            progress=progress, chunk_size=chunk_size, engine=engine, address=address)
+
+
+def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers, progress, chunk_size,
+                     engine="local", address=None, while_counting: Callable[[], None] = lambda: None) -> Counter:
+    """:func:`count_pretokens`; ``while_counting()`` is called once the counting has started (in a worker pool:
+    after the workers are started, so that a thread it starts is not forked)."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}: pass one of {', '.join(ENGINES)}")
     if isinstance(paths, (str, os.PathLike)):
@@ -465,6 +503,7 @@ def count_pretokens(
             bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], pattern=pattern)
         ranges += [(path, start, end) for start, end in zip(bounds, bounds[1:]) if end > start]
     if engine != "local":
+        while_counting()  # nothing here is forked: the engine starts its own processes
         return _count_on_engine(ranges, pattern, specials, text_field, engine, address, num_workers, progress)
     workers = max(1, min(workers, len(ranges)))
     total_mb = round(sum(sizes) / 1e6, 2)
@@ -473,6 +512,7 @@ def count_pretokens(
             bar.update(round(nbytes / 1e6, 2))
 
         if workers == 1:
+            while_counting()
             return _count_ranges(ranges, pattern, specials, text_field, report)
         import multiprocessing
         import queue
@@ -482,18 +522,19 @@ def count_pretokens(
         jobs = [(ranges[w::workers], pattern, specials, text_field) for w in range(workers)]
         with worker_pool(ctx, workers, _init_worker, (done,)) as pool:  # Ctrl-C stops every worker
             pending = pool.map_async(_count_ranges_star, jobs)
+            while_counting()
             while not pending.ready():
                 try:
                     report(done.get(timeout=0.05))
                 except queue.Empty:
                     pass
-            results = pending.get()  # raises a worker's exception (e.g. invalid UTF-8)
+            results = pending.get()
             while not done.empty():
                 report(done.get())
-    total = results[0]
-    for counts in results[1:]:
-        total.update(counts)
-    return total
+            failed = [r for r in results if isinstance(r, ValueError)]  # bad input: the earliest is reported
+            if failed:
+                raise min(failed, key=lambda e: _input_position(paths, e))
+    return _add_up(results)
 
 
 def _count_range_task(task, report) -> Counter:
@@ -634,15 +675,18 @@ def learn_merges(
     replay: Sequence[tuple[int, int]] = (),
     save: Callable[[list[tuple[int, int]]], None] | None = None,
     save_every: float = 60.0,
+    compiled: bool | None = None,
 ) -> Merges:
     """Up to ``num_merges`` merges learned from pre-token counts: those of :func:`learn_merges_reference`.
 
-    The distinct pre-tokens (of two bytes or more) are laid end to end in flat NumPy arrays, one slot per
-    byte: ``tok`` (the token now starting at the slot), ``nxt``/``prv`` (the next/previous live slot of the
-    same pre-token, -1 at its ends: a merge unlinks its right half), ``weight`` (the pre-token's count) and
-    ``pid`` (the id of the pair starting at the slot, -1 if none). A merge is then a handful of array
-    operations over the occurrences of the best pair (see :class:`_PairTable`); nothing loops over words in
-    Python.
+    The distinct pre-tokens (of two bytes or more) are laid end to end in flat arrays, one slot per byte
+    (:class:`_FlatWords`): the token starting at the slot, the next/previous live slot of the same pre-token
+    (a merge unlinks its right half) and the pre-token's count. Every adjacent pair gets an id, a count and
+    the list of its slots, and a merge rewrites the slots of the best pair and recounts the pairs around them.
+
+    Two merge loops do this, with the same results: a compiled one (:mod:`tokenizer.train_kernel`, with numba,
+    the ``train`` extra) and one of a few NumPy operations per merge (:class:`_PairTable`) for when numba is
+    not installed. ``compiled`` picks one (default: the compiled one if numba can be imported).
 
     Why the bookkeeping stays small: a pair ``(x, y)`` can only come into being when the younger of ``x`` and
     ``y`` is made (slots only ever get younger tokens), so every pair gets its id and its full list of slots
@@ -654,28 +698,22 @@ def learn_merges(
     redone without searching for the best pair, then learning goes on. ``save(merge_ids)`` is called with the
     ids of every merge so far at most every ``save_every`` seconds and at the end (a checkpoint).
     """
-    table = _PairTable(counts, 256 + num_merges)
-    tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
+    kernel = _compiled_kernel() if compiled is None or compiled else None
+    if compiled and kernel is None:
+        raise ImportError("compiled=True needs numba: pip install 'gpt2-numpy[train]', or pass compiled=False")
+    words = _FlatWords(counts)
+    step = _compiled_steps(kernel, words, num_merges, replay) if kernel else _numpy_steps(words, num_merges, replay)
     merge_ids: list[tuple[int, int]] = []
     bar = tqdm(total=num_merges, unit="merges", desc="merging", disable=not progress, leave=False)
     saved = time.monotonic()
-    while len(merge_ids) < num_merges:
-        if len(merge_ids) < len(replay):
-            a, b = replay[len(merge_ids)]
-            best = table.find(a, b)
-            if best < 0:
-                raise ValueError(f"merge {len(merge_ids)} of the checkpoint, ids {(a, b)}, is not a pair of these "
-                                 "counts: the checkpoint is from another corpus or other settings")
-        else:
-            best = table.best(lambda ties: max(ties, key=lambda q: (tokens[table.left[q]], tokens[table.right[q]])))
-            if best < 0:
-                break
-        a, b = int(table.left[best]), int(table.right[best])
-        merge_ids.append((a, b))
-        tokens.append(tokens[a] + tokens[b])
-        table.merge(best, len(tokens) - 1)
-        bar.update(1)
-        if progress and len(merge_ids) % 64 == 0:
+    tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
+    for batch in step:
+        for a, b in batch:
+            merge_ids.append((a, b))
+            tokens.append(tokens[a] + tokens[b])
+        bar.update(len(batch))
+        if progress and batch:
+            a, b = batch[-1]
             bar.set_postfix_str(f"{tokens[a]!r} + {tokens[b]!r}", refresh=False)
         if save and time.monotonic() - saved >= save_every:
             save(merge_ids)
@@ -684,6 +722,92 @@ def learn_merges(
     if save:
         save(merge_ids)
     return [(tokens[a], tokens[b]) for a, b in merge_ids]
+
+
+def _compiled_kernel():
+    """:mod:`tokenizer.train_kernel` if numba is installed, else None (imported on first use: numba is an
+    optional dependency and takes a moment to import)."""
+    try:
+        from . import train_kernel
+    except ImportError:
+        return None
+    return train_kernel
+
+
+def _load_compiled_kernel() -> None:
+    """Import the compiled merge loop and load its machine code (numba's cache), if numba is installed."""
+    kernel = _compiled_kernel()
+    if kernel is not None:
+        kernel.warm_up()
+
+
+def _replay_error(k: int, pair: tuple[int, int]) -> ValueError:
+    return ValueError(f"merge {k} of the checkpoint, ids {tuple(pair)}, is not a pair of these counts: the "
+                      "checkpoint is from another corpus or other settings")
+
+
+# Merges learned between two progress updates / checkpoint checks with the compiled loop.
+_BATCH = 64
+
+
+def _compiled_steps(kernel, words: "_FlatWords", num_merges: int, replay: Sequence[tuple[int, int]]):
+    """Batches of merges (lists of token id pairs) from the compiled merge loop."""
+    merger = kernel.CompiledMerger(words.tok, words.nxt, words.prv, words.weight, 256 + num_merges)
+    forced = np.array(replay, np.int32).reshape(-1, 2)[:num_merges]
+    done = 0
+    while done < num_merges:
+        try:
+            now = merger.merge(min(num_merges, done + _BATCH), forced)
+        except LookupError as e:
+            raise _replay_error(e.args[0], replay[e.args[0]]) from None
+        yield merger.merges[done:now].tolist()
+        if now < min(num_merges, done + _BATCH):  # no pair left
+            return
+        done = now
+
+
+def _numpy_steps(words: "_FlatWords", num_merges: int, replay: Sequence[tuple[int, int]]):
+    """Merges one at a time (lists of one token id pair) from the NumPy merge loop."""
+    table = _PairTable(words, 256 + num_merges)
+    tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes, for the tie-break
+    for k in range(num_merges):
+        if k < len(replay):
+            best = table.find(*replay[k])
+            if best < 0:
+                raise _replay_error(k, replay[k])
+        else:
+            best = table.best(lambda ties: max(ties, key=lambda q: (tokens[table.left[q]], tokens[table.right[q]])))
+            if best < 0:
+                return
+        a, b = int(table.left[best]), int(table.right[best])
+        tokens.append(tokens[a] + tokens[b])
+        table.merge(best, len(tokens) - 1)
+        yield [(a, b)]
+
+
+class _FlatWords:
+    """The distinct pre-tokens of two bytes or more, end to end, one slot per byte: ``tok`` (the byte, as a
+    token id), ``nxt``/``prv`` (the next/previous slot of the same pre-token, -1 at its ends) and ``weight``
+    (the pre-token's count). Pre-tokens of one byte have no pair and never change, so they are left out."""
+
+    def __init__(self, counts: dict[str, int]):
+        words = [w.encode("utf-8") if isinstance(w, str) else bytes(w) for w in counts]
+        lengths = np.fromiter(map(len, words), np.int64, len(words))
+        freqs = np.fromiter(map(int, counts.values()), np.int64, len(words))  # beyond int64: OverflowError
+        kept = (lengths > 1) & (freqs > 0)
+        words = list(itertools.compress(words, kept))
+        lengths, freqs = lengths[kept], freqs[kept]
+        n = int(lengths.sum())
+        if n >= 2**31 - 1:
+            raise ValueError("too many bytes of distinct pre-tokens for one training run (at most 2**31 - 2)")
+        ends = np.cumsum(lengths)
+        self.tok = np.frombuffer(b"".join(words), np.uint8).astype(np.int32)  # (n,)
+        weight_type = np.int32 if freqs.max(initial=0) < 2**31 else np.int64  # half the memory when it fits
+        self.weight = np.repeat(freqs.astype(weight_type), lengths)  # (n,)
+        self.nxt = np.arange(1, n + 1, dtype=np.int32)  # (n,)
+        self.nxt[ends - 1] = -1
+        self.prv = np.arange(-1, n - 1, dtype=np.int32)  # (n,)
+        self.prv[ends - lengths] = -1
 
 
 # How many pairs the best one is looked for among (see _PairTable.best).
@@ -698,25 +822,9 @@ class _PairTable:
     id's group begins. A slot listed for a pair it no longer holds (``pid`` differs) is skipped when read.
     """
 
-    def __init__(self, counts: dict[str, int], num_ids: int):
-        words = [w.encode("utf-8") if isinstance(w, str) else bytes(w) for w in counts]
-        lengths = np.fromiter(map(len, words), np.int64, len(words))
-        freqs = np.fromiter(map(int, counts.values()), np.int64, len(words))  # beyond int64: OverflowError
-        kept = (lengths > 1) & (freqs > 0)  # one byte: no pair, nothing ever changes
-        words = list(itertools.compress(words, kept))
-        lengths, freqs = lengths[kept], freqs[kept]
-        n = int(lengths.sum())
-        if n >= 2**31 - 1:
-            raise ValueError("too many bytes of distinct pre-tokens for one training run (at most 2**31 - 2)")
-        ends = np.cumsum(lengths)
-        self.tok = np.frombuffer(b"".join(words), np.uint8).astype(np.int32)  # (n,)
-        weight_type = np.int32 if freqs.max(initial=0) < 2**31 else np.int64  # half the memory when it fits
-        self.weight = np.repeat(freqs.astype(weight_type), lengths)  # (n,)
-        self.nxt = np.arange(1, n + 1, dtype=np.int32)  # (n,)
-        self.nxt[ends - 1] = -1
-        self.prv = np.arange(-1, n - 1, dtype=np.int32)  # (n,)
-        self.prv[ends - lengths] = -1
-        self.pid = np.full(n, -1, np.int32)  # (n,)
+    def __init__(self, words: "_FlatWords", num_ids: int):
+        self.tok, self.nxt, self.prv, self.weight = words.tok, words.nxt, words.prv, words.weight
+        self.pid = np.full(len(self.tok), -1, np.int32)  # (n,)
         self.num_ids = num_ids  # token ids are below this: a pair's code is left * num_ids + right
         self.size = 0  # pair ids given out so far
         self.count = np.zeros(0, np.int64)
