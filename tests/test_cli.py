@@ -251,8 +251,8 @@ def test_train_on_globs_lists_and_jsonl(cli, tmp_path):
                               text_field="content", progress=False)
     assert tokenizer.load(tmp_path / "tok").encode(text) == Encoding.from_vocab_merges(vocab, merges).encode(text)
     stderr = cli("train", "--input", "more.jsonl", "--vocab_size", "300", "--out", "tok2", status=2).stderr
-    # Workers count chunks in parallel, so the line named is that of the first chunk to fail, not always line 1.
-    assert re.match(rf"{re.escape(PROG)}: error: more\.jsonl:\d+: no 'text' field \(found 'content'\)", stderr), stderr
+    # Workers count chunks in parallel; the error names the earliest bad line whichever fails first.
+    assert stderr.startswith(f"{PROG}: error: more.jsonl:1: no 'text' field (found 'content')"), stderr
     stderr = cli("train", "--input", "nothing/*.txt", "--vocab_size", "300", "--out", "tok2", status=2).stderr
     assert stderr == f"{PROG}: error: no file matches 'nothing/*.txt'\n"
     assert not (tmp_path / "tok2").exists()
