@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -93,12 +94,19 @@ def test_pair_table_of_openai_ranks_equals_the_obvious_one(name):
     assert batch_bpe.pairs_of(table) == expected  # small ranks are kept as they are
 
 
+@functools.cache
+def openai_pair_table(name: str):
+    """Built once per session: hypothesis runs the test below thousands of times."""
+    enc = get_encoding(name)
+    return batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+
+
 @settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
 @given(st.lists(st.text(max_size=40), max_size=30), st.sampled_from(["gpt2", "cl100k_base", "o200k_base"]))
 def test_equals_merge_on_openai_ranks(texts, name):
     enc = get_encoding(name)
     pieces = [t.encode("utf-8", "surrogatepass") for t in texts]
-    table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+    table = openai_pair_table(name)
     assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, enc.merge_ranks, enc.token_ids)
 
 
@@ -196,6 +204,20 @@ def fresh_encoding(name: str) -> Encoding:
     return Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
 
 
+@functools.cache
+def _one_fresh_encoding(name: str) -> Encoding:
+    return fresh_encoding(name)
+
+
+def emptied_encoding(name: str) -> Encoding:
+    """One fresh Encoding per name for the whole session, its piece caches emptied before each use: as cold
+    as a new one, without rebuilding it for each of hypothesis's thousands of examples."""
+    enc = _one_fresh_encoding(name)
+    enc._cache.clear()
+    enc._part_cache.clear()
+    return enc
+
+
 @pytest.fixture
 def always_batch(monkeypatch):
     """Every call takes the batch, however few or short its new pieces."""
@@ -252,10 +274,12 @@ def test_fuzz_batches_equal_tiktoken(texts, name):
     saved = encoding_module.BATCH_MIN_PIECES, encoding_module.BATCH_MIN_CHARS
     encoding_module.BATCH_MIN_PIECES = encoding_module.BATCH_MIN_CHARS = 1  # hypothesis: no fixtures per example
     try:
-        ours = fresh_encoding(name)
+        ours = emptied_encoding(name)
         assert ours.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts)
+        ours = emptied_encoding(name)
         assert ours.encode_batch(texts, allowed_special="all") == oracle.encode_batch(texts, allowed_special="all")
-        assert fresh_encoding(name).encode(texts[0], disallowed_special=()) == oracle.encode(texts[0], disallowed_special=())
+        ours = emptied_encoding(name)
+        assert ours.encode(texts[0], disallowed_special=()) == oracle.encode(texts[0], disallowed_special=())
     finally:
         encoding_module.BATCH_MIN_PIECES, encoding_module.BATCH_MIN_CHARS = saved
 
