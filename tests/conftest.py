@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,10 @@ def pytest_configure(config):
         subprocess.run([sys.executable, str(ENCODINGS_DIR / "seed_tiktoken_cache.py"), tiktoken_cache],
                        check=True, capture_output=True)
         os.environ["TIKTOKEN_CACHE_DIR"] = tiktoken_cache
+    # A shell without job control starts a background job (`.ci/run &`) with Ctrl-C ignored, and children inherit
+    # that: the Ctrl-C tests would then test nothing. Give this session, and so its children, the usual handler.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(hookwrapper=True)
