@@ -330,3 +330,19 @@ def test_the_piece_cache_stays_bounded(monkeypatch):
     for i in range(5):
         enc.encode_ordinary(many_pieces_text(300) + f" more{i}zz")
         assert len(enc._cache) <= 256
+
+
+def test_a_call_with_new_pieces_does_not_walk_the_piece_cache(monkeypatch):
+    """Finding the new pieces of a call costs the call's pieces, not the cache's size (set.difference with a
+    dict subclass iterates the whole dict: a big warm cache made every such call slow)."""
+    enc = fresh_encoding("gpt2")
+    enc.encode("warm the cache up", allowed_special="all")
+
+    def walk(cache):
+        raise AssertionError("the piece cache was walked")
+
+    monkeypatch.setattr(type(enc._cache), "__iter__", walk)
+    assert enc.encode("new words <|endoftext|> more", allowed_special="all") == get_encoding("gpt2").encode(
+        "new words <|endoftext|> more", allowed_special="all")
+    assert enc.encode_ordinary_batch(["other new words", "and more"]) == get_encoding("gpt2").encode_ordinary_batch(
+        ["other new words", "and more"])

@@ -24,7 +24,7 @@ import gc
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from itertools import chain, compress, repeat
+from itertools import chain, compress, filterfalse, repeat
 from operator import is_not, not_
 from types import MappingProxyType
 from typing import (
@@ -276,7 +276,8 @@ class Encoding:
     def _add_missing(self, pieces: list[str]) -> bool:
         """Put in the cache every piece of ``pieces`` it lacks, encoded together (:meth:`_fill_cache`); False,
         doing nothing, if they are so many that the cache could not hold them."""
-        new = list(set(pieces).difference(self._cache))
+        # Not set(pieces).difference(cache): for a dict subclass that walks the whole cache, on every call.
+        new = list(filterfalse(self._cache.__contains__, set(pieces)))
         if len(new) > PIECE_CACHE_LIMIT // 2 and len(pieces) > 1:
             return False
         self._fill_cache(new)
