@@ -1,0 +1,84 @@
+"""piece_arrays: exact look-ups and counts of pieces given as (start, length) in a text's UTF-8 bytes."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenizer import get_encoding, piece_arrays
+from tokenizer.piece_arrays import PieceTable, code_points, count_distinct, utf8_blob
+from tokenizer.pretokenize import compile_pattern
+
+
+def blob_of(pieces: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The blob of the pieces laid end to end, and each piece's byte start and length."""
+    blob, offsets = utf8_blob("".join(pieces))
+    ends = np.cumsum([len(p) for p in pieces], dtype=np.int64)
+    starts = offsets[ends - np.array([len(p) for p in pieces], dtype=np.int64)]
+    return blob, starts, offsets[ends] - starts
+
+
+@pytest.fixture(scope="module")
+def gpt2_table():
+    return PieceTable(dict(get_encoding("gpt2").token_ids))
+
+
+def test_utf8_offsets_and_code_points():
+    text = "aé€\U0001f600b"
+    blob, offsets = utf8_blob(text)
+    data = text.encode()
+    assert blob[: len(data)].tobytes() == data and not blob[len(data) :].any()
+    assert offsets.tolist() == [len(text[:i].encode()) for i in range(len(text) + 1)]
+    assert code_points(text).tolist() == list(map(ord, text))
+
+
+@pytest.mark.parametrize("filename", CORPUS_FILES)
+def test_corpus_pieces_found_and_counted_exactly(filename, gpt2_table):
+    token_ids = get_encoding("gpt2").token_ids
+    pieces = compile_pattern(get_encoding("gpt2").pat_str).split(corpus_text(filename, 300_000))
+    blob, starts, lengths = blob_of(pieces)
+    assert gpt2_table.find(blob, starts, lengths).tolist() == [token_ids.get(p.encode(), -1) for p in pieces]
+    representatives, counts = count_distinct(blob, starts, lengths)
+    assert {pieces[i]: n for i, n in zip(representatives.tolist(), counts.tolist())} == Counter(pieces)
+
+
+# Pieces that share their first and last eight bytes and their length: only the middle tells them apart.
+TWINS = ["Passwortagentenzpezifikation", "Passwortagentenspezifikation", "x" * 40, "x" * 19 + "y" + "x" * 20]
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.lists(st.sampled_from(TWINS) | st.text(alphabet="ab é€\U0001f600\x00", min_size=1, max_size=30),
+                min_size=1, max_size=40),
+       st.lists(st.sampled_from(TWINS) | st.text(alphabet="ab é\x00", min_size=1, max_size=30), max_size=20))
+def test_fuzz_find_and_count_equal_dict_and_counter(pieces, table_pieces):
+    values = {p.encode(): i for i, p in enumerate(dict.fromkeys(table_pieces))}
+    blob, starts, lengths = blob_of(pieces)
+    assert PieceTable(values).find(blob, starts, lengths).tolist() == [values.get(p.encode(), -1) for p in pieces]
+    representatives, counts = count_distinct(blob, starts, lengths)
+    assert {pieces[i]: n for i, n in zip(representatives.tolist(), counts.tolist())} == Counter(pieces)
+
+
+def test_a_key_collision_costs_time_not_exactness(monkeypatch):
+    pieces = ["ab", "ba", "ab", "c" * 20, "c" * 19 + "d", "ab"]
+    blob, starts, lengths = blob_of(pieces)
+    # every piece now has one key: the comparison of bytes must still tell them apart
+    monkeypatch.setattr(piece_arrays, "piece_keys", lambda blob, starts, lengths, first, last: np.zeros(len(starts), np.uint64))
+    table = PieceTable({b"ab": 7})
+    assert table.find(blob, starts, lengths).tolist() == [7, -1, 7, -1, -1, 7]
+    representatives, counts = count_distinct(blob, starts, lengths)
+    assert sorted((pieces[i], n) for i, n in zip(representatives.tolist(), counts.tolist())) == [
+        ("ab", 3), ("ba", 1), ("c" * 20, 1), ("c" * 19 + "d", 1)]
+    with pytest.raises(ValueError, match="same key"):
+        PieceTable({b"ab": 1, b"cd": 2})
+
+
+def test_empty_inputs():
+    blob, _ = utf8_blob("")
+    none = np.zeros(0, dtype=np.int64)
+    assert PieceTable({b"a": 1}).find(blob, none, none).tolist() == []
+    assert [a.tolist() for a in count_distinct(blob, none, none)] == [[], []]
+    with pytest.raises(ValueError, match="empty string"):
+        PieceTable({b"": 1})

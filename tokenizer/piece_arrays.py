@@ -1,0 +1,236 @@
+"""Pieces of text as arrays: a text's UTF-8 bytes, where its pieces lie, and exact look-ups of pieces by value.
+
+The fast paths cut a text into pre-tokens without making a Python string of each (:mod:`tokenizer.array_split`
+gives where the pieces start). Then a piece is just a ``(start, length)`` in the text's UTF-8 bytes, and what
+the encoder and the trainer need of it — is it a token, and which; how often each distinct piece occurs —
+must be answered for all pieces at once. This module answers both, exactly.
+
+A piece's *words*: its first eight bytes and its last eight bytes, each read as one uint64 (bytes past the
+piece masked to zero). With its length they determine a piece of up to 16 bytes completely, so comparing
+``(first, last, length)`` compares the pieces; a longer piece is compared byte for byte as well. A hash of the
+three (:func:`piece_keys`) picks a slot in a table; the comparison, not the hash, decides. So a collision costs
+time, never a wrong answer:
+
+    >>> import numpy as np
+    >>> table = PieceTable({b" the": 262, b"Hello": 15496})
+    >>> blob, offsets = utf8_blob("Hello the")
+    >>> table.find(blob, np.array([0, 5, 6]), np.array([5, 4, 3])).tolist()   # "Hello", " the", "the"
+    [15496, 262, -1]
+
+What this module does not do: decide where pieces are (that is :mod:`tokenizer.array_split`), or BPE.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+# An empty slot of a hash table (a value never stored).
+EMPTY = -1
+
+# Fibonacci hashing: a key's home slot is the top bits of key * this odd constant, modulo 2**64.
+_SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+# Bytes read past a blob's end by the eight-byte words (kept as zeros, then masked off).
+PADDING = 8
+
+
+def code_points(text: str) -> np.ndarray:
+    """The code points of ``text`` as uint32 (UnicodeEncodeError on a lone surrogate, as ``str.encode``)."""
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+
+
+def utf8_blob(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(blob, offsets)``: the UTF-8 bytes of ``text`` as uint8 with :data:`PADDING` zero bytes after them,
+    and the byte offset of each code point (one more entry: the byte length).
+
+    >>> blob, offsets = utf8_blob("aé€")
+    >>> offsets.tolist()
+    [0, 1, 3, 6]
+    """
+    data = text.encode("utf-8")
+    blob = np.zeros(len(data) + PADDING, dtype=np.uint8)
+    blob[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+    if len(data) == len(text):  # ASCII: one byte per code point
+        return blob, np.arange(len(text) + 1, dtype=np.int64)
+    # The offset of a code point is the number of bytes before it: count, in the bytes, those that start one.
+    starts_code_point = (blob[: len(data)] & 0xC0) != 0x80
+    offsets = np.flatnonzero(starts_code_point)
+    return blob, np.append(offsets, len(data)).astype(np.int64)
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """A bijection of uint64 that spreads every input bit over all output bits (splitmix64's finalizer)."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def home_slots(keys: np.ndarray, slot_bits: int) -> np.ndarray:
+    """The home slot of each key (int64 or uint64) in a table of ``2 ** slot_bits`` slots."""
+    with np.errstate(over="ignore"):
+        return ((keys.astype(np.uint64) * _SLOT_MULTIPLIER) >> np.uint64(64 - slot_bits)).astype(np.int64)
+
+
+def hash_table_slots(keys: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """``(where, size, slot_bits)``: the slot of each of the distinct ``keys`` in a linear-probing table of
+    ``size`` slots, at most half full, whose last slot is free. A key lives in its home slot or the first free
+    slot after it, and no free slot lies between its home and where it lives (so a search stops at a free slot).
+    """
+    slot_bits = max(1, int(2 * len(keys)).bit_length())
+    home = home_slots(keys, slot_bits)
+    order = np.argsort(home, kind="stable")
+    # In order of home slot, each key takes its home or the slot after the previous key's, whichever is later.
+    rank_in_order = np.arange(len(keys))
+    taken = np.maximum.accumulate(home[order] - rank_in_order) + rank_in_order
+    where = np.empty(len(keys), dtype=np.int64)
+    where[order] = taken
+    size = max((1 << slot_bits), int(taken.max(initial=-1)) + 1) + 1
+    return where, size, slot_bits
+
+
+def piece_words(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, last)``: the first eight bytes of each piece and its last eight (fewer, for a shorter piece:
+    then both are the whole piece), as little-endian uint64 with the bytes beyond the piece zero. ``blob`` ends
+    with :data:`PADDING` zero bytes (:func:`utf8_blob`)."""
+    windows = np.lib.stride_tricks.as_strided(blob, shape=(len(blob) - PADDING + 1, 8), strides=(1, 1))
+    short = np.minimum(lengths, 8)
+    last_start = starts + lengths - short
+    with np.errstate(over="ignore"):
+        keep = np.uint64(0xFFFFFFFFFFFFFFFF) >> ((8 - short) * 8).astype(np.uint64)  # short > 0 for any piece
+    first = windows[starts].view(np.uint64).ravel() & keep
+    last = windows[last_start].view(np.uint64).ravel() & keep
+    return first, last
+
+
+def piece_keys(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
+               last: np.ndarray) -> np.ndarray:
+    """A uint64 hash of each piece (equal pieces, equal keys; not the converse): of its words and length, and
+    for a piece longer than 16 bytes, of all its bytes too."""
+    with np.errstate(over="ignore"):
+        keys = mix64(mix64(mix64(first) + last) + lengths.astype(np.uint64))
+        long = np.flatnonzero(lengths > 16)
+        if len(long):
+            keys[long] += mix64(_polynomial_hashes(blob, starts[long], lengths[long]))
+        return keys
+
+
+# A polynomial hash of a byte string, modulo 2**64 (uint64 arithmetic wraps): sum of (byte + 1) * BASE**i.
+_BASE = np.uint64(0x100000001B3)
+
+
+def _polynomial_hashes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    within = _positions_within(lengths)
+    values = blob[np.repeat(starts, lengths) + within].astype(np.uint64) + np.uint64(1)
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(int(lengths.max()), _BASE, dtype=np.uint64))
+        return np.add.reduceat(values * powers[within], np.cumsum(lengths) - lengths)
+
+
+def _positions_within(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, ..., lengths[0] - 1, 0, 1, ..., lengths[1] - 1, ...: each byte's position in its piece."""
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
+def same_bytes(blob_a: np.ndarray, starts_a: np.ndarray, blob_b: np.ndarray, starts_b: np.ndarray,
+               lengths: np.ndarray) -> np.ndarray:
+    """Whether each ``blob_a[starts_a[i]:][:lengths[i]]`` equals ``blob_b[starts_b[i]:][:lengths[i]]``."""
+    if not len(lengths):
+        return np.ones(0, dtype=bool)
+    within = _positions_within(lengths)
+    differs = blob_a[np.repeat(starts_a, lengths) + within] != blob_b[np.repeat(starts_b, lengths) + within]
+    piece_of_byte = np.repeat(np.arange(len(lengths)), lengths)
+    return np.bincount(piece_of_byte[differs], minlength=len(lengths)) == 0
+
+
+def count_distinct(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(representatives, counts)``: for each distinct piece (by bytes), the index of one of its occurrences
+    among ``starts``/``lengths``, and how often it occurs (distinct pieces in no particular order).
+
+    >>> blob, _ = utf8_blob("abab a")
+    >>> representatives, counts = count_distinct(blob, np.array([0, 2, 4, 5]), np.array([2, 2, 1, 1]))
+    >>> sorted(zip(representatives.tolist(), counts.tolist()))   # "ab" twice, " " once, "a" once
+    [(0, 2), (2, 1), (3, 1)]
+    """
+    if not len(starts):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    first, last = piece_words(blob, starts, lengths)
+    keys = piece_keys(blob, starts, lengths, first, last)
+    order = np.argsort(keys)
+    sorted_keys = keys[order]
+    group_starts = np.flatnonzero(np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]]))
+    counts = np.diff(group_starts, append=len(keys))
+    representatives = order[group_starts]
+    # Pieces with equal keys must be equal pieces: check each against its group's representative.
+    representative = np.repeat(representatives, counts)  # of each piece in key order
+    equal = (first[order] == first[representative]) & (last[order] == last[representative])
+    equal &= lengths[order] == lengths[representative]
+    long = np.flatnonzero(equal & (lengths[order] > 16))
+    equal[long] = same_bytes(blob, starts[order[long]], blob, starts[representative[long]], lengths[order[long]])
+    if not equal.all():  # a hash collision: count by bytes instead (slow, and never expected)
+        return _count_by_bytes(blob, starts, lengths)
+    return representatives, counts
+
+
+def _count_by_bytes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    data = blob.tobytes()
+    first_seen: dict[bytes, int] = {}
+    counts: dict[bytes, int] = {}
+    for i, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist())):
+        piece = data[start : start + length]
+        first_seen.setdefault(piece, i)
+        counts[piece] = counts.get(piece, 0) + 1
+    return np.array(list(first_seen.values()), dtype=np.int64), np.array(list(counts.values()), dtype=np.int64)
+
+
+class PieceTable:
+    """An exact map from byte strings to non-negative ints, looked up for many pieces of a blob at once."""
+
+    def __init__(self, values: Mapping[bytes, int]):
+        pieces = list(values)
+        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        if len(pieces) and not lengths.min() > 0:
+            raise ValueError("a PieceTable cannot hold the empty string")
+        blob = np.zeros(int(lengths.sum()) + PADDING, dtype=np.uint8)
+        blob[: len(blob) - PADDING] = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        starts = np.cumsum(lengths) - lengths
+        first, last = piece_words(blob, starts, lengths)
+        keys = piece_keys(blob, starts, lengths, first, last)
+        if len(np.unique(keys)) < len(keys):
+            raise ValueError("two pieces of a PieceTable have the same key (a 64-bit hash collision)")
+        where, size, self._slot_bits = hash_table_slots(keys)
+        self._slot_key = np.zeros(size, dtype=np.uint64)
+        self._slot_entry = np.full(size, EMPTY, dtype=np.int64)
+        self._slot_key[where], self._slot_entry[where] = keys, np.arange(len(pieces))
+        self._blob, self._starts, self._lengths, self._first, self._last = blob, starts, lengths, first, last
+        self._values = np.fromiter(values.values(), dtype=np.int64, count=len(pieces))
+
+    def find(self, blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """The value of each piece ``blob[starts[i]:][:lengths[i]]`` (int64), -1 where the table lacks it.
+        ``blob`` ends with :data:`PADDING` zero bytes (:func:`utf8_blob`); lengths are positive."""
+        first, last = piece_words(blob, starts, lengths)
+        keys = piece_keys(blob, starts, lengths, first, last)
+        slot = home_slots(keys, self._slot_bits)
+        entry = self._slot_entry[slot]
+        # A piece's search ends at the slot holding its key, or at a free slot: it is not in the table.
+        searching = np.flatnonzero((self._slot_key[slot] != keys) & (entry != EMPTY))
+        entry[searching] = EMPTY
+        while len(searching):  # each pass looks one slot further for the pieces not settled yet
+            slot[searching] += 1
+            at = slot[searching]
+            in_slot = self._slot_entry[at]
+            same_key = self._slot_key[at] == keys[searching]
+            entry[searching[same_key]] = in_slot[same_key]
+            searching = searching[~same_key & (in_slot != EMPTY)]
+        # The keys of the table are distinct, so a piece can only be the entry with its key: compare them.
+        hit = np.flatnonzero(entry != EMPTY)
+        candidate = entry[hit]
+        equal = (self._first[candidate] == first[hit]) & (self._last[candidate] == last[hit])
+        equal &= self._lengths[candidate] == lengths[hit]
+        long = np.flatnonzero(equal & (lengths[hit] > 16))
+        equal[long] = same_bytes(blob, starts[hit[long]], self._blob, self._starts[candidate[long]], lengths[hit[long]])
+        found = np.full(len(keys), EMPTY, dtype=np.int64)
+        found[hit[equal]] = self._values[candidate[equal]]
+        return found
