@@ -154,35 +154,51 @@ def count_distinct(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     >>> sorted(zip(representatives.tolist(), counts.tolist()))   # "ab" twice, " " once, "a" once
     [(0, 2), (2, 1), (3, 1)]
     """
+    representatives, group = distinct_pieces(blob, starts, lengths)
+    return representatives, np.bincount(group, minlength=len(representatives))
+
+
+def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(representatives, group)``: the index of one occurrence of each distinct piece (by bytes), and for
+    each piece, which of those it is (``starts[representatives[group[i]]]`` holds the same bytes as piece i).
+
+    >>> blob, _ = utf8_blob("abab a")
+    >>> representatives, group = distinct_pieces(blob, np.array([0, 2, 4, 5]), np.array([2, 2, 1, 1]))
+    >>> len(representatives), bool(group[0] == group[1]), len(set(group.tolist()))   # "ab" twice, " ", "a"
+    (3, True, 3)
+    """
     if not len(starts):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     first, last = piece_words(blob, starts, lengths)
     keys = piece_keys(blob, starts, lengths, first, last)
     order = np.argsort(keys)
     sorted_keys = keys[order]
-    group_starts = np.flatnonzero(np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]]))
-    counts = np.diff(group_starts, append=len(keys))
-    representatives = order[group_starts]
+    new_key = np.empty(len(keys), dtype=bool)
+    new_key[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=new_key[1:])
+    group_in_order = np.cumsum(new_key) - 1
+    representatives = order[new_key]
     # Pieces with equal keys must be equal pieces: check each against its group's representative.
-    representative = np.repeat(representatives, counts)  # of each piece in key order
+    representative = representatives[group_in_order]  # of each piece in key order
     equal = (first[order] == first[representative]) & (last[order] == last[representative])
     equal &= lengths[order] == lengths[representative]
     long = np.flatnonzero(equal & (lengths[order] > 16))
     equal[long] = same_bytes(blob, starts[order[long]], blob, starts[representative[long]], lengths[order[long]])
-    if not equal.all():  # a hash collision: count by bytes instead (slow, and never expected)
-        return _count_by_bytes(blob, starts, lengths)
-    return representatives, counts
+    if not equal.all():  # a hash collision: group by bytes instead (slow, and never expected)
+        return _distinct_by_bytes(blob, starts, lengths)
+    group = np.empty(len(keys), dtype=np.int64)
+    group[order] = group_in_order
+    return representatives, group
 
 
-def _count_by_bytes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_by_bytes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     data = blob.tobytes()
+    pieces = [data[start : start + length] for start, length in zip(starts.tolist(), lengths.tolist())]
     first_seen: dict[bytes, int] = {}
-    counts: dict[bytes, int] = {}
-    for i, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist())):
-        piece = data[start : start + length]
+    for i, piece in enumerate(pieces):
         first_seen.setdefault(piece, i)
-        counts[piece] = counts.get(piece, 0) + 1
-    return np.array(list(first_seen.values()), dtype=np.int64), np.array(list(counts.values()), dtype=np.int64)
+    number = {piece: n for n, piece in enumerate(first_seen)}
+    return np.array(list(first_seen.values()), dtype=np.int64), np.array([number[p] for p in pieces], dtype=np.int64)
 
 
 class PieceTable:
