@@ -7,9 +7,10 @@ must be answered for all pieces at once. This module answers both, exactly.
 
 A piece's *words*: its first eight bytes and its last eight bytes, each read as one uint64 (bytes past the
 piece masked to zero). With its length they determine a piece of up to 16 bytes completely, so comparing
-``(first, last, length)`` compares the pieces; a longer piece is compared byte for byte as well. A hash of the
-three (:func:`piece_keys`) picks a slot in a table; the comparison, not the hash, decides. So a collision costs
-time, never a wrong answer:
+``(first, last, length)`` compares the pieces; a longer piece is compared byte for byte as well. A hash of them
+(:func:`piece_keys`) picks a slot in a table; the comparison, not the hash, decides (a piece of at most seven
+bytes has a key no other piece of its length has, so there key and length are the comparison). So a collision costs time, never a
+wrong answer:
 
     >>> import numpy as np
     >>> table = PieceTable({b" the": 262, b"Hello": 15496})
@@ -95,22 +96,23 @@ def piece_words(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tu
     """``(first, last)``: the first eight bytes of each piece and its last eight (fewer, for a shorter piece:
     then both are the whole piece), as little-endian uint64 with the bytes beyond the piece zero. ``blob`` ends
     with :data:`PADDING` zero bytes (:func:`utf8_blob`)."""
-    windows = np.lib.stride_tricks.as_strided(blob, shape=(len(blob) - PADDING + 1, 8), strides=(1, 1))
+    # The eight bytes from each position, as one unaligned uint64 (a view: nothing is copied).
+    words = np.ndarray((len(blob) - PADDING + 1,), dtype="<u8", buffer=blob, strides=(1,))
     short = np.minimum(lengths, 8)
-    last_start = starts + lengths - short
     with np.errstate(over="ignore"):
         keep = np.uint64(0xFFFFFFFFFFFFFFFF) >> ((8 - short) * 8).astype(np.uint64)  # short > 0 for any piece
-    first = windows[starts].view(np.uint64).ravel() & keep
-    last = windows[last_start].view(np.uint64).ravel() & keep
-    return first, last
+    return words[starts] & keep, words[starts + lengths - short] & keep
 
 
 def piece_keys(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
                last: np.ndarray) -> np.ndarray:
-    """A uint64 hash of each piece (equal pieces, equal keys; not the converse): of its words and length, and
-    for a piece longer than 16 bytes, of all its bytes too."""
+    """A uint64 hash of each piece (equal pieces, equal keys). Two pieces of one length under eight bytes have
+    equal keys only if they are equal (their bytes and length fit in 64 bits, which a bijection mixes); longer ones are
+    hashed from their words and length, and above 16 bytes from all their bytes too, and need comparing."""
     with np.errstate(over="ignore"):
         keys = mix64(mix64(mix64(first) + last) + lengths.astype(np.uint64))
+        short = np.flatnonzero(lengths < 8)
+        keys[short] = mix64(first[short] | (lengths[short].astype(np.uint64) << np.uint64(56)))
         long = np.flatnonzero(lengths > 16)
         if len(long):
             keys[long] += mix64(_polynomial_hashes(blob, starts[long], lengths[long]))
@@ -179,11 +181,15 @@ def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     group_in_order = np.cumsum(new_key) - 1
     representatives = order[new_key]
     # Pieces with equal keys must be equal pieces: check each against its group's representative.
+    # (Keys of pieces under eight bytes are theirs alone: only the others are compared.)
     representative = representatives[group_in_order]  # of each piece in key order
-    equal = (first[order] == first[representative]) & (last[order] == last[representative])
-    equal &= lengths[order] == lengths[representative]
-    long = np.flatnonzero(equal & (lengths[order] > 16))
-    equal[long] = same_bytes(blob, starts[order[long]], blob, starts[representative[long]], lengths[order[long]])
+    lengths_in_order = lengths[order]
+    equal = lengths_in_order == lengths[representative]
+    check = np.flatnonzero(equal & (lengths_in_order >= 8))
+    piece, other = order[check], representative[check]
+    equal[check] = (first[piece] == first[other]) & (last[piece] == last[other])
+    long = check[equal[check] & (lengths_in_order[check] > 16)]
+    equal[long] = same_bytes(blob, starts[order[long]], blob, starts[representative[long]], lengths_in_order[long])
     if not equal.all():  # a hash collision: group by bytes instead (slow, and never expected)
         return _distinct_by_bytes(blob, starts, lengths)
     group = np.empty(len(keys), dtype=np.int64)
@@ -241,11 +247,14 @@ class PieceTable:
             entry[searching[same_key]] = in_slot[same_key]
             searching = searching[~same_key & (in_slot != EMPTY)]
         # The keys of the table are distinct, so a piece can only be the entry with its key: compare them.
+        # (Keys of pieces under eight bytes are theirs alone: only the others are compared.)
         hit = np.flatnonzero(entry != EMPTY)
         candidate = entry[hit]
-        equal = (self._first[candidate] == first[hit]) & (self._last[candidate] == last[hit])
-        equal &= self._lengths[candidate] == lengths[hit]
-        long = np.flatnonzero(equal & (lengths[hit] > 16))
+        equal = self._lengths[candidate] == lengths[hit]
+        check = np.flatnonzero(equal & (lengths[hit] >= 8))
+        piece, other = hit[check], candidate[check]
+        equal[check] = (self._first[other] == first[piece]) & (self._last[other] == last[piece])
+        long = check[equal[check] & (lengths[piece] > 16)]
         equal[long] = same_bytes(blob, starts[hit[long]], self._blob, self._starts[candidate[long]], lengths[hit[long]])
         found = np.full(len(keys), EMPTY, dtype=np.int64)
         found[hit[equal]] = self._values[candidate[equal]]
