@@ -16,7 +16,7 @@ for a long text met for the first time, those per-piece steps are the cost. Here
     >>> enc = get_encoding("gpt2")
     >>> tables = TokenTables.of(enc.token_ids, build_pair_table(enc.merge_ranks, enc.token_ids))
     >>> encode_split_text("Hello qqqq world", np.array([0, 5, 10]), tables).tolist()   # "Hello", " qqqq", " world"
-    [15496, 10662, 38227, 995]
+    [15496, 10662, 38227, 80, 995]
 
 Every step is exact (the look-ups compare bytes; batch BPE is tested against ``bpe.merge``), so the ids are
 those of the per-piece path, which stays the reference. What this module does not do: find the pieces,
