@@ -6,6 +6,8 @@ The oracle is ``compile_pattern(p).split_reference(text)`` (the pattern itself o
 
 from __future__ import annotations
 
+import doctest
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -80,6 +82,11 @@ def array_starts(text: str, pattern: str) -> list[int]:
 def every_code_point_text(context: str, characters: str) -> str:
     # "\n\n" between the copies, as test_fast_split does: each copy is split as it would be alone
     return "\n\n".join(context.replace("{}", c) for c in characters)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(array_split)
+    assert result.failed == 0 and result.attempted > 0
 
 
 def test_supported_patterns():

@@ -1,6 +1,56 @@
 """Where OpenAI's pre-tokenization patterns cut a text, found with NumPy array operations over its code points.
 
-DRAFT docstring (rewritten at the end).
+A pattern such as GPT-2's is run by a regex engine piece by piece: at each piece start it tries the
+alternatives left to right and takes the first that fits. For OpenAI's patterns that scan reduces to *local
+rules*: whether a piece starts at position ``i`` depends only on the classes of a few characters around ``i``
+(letter, number, whitespace or "other", and a handful of named characters), plus a few rules about runs. Local
+rules are array operations: look up every code point's class in one table, compare each position with its
+neighbour (``a[1:]`` against ``a[:-1]``), and collect the starts with ``np.flatnonzero``. No piece is made as a
+string and no Python loop walks the positions:
+
+    >>> text = "Hello world, it's 2024!"
+    >>> code_points = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    >>> piece_starts(code_points, GPT2_PATTERN).tolist()  # Hello| world|,| it|'s| 2024|!
+    [0, 5, 11, 12, 15, 17, 22]
+    >>> piece_starts(code_points, CL100K_PATTERN).tolist()  # ... 's| |202|4|!
+    [0, 5, 11, 12, 15, 17, 18, 21, 22]
+
+The rules, derived from the patterns (``tests/test_array_split.py`` checks them against the ``regex`` package on
+fuzz, the corpora and every code point in context):
+
+GPT-2 / r50k / p50k (``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``):
+
+- a maximal run of letters, of numbers, of "other" characters or of whitespace starts a piece, unless a space
+  (U+0020 itself, no other whitespace) comes just before a non-space run: then the space starts it;
+- in a whitespace run followed by a non-space, the last character starts a piece (``\\s+(?!\\S)`` gives back
+  one character: it is the next run's space, or a piece alone); a run at the end of the text is one piece;
+- an apostrophe that starts a piece (after a letter, a number, whitespace other than U+0020, or first) and is
+  followed by ``s t re ve m ll d`` is a contraction: one piece, and the letters after it start a new one.
+
+cl100k (``'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+|\\s++$|
+\\s*[\\r\\n]|\\s+(?!\\S)|\\s``):
+
+- a letter run starts a piece unless one character that starts a piece itself comes first and is not a letter,
+  number, CR or LF: the last whitespace of a run (a tab joins too), or an "other" run of exactly one character
+  (a longer run is taken whole by ``++``, leaving none to lend);
+- numbers are cut in threes from the start of their run, with no space before them;
+- an "other" run starts a piece unless a space comes just before it (the space starts it); the CRs and LFs right
+  after it belong to it (``[\\r\\n]*+``), so whitespace after them starts the next piece;
+- whitespace: a run starts a piece; ``\\s*[\\r\\n]`` ends a piece at the run's *last* line break, so what
+  follows that break starts one; the last character before a non-space starts a piece unless it is a line break;
+  a run at the end of the text (``\\s++$``) is one piece after its first start;
+- contractions as for GPT-2, case-insensitive (``(?i)`` also folds the long s U+017F to s).
+
+Every rule that concerns few positions (digits, line breaks, apostrophes) runs on the compressed array of those
+positions; the whole-text passes are a table look-up and about a dozen byte-wide comparisons. The class table
+(one byte per code point, tiktoken's Unicode 16.0 classes from :mod:`tokenizer.unicode16`) is built on first use
+and kept.
+
+What this module does not do: make the pieces (``text[a:b]`` from the starts is the caller's), run BPE, or know
+any pattern but OpenAI's gpt2/r50k and cl100k ones. o200k has no array form here (its case split, marks that
+are both word and "other", and ``[\\r\\n/]*`` after punctuation chain decisions across runs):
+:func:`piece_starts` returns ``None`` for it and for any other pattern, and the caller splits with
+:mod:`tokenizer.pretokenize`. Lone surrogates must be handled before (``"utf-32-le"`` refuses them).
 """
 
 from __future__ import annotations
@@ -34,6 +84,7 @@ def class_table() -> np.ndarray:
     table[0x27] |= APOSTROPHE
     table[(table & LETTER) != 0] |= JOINS_LETTERS
     table[(table & (SPACE | LINE_BREAK)) == SPACE] |= JOINS_LETTERS
+    table.flags.writeable = False  # shared by every caller
     return table
 
 
