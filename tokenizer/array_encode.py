@@ -14,7 +14,7 @@ for a long text met for the first time, those per-piece steps are the cost. Here
     >>> from tokenizer import get_encoding
     >>> from tokenizer.batch_bpe import build_pair_table
     >>> enc = get_encoding("gpt2")
-    >>> tables = TokenTables.of(enc.token_ids, build_pair_table(enc.merge_ranks, enc.token_ids))
+    >>> tables = TokenTables(PieceTable(enc.token_ids), build_pair_table(enc.merge_ranks, enc.token_ids))
     >>> encode_split_text("Hello qqqq world", np.array([0, 5, 10]), tables).tolist()   # "Hello", " qqqq", " world"
     [15496, 10662, 38227, 80, 995]
 
@@ -26,7 +26,7 @@ caller keeps the per-piece path for them).
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,14 +35,11 @@ from .piece_arrays import PieceTable, distinct_pieces, utf8_blob
 
 
 class TokenTables(NamedTuple):
-    """What encoding needs of a vocabulary: its tokens by bytes, and batch BPE's pair table."""
+    """What encoding needs of a vocabulary: its tokens by bytes (None: no whole-piece rule, every piece goes
+    through BPE, as CS336's tokenizer does), and batch BPE's pair table."""
 
-    tokens: PieceTable
+    tokens: PieceTable | None
     pairs: PairTable
-
-    @classmethod
-    def of(cls, token_ids: Mapping[bytes, int], pairs: PairTable) -> TokenTables:
-        return cls(PieceTable(token_ids), pairs)
 
 
 def _positions_within(sizes: np.ndarray) -> np.ndarray:
@@ -58,24 +55,53 @@ def encode_split_text(text: str, starts: np.ndarray, tables: TokenTables) -> np.
         return np.zeros(0, dtype=np.int64)
     byte_starts = offsets[starts]
     byte_lengths = np.diff(byte_starts, append=offsets[-1])
-    ids = tables.tokens.find(blob, byte_starts, byte_lengths)
+    if tables.tokens is None:
+        ids = np.full(len(starts), -1, dtype=np.int64)
+    else:
+        ids = tables.tokens.find(blob, byte_starts, byte_lengths)
     others = np.flatnonzero(ids < 0)
     if not len(others):
         return ids
-    # The pieces that are not tokens: each distinct one BPE-encoded once.
-    representatives, group = distinct_pieces(blob, byte_starts[others], byte_lengths[others])
-    distinct_starts = byte_starts[others[representatives]]
-    distinct_lengths = byte_lengths[others[representatives]]
+    # The pieces that are not tokens go through BPE, cut first into segments where no token holds the bytes
+    # on both sides (no merge crosses there: a piece's ids are its segments' ids): a long piece of a script
+    # the vocabulary knows little of is new, but its segments repeat. Each distinct segment is encoded once.
+    cuts = _uncrossable_cuts(blob, byte_starts[others], byte_lengths[others], tables.pairs)
+    # The units in text order: the token pieces, and the segments of the others.
+    starts_unit = np.zeros(int(offsets[-1]), dtype=bool)
+    starts_unit[byte_starts] = starts_unit[cuts] = True
+    unit_starts = np.flatnonzero(starts_unit)
+    unit_lengths = np.diff(unit_starts, append=offsets[-1])
+    tokens = np.flatnonzero(ids >= 0)
+    starts_unit[byte_starts[others]] = starts_unit[cuts] = False  # now: starts a token piece
+    is_token = starts_unit[unit_starts]
+    # A segment of one byte is that byte's token; the others are BPE-encoded.
+    single = np.flatnonzero(~is_token & (unit_lengths == 1))
+    is_token[single] = True
+    ids_of_units = np.empty(len(unit_starts), dtype=np.int64)
+    ids_of_units[np.flatnonzero(starts_unit[unit_starts])] = ids[tokens]
+    ids_of_units[single] = tables.pairs.byte_ids[blob[unit_starts[single]]]
+    segments = np.flatnonzero(~is_token)
+    representatives, group = distinct_pieces(blob, unit_starts[segments], unit_lengths[segments])
+    distinct_starts = unit_starts[segments[representatives]]
+    distinct_lengths = unit_lengths[segments[representatives]]
     laid_end_to_end = blob[np.repeat(distinct_starts, distinct_lengths) + _positions_within(distinct_lengths)]
     bpe_ids, bpe_sizes = encode_blob(laid_end_to_end, distinct_lengths, tables.pairs)
-    # Out: a token piece takes one slot, another piece as many as its BPE ids.
-    sizes = np.ones(len(ids), dtype=np.int64)
-    sizes[others] = other_sizes = bpe_sizes[group]
+    # Out: a token piece takes one slot, a segment as many as its BPE ids.
+    sizes = np.ones(len(unit_starts), dtype=np.int64)
+    sizes[segments] = segment_sizes = bpe_sizes[group]
     out_starts = np.cumsum(sizes) - sizes
     out = np.empty(int(out_starts[-1] + sizes[-1]), dtype=np.int64)
-    tokens = ids >= 0
-    out[out_starts[tokens]] = ids[tokens]
-    within = _positions_within(other_sizes)
+    out[out_starts[is_token]] = ids_of_units[is_token]
+    within = _positions_within(segment_sizes)
     bpe_starts = np.cumsum(bpe_sizes) - bpe_sizes
-    out[np.repeat(out_starts[others], other_sizes) + within] = bpe_ids[np.repeat(bpe_starts[group], other_sizes) + within]
+    out[np.repeat(out_starts[segments], segment_sizes) + within] = bpe_ids[np.repeat(bpe_starts[group], segment_sizes) + within]
     return out
+
+
+def _uncrossable_cuts(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pairs: PairTable) -> np.ndarray:
+    """The byte positions inside the pieces (``starts``, ``lengths``) where no token holds the bytes on both
+    sides (batch BPE's ``boundary_rank`` says so), ascending."""
+    inner = lengths - 1  # the boundaries inside each piece, after each of its bytes but the last
+    after = np.repeat(starts, inner) + _positions_within(inner)  # the byte before each boundary
+    byte_pairs = (blob[after].astype(np.int32) << 8) | blob[after + 1]
+    return after[pairs.boundary_rank[byte_pairs] == pairs.no_merge] + 1
