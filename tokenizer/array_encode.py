@@ -36,7 +36,7 @@ from .piece_arrays import PieceTable, distinct_pieces, utf8_blob
 
 class TokenTables(NamedTuple):
     """What encoding needs of a vocabulary: its tokens by bytes (None: no whole-piece rule, every piece goes
-    through BPE, as CS336's tokenizer does), and batch BPE's pair table."""
+    through BPE, as in CS336's tokenizer), and batch BPE's pair table."""
 
     tokens: PieceTable | None
     pairs: PairTable
