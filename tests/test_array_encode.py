@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 import tokenizer.array_encode as array_encode
 import tokenizer.encoding as encoding_module
 from tokenizer import Encoding, get_encoding
-from tokenizer.array_split import has_array_split
 from tokenizer.patterns import NEWER_THAN_TIKTOKEN
 
-ENCODINGS = [name for name in ("gpt2", "cl100k_base", "o200k_base") if has_array_split(get_encoding(name).pat_str)]
+# o200k too: without an array split its pieces come from the regex split, the rest of the path is the same
+ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
 
 
 def fresh(name: str) -> Encoding:
@@ -114,6 +114,14 @@ def test_special_tokens_and_batches_around_long_stretches(name, encodings, tikto
                                   "ab " * 70_000, "中" * 100_000])
 def test_runs_equal_tiktoken(name, text, tiktoken_encodings):
     assert array_path(fresh(name), text) == tiktoken_encodings[name].encode_ordinary(text)
+
+
+def test_a_custom_pattern_takes_the_array_path_through_its_regex_split():
+    enc = get_encoding("gpt2")
+    custom = Encoding("digits", pat_str=r"\d|\D+", mergeable_ranks=dict(enc.token_ids), special_tokens={})
+    text = corpus_text("en_docs.txt", 100_000)
+    assert array_path(custom, text) == custom._encode_through_cache([text])[0]
+    assert custom._token_tables
 
 
 def test_without_the_whole_piece_rule_the_piece_cache_stays():

@@ -49,8 +49,8 @@ PIECE_CACHE_LIMIT = 1 << 19
 BATCH_MIN_PIECES = 64
 BATCH_MIN_CHARS = 1 << 14
 
-# Texts at least this long are encoded by array operations from the split to the ids (tokenizer.array_encode)
-# where the pattern has an array split: no Python object per piece. Shorter ones are not worth its fixed cost
+# Texts at least this long are encoded by array operations from the split to the ids (tokenizer.array_encode):
+# no Python object per piece where the pattern has an array split. Shorter ones are not worth its fixed cost
 # in NumPy calls and go through the piece cache.
 ARRAY_MIN_CHARS = 1 << 13
 
@@ -299,10 +299,13 @@ class Encoding:
 
     def _encode_long(self, text: str) -> list[int] | None:
         """The ids of ``text`` by array operations (:mod:`tokenizer.array_encode`), or None where this encoding
-        has no array path (a pattern without an array split, or a vocabulary without batch BPE tables)."""
+        has no array path (CS336's rule, or a vocabulary without batch BPE tables). The pieces come from the
+        array split where the pattern has one, else from the usual split (only their lengths are kept)."""
         tables = self._array_tables()
         if tables is None:
             return None
+        import numpy as np
+
         from .array_encode import encode_split_text  # only here: see _array_tables
         from .array_split import piece_starts
         from .piece_arrays import code_points
@@ -312,19 +315,22 @@ class Encoding:
         except UnicodeEncodeError:  # a lone surrogate cannot be UTF-8: like tiktoken, encode U+FFFD instead
             text = _replace_surrogates(text)
             points = code_points(text)
-        return encode_split_text(text, piece_starts(points, self._pat_str), tables).tolist()
+        starts = piece_starts(points, self._pat_str)
+        if starts is None:
+            pieces = self._pretokenizer.split(text)
+            lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+            starts = np.cumsum(lengths) - lengths
+        return encode_split_text(text, starts, tables).tolist()
 
     def _array_tables(self) -> TokenTables | None:
         """The tables of the array path, built on first need (NumPy is imported only then); None if there is
         none for this encoding."""
         if self._token_tables is None:
             from .array_encode import TokenTables
-            from .array_split import has_array_split
 
             # Without the whole-piece rule (CS336's tokenizer) every piece would go through BPE: there the
             # piece cache, which remembers whole pieces, was measured faster; so only tiktoken's rule takes it.
-            usable = self._whole_piece_tokens and has_array_split(self._pat_str)
-            pairs = self._batch_table() if usable else None
+            pairs = self._batch_table() if self._whole_piece_tokens else None
             self._token_tables = TokenTables(self._token_table, pairs) if pairs is not None else False
         return self._token_tables or None
 
