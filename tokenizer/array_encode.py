@@ -5,11 +5,13 @@ for a long text met for the first time, those per-piece steps are the cost. Here
 
 1. its UTF-8 bytes, and each piece as a ``(start, length)`` in them (the pieces come from
    :mod:`tokenizer.array_split`);
-2. every piece that is itself a token is that token (tiktoken's rule): found for all pieces at once in a
+2. the pieces are grouped into distinct ones (:func:`tokenizer.piece_arrays.distinct_pieces`): text repeats
+   its pieces, so what follows is done once per distinct piece;
+3. a piece that is itself a token is that token (tiktoken's rule): found for all at once in a
    :class:`tokenizer.piece_arrays.PieceTable` of the vocabulary;
-3. the other pieces are grouped into distinct ones (:func:`tokenizer.piece_arrays.distinct_pieces`), and each
-   distinct piece is BPE-encoded once, all together (:func:`tokenizer.batch_bpe.encode_blob`);
-4. the ids are laid out in order: one slot for a token piece, as many as its BPE gives for another.
+4. the others are cut into segments where no merge can cross, and each distinct segment is BPE-encoded once,
+   all together (:func:`tokenizer.batch_bpe.encode_blob`);
+5. the ids are laid out in text order: each piece takes its distinct piece's ids.
 
     >>> from tokenizer import get_encoding
     >>> from tokenizer.batch_bpe import build_pair_table
@@ -55,53 +57,68 @@ def encode_split_text(text: str, starts: np.ndarray, tables: TokenTables) -> np.
         return np.zeros(0, dtype=np.int64)
     byte_starts = offsets[starts]
     byte_lengths = np.diff(byte_starts, append=offsets[-1])
+    # Text repeats its pieces: the distinct ones are found first, and only they are looked up and encoded.
+    representatives, group = distinct_pieces(blob, byte_starts, byte_lengths)
+    distinct_starts, distinct_lengths = byte_starts[representatives], byte_lengths[representatives]
     if tables.tokens is None:
-        ids = np.full(len(starts), -1, dtype=np.int64)
+        ids = np.full(len(representatives), -1, dtype=np.int64)
     else:
-        ids = tables.tokens.find(blob, byte_starts, byte_lengths)
+        ids = tables.tokens.find(blob, distinct_starts, distinct_lengths)
     others = np.flatnonzero(ids < 0)
     if not len(others):
-        return ids
-    # The pieces that are not tokens go through BPE, cut first into segments where no token holds the bytes
-    # on both sides (no merge crosses there: a piece's ids are its segments' ids): a long piece of a script
-    # the vocabulary knows little of is new, but its segments repeat. Each distinct segment is encoded once.
-    cuts = _uncrossable_cuts(blob, byte_starts[others], byte_lengths[others], tables.pairs)
-    # The units in text order: the token pieces, and the segments of the others.
-    starts_unit = np.zeros(int(offsets[-1]), dtype=bool)
-    starts_unit[byte_starts] = starts_unit[cuts] = True
-    unit_starts = np.flatnonzero(starts_unit)
-    unit_lengths = np.diff(unit_starts, append=offsets[-1])
+        return ids[group]
+    # The ids of every distinct piece, one after another: one for a token, its BPE ids for another.
+    bpe_ids, bpe_sizes = _encode_by_segments(blob, distinct_starts[others], distinct_lengths[others], tables.pairs)
+    sizes = np.ones(len(ids), dtype=np.int64)
+    sizes[others] = bpe_sizes
+    firsts = np.cumsum(sizes) - sizes
+    distinct_ids = np.empty(int(firsts[-1] + sizes[-1]), dtype=np.int64)
     tokens = np.flatnonzero(ids >= 0)
-    starts_unit[byte_starts[others]] = starts_unit[cuts] = False  # now: starts a token piece
-    is_token = starts_unit[unit_starts]
-    # A segment of one byte is that byte's token; the others are BPE-encoded.
-    single = np.flatnonzero(~is_token & (unit_lengths == 1))
-    is_token[single] = True
-    ids_of_units = np.empty(len(unit_starts), dtype=np.int64)
-    ids_of_units[np.flatnonzero(starts_unit[unit_starts])] = ids[tokens]
-    ids_of_units[single] = tables.pairs.byte_ids[blob[unit_starts[single]]]
-    segments = np.flatnonzero(~is_token)
-    representatives, group = distinct_pieces(blob, unit_starts[segments], unit_lengths[segments])
-    distinct_starts = unit_starts[segments[representatives]]
-    distinct_lengths = unit_lengths[segments[representatives]]
+    distinct_ids[firsts[tokens]] = ids[tokens]
+    distinct_ids[np.repeat(firsts[others], bpe_sizes) + _positions_within(bpe_sizes)] = bpe_ids
+    # Then every piece in text order takes its distinct piece's ids.
+    piece_sizes = sizes[group]
+    return distinct_ids[np.repeat(firsts[group], piece_sizes) + _positions_within(piece_sizes)]
+
+
+def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                        pairs: PairTable) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, sizes)`` of BPE on the pieces ``(starts, lengths)`` of ``blob``, as :func:`encode_blob` gives
+    them. The pieces are cut first into segments where no token holds the bytes on both sides (no merge
+    crosses there: a piece's ids are its segments' ids): a long piece of a script the vocabulary knows little
+    of is new, but its segments repeat. Each distinct segment is encoded once."""
+    cut_after, cut_piece = _uncrossable_cuts(blob, starts, lengths, pairs)
+    # Segments in piece order: a piece's first starts where it does, the others at its cuts (which come in
+    # piece order too); each ends where the next begins, the last where its piece ends.
+    per_piece = 1 + np.bincount(cut_piece, minlength=len(starts))
+    first = np.cumsum(per_piece) - per_piece
+    segment_starts = np.empty(int(per_piece.sum()), dtype=np.int64)
+    is_first = np.zeros(len(segment_starts), dtype=bool)
+    is_first[first] = True
+    segment_starts[first] = starts
+    segment_starts[~is_first] = cut_after
+    segment_ends = np.empty_like(segment_starts)
+    segment_ends[:-1] = segment_starts[1:]
+    segment_ends[first[1:] - 1] = (starts + lengths)[:-1]
+    segment_ends[-1] = starts[-1] + lengths[-1]
+    segment_lengths = segment_ends - segment_starts
+    representatives, group = distinct_pieces(blob, segment_starts, segment_lengths)
+    distinct_starts, distinct_lengths = segment_starts[representatives], segment_lengths[representatives]
     laid_end_to_end = blob[np.repeat(distinct_starts, distinct_lengths) + _positions_within(distinct_lengths)]
-    bpe_ids, bpe_sizes = encode_blob(laid_end_to_end, distinct_lengths, tables.pairs)
-    # Out: a token piece takes one slot, a segment as many as its BPE ids.
-    sizes = np.ones(len(unit_starts), dtype=np.int64)
-    sizes[segments] = segment_sizes = bpe_sizes[group]
-    out_starts = np.cumsum(sizes) - sizes
-    out = np.empty(int(out_starts[-1] + sizes[-1]), dtype=np.int64)
-    out[out_starts[is_token]] = ids_of_units[is_token]
-    within = _positions_within(segment_sizes)
-    bpe_starts = np.cumsum(bpe_sizes) - bpe_sizes
-    out[np.repeat(out_starts[segments], segment_sizes) + within] = bpe_ids[np.repeat(bpe_starts[group], segment_sizes) + within]
-    return out
+    bpe_ids, bpe_sizes = encode_blob(laid_end_to_end, distinct_lengths, pairs)
+    bpe_firsts = np.cumsum(bpe_sizes) - bpe_sizes
+    segment_sizes = bpe_sizes[group]
+    ids = bpe_ids[np.repeat(bpe_firsts[group], segment_sizes) + _positions_within(segment_sizes)]
+    return ids, np.add.reduceat(segment_sizes, first)
 
 
-def _uncrossable_cuts(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pairs: PairTable) -> np.ndarray:
-    """The byte positions inside the pieces (``starts``, ``lengths``) where no token holds the bytes on both
-    sides (batch BPE's ``boundary_rank`` says so), ascending."""
+def _uncrossable_cuts(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                      pairs: PairTable) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, pieces)``: the byte positions inside the pieces (``starts``, ``lengths``) where no token
+    holds the bytes on both sides (batch BPE's ``boundary_rank`` says so), in piece order and ascending within
+    a piece, and the index of the piece each is in."""
     inner = lengths - 1  # the boundaries inside each piece, after each of its bytes but the last
     after = np.repeat(starts, inner) + _positions_within(inner)  # the byte before each boundary
     byte_pairs = (blob[after].astype(np.int32) << 8) | blob[after + 1]
-    return after[pairs.boundary_rank[byte_pairs] == pairs.no_merge] + 1
+    cut = np.flatnonzero(pairs.boundary_rank[byte_pairs] == pairs.no_merge)
+    return after[cut] + 1, np.repeat(np.arange(len(starts)), inner)[cut]
