@@ -61,8 +61,11 @@ def vocabulary_digest(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes
     digest.update(np.fromiter(token_ids.values(), dtype=np.int64, count=len(tokens)).tobytes())
     # The priorities, aligned with the tokens. For tiktoken's files a token's priority is its id: said in a few
     # bytes (and quickly, when the two tables are one dict), so that both ways of telling it share one file.
-    ranks = None if merge_ranks is token_ids else list(map(merge_ranks.get, tokens))
-    if ranks is None or ranks == list(token_ids.values()):
+    if merge_ranks is token_ids or merge_ranks == token_ids:  # one comparison in C, not a list of each
+        digest.update(b"priorities are the ids")
+        return digest.hexdigest()
+    ranks = list(map(merge_ranks.get, tokens))
+    if ranks == list(token_ids.values()):
         digest.update(b"priorities are the ids")
         return digest.hexdigest()
     # Otherwise: which tokens have one, then their values.
