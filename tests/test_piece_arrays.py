@@ -62,17 +62,38 @@ def test_fuzz_find_and_count_equal_dict_and_counter(pieces, table_pieces):
 
 
 def test_a_key_collision_costs_time_not_exactness(monkeypatch):
-    pieces = ["ab", "ba", "ab", "c" * 20, "c" * 19 + "d", "ab"]
+    pieces = ["ab", "ba", "ab", "c" * 20, "c" * 19 + "d", "ab", "abcdefgh", "abcdefgi", "hgfedcba"]
     blob, starts, lengths = blob_of(pieces)
-    # every piece now has one key: the comparison of bytes must still tell them apart
-    monkeypatch.setattr(piece_arrays, "piece_keys", lambda blob, starts, lengths, first, last: np.zeros(len(starts), np.uint64))
-    table = PieceTable({b"ab": 7})
-    assert table.find(blob, starts, lengths).tolist() == [7, -1, 7, -1, -1, 7]
+    keys_of = piece_arrays.piece_keys
+
+    def colliding_keys(blob, starts, lengths, first, last):
+        # every piece of eight bytes or more now has one key: their bytes must still tell them apart
+        keys = keys_of(blob, starts, lengths, first, last)
+        keys[lengths >= 8] = 0
+        return keys
+
+    monkeypatch.setattr(piece_arrays, "piece_keys", colliding_keys)
+    table = PieceTable({b"ab": 7, b"abcdefgh": 8})
+    assert table.find(blob, starts, lengths).tolist() == [7, -1, 7, -1, -1, 7, 8, -1, -1]
     representatives, counts = count_distinct(blob, starts, lengths)
-    assert sorted((pieces[i], n) for i, n in zip(representatives.tolist(), counts.tolist())) == [
-        ("ab", 3), ("ba", 1), ("c" * 20, 1), ("c" * 19 + "d", 1)]
+    assert sorted((pieces[i], n) for i, n in zip(representatives.tolist(), counts.tolist())) == sorted(
+        Counter(pieces).items())
     with pytest.raises(ValueError, match="same key"):
-        PieceTable({b"ab": 1, b"cd": 2})
+        PieceTable({b"abcdefgh": 1, b"abcdefgi": 2})
+
+
+def test_keys_of_short_pieces_are_distinct():
+    # pieces under eight bytes skip the byte comparison: their keys must differ whenever they differ
+    pieces = sorted({bytes(p) for p in np.random.default_rng(0).integers(0, 4, (20_000, 7)).tolist()})
+    pieces += [b"a", b"a\x00", b"\x00", b"\x00\x00", b"\x00a"]
+    blob = np.zeros(sum(map(len, pieces)) + piece_arrays.PADDING, dtype=np.uint8)
+    blob[: blob.size - piece_arrays.PADDING] = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    lengths = np.array([len(p) for p in pieces])
+    starts = np.cumsum(lengths) - lengths
+    first, last = piece_arrays.piece_words(blob, starts, lengths)
+    keys = piece_arrays.piece_keys(blob, starts, lengths, first, last)
+    by_length = {(k, n) for k, n in zip(keys.tolist(), lengths.tolist())}
+    assert len(by_length) == len(set(pieces))
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
@@ -86,6 +107,8 @@ def test_count_distinct_when_keys_share_their_high_bits(pieces, salt):
         patched.setattr(piece_arrays, "piece_keys", lambda blob, starts, lengths, first, last: (
             (first ^ last ^ np.uint64(salt)) & np.uint64(0xFF)))
         representatives, counts = count_distinct(blob, starts, lengths)
+        same_representatives, group = piece_arrays.distinct_pieces(blob, starts, lengths)
+    assert [pieces[i] for i in same_representatives[group].tolist()] == pieces
     assert len(set(representatives.tolist())) == len(representatives)
     assert {pieces[i]: n for i, n in zip(representatives.tolist(), counts.tolist())} == Counter(pieces)
 

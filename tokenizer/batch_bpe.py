@@ -343,10 +343,18 @@ def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, 
     [(23748,), (38227, 38227), (87,)]
     """
     piece_lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    flat, sizes = encode_blob(np.frombuffer(b"".join(pieces), dtype=np.uint8), piece_lengths, table)
+    flat = flat.tolist()
+    ids_end = np.cumsum(sizes)
+    return list(map(tuple, map(flat.__getitem__, map(slice, (ids_end - sizes).tolist(), ids_end.tolist()))))
+
+
+def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, sizes)``: :func:`encode_pieces` for pieces laid end to end in ``blob`` (uint8) with the given
+    lengths, as arrays: the ids of all pieces one after another, and how many ids each piece has."""
     piece_ends = np.cumsum(piece_lengths)
-    blob = np.frombuffer(b"".join(pieces), dtype=np.uint8)
     if not len(blob):
-        return [()] * len(pieces)
+        return np.zeros(0, dtype=np.int32), np.zeros(len(piece_lengths), dtype=np.int64)
     no_merge = table.no_merge
     # Segments: the pieces cut wherever no token holds the bytes on both sides (u = no_merge). No merge crosses
     # such a cut, so each segment is encoded alone, and a long piece does not stay in the rounds for long.
@@ -430,9 +438,7 @@ def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, 
         order[finished_index] = np.arange(len(finished_index))  # segment i is the order[i]-th finished
         sizes = finished_sizes[order]
         flat = flat[np.repeat(finished_starts[order], sizes) + _segment_offsets(sizes)[1]]
-    flat = flat.tolist()
     # A piece's ids end where its last segment's do; an empty piece has no segment.
     segments_per_piece = np.searchsorted(segment_ends, piece_ends, side="right")
     ids_end = np.concatenate([[0], np.cumsum(sizes)])[segments_per_piece]
-    ids_start = np.concatenate([[0], ids_end[:-1]])
-    return list(map(tuple, map(flat.__getitem__, map(slice, ids_start.tolist(), ids_end.tolist()))))
+    return flat, np.diff(ids_end, prepend=0)

@@ -7,9 +7,10 @@ must be answered for all pieces at once. This module answers both, exactly.
 
 A piece's *words*: its first eight bytes and its last eight bytes, each read as one uint64 (bytes past the
 piece masked to zero). With its length they determine a piece of up to 16 bytes completely, so comparing
-``(first, last, length)`` compares the pieces; a longer piece is compared byte for byte as well. A hash of the
-three (:func:`piece_keys`) picks a slot in a table; the comparison, not the hash, decides. So a collision costs
-time, never a wrong answer:
+``(first, last, length)`` compares the pieces; a longer piece is compared byte for byte as well. A hash of them
+(:func:`piece_keys`) picks a slot in a table; the comparison, not the hash, decides (a piece of at most seven
+bytes has a key no other piece of its length has, so there key and length are the comparison). So a collision costs time, never a
+wrong answer:
 
     >>> import numpy as np
     >>> table = PieceTable({b" the": 262, b"Hello": 15496})
@@ -95,27 +96,23 @@ def piece_words(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tu
     """``(first, last)``: the first eight bytes of each piece and its last eight (fewer, for a shorter piece:
     then both are the whole piece), as little-endian uint64 with the bytes beyond the piece zero. ``blob`` ends
     with :data:`PADDING` zero bytes (:func:`utf8_blob`)."""
-    # The eight bytes from every position, as one (unaligned) uint64 each: reading a word is one gather.
+    # The eight bytes from each position, as one unaligned uint64 (a view: nothing is copied).
     words = np.ndarray((len(blob) - PADDING + 1,), dtype="<u8", buffer=blob, strides=(1,))
     short = np.minimum(lengths, 8)
-    keep = _LOW_BYTES[short]  # short > 0 for any piece
-    first = words[starts]
-    first &= keep
-    last = words[starts + lengths - short]
-    last &= keep
-    return first, last
-
-
-# _LOW_BYTES[k]: the mask of a uint64's k low bytes (k = 0..8).
-_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        keep = np.uint64(0xFFFFFFFFFFFFFFFF) >> ((8 - short) * 8).astype(np.uint64)  # short > 0 for any piece
+    return words[starts] & keep, words[starts + lengths - short] & keep
 
 
 def piece_keys(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
                last: np.ndarray) -> np.ndarray:
-    """A uint64 hash of each piece (equal pieces, equal keys; not the converse): of its words and length, and
-    for a piece longer than 16 bytes, of all its bytes too."""
+    """A uint64 hash of each piece (equal pieces, equal keys). Two pieces of one length under eight bytes have
+    equal keys only if they are equal (their bytes and length fit in 64 bits, which a bijection mixes); longer ones are
+    hashed from their words and length, and above 16 bytes from all their bytes too, and need comparing."""
     with np.errstate(over="ignore"):
         keys = mix64(mix64(mix64(first) + last) + lengths.astype(np.uint64))
+        short = np.flatnonzero(lengths < 8)
+        keys[short] = mix64(first[short] | (lengths[short].astype(np.uint64) << np.uint64(56)))
         long = np.flatnonzero(lengths > 16)
         if len(long):
             keys[long] += mix64(_polynomial_hashes(blob, starts[long], lengths[long]))
@@ -159,6 +156,19 @@ def count_distinct(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     >>> sorted(zip(representatives.tolist(), counts.tolist()))   # "ab" twice, " " once, "a" once
     [(0, 2), (2, 1), (3, 1)]
     """
+    representatives, group = distinct_pieces(blob, starts, lengths)
+    return representatives, np.bincount(group, minlength=len(representatives))
+
+
+def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(representatives, group)``: the index of one occurrence of each distinct piece (by bytes), and for
+    each piece, which of those it is (``starts[representatives[group[i]]]`` holds the same bytes as piece i).
+
+    >>> blob, _ = utf8_blob("abab a")
+    >>> representatives, group = distinct_pieces(blob, np.array([0, 2, 4, 5]), np.array([2, 2, 1, 1]))
+    >>> len(representatives), bool(group[0] == group[1]), len(set(group.tolist()))   # "ab" twice, " ", "a"
+    (3, True, 3)
+    """
     n = len(starts)
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -166,7 +176,7 @@ def count_distinct(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     keys = piece_keys(blob, starts, lengths, first, last)
     # Group the pieces by key. Sorting the keys themselves is several times faster than argsort; so the low
     # bits of each key give way to the piece's index, which the sort carries along. Groups are then by the
-    # key's high bits only: a group may hold unequal pieces more often, which the check below catches.
+    # key's high bits only: unequal pieces may share a group, which the comparison below finds.
     index_bits = np.uint64(max(1, (n - 1).bit_length()))
     tagged = keys >> index_bits
     tagged <<= index_bits
@@ -174,40 +184,41 @@ def count_distinct(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     tagged.sort()
     order = (tagged & ((np.uint64(1) << index_bits) - np.uint64(1))).astype(np.int64)
     tagged >>= index_bits
-    starts_group = np.empty(n, dtype=bool)
-    starts_group[0] = True
-    np.not_equal(tagged[1:], tagged[:-1], out=starts_group[1:])
-    group_starts = np.flatnonzero(starts_group)
-    representatives = order[group_starts]
-    # Every piece must equal its group's representative. Compared in the pieces' own order, through the
-    # representatives' (few) values: gathers from a small table instead of from all pieces in key order.
+    new_key = np.empty(n, dtype=bool)
+    new_key[0] = True
+    np.not_equal(tagged[1:], tagged[:-1], out=new_key[1:])
+    representatives = order[new_key]
     group = np.empty(n, dtype=np.int64)
-    group[order] = np.cumsum(starts_group) - 1
-    equal = first == first[representatives][group]
-    equal &= last == last[representatives][group]
-    equal &= lengths == lengths[representatives][group]
-    long = np.flatnonzero(equal & (lengths > 16))
-    if len(long):
-        equal[long] = same_bytes(blob, starts[long], blob, starts[representatives[group[long]]], lengths[long])
+    group[order] = np.cumsum(new_key) - 1
+    # Every piece must equal its group's representative: same length and words (bytes too above 16 bytes).
+    # Compared in the pieces' own order through the representatives' values: gathers from a small table
+    # rather than from all pieces in key order. (The first word and the length are a piece of up to 8 bytes.)
+    equal = lengths == lengths[representatives][group]
+    equal &= first == first[representatives][group]
+    longer = np.flatnonzero(equal & (lengths > 8))
+    other = representatives[group[longer]]
+    equal[longer] = last[longer] == last[other]
+    long = np.flatnonzero(equal[longer] & (lengths[longer] > 16))
+    equal[longer[long]] = same_bytes(blob, starts[longer[long]], blob, starts[other[long]], lengths[longer[long]])
     if equal.all():
-        return representatives, np.diff(group_starts, append=n)
-    # A collision (of the keys' high bits): the pieces unlike their representative are counted by bytes. None
-    # of them equals a piece of another group (equal pieces have equal keys), so they only meet each other.
+        return representatives, group
+    # A collision (of the keys' high bits): the pieces unlike their representative are grouped by bytes, as
+    # new groups. None of them equals a piece of another group (equal pieces have equal keys), so they only
+    # meet each other; and a group keeps its representative, which is like itself.
     strays = np.flatnonzero(~equal)
-    counts = np.bincount(group[equal], minlength=len(representatives))
-    stray_representatives, stray_counts = _count_by_bytes(blob, starts[strays], lengths[strays])
-    return np.concatenate([representatives, strays[stray_representatives]]), np.concatenate([counts, stray_counts])
+    stray_representatives, stray_group = _distinct_by_bytes(blob, starts[strays], lengths[strays])
+    group[strays] = len(representatives) + stray_group
+    return np.concatenate([representatives, strays[stray_representatives]]), group
 
 
-def _count_by_bytes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_by_bytes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     data = blob.tobytes()
+    pieces = [data[start : start + length] for start, length in zip(starts.tolist(), lengths.tolist())]
     first_seen: dict[bytes, int] = {}
-    counts: dict[bytes, int] = {}
-    for i, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist())):
-        piece = data[start : start + length]
+    for i, piece in enumerate(pieces):
         first_seen.setdefault(piece, i)
-        counts[piece] = counts.get(piece, 0) + 1
-    return np.array(list(first_seen.values()), dtype=np.int64), np.array(list(counts.values()), dtype=np.int64)
+    number = {piece: n for n, piece in enumerate(first_seen)}
+    return np.array(list(first_seen.values()), dtype=np.int64), np.array([number[p] for p in pieces], dtype=np.int64)
 
 
 class PieceTable:
@@ -250,11 +261,14 @@ class PieceTable:
             entry[searching[same_key]] = in_slot[same_key]
             searching = searching[~same_key & (in_slot != EMPTY)]
         # The keys of the table are distinct, so a piece can only be the entry with its key: compare them.
+        # (Keys of pieces under eight bytes are theirs alone: only the others are compared.)
         hit = np.flatnonzero(entry != EMPTY)
         candidate = entry[hit]
-        equal = (self._first[candidate] == first[hit]) & (self._last[candidate] == last[hit])
-        equal &= self._lengths[candidate] == lengths[hit]
-        long = np.flatnonzero(equal & (lengths[hit] > 16))
+        equal = self._lengths[candidate] == lengths[hit]
+        check = np.flatnonzero(equal & (lengths[hit] >= 8))
+        piece, other = hit[check], candidate[check]
+        equal[check] = (self._first[other] == first[piece]) & (self._last[other] == last[piece])
+        long = check[equal[check] & (lengths[piece] > 16)]
         equal[long] = same_bytes(blob, starts[hit[long]], self._blob, self._starts[candidate[long]], lengths[hit[long]])
         found = np.full(len(keys), EMPTY, dtype=np.int64)
         found[hit[equal]] = self._values[candidate[equal]]
