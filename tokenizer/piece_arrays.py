@@ -110,9 +110,11 @@ def piece_keys(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first:
     equal keys only if they are equal (their bytes and length fit in 64 bits, which a bijection mixes); longer ones are
     hashed from their words and length, and above 16 bytes from all their bytes too, and need comparing."""
     with np.errstate(over="ignore"):
-        keys = mix64(mix64(mix64(first) + last) + lengths.astype(np.uint64))
-        short = np.flatnonzero(lengths < 8)
-        keys[short] = mix64(first[short] | (lengths[short].astype(np.uint64) << np.uint64(56)))
+        # Most pieces are short: every key is first made as a short piece's, then the longer ones' replaced.
+        keys = mix64(first | (lengths.astype(np.uint64) << np.uint64(56)))
+        longer = np.flatnonzero(lengths >= 8)
+        if len(longer):
+            keys[longer] = mix64(mix64(mix64(first[longer]) + last[longer]) + lengths[longer].astype(np.uint64))
         long = np.flatnonzero(lengths > 16)
         if len(long):
             keys[long] += mix64(_polynomial_hashes(blob, starts[long], lengths[long]))
