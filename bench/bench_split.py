@@ -1,11 +1,14 @@
 """Pre-tokenization speed: this checkout's split vs another checkout's (e.g. main) vs tiktoken's whole encode.
 
     python bench/bench_split.py [--before ../main] [--mb 4] [--repeat 3] [--encodings gpt2,cl100k_base,o200k_base]
+    python bench/bench_split.py --array [--mb 4] [--repeat 5]
 
 For each shared corpus (the first N MB) and encoding it times, alternated in one process, best of --repeat:
 ``Pretokenizer.split`` of this checkout, the same of ``--before``'s checkout (loaded as a second package), the
 ``regex`` reference (``split_reference``), and tiktoken's whole ``encode_ordinary`` (split and BPE) for scale.
 Then, in fresh processes, alternated: ``import tokenizer`` and ``get_encoding`` for both checkouts.
+With ``--array``, instead: :func:`tokenizer.array_split.piece_starts` (and the UTF-32 encoding it starts from)
+beside ``split`` and tiktoken's ``encode_ordinary``, alternated, best of --repeat.
 Needs tiktoken's offline cache (TIKTOKEN_CACHE_DIR) and TOKENIZER_DATA_DIR=../shared/encodings.
 """
 
@@ -20,7 +23,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared")  # as tests/conftest.py
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TOKENIZER_DATA_DIR", str(SHARED / "encodings"))
 
@@ -55,13 +58,52 @@ def fresh_process_time(checkout: Path, code: str) -> float:
     return time.perf_counter() - start
 
 
+def array_table(args) -> None:
+    """piece_starts (the array split) beside split and tiktoken's whole encode, per corpus and encoding."""
+    import numpy as np
+
+    from tokenizer.array_split import class_table, has_array_split, piece_starts
+
+    start = time.perf_counter()
+    class_table()
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.mb} MB of each corpus; best of {args.repeat}; "
+          f"class table built in {time.perf_counter() - start:.3f} s")
+    print("| corpus | encoding | utf-32 encode (s) | piece_starts (s) | split (s) | split / (encode + piece_starts) "
+          "| tiktoken encode (s) |")
+    print("|---|---|---|---|---|---|---|")
+    for path in sorted((SHARED / "corpus").glob("*.txt")):
+        text = path.read_bytes()[: int(args.mb * 1e6)].decode("utf-8", errors="ignore")
+        code_points = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+        for name in args.encodings.split(","):
+            pat = get_encoding(name).pat_str
+            pre = compile_pattern(pat)
+            tk = tiktoken.get_encoding(name)
+            times = {"encode": [], "array": [], "split": [], "tiktoken": []}
+            for _ in range(args.repeat):
+                times["encode"].append(best_time(lambda t: t.encode("utf-32-le"), text))
+                if has_array_split(pat):
+                    times["array"].append(best_time(lambda t: piece_starts(code_points, pat), text))
+                times["split"].append(best_time(pre.split, text))
+                times["tiktoken"].append(best_time(tk.encode_ordinary, text))
+            e, s, t = min(times["encode"]), min(times["split"]), min(times["tiktoken"])
+            if times["array"]:
+                a = min(times["array"])
+                print(f"| {path.stem} | {name} | {e:.3f} | {a:.3f} | {s:.3f} | {s / (e + a):.1f}× | {t:.3f} |")
+            else:
+                print(f"| {path.stem} | {name} | {e:.3f} | (none) | {s:.3f} | | {t:.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, default=REPO.parent / "main")
     parser.add_argument("--mb", type=float, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--encodings", default="gpt2,cl100k_base,o200k_base")
+    parser.add_argument("--array", action="store_true", help="time tokenizer.array_split instead")
     args = parser.parse_args()
+    if args.array:
+        array_table(args)
+        return
     before = load_checkout(args.before.resolve(), "tokenizer_before")
     names = args.encodings.split(",")
     print(f"load average {os.getloadavg()[0]:.2f}; {args.mb} MB of each corpus; best of {args.repeat}")

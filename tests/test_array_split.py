@@ -1,0 +1,160 @@
+"""tokenizer.array_split against the `regex` reference: the same piece starts on fuzz, corpora and every code point.
+
+The oracle is ``compile_pattern(p).split_reference(text)`` (the pattern itself on `regex`, with tiktoken's Unicode
+16.0 classes); its pieces give starts by their cumulative lengths.
+"""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.array_split as array_split
+from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
+from tokenizer.array_split import has_array_split, piece_starts
+from tokenizer.patterns import (
+    CL100K_PATTERN,
+    GPT2_PATTERN,
+    NEWER_THAN_TIKTOKEN,
+    O200K_PATTERN,
+    OPENAI_PATTERNS,
+    R50K_PATTERN,
+    mask_newer,
+)
+from tokenizer.pretokenize import compile_pattern
+
+IDS = ["gpt2", "r50k", "cl100k", "o200k"]
+# What the module promises to split; the test below fails if one of them loses (or o200k gains) its array form.
+SUPPORTED = [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN]
+SUPPORTED_IDS = ["gpt2", "r50k", "cl100k"]
+
+# One or two representatives of every class and every character the patterns name: letters of each case
+# (with the contraction letters in both cases, and the long s that (?i) folds to s), Lm/Lo/Lt, marks, digits
+# and other numbers, an astral letter and digit, each kind of whitespace, the apostrophe and slash,
+# punctuation, an unassigned code point, a Unicode 17.0 letter tiktoken calls "other", and U+0295 (Ll to tiktoken).
+ALPHABET = [
+    *"aBxZ", *"stremvld", *"STREMVLD", "ſ", "ǅ", "ʰ", "中", "\u0301", "\u0903", "1", "9", "²", "Ⅻ",
+    "\U00010400", "\U0001d7cf", " ", "\t", "\n", "\r", "\u3000", "\xa0", "\x85", "\x0b", "\u2028",
+    "'", "/", ".", "!", "\uffff", chr(NEWER_THAN_TIKTOKEN[0][0]), "\u0295",
+]
+runs = st.lists(st.tuples(st.sampled_from(ALPHABET), st.integers(1, 4)).map(lambda t: t[0] * t[1]), max_size=20)
+fuzz_texts = st.one_of(
+    st.text(st.sampled_from(ALPHABET), max_size=30),
+    runs.map("".join),
+    # few characters, so that each meets each other in every order
+    st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=4).flatmap(
+        lambda few: st.text(st.sampled_from(few), max_size=25)
+    ),
+)
+long_runs = st.lists(
+    st.tuples(st.sampled_from(ALPHABET), st.integers(1, 300)).map(lambda t: t[0] * t[1]), max_size=6
+).map("".join)
+
+# Contexts that tell the classes apart (as tests/test_fast_split.py uses them): every code point in each.
+CONTEXTS = ["{}", "a{}b", "{}'s", "'{}", " {}", "1{}2", "A{}b", "{}Ab", "x{}\u0301", "{} \n", "!{}\r\n", "{}{}"]
+EVERY_CONTEXT = "a{}b1{}2{}Ab{}'s"
+EVERY_CHARACTER = "".join(map(chr, range(0x110000)))  # surrogates too: the table must call them "other"
+BMP = EVERY_CHARACTER[:0x10000]
+
+
+def code_points(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+
+
+def reference_starts(text: str, pattern: str) -> list[int]:
+    # split_reference splits a copy with Unicode 17.0's changes masked (same length) and cuts the text by its
+    # pieces' lengths; only the lengths matter here, so the masked copy is split directly (no pieces rebuilt)
+    pieces = compile_pattern(pattern).split_reference(mask_newer(text))
+    lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    return np.concatenate([[0], np.cumsum(lengths[:-1])]).tolist() if len(pieces) else []
+
+
+def array_starts(text: str, pattern: str) -> list[int]:
+    starts = piece_starts(code_points(text), pattern)
+    assert starts.dtype == np.int64
+    return starts.tolist()
+
+
+def every_code_point_text(context: str, characters: str) -> str:
+    # "\n\n" between the copies, as test_fast_split does: each copy is split as it would be alone
+    return "\n\n".join(context.replace("{}", c) for c in characters)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(array_split)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_supported_patterns():
+    assert [p for p in OPENAI_PATTERNS if has_array_split(p)] == SUPPORTED
+    assert not has_array_split(r"\p{L}+|\P{L}")
+    assert piece_starts(code_points("ab"), r"\p{L}+|\P{L}") is None
+    assert piece_starts(code_points("ab"), O200K_PATTERN) is None
+
+
+@pytest.mark.parametrize("pattern", SUPPORTED, ids=SUPPORTED_IDS)
+def test_empty_and_one_character(pattern):
+    empty = piece_starts(code_points(""), pattern)
+    assert empty.dtype == np.int64 and empty.tolist() == []
+    for c in ALPHABET:
+        assert array_starts(c, pattern) == [0]
+
+
+def test_examples():
+    text = "Hello world, it's 2024!"
+    assert array_starts(text, GPT2_PATTERN) == [0, 5, 11, 12, 15, 17, 22]  # ' 2024' one piece
+    assert array_starts(text, CL100K_PATTERN) == [0, 5, 11, 12, 15, 17, 18, 21, 22]  # ' ', '202', '4'
+    text = "x\t'LL\n\n  y  "
+    # gpt2: x, \t, ', LL, "\n\n ", " y", "  " (contractions are lower case); cl100k: x, \t, 'LL, "\n\n", " ",
+    # " y", "  "
+    assert array_starts(text, GPT2_PATTERN) == [0, 1, 2, 3, 5, 8, 10] == reference_starts(text, GPT2_PATTERN)
+    assert array_starts(text, CL100K_PATTERN) == [0, 1, 2, 5, 7, 8, 10] == reference_starts(text, CL100K_PATTERN)
+
+
+@pytest.mark.parametrize("pattern", SUPPORTED, ids=SUPPORTED_IDS)
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(text=fuzz_texts)
+def test_fuzz_equals_reference(pattern, text):
+    assert array_starts(text, pattern) == reference_starts(text, pattern)
+
+
+@pytest.mark.parametrize("pattern", SUPPORTED, ids=SUPPORTED_IDS)
+@settings(max_examples=max(FUZZ_EXAMPLES // 10, 30), deadline=None)
+@given(text=long_runs)
+def test_long_runs_equal_reference(pattern, text):
+    assert array_starts(text, pattern) == reference_starts(text, pattern)
+
+
+@pytest.mark.parametrize("filename", CORPUS_FILES)
+def test_corpus_equals_reference(filename):
+    text = corpus_text(filename, 1_000_000)
+    for pattern in SUPPORTED:
+        assert array_starts(text, pattern) == reference_starts(text, pattern), pattern
+
+
+# (one pattern per splitting rule set: gpt2's and r50k's are the same rules; 15 MB of text each)
+@pytest.mark.parametrize("pattern", [R50K_PATTERN, CL100K_PATTERN], ids=["r50k", "cl100k"])
+def test_every_code_point_in_context_equals_reference(pattern):
+    text = every_code_point_text(EVERY_CONTEXT, EVERY_CHARACTER)
+    assert array_starts(text, pattern) == reference_starts(text, pattern)
+
+
+@pytest.mark.parametrize("pattern", SUPPORTED, ids=SUPPORTED_IDS)
+def test_every_bmp_code_point_in_every_context_equals_reference(pattern):
+    for context in CONTEXTS:
+        text = every_code_point_text(context, BMP)
+        assert array_starts(text, pattern) == reference_starts(text, pattern), context
+
+
+def test_a_wrong_class_is_caught(monkeypatch):
+    # U+2028 (line separator) taken for "other": the every-code-point text must show it
+    wrong = array_split.class_table().copy()
+    wrong[0x2028] = 0
+    monkeypatch.setattr(array_split, "class_table", lambda: wrong)
+    text = every_code_point_text(EVERY_CONTEXT, BMP)
+    for pattern in SUPPORTED:
+        assert array_starts(text, pattern) != reference_starts(text, pattern), pattern
