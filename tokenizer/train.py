@@ -26,9 +26,12 @@ How it runs, in two phases:
    (:mod:`tokenizer.cuts`; see :func:`find_chunk_boundaries`), so no pre-token and no special token straddles
    two chunks and the counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a
    time, split it and return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up.
-   Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. With
-   GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or whitespace) with a
-   simple regex, then splits each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
+   Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. A pattern
+   with an array split (:mod:`tokenizer.array_counts`) is counted by array operations, the texts of a range
+   together, only the distinct pre-tokens and each text's edges becoming strings. Otherwise (and for those
+   edges), with GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or
+   whitespace) with a simple regex, then splits each *distinct* piece once with the real pattern (see
+   ``_GPT2_COARSE``).
 2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat arrays of token ids
    with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and a merge
    rewrites the occurrences of the best pair and recounts the pairs around them. The loop that does this is
