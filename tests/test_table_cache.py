@@ -67,9 +67,9 @@ def test_a_damaged_file_is_rebuilt_and_replaced(cache, damage):
     else:
         digest = table_cache.vocabulary_digest(SMALL_RANKS, token_ids)
         np.savez(path, digest=np.array(digest))  # right digest, no arrays
-    assert table_cache.read_table(path, table_cache.vocabulary_digest(SMALL_RANKS, token_ids)) is None
+    assert table_cache.read_tables(path, table_cache.vocabulary_digest(SMALL_RANKS, token_ids)) is None
     assert same_table(table_cache.load_or_build(SMALL_RANKS, token_ids), expected)
-    assert table_cache.read_table(path, table_cache.vocabulary_digest(SMALL_RANKS, token_ids)) is not None
+    assert table_cache.read_tables(path, table_cache.vocabulary_digest(SMALL_RANKS, token_ids)) is not None
 
 
 def test_a_file_from_another_vocabulary_is_not_used(cache):
@@ -134,3 +134,15 @@ def test_a_fresh_encoding_loads_the_saved_table(cache, monkeypatch):
     monkeypatch.setattr(table_cache, "build_pair_table", lambda *a: pytest.fail("built again"))
     second = Encoding("gpt2", pat_str=enc.pat_str, mergeable_ranks=dict(ranks), special_tokens=enc.special_tokens)
     assert same_table(second._batch_table(), first._batch_table())
+
+
+def test_the_token_table_is_saved_and_loaded_with_the_pair_table(cache, monkeypatch):
+    token_ids = small_vocab(SMALL_RANKS)
+    table_cache.load_or_build_tables(SMALL_RANKS, token_ids)
+    monkeypatch.setattr(table_cache.PieceTable, "__init__", lambda self, values: pytest.fail("should be read"))
+    _, tokens = table_cache.load_or_build_tables(SMALL_RANKS, token_ids)
+    pieces = list(token_ids) + [b"zz", b"abcabcabcabcabcabcabc"]
+    blob = np.frombuffer(b"".join(pieces) + bytes(8), dtype=np.uint8)
+    lengths = np.array([len(p) for p in pieces])
+    found = tokens.find(blob, np.cumsum(lengths) - lengths, lengths)
+    assert found.tolist() == [token_ids.get(p, -1) for p in pieces]

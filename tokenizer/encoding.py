@@ -37,7 +37,9 @@ from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex
 if TYPE_CHECKING:
     import numpy as np
 
+    from .array_encode import TokenTables
     from .batch_bpe import PairTable
+    from .piece_arrays import PieceTable
 
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
 PIECE_CACHE_LIMIT = 1 << 19
@@ -46,6 +48,11 @@ PIECE_CACHE_LIMIT = 1 << 19
 # (bpe.merge): a batch round has a fixed cost in NumPy calls that only many pieces, or long ones, repay.
 BATCH_MIN_PIECES = 64
 BATCH_MIN_CHARS = 1 << 14
+
+# Texts at least this long are encoded by array operations from the split to the ids (tokenizer.array_encode):
+# no Python object per piece where the pattern has an array split. Shorter ones are not worth its fixed cost
+# in NumPy calls and go through the piece cache.
+ARRAY_MIN_CHARS = 1 << 13
 
 # Threads run this pure-Python code in parallel only on a free-threaded build (3.13t+); with the GIL they
 # only add overhead, so the batch methods use them only when this is true.
@@ -204,6 +211,8 @@ class Encoding:
         self._part_cache.probing = False
         self._uncrossable: bytearray | None = None  # built on first need
         self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
+        self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
+        self._token_tables: TokenTables | None | Literal[False] = None  # False: no array path here
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -263,7 +272,15 @@ class Encoding:
         return list(chain.from_iterable(map(lookup, pieces)))
 
     def _encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
-        """``encode_ordinary`` of each text, the pieces all texts lack in the cache encoded in one batch."""
+        """``encode_ordinary`` of each text: long texts by array operations (:meth:`_encode_long`), each on its
+        own; the others through the piece cache, the pieces they all lack in it encoded in one batch."""
+        done = [self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None for text in texts]
+        if not any(ids is None for ids in done):
+            return done
+        rest = iter(self._encode_through_cache([text for text, ids in zip(texts, done) if ids is None]))
+        return [next(rest) if ids is None else ids for ids in done]
+
+    def _encode_through_cache(self, texts: list[str]) -> list[list[int]]:
         try:
             piece_lists = list(map(self._pretokenizer.split, texts))
             if self._add_missing(list(chain.from_iterable(piece_lists))):
@@ -271,7 +288,51 @@ class Encoding:
                 return [list(chain.from_iterable(map(lookup, pieces))) for pieces in piece_lists]
         except UnicodeEncodeError:
             pass  # a lone surrogate somewhere: encode_ordinary replaces it in its own text
-        return list(map(self.encode_ordinary, texts))
+        return list(map(self._encode_through_cache_alone, texts))
+
+    def _encode_through_cache_alone(self, text: str) -> list[int]:
+        try:
+            return self._encode_pieces(self._pretokenizer.split(text))
+        except UnicodeEncodeError:
+            # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
+            return self._encode_pieces(self._pretokenizer.split(_replace_surrogates(text)))
+
+    def _encode_long(self, text: str) -> list[int] | None:
+        """The ids of ``text`` by array operations (:mod:`tokenizer.array_encode`), or None where this encoding
+        has no array path (CS336's rule, or a vocabulary without batch BPE tables). The pieces come from the
+        array split where the pattern has one, else from the usual split (only their lengths are kept)."""
+        tables = self._array_tables()
+        if tables is None:
+            return None
+        import numpy as np
+
+        from .array_encode import encode_split_text  # only here: see _array_tables
+        from .array_split import piece_starts
+        from .piece_arrays import code_points
+
+        try:
+            points = code_points(text)
+        except UnicodeEncodeError:  # a lone surrogate cannot be UTF-8: like tiktoken, encode U+FFFD instead
+            text = _replace_surrogates(text)
+            points = code_points(text)
+        starts = piece_starts(points, self._pat_str)
+        if starts is None:
+            pieces = self._pretokenizer.split(text)
+            lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+            starts = np.cumsum(lengths) - lengths
+        return encode_split_text(text, starts, tables).tolist()
+
+    def _array_tables(self) -> TokenTables | None:
+        """The tables of the array path, built on first need (NumPy is imported only then); None if there is
+        none for this encoding."""
+        if self._token_tables is None:
+            from .array_encode import TokenTables
+
+            # Without the whole-piece rule (CS336's tokenizer) every piece would go through BPE: there the
+            # piece cache, which remembers whole pieces, was measured faster; so only tiktoken's rule takes it.
+            pairs = self._batch_table() if self._whole_piece_tokens else None
+            self._token_tables = TokenTables(self._token_table, pairs) if pairs is not None else False
+        return self._token_tables or None
 
     def _add_missing(self, pieces: list[str]) -> bool:
         """Put in the cache every piece of ``pieces`` it lacks, encoded together (:meth:`_fill_cache`); False,
@@ -312,9 +373,10 @@ class Encoding:
     def _batch_table(self) -> PairTable | None:
         """The pair table of batch BPE, loaded or built on first need; None if this vocabulary cannot have one."""
         if self._pair_table is None:
-            from .table_cache import load_or_build  # only here: see _fill_cache
+            from .table_cache import load_or_build_tables  # only here: see _fill_cache
 
-            self._pair_table = load_or_build(self._merge_ranks, self._token_ids) or False
+            tables = load_or_build_tables(self._merge_ranks, self._token_ids)
+            self._pair_table, self._token_table = tables or (False, None)
         return self._pair_table or None
 
     def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
@@ -327,11 +389,11 @@ class Encoding:
         >>> enc.encode_ordinary("hello world<|endoftext|>")
         [31373, 995, 27, 91, 437, 1659, 5239, 91, 29]
         """
-        try:
-            return self._encode_pieces(self._pretokenizer.split(text))
-        except UnicodeEncodeError:
-            # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
-            return self._encode_pieces(self._pretokenizer.split(_replace_surrogates(text)))
+        if len(text) >= ARRAY_MIN_CHARS:
+            ids = self._encode_long(text)
+            if ids is not None:
+                return ids
+        return self._encode_through_cache_alone(text)
 
     def encode(
         self,

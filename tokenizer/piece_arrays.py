@@ -154,9 +154,11 @@ def count_distinct(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     among ``starts``/``lengths``, and how often it occurs (distinct pieces in no particular order).
 
     >>> blob, _ = utf8_blob("abab a")
-    >>> representatives, counts = count_distinct(blob, np.array([0, 2, 4, 5]), np.array([2, 2, 1, 1]))
-    >>> sorted(zip(representatives.tolist(), counts.tolist()))   # "ab" twice, " " once, "a" once
-    [(0, 2), (2, 1), (3, 1)]
+    >>> starts, lengths = np.array([0, 2, 4, 5]), np.array([2, 2, 1, 1])
+    >>> representatives, counts = count_distinct(blob, starts, lengths)
+    >>> pieces = [blob[starts[i]:][:lengths[i]].tobytes() for i in representatives]
+    >>> sorted(zip(pieces, counts.tolist()))
+    [(b' ', 1), (b'a', 1), (b'ab', 2)]
     """
     representatives, group = distinct_pieces(blob, starts, lengths)
     return representatives, np.bincount(group, minlength=len(representatives))
@@ -224,7 +226,10 @@ def _distinct_by_bytes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray
 
 
 class PieceTable:
-    """An exact map from byte strings to non-negative ints, looked up for many pieces of a blob at once."""
+    """An exact map from byte strings to non-negative ints, looked up for many pieces of a blob at once.
+
+    Its state is a few arrays (:attr:`arrays`), so that it can be saved and rebuilt without hashing again
+    (:meth:`from_arrays`; :mod:`tokenizer.table_cache` keeps a vocabulary's on disk)."""
 
     def __init__(self, values: Mapping[bytes, int]):
         pieces = list(values)
@@ -236,18 +241,45 @@ class PieceTable:
         starts = np.cumsum(lengths) - lengths
         first, last = piece_words(blob, starts, lengths)
         keys = piece_keys(blob, starts, lengths, first, last)
-        if len(np.unique(keys)) < len(keys):
+        sorted_keys = np.sort(keys)
+        if (sorted_keys[1:] == sorted_keys[:-1]).any():
             raise ValueError("two pieces of a PieceTable have the same key (a 64-bit hash collision)")
-        where, size, self._slot_bits = hash_table_slots(keys)
-        self._slot_key = np.zeros(size, dtype=np.uint64)
-        self._slot_entry = np.full(size, EMPTY, dtype=np.int64)
-        self._slot_key[where], self._slot_entry[where] = keys, np.arange(len(pieces))
-        self._blob, self._starts, self._lengths, self._first, self._last = blob, starts, lengths, first, last
-        self._values = np.fromiter(values.values(), dtype=np.int64, count=len(pieces))
+        where, size, slot_bits = hash_table_slots(keys)
+        slot_key = np.zeros(size, dtype=np.uint64)
+        slot_entry = np.full(size, EMPTY, dtype=np.int64)
+        slot_key[where], slot_entry[where] = keys, np.arange(len(pieces))
+        values_array = np.fromiter(values.values(), dtype=np.int64, count=len(pieces))
+        self._set(blob, lengths, values_array, slot_key, slot_entry, slot_bits)
+
+    def _set(self, blob, lengths, values, slot_key, slot_entry, slot_bits) -> None:
+        self._blob, self._lengths, self._values = blob, lengths, values
+        self._slot_key, self._slot_entry, self._slot_bits = slot_key, slot_entry, int(slot_bits)
+        self._starts = np.cumsum(lengths) - lengths
+        self._first, self._last = piece_words(blob, self._starts, lengths)
+        self._longest = int(lengths.max(initial=0))
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The state, as named arrays (what :meth:`from_arrays` takes)."""
+        return {"blob": self._blob, "lengths": self._lengths, "values": self._values, "slot_key": self._slot_key,
+                "slot_entry": self._slot_entry, "slot_bits": np.array(self._slot_bits)}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> PieceTable:
+        """The table whose :attr:`arrays` these are."""
+        table = cls.__new__(cls)
+        table._set(**{name: arrays[name] for name in ("blob", "lengths", "values", "slot_key", "slot_entry", "slot_bits")})
+        return table
 
     def find(self, blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """The value of each piece ``blob[starts[i]:][:lengths[i]]`` (int64), -1 where the table lacks it.
         ``blob`` ends with :data:`PADDING` zero bytes (:func:`utf8_blob`); lengths are positive."""
+        fits = lengths <= self._longest
+        if not fits.all():  # a piece longer than every entry is none of them (and is not worth hashing)
+            found = np.full(len(starts), EMPTY, dtype=np.int64)
+            inside = np.flatnonzero(fits)
+            found[inside] = self.find(blob, starts[inside], lengths[inside])
+            return found
         first, last = piece_words(blob, starts, lengths)
         keys = piece_keys(blob, starts, lengths, first, last)
         slot = home_slots(keys, self._slot_bits)

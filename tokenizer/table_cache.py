@@ -1,4 +1,5 @@
-"""The pair table of batch BPE, kept on disk: built once per vocabulary, loaded by every later process.
+"""The tables of batch BPE and the array path, kept on disk: built once per vocabulary, loaded by every later
+process.
 
 :func:`tokenizer.batch_bpe.build_pair_table` cuts every token of a vocabulary at every position, which takes
 a noticeable moment for the large vocabularies; a fresh process that meets new text would pay it on its
@@ -12,6 +13,9 @@ bytes, id and merge priority), and loaded from there next time:
     >>> table = load_or_build(enc.merge_ranks, enc.token_ids)
     >>> len(pairs_of(table))  # every (left id, right id) whose bytes join into a GPT-2 token
     108299
+
+The same file holds the vocabulary's :class:`tokenizer.piece_arrays.PieceTable` (every token by its bytes),
+which the array path looks pieces up in: :func:`load_or_build_tables` gives both.
 
 A file is written whole to a temporary name and then renamed, so a reader never sees half of one. A file that
 cannot be read, fails its zip checksums, or was built from another vocabulary (its stored digest differs) is
@@ -36,10 +40,11 @@ from typing import Mapping
 import numpy as np
 
 from .batch_bpe import PairTable, build_pair_table
+from .piece_arrays import PieceTable
 from .user_cache import cache_dir
 
-# Bump when PairTable's fields or their meaning change: older files then no longer match any digest.
-FORMAT_VERSION = 1
+# Bump when PairTable's or PieceTable's fields or their meaning change: older files then match no digest.
+FORMAT_VERSION = 2
 
 _ARRAY_FIELDS = (
     "slot_keys", "slot_ranks", "slot_merged", "byte_ids", "byte_pair_ranks", "byte_pair_merged", "boundary_rank"
@@ -78,33 +83,50 @@ def table_path(digest: str) -> Path:
 def load_or_build(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int]) -> PairTable | None:
     """The pair table of this vocabulary: read from the cache folder if a good copy is there, else built
     (:func:`tokenizer.batch_bpe.build_pair_table`) and saved. None when the vocabulary cannot have one."""
+    tables = load_or_build_tables(merge_ranks, token_ids)
+    return tables and tables[0]
+
+
+def load_or_build_tables(
+    merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int]
+) -> tuple[PairTable, PieceTable] | None:
+    """``(pair table, token table)`` of this vocabulary, as :func:`load_or_build`; the token table maps every
+    token's bytes to its id. None when the vocabulary cannot have a pair table."""
     digest = vocabulary_digest(merge_ranks, token_ids)
     path = table_path(digest)
-    table = read_table(path, digest)
-    if table is None:
+    tables = read_tables(path, digest)
+    if tables is None:
         table = build_pair_table(merge_ranks, token_ids)
-        if table is not None:
-            write_table(path, digest, table)
-    return table
+        if table is None:
+            return None
+        try:
+            tables = table, PieceTable(token_ids)
+        except ValueError:  # two tokens with one 64-bit key (never seen): there is no array path then
+            return None
+        write_tables(path, digest, *tables)
+    return tables
 
 
-def read_table(path: Path, digest: str) -> PairTable | None:
-    """The table saved at ``path`` if it is whole and was built from the vocabulary ``digest``; else None."""
+def read_tables(path: Path, digest: str) -> tuple[PairTable, PieceTable] | None:
+    """The tables saved at ``path`` if the file is whole and was built from the vocabulary ``digest``; else None."""
     try:
         with np.load(path, allow_pickle=False) as saved:
             if str(saved["digest"]) != digest:
                 return None
             arrays = {name: saved[name] for name in _ARRAY_FIELDS}
             numbers = dict(zip(_NUMBER_FIELDS, map(int, saved["numbers"])))
+            tokens = PieceTable.from_arrays({name[len("tokens_"):]: saved[name] for name in saved.files
+                                             if name.startswith("tokens_")})
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None  # missing, unreadable, truncated or from an older format: built again
-    return PairTable(**numbers, **arrays)
+    return PairTable(**numbers, **arrays), tokens
 
 
-def write_table(path: Path, digest: str, table: PairTable) -> None:
-    """Save ``table`` at ``path`` atomically (a temporary file renamed); give up quietly if the folder cannot
+def write_tables(path: Path, digest: str, table: PairTable, tokens: PieceTable) -> None:
+    """Save the tables at ``path`` atomically (a temporary file renamed); give up quietly if the folder cannot
     be written: the cache only saves time."""
     arrays = {name: getattr(table, name) for name in _ARRAY_FIELDS}
+    arrays.update({f"tokens_{name}": array for name, array in tokens.arrays.items()})
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         f = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", suffix=".npz", delete=False)

@@ -1,0 +1,133 @@
+"""The array path (array_split + piece_arrays + batch BPE, tokenizer.array_encode) against tiktoken and against
+the piece-cache path, which stays the reference."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.array_encode as array_encode
+import tokenizer.encoding as encoding_module
+from tokenizer import Encoding, get_encoding
+from tokenizer.patterns import NEWER_THAN_TIKTOKEN
+
+# o200k too: without an array split its pieces come from the regex split, the rest of the path is the same
+ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
+
+
+def fresh(name: str) -> Encoding:
+    enc = get_encoding(name)
+    return Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+
+
+@pytest.fixture(scope="module")
+def encodings():
+    """One Encoding per name, its tables built once; each test decides which path its calls take."""
+    return {name: fresh(name) for name in ENCODINGS}
+
+
+def array_path(enc: Encoding, text: str) -> list[int]:
+    saved = encoding_module.ARRAY_MIN_CHARS
+    encoding_module.ARRAY_MIN_CHARS = 0  # hypothesis: no fixtures per example
+    try:
+        return enc.encode_ordinary(text)
+    finally:
+        encoding_module.ARRAY_MIN_CHARS = saved
+
+
+def test_docstring_examples():
+    assert doctest.testmod(array_encode).failed == 0
+
+
+def test_long_texts_take_the_array_path(tiktoken_encodings, monkeypatch):
+    enc = fresh("gpt2")
+    calls = []
+    real = array_encode.encode_split_text
+    monkeypatch.setattr(array_encode, "encode_split_text", lambda *a: calls.append(1) or real(*a))
+    text = "hello world " * encoding_module.ARRAY_MIN_CHARS
+    assert enc.encode_ordinary(text) == tiktoken_encodings["gpt2"].encode_ordinary(text)
+    assert calls == [1] and not enc._cache, "a long text makes no piece strings"
+    enc.encode_ordinary("hello world")
+    assert calls == [1] and enc._cache, "a short one goes through the piece cache"
+
+
+@pytest.mark.parametrize("filename", CORPUS_FILES)
+def test_corpora_equal_tiktoken_and_the_cache_path(filename, encodings, tiktoken_encodings):
+    text = corpus_text(filename, 400_000)
+    for name, enc in encodings.items():
+        ids = array_path(enc, text)
+        assert ids == tiktoken_encodings[name].encode_ordinary(text), name
+        cache_path = fresh(name)
+        assert cache_path._encode_through_cache([text])[0] == ids, name
+
+
+@pytest.fixture(scope="module")
+def tiktoken_encodings():
+    import tiktoken
+
+    return {name: tiktoken.get_encoding(name) for name in ENCODINGS}
+
+
+newer = st.sampled_from([chr(a) for a, _ in NEWER_THAN_TIKTOKEN] + ["\u0295"])
+tricky = st.lists(
+    st.one_of(
+        st.sampled_from(["hello", " world", "中文", "日本語", "Привет", "١٢٣", "'s", "'LL", "\r\n", "  ", "\t", "\ud800",
+                         "😀", "𝐀𝐁", "e\u0301", "ſ", "ǅ", "<|endoftext|>", " 123456", "/", "\u3000", "\xa0", "\x85"]),
+        newer,
+        st.tuples(st.sampled_from(["a", " ", "^", "ab", "中", "\n", "0", "'"]), st.integers(1, 300)).map(lambda t: t[0] * t[1]),
+        st.text(max_size=10),
+        st.characters(codec=None),
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(tricky, st.sampled_from(ENCODINGS))
+def test_fuzz_equals_tiktoken(text, name):
+    import tiktoken
+
+    enc = get_encoding(name)
+    assert array_path(enc, text) == tiktoken.get_encoding(name).encode_ordinary(text)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_special_tokens_and_batches_around_long_stretches(name, encodings, tiktoken_encodings):
+    enc, oracle = encodings[name], tiktoken_encodings[name]
+    long = corpus_text("de_manpages.txt", 3 * encoding_module.ARRAY_MIN_CHARS)
+    text = f"{long}<|endoftext|> kurz <|endoftext|>{long}\ud800"
+    assert enc.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all")
+    assert enc.encode(text, disallowed_special=()) == oracle.encode(text, disallowed_special=())
+    with pytest.raises(ValueError, match="disallowed"):
+        enc.encode(text)
+    texts = [long, "short", "", long[:100] + "<|endoftext|>"]
+    assert enc.encode_batch(texts, allowed_special="all") == oracle.encode_batch(texts, allowed_special="all")
+    assert enc.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+@pytest.mark.parametrize("text", [" " * 200_000, "^" * 200_000, "a" * 200_000, "\n" * 100_000 + "x",
+                                  "ab " * 70_000, "中" * 100_000])
+def test_runs_equal_tiktoken(name, text, tiktoken_encodings):
+    assert array_path(fresh(name), text) == tiktoken_encodings[name].encode_ordinary(text)
+
+
+def test_a_custom_pattern_takes_the_array_path_through_its_regex_split():
+    enc = get_encoding("gpt2")
+    custom = Encoding("digits", pat_str=r"\d|\D+", mergeable_ranks=dict(enc.token_ids), special_tokens={})
+    text = corpus_text("en_docs.txt", 100_000)
+    assert array_path(custom, text) == custom._encode_through_cache([text])[0]
+    assert custom._token_tables
+
+
+def test_without_the_whole_piece_rule_the_piece_cache_stays():
+    # CS336's rule: every piece through BPE, where the piece cache is faster; and still exact
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}
+    enc = Encoding.from_vocab_merges(vocab, [(b"a", b"b")], whole_piece_tokens=False)
+    text = "abc abc ab " * 1000
+    assert enc.encode_ordinary(text) == [256, 99, 32, 256, 99, 32, 256, 32] * 1000
+    assert enc._cache and enc._array_tables() is None
