@@ -96,6 +96,23 @@ def test_keys_of_short_pieces_are_distinct():
     assert len(by_length) == len(set(pieces))
 
 
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.lists(st.sampled_from(TWINS + ["ab", "ba", "a", "\x00", "\x00\x00", "é"]), min_size=1, max_size=60),
+       st.integers(0, 2**64 - 1))
+def test_count_distinct_when_keys_share_their_high_bits(pieces, salt):
+    # count_distinct groups pieces by the high bits of their keys only: keys that differ in their low bits
+    # alone (here a small number, salted) put unequal pieces in one group, which must still be counted apart.
+    blob, starts, lengths = blob_of(pieces)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(piece_arrays, "piece_keys", lambda blob, starts, lengths, first, last: (
+            (first ^ last ^ np.uint64(salt)) & np.uint64(0xFF)))
+        representatives, counts = count_distinct(blob, starts, lengths)
+        same_representatives, group = piece_arrays.distinct_pieces(blob, starts, lengths)
+    assert [pieces[i] for i in same_representatives[group].tolist()] == pieces
+    assert len(set(representatives.tolist())) == len(representatives)
+    assert {pieces[i]: n for i, n in zip(representatives.tolist(), counts.tolist())} == Counter(pieces)
+
+
 def test_empty_inputs():
     blob, _ = utf8_blob("")
     none = np.zeros(0, dtype=np.int64)

@@ -110,9 +110,11 @@ def piece_keys(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first:
     equal keys only if they are equal (their bytes and length fit in 64 bits, which a bijection mixes); longer ones are
     hashed from their words and length, and above 16 bytes from all their bytes too, and need comparing."""
     with np.errstate(over="ignore"):
-        keys = mix64(mix64(mix64(first) + last) + lengths.astype(np.uint64))
-        short = np.flatnonzero(lengths < 8)
-        keys[short] = mix64(first[short] | (lengths[short].astype(np.uint64) << np.uint64(56)))
+        # Most pieces are short: every key is first made as a short piece's, then the longer ones' replaced.
+        keys = mix64(first | (lengths.astype(np.uint64) << np.uint64(56)))
+        longer = np.flatnonzero(lengths >= 8)
+        if len(longer):
+            keys[longer] = mix64(mix64(mix64(first[longer]) + last[longer]) + lengths[longer].astype(np.uint64))
         long = np.flatnonzero(lengths > 16)
         if len(long):
             keys[long] += mix64(_polynomial_hashes(blob, starts[long], lengths[long]))
@@ -171,30 +173,46 @@ def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     >>> len(representatives), bool(group[0] == group[1]), len(set(group.tolist()))   # "ab" twice, " ", "a"
     (3, True, 3)
     """
-    if not len(starts):
+    n = len(starts)
+    if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     first, last = piece_words(blob, starts, lengths)
     keys = piece_keys(blob, starts, lengths, first, last)
-    # Sorting the keys (not an argsort: cheaper) gives the distinct ones; a binary search, each piece's.
-    sorted_keys = np.sort(keys)
-    new_key = np.empty(len(keys), dtype=bool)
+    # Group the pieces by key. Sorting the keys themselves is several times faster than argsort; so the low
+    # bits of each key give way to the piece's index, which the sort carries along. Groups are then by the
+    # key's high bits only: unequal pieces may share a group, which the comparison below finds.
+    index_bits = np.uint64(max(1, (n - 1).bit_length()))
+    tagged = keys >> index_bits
+    tagged <<= index_bits
+    tagged |= np.arange(n, dtype=np.uint64)
+    tagged.sort()
+    order = (tagged & ((np.uint64(1) << index_bits) - np.uint64(1))).astype(np.int64)
+    tagged >>= index_bits
+    new_key = np.empty(n, dtype=bool)
     new_key[0] = True
-    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=new_key[1:])
-    group = np.searchsorted(sorted_keys[new_key], keys)
-    representatives = np.empty(int(new_key.sum()), dtype=np.int64)
-    representatives[group] = np.arange(len(keys))  # any occurrence will do
-    # Pieces with equal keys must be equal pieces: check each against its group's representative.
-    # (Keys of pieces under eight bytes are theirs alone: only the others are compared.)
-    representative = representatives[group]
-    equal = lengths == lengths[representative]
-    check = np.flatnonzero(equal & (lengths >= 8))
-    other = representative[check]
-    equal[check] = (first[check] == first[other]) & (last[check] == last[other])
-    long = check[equal[check] & (lengths[check] > 16)]
-    equal[long] = same_bytes(blob, starts[long], blob, starts[representative[long]], lengths[long])
-    if not equal.all():  # a hash collision: group by bytes instead (slow, and never expected)
-        return _distinct_by_bytes(blob, starts, lengths)
-    return representatives, group
+    np.not_equal(tagged[1:], tagged[:-1], out=new_key[1:])
+    representatives = order[new_key]
+    group = np.empty(n, dtype=np.int64)
+    group[order] = np.cumsum(new_key) - 1
+    # Every piece must equal its group's representative: same length and words (bytes too above 16 bytes).
+    # Compared in the pieces' own order through the representatives' values: gathers from a small table
+    # rather than from all pieces in key order. (The first word and the length are a piece of up to 8 bytes.)
+    equal = lengths == lengths[representatives][group]
+    equal &= first == first[representatives][group]
+    longer = np.flatnonzero(equal & (lengths > 8))
+    other = representatives[group[longer]]
+    equal[longer] = last[longer] == last[other]
+    long = np.flatnonzero(equal[longer] & (lengths[longer] > 16))
+    equal[longer[long]] = same_bytes(blob, starts[longer[long]], blob, starts[other[long]], lengths[longer[long]])
+    if equal.all():
+        return representatives, group
+    # A collision (of the keys' high bits): the pieces unlike their representative are grouped by bytes, as
+    # new groups. None of them equals a piece of another group (equal pieces have equal keys), so they only
+    # meet each other; and a group keeps its representative, which is like itself.
+    strays = np.flatnonzero(~equal)
+    stray_representatives, stray_group = _distinct_by_bytes(blob, starts[strays], lengths[strays])
+    group[strays] = len(representatives) + stray_group
+    return np.concatenate([representatives, strays[stray_representatives]]), group
 
 
 def _distinct_by_bytes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

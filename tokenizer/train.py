@@ -26,9 +26,12 @@ How it runs, in two phases:
    (:mod:`tokenizer.cuts`; see :func:`find_chunk_boundaries`), so no pre-token and no special token straddles
    two chunks and the counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a
    time, split it and return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up.
-   Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. With
-   GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or whitespace) with a
-   simple regex, then splits each *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
+   Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. A pattern
+   with an array split (:mod:`tokenizer.array_counts`) is counted by array operations, the texts of a range
+   together, only the distinct pre-tokens and each text's edges becoming strings. Otherwise (and for those
+   edges), with GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or
+   whitespace) with a simple regex, then splits each *distinct* piece once with the real pattern (see
+   ``_GPT2_COARSE``).
 2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat arrays of token ids
    with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and a merge
    rewrites the occurrences of the best pair and recounts the pairs around them. The loop that does this is
@@ -67,6 +70,7 @@ import numpy as np
 import regex
 from tqdm import tqdm
 
+from .array_counts import count_texts, has_array_counts
 from .cuts import safe_byte_cuts
 from .engines import ENGINES, ProgressBar, open_engine
 from .pretokenize import GPT2_PATTERN, R50K_PATTERN, compile_pattern
@@ -402,26 +406,61 @@ def _read_text(path: str, start: int, end: int) -> str:
 def _count_ranges(
     ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str, report=None
 ) -> Counter:
-    """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary)."""
+    """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary).
+
+    With a pattern that has array counts (:mod:`tokenizer.array_counts`) the texts of each range are counted
+    together by array operations, and only their edges (next to where they begin and end) are split here as
+    strings; with another pattern, or text with a lone surrogate, every text is split here."""
     key = (pattern, specials)
     fns = _worker_cache.get(key)
     if fns is None:
         coarse = _GPT2_COARSE.findall if pattern in _TWO_LEVEL_PATTERNS else None
         fns = _worker_cache[key] = (_splitter(pattern), _special_splitter(specials), coarse)
     split, split_specials, coarse = fns
+    by_arrays = has_array_counts(pattern)
     report = report or _report_progress
     counts: Counter = Counter()  # coarse pieces with GPT-2's pattern, else pre-tokens
+    exact: Counter = Counter()  # pre-tokens counted by arrays
     for path, start, end in ranges:
+        documents = read_documents(path, start, end, text_field=text_field)
         try:
-            for document in read_documents(path, start, end, text_field=text_field):
-                for text in split_specials(document):
-                    counts.update(coarse(text) if coarse else split(text))
+            for texts in _batches(text for document in documents for text in split_specials(document)):
+                if by_arrays:
+                    array_counts, texts = count_texts(texts, pattern)
+                    exact.update(array_counts)
+                for text, n in Counter(texts).items():  # edges repeat ("\n\n" before many a special token)
+                    pieces = coarse(text) if coarse else split(text)
+                    if n == 1:
+                        counts.update(pieces)
+                    else:
+                        for piece in pieces:
+                            counts[piece] += n
         except ValueError as e:
             e.failed_range = (path, start)  # for the parent, to report the earliest bad input (it pickles)
             raise
         if report:
             report(end - start)
-    return _split_pieces(counts, split) if coarse else counts
+    if coarse:
+        counts = _split_pieces(counts, split)
+    return _add_up([exact, counts] if len(exact) >= len(counts) else [counts, exact])
+
+
+# Texts are counted together in batches of about this many characters (a .jsonl.gz file is one range).
+_BATCH_CHARS = 1 << 22
+
+
+def _batches(texts: Iterable[str]) -> Iterable[list[str]]:
+    """``texts`` in lists of about :data:`_BATCH_CHARS` characters (a longer text alone)."""
+    batch: list[str] = []
+    size = 0
+    for text in texts:
+        batch.append(text)
+        size += len(text)
+        if size >= _BATCH_CHARS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def _count_ranges_star(args) -> Counter | ValueError:
