@@ -102,8 +102,9 @@ DIGIT = NUMBER_KIND | RARE  # any \p{N}
 LINE = SPACE_KIND | RARE  # CR, LF
 BLANK_SPACE = SPACE_KIND | 64  # U+0020
 SLASH = OTHER | 4 | RARE  # "/", which [\r\n/]* takes after punctuation
-QUOTE = OTHER | 8 | RARE  # the apostrophe
+QUOTE = OTHER | 64 | RARE  # the apostrophe
 IN_BOTH_CASES = 16 | 32  # the bits of CASELESS and MARK
+IN_A_CASE_SET = 8 | IN_BOTH_CASES  # LOWER's too (a bit no other class sets)
 
 
 @cache
@@ -270,23 +271,32 @@ def _o200k_rule_starts(code_points: np.ndarray, classes: np.ndarray) -> tuple[np
     # a run of word characters (letters and marks), numbers, whitespace or "other" starts a piece ...
     np.not_equal(kind[1:], kind[:-1], out=starts[1:])
     space = kind == SPACE_KIND
-    line_break = classes == LINE
+    lends = (classes & (RARE | 3)) == SPACE_KIND  # whitespace but CR and LF: may come before a word
     # ... and so does a whitespace run's last character before a non-space, unless a line break (\s+(?!\S))
-    starts[:-1] |= (space[:-1] > space[1:]) > line_break[:-1]
+    pair = np.empty(n - 1, bool)  # a rule about each character and the next
+    np.greater(lends[:-1], space[1:], out=pair)
+    starts[:-1] |= pair
     word = kind == WORD
     other = kind == OTHER
     blank = classes == BLANK_SPACE
-    lends = space ^ line_break  # whitespace but CR and LF: what may come before a word ([^\r\n\p{L}\p{N}]?)
-    # an "other" character that starts a piece: not after another, nor after a blank (which takes it: " ?[^...]+")
+    # an "other" character that starts a piece: not after another, nor after a blank (which takes it: " ?")
     lone = np.empty(n, bool)
     lone[0] = other[0]
     np.greater(other[1:], other[:-1] | blank[:-1], out=lone[1:])
     # one character that starts a piece and is neither a letter, number, CR nor LF is taken by the word after
-    # it (a whitespace one, or an "other" run of one); a blank, by the "other" run after it
-    starts[1:] &= ~(((lends[:-1] | lone[:-1]) & word[1:]) | (blank[:-1] & other[1:]))
-    # case: an upper-case letter after a lower-case one starts a word
+    # it ([^\r\n\p{L}\p{N}]?): a whitespace one, or an "other" run of one; a blank, by the "other" run after it
+    lone |= lends  # (now: any character that lends itself to a word after it)
+    np.logical_and(lone[:-1], word[1:], out=pair)
+    pair |= blank[:-1] & other[1:]
+    np.greater(starts[1:], pair, out=starts[1:])
+    # case: an upper-case letter after a lower-case one starts a word; after a caseless one (Lm, Lo, a mark),
+    # see below
     upper = classes == UPPER
-    starts[1:] |= upper[1:] & (classes[:-1] == LOWER)
+    np.not_equal(classes[:-1] & IN_A_CASE_SET, 0, out=pair)
+    pair &= upper[1:]
+    after_cased = np.flatnonzero(pair) + 1
+    after_lower = classes[after_cased - 1] == LOWER
+    starts[after_cased[after_lower]] = True
     rare = np.flatnonzero(classes >= RARE)
     rare_classes = classes[rare]
     hard = [rare[rare_classes == MARK]]  # positions whose segment the regex splits (see below)
@@ -304,7 +314,7 @@ def _o200k_rule_starts(code_points: np.ndarray, classes: np.ndarray) -> tuple[np
         after = after[lends[after]]
         ends = _run_ends(lends, after)
         last = ends == n
-        last[~last] = ~line_break[ends[~last]]
+        last[~last] = classes[ends[~last]] != LINE
         starts[after[last]] = True
     quotes = rare[rare_classes == QUOTE]
     quotes = quotes[(quotes > 0) & (kind[quotes - 1] == WORD)]
@@ -324,7 +334,7 @@ def _o200k_rule_starts(code_points: np.ndarray, classes: np.ndarray) -> tuple[np
     # case: an upper-case letter after a caseless one (Lm, Lo, a mark) starts a word if the word is in its
     # lower-case part ([\p{Ll}...]+ ends), or if only upper-case letters follow to the end of the word run: the
     # first alternative gives back to its last caseless character, the second takes the rest
-    after_caseless = np.flatnonzero(upper[1:] & ((classes[:-1] & IN_BOTH_CASES) != 0)) + 1
+    after_caseless = after_cased[~after_lower]
     if len(after_caseless):
         caseless_from = _run_starts((classes & IN_BOTH_CASES) != 0, after_caseless - 1)
         lower_part = (caseless_from > 0) & (classes[np.maximum(caseless_from - 1, 0)] == LOWER)
@@ -343,9 +353,12 @@ def _o200k_rule_starts(code_points: np.ndarray, classes: np.ndarray) -> tuple[np
         new_run = _run_firsts(tail)
         run_of = np.cumsum(new_run) - 1
         opens = (classes[tail] == LINE) & (tail > 0) & (kind[np.maximum(tail - 1, 0)] == OTHER)
-        opened, first_open = np.unique(run_of[opens], return_index=True)
+        open_at = np.flatnonzero(opens)
+        first_open = np.ones(len(open_at), bool)
+        first_open[1:] = run_of[open_at[1:]] != run_of[open_at[:-1]]
+        opened = run_of[open_at[first_open]]
         taken_from = np.full(int(run_of[-1]) + 1, len(tail))
-        taken_from[opened] = np.flatnonzero(opens)[first_open]
+        taken_from[opened] = open_at[first_open]
         starts[tail[np.arange(len(tail)) >= taken_from[run_of]]] = False
         after = tail[np.append(new_run[1:], True)][opened] + 1
         after = after[after < n]
