@@ -14,6 +14,8 @@ string and no Python loop walks the positions:
     [0, 5, 11, 12, 15, 17, 22]
     >>> piece_starts(code_points, CL100K_PATTERN).tolist()  # ... 's| |202|4|!
     [0, 5, 11, 12, 15, 17, 18, 21, 22]
+    >>> piece_starts(code_points, O200K_PATTERN).tolist()  # ... it's| |202|4|!
+    [0, 5, 11, 12, 17, 18, 21, 22]
 
 The rules, derived from the patterns (``tests/test_array_split.py`` checks them against the ``regex`` package on
 fuzz, the corpora and every code point in context):
@@ -41,16 +43,46 @@ cl100k (``'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[
   a run at the end of the text (``\\s++$``) is one piece after its first start;
 - contractions as for GPT-2, case-insensitive (``(?i)`` also folds the long s U+017F to s).
 
+o200k (a word is ``[^\\r\\n\\p{L}\\p{N}]?`` then upper-case-set characters ``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*``
+then lower-case-set ones ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+`` and a contraction ``(?i:'s|...)?``, or the same with
+``+`` and ``*`` swapped; then ``\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``), with a
+class table of its own (upper case Lu Lt, lower case Ll, caseless Lm Lo, marks, numbers, whitespace, CR and LF,
+U+0020, "/", the apostrophe):
+
+- a run of word characters (letters, and marks after a letter), numbers, whitespace or "other" starts a piece,
+  and so does the last whitespace before a non-space unless a line break; a whitespace character that is not
+  CR or LF, or an "other" run of one character not after a blank, lends itself to a word right after it; a
+  blank lends itself to an "other" run right after it;
+- case, inside a run of word characters: an upper-case letter starts a word after a lower-case one; after a
+  caseless one (Lm, Lo, a mark) it does if the word is in its lower-case part already (the last letter before
+  that is not caseless is lower case), or if only upper-case letters follow to the end of the run (the first
+  alternative gives back to its last caseless character; the second takes the rest);
+- a contraction right after a word is the word's; the letters after it start a new word, in its upper-case part;
+- numbers in threes from the run's start; after a whitespace run's last line break (``\\s*[\\r\\n]+``), the
+  rest of the run starts a piece;
+- ``[\\r\\n/]*``: in a run of CR, LF and "/", everything from its first CR or LF that follows an "other"
+  character (a "/" of the run counts) belongs to that punctuation's piece, and the character after the run
+  starts a piece afresh (a "/" taken lends itself to nothing).
+
+Where o200k's decisions chain, the rules stop and the regex takes over. A mark is a word character and "other"
+both: one that does not follow a letter or mark may be a word's first character, its prefix, or punctuation
+that ``[\\r\\n/]*`` then runs on from; one after a contraction starts a piece; and contractions in a chain
+(``x'll'll's``) alternate. For each such position, the text between the nearest two of :mod:`tokenizer.cuts`'
+safe cuts around it (its two-character rule, tested only near those positions) is split by
+:meth:`Pretokenizer.split <tokenizer.pretokenize.Pretokenizer.split>` and its starts spliced in: exact, since a
+segment between safe cuts splits as it would alone, and the rules never look across a cut. Real text has few:
+:func:`hard_segments` lists them.
+
 Every rule that concerns few positions (digits, line breaks, apostrophes) runs on the compressed array of those
-positions; the whole-text passes are a table look-up and about a dozen byte-wide comparisons. The class table
-(one byte per code point, tiktoken's Unicode 16.0 classes from :mod:`tokenizer.unicode16`) is built on first use
-and kept.
+positions; the whole-text passes are a table look-up and a dozen or two byte-wide comparisons. The class tables
+(one byte per code point, tiktoken's Unicode 16.0 classes from :mod:`tokenizer.unicode16`) are built on first
+use and kept.
 
 What this module does not do: make the pieces (``text[a:b]`` from the starts is the caller's), run BPE, or know
-any pattern but OpenAI's gpt2/r50k and cl100k ones. o200k has no array form here (its case split, marks that
-are both word and "other", and ``[\\r\\n/]*`` after punctuation chain decisions across runs):
-:func:`piece_starts` returns ``None`` for it and for any other pattern, and the caller splits with
-:mod:`tokenizer.pretokenize`. Lone surrogates must be handled before (``"utf-32-le"`` refuses them).
+any pattern but OpenAI's: :func:`piece_starts` returns ``None`` for any other, and the caller splits with
+:mod:`tokenizer.pretokenize`. It does not stay fast on text made of what o200k's rules leave to the regex
+(marks after punctuation, say): that is exact, at the regex's speed. Lone surrogates must be handled before
+(``"utf-32-le"`` refuses them).
 """
 
 from __future__ import annotations
