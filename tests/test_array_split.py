@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 
 import tokenizer.array_split as array_split
 from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
-from tokenizer.array_split import CASELESS, LOWER, OTHER, hard_segments, has_array_split, o200k_class_table, piece_starts
+from tokenizer.array_split import (
+    CASELESS,
+    LOWER,
+    OTHER,
+    hard_segments,
+    has_array_split,
+    o200k_class_table,
+    piece_starts,
+)
 from tokenizer.patterns import (
     CL100K_PATTERN,
     GPT2_PATTERN,
