@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 
 import tokenizer.array_split as array_split
 from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
-from tokenizer.array_split import has_array_split, piece_starts
+from tokenizer.array_split import (
+    CASELESS,
+    LOWER,
+    OTHER,
+    hard_segments,
+    has_array_split,
+    o200k_class_table,
+    piece_starts,
+)
 from tokenizer.patterns import (
     CL100K_PATTERN,
     GPT2_PATTERN,
@@ -28,9 +36,9 @@ from tokenizer.patterns import (
 from tokenizer.pretokenize import compile_pattern
 
 IDS = ["gpt2", "r50k", "cl100k", "o200k"]
-# What the module promises to split; the test below fails if one of them loses (or o200k gains) its array form.
-SUPPORTED = [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN]
-SUPPORTED_IDS = ["gpt2", "r50k", "cl100k"]
+# What the module promises to split; the test below fails if one of them loses its array form.
+SUPPORTED = [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN]
+SUPPORTED_IDS = ["gpt2", "r50k", "cl100k", "o200k"]
 
 # One or two representatives of every class and every character the patterns name: letters of each case
 # (with the contraction letters in both cases, and the long s that (?i) folds to s), Lm/Lo/Lt, marks, digits
@@ -50,12 +58,23 @@ fuzz_texts = st.one_of(
         lambda few: st.text(st.sampled_from(few), max_size=25)
     ),
 )
+# o200k's own material, beside single characters: contractions of either case, a mark on a letter, CR LF,
+# "/" after a line break, a caseless letter before an upper-case one
+O200K_PIECES = [*ALPHABET, "'S", "'ll", "'Re", "'D", "x\u0301", "\r\n", "\n/", "中A", "ʰB"]
+o200k_texts = st.one_of(
+    st.lists(st.sampled_from(O200K_PIECES), max_size=20).map("".join),
+    st.lists(st.sampled_from(O200K_PIECES), min_size=1, max_size=4).flatmap(
+        lambda few: st.lists(st.sampled_from(few), max_size=15).map("".join)
+    ),
+)
 long_runs = st.lists(
     st.tuples(st.sampled_from(ALPHABET), st.integers(1, 300)).map(lambda t: t[0] * t[1]), max_size=6
 ).map("".join)
 
 # Contexts that tell the classes apart (as tests/test_fast_split.py uses them): every code point in each.
-CONTEXTS = ["{}", "a{}b", "{}'s", "'{}", " {}", "1{}2", "A{}b", "{}Ab", "x{}\u0301", "{} \n", "!{}\r\n", "{}{}"]
+CONTEXTS = [
+    "{}", "a{}b", "{}'s", "'{}", " {}", "1{}2", "A{}b", "{}Ab", "x{}\u0301", "{} \n", "!{}\r\n", "{}{}", "{}\n/{}a",
+]
 EVERY_CONTEXT = "a{}b1{}2{}Ab{}'s"
 EVERY_CHARACTER = "".join(map(chr, range(0x110000)))  # surrogates too: the table must call them "other"
 BMP = EVERY_CHARACTER[:0x10000]
@@ -93,7 +112,6 @@ def test_supported_patterns():
     assert [p for p in OPENAI_PATTERNS if has_array_split(p)] == SUPPORTED
     assert not has_array_split(r"\p{L}+|\P{L}")
     assert piece_starts(code_points("ab"), r"\p{L}+|\P{L}") is None
-    assert piece_starts(code_points("ab"), O200K_PATTERN) is None
 
 
 @pytest.mark.parametrize("pattern", SUPPORTED, ids=SUPPORTED_IDS)
@@ -122,6 +140,12 @@ def test_fuzz_equals_reference(pattern, text):
     assert array_starts(text, pattern) == reference_starts(text, pattern)
 
 
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(text=o200k_texts)
+def test_o200k_fuzz_equals_reference(text):
+    assert array_starts(text, O200K_PATTERN) == reference_starts(text, O200K_PATTERN)
+
+
 @pytest.mark.parametrize("pattern", SUPPORTED, ids=SUPPORTED_IDS)
 @settings(max_examples=max(FUZZ_EXAMPLES // 10, 30), deadline=None)
 @given(text=long_runs)
@@ -134,10 +158,13 @@ def test_corpus_equals_reference(filename):
     text = corpus_text(filename, 1_000_000)
     for pattern in SUPPORTED:
         assert array_starts(text, pattern) == reference_starts(text, pattern), pattern
+    # o200k's regex fallback is for rare material: a rule that made common text hard would stay exact but slow
+    segments = hard_segments(code_points(text))
+    assert (segments[:, 1] - segments[:, 0]).sum() < len(text) / 1000
 
 
 # (one pattern per splitting rule set: gpt2's and r50k's are the same rules; 15 MB of text each)
-@pytest.mark.parametrize("pattern", [R50K_PATTERN, CL100K_PATTERN], ids=["r50k", "cl100k"])
+@pytest.mark.parametrize("pattern", [R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN], ids=["r50k", "cl100k", "o200k"])
 def test_every_code_point_in_context_equals_reference(pattern):
     text = every_code_point_text(EVERY_CONTEXT, EVERY_CHARACTER)
     assert array_starts(text, pattern) == reference_starts(text, pattern)
@@ -156,5 +183,57 @@ def test_a_wrong_class_is_caught(monkeypatch):
     wrong[0x2028] = 0
     monkeypatch.setattr(array_split, "class_table", lambda: wrong)
     text = every_code_point_text(EVERY_CONTEXT, BMP)
-    for pattern in SUPPORTED:
+    for pattern in [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN]:  # (o200k has a table of its own: see below)
         assert array_starts(text, pattern) != reference_starts(text, pattern), pattern
+
+
+# o200k: text whose segments its rules leave to the regex (a mark after punctuation or a space, after a
+# contraction, or first; contractions in a chain), each with the segment it makes hard
+HARD = [
+    ("x\n//\u0301\n//\u0301a b", (1, 10)),  # (cuts: after a letter before anything outside a word, before a space)
+    ("a b.\u0301c d", (3, 6)),
+    ("it's\u0301 x", (0, 5)),
+    ("\u0301a b", (0, 2)),
+    ("x'll'll's y", (0, 9)),
+]
+
+
+@pytest.mark.parametrize("text, segment", HARD)
+def test_o200k_hard_segments_are_split_by_the_regex(monkeypatch, text, segment):
+    assert hard_segments(code_points(text)).tolist() == [list(segment)]
+    expected = reference_starts(text, O200K_PATTERN)
+    assert array_starts(text, O200K_PATTERN) == expected
+    # the regex's pieces are spliced in: one that never splits leaves the segment one piece
+    class OnePiece:
+        def split(self, segment_text):
+            return [segment_text]
+
+    monkeypatch.setattr(array_split, "compile_pattern", lambda pattern: OnePiece())
+    first, end = segment
+    outside = [s for s in expected if not first <= s < end]
+    assert array_starts(text, O200K_PATTERN) == sorted([first, *outside])
+
+
+def test_o200k_simple_text_has_no_hard_segment():
+    text = "Hello wörld, it's 2024!\n/usr/bin\r\n  中文 ǅx ʰA 'Ll: é\u0301 x//\n/.a"
+    assert hard_segments(code_points(text)).tolist() == []
+    assert hard_segments(code_points("")).tolist() == []
+    assert array_starts(text, O200K_PATTERN) == reference_starts(text, O200K_PATTERN)
+
+
+# One class changed in o200k's table, and a text in which that changes the pieces: each rule is needed.
+@pytest.mark.parametrize(
+    "character, wrong_class, text",
+    [
+        ("/", OTHER, ".\n/.a"),  # "/" no longer taken after a line break
+        ("'", OTHER, "it's"),  # no contractions
+        ("ǅ", LOWER, "aǅ"),  # title case taken for lower case
+        ("\u0301", CASELESS, "x\n//\u0301\n//\u0301a"),  # a mark only a letter (never hard)
+        ("\n", OTHER, "a\nb"),
+    ],
+)
+def test_a_wrong_o200k_class_is_caught(monkeypatch, character, wrong_class, text):
+    wrong = o200k_class_table().copy()
+    wrong[ord(character)] = wrong_class
+    monkeypatch.setattr(array_split, "o200k_class_table", lambda: wrong)
+    assert array_starts(text, O200K_PATTERN) != reference_starts(text, O200K_PATTERN)

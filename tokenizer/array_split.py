@@ -14,6 +14,8 @@ string and no Python loop walks the positions:
     [0, 5, 11, 12, 15, 17, 22]
     >>> piece_starts(code_points, CL100K_PATTERN).tolist()  # ... 's| |202|4|!
     [0, 5, 11, 12, 15, 17, 18, 21, 22]
+    >>> piece_starts(code_points, O200K_PATTERN).tolist()  # ... it's| |202|4|!
+    [0, 5, 11, 12, 17, 18, 21, 22]
 
 The rules, derived from the patterns (``tests/test_array_split.py`` checks them against the ``regex`` package on
 fuzz, the corpora and every code point in context):
@@ -41,16 +43,46 @@ cl100k (``'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[
   a run at the end of the text (``\\s++$``) is one piece after its first start;
 - contractions as for GPT-2, case-insensitive (``(?i)`` also folds the long s U+017F to s).
 
+o200k (a word is ``[^\\r\\n\\p{L}\\p{N}]?`` then upper-case-set characters ``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*``
+then lower-case-set ones ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+`` and a contraction ``(?i:'s|...)?``, or the same with
+``+`` and ``*`` swapped; then ``\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``), with a
+class table of its own (upper case Lu Lt, lower case Ll, caseless Lm Lo, marks, numbers, whitespace, CR and LF,
+U+0020, "/", the apostrophe):
+
+- a run of word characters (letters, and marks after a letter), numbers, whitespace or "other" starts a piece,
+  and so does the last whitespace before a non-space unless a line break; a whitespace character that is not
+  CR or LF, or an "other" run of one character not after a blank, lends itself to a word right after it; a
+  blank lends itself to an "other" run right after it;
+- case, inside a run of word characters: an upper-case letter starts a word after a lower-case one; after a
+  caseless one (Lm, Lo, a mark) it does if the word is in its lower-case part already (the last letter before
+  that is not caseless is lower case), or if only upper-case letters follow to the end of the run (the first
+  alternative gives back to its last caseless character; the second takes the rest);
+- a contraction right after a word is the word's; the letters after it start a new word, in its upper-case part;
+- numbers in threes from the run's start; after a whitespace run's last line break (``\\s*[\\r\\n]+``), the
+  rest of the run starts a piece;
+- ``[\\r\\n/]*``: in a run of CR, LF and "/", everything from its first CR or LF that follows an "other"
+  character (a "/" of the run counts) belongs to that punctuation's piece, and the character after the run
+  starts a piece afresh (a "/" taken lends itself to nothing).
+
+Where o200k's decisions chain, the rules stop and the regex takes over. A mark is a word character and "other"
+both: one that does not follow a letter or mark may be a word's first character, its prefix, or punctuation
+that ``[\\r\\n/]*`` then runs on from; one after a contraction starts a piece; and contractions in a chain
+(``x'll'll's``) alternate. For each such position, the text between the nearest two of :mod:`tokenizer.cuts`'
+safe cuts around it (its two-character rule, tested only near those positions) is split by
+:meth:`Pretokenizer.split <tokenizer.pretokenize.Pretokenizer.split>` and its starts spliced in: exact, since a
+segment between safe cuts splits as it would alone, and the rules never look across a cut. Real text has few:
+:func:`hard_segments` lists them.
+
 Every rule that concerns few positions (digits, line breaks, apostrophes) runs on the compressed array of those
-positions; the whole-text passes are a table look-up and about a dozen byte-wide comparisons. The class table
-(one byte per code point, tiktoken's Unicode 16.0 classes from :mod:`tokenizer.unicode16`) is built on first use
-and kept.
+positions; the whole-text passes are a table look-up and a dozen or two byte-wide comparisons. The class tables
+(one byte per code point, tiktoken's Unicode 16.0 classes from :mod:`tokenizer.unicode16`) are built on first
+use and kept.
 
 What this module does not do: make the pieces (``text[a:b]`` from the starts is the caller's), run BPE, or know
-any pattern but OpenAI's gpt2/r50k and cl100k ones. o200k has no array form here (its case split, marks that
-are both word and "other", and ``[\\r\\n/]*`` after punctuation chain decisions across runs):
-:func:`piece_starts` returns ``None`` for it and for any other pattern, and the caller splits with
-:mod:`tokenizer.pretokenize`. Lone surrogates must be handled before (``"utf-32-le"`` refuses them).
+any pattern but OpenAI's: :func:`piece_starts` returns ``None`` for any other, and the caller splits with
+:mod:`tokenizer.pretokenize`. It does not stay fast on text made of what o200k's rules leave to the regex
+(marks after punctuation, say): that is exact, at the regex's speed. Lone surrogates must be handled before
+(``"utf-32-le"`` refuses them).
 """
 
 from __future__ import annotations
@@ -59,7 +91,8 @@ from functools import cache
 
 import numpy as np
 
-from .patterns import CL100K_PATTERN, GPT2_PATTERN, R50K_PATTERN
+from .patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
+from .pretokenize import compile_pattern
 from .stdlib_patterns import code_point_runs
 
 CODE_POINTS = 0x110000
@@ -88,6 +121,40 @@ def class_table() -> np.ndarray:
     return table
 
 
+# o200k's class byte: the kind in the two low bits (0 "other", 1 word, 2 number, 3 whitespace), details above
+# them, and RARE on the classes few positions have (found with one comparison). Each value below is one
+# class, so one comparison finds it.
+OTHER, WORD, NUMBER_KIND, SPACE_KIND = 0, 1, 2, 3
+RARE = 128
+UPPER = WORD | 4  # Lu, Lt: o200k's upper-case set only
+LOWER = WORD | 8  # Ll: its lower-case set only
+CASELESS = WORD | 16  # Lm, Lo: both sets
+MARK = WORD | 32 | RARE  # M: both sets, and "other" too (taken as part of a word: see _o200k_starts)
+DIGIT = NUMBER_KIND | RARE  # any \p{N}
+LINE = SPACE_KIND | RARE  # CR, LF
+BLANK_SPACE = SPACE_KIND | 64  # U+0020
+SLASH = OTHER | 4 | RARE  # "/", which [\r\n/]* takes after punctuation
+QUOTE = OTHER | 64 | RARE  # the apostrophe
+IN_BOTH_CASES = 16 | 32  # the bits of CASELESS and MARK
+IN_A_CASE_SET = 8 | IN_BOTH_CASES  # LOWER's too (a bit no other class sets)
+
+
+@cache
+def o200k_class_table() -> np.ndarray:
+    """``uint8[0x110000]``: each code point's o200k class (one of the values above; tiktoken's Unicode 16.0)."""
+    table = np.full(CODE_POINTS, OTHER, np.uint8)
+    for name, value in (("White_Space", SPACE_KIND), ("N", DIGIT), ("Lu", UPPER), ("Lt", UPPER), ("Ll", LOWER),
+                        ("Lm", CASELESS), ("Lo", CASELESS), ("M", MARK)):
+        for first, last in code_point_runs(name):
+            table[first : last + 1] = value
+    table[[0x0A, 0x0D]] = LINE
+    table[0x20] = BLANK_SPACE
+    table[ord("/")] = SLASH
+    table[ord("'")] = QUOTE
+    table.flags.writeable = False
+    return table
+
+
 def has_array_split(pat_str: str) -> bool:
     """Does :func:`piece_starts` know ``pat_str``?"""
     return pat_str in _SPLITTERS
@@ -104,8 +171,9 @@ def piece_starts(code_points: np.ndarray, pat_str: str) -> np.ndarray | None:
         return None
     if len(code_points) == 0:
         return np.zeros(0, np.int64)
-    classes = class_table().take(code_points)
-    return np.flatnonzero(splitter(code_points, classes)).astype(np.int64, copy=False)
+    table, starts_of = splitter
+    classes = table().take(code_points)
+    return np.flatnonzero(starts_of(code_points, classes)).astype(np.int64, copy=False)
 
 
 def _flag(classes: np.ndarray, bit: int) -> np.ndarray:
@@ -219,6 +287,213 @@ def _cl100k_starts(code_points: np.ndarray, classes: np.ndarray) -> np.ndarray:
     return starts
 
 
+def _o200k_starts(code_points: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    starts, hard_positions = _o200k_rule_starts(code_points, classes)
+    if len(hard_positions):
+        _split_segments(code_points, starts, _segments_around(classes, hard_positions))
+    return starts
+
+
+def _o200k_rule_starts(code_points: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The starts by o200k's rules, and the positions whose segments the rules cannot decide."""
+    n = len(classes)
+    kind = classes & 3
+    starts = np.empty(n, bool)
+    starts[0] = True
+    # a run of word characters (letters and marks), numbers, whitespace or "other" starts a piece ...
+    np.not_equal(kind[1:], kind[:-1], out=starts[1:])
+    space = kind == SPACE_KIND
+    lends = (classes & (RARE | 3)) == SPACE_KIND  # whitespace but CR and LF: may come before a word
+    # ... and so does a whitespace run's last character before a non-space, unless a line break (\s+(?!\S))
+    pair = np.empty(n - 1, bool)  # a rule about each character and the next
+    np.greater(lends[:-1], space[1:], out=pair)
+    starts[:-1] |= pair
+    word = kind == WORD
+    other = kind == OTHER
+    blank = classes == BLANK_SPACE
+    # an "other" character that starts a piece: not after another, nor after a blank (which takes it: " ?")
+    lone = np.empty(n, bool)
+    lone[0] = other[0]
+    np.greater(other[1:], other[:-1] | blank[:-1], out=lone[1:])
+    # one character that starts a piece and is neither a letter, number, CR nor LF is taken by the word after
+    # it ([^\r\n\p{L}\p{N}]?): a whitespace one, or an "other" run of one; a blank, by the "other" run after it
+    lone |= lends  # (now: any character that lends itself to a word after it)
+    np.logical_and(lone[:-1], word[1:], out=pair)
+    pair |= blank[:-1] & other[1:]
+    np.greater(starts[1:], pair, out=starts[1:])
+    # case: an upper-case letter after a lower-case one starts a word; after a caseless one (Lm, Lo, a mark),
+    # see below
+    upper = classes == UPPER
+    np.not_equal(classes[:-1] & IN_A_CASE_SET, 0, out=pair)
+    pair &= upper[1:]
+    after_cased = np.flatnonzero(pair) + 1
+    after_lower = classes[after_cased - 1] == LOWER
+    starts[after_cased[after_lower]] = True
+    rare = np.flatnonzero(classes >= RARE)
+    rare_classes = classes[rare]
+    hard = [rare[rare_classes == MARK]]  # positions whose segment the regex splits (see below)
+    digits = rare[rare_classes == DIGIT]
+    if len(digits):
+        # \p{N}{1,3}: groups of three from the run's start
+        index = np.arange(len(digits))
+        run_first = np.maximum.accumulate(np.where(_run_firsts(digits), index, 0))
+        starts[digits[(index - run_first) % 3 == 0]] = True
+    breaks = rare[rare_classes == LINE]
+    if len(breaks):
+        # \s*[\r\n]+ ends at the last line break of a whitespace run: the whitespace after it starts a piece
+        after = breaks + 1
+        after = after[after < n]
+        after = after[lends[after]]
+        ends = _run_ends(lends, after)
+        last = ends == n
+        last[~last] = classes[ends[~last]] != LINE
+        starts[after[last]] = True
+    quotes = rare[rare_classes == QUOTE]
+    quotes = quotes[(quotes > 0) & (kind[quotes - 1] == WORD)]
+    contraction_ends = np.zeros(0, np.int64)
+    if len(quotes):
+        # a contraction right after a word is the word's: (?i:'s|'t|'re|'ve|'m|'ll|'d)?
+        length = _contraction_lengths(code_points, quotes, ignore_case=True)
+        quotes, length = quotes[length > 0], length[length > 0]
+        starts[quotes] = False
+        starts[quotes + 1] = False
+        starts[(quotes + 2)[length == 3]] = False
+        contraction_ends = quotes + length
+        inside = contraction_ends < n
+        starts[contraction_ends[inside]] = True
+        # a contraction right after another is not (no word ends there): a chain is left to the regex
+        hard.append(quotes[inside][classes[contraction_ends[inside]] == QUOTE])
+    # case: an upper-case letter after a caseless one (Lm, Lo, a mark) starts a word if the word is in its
+    # lower-case part ([\p{Ll}...]+ ends), or if only upper-case letters follow to the end of the word run: the
+    # first alternative gives back to its last caseless character, the second takes the rest
+    after_caseless = after_cased[~after_lower]
+    if len(after_caseless):
+        caseless_from = _run_starts((classes & IN_BOTH_CASES) != 0, after_caseless - 1)
+        lower_part = (caseless_from > 0) & (classes[np.maximum(caseless_from - 1, 0)] == LOWER)
+        if len(contraction_ends):
+            # a word that starts after a contraction starts in its upper-case part
+            latest = np.searchsorted(contraction_ends, after_caseless - 1, side="right") - 1
+            lower_part &= ~((latest >= 0) & (contraction_ends[np.maximum(latest, 0)] >= caseless_from))
+        upper_to = _run_ends(upper, after_caseless)
+        upper_to_end = upper_to == n
+        upper_to_end[~upper_to_end] = kind[upper_to[~upper_to_end]] != WORD
+        starts[after_caseless[lower_part | upper_to_end]] = True
+    tail = rare[(rare_classes == LINE) | (rare_classes == SLASH)]
+    if len(tail):
+        # " ?[^\s\p{L}\p{N}]+[\r\n/]*": the run of CR, LF and "/" after punctuation, from its first CR or LF
+        # after an "other" character (a "/" of the run counts), belongs to the punctuation's piece
+        new_run = _run_firsts(tail)
+        run_of = np.cumsum(new_run) - 1
+        opens = (classes[tail] == LINE) & (tail > 0) & (kind[np.maximum(tail - 1, 0)] == OTHER)
+        open_at = np.flatnonzero(opens)
+        first_open = np.ones(len(open_at), bool)
+        first_open[1:] = run_of[open_at[1:]] != run_of[open_at[:-1]]
+        opened = run_of[open_at[first_open]]
+        taken_from = np.full(int(run_of[-1]) + 1, len(tail))
+        taken_from[opened] = open_at[first_open]
+        starts[tail[np.arange(len(tail)) >= taken_from[run_of]]] = False
+        after = tail[np.append(new_run[1:], True)][opened] + 1
+        after = after[after < n]
+        starts[after] = True
+        # what follows starts afresh: an "other" character there is its own run's first (the "/" before it taken)
+        prefix = after[(classes[after - 1] == SLASH) & other[after] & (after + 1 < n)]
+        starts[prefix[word[prefix + 1]] + 1] = False
+    hard_positions = np.concatenate(hard)
+    return starts, hard_positions[_hard(classes, kind, hard_positions)]
+
+
+def _hard(classes: np.ndarray, kind: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Which of ``positions`` (marks, and quotes of chained contractions) the rules above cannot decide: a mark
+    that does not follow a letter or mark (it may then be a word's first character, a word's prefix, or part of
+    punctuation), or follows a contraction's letters; every chained contraction."""
+    before = np.maximum(positions - 1, 0)
+    hard = (positions == 0) | (kind[before] != WORD) | (classes[positions] == QUOTE)
+    for back in (2, 3):
+        hard |= (positions >= back) & (classes[np.maximum(positions - back, 0)] == QUOTE)
+    return hard
+
+
+def _is_cut(classes: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """tokenizer.cuts' rule at positions ``at`` (1 <= at < len): may the text be cut just before each?"""
+    x, y = classes[at - 1], classes[at]
+    x_kind, y_kind = x & 3, y & 3
+    word_cut = (((x_kind == WORD) & (x != MARK)) | (x_kind == NUMBER_KIND)) & (
+        ((y_kind == OTHER) & (y != QUOTE)) | (y_kind == SPACE_KIND)
+    )
+    space_cut = (x_kind != SPACE_KIND) & (y_kind == SPACE_KIND) & (y != LINE)
+    return word_cut | space_cut
+
+
+def _nearest_cut(classes: np.ndarray, begin: np.ndarray, step: int) -> np.ndarray:
+    """For each of ``begin``: the first cut at ``begin``, ``begin + step``, ... (0 or len if none), in windows
+    that double in width."""
+    n = len(classes)
+    found_at = np.full(len(begin), 0 if step < 0 else n, np.int64)
+    todo = np.arange(len(begin))
+    at = begin.astype(np.int64)
+    width = 16
+    while len(todo):
+        window = at[:, None] + step * np.arange(width)
+        valid = (window > 0) & (window < n)
+        hit = np.zeros(window.shape, bool)
+        hit[valid] = _is_cut(classes, window[valid])
+        first = np.argmax(hit, axis=1)
+        rows = np.arange(len(todo))
+        found = hit[rows, first]
+        found_at[todo[found]] = window[rows[found], first[found]]
+        going = ~found & valid[:, -1]
+        todo, at = todo[going], at[going] + step * width
+        width *= 2
+    return found_at
+
+
+def hard_segments(code_points: np.ndarray) -> np.ndarray:
+    """``int64[k, 2]``: the ``[start, end)`` of each segment (text between two of :mod:`tokenizer.cuts`' cuts)
+    that :func:`piece_starts` splits with the regex for o200k, not by its rules (for measuring and testing)."""
+    if len(code_points) == 0:
+        return np.zeros((0, 2), np.int64)
+    classes = o200k_class_table().take(code_points)
+    return _segments_around(classes, _o200k_rule_starts(code_points, classes)[1])
+
+
+def _segments_around(classes: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The distinct segments between cuts that hold ``positions``, as ``[start, end)`` rows."""
+    positions = np.unique(positions)
+    firsts = _nearest_cut(classes, positions, -1)
+    ends = _nearest_cut(classes, positions + 1, 1)
+    firsts, index = np.unique(firsts, return_index=True)
+    return np.stack([firsts, ends[index]], axis=1)
+
+
+def _split_segments(code_points: np.ndarray, starts: np.ndarray, segments: np.ndarray) -> None:
+    """Set ``starts`` in each ``[first, end)`` of ``segments`` by the regex (a segment splits alone)."""
+    split = compile_pattern(O200K_PATTERN).split
+    for first, end in segments.tolist():
+        text = code_points[first:end].tobytes().decode("utf-32-le", "surrogatepass")
+        lengths = np.fromiter(map(len, split(text)), np.int64)
+        starts[first:end] = False
+        starts[first + np.cumsum(lengths[:-1])] = True
+        starts[first] = True
+
+
+def _run_starts(inside: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """For positions ``last`` where ``inside`` is true: where the run of true there begins (looking back in
+    windows that double in width, as :func:`_run_ends`)."""
+    found_at = np.empty(len(last), np.int64)
+    todo = np.arange(len(last))
+    at = last.astype(np.int64)
+    width = 8
+    while len(todo):
+        window = at[:, None] - np.arange(width)
+        in_run = inside[np.maximum(window, 0)] & (window >= 0)
+        first_out = np.argmin(in_run, axis=1)
+        found = ~in_run[np.arange(len(todo)), first_out]
+        found_at[todo[found]] = at[found] - first_out[found] + 1
+        todo, at = todo[~found], at[~found] - width
+        width *= 2
+    return found_at
+
+
 def _run_firsts(positions: np.ndarray) -> np.ndarray:
     """For ascending ``positions``: which of them begin a run of consecutive positions."""
     firsts = np.ones(len(positions), bool)
@@ -262,4 +537,10 @@ def _final_run_start(flags: np.ndarray) -> int:
         width *= 4
 
 
-_SPLITTERS = {GPT2_PATTERN: _gpt2_starts, R50K_PATTERN: _gpt2_starts, CL100K_PATTERN: _cl100k_starts}
+# pattern -> (its class table, its rules); the table is looked up through the module (tests may swap it)
+_SPLITTERS = {
+    GPT2_PATTERN: (lambda: class_table(), _gpt2_starts),
+    R50K_PATTERN: (lambda: class_table(), _gpt2_starts),
+    CL100K_PATTERN: (lambda: class_table(), _cl100k_starts),
+    O200K_PATTERN: (lambda: o200k_class_table(), _o200k_starts),
+}
