@@ -9,16 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer import get_encoding, piece_arrays
-from tokenizer.piece_arrays import PieceTable, code_points, count_distinct, utf8_blob
+from tokenizer.piece_arrays import PieceTable, byte_offsets, code_points, count_distinct, utf8_blob
 from tokenizer.pretokenize import compile_pattern
 
 
 def blob_of(pieces: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The blob of the pieces laid end to end, and each piece's byte start and length."""
-    blob, offsets = utf8_blob("".join(pieces))
+    text = "".join(pieces)
     ends = np.cumsum([len(p) for p in pieces], dtype=np.int64)
-    starts = offsets[ends - np.array([len(p) for p in pieces], dtype=np.int64)]
-    return blob, starts, offsets[ends] - starts
+    starts = byte_offsets(code_points(text), ends - np.array([len(p) for p in pieces], dtype=np.int64))
+    return utf8_blob(text), starts, byte_offsets(code_points(text), ends) - starts
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +26,13 @@ def gpt2_table():
     return PieceTable(dict(get_encoding("gpt2").token_ids))
 
 
-def test_utf8_offsets_and_code_points():
-    text = "aé€\U0001f600b"
-    blob, offsets = utf8_blob(text)
+@pytest.mark.parametrize("text", ["aé€\U0001f600b", "a" * 100 + "é€\U0001f600", "中文" * 50 + "ab", "", "plain"])
+def test_utf8_blob_offsets_and_code_points(text):
+    blob = utf8_blob(text)
     data = text.encode()
     assert blob[: len(data)].tobytes() == data and not blob[len(data) :].any()
-    assert offsets.tolist() == [len(text[:i].encode()) for i in range(len(text) + 1)]
+    everywhere = np.arange(len(text) + 1)
+    assert byte_offsets(code_points(text), everywhere).tolist() == [len(text[:i].encode()) for i in everywhere]
     assert code_points(text).tolist() == list(map(ord, text))
 
 
@@ -114,7 +115,7 @@ def test_count_distinct_when_keys_share_their_high_bits(pieces, salt):
 
 
 def test_empty_inputs():
-    blob, _ = utf8_blob("")
+    blob = utf8_blob("")
     none = np.zeros(0, dtype=np.int64)
     assert PieceTable({b"a": 1}).find(blob, none, none).tolist() == []
     assert [a.tolist() for a in count_distinct(blob, none, none)] == [[], []]

@@ -15,7 +15,7 @@ positions in arrays until they are counted, and only the *distinct* pieces becom
    ASCII characters (a subset of the safe cuts is still safe): a letter or digit before any ASCII character that
    is no letter, digit or apostrophe, and a printable non-space character before a space.
 3. Pieces become ``(start, length)`` in the UTF-8 bytes of the joined string (:func:`tokenizer.piece_arrays.
-   utf8_blob`); :func:`tokenizer.piece_arrays.count_distinct` counts them exactly, and one occurrence of each
+   byte_offsets`); :func:`tokenizer.piece_arrays.count_distinct` counts them exactly, and one occurrence of each
    distinct piece is sliced out of the joined string.
 
     >>> counts, edges = count_texts(["Hello world, hello!\\n", "  indented text"], GPT2_PATTERN)
@@ -32,7 +32,7 @@ import numpy as np
 
 from .cuts import has_safe_cuts
 from .patterns import GPT2_PATTERN  # noqa: F401 (the example above)
-from .piece_arrays import code_points, count_distinct, utf8_blob
+from .piece_arrays import byte_offsets, code_points, count_distinct, utf8_blob
 
 try:
     from .array_split import has_array_split, piece_starts
@@ -127,9 +127,8 @@ def count_texts(texts: list[str], pattern: str) -> tuple[dict[str, int], list[st
     piece_ends = np.append(starts[1:], len(joined))
     kept = np.searchsorted(bounds, starts, side="right") % 2 == 1
     starts, piece_ends = starts[kept], piece_ends[kept]
-    blob, offsets = utf8_blob(joined)
-    byte_starts = offsets[starts]
-    representatives, counts = count_distinct(blob, byte_starts, offsets[piece_ends] - byte_starts)
+    byte_starts, byte_ends = byte_offsets(points, starts), byte_offsets(points, piece_ends)
+    representatives, counts = count_distinct(utf8_blob(joined), byte_starts, byte_ends - byte_starts)
     pieces = [joined[start:end] for start, end in zip(starts[representatives].tolist(),
                                                       piece_ends[representatives].tolist())]
     return dict(zip(pieces, counts.tolist())), edges

@@ -4,7 +4,7 @@ The readable encoder makes each pre-token a string, looks it up, and joins the i
 for a long text met for the first time, those per-piece steps are the cost. Here the text stays in arrays:
 
 1. its UTF-8 bytes, and each piece as a ``(start, length)`` in them (the pieces come from
-   :mod:`tokenizer.array_split`);
+   :mod:`tokenizer.array_split`, their byte offsets from the code points: :func:`tokenizer.piece_arrays.byte_offsets`);
 2. the pieces are grouped into distinct ones (:func:`tokenizer.piece_arrays.distinct_pieces`): text repeats
    its pieces, so what follows is done once per distinct piece;
 3. a piece that is itself a token is that token (tiktoken's rule): found for all at once in a
@@ -17,7 +17,8 @@ for a long text met for the first time, those per-piece steps are the cost. Here
     >>> from tokenizer.batch_bpe import build_pair_table
     >>> enc = get_encoding("gpt2")
     >>> tables = TokenTables(PieceTable(enc.token_ids), build_pair_table(enc.merge_ranks, enc.token_ids))
-    >>> encode_split_text("Hello qqqq world", np.array([0, 5, 10]), tables).tolist()   # "Hello", " qqqq", " world"
+    >>> text = "Hello qqqq world"
+    >>> encode_split_text(text, code_points(text), np.array([0, 5, 10]), tables).tolist()   # "Hello", " qqqq", " world"
     [15496, 10662, 38227, 80, 995]
 
 Every step is exact (the look-ups compare bytes; batch BPE is tested against ``bpe.merge``), so the ids are
@@ -33,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .batch_bpe import PairTable, encode_blob
-from .piece_arrays import PieceTable, distinct_pieces, utf8_blob
+from .piece_arrays import PieceTable, byte_offsets, code_points, distinct_pieces, utf8_blob
 
 
 class TokenTables(NamedTuple):
@@ -49,14 +50,15 @@ def _positions_within(sizes: np.ndarray) -> np.ndarray:
     return np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
 
 
-def encode_split_text(text: str, starts: np.ndarray, tables: TokenTables) -> np.ndarray:
-    """The token ids (int64) of ``text``, whose pre-tokens start at the code point positions ``starts``
-    (ascending, from 0; the last piece runs to the end). UnicodeEncodeError on a lone surrogate."""
-    blob, offsets = utf8_blob(text)
+def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables: TokenTables) -> np.ndarray:
+    """The token ids (int64) of ``text``, whose code points are ``points`` and whose pre-tokens start at the
+    code point positions ``starts`` (ascending, from 0; the last piece runs to the end)."""
     if not len(starts):
         return np.zeros(0, dtype=np.int64)
-    byte_starts = offsets[starts]
-    byte_lengths = np.diff(byte_starts, append=offsets[-1])
+    blob = utf8_blob(text)
+    byte_starts = byte_offsets(points, np.append(starts, len(points)))
+    byte_lengths = np.diff(byte_starts)
+    byte_starts = byte_starts[:-1]
     # Text repeats its pieces: the distinct ones are found first, and only they are looked up and encoded.
     representatives, group = distinct_pieces(blob, byte_starts, byte_lengths)
     distinct_starts, distinct_lengths = byte_starts[representatives], byte_lengths[representatives]

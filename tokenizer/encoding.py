@@ -320,7 +320,7 @@ class Encoding:
             pieces = self._pretokenizer.split(text)
             lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
             starts = np.cumsum(lengths) - lengths
-        return encode_split_text(text, starts, tables).tolist()
+        return encode_split_text(text, points, starts, tables).tolist()
 
     def _array_tables(self) -> TokenTables | None:
         """The tables of the array path, built on first need (NumPy is imported only then); None if there is

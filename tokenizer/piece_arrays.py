@@ -14,7 +14,7 @@ wrong answer:
 
     >>> import numpy as np
     >>> table = PieceTable({b" the": 262, b"Hello": 15496})
-    >>> blob, offsets = utf8_blob("Hello the")
+    >>> blob = utf8_blob("Hello the")
     >>> table.find(blob, np.array([0, 5, 6]), np.array([5, 4, 3])).tolist()   # "Hello", " the", "the"
     [15496, 262, -1]
 
@@ -42,23 +42,33 @@ def code_points(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
 
 
-def utf8_blob(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(blob, offsets)``: the UTF-8 bytes of ``text`` as uint8 with :data:`PADDING` zero bytes after them,
-    and the byte offset of each code point (one more entry: the byte length).
-
-    >>> blob, offsets = utf8_blob("aé€")
-    >>> offsets.tolist()
-    [0, 1, 3, 6]
-    """
+def utf8_blob(text: str) -> np.ndarray:
+    """The UTF-8 bytes of ``text`` as uint8, with :data:`PADDING` zero bytes after them."""
     data = text.encode("utf-8")
     blob = np.zeros(len(data) + PADDING, dtype=np.uint8)
     blob[: len(data)] = np.frombuffer(data, dtype=np.uint8)
-    if len(data) == len(text):  # ASCII: one byte per code point
-        return blob, np.arange(len(text) + 1, dtype=np.int64)
-    # The offset of a code point is the number of bytes before it: count, in the bytes, those that start one.
-    starts_code_point = (blob[: len(data)] & 0xC0) != 0x80
-    offsets = np.flatnonzero(starts_code_point)
-    return blob, np.append(offsets, len(data)).astype(np.int64)
+    return blob
+
+
+def byte_offsets(points: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The offset in the UTF-8 bytes of the code point at each of ``positions`` (int64; ``len(points)`` is the
+    byte length) for a text with code points ``points``.
+
+    >>> byte_offsets(code_points("aé€"), np.array([0, 1, 2, 3])).tolist()
+    [0, 1, 3, 6]
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    # A code point takes one byte, plus one from U+0080, one more from U+0800, one more from U+10000.
+    beyond_ascii = np.flatnonzero(points >= 0x80)
+    if len(beyond_ascii) * 8 < len(points):  # mostly ASCII: add up the extra bytes of the few others
+        extra = points[beyond_ascii]
+        extra_before = np.zeros(len(beyond_ascii) + 1, dtype=np.int64)
+        np.cumsum(1 + (extra >= 0x800) + (extra >= 0x10000), out=extra_before[1:])
+        return positions + extra_before[np.searchsorted(beyond_ascii, positions)]
+    extra = (points >= 0x80).view(np.uint8) + (points >= 0x800).view(np.uint8) + (points >= 0x10000).view(np.uint8)
+    extra_before = np.zeros(len(points) + 1, dtype=np.int64)
+    np.cumsum(extra, out=extra_before[1:])
+    return positions + extra_before[positions]
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
@@ -153,7 +163,7 @@ def count_distinct(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     """``(representatives, counts)``: for each distinct piece (by bytes), the index of one of its occurrences
     among ``starts``/``lengths``, and how often it occurs (distinct pieces in no particular order).
 
-    >>> blob, _ = utf8_blob("abab a")
+    >>> blob = utf8_blob("abab a")
     >>> starts, lengths = np.array([0, 2, 4, 5]), np.array([2, 2, 1, 1])
     >>> representatives, counts = count_distinct(blob, starts, lengths)
     >>> pieces = [blob[starts[i]:][:lengths[i]].tobytes() for i in representatives]
@@ -168,7 +178,7 @@ def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     """``(representatives, group)``: the index of one occurrence of each distinct piece (by bytes), and for
     each piece, which of those it is (``starts[representatives[group[i]]]`` holds the same bytes as piece i).
 
-    >>> blob, _ = utf8_blob("abab a")
+    >>> blob = utf8_blob("abab a")
     >>> representatives, group = distinct_pieces(blob, np.array([0, 2, 4, 5]), np.array([2, 2, 1, 1]))
     >>> len(representatives), bool(group[0] == group[1]), len(set(group.tolist()))   # "ab" twice, " ", "a"
     (3, True, 3)
