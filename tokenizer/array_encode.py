@@ -104,13 +104,22 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     segment_ends[first[1:] - 1] = (starts + lengths)[:-1]
     segment_ends[-1] = starts[-1] + lengths[-1]
     segment_lengths = segment_ends - segment_starts
-    representatives, group = distinct_pieces(blob, segment_starts, segment_lengths)
-    distinct_starts, distinct_lengths = segment_starts[representatives], segment_lengths[representatives]
+    # A segment of one byte is that byte's token; the longer ones go through BPE, each distinct one once.
+    single = np.flatnonzero(segment_lengths == 1)
+    longer = np.flatnonzero(segment_lengths > 1)
+    representatives, group = distinct_pieces(blob, segment_starts[longer], segment_lengths[longer])
+    distinct_starts = segment_starts[longer[representatives]]
+    distinct_lengths = segment_lengths[longer[representatives]]
     laid_end_to_end = blob[np.repeat(distinct_starts, distinct_lengths) + _positions_within(distinct_lengths)]
     bpe_ids, bpe_sizes = encode_blob(laid_end_to_end, distinct_lengths, pairs)
     bpe_firsts = np.cumsum(bpe_sizes) - bpe_sizes
-    segment_sizes = bpe_sizes[group]
-    ids = bpe_ids[np.repeat(bpe_firsts[group], segment_sizes) + _positions_within(segment_sizes)]
+    segment_sizes = np.ones(len(segment_starts), dtype=np.int64)
+    segment_sizes[longer] = longer_sizes = bpe_sizes[group]
+    firsts = np.cumsum(segment_sizes) - segment_sizes
+    ids = np.empty(int(firsts[-1] + segment_sizes[-1]), dtype=np.int64)
+    ids[firsts[single]] = pairs.byte_ids[blob[segment_starts[single]]]
+    within = _positions_within(longer_sizes)
+    ids[np.repeat(firsts[longer], longer_sizes) + within] = bpe_ids[np.repeat(bpe_firsts[group], longer_sizes) + within]
     return ids, np.add.reduceat(segment_sizes, first)
 
 

@@ -184,8 +184,8 @@ def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     (3, True, 3)
     """
     n = len(starts)
-    if not n:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if n < 2:  # no piece, or one (which may be long: not worth hashing)
+        return np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     first, last = piece_words(blob, starts, lengths)
     keys = piece_keys(blob, starts, lengths, first, last)
     # Group the pieces by key. Sorting the keys themselves is several times faster than argsort; so the low
