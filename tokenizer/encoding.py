@@ -9,12 +9,14 @@ cut into pieces by the pattern (:mod:`tokenizer.pretokenize`), and each piece be
 >>> enc.encode("hello world")
 [31373, 995]
 
-Speed comes from a cache: text repeats its pieces (" the", ",", " of"), so each distinct piece is
-BPE-encoded once and later found in a dict. ``encode_ordinary`` is a lookup per piece done by ``map`` in C.
-If a piece is missing, the lookup stops; the pieces the cache lacks (a set difference) are encoded all
-together (:mod:`tokenizer.batch_bpe`, its pair table read from disk by :mod:`tokenizer.table_cache`) rather
-than one by one, and the lookup runs again. ``encode_batch`` does this once for all its texts. Calls with few
-and short new pieces keep the per-piece path (:func:`tokenizer.bpe.merge`), the readable one.
+Speed comes from two paths. A long text (:data:`ARRAY_MIN_CHARS` or more) never becomes piece strings: its
+pieces are found by array rules, grouped into distinct ones, looked up and BPE-encoded all at once in NumPy
+(:mod:`tokenizer.array_encode`). A short one goes through a cache: text repeats its pieces (" the", ",",
+" of"), so each distinct piece is BPE-encoded once and later found in a dict, one lookup per piece done by
+``map`` in C. If a piece is missing, the lookup stops; the pieces the cache lacks are encoded all together
+(:mod:`tokenizer.batch_bpe`, its pair table read from disk by :mod:`tokenizer.table_cache`) rather than one by
+one, and the lookup runs again. ``encode_batch`` does this once for all its short texts. Calls with few and
+short new pieces keep the per-piece path (:func:`tokenizer.bpe.merge`), the readable one and the reference.
 """
 
 from __future__ import annotations
