@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .batch_bpe import PairTable, encode_blob
-from .piece_arrays import PieceTable, byte_offsets, code_points, distinct_pieces, utf8_blob
+from .piece_arrays import PieceTable, byte_offsets, code_points, distinct_pieces, positions_within, utf8_blob
 
 
 class TokenTables(NamedTuple):
@@ -43,11 +43,6 @@ class TokenTables(NamedTuple):
 
     tokens: PieceTable | None
     pairs: PairTable
-
-
-def _positions_within(sizes: np.ndarray) -> np.ndarray:
-    """0, 1, ..., sizes[0] - 1, 0, 1, ..., sizes[1] - 1, ...: each item's position within its run."""
-    return np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
 
 
 def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables: TokenTables) -> np.ndarray:
@@ -77,10 +72,10 @@ def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables:
     distinct_ids = np.empty(int(firsts[-1] + sizes[-1]), dtype=np.int64)
     tokens = np.flatnonzero(ids >= 0)
     distinct_ids[firsts[tokens]] = ids[tokens]
-    distinct_ids[np.repeat(firsts[others], bpe_sizes) + _positions_within(bpe_sizes)] = bpe_ids
+    distinct_ids[np.repeat(firsts[others], bpe_sizes) + positions_within(bpe_sizes)] = bpe_ids
     # Then every piece in text order takes its distinct piece's ids.
     piece_sizes = sizes[group]
-    return distinct_ids[np.repeat(firsts[group], piece_sizes) + _positions_within(piece_sizes)]
+    return distinct_ids[np.repeat(firsts[group], piece_sizes) + positions_within(piece_sizes)]
 
 
 def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
@@ -110,7 +105,7 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     representatives, group = distinct_pieces(blob, segment_starts[longer], segment_lengths[longer])
     distinct_starts = segment_starts[longer[representatives]]
     distinct_lengths = segment_lengths[longer[representatives]]
-    laid_end_to_end = blob[np.repeat(distinct_starts, distinct_lengths) + _positions_within(distinct_lengths)]
+    laid_end_to_end = blob[np.repeat(distinct_starts, distinct_lengths) + positions_within(distinct_lengths)]
     bpe_ids, bpe_sizes = encode_blob(laid_end_to_end, distinct_lengths, pairs)
     bpe_firsts = np.cumsum(bpe_sizes) - bpe_sizes
     segment_sizes = np.ones(len(segment_starts), dtype=np.int64)
@@ -118,7 +113,7 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     firsts = np.cumsum(segment_sizes) - segment_sizes
     ids = np.empty(int(firsts[-1] + segment_sizes[-1]), dtype=np.int64)
     ids[firsts[single]] = pairs.byte_ids[blob[segment_starts[single]]]
-    within = _positions_within(longer_sizes)
+    within = positions_within(longer_sizes)
     ids[np.repeat(firsts[longer], longer_sizes) + within] = bpe_ids[np.repeat(bpe_firsts[group], longer_sizes) + within]
     return ids, np.add.reduceat(segment_sizes, first)
 
@@ -129,7 +124,7 @@ def _uncrossable_cuts(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     holds the bytes on both sides (batch BPE's ``boundary_rank`` says so), in piece order and ascending within
     a piece, and the index of the piece each is in."""
     inner = lengths - 1  # the boundaries inside each piece, after each of its bytes but the last
-    after = np.repeat(starts, inner) + _positions_within(inner)  # the byte before each boundary
+    after = np.repeat(starts, inner) + positions_within(inner)  # the byte before each boundary
     byte_pairs = (blob[after].astype(np.int32) << 8) | blob[after + 1]
     cut = np.flatnonzero(pairs.boundary_rank[byte_pairs] == pairs.no_merge)
     return after[cut] + 1, np.repeat(np.arange(len(starts)), inner)[cut]

@@ -49,6 +49,8 @@ from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from .piece_arrays import hash_table_slots, home_slots, mix64
+
 # Polynomial hash of a byte string, modulo 2**64 (uint64 arithmetic wraps): sum of (byte + 1) * BASE**(n-1-i).
 _BASE = np.uint64(0x100000001B3)
 _BASE_INVERSE = np.uint64(pow(0x100000001B3, -1, 1 << 64))
@@ -64,14 +66,11 @@ _LARGEST_ID = (1 << 31) - 1
 # An empty slot of the pair table's hash table (keys are never negative).
 _EMPTY = -1
 
-# Fibonacci hashing: a key's home slot is the top bits of key * this odd constant, modulo 2**64.
-_SLOT_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
-
 
 class PairTable(NamedTuple):
     """Everything a round needs. A part is named by its token id; a pair by its key, ``left * n_ids + right``.
 
-    The pairs are held in a hash table with linear probing: a key lives in its home slot (:func:`_home_slots`)
+    The pairs are held in a hash table with linear probing: a key lives in its home slot (:func:`tokenizer.piece_arrays.home_slots`)
     or in the first free slot after it, and no empty slot lies between its home and where it lives.
     """
 
@@ -85,35 +84,6 @@ class PairTable(NamedTuple):
     byte_pair_ranks: np.ndarray  # int32[65536]: rank of joining single bytes a and b (at a << 8 | b)
     byte_pair_merged: np.ndarray  # int32[65536]: the id that join makes
     boundary_rank: np.ndarray  # int32[65536]: u(a << 8 | b), lowest rank of a mergeable token containing a, b
-
-
-def _home_slots(keys: np.ndarray, slot_bits: int) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return ((keys.astype(np.uint64) * _SLOT_MULTIPLIER) >> np.uint64(64 - slot_bits)).astype(np.int64)
-
-
-def _hash_table(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(where, size, slot_bits)``: the slot of each of the distinct ``keys`` in a linear-probing table of
-    ``size`` slots, at most half full, whose last slot is free."""
-    slot_bits = max(1, int(2 * len(keys)).bit_length())
-    home = _home_slots(keys, slot_bits)
-    order = np.argsort(home, kind="stable")
-    # In order of home slot, each key takes its home or the slot after the previous key's, whichever is later.
-    rank_in_order = np.arange(len(keys))
-    taken = np.maximum.accumulate(home[order] - rank_in_order) + rank_in_order
-    where = np.empty(len(keys), dtype=np.int64)
-    where[order] = taken
-    size = max((1 << slot_bits), int(taken.max(initial=-1)) + 1) + 1
-    return where, size, slot_bits
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """A bijection of uint64 that spreads every input bit over the top bits (splitmix64's finalizer): the
-    polynomial hash of a short string is small, and buckets are chosen by the top bits."""
-    with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
 
 
 def _substring_hasher(blob: np.ndarray):
@@ -132,7 +102,7 @@ def _substring_hasher(blob: np.ndarray):
 
     def hash_of(start: np.ndarray, end: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
-            return _mix((prefix[end] - prefix[start]) * power[np.maximum(end - 1, 0)])
+            return mix64((prefix[end] - prefix[start]) * power[np.maximum(end - 1, 0)])
 
     return hash_of
 
@@ -217,7 +187,7 @@ def build_pair_table(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes,
     else:
         no_merge = int(m_ranks.max(initial=-1)) + 1
     keys = left * n_ids + right
-    where, size, slot_bits = _hash_table(keys)
+    where, size, slot_bits = hash_table_slots(keys)
     slot_keys = np.full(size, _EMPTY, dtype=np.int64)
     slot_ranks = np.full(size, no_merge, dtype=np.int32)
     slot_merged = np.zeros(size, dtype=np.int32)
@@ -265,7 +235,7 @@ def _lookup(table: PairTable, left: np.ndarray, right: np.ndarray) -> tuple[np.n
     keys = left.astype(np.int64) * table.n_ids + right
     rank = np.full(len(keys), table.no_merge, dtype=np.int32)
     merged = np.zeros(len(keys), dtype=np.int32)
-    slot = _home_slots(keys, table.slot_bits)
+    slot = home_slots(keys, table.slot_bits)
     searching = np.arange(len(keys))
     while len(searching):  # each pass looks one slot further for the keys not found yet
         at = slot[searching]

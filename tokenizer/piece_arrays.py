@@ -136,15 +136,16 @@ _BASE = np.uint64(0x100000001B3)
 
 
 def _polynomial_hashes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    within = _positions_within(lengths)
+    within = positions_within(lengths)
     values = blob[np.repeat(starts, lengths) + within].astype(np.uint64) + np.uint64(1)
     with np.errstate(over="ignore"):
         powers = np.cumprod(np.full(int(lengths.max()), _BASE, dtype=np.uint64))
         return np.add.reduceat(values * powers[within], np.cumsum(lengths) - lengths)
 
 
-def _positions_within(lengths: np.ndarray) -> np.ndarray:
-    """0, 1, ..., lengths[0] - 1, 0, 1, ..., lengths[1] - 1, ...: each byte's position in its piece."""
+def positions_within(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, ..., lengths[0] - 1, 0, 1, ..., lengths[1] - 1, ...: each item's position within its run (a
+    byte's in its piece, say)."""
     return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
@@ -153,7 +154,7 @@ def same_bytes(blob_a: np.ndarray, starts_a: np.ndarray, blob_b: np.ndarray, sta
     """Whether each ``blob_a[starts_a[i]:][:lengths[i]]`` equals ``blob_b[starts_b[i]:][:lengths[i]]``."""
     if not len(lengths):
         return np.ones(0, dtype=bool)
-    within = _positions_within(lengths)
+    within = positions_within(lengths)
     differs = blob_a[np.repeat(starts_a, lengths) + within] != blob_b[np.repeat(starts_b, lengths) + within]
     piece_of_byte = np.repeat(np.arange(len(lengths)), lengths)
     return np.bincount(piece_of_byte[differs], minlength=len(lengths)) == 0
