@@ -27,6 +27,9 @@ CORPUS = SHARED / "corpus"
 ENCODINGS_DIR = SHARED / "encodings"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 FUZZ_EXAMPLES = 10_000 if IN_CI else int(os.environ.get("FUZZ_EXAMPLES", "300"))
+# For the many fuzz tests of the array paths, each example of which runs several paths and their oracles: a
+# quarter of the budget each (2,500 in CI) keeps the suite within its time.
+FUZZ_SHARE = max(FUZZ_EXAMPLES // 4, 50)
 
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))

@@ -16,7 +16,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import FUZZ_EXAMPLES, corpus_text
+from conftest import FUZZ_SHARE, corpus_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -75,7 +75,7 @@ PARTS = ["a", "b", "ab", "é", "中文", "д", "١", "7", "12", " ", "  ", "\n",
 texts_strategy = st.lists(st.lists(st.sampled_from(PARTS), max_size=25).map("".join), max_size=12)
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=FUZZ_SHARE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts=texts_strategy)
 def test_fuzz_counts_equal_the_reference(split_patterns, texts):
     for pattern in split_patterns:
@@ -109,7 +109,7 @@ def test_ascii_cuts_are_safe_cuts():
     assert not is_safe_ascii_cut(np.array([ord("a"), 0x4E2D, ord(" ")]), np.array([0x4E2D, ord(" "), ord(" ")])).any()
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(texts=st.lists(st.text(alphabet="ab ,'\n中", max_size=80), max_size=6))
 def test_edge_cuts_are_each_texts_first_and_last(texts):
     points = code_points("".join(texts))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import doctest
 
 import pytest
-from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
+from conftest import CORPUS_FILES, FUZZ_SHARE, corpus_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,7 +86,7 @@ tricky = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(tricky, st.sampled_from(ENCODINGS))
 def test_fuzz_equals_tiktoken(text, name):
     import tiktoken

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokenizer.array_split as array_split
-from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
+from conftest import CORPUS_FILES, FUZZ_EXAMPLES, FUZZ_SHARE, corpus_text
 from tokenizer.array_split import (
     CASELESS,
     LOWER,
@@ -134,13 +134,13 @@ def test_examples():
 
 
 @pytest.mark.parametrize("pattern", SUPPORTED, ids=SUPPORTED_IDS)
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(text=fuzz_texts)
 def test_fuzz_equals_reference(pattern, text):
     assert array_starts(text, pattern) == reference_starts(text, pattern)
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(text=o200k_texts)
 def test_o200k_fuzz_equals_reference(text):
     assert array_starts(text, O200K_PATTERN) == reference_starts(text, O200K_PATTERN)

@@ -4,7 +4,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
+from conftest import CORPUS_FILES, FUZZ_SHARE, corpus_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,7 +50,7 @@ def test_corpus_pieces_found_and_counted_exactly(filename, gpt2_table):
 TWINS = ["Passwortagentenzpezifikation", "Passwortagentenspezifikation", "x" * 40, "x" * 19 + "y" + "x" * 20]
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(st.lists(st.sampled_from(TWINS) | st.text(alphabet="ab é€\U0001f600\x00", min_size=1, max_size=30),
                 min_size=1, max_size=40),
        st.lists(st.sampled_from(TWINS) | st.text(alphabet="ab é\x00", min_size=1, max_size=30), max_size=20))
@@ -97,7 +97,7 @@ def test_keys_of_short_pieces_are_distinct():
     assert len(by_length) == len(set(pieces))
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(st.lists(st.sampled_from(TWINS + ["ab", "ba", "a", "\x00", "\x00\x00", "é"]), min_size=1, max_size=60),
        st.integers(0, 2**64 - 1))
 def test_count_distinct_when_keys_share_their_high_bits(pieces, salt):
