@@ -124,6 +124,15 @@ def test_a_custom_pattern_takes_the_array_path_through_its_regex_split():
     assert custom._token_tables
 
 
+def test_a_custom_pattern_that_skips_text_encodes_only_what_it_matches():
+    enc = get_encoding("gpt2")
+    words_only = Encoding("words", pat_str=r"\w+", mergeable_ranks=dict(enc.token_ids), special_tokens={})
+    text = corpus_text("en_docs.txt", 100_000)
+    ids = array_path(words_only, text)
+    assert ids == words_only._encode_through_cache([text])[0]
+    assert words_only.decode(ids) == "".join(words_only._pretokenizer.split(text))
+
+
 def test_without_the_whole_piece_rule_the_piece_cache_stays():
     # CS336's rule: every piece through BPE, where the piece cache is faster; and still exact
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}

@@ -321,6 +321,10 @@ class Encoding:
         if starts is None:
             pieces = self._pretokenizer.split(text)
             lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+            if int(lengths.sum()) != len(text):
+                # A pattern of one's own may skip text (only what it matches is encoded): its pieces then do
+                # not tile the text, and their lengths cannot give where they start. The piece cache takes them.
+                return self._encode_pieces(pieces)
             starts = np.cumsum(lengths) - lengths
         return encode_split_text(text, points, starts, tables).tolist()
 
