@@ -99,12 +99,19 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     segment_ends[first[1:] - 1] = (starts + lengths)[:-1]
     segment_ends[-1] = starts[-1] + lengths[-1]
     segment_lengths = segment_ends - segment_starts
-    # A segment of one byte is that byte's token; the longer ones go through BPE, each distinct one once.
+    # A segment of one byte is that byte's token; the longer ones go through BPE, each distinct one once. The
+    # pieces are distinct already, so a piece without cuts is a distinct segment: only the segments of cut
+    # pieces are grouped (one that equals an uncut piece is encoded twice, which costs little and is exact).
     single = np.flatnonzero(segment_lengths == 1)
     longer = np.flatnonzero(segment_lengths > 1)
-    representatives, group = distinct_pieces(blob, segment_starts[longer], segment_lengths[longer])
-    distinct_starts = segment_starts[longer[representatives]]
-    distinct_lengths = segment_lengths[longer[representatives]]
+    of_cut_piece = np.repeat(per_piece > 1, per_piece)[longer]
+    alone, to_group = longer[~of_cut_piece], longer[of_cut_piece]
+    representatives, grouped = distinct_pieces(blob, segment_starts[to_group], segment_lengths[to_group])
+    group = np.empty(len(longer), dtype=np.int64)  # each longer segment's distinct segment
+    group[~of_cut_piece] = np.arange(len(alone))
+    group[of_cut_piece] = len(alone) + grouped
+    distinct_segments = np.concatenate([alone, to_group[representatives]])
+    distinct_starts, distinct_lengths = segment_starts[distinct_segments], segment_lengths[distinct_segments]
     laid_end_to_end = blob[np.repeat(distinct_starts, distinct_lengths) + positions_within(distinct_lengths)]
     bpe_ids, bpe_sizes = encode_blob(laid_end_to_end, distinct_lengths, pairs)
     bpe_firsts = np.cumsum(bpe_sizes) - bpe_sizes
