@@ -33,6 +33,10 @@ from tokenizer.sharded import encode_dataset
 from tokenizer.train import count_pretokens, train_bpe
 
 
+# One local Ray cluster at a time: these tests run in one pytest-xdist worker, one after another.
+pytestmark = pytest.mark.xdist_group("ray")
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = engines.start_ray(num_cpus=2)
