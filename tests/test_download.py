@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # let `import tokenizer` work however pytest was started
@@ -249,12 +250,12 @@ def test_existing_file_with_wrong_sha256_is_replaced(served, tmp_path):
 def test_progress_bar_counts_exact_bytes(served, tmp_path, monkeypatch):
     bars = []
 
-    class RecordingBar(download.tqdm):
+    class RecordingBar(tqdm.tqdm):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             bars.append((self, kwargs))
 
-    monkeypatch.setattr(download, "tqdm", RecordingBar)
+    monkeypatch.setattr(tqdm, "tqdm", RecordingBar)  # download_file imports it when it runs
     served.fault(PATH, "cut")  # the bar must also be right across a resume
     _get(tmp_path, progress=True, desc="weights")
     (bar, kwargs), = bars

@@ -15,6 +15,7 @@ Each reader returns plain tables (token bytes -> id, merges as byte pairs) and r
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import os
 import re
@@ -182,6 +183,13 @@ def read_tiktoken_file(path: str | os.PathLike, data: bytes | None = None) -> di
     """Read a ``.tiktoken`` file: ``base64(token) rank`` per line -> ``{token: rank}``."""
     if data is None:
         data = Path(path).read_bytes()
+    # binascii's strict decoder is what base64.b64decode(validate=True) calls, without its per-call Python
+    # wrapper: 200,000 lines read in one comprehension. Any fault, and the loop below finds the line to name.
+    try:
+        return {binascii.a2b_base64(token, strict_mode=True): int(rank)
+                for token, rank in map(bytes.split, filter(None, data.splitlines()))}
+    except ValueError:  # binascii.Error is one
+        pass
     ranks = {}
     b64decode = base64.b64decode
     for lineno, line in enumerate(data.splitlines(), 1):
