@@ -556,7 +556,6 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
             while_counting()
             return _count_ranges(ranges, pattern, specials, text_field, report)
         import multiprocessing
-        import queue
 
         ctx = multiprocessing.get_context()
         done = ctx.Queue()
@@ -565,10 +564,9 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
             pending = pool.map_async(_count_ranges_star, jobs)
             while_counting()
             while not pending.ready():
-                try:
-                    report(done.get(timeout=0.05))
-                except queue.Empty:
-                    pass
+                pending.wait(0.05)  # returns as soon as the results are in (a timed get on the queue would not)
+                while not done.empty():
+                    report(done.get())
             results = pending.get()
             while not done.empty():
                 report(done.get())
