@@ -410,6 +410,17 @@ def test_where_the_extension_cannot_be_built_numba_runs_the_loop(tmp_path, monke
     assert learn_merges(counts, 20, compiled=True) == learn_merges_reference(counts, 20)
 
 
+def test_without_numba_no_compiled_loop_runs_even_if_one_was_built(monkeypatch):
+    kernel("extension")  # built: still, numba is what the compiled loop is promised with
+    monkeypatch.setitem(sys.modules, "numba", None)  # as if not installed: find_spec and import see nothing
+    monkeypatch.setattr(compiled_merges, "_loaded", [])
+    assert compiled_merges.load_kernel() is None
+    counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
+    assert learn_merges(counts, 20) == learn_merges_reference(counts, 20)
+    with pytest.raises(ImportError, match="needs numba"):
+        learn_merges(counts, 20, compiled=True)
+
+
 def test_a_damaged_extension_file_is_built_again(tmp_path, monkeypatch):
     good = compiled_merges.extension_path()
     kernel("extension")
