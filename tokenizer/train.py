@@ -724,8 +724,9 @@ def learn_merges(
     the list of its slots, and a merge rewrites the slots of the best pair and recounts the pairs around them.
 
     Two merge loops do this, with the same results: a compiled one (:mod:`tokenizer.train_kernel`, with numba,
-    the ``train`` extra; loaded by :mod:`tokenizer.compiled_merges`) and one of a few NumPy operations per merge (:class:`_PairTable`) for when numba is
-    not installed. ``compiled`` picks one (default: the compiled one if numba can be imported).
+    the ``train`` extra; loaded by :mod:`tokenizer.compiled_merges`) and one of a few NumPy operations per merge
+    (:class:`_PairTable`) for when numba is not installed. ``compiled`` picks one (default: the compiled one if
+    numba is installed).
 
     Why the bookkeeping stays small: a pair ``(x, y)`` can only come into being when the younger of ``x`` and
     ``y`` is made (slots only ever get younger tokens), so every pair gets its id and its full list of slots
