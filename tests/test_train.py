@@ -12,6 +12,8 @@ import doctest
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -24,7 +26,7 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS
 from tokenizer import train as train_mod
-from tokenizer import train_kernel
+from tokenizer import compiled_merges, train_kernel
 from tokenizer.encoding import Encoding
 from tokenizer.loading import load_encoding
 from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
@@ -328,22 +330,35 @@ def test_fast_merges_equal_the_reference_on_long_runs(counts, num_merges):
     assert learn_merges(counts, num_merges, compiled=True) == expected
 
 
+def kernel(how: str) -> compiled_merges.Kernel:
+    """The compiled merge loop from the extension module built ahead of time, or run by numba just in time."""
+    if how == "extension":
+        loaded = compiled_merges.load_kernel()
+        assert loaded.how == "extension"  # this machine can build it: the fast path is the one under test
+        return loaded
+    return compiled_merges.Kernel("jit", train_kernel)
+
+
+def merges_of(merger: compiled_merges.CompiledMerger, done: int) -> list[tuple[bytes, bytes]]:
+    tokens = [bytes([i]) for i in range(256)]
+    for a, b in merger.merges[:done].tolist():
+        tokens.append(tokens[a] + tokens[b])
+    return [(tokens[a], tokens[b]) for a, b in merger.merges[:done].tolist()]
+
+
+@pytest.mark.parametrize("how", ["extension", "jit"])
 @settings(max_examples=100, deadline=None)
 @given(
     counts=st.dictionaries(st.text(alphabet="abcé", min_size=1, max_size=30), st.integers(1, 4), max_size=10),
     num_merges=st.integers(0, 40),
 )
-def test_compiled_merges_equal_the_reference_when_its_arrays_grow(counts, num_merges):
+def test_compiled_merges_equal_the_reference_when_its_arrays_grow(how, counts, num_merges):
     # no room beyond the start: the compiled loop grows its arrays before (almost) every merge
     words = train_mod._FlatWords(counts)
-    merger = train_kernel.CompiledMerger(words.tok, words.nxt, words.prv, words.weight, 256 + num_merges,
-                                         headroom=0)
+    merger = compiled_merges.CompiledMerger(kernel(how), words.tok, words.nxt, words.prv, words.weight,
+                                            256 + num_merges, headroom=0)
     done = merger.merge(num_merges, np.zeros((0, 2), np.int32))
-    tokens = [bytes([i]) for i in range(256)]
-    for a, b in merger.merges[:done].tolist():
-        tokens.append(tokens[a] + tokens[b])
-    assert [(tokens[a], tokens[b]) for a, b in merger.merges[:done].tolist()] == learn_merges_reference(
-        counts, num_merges)
+    assert merges_of(merger, done) == learn_merges_reference(counts, num_merges)
 
 
 @pytest.mark.parametrize("name", ["en_docs.txt", "ja_manpages.txt", "ru_manpages.txt"])
@@ -352,6 +367,80 @@ def test_compiled_and_numpy_merges_equal_on_real_text(name):
     compiled = learn_merges(counts, 1000, compiled=True)
     assert compiled == learn_merges(counts, 1000, compiled=False)
     assert compiled[:80] == learn_merges_reference(counts, 80)
+
+
+@pytest.mark.parametrize("weights", ["int32", "int64"])
+def test_the_extension_and_the_jit_loop_give_the_same_merges(weights):
+    counts = oracle_pretokens(corpus_slice("de_manpages.txt", 0, 300_000), [EOT])
+    if weights == "int64":
+        counts = {piece: n * 2**32 + i for i, (piece, n) in enumerate(counts.items())}
+    results = []
+    for how in ("extension", "jit"):
+        words = train_mod._FlatWords(counts)
+        assert words.weight.dtype == weights
+        merger = compiled_merges.CompiledMerger(kernel(how), words.tok, words.nxt, words.prv, words.weight, 256 + 800)
+        results.append(merges_of(merger, merger.merge(800, np.zeros((0, 2), np.int32))))
+    assert len(results[0]) == 800 and results[0] == results[1]
+
+
+def test_training_imports_no_numba_once_the_extension_is_built(tmp_path):
+    kernel("extension")  # built in this test session's cache folder, which the child inherits
+    (tmp_path / "corpus.txt").write_text(corpus_slice("en_docs.txt", 0, 50_000), encoding="utf-8")
+    child = ("import sys; from tokenizer.train import train_bpe, learn_merges_reference, count_pretokens\n"
+             f"path = {str(tmp_path / 'corpus.txt')!r}\n"
+             "vocab, merges = train_bpe(path, 500, num_workers=1, progress=False)\n"
+             "assert merges == learn_merges_reference(count_pretokens(path), 500 - 256)\n"
+             "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.split() == ["False"]
+
+
+def test_where_the_extension_cannot_be_built_numba_runs_the_loop(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path))  # nothing built there
+    monkeypatch.setattr(compiled_merges, "_loaded", [])
+
+    def no_compiler(path):
+        raise OSError("no C compiler")
+
+    monkeypatch.setattr(compiled_merges, "_build", no_compiler)
+    loaded = compiled_merges.load_kernel()
+    assert loaded.how == "jit" and loaded.module is train_kernel
+    counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
+    assert learn_merges(counts, 20, compiled=True) == learn_merges_reference(counts, 20)
+
+
+def test_without_numba_no_compiled_loop_runs_even_if_one_was_built(monkeypatch):
+    kernel("extension")  # built: still, numba is what the compiled loop is promised with
+    monkeypatch.setitem(sys.modules, "numba", None)  # as if not installed: find_spec and import see nothing
+    monkeypatch.setattr(compiled_merges, "_loaded", [])
+    assert compiled_merges.load_kernel() is None
+    counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
+    assert learn_merges(counts, 20) == learn_merges_reference(counts, 20)
+    with pytest.raises(ImportError, match="needs numba"):
+        learn_merges(counts, 20, compiled=True)
+
+
+def test_a_damaged_extension_file_is_built_again(tmp_path, monkeypatch):
+    good = compiled_merges.extension_path()
+    kernel("extension")
+    monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiled_merges, "_loaded", [])
+    path = compiled_merges.extension_path()
+    assert path.parent.parent == tmp_path
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a shared library")  # as if a disk filled up while copying the cache folder
+    builds = []
+
+    def build(at):  # stands in for the 15 s build: the file this session built
+        builds.append(at)
+        at.write_bytes(good.read_bytes())
+
+    monkeypatch.setattr(compiled_merges, "_build", build)
+    loaded = compiled_merges.load_kernel()
+    assert builds == [path] and loaded.how == "extension"
+    counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
+    assert learn_merges(counts, 20, compiled=True) == learn_merges_reference(counts, 20)
 
 
 def test_without_numba_the_numpy_merge_loop_runs(monkeypatch):

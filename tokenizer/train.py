@@ -35,7 +35,8 @@ How it runs, in two phases:
 2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat arrays of token ids
    with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and a merge
    rewrites the occurrences of the best pair and recounts the pairs around them. The loop that does this is
-   compiled with numba when it is installed (:mod:`tokenizer.train_kernel`, the ``train`` extra; it loads
+   compiled with numba when it is installed (:mod:`tokenizer.train_kernel`, the ``train`` extra), built once
+   into an extension module that later runs load without numba (:mod:`tokenizer.compiled_merges`; it loads
    while the workers count), else a few NumPy operations per merge (``_PairTable``).
    :func:`learn_merges_reference` is the same algorithm written plainly (recount every pair for every merge);
    tests check all three agree.
@@ -70,6 +71,7 @@ import numpy as np
 import regex
 from tqdm import tqdm
 
+from . import compiled_merges
 from .array_counts import count_texts, has_array_counts
 from .cuts import safe_byte_cuts
 from .engines import ENGINES, ProgressBar, open_engine
@@ -554,7 +556,6 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
             while_counting()
             return _count_ranges(ranges, pattern, specials, text_field, report)
         import multiprocessing
-        import queue
 
         ctx = multiprocessing.get_context()
         done = ctx.Queue()
@@ -563,10 +564,9 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
             pending = pool.map_async(_count_ranges_star, jobs)
             while_counting()
             while not pending.ready():
-                try:
-                    report(done.get(timeout=0.05))
-                except queue.Empty:
-                    pass
+                pending.wait(0.05)  # returns as soon as the results are in (a timed get on the queue would not)
+                while not done.empty():
+                    report(done.get())
             results = pending.get()
             while not done.empty():
                 report(done.get())
@@ -724,8 +724,9 @@ def learn_merges(
     the list of its slots, and a merge rewrites the slots of the best pair and recounts the pairs around them.
 
     Two merge loops do this, with the same results: a compiled one (:mod:`tokenizer.train_kernel`, with numba,
-    the ``train`` extra) and one of a few NumPy operations per merge (:class:`_PairTable`) for when numba is
-    not installed. ``compiled`` picks one (default: the compiled one if numba can be imported).
+    the ``train`` extra; loaded by :mod:`tokenizer.compiled_merges`) and one of a few NumPy operations per merge
+    (:class:`_PairTable`) for when numba is not installed. ``compiled`` picks one (default: the compiled one if
+    numba is installed).
 
     Why the bookkeeping stays small: a pair ``(x, y)`` can only come into being when the younger of ``x`` and
     ``y`` is made (slots only ever get younger tokens), so every pair gets its id and its full list of slots
@@ -764,20 +765,15 @@ def learn_merges(
 
 
 def _compiled_kernel():
-    """:mod:`tokenizer.train_kernel` if numba is installed, else None (imported on first use: numba is an
-    optional dependency and takes a moment to import)."""
-    try:
-        from . import train_kernel
-    except ImportError:
-        return None
-    return train_kernel
+    """The compiled merge loop (:func:`tokenizer.compiled_merges.load_kernel`), None without numba."""
+    return compiled_merges.load_kernel()
 
 
 def _load_compiled_kernel() -> None:
-    """Import the compiled merge loop and load its machine code (numba's cache), if numba is installed."""
+    """Load the compiled merge loop (and have it run once), if numba is installed."""
     kernel = _compiled_kernel()
     if kernel is not None:
-        kernel.warm_up()
+        compiled_merges.warm_up(kernel)
 
 
 def _replay_error(k: int, pair: tuple[int, int]) -> ValueError:
@@ -791,7 +787,7 @@ _BATCH = 64
 
 def _compiled_steps(kernel, words: "_FlatWords", num_merges: int, replay: Sequence[tuple[int, int]]):
     """Batches of merges (lists of token id pairs) from the compiled merge loop."""
-    merger = kernel.CompiledMerger(words.tok, words.nxt, words.prv, words.weight, 256 + num_merges)
+    merger = compiled_merges.CompiledMerger(kernel, words.tok, words.nxt, words.prv, words.weight, 256 + num_merges)
     forced = np.array(replay, np.int32).reshape(-1, 2)[:num_merges]
     done = 0
     while done < num_merges:

@@ -1,8 +1,8 @@
 """The trainer's merge loop compiled with numba: the same merges as ``train.learn_merges_reference``, one
 merge costing time in proportion to the places it rewrites, with no fixed NumPy overhead per merge.
 
-Only :func:`tokenizer.train.learn_merges` imports this module, and only when numba is installed (the
-``train`` extra); without it the trainer uses its NumPy merge loop, and tests check all three agree.
+Only :mod:`tokenizer.compiled_merges` imports this module, and only when numba is installed (the ``train``
+extra); without it the trainer uses its NumPy merge loop, and tests check all three agree.
 
 The data, all flat arrays (one *slot* per byte of the distinct pre-tokens, laid end to end):
 
@@ -27,16 +27,30 @@ The best pair is looked for among *candidates*, the pairs with a count of at lea
 that there are a few hundred); counts only go down, so the set stays valid until it runs out, and then it is
 chosen again from all pairs. Among equal counts the greater ``(left bytes, right bytes)`` wins.
 
-What it does not do: count pre-tokens, show progress or save checkpoints (``train.learn_merges`` calls
-:meth:`CompiledMerger.merge` in batches and does those between them). Compiled code is cached on disk
-(numba's ``cache=True``: beside this file, or in numba's user cache folder when the package is installed
-read-only), so only the first run on a machine pays for compiling.
+How it is loaded (:mod:`tokenizer.compiled_merges`): :func:`build_extension` compiles :data:`start`,
+:data:`merge_until` and :data:`compact` once into an ordinary extension module, which later runs import without
+numba; where that cannot be built (no C compiler), these functions run just in time, their machine code cached
+on disk (numba's ``cache=True``: beside this file, or in numba's user cache folder when the package is installed
+read-only). Either way only the first run on a machine pays for compiling.
+
+What it does not do: count pre-tokens, grow its arrays, show progress or save checkpoints
+(:class:`tokenizer.compiled_merges.CompiledMerger` calls :func:`merge_until` in batches and does those between
+them).
 """
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
+
+# The merger's scalars state[...] and what state[STATUS] says after merge_until: shared with the merger, whose
+# module does not import numba (numba reads these as constants when it compiles).
+from .compiled_merges import (
+    BYTES_USED, CANDIDATES, DONE, NEED_BYTES, NEED_PAIRS, NEED_ROOM, NEED_SLOTS, NO_PAIR_LEFT, NOT_A_PAIR,
+    NUM_CANDIDATES, NUM_PAIRS, NUM_TOKENS, SLOTS_USED, STATUS, THRESHOLD,
+)
 
 
 def _compiled(function):
@@ -49,107 +63,49 @@ def _compiled(function):
         return numba.njit(nogil=True)(function)
 
 
-# How many pairs the best one is looked for among (see _best).
-CANDIDATES = 512
+# The functions a caller runs, by name, each with the types the merger passes (``W`` the weight's type: the
+# merger keeps counts in int32 when they fit). Numba's just-in-time dispatch finds the types on the first call;
+# the extension module needs them spelt out, one function per weight type.
+_EXPORTS = {
+    "start": "void(i4[::1], i4[::1], W[::1], i4[::1], i8[::1], i4[::1], i4[::1], i8[::1], i4[::1], u1[::1], i8[::1], "
+             "i8[::1], i8[::1], i8[::1])",
+    "merge_until": "void(i8, i4[:, ::1], i4[:, ::1], i4[::1], i4[::1], i4[::1], W[::1], i4[::1], i8[::1], i4[::1], "
+                   "i4[::1], i4[::1], i8[::1], i4[::1], u1[::1], i8[::1], i8[::1], i8[::1], i4[::1], i4[::1], i8[::1])",
+    "compact": "i8(i4[::1], i8[::1], i4[::1], i8)",
+}
+WEIGHT_TYPES = ("int32", "int64")
 
-# state[...]: the merger's scalars, kept in one array so that the compiled functions can update them.
-NUM_PAIRS, SLOTS_USED, BYTES_USED, NUM_TOKENS, NUM_CANDIDATES, THRESHOLD, STATUS, NEED_PAIRS, NEED_SLOTS, \
-    NEED_BYTES = range(10)
-# state[STATUS] after merge_until
-DONE, NO_PAIR_LEFT, NEED_ROOM, NOT_A_PAIR = range(4)
 
+def build_extension(folder: str, name: str) -> str:
+    """Compile the merge loop ahead of time into an extension module ``name`` in ``folder``; returns its path.
 
-class CompiledMerger:
-    """The merge state of one training run; ``merge`` learns merges until a given number is reached.
-
-    ``tok``, ``nxt``, ``prv``, ``weight`` are the slot arrays as ``train.learn_merges`` lays them out (single
-    bytes in ``tok``; they are rewritten in place); ``num_ids`` bounds the token ids (256 + the number of
-    merges). ``headroom`` is how much the arrays hold beyond the start (tests make it 0 to exercise growing).
+    The module (numba's ``pycc``) needs neither numba nor a compiler to import, and has one function per entry
+    point and weight type: ``start_int32``, ``start_int64``, ``merge_until_int32``, ``merge_until_int64`` and
+    ``compact``, the same code as :data:`start`, :data:`merge_until` and :data:`compact` here. Building needs a C
+    compiler and setuptools (``ImportError`` or numba's error when they are missing) and takes several seconds.
     """
+    import warnings
 
-    def __init__(self, tok: np.ndarray, nxt: np.ndarray, prv: np.ndarray, weight: np.ndarray, num_ids: int,
-                 *, headroom: int | None = None):
-        n = len(tok)
-        # Room for the pairs and slots of the first merges; the arrays grow when a merge needs more (merge).
-        headroom = n // 2 + 1024 if headroom is None else headroom
-        self.tok, self.nxt, self.prv, self.weight = tok, nxt, prv, weight
-        self.pid = np.full(n, -1, np.int32)
-        pairs = min(n, 65_536) + 1 + headroom  # the pairs of two bytes, and more
-        self.count = np.zeros(pairs, np.int64)
-        self.left = np.zeros(pairs, np.int32)
-        self.right = np.zeros(pairs, np.int32)
-        self.candidates = np.zeros(pairs, np.int32)
-        self.pstart = np.zeros(pairs + 1, np.int64)
-        self.pslots = np.zeros(n + headroom, np.int32)
-        self.tbytes = np.zeros(256 + headroom, np.uint8)
-        self.toff = np.zeros(num_ids, np.int64)
-        self.tlen = np.zeros(num_ids, np.int64)
-        self.born = np.zeros(num_ids + 1, np.int64)
-        self.left_of_new = np.full(num_ids, -1, np.int32)
-        self.right_of_new = np.full(num_ids, -1, np.int32)
-        self.state = np.zeros(10, np.int64)
-        self.merges = np.zeros((max(0, num_ids - 256), 2), np.int32)
-        _start(self.tok, self.nxt, self.weight, self.pid, self.count, self.left, self.right, self.pstart,
-               self.pslots, self.tbytes, self.toff, self.tlen, self.born, self.state)
+    with warnings.catch_warnings():  # pycc is "pending deprecation" (numba 0.57 and later) and still works
+        warnings.simplefilter("ignore", numba.core.errors.NumbaPendingDeprecationWarning)
+        from numba.pycc import CC
 
-    def merge(self, until: int, replay: np.ndarray) -> int:
-        """Learn merges until there are ``until`` in all (the first ones redo ``replay``, an (r, 2) array of
-        token ids). Returns how many there are now: fewer than ``until`` when no pair is left.
-        Raises ``LookupError`` with the merge's index when a replayed pair does not occur."""
-        while True:
-            _merge_until(
-                until, replay, self.merges, self.tok, self.nxt, self.prv, self.weight, self.pid, self.count,
-                self.left, self.right, self.candidates, self.pstart, self.pslots, self.tbytes, self.toff,
-                self.tlen, self.born, self.left_of_new, self.right_of_new, self.state,
-            )
-            status = self.state[STATUS]
-            if status == NEED_ROOM:
-                self._grow()
-                continue
-            done = int(self.state[NUM_TOKENS]) - 256
-            if status == NOT_A_PAIR:
-                raise LookupError(done)
-            return done
-
-    def _grow(self) -> None:
-        """Make room for one more merge (merge_until says how much it needs). The slot lists are first
-        compacted (the slots that no longer hold their pair dropped); what is still short grows by half."""
-        need_pairs, need_slots, need_bytes = self.state[NEED_PAIRS], self.state[NEED_SLOTS], self.state[NEED_BYTES]
-        if need_pairs > len(self.count):
-            cap = int(max(len(self.count) * 3 // 2, need_pairs))
-            for name in ("count", "left", "right", "candidates"):
-                setattr(self, name, _resized(getattr(self, name), cap))
-            self.pstart = _resized(self.pstart, cap + 1)
-        if need_slots > len(self.pslots):
-            used = _compact(self.pid, self.pstart, self.pslots, self.state[NUM_PAIRS])
-            need_slots += used - self.state[SLOTS_USED]
-            self.state[SLOTS_USED] = used
-            if need_slots > len(self.pslots) * 3 // 4:  # keep a quarter free, or compacting would come too often
-                self.pslots = _resized(self.pslots, int(max(len(self.pslots) * 3 // 2, need_slots * 4 // 3)))
-        if need_bytes > len(self.tbytes):
-            self.tbytes = _resized(self.tbytes, int(max(len(self.tbytes) * 3 // 2, need_bytes)))
-
-
-def warm_up() -> None:
-    """Load (or compile) the machine code of every function, on a tiny example."""
-    words = np.frombuffer(b"abcabdab", np.uint8).astype(np.int32)
-    n = len(words)
-    nxt = np.arange(1, n + 1, dtype=np.int32)
-    nxt[-1] = -1
-    prv = np.arange(-1, n - 1, dtype=np.int32)
-    merger = CompiledMerger(words, nxt, prv, np.ones(n, np.int32), 256 + 3, headroom=0)  # grows, compacts
-    merger.merge(1, np.array([[97, 98]], np.int32))
-    merger.merge(3, np.zeros((0, 2), np.int32))
-
-
-def _resized(a: np.ndarray, size: int) -> np.ndarray:
-    out = np.empty(size, a.dtype)  # what lies beyond the used part is written before it is read
-    out[: len(a)] = a
-    return out
+        compiler = CC(name, source_module=__name__)
+    compiler.output_dir = folder
+    for entry, signature in _EXPORTS.items():
+        function = globals()[entry].py_func
+        short = {"int32": "i4", "int64": "i8"}
+        if "W" in signature:
+            for weight in WEIGHT_TYPES:
+                compiler.export(f"{entry}_{weight}", signature.replace("W", short[weight]))(function)
+        else:
+            compiler.export(entry, signature)(function)
+    compiler.compile()
+    return os.path.join(folder, compiler.output_file)
 
 
 @_compiled
-def _start(tok, nxt, weight, pid, count, left, right, pstart, pslots, tbytes, toff, tlen, born, state):
+def start(tok, nxt, weight, pid, count, left, right, pstart, pslots, tbytes, toff, tlen, born, state):
     """The 256 single-byte tokens, and every pair of two bytes with its slots (a counting sort on 16 bits)."""
     for t in range(256):
         tbytes[t] = t
@@ -184,7 +140,7 @@ def _start(tok, nxt, weight, pid, count, left, right, pstart, pslots, tbytes, to
 
 
 @_compiled
-def _compact(pid, pstart, pslots, num_pairs):
+def compact(pid, pstart, pslots, num_pairs):
     """Drop the listed slots that no longer hold their pair, in place; returns how many slots stay listed."""
     kept = 0
     for q in range(num_pairs):
@@ -199,7 +155,7 @@ def _compact(pid, pstart, pslots, num_pairs):
 
 
 @_compiled
-def _merge_until(until, replay, merges, tok, nxt, prv, weight, pid, count, left, right, candidates, pstart,
+def merge_until(until, replay, merges, tok, nxt, prv, weight, pid, count, left, right, candidates, pstart,
                  pslots, tbytes, toff, tlen, born, left_of_new, right_of_new, state):
     """Merge until ``state[NUM_TOKENS] - 256 == until``; stop early with state[STATUS] saying why."""
     state[STATUS] = DONE
