@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 
+import numpy as np
 import pytest
 from conftest import CORPUS_FILES, FUZZ_SHARE, corpus_text
 from hypothesis import given, settings
@@ -140,3 +141,70 @@ def test_without_the_whole_piece_rule_the_piece_cache_stays():
     text = "abc abc ab " * 1000
     assert enc.encode_ordinary(text) == [256, 99, 32, 256, 99, 32, 256, 32] * 1000
     assert enc._cache and enc._array_tables() is None
+
+
+def per_piece_ids(enc: Encoding, pieces: list[bytes]) -> list[int]:
+    """The oracle for any cut of a text: a piece that is a token is that token, the others by bpe.merge."""
+    from tokenizer.bpe import merge
+
+    ids = []
+    for piece in pieces:
+        whole = enc.token_ids.get(piece)
+        ids += [whole] if whole is not None else [enc.token_ids[part] for part in merge(piece, enc.merge_ranks)]
+    return ids
+
+
+# Text the vocabularies hardly know (most bytes segments of their own) mixed with text they know, repeated
+# pieces and pieces met once, cut anywhere (not only where a pattern would)
+rarely_known = st.lists(
+    st.one_of(
+        st.characters(min_codepoint=0x10000),
+        st.characters(codec=None, exclude_categories=["Cs"]),
+        st.sampled_from(["hello", " world", "  ", " ", "中文", "\U000e0041\U000e0042", "😀😀", "ab"]),
+    ),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=FUZZ_SHARE, deadline=None)
+@given(rarely_known, st.lists(st.integers(1, 400), max_size=30), st.sampled_from(ENCODINGS))
+def test_any_cut_equals_the_per_piece_oracle(text, cuts, name):
+    from tokenizer.piece_arrays import code_points
+
+    enc = get_encoding(name)
+    points = code_points(text)
+    starts = np.unique(np.array([0] + [c for c in cuts if c < len(points)], dtype=np.int64))[: max(len(text), 0)]
+    if not len(text):
+        starts = starts[:0]
+    bounds = starts.tolist() + [len(text)]
+    pieces = [text[a:b].encode() for a, b in zip(bounds, bounds[1:])]
+    ids = array_encode.encode_split_text(text, points, starts, enc._array_tables())
+    assert ids.tolist() == per_piece_ids(enc, pieces)
+
+
+@pytest.mark.parametrize("text", ["\U000e0041" * 3 + "x" * 5, "𝐀" * 20 + " a" * 10, "a" * 40])
+def test_every_piece_distinct_and_none_a_token(text):
+    # every piece its own and none a token: the distinct pieces are the text's, in order, and all go to BPE
+    from tokenizer.piece_arrays import code_points
+
+    enc = get_encoding("gpt2")
+    starts = np.arange(0, len(text), 3, dtype=np.int64)
+    bounds = starts.tolist() + [len(text)]
+    pieces = [text[a:b].encode() for a, b in zip(bounds, bounds[1:])]
+    ids = array_encode.encode_split_text(text, code_points(text), starts, enc._array_tables())
+    assert ids.tolist() == per_piece_ids(enc, pieces)
+
+
+def test_a_text_of_one_byte_segments_makes_no_bpe_call(monkeypatch, tiktoken_encodings):
+    # a million spaces for GPT-2 (no token holds two), random code points: every byte is its own token, found
+    # in passes over the bytes without listing a segment or calling BPE
+    calls = []
+    real = array_encode.encode_blob
+    monkeypatch.setattr(array_encode, "encode_blob", lambda *a: calls.append(1) or real(*a))
+    enc = fresh("gpt2")
+    text = " " * 50_000
+    assert array_path(enc, text) == tiktoken_encodings["gpt2"].encode_ordinary(text)
+    assert calls == []
+    text = " " * 50_000 + "qqqq" + "\U000e0041" * 9  # " qqqq" is no token: BPE makes it
+    assert array_path(enc, text) == tiktoken_encodings["gpt2"].encode_ordinary(text)
+    assert calls == [1], "a segment of more than one byte does go to BPE"

@@ -10,8 +10,14 @@ for a long text met for the first time, those per-piece steps are the cost. Here
 3. a piece that is itself a token is that token (tiktoken's rule): found for all at once in a
    :class:`tokenizer.piece_arrays.PieceTable` of the vocabulary;
 4. the others are cut into segments where no merge can cross, and each distinct segment is BPE-encoded once,
-   all together (:func:`tokenizer.batch_bpe.encode_blob`);
+   all together (:func:`tokenizer.batch_bpe.encode_blob`); a segment of one byte is that byte's token;
 5. the ids are laid out in text order: each piece takes its distinct piece's ids.
+
+Text a vocabulary hardly knows is the worst case: random code points are many distinct pieces, each mostly
+one-byte segments, so every step there is per byte. Two things keep it a handful of passes: when every
+piece is distinct, the pieces are taken in text order as they are (no gather at the end), and the one-byte
+segments are never listed: each byte takes its own token first, and only the longer segments are found (as
+runs of crossable byte pairs) and written over them.
 
     >>> from tokenizer import get_encoding
     >>> from tokenizer.batch_bpe import build_pair_table
@@ -34,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .batch_bpe import PairTable, encode_blob
-from .piece_arrays import PieceTable, byte_offsets, code_points, distinct_pieces, positions_within, utf8_blob
+from .piece_arrays import PADDING, PieceTable, byte_offsets, code_points, distinct_pieces, utf8_blob
 
 
 class TokenTables(NamedTuple):
@@ -56,6 +62,11 @@ def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables:
     byte_starts = byte_starts[:-1]
     # Text repeats its pieces: the distinct ones are found first, and only they are looked up and encoded.
     representatives, group = distinct_pieces(blob, byte_starts, byte_lengths)
+    in_text_order = len(representatives) == len(group)
+    if in_text_order:
+        # every piece is its own (random text, say): then the distinct pieces may as well be all of them, in
+        # order, and their ids are the text's without the gather at the end
+        representatives = group = np.arange(len(group))
     distinct_starts, distinct_lengths = byte_starts[representatives], byte_lengths[representatives]
     if tables.tokens is None:
         ids = np.full(len(representatives), -1, dtype=np.int64)
@@ -63,19 +74,35 @@ def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables:
         ids = tables.tokens.find(blob, distinct_starts, distinct_lengths)
     others = np.flatnonzero(ids < 0)
     if not len(others):
-        return ids[group]
+        return ids if in_text_order else ids[group]
     # The ids of every distinct piece, one after another: one for a token, its BPE ids for another.
     bpe_ids, bpe_sizes = _encode_by_segments(blob, distinct_starts[others], distinct_lengths[others], tables.pairs)
-    sizes = np.ones(len(ids), dtype=np.int64)
-    sizes[others] = bpe_sizes
-    firsts = np.cumsum(sizes) - sizes
-    distinct_ids = np.empty(int(firsts[-1] + sizes[-1]), dtype=np.int64)
-    tokens = np.flatnonzero(ids >= 0)
-    distinct_ids[firsts[tokens]] = ids[tokens]
-    distinct_ids[np.repeat(firsts[others], bpe_sizes) + positions_within(bpe_sizes)] = bpe_ids
+    if len(others) == len(ids):
+        distinct_ids, sizes = bpe_ids.astype(np.int64), bpe_sizes
+    else:
+        sizes = np.ones(len(ids), dtype=np.int64)
+        sizes[others] = bpe_sizes
+        firsts = np.cumsum(sizes) - sizes
+        distinct_ids = np.empty(int(firsts[-1] + sizes[-1]), dtype=np.int64)
+        tokens = np.flatnonzero(ids >= 0)
+        distinct_ids[firsts[tokens]] = ids[tokens]
+        distinct_ids[_runs(firsts[others], bpe_sizes)] = bpe_ids
+    if in_text_order:
+        return distinct_ids
     # Then every piece in text order takes its distinct piece's ids.
-    piece_sizes = sizes[group]
-    return distinct_ids[np.repeat(firsts[group], piece_sizes) + positions_within(piece_sizes)]
+    return distinct_ids[_runs((np.cumsum(sizes) - sizes)[group], sizes[group])]
+
+
+def _runs(firsts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``firsts[0], firsts[0] + 1, ...`` (``sizes[0]`` of them), then the same for ``firsts[1]``, and so on.
+
+    >>> _runs(np.array([5, 0]), np.array([2, 3])).tolist()
+    [5, 6, 0, 1, 2]
+    """
+    # each position is (its run's first - where the run begins in the result) + where it is in the result:
+    # one repeat, one arange
+    run_begins = np.cumsum(sizes) - sizes
+    return np.repeat(firsts - run_begins, sizes) + np.arange(int(sizes.sum()))
 
 
 def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
@@ -83,55 +110,48 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     """``(ids, sizes)`` of BPE on the pieces ``(starts, lengths)`` of ``blob``, as :func:`encode_blob` gives
     them. The pieces are cut first into segments where no token holds the bytes on both sides (no merge
     crosses there: a piece's ids are its segments' ids): a long piece of a script the vocabulary knows little
-    of is new, but its segments repeat. Each distinct segment is encoded once."""
-    cut_after, cut_piece = _uncrossable_cuts(blob, starts, lengths, pairs)
-    # Segments in piece order: a piece's first starts where it does, the others at its cuts (which come in
-    # piece order too); each ends where the next begins, the last where its piece ends.
-    per_piece = 1 + np.bincount(cut_piece, minlength=len(starts))
-    first = np.cumsum(per_piece) - per_piece
-    segment_starts = np.empty(int(per_piece.sum()), dtype=np.int64)
-    is_first = np.zeros(len(segment_starts), dtype=bool)
-    is_first[first] = True
-    segment_starts[first] = starts
-    segment_starts[~is_first] = cut_after
-    segment_ends = np.empty_like(segment_starts)
-    segment_ends[:-1] = segment_starts[1:]
-    segment_ends[first[1:] - 1] = (starts + lengths)[:-1]
-    segment_ends[-1] = starts[-1] + lengths[-1]
-    segment_lengths = segment_ends - segment_starts
-    # A segment of one byte is that byte's token; the longer ones go through BPE, each distinct one once. The
-    # pieces are distinct already, so a piece without cuts is a distinct segment: only the segments of cut
-    # pieces are grouped (one that equals an uncut piece is encoded twice, which costs little and is exact).
-    single = np.flatnonzero(segment_lengths == 1)
-    longer = np.flatnonzero(segment_lengths > 1)
-    of_cut_piece = np.repeat(per_piece > 1, per_piece)[longer]
-    alone, to_group = longer[~of_cut_piece], longer[of_cut_piece]
-    representatives, grouped = distinct_pieces(blob, segment_starts[to_group], segment_lengths[to_group])
-    group = np.empty(len(longer), dtype=np.int64)  # each longer segment's distinct segment
-    group[~of_cut_piece] = np.arange(len(alone))
-    group[of_cut_piece] = len(alone) + grouped
-    distinct_segments = np.concatenate([alone, to_group[representatives]])
-    distinct_starts, distinct_lengths = segment_starts[distinct_segments], segment_lengths[distinct_segments]
-    laid_end_to_end = blob[np.repeat(distinct_starts, distinct_lengths) + positions_within(distinct_lengths)]
-    bpe_ids, bpe_sizes = encode_blob(laid_end_to_end, distinct_lengths, pairs)
-    bpe_firsts = np.cumsum(bpe_sizes) - bpe_sizes
-    segment_sizes = np.ones(len(segment_starts), dtype=np.int64)
-    segment_sizes[longer] = longer_sizes = bpe_sizes[group]
-    firsts = np.cumsum(segment_sizes) - segment_sizes
-    ids = np.empty(int(firsts[-1] + segment_sizes[-1]), dtype=np.int64)
-    ids[firsts[single]] = pairs.byte_ids[blob[segment_starts[single]]]
-    within = positions_within(longer_sizes)
-    ids[np.repeat(firsts[longer], longer_sizes) + within] = bpe_ids[np.repeat(bpe_firsts[group], longer_sizes) + within]
-    return ids, np.add.reduceat(segment_sizes, first)
+    of is new, but its segments repeat. Each distinct segment is encoded once.
+
+    A segment of one byte is that byte's token, and text the vocabulary hardly knows (random code points, a
+    million spaces for GPT-2) is mostly such segments: so every byte first takes its own token, in passes over
+    the bytes that make nothing per segment, and only the longer segments are listed, encoded and written over
+    their bytes' tokens (their ids where their bytes began, the bytes left over dropped)."""
+    total = int(lengths.sum())
+    piece_firsts = np.cumsum(lengths) - lengths  # where each piece begins, the pieces laid end to end
+    laid = _laid_end_to_end(blob, starts, lengths)
+    # joined[i]: bytes i and i + 1 are in one segment (one piece, and some token holds both)
+    crossable = pairs.boundary_rank != pairs.no_merge
+    joined = crossable[(laid[: total - 1].astype(np.uint16) << 8) | laid[1:total]]
+    joined[piece_firsts[1:] - 1] = False
+    ids = pairs.byte_ids[laid[:total]]
+    # The longer segments are the runs of joined boundaries: where the flag flips, a run begins, then ends.
+    flags = np.zeros(total + 1, dtype=bool)
+    flags[1:total] = joined
+    flips = np.flatnonzero(flags[1:] != flags[:-1])
+    if not len(flips):
+        return ids, lengths
+    segment_starts, segment_lengths = flips[0::2], flips[1::2] + 1 - flips[0::2]
+    representatives, group = distinct_pieces(laid, segment_starts, segment_lengths)
+    distinct_starts, distinct_lengths = segment_starts[representatives], segment_lengths[representatives]
+    distinct_laid = _laid_end_to_end(laid, distinct_starts, distinct_lengths)[: int(distinct_lengths.sum())]
+    bpe_ids, bpe_sizes = encode_blob(distinct_laid, distinct_lengths, pairs)
+    # Each segment's ids go where its bytes begin; its other bytes are dropped.
+    segment_sizes = bpe_sizes[group]
+    ids[_runs(segment_starts, segment_sizes)] = bpe_ids[_runs((np.cumsum(bpe_sizes) - bpe_sizes)[group], segment_sizes)]
+    dropped = segment_lengths - segment_sizes
+    keep = np.ones(total, dtype=bool)
+    keep[_runs(segment_starts + segment_sizes, dropped)] = False
+    piece_of_segment = np.searchsorted(piece_firsts, segment_starts, side="right") - 1
+    dropped_per_piece = np.bincount(piece_of_segment, weights=dropped, minlength=len(lengths)).astype(np.int64)
+    return ids[keep], lengths - dropped_per_piece
 
 
-def _uncrossable_cuts(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                      pairs: PairTable) -> tuple[np.ndarray, np.ndarray]:
-    """``(positions, pieces)``: the byte positions inside the pieces (``starts``, ``lengths``) where no token
-    holds the bytes on both sides (batch BPE's ``boundary_rank`` says so), in piece order and ascending within
-    a piece, and the index of the piece each is in."""
-    inner = lengths - 1  # the boundaries inside each piece, after each of its bytes but the last
-    after = np.repeat(starts, inner) + positions_within(inner)  # the byte before each boundary
-    byte_pairs = (blob[after].astype(np.int32) << 8) | blob[after + 1]
-    cut = np.flatnonzero(pairs.boundary_rank[byte_pairs] == pairs.no_merge)
-    return after[cut] + 1, np.repeat(np.arange(len(starts)), inner)[cut]
+def _laid_end_to_end(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The pieces ``(starts, lengths)`` of ``blob`` one after another, followed by
+    :data:`tokenizer.piece_arrays.PADDING` bytes (what :func:`distinct_pieces` reads past a piece)."""
+    if len(starts) == 1:  # one piece: a view (what follows it in the blob stands for the padding)
+        return blob[int(starts[0]) :]
+    total = int(lengths.sum())
+    laid = np.zeros(total + PADDING, dtype=np.uint8)
+    np.take(blob, _runs(starts, lengths), out=laid[:total])
+    return laid
