@@ -40,7 +40,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .batch_bpe import PairTable, encode_blob
-from .piece_arrays import PADDING, PieceTable, byte_offsets, code_points, distinct_pieces, utf8_blob
+from .piece_arrays import (PADDING, KeyedPieces, PieceTable, byte_offsets, code_points, distinct_pieces, key_pieces,
+                           utf8_blob)
 
 
 class TokenTables(NamedTuple):
@@ -52,45 +53,37 @@ class TokenTables(NamedTuple):
 
 
 def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables: TokenTables) -> np.ndarray:
-    """The token ids (int64) of ``text``, whose code points are ``points`` and whose pre-tokens start at the
+    """The token ids (int32) of ``text``, whose code points are ``points`` and whose pre-tokens start at the
     code point positions ``starts`` (ascending, from 0; the last piece runs to the end)."""
     if not len(starts):
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int32)
     blob = utf8_blob(text)
     byte_starts = byte_offsets(points, np.append(starts, len(points)))
     byte_lengths = np.diff(byte_starts)
     byte_starts = byte_starts[:-1]
+    if len(starts) == 1:  # one piece (a million spaces, say): nothing to group, and not worth hashing
+        return _encode_pieces(blob, byte_starts, byte_lengths, tables)[0]
     # Text repeats its pieces: the distinct ones are found first, and only they are looked up and encoded.
-    representatives, group = distinct_pieces(blob, byte_starts, byte_lengths)
-    in_text_order = len(representatives) == len(group)
-    if in_text_order:
-        # every piece is its own (random text, say): then the distinct pieces may as well be all of them, in
-        # order, and their ids are the text's without the gather at the end
-        representatives = group = np.arange(len(group))
-    distinct_starts, distinct_lengths = byte_starts[representatives], byte_lengths[representatives]
-    if tables.tokens is None:
-        ids = np.full(len(representatives), -1, dtype=np.int64)
-    else:
-        ids = tables.tokens.find(blob, distinct_starts, distinct_lengths)
-    others = np.flatnonzero(ids < 0)
-    if not len(others):
-        return ids if in_text_order else ids[group]
-    # The ids of every distinct piece, one after another: one for a token, its BPE ids for another.
-    bpe_ids, bpe_sizes = _encode_by_segments(blob, distinct_starts[others], distinct_lengths[others], tables.pairs)
-    if len(others) == len(ids):
-        distinct_ids, sizes = bpe_ids.astype(np.int64), bpe_sizes
-    else:
-        sizes = np.ones(len(ids), dtype=np.int64)
-        sizes[others] = bpe_sizes
-        firsts = np.cumsum(sizes) - sizes
-        distinct_ids = np.empty(int(firsts[-1] + sizes[-1]), dtype=np.int64)
-        tokens = np.flatnonzero(ids >= 0)
-        distinct_ids[firsts[tokens]] = ids[tokens]
-        distinct_ids[_runs(firsts[others], bpe_sizes)] = bpe_ids
-    if in_text_order:
-        return distinct_ids
-    # Then every piece in text order takes its distinct piece's ids.
-    return distinct_ids[_runs((np.cumsum(sizes) - sizes)[group], sizes[group])]
+    # (Each piece is hashed once: the keys that group them also look them up.)
+    keyed = key_pieces(blob, byte_starts, byte_lengths)
+    representatives, group = distinct_pieces(blob, byte_starts, byte_lengths, keyed)
+    if len(representatives) * 2 > len(group):
+        # Most pieces are met once (text a vocabulary hardly knows, random code points say): the pieces
+        # themselves, in text order, are then hardly more work, and their ids are the text's as they come.
+        return _encode_pieces(blob, byte_starts, byte_lengths, tables, keyed)[0]
+    ids, sizes = _encode_pieces(blob, byte_starts[representatives], byte_lengths[representatives], tables,
+                                keyed.take(representatives))
+    # Every piece in text order takes its distinct piece's ids.
+    return ids[_runs((np.cumsum(sizes) - sizes)[group], sizes[group])]
+
+
+def _encode_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, tables: TokenTables,
+                   keyed: KeyedPieces | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, sizes)``: the ids of the pieces ``(starts, lengths)`` of ``blob`` (``keyed``: their keys, if
+    made), one piece after another, and how many each has. A piece that is a token is that token; the others
+    are BPE-encoded."""
+    whole = None if tables.tokens is None else tables.tokens.find(blob, starts, lengths, keyed)
+    return _encode_by_segments(blob, starts, lengths, tables.pairs, whole)
 
 
 def _runs(firsts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -105,12 +98,13 @@ def _runs(firsts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.repeat(firsts - run_begins, sizes) + np.arange(int(sizes.sum()))
 
 
-def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                        pairs: PairTable) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, sizes)`` of BPE on the pieces ``(starts, lengths)`` of ``blob``, as :func:`encode_blob` gives
-    them. The pieces are cut first into segments where no token holds the bytes on both sides (no merge
-    crosses there: a piece's ids are its segments' ids): a long piece of a script the vocabulary knows little
-    of is new, but its segments repeat. Each distinct segment is encoded once.
+def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pairs: PairTable,
+                        whole: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, sizes)`` of the pieces ``(starts, lengths)`` of ``blob``: the token ``whole[i]`` for a piece
+    whose ``whole[i] >= 0``, BPE for the others (as :func:`encode_blob` gives it). The pieces are cut first into
+    segments where no token holds the bytes on both sides (no merge crosses there: a piece's ids are its
+    segments' ids): a long piece of a script the vocabulary knows little of is new, but its segments repeat.
+    Each distinct segment is encoded once. A piece that is a token is one segment, whose id is known.
 
     A segment of one byte is that byte's token, and text the vocabulary hardly knows (random code points, a
     million spaces for GPT-2) is mostly such segments: so every byte first takes its own token, in passes over
@@ -124,12 +118,23 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     joined = crossable[(laid[: total - 1].astype(np.uint16) << 8) | laid[1:total]]
     joined[piece_firsts[1:] - 1] = False
     ids = pairs.byte_ids[laid[:total]]
+    keep = None  # which of the bytes' places keep an id (None: all)
+    sizes = lengths
+    tokens = np.zeros(0, dtype=np.int64) if whole is None else np.flatnonzero(whole >= 0)
+    if len(tokens):
+        # a token's id takes its first byte's place; no segment runs inside it, and its other places are dropped
+        in_token = np.repeat(whole >= 0, lengths)
+        joined &= ~in_token[:-1]
+        keep = ~in_token
+        keep[piece_firsts[tokens]] = True
+        ids[piece_firsts[tokens]] = whole[tokens]
+        sizes = np.where(whole >= 0, 1, lengths)
     # The longer segments are the runs of joined boundaries: where the flag flips, a run begins, then ends.
     flags = np.zeros(total + 1, dtype=bool)
     flags[1:total] = joined
     flips = np.flatnonzero(flags[1:] != flags[:-1])
     if not len(flips):
-        return ids, lengths
+        return (ids if keep is None else ids[keep]), sizes
     segment_starts, segment_lengths = flips[0::2], flips[1::2] + 1 - flips[0::2]
     representatives, group = distinct_pieces(laid, segment_starts, segment_lengths)
     distinct_starts, distinct_lengths = segment_starts[representatives], segment_lengths[representatives]
@@ -139,17 +144,20 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     segment_sizes = bpe_sizes[group]
     ids[_runs(segment_starts, segment_sizes)] = bpe_ids[_runs((np.cumsum(bpe_sizes) - bpe_sizes)[group], segment_sizes)]
     dropped = segment_lengths - segment_sizes
-    keep = np.ones(total, dtype=bool)
+    if keep is None:
+        keep = np.ones(total, dtype=bool)
     keep[_runs(segment_starts + segment_sizes, dropped)] = False
     piece_of_segment = np.searchsorted(piece_firsts, segment_starts, side="right") - 1
     dropped_per_piece = np.bincount(piece_of_segment, weights=dropped, minlength=len(lengths)).astype(np.int64)
-    return ids[keep], lengths - dropped_per_piece
+    return ids[keep], sizes - dropped_per_piece
 
 
 def _laid_end_to_end(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The pieces ``(starts, lengths)`` of ``blob`` one after another, followed by
     :data:`tokenizer.piece_arrays.PADDING` bytes (what :func:`distinct_pieces` reads past a piece)."""
-    if len(starts) == 1:  # one piece: a view (what follows it in the blob stands for the padding)
+    if len(starts) == 1 or np.array_equal(starts[1:], starts[:-1] + lengths[:-1]):
+        # one after another already (one piece, or the pieces of a text in order): a view (what follows them
+        # in the blob stands for the padding)
         return blob[int(starts[0]) :]
     total = int(lengths.sum())
     laid = np.zeros(total + PADDING, dtype=np.uint8)
