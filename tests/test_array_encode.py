@@ -208,3 +208,16 @@ def test_a_text_of_one_byte_segments_makes_no_bpe_call(monkeypatch, tiktoken_enc
     text = " " * 50_000 + "qqqq" + "\U000e0041" * 9  # " qqqq" is no token: BPE makes it
     assert array_path(enc, text) == tiktoken_encodings["gpt2"].encode_ordinary(text)
     assert calls == [1], "a segment of more than one byte does go to BPE"
+
+
+@pytest.mark.parametrize("name, text", [("gpt2", "\U00010056 x" * 3000), ("cl100k_base", "\U000100a4 x" * 3000)])
+def test_two_byte_segments_make_no_bpe_call(name, text, monkeypatch, tiktoken_encodings):
+    # a letter of a script the vocabulary hardly knows: four bytes, two of which make a token (no token holds
+    # more of them): the pair is joined by the byte-pair table, not by BPE
+    calls = []
+    real = array_encode.encode_blob
+    monkeypatch.setattr(array_encode, "encode_blob", lambda *a: calls.append(1) or real(*a))
+    ids = array_path(fresh(name), text)
+    assert ids == tiktoken_encodings[name].encode_ordinary(text)
+    assert len(ids) == 4 * 3000, "the letter's four bytes make three ids, then one for \" x\""
+    assert calls == []

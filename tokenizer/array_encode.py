@@ -17,7 +17,8 @@ Text a vocabulary hardly knows is the worst case: random code points are many di
 one-byte segments, so every step there is per byte. Two things keep it a handful of passes: when every
 piece is distinct, the pieces are taken in text order as they are (no gather at the end), and the one-byte
 segments are never listed: each byte takes its own token first, and only the longer segments are found (as
-runs of crossable byte pairs) and written over them.
+runs of crossable byte pairs) and written over them; a segment of two bytes is one token or two, as the
+byte-pair table says, without BPE.
 
     >>> from tokenizer import get_encoding
     >>> from tokenizer.batch_bpe import build_pair_table
@@ -136,20 +137,41 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     if not len(flips):
         return (ids if keep is None else ids[keep]), sizes
     segment_starts, segment_lengths = flips[0::2], flips[1::2] + 1 - flips[0::2]
-    representatives, group = distinct_pieces(laid, segment_starts, segment_lengths)
-    distinct_starts, distinct_lengths = segment_starts[representatives], segment_lengths[representatives]
-    distinct_laid = _laid_end_to_end(laid, distinct_starts, distinct_lengths)[: int(distinct_lengths.sum())]
-    bpe_ids, bpe_sizes = encode_blob(distinct_laid, distinct_lengths, pairs)
-    # Each segment's ids go where its bytes begin; its other bytes are dropped.
-    segment_sizes = bpe_sizes[group]
-    ids[_runs(segment_starts, segment_sizes)] = bpe_ids[_runs((np.cumsum(bpe_sizes) - bpe_sizes)[group], segment_sizes)]
-    dropped = segment_lengths - segment_sizes
     if keep is None:
         keep = np.ones(total, dtype=bool)
-    keep[_runs(segment_starts + segment_sizes, dropped)] = False
-    piece_of_segment = np.searchsorted(piece_firsts, segment_starts, side="right") - 1
-    dropped_per_piece = np.bincount(piece_of_segment, weights=dropped, minlength=len(lengths)).astype(np.int64)
+    dropped_per_piece = np.zeros(len(lengths), dtype=np.int64)
+    # Two bytes (most segments, in text a vocabulary hardly knows) need no BPE: they are one token if the pair
+    # is one, else each byte its own.
+    two = segment_lengths == 2
+    pair_at = segment_starts[two]
+    pair = (laid[pair_at].astype(np.int32) << 8) | laid[pair_at + 1]
+    joins = pairs.byte_pair_ranks[pair] != pairs.no_merge
+    pair_at, pair = pair_at[joins], pair[joins]
+    ids[pair_at] = pairs.byte_pair_merged[pair]
+    keep[pair_at + 1] = False
+    dropped_per_piece += np.bincount(_piece_of(piece_firsts, pair_at), minlength=len(lengths))
+    longer = np.flatnonzero(~two)
+    if len(longer):
+        # The others through BPE, each distinct one once; each one's ids go where its bytes begin, and its other
+        # bytes are dropped.
+        segment_starts, segment_lengths = segment_starts[longer], segment_lengths[longer]
+        representatives, group = distinct_pieces(laid, segment_starts, segment_lengths)
+        distinct_starts, distinct_lengths = segment_starts[representatives], segment_lengths[representatives]
+        distinct_laid = _laid_end_to_end(laid, distinct_starts, distinct_lengths)[: int(distinct_lengths.sum())]
+        bpe_ids, bpe_sizes = encode_blob(distinct_laid, distinct_lengths, pairs)
+        segment_sizes = bpe_sizes[group]
+        bpe_firsts = np.cumsum(bpe_sizes) - bpe_sizes
+        ids[_runs(segment_starts, segment_sizes)] = bpe_ids[_runs(bpe_firsts[group], segment_sizes)]
+        dropped = segment_lengths - segment_sizes
+        keep[_runs(segment_starts + segment_sizes, dropped)] = False
+        dropped_per_piece += np.bincount(_piece_of(piece_firsts, segment_starts), weights=dropped,
+                                         minlength=len(lengths)).astype(np.int64)
     return ids[keep], sizes - dropped_per_piece
+
+
+def _piece_of(piece_firsts: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The piece each of ``positions`` is in, for pieces that begin at ``piece_firsts`` (ascending)."""
+    return np.searchsorted(piece_firsts, positions, side="right") - 1
 
 
 def _laid_end_to_end(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
