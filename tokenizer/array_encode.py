@@ -155,8 +155,17 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
         # The others through BPE, each distinct one once; each one's ids go where its bytes begin, and its other
         # bytes are dropped.
         segment_starts, segment_lengths = segment_starts[longer], segment_lengths[longer]
-        representatives, group = distinct_pieces(laid, segment_starts, segment_lengths)
-        distinct_starts, distinct_lengths = segment_starts[representatives], segment_lengths[representatives]
+        # The pieces are distinct (or mostly, in text order), so a segment that is a whole piece is taken as
+        # distinct: only the segments of cut pieces are grouped (one met twice is encoded twice, which costs
+        # little and is exact).
+        whole_piece = segment_lengths == lengths[_piece_of(piece_firsts, segment_starts)]
+        alone, to_group = np.flatnonzero(whole_piece), np.flatnonzero(~whole_piece)
+        representatives, grouped = distinct_pieces(laid, segment_starts[to_group], segment_lengths[to_group])
+        group = np.empty(len(segment_starts), dtype=np.int64)  # each segment's distinct segment
+        group[alone] = np.arange(len(alone))
+        group[to_group] = len(alone) + grouped
+        distinct = np.concatenate([alone, to_group[representatives]])
+        distinct_starts, distinct_lengths = segment_starts[distinct], segment_lengths[distinct]
         distinct_laid = _laid_end_to_end(laid, distinct_starts, distinct_lengths)[: int(distinct_lengths.sum())]
         bpe_ids, bpe_sizes = encode_blob(distinct_laid, distinct_lengths, pairs)
         segment_sizes = bpe_sizes[group]
