@@ -221,3 +221,26 @@ def test_two_byte_segments_make_no_bpe_call(name, text, monkeypatch, tiktoken_en
     assert ids == tiktoken_encodings[name].encode_ordinary(text)
     assert len(ids) == 4 * 3000, "the letter's four bytes make three ids, then one for \" x\""
     assert calls == []
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_every_three_byte_character_alone_equals_the_oracle_without_bpe(name, monkeypatch):
+    # every character of three UTF-8 bytes, alone and in pieces of two: a piece's segments are of one, two or
+    # three bytes (a longer one, across the two, goes through BPE), which the byte-pair and pair tables join
+    # without BPE rounds
+    from tokenizer.piece_arrays import code_points
+
+    calls, joins = [], []
+    real, real_pair_token = array_encode.encode_blob, array_encode._pair_token
+    monkeypatch.setattr(array_encode, "encode_blob", lambda blob, lengths, pairs: calls.append(lengths.max())
+                        or real(blob, lengths, pairs))
+    monkeypatch.setattr(array_encode, "_pair_token", lambda *a: joins.append(real_pair_token(*a)) or joins[-1])
+    enc = get_encoding(name)
+    text = "".join(chr(c) for c in range(0x800, 0x10000) if not 0xD800 <= c < 0xE000)
+    for step in (1, 2):
+        starts = np.arange(0, len(text), step)
+        ids = array_encode.encode_split_text(text, code_points(text), starts, enc._array_tables())
+        assert ids.tolist() == per_piece_ids(enc, [text[i : i + step].encode() for i in starts.tolist()])
+    assert not calls or min(calls) > 3, "no segment of three bytes or fewer goes through BPE"
+    joined = np.concatenate(joins)
+    assert (joined >= 0).any() and (joined < 0).any(), "three bytes make one token, or stay two"

@@ -17,8 +17,8 @@ Text a vocabulary hardly knows is the worst case: random code points are many di
 one-byte segments, so every step there is per byte. Two things keep it a handful of passes: when every
 piece is distinct, the pieces are taken in text order as they are (no gather at the end), and the one-byte
 segments are never listed: each byte takes its own token first, and only the longer segments are found (as
-runs of crossable byte pairs) and written over them; a segment of two bytes is one token or two, as the
-byte-pair table says, without BPE.
+runs of crossable byte pairs) and written over them; a segment of two or three bytes is joined by looking
+its pairs up, without BPE rounds.
 
     >>> from tokenizer import get_encoding
     >>> from tokenizer.batch_bpe import build_pair_table
@@ -41,8 +41,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .batch_bpe import PairTable, encode_blob
-from .piece_arrays import (PADDING, KeyedPieces, PieceTable, byte_offsets, code_points, distinct_pieces, key_pieces,
-                           utf8_blob)
+from .piece_arrays import (PADDING, KeyedPieces, PieceTable, byte_offsets, code_points, distinct_pieces, home_slots,
+                           key_pieces, utf8_blob)
 
 
 class TokenTables(NamedTuple):
@@ -140,17 +140,12 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     if keep is None:
         keep = np.ones(total, dtype=bool)
     dropped_per_piece = np.zeros(len(lengths), dtype=np.int64)
-    # Two bytes (most segments, in text a vocabulary hardly knows) need no BPE: they are one token if the pair
-    # is one, else each byte its own.
-    two = segment_lengths == 2
-    pair_at = segment_starts[two]
-    pair = (laid[pair_at].astype(np.int32) << 8) | laid[pair_at + 1]
-    joins = pairs.byte_pair_ranks[pair] != pairs.no_merge
-    pair_at, pair = pair_at[joins], pair[joins]
-    ids[pair_at] = pairs.byte_pair_merged[pair]
-    keep[pair_at + 1] = False
-    dropped_per_piece += np.bincount(_piece_of(piece_firsts, pair_at), minlength=len(lengths))
-    longer = np.flatnonzero(~two)
+    # Two or three bytes (most segments, in text a vocabulary hardly knows) need no BPE rounds: see _join_short.
+    short = segment_lengths <= 3
+    dropped_at = _join_short(laid, segment_starts[short], segment_lengths[short], pairs, ids)
+    keep[dropped_at] = False
+    dropped_per_piece += np.bincount(_piece_of(piece_firsts, dropped_at), minlength=len(lengths))
+    longer = np.flatnonzero(~short)
     if len(longer):
         # The others through BPE, each distinct one once; each one's ids go where its bytes begin, and its other
         # bytes are dropped.
@@ -176,6 +171,52 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
         dropped_per_piece += np.bincount(_piece_of(piece_firsts, segment_starts), weights=dropped,
                                          minlength=len(lengths)).astype(np.int64)
     return ids[keep], sizes - dropped_per_piece
+
+
+def _join_short(laid: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pairs: PairTable,
+                ids: np.ndarray) -> np.ndarray:
+    """BPE of the segments of two or three bytes at ``starts`` (``lengths``) of ``laid``, whose bytes' places in
+    ``ids`` hold their bytes' ids: their ids are written from their first place on; returns the places left
+    over (to drop).
+
+    Two bytes are one token if the pair is one (the byte-pair table says), else two. Of three, the pair of
+    lower rank joins first (the left one if they tie); then the two parts join if their bytes, all three, make
+    a token (the pair table says), else stay two."""
+    two, three = starts[lengths == 2], starts[lengths == 3]
+    pair = (laid[two].astype(np.int32) << 8) | laid[two + 1]
+    joined = two[pairs.byte_pair_ranks[pair] != pairs.no_merge]
+    ids[joined] = pairs.byte_pair_merged[(laid[joined].astype(np.int32) << 8) | laid[joined + 1]]
+    left_pair = (laid[three].astype(np.int32) << 8) | laid[three + 1]
+    right_pair = (laid[three + 1].astype(np.int32) << 8) | laid[three + 2]
+    left_rank, right_rank = pairs.byte_pair_ranks[left_pair], pairs.byte_pair_ranks[right_pair]
+    left_first = left_rank <= right_rank
+    one_join = np.minimum(left_rank, right_rank) != pairs.no_merge
+    three, left_pair, right_pair, left_first = three[one_join], left_pair[one_join], right_pair[one_join], left_first[one_join]
+    # the two parts after the first join: (the left pair's token, the last byte) or (the first byte, the right pair's)
+    left = np.where(left_first, pairs.byte_pair_merged[left_pair], ids[three])
+    right = np.where(left_first, ids[three + 2], pairs.byte_pair_merged[right_pair])
+    whole = _pair_token(pairs, left, right)
+    one = whole >= 0
+    ids[three] = np.where(one, whole, left)
+    ids[three[~one] + 1] = right[~one]
+    return np.concatenate([joined + 1, three + 2, three[one] + 1])
+
+
+def _pair_token(pairs: PairTable, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The id of the token the parts ``left`` and ``right`` join into, -1 where they do not join: looked up in
+    the pair table's hash table (a pair's key lives in its home slot or the first free slot after it)."""
+    keys = left.astype(np.int64) * pairs.n_ids + right
+    token = np.full(len(keys), -1, dtype=np.int64)
+    slot = home_slots(keys, pairs.slot_bits)
+    searching = np.arange(len(keys))
+    while len(searching):  # each pass looks one slot further for the keys not settled yet
+        at = slot[searching]
+        in_slot = pairs.slot_keys[at]
+        hit = in_slot == keys[searching]
+        token[searching[hit]] = pairs.slot_merged[at[hit]]
+        searching = searching[~hit & (in_slot >= 0)]  # (a free slot's key is negative)
+        slot[searching] += 1
+    return token
 
 
 def _piece_of(piece_firsts: np.ndarray, positions: np.ndarray) -> np.ndarray:
