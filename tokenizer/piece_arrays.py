@@ -287,7 +287,8 @@ class PieceTable:
         self._blob, self._lengths, self._values = blob, lengths, values
         self._slot_key, self._slot_entry, self._slot_bits = slot_key, slot_entry, int(slot_bits)
         self._starts = np.cumsum(lengths) - lengths
-        self._first, self._last = piece_words(blob, self._starts, lengths)
+        # (the entries' words are read when a look-up needs them, for its candidates only: a table loaded for
+        # one call does not pay for all of them)
         self._longest = int(lengths.max(initial=0))
 
     @property
@@ -335,7 +336,8 @@ class PieceTable:
         equal = self._lengths[candidate] == lengths[hit]
         check = np.flatnonzero(equal & (lengths[hit] >= 8))
         piece, other = hit[check], candidate[check]
-        equal[check] = (self._first[other] == first[piece]) & (self._last[other] == last[piece])
+        other_first, other_last = piece_words(self._blob, self._starts[other], self._lengths[other])
+        equal[check] = (other_first == first[piece]) & (other_last == last[piece])
         long = check[equal[check] & (lengths[piece] > 16)]
         equal[long] = same_bytes(blob, starts[hit[long]], self._blob, self._starts[candidate[long]], lengths[hit[long]])
         found = np.full(len(keys), EMPTY, dtype=np.int64)
