@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 
+import numpy as np
 import pytest
 from conftest import CORPUS_FILES, FUZZ_SHARE, corpus_text
 from hypothesis import given, settings
@@ -140,3 +141,106 @@ def test_without_the_whole_piece_rule_the_piece_cache_stays():
     text = "abc abc ab " * 1000
     assert enc.encode_ordinary(text) == [256, 99, 32, 256, 99, 32, 256, 32] * 1000
     assert enc._cache and enc._array_tables() is None
+
+
+def per_piece_ids(enc: Encoding, pieces: list[bytes]) -> list[int]:
+    """The oracle for any cut of a text: a piece that is a token is that token, the others by bpe.merge."""
+    from tokenizer.bpe import merge
+
+    ids = []
+    for piece in pieces:
+        whole = enc.token_ids.get(piece)
+        ids += [whole] if whole is not None else [enc.token_ids[part] for part in merge(piece, enc.merge_ranks)]
+    return ids
+
+
+# Text the vocabularies hardly know (most bytes segments of their own) mixed with text they know, repeated
+# pieces and pieces met once, cut anywhere (not only where a pattern would)
+rarely_known = st.lists(
+    st.one_of(
+        st.characters(min_codepoint=0x10000),
+        st.characters(codec=None, exclude_categories=["Cs"]),
+        st.sampled_from(["hello", " world", "  ", " ", "中文", "\U000e0041\U000e0042", "😀😀", "ab"]),
+    ),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=FUZZ_SHARE, deadline=None)
+@given(rarely_known, st.lists(st.integers(1, 400), max_size=30), st.sampled_from(ENCODINGS))
+def test_any_cut_equals_the_per_piece_oracle(text, cuts, name):
+    from tokenizer.piece_arrays import code_points
+
+    enc = get_encoding(name)
+    points = code_points(text)
+    starts = np.unique(np.array([0] + [c for c in cuts if c < len(points)], dtype=np.int64))[: max(len(text), 0)]
+    if not len(text):
+        starts = starts[:0]
+    bounds = starts.tolist() + [len(text)]
+    pieces = [text[a:b].encode() for a, b in zip(bounds, bounds[1:])]
+    ids = array_encode.encode_split_text(text, points, starts, enc._array_tables())
+    assert ids.tolist() == per_piece_ids(enc, pieces)
+
+
+@pytest.mark.parametrize("text", ["\U000e0041" * 3 + "x" * 5, "𝐀" * 20 + " a" * 10, "a" * 40])
+def test_every_piece_distinct_and_none_a_token(text):
+    # every piece its own and none a token: the distinct pieces are the text's, in order, and all go to BPE
+    from tokenizer.piece_arrays import code_points
+
+    enc = get_encoding("gpt2")
+    starts = np.arange(0, len(text), 3, dtype=np.int64)
+    bounds = starts.tolist() + [len(text)]
+    pieces = [text[a:b].encode() for a, b in zip(bounds, bounds[1:])]
+    ids = array_encode.encode_split_text(text, code_points(text), starts, enc._array_tables())
+    assert ids.tolist() == per_piece_ids(enc, pieces)
+
+
+def test_a_text_of_one_byte_segments_makes_no_bpe_call(monkeypatch, tiktoken_encodings):
+    # a million spaces for GPT-2 (no token holds two), random code points: every byte is its own token, found
+    # in passes over the bytes without listing a segment or calling BPE
+    calls = []
+    real = array_encode.encode_blob
+    monkeypatch.setattr(array_encode, "encode_blob", lambda *a: calls.append(1) or real(*a))
+    enc = fresh("gpt2")
+    text = " " * 50_000
+    assert array_path(enc, text) == tiktoken_encodings["gpt2"].encode_ordinary(text)
+    assert calls == []
+    text = " " * 50_000 + "qqqq" + "\U000e0041" * 9  # " qqqq" is no token: BPE makes it
+    assert array_path(enc, text) == tiktoken_encodings["gpt2"].encode_ordinary(text)
+    assert calls == [1], "a segment of more than one byte does go to BPE"
+
+
+@pytest.mark.parametrize("name, text", [("gpt2", "\U00010056 x" * 3000), ("cl100k_base", "\U000100a4 x" * 3000)])
+def test_two_byte_segments_make_no_bpe_call(name, text, monkeypatch, tiktoken_encodings):
+    # a letter of a script the vocabulary hardly knows: four bytes, two of which make a token (no token holds
+    # more of them): the pair is joined by the byte-pair table, not by BPE
+    calls = []
+    real = array_encode.encode_blob
+    monkeypatch.setattr(array_encode, "encode_blob", lambda *a: calls.append(1) or real(*a))
+    ids = array_path(fresh(name), text)
+    assert ids == tiktoken_encodings[name].encode_ordinary(text)
+    assert len(ids) == 4 * 3000, "the letter's four bytes make three ids, then one for \" x\""
+    assert calls == []
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_every_three_byte_character_alone_equals_the_oracle_without_bpe(name, monkeypatch):
+    # every character of three UTF-8 bytes, alone and in pieces of two: a piece's segments are of one, two or
+    # three bytes (a longer one, across the two, goes through BPE), which the byte-pair and pair tables join
+    # without BPE rounds
+    from tokenizer.piece_arrays import code_points
+
+    calls, joins = [], []
+    real, real_pair_token = array_encode.encode_blob, array_encode._pair_token
+    monkeypatch.setattr(array_encode, "encode_blob", lambda blob, lengths, pairs: calls.append(lengths.max())
+                        or real(blob, lengths, pairs))
+    monkeypatch.setattr(array_encode, "_pair_token", lambda *a: joins.append(real_pair_token(*a)) or joins[-1])
+    enc = get_encoding(name)
+    text = "".join(chr(c) for c in range(0x800, 0x10000) if not 0xD800 <= c < 0xE000)
+    for step in (1, 2):
+        starts = np.arange(0, len(text), step)
+        ids = array_encode.encode_split_text(text, code_points(text), starts, enc._array_tables())
+        assert ids.tolist() == per_piece_ids(enc, [text[i : i + step].encode() for i in starts.tolist()])
+    assert not calls or min(calls) > 3, "no segment of three bytes or fewer goes through BPE"
+    joined = np.concatenate(joins)
+    assert (joined >= 0).any() and (joined < 0).any(), "three bytes make one token, or stay two"

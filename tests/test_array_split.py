@@ -237,3 +237,40 @@ def test_a_wrong_o200k_class_is_caught(monkeypatch, character, wrong_class, text
     wrong[ord(character)] = wrong_class
     monkeypatch.setattr(array_split, "o200k_class_table", lambda: wrong)
     assert array_starts(text, O200K_PATTERN) != reference_starts(text, O200K_PATTERN)
+
+
+# Text with many hard segments: the material of HARD and marks among the alphabet's characters
+many_hard = st.lists(
+    st.one_of(st.sampled_from([text for text, _ in HARD]), st.sampled_from(["\u0301", "\u0903", "'ll's", " ", "."]),
+              st.sampled_from(ALPHABET)),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=FUZZ_SHARE, deadline=None)
+@given(text=many_hard)
+def test_o200k_many_hard_segments_equal_reference(text):
+    assert array_starts(text, O200K_PATTERN) == reference_starts(text, O200K_PATTERN)
+    # the hard segments are split in one regex call, joined by the separator: each splits as it would alone,
+    # and the separator is a piece of its own
+    split = compile_pattern(O200K_PATTERN).split_reference
+    segments = [text[first:end] for first, end in hard_segments(code_points(text)).tolist()]
+    alone = [piece for segment in segments for piece in split(segment) + [array_split.SEPARATOR]][:-1]
+    assert split(array_split.SEPARATOR.join(segments)) == (alone if segments else [])
+
+
+def test_o200k_hard_segments_take_one_regex_call(monkeypatch):
+    text = "".join(text for text, _ in HARD) * 50
+    assert len(hard_segments(code_points(text))) > 100
+    expected = reference_starts(text, O200K_PATTERN)
+    calls = []
+    pretokenizer = compile_pattern(O200K_PATTERN)
+
+    class Counted:
+        def split(self, joined):
+            calls.append(joined)
+            return pretokenizer.split(joined)
+
+    monkeypatch.setattr(array_split, "compile_pattern", lambda pattern: Counted())
+    assert array_starts(text, O200K_PATTERN) == expected
+    assert len(calls) == 1

@@ -10,8 +10,15 @@ for a long text met for the first time, those per-piece steps are the cost. Here
 3. a piece that is itself a token is that token (tiktoken's rule): found for all at once in a
    :class:`tokenizer.piece_arrays.PieceTable` of the vocabulary;
 4. the others are cut into segments where no merge can cross, and each distinct segment is BPE-encoded once,
-   all together (:func:`tokenizer.batch_bpe.encode_blob`);
+   all together (:func:`tokenizer.batch_bpe.encode_blob`); a segment of one byte is that byte's token;
 5. the ids are laid out in text order: each piece takes its distinct piece's ids.
+
+Text a vocabulary hardly knows is the worst case: random code points are many distinct pieces, each mostly
+one-byte segments, so every step there is per byte. Two things keep it a handful of passes: when every
+piece is distinct, the pieces are taken in text order as they are (no gather at the end), and the one-byte
+segments are never listed: each byte takes its own token first, and only the longer segments are found (as
+runs of crossable byte pairs) and written over them; a segment of two or three bytes is joined by looking
+its pairs up, without BPE rounds.
 
     >>> from tokenizer import get_encoding
     >>> from tokenizer.batch_bpe import build_pair_table
@@ -34,7 +41,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .batch_bpe import PairTable, encode_blob
-from .piece_arrays import PieceTable, byte_offsets, code_points, distinct_pieces, positions_within, utf8_blob
+from .piece_arrays import (PADDING, KeyedPieces, PieceTable, byte_offsets, code_points, distinct_pieces, home_slots,
+                           key_pieces, utf8_blob)
 
 
 class TokenTables(NamedTuple):
@@ -46,92 +54,184 @@ class TokenTables(NamedTuple):
 
 
 def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables: TokenTables) -> np.ndarray:
-    """The token ids (int64) of ``text``, whose code points are ``points`` and whose pre-tokens start at the
+    """The token ids (int32) of ``text``, whose code points are ``points`` and whose pre-tokens start at the
     code point positions ``starts`` (ascending, from 0; the last piece runs to the end)."""
     if not len(starts):
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int32)
     blob = utf8_blob(text)
     byte_starts = byte_offsets(points, np.append(starts, len(points)))
     byte_lengths = np.diff(byte_starts)
     byte_starts = byte_starts[:-1]
+    if len(starts) == 1:  # one piece (a million spaces, say): nothing to group, and not worth hashing
+        return _encode_pieces(blob, byte_starts, byte_lengths, tables)[0]
     # Text repeats its pieces: the distinct ones are found first, and only they are looked up and encoded.
-    representatives, group = distinct_pieces(blob, byte_starts, byte_lengths)
-    distinct_starts, distinct_lengths = byte_starts[representatives], byte_lengths[representatives]
-    if tables.tokens is None:
-        ids = np.full(len(representatives), -1, dtype=np.int64)
-    else:
-        ids = tables.tokens.find(blob, distinct_starts, distinct_lengths)
-    others = np.flatnonzero(ids < 0)
-    if not len(others):
-        return ids[group]
-    # The ids of every distinct piece, one after another: one for a token, its BPE ids for another.
-    bpe_ids, bpe_sizes = _encode_by_segments(blob, distinct_starts[others], distinct_lengths[others], tables.pairs)
-    sizes = np.ones(len(ids), dtype=np.int64)
-    sizes[others] = bpe_sizes
-    firsts = np.cumsum(sizes) - sizes
-    distinct_ids = np.empty(int(firsts[-1] + sizes[-1]), dtype=np.int64)
-    tokens = np.flatnonzero(ids >= 0)
-    distinct_ids[firsts[tokens]] = ids[tokens]
-    distinct_ids[np.repeat(firsts[others], bpe_sizes) + positions_within(bpe_sizes)] = bpe_ids
-    # Then every piece in text order takes its distinct piece's ids.
-    piece_sizes = sizes[group]
-    return distinct_ids[np.repeat(firsts[group], piece_sizes) + positions_within(piece_sizes)]
+    # (Each piece is hashed once: the keys that group them also look them up.)
+    keyed = key_pieces(blob, byte_starts, byte_lengths)
+    representatives, group = distinct_pieces(blob, byte_starts, byte_lengths, keyed)
+    if len(representatives) * 2 > len(group):
+        # Most pieces are met once (text a vocabulary hardly knows, random code points say): the pieces
+        # themselves, in text order, are then hardly more work, and their ids are the text's as they come.
+        return _encode_pieces(blob, byte_starts, byte_lengths, tables, keyed)[0]
+    ids, sizes = _encode_pieces(blob, byte_starts[representatives], byte_lengths[representatives], tables,
+                                keyed.take(representatives))
+    # Every piece in text order takes its distinct piece's ids.
+    return ids[_runs((np.cumsum(sizes) - sizes)[group], sizes[group])]
 
 
-def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                        pairs: PairTable) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, sizes)`` of BPE on the pieces ``(starts, lengths)`` of ``blob``, as :func:`encode_blob` gives
-    them. The pieces are cut first into segments where no token holds the bytes on both sides (no merge
-    crosses there: a piece's ids are its segments' ids): a long piece of a script the vocabulary knows little
-    of is new, but its segments repeat. Each distinct segment is encoded once."""
-    cut_after, cut_piece = _uncrossable_cuts(blob, starts, lengths, pairs)
-    # Segments in piece order: a piece's first starts where it does, the others at its cuts (which come in
-    # piece order too); each ends where the next begins, the last where its piece ends.
-    per_piece = 1 + np.bincount(cut_piece, minlength=len(starts))
-    first = np.cumsum(per_piece) - per_piece
-    segment_starts = np.empty(int(per_piece.sum()), dtype=np.int64)
-    is_first = np.zeros(len(segment_starts), dtype=bool)
-    is_first[first] = True
-    segment_starts[first] = starts
-    segment_starts[~is_first] = cut_after
-    segment_ends = np.empty_like(segment_starts)
-    segment_ends[:-1] = segment_starts[1:]
-    segment_ends[first[1:] - 1] = (starts + lengths)[:-1]
-    segment_ends[-1] = starts[-1] + lengths[-1]
-    segment_lengths = segment_ends - segment_starts
-    # A segment of one byte is that byte's token; the longer ones go through BPE, each distinct one once. The
-    # pieces are distinct already, so a piece without cuts is a distinct segment: only the segments of cut
-    # pieces are grouped (one that equals an uncut piece is encoded twice, which costs little and is exact).
-    single = np.flatnonzero(segment_lengths == 1)
-    longer = np.flatnonzero(segment_lengths > 1)
-    of_cut_piece = np.repeat(per_piece > 1, per_piece)[longer]
-    alone, to_group = longer[~of_cut_piece], longer[of_cut_piece]
-    representatives, grouped = distinct_pieces(blob, segment_starts[to_group], segment_lengths[to_group])
-    group = np.empty(len(longer), dtype=np.int64)  # each longer segment's distinct segment
-    group[~of_cut_piece] = np.arange(len(alone))
-    group[of_cut_piece] = len(alone) + grouped
-    distinct_segments = np.concatenate([alone, to_group[representatives]])
-    distinct_starts, distinct_lengths = segment_starts[distinct_segments], segment_lengths[distinct_segments]
-    laid_end_to_end = blob[np.repeat(distinct_starts, distinct_lengths) + positions_within(distinct_lengths)]
-    bpe_ids, bpe_sizes = encode_blob(laid_end_to_end, distinct_lengths, pairs)
-    bpe_firsts = np.cumsum(bpe_sizes) - bpe_sizes
-    segment_sizes = np.ones(len(segment_starts), dtype=np.int64)
-    segment_sizes[longer] = longer_sizes = bpe_sizes[group]
-    firsts = np.cumsum(segment_sizes) - segment_sizes
-    ids = np.empty(int(firsts[-1] + segment_sizes[-1]), dtype=np.int64)
-    ids[firsts[single]] = pairs.byte_ids[blob[segment_starts[single]]]
-    within = positions_within(longer_sizes)
-    ids[np.repeat(firsts[longer], longer_sizes) + within] = bpe_ids[np.repeat(bpe_firsts[group], longer_sizes) + within]
-    return ids, np.add.reduceat(segment_sizes, first)
+def _encode_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, tables: TokenTables,
+                   keyed: KeyedPieces | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, sizes)``: the ids of the pieces ``(starts, lengths)`` of ``blob`` (``keyed``: their keys, if
+    made), one piece after another, and how many each has. A piece that is a token is that token; the others
+    are BPE-encoded."""
+    whole = None if tables.tokens is None else tables.tokens.find(blob, starts, lengths, keyed)
+    return _encode_by_segments(blob, starts, lengths, tables.pairs, whole)
 
 
-def _uncrossable_cuts(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                      pairs: PairTable) -> tuple[np.ndarray, np.ndarray]:
-    """``(positions, pieces)``: the byte positions inside the pieces (``starts``, ``lengths``) where no token
-    holds the bytes on both sides (batch BPE's ``boundary_rank`` says so), in piece order and ascending within
-    a piece, and the index of the piece each is in."""
-    inner = lengths - 1  # the boundaries inside each piece, after each of its bytes but the last
-    after = np.repeat(starts, inner) + positions_within(inner)  # the byte before each boundary
-    byte_pairs = (blob[after].astype(np.int32) << 8) | blob[after + 1]
-    cut = np.flatnonzero(pairs.boundary_rank[byte_pairs] == pairs.no_merge)
-    return after[cut] + 1, np.repeat(np.arange(len(starts)), inner)[cut]
+def _runs(firsts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``firsts[0], firsts[0] + 1, ...`` (``sizes[0]`` of them), then the same for ``firsts[1]``, and so on.
+
+    >>> _runs(np.array([5, 0]), np.array([2, 3])).tolist()
+    [5, 6, 0, 1, 2]
+    """
+    # each position is (its run's first - where the run begins in the result) + where it is in the result:
+    # one repeat, one arange
+    run_begins = np.cumsum(sizes) - sizes
+    return np.repeat(firsts - run_begins, sizes) + np.arange(int(sizes.sum()))
+
+
+def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pairs: PairTable,
+                        whole: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, sizes)`` of the pieces ``(starts, lengths)`` of ``blob``: the token ``whole[i]`` for a piece
+    whose ``whole[i] >= 0``, BPE for the others (as :func:`encode_blob` gives it). The pieces are cut first into
+    segments where no token holds the bytes on both sides (no merge crosses there: a piece's ids are its
+    segments' ids): a long piece of a script the vocabulary knows little of is new, but its segments repeat.
+    Each distinct segment is encoded once. A piece that is a token is one segment, whose id is known.
+
+    A segment of one byte is that byte's token, and text the vocabulary hardly knows (random code points, a
+    million spaces for GPT-2) is mostly such segments: so every byte first takes its own token, in passes over
+    the bytes that make nothing per segment, and only the longer segments are listed, encoded and written over
+    their bytes' tokens (their ids where their bytes began, the bytes left over dropped)."""
+    total = int(lengths.sum())
+    piece_firsts = np.cumsum(lengths) - lengths  # where each piece begins, the pieces laid end to end
+    laid = _laid_end_to_end(blob, starts, lengths)
+    # joined[i]: bytes i and i + 1 are in one segment (one piece, and some token holds both)
+    crossable = pairs.boundary_rank != pairs.no_merge
+    joined = crossable[(laid[: total - 1].astype(np.uint16) << 8) | laid[1:total]]
+    joined[piece_firsts[1:] - 1] = False
+    ids = pairs.byte_ids[laid[:total]]
+    keep = None  # which of the bytes' places keep an id (None: all)
+    sizes = lengths
+    tokens = np.zeros(0, dtype=np.int64) if whole is None else np.flatnonzero(whole >= 0)
+    if len(tokens):
+        # a token's id takes its first byte's place; no segment runs inside it, and its other places are dropped
+        in_token = np.repeat(whole >= 0, lengths)
+        joined &= ~in_token[:-1]
+        keep = ~in_token
+        keep[piece_firsts[tokens]] = True
+        ids[piece_firsts[tokens]] = whole[tokens]
+        sizes = np.where(whole >= 0, 1, lengths)
+    # The longer segments are the runs of joined boundaries: where the flag flips, a run begins, then ends.
+    flags = np.zeros(total + 1, dtype=bool)
+    flags[1:total] = joined
+    flips = np.flatnonzero(flags[1:] != flags[:-1])
+    if not len(flips):
+        return (ids if keep is None else ids[keep]), sizes
+    segment_starts, segment_lengths = flips[0::2], flips[1::2] + 1 - flips[0::2]
+    if keep is None:
+        keep = np.ones(total, dtype=bool)
+    dropped_per_piece = np.zeros(len(lengths), dtype=np.int64)
+    # Two or three bytes (most segments, in text a vocabulary hardly knows) need no BPE rounds: see _join_short.
+    short = segment_lengths <= 3
+    dropped_at = _join_short(laid, segment_starts[short], segment_lengths[short], pairs, ids)
+    keep[dropped_at] = False
+    dropped_per_piece += np.bincount(_piece_of(piece_firsts, dropped_at), minlength=len(lengths))
+    longer = np.flatnonzero(~short)
+    if len(longer):
+        # The others through BPE, each distinct one once; each one's ids go where its bytes begin, and its other
+        # bytes are dropped.
+        segment_starts, segment_lengths = segment_starts[longer], segment_lengths[longer]
+        # The pieces are distinct (or mostly, in text order), so a segment that is a whole piece is taken as
+        # distinct: only the segments of cut pieces are grouped (one met twice is encoded twice, which costs
+        # little and is exact).
+        whole_piece = segment_lengths == lengths[_piece_of(piece_firsts, segment_starts)]
+        alone, to_group = np.flatnonzero(whole_piece), np.flatnonzero(~whole_piece)
+        representatives, grouped = distinct_pieces(laid, segment_starts[to_group], segment_lengths[to_group])
+        group = np.empty(len(segment_starts), dtype=np.int64)  # each segment's distinct segment
+        group[alone] = np.arange(len(alone))
+        group[to_group] = len(alone) + grouped
+        distinct = np.concatenate([alone, to_group[representatives]])
+        distinct_starts, distinct_lengths = segment_starts[distinct], segment_lengths[distinct]
+        distinct_laid = _laid_end_to_end(laid, distinct_starts, distinct_lengths)[: int(distinct_lengths.sum())]
+        bpe_ids, bpe_sizes = encode_blob(distinct_laid, distinct_lengths, pairs)
+        segment_sizes = bpe_sizes[group]
+        bpe_firsts = np.cumsum(bpe_sizes) - bpe_sizes
+        ids[_runs(segment_starts, segment_sizes)] = bpe_ids[_runs(bpe_firsts[group], segment_sizes)]
+        dropped = segment_lengths - segment_sizes
+        keep[_runs(segment_starts + segment_sizes, dropped)] = False
+        dropped_per_piece += np.bincount(_piece_of(piece_firsts, segment_starts), weights=dropped,
+                                         minlength=len(lengths)).astype(np.int64)
+    return ids[keep], sizes - dropped_per_piece
+
+
+def _join_short(laid: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pairs: PairTable,
+                ids: np.ndarray) -> np.ndarray:
+    """BPE of the segments of two or three bytes at ``starts`` (``lengths``) of ``laid``, whose bytes' places in
+    ``ids`` hold their bytes' ids: their ids are written from their first place on; returns the places left
+    over (to drop).
+
+    Two bytes are one token if the pair is one (the byte-pair table says), else two. Of three, the pair of
+    lower rank joins first (the left one if they tie); then the two parts join if their bytes, all three, make
+    a token (the pair table says), else stay two."""
+    two, three = starts[lengths == 2], starts[lengths == 3]
+    pair = (laid[two].astype(np.int32) << 8) | laid[two + 1]
+    joined = two[pairs.byte_pair_ranks[pair] != pairs.no_merge]
+    ids[joined] = pairs.byte_pair_merged[(laid[joined].astype(np.int32) << 8) | laid[joined + 1]]
+    left_pair = (laid[three].astype(np.int32) << 8) | laid[three + 1]
+    right_pair = (laid[three + 1].astype(np.int32) << 8) | laid[three + 2]
+    left_rank, right_rank = pairs.byte_pair_ranks[left_pair], pairs.byte_pair_ranks[right_pair]
+    left_first = left_rank <= right_rank
+    one_join = np.minimum(left_rank, right_rank) != pairs.no_merge
+    three, left_pair, right_pair, left_first = three[one_join], left_pair[one_join], right_pair[one_join], left_first[one_join]
+    # the two parts after the first join: (the left pair's token, the last byte) or (the first byte, the right pair's)
+    left = np.where(left_first, pairs.byte_pair_merged[left_pair], ids[three])
+    right = np.where(left_first, ids[three + 2], pairs.byte_pair_merged[right_pair])
+    whole = _pair_token(pairs, left, right)
+    one = whole >= 0
+    ids[three] = np.where(one, whole, left)
+    ids[three[~one] + 1] = right[~one]
+    return np.concatenate([joined + 1, three + 2, three[one] + 1])
+
+
+def _pair_token(pairs: PairTable, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The id of the token the parts ``left`` and ``right`` join into, -1 where they do not join: looked up in
+    the pair table's hash table (a pair's key lives in its home slot or the first free slot after it)."""
+    keys = left.astype(np.int64) * pairs.n_ids + right
+    token = np.full(len(keys), -1, dtype=np.int64)
+    slot = home_slots(keys, pairs.slot_bits)
+    searching = np.arange(len(keys))
+    while len(searching):  # each pass looks one slot further for the keys not settled yet
+        at = slot[searching]
+        in_slot = pairs.slot_keys[at]
+        hit = in_slot == keys[searching]
+        token[searching[hit]] = pairs.slot_merged[at[hit]]
+        searching = searching[~hit & (in_slot >= 0)]  # (a free slot's key is negative)
+        slot[searching] += 1
+    return token
+
+
+def _piece_of(piece_firsts: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The piece each of ``positions`` is in, for pieces that begin at ``piece_firsts`` (ascending)."""
+    return np.searchsorted(piece_firsts, positions, side="right") - 1
+
+
+def _laid_end_to_end(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The pieces ``(starts, lengths)`` of ``blob`` one after another, followed by
+    :data:`tokenizer.piece_arrays.PADDING` bytes (what :func:`distinct_pieces` reads past a piece)."""
+    if len(starts) == 1 or np.array_equal(starts[1:], starts[:-1] + lengths[:-1]):
+        # one after another already (one piece, or the pieces of a text in order): a view (what follows them
+        # in the blob stands for the padding)
+        return blob[int(starts[0]) :]
+    total = int(lengths.sum())
+    laid = np.zeros(total + PADDING, dtype=np.uint8)
+    np.take(blob, _runs(starts, lengths), out=laid[:total])
+    return laid

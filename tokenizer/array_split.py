@@ -70,8 +70,9 @@ that ``[\\r\\n/]*`` then runs on from; one after a contraction starts a piece; a
 (``x'll'll's``) alternate. For each such position, the text between the nearest two of :mod:`tokenizer.cuts`'
 safe cuts around it (its two-character rule, tested only near those positions) is split by
 :meth:`Pretokenizer.split <tokenizer.pretokenize.Pretokenizer.split>` and its starts spliced in: exact, since a
-segment between safe cuts splits as it would alone, and the rules never look across a cut. Real text has few:
-:func:`hard_segments` lists them.
+segment between safe cuts splits as it would alone, and the rules never look across a cut. Real text has few
+(:func:`hard_segments` lists them); text of rare material may have thousands, so they are split in one call,
+joined by a separator that makes safe cuts on both sides (:data:`SEPARATOR`).
 
 Every rule that concerns few positions (digits, line breaks, apostrophes) runs on the compressed array of those
 positions; the whole-text passes are a table look-up and a dozen or two byte-wide comparisons. The class tables
@@ -465,15 +466,47 @@ def _segments_around(classes: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return np.stack([firsts, ends[index]], axis=1)
 
 
+# Put between two segments when they are split in one regex call: it begins with a space (a space after what
+# ends a segment, never whitespace, is a safe cut) and ends with a letter (before what begins a segment, an
+# "other" character or whitespace, a safe cut too). So each segment splits as it would alone, and the
+# separator is one piece of its own.
+SEPARATOR = " a"
+
+
 def _split_segments(code_points: np.ndarray, starts: np.ndarray, segments: np.ndarray) -> None:
-    """Set ``starts`` in each ``[first, end)`` of ``segments`` by the regex (a segment splits alone)."""
-    split = compile_pattern(O200K_PATTERN).split
-    for first, end in segments.tolist():
-        text = code_points[first:end].tobytes().decode("utf-32-le", "surrogatepass")
-        lengths = np.fromiter(map(len, split(text)), np.int64)
-        starts[first:end] = False
-        starts[first + np.cumsum(lengths[:-1])] = True
-        starts[first] = True
+    """Set ``starts`` in each ``[first, end)`` of ``segments`` (ascending, apart) by the regex.
+
+    One call for all of them, not one each (text of rare material can have thousands): the segments are
+    joined with :data:`SEPARATOR` between them. A segment is text between two of :mod:`tokenizer.cuts`' safe
+    cuts (or the text's ends), and so splits alone: ``split(a + b) == split(a) + split(b)`` at a safe cut. A
+    segment ends with a character that is not whitespace (what comes before a cut), unless it ends the text;
+    it begins with an "other" character or whitespace (what comes after one), unless it begins the text. So
+    in ``a + SEPARATOR + b`` both joins are safe cuts; the first segment may begin the text and the last end
+    it, and no separator goes before the first or after the last."""
+    firsts, ends = segments[:, 0], segments[:, 1]
+    lengths = ends - firsts
+    gap = len(SEPARATOR)
+    # where each segment begins in the joined text
+    joined_firsts = np.cumsum(lengths + gap) - (lengths + gap)
+    positions = np.full(int(lengths.sum()) + gap * (len(lengths) - 1), ord(SEPARATOR[-1]), np.uint32)
+    positions_in_segments = _segment_positions(joined_firsts, lengths)
+    positions[positions_in_segments] = code_points[_segment_positions(firsts, lengths)]
+    positions[joined_firsts[1:] - gap] = ord(SEPARATOR[0])  # (SEPARATOR: a space, then a letter)
+    joined = positions.tobytes().decode("utf-32-le", "surrogatepass")
+    piece_lengths = np.fromiter(map(len, compile_pattern(O200K_PATTERN).split(joined)), np.int64)
+    joined_starts = np.cumsum(piece_lengths) - piece_lengths
+    # back to the text: a piece start in a segment is a start there; the separators' starts are dropped
+    segment = np.searchsorted(joined_firsts, joined_starts, side="right") - 1
+    offset = joined_starts - joined_firsts[segment]
+    inside = offset < lengths[segment]
+    starts[_segment_positions(firsts, lengths)] = False
+    starts[firsts[segment[inside]] + offset[inside]] = True
+
+
+def _segment_positions(firsts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Every position of the segments that begin at ``firsts``, ``lengths`` long, one segment after another."""
+    segment_begins = np.cumsum(lengths) - lengths
+    return np.repeat(firsts - segment_begins, lengths) + np.arange(int(lengths.sum()))
 
 
 def _run_starts(inside: np.ndarray, last: np.ndarray) -> np.ndarray:

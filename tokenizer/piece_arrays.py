@@ -23,7 +23,7 @@ What this module does not do: decide where pieces are (that is :mod:`tokenizer.a
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -131,6 +131,25 @@ def piece_keys(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first:
         return keys
 
 
+class KeyedPieces(NamedTuple):
+    """Pieces' words and keys (:func:`key_pieces`): made once for pieces that are looked up more than once
+    (grouped into distinct ones, then looked up in a :class:`PieceTable`, say)."""
+
+    first: np.ndarray
+    last: np.ndarray
+    keys: np.ndarray
+
+    def take(self, index: np.ndarray) -> KeyedPieces:
+        """Those of the pieces at ``index``."""
+        return KeyedPieces(self.first[index], self.last[index], self.keys[index])
+
+
+def key_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> KeyedPieces:
+    """The words (:func:`piece_words`) and keys (:func:`piece_keys`) of the pieces ``(starts, lengths)``."""
+    first, last = piece_words(blob, starts, lengths)
+    return KeyedPieces(first, last, piece_keys(blob, starts, lengths, first, last))
+
+
 # A polynomial hash of a byte string, modulo 2**64 (uint64 arithmetic wraps): sum of (byte + 1) * BASE**i.
 _BASE = np.uint64(0x100000001B3)
 
@@ -175,9 +194,11 @@ def count_distinct(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
     return representatives, np.bincount(group, minlength=len(representatives))
 
 
-def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                    keyed: KeyedPieces | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(representatives, group)``: the index of one occurrence of each distinct piece (by bytes), and for
     each piece, which of those it is (``starts[representatives[group[i]]]`` holds the same bytes as piece i).
+    ``keyed``: the pieces' :func:`key_pieces`, if made already.
 
     >>> blob = utf8_blob("abab a")
     >>> representatives, group = distinct_pieces(blob, np.array([0, 2, 4, 5]), np.array([2, 2, 1, 1]))
@@ -187,8 +208,7 @@ def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     n = len(starts)
     if n < 2:  # no piece, or one (which may be long: not worth hashing)
         return np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    first, last = piece_words(blob, starts, lengths)
-    keys = piece_keys(blob, starts, lengths, first, last)
+    first, last, keys = keyed if keyed is not None else key_pieces(blob, starts, lengths)
     # Group the pieces by key. Sorting the keys themselves is several times faster than argsort; so the low
     # bits of each key give way to the piece's index, which the sort carries along. Groups are then by the
     # key's high bits only: unequal pieces may share a group, which the comparison below finds.
@@ -213,7 +233,8 @@ def distinct_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     longer = np.flatnonzero(equal & (lengths > 8))
     other = representatives[group[longer]]
     equal[longer] = last[longer] == last[other]
-    long = np.flatnonzero(equal[longer] & (lengths[longer] > 16))
+    # (a representative is itself: only the others are compared byte for byte)
+    long = np.flatnonzero(equal[longer] & (lengths[longer] > 16) & (other != longer))
     equal[longer[long]] = same_bytes(blob, starts[longer[long]], blob, starts[other[long]], lengths[longer[long]])
     if equal.all():
         return representatives, group
@@ -266,7 +287,8 @@ class PieceTable:
         self._blob, self._lengths, self._values = blob, lengths, values
         self._slot_key, self._slot_entry, self._slot_bits = slot_key, slot_entry, int(slot_bits)
         self._starts = np.cumsum(lengths) - lengths
-        self._first, self._last = piece_words(blob, self._starts, lengths)
+        # (the entries' words are read when a look-up needs them, for its candidates only: a table loaded for
+        # one call does not pay for all of them)
         self._longest = int(lengths.max(initial=0))
 
     @property
@@ -282,17 +304,19 @@ class PieceTable:
         table._set(**{name: arrays[name] for name in ("blob", "lengths", "values", "slot_key", "slot_entry", "slot_bits")})
         return table
 
-    def find(self, blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    def find(self, blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+             keyed: KeyedPieces | None = None) -> np.ndarray:
         """The value of each piece ``blob[starts[i]:][:lengths[i]]`` (int64), -1 where the table lacks it.
-        ``blob`` ends with :data:`PADDING` zero bytes (:func:`utf8_blob`); lengths are positive."""
+        ``blob`` ends with :data:`PADDING` zero bytes (:func:`utf8_blob`); lengths are positive. ``keyed``: the
+        pieces' :func:`key_pieces`, if made already."""
         fits = lengths <= self._longest
         if not fits.all():  # a piece longer than every entry is none of them (and is not worth hashing)
             found = np.full(len(starts), EMPTY, dtype=np.int64)
             inside = np.flatnonzero(fits)
-            found[inside] = self.find(blob, starts[inside], lengths[inside])
+            found[inside] = self.find(blob, starts[inside], lengths[inside],
+                                      None if keyed is None else keyed.take(inside))
             return found
-        first, last = piece_words(blob, starts, lengths)
-        keys = piece_keys(blob, starts, lengths, first, last)
+        first, last, keys = keyed if keyed is not None else key_pieces(blob, starts, lengths)
         slot = home_slots(keys, self._slot_bits)
         entry = self._slot_entry[slot]
         # A piece's search ends at the slot holding its key, or at a free slot: it is not in the table.
@@ -312,7 +336,8 @@ class PieceTable:
         equal = self._lengths[candidate] == lengths[hit]
         check = np.flatnonzero(equal & (lengths[hit] >= 8))
         piece, other = hit[check], candidate[check]
-        equal[check] = (self._first[other] == first[piece]) & (self._last[other] == last[piece])
+        other_first, other_last = piece_words(self._blob, self._starts[other], self._lengths[other])
+        equal[check] = (other_first == first[piece]) & (other_last == last[piece])
         long = check[equal[check] & (lengths[piece] > 16)]
         equal[long] = same_bytes(blob, starts[hit[long]], self._blob, self._starts[candidate[long]], lengths[hit[long]])
         found = np.full(len(keys), EMPTY, dtype=np.int64)
