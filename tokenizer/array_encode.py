@@ -40,8 +40,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .batch_bpe import PairTable, encode_blob
-from .piece_arrays import (PADDING, KeyedPieces, PieceTable, byte_offsets, code_points, distinct_pieces, home_slots,
+from .batch_bpe import PairTable, encode_blob, lookup_pairs
+from .piece_arrays import (PADDING, KeyedPieces, PieceTable, byte_offsets, code_points, distinct_pieces,
                            key_pieces, utf8_blob)
 
 
@@ -195,28 +195,11 @@ def _join_short(laid: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pairs
     # the two parts after the first join: (the left pair's token, the last byte) or (the first byte, the right pair's)
     left = np.where(left_first, pairs.byte_pair_merged[left_pair], ids[three])
     right = np.where(left_first, ids[three + 2], pairs.byte_pair_merged[right_pair])
-    whole = _pair_token(pairs, left, right)
-    one = whole >= 0
+    rank, whole = lookup_pairs(pairs, left, right)
+    one = rank != pairs.no_merge
     ids[three] = np.where(one, whole, left)
     ids[three[~one] + 1] = right[~one]
     return np.concatenate([joined + 1, three + 2, three[one] + 1])
-
-
-def _pair_token(pairs: PairTable, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """The id of the token the parts ``left`` and ``right`` join into, -1 where they do not join: looked up in
-    the pair table's hash table (a pair's key lives in its home slot or the first free slot after it)."""
-    keys = left.astype(np.int64) * pairs.n_ids + right
-    token = np.full(len(keys), -1, dtype=np.int64)
-    slot = home_slots(keys, pairs.slot_bits)
-    searching = np.arange(len(keys))
-    while len(searching):  # each pass looks one slot further for the keys not settled yet
-        at = slot[searching]
-        in_slot = pairs.slot_keys[at]
-        hit = in_slot == keys[searching]
-        token[searching[hit]] = pairs.slot_merged[at[hit]]
-        searching = searching[~hit & (in_slot >= 0)]  # (a free slot's key is negative)
-        slot[searching] += 1
-    return token
 
 
 def _piece_of(piece_firsts: np.ndarray, positions: np.ndarray) -> np.ndarray:

@@ -214,7 +214,7 @@ def build_pair_table(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes,
     )
     # Every pair of single bytes, looked up once: the first round of every batch needs only these.
     byte_pairs = np.arange(65536)
-    ranks, merged = _lookup(table, table.byte_ids[byte_pairs >> 8], table.byte_ids[byte_pairs & 255])
+    ranks, merged = lookup_pairs(table, table.byte_ids[byte_pairs >> 8], table.byte_ids[byte_pairs & 255])
     return table._replace(byte_pair_ranks=ranks, byte_pair_merged=merged)
 
 
@@ -230,8 +230,9 @@ def pairs_of(table: PairTable) -> dict[tuple[int, int], tuple[int, int]]:
     return {divmod(k, table.n_ids): (r, m) for k, r, m in zip(keys, ranks, merged)}
 
 
-def _lookup(table: PairTable, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rank, merged id) of each pair; rank ``no_merge`` where the pair makes no mergeable token."""
+def lookup_pairs(table: PairTable, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rank, merged id)`` of each pair ``(left[i], right[i])`` of ids; rank ``no_merge`` where the pair makes no
+    mergeable token."""
     keys = left.astype(np.int64) * table.n_ids + right
     rank = np.full(len(keys), table.no_merge, dtype=np.int32)
     merged = np.zeros(len(keys), dtype=np.int32)
@@ -294,8 +295,8 @@ def _chain_after_lowest(
     right_exists = ~ends[at + 1]
     right = parts[np.minimum(at + 2, len(parts) - 1)]
     r = lowest_rank[linked][segment]
-    left_rank, _ = _lookup(table, left, token)
-    right_rank, _ = _lookup(table, token, right)
+    left_rank, _ = lookup_pairs(table, left, token)
+    right_rank, _ = lookup_pairs(table, token, right)
     ends_chain = (has_left & (left_rank <= r)) | (right_exists & (right_rank <= r))
     # A join comes after the chain's end if an earlier join of its segment ends the chain.
     ended_before = np.cumsum(ends_chain) - ends_chain
@@ -394,7 +395,7 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
         at_end = ends[changed]
         rank[changed[at_end]] = no_merge
         changed = changed[~at_end]
-        rank[changed], merged[changed] = _lookup(table, parts[changed], parts[changed + 1])
+        rank[changed], merged[changed] = lookup_pairs(table, parts[changed], parts[changed + 1])
 
     # Put the segments back in order: each piece's ids are then one slice of them.
     finished_index = np.concatenate(done_index)
