@@ -43,19 +43,12 @@ from types import ModuleType
 
 import numpy as np
 
+from .merge_state import (NEED_BYTES, NEED_PAIRS, NEED_ROOM, NEED_SLOTS, NOT_A_PAIR, NUM_PAIRS, NUM_TOKENS,
+                          SLOTS_USED, STATUS)
 from .user_cache import cache_dir
 
-# How many pairs the best one is looked for among (see train_kernel._best).
-CANDIDATES = 512
-
-# state[...]: the merger's scalars, kept in one array so that the compiled functions can update them.
-NUM_PAIRS, SLOTS_USED, BYTES_USED, NUM_TOKENS, NUM_CANDIDATES, THRESHOLD, STATUS, NEED_PAIRS, NEED_SLOTS, \
-    NEED_BYTES = range(10)
-# state[STATUS] after merge_until
-DONE, NO_PAIR_LEFT, NEED_ROOM, NOT_A_PAIR = range(4)
-
-# The source files the extension module is built from: a change to either builds a new one.
-_SOURCES = ("train_kernel.py", "compiled_merges.py")
+# The source files the extension module is built from: a change to any builds a new one.
+_SOURCES = ("train_kernel.py", "compiled_merges.py", "merge_state.py")
 
 
 class Kernel:

@@ -47,7 +47,7 @@ import numpy as np
 
 # The merger's scalars state[...] and what state[STATUS] says after merge_until: shared with the merger, whose
 # module does not import numba (numba reads these as constants when it compiles).
-from .compiled_merges import (
+from .merge_state import (
     BYTES_USED, CANDIDATES, DONE, NEED_BYTES, NEED_PAIRS, NEED_ROOM, NEED_SLOTS, NO_PAIR_LEFT, NOT_A_PAIR,
     NUM_CANDIDATES, NUM_PAIRS, NUM_TOKENS, SLOTS_USED, STATUS, THRESHOLD,
 )
