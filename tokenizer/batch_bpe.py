@@ -233,18 +233,25 @@ def pairs_of(table: PairTable) -> dict[tuple[int, int], tuple[int, int]]:
 def lookup_pairs(table: PairTable, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(rank, merged id)`` of each pair ``(left[i], right[i])`` of ids; rank ``no_merge`` where the pair makes no
     mergeable token."""
-    keys = left.astype(np.int64) * table.n_ids + right
+    keys = left.astype(np.int64)
+    keys *= table.n_ids
+    keys += right
     rank = np.full(len(keys), table.no_merge, dtype=np.int32)
     merged = np.zeros(len(keys), dtype=np.int32)
     slot = home_slots(keys, table.slot_bits)
-    searching = np.arange(len(keys))
-    while len(searching):  # each pass looks one slot further for the keys not found yet
-        at = slot[searching]
+    # (Index arrays throughout, not boolean masks: NumPy's take by index is several times faster than its
+    # masked selection when the mask is irregular, as hits and misses are.)
+    searching = None  # the keys not found yet, by index (None: all, in the first pass)
+    while searching is None or len(searching):  # each pass looks one slot further
+        at = slot if searching is None else slot[searching]
         in_slot = table.slot_keys[at]
-        hit = in_slot == keys[searching]
-        found = searching[hit]
-        rank[found], merged[found] = table.slot_ranks[at[hit]], table.slot_merged[at[hit]]
-        searching = searching[~hit & (in_slot != _EMPTY)]
+        hit = in_slot == (keys if searching is None else keys[searching])
+        found_at = np.flatnonzero(hit)
+        at_hit = at[found_at]
+        found = found_at if searching is None else searching[found_at]
+        rank[found], merged[found] = table.slot_ranks[at_hit], table.slot_merged[at_hit]
+        go_on = np.flatnonzero((in_slot != _EMPTY) & ~hit)  # never past an empty slot
+        searching = go_on if searching is None else searching[go_on]
         slot[searching] += 1
     return rank, merged
 
@@ -277,15 +284,21 @@ def _chain_after_lowest(
     linked = linked[rank[second[linked]] == lowest_rank[linked]]
     if not len(linked):
         return linked
+    # The linked segments are few (a long run is one segment): their parts are gathered, one after another,
+    # and the chains are followed there.
+    linked_lengths = lengths[linked]
+    linked_starts = np.cumsum(linked_lengths) - linked_lengths  # where each begins among the gathered
+    gathered = np.repeat(starts[linked] - linked_starts, linked_lengths) + np.arange(int(linked_lengths.sum()))
     # stop[p]: the first q >= p, in steps of 2, whose pair does not continue a chain reaching it.
-    in_chain = np.zeros(len(parts), dtype=bool)
-    in_chain[2:] = (rank[2:] == np.repeat(lowest_rank, lengths)[2:]) & ~ends[1:-1]
-    stop = np.arange(len(parts) + 2)  # two spare slots past the end, where every chain stops
-    stop[:-2][in_chain] = len(parts) + 2
+    in_chain = np.zeros(len(gathered), dtype=bool)  # a segment's first part ends no chain: ends[p - 1] is set
+    in_chain[1:] = (rank[gathered[1:]] == np.repeat(lowest_rank[linked], linked_lengths)[1:]) & ~ends[gathered[:-1]]
+    stop = np.arange(len(gathered) + 2)  # two spare slots past the end, where every chain stops
+    stop[:-2] = np.where(in_chain, len(gathered) + 2, stop[:-2])
     for parity in (0, 1):  # the minimum of stop from p on, over positions of p's parity
         stop[parity::2] = np.minimum.accumulate(stop[parity::2][::-1])[::-1]
     first = lowest_at[linked]
-    links = (stop[second[linked]] - first) // 2  # joins at first, first + 2, ..., first + 2 * (links - 1)
+    first_gathered = first - starts[linked] + linked_starts
+    links = (stop[first_gathered + 2] - first_gathered) // 2  # joins at first, first + 2, ..., first + 2 * (links - 1)
     segment, step = _segment_offsets(links)
     at = first[segment] + 2 * step
     token = merged[at]
@@ -364,14 +377,15 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
             done_index.append(segment_index[finished])
             done_lengths.append(lengths[finished])
             out = np.repeat(finished, lengths)
-            done_parts.append(parts[out])
+            done_parts.append(parts[np.flatnonzero(out)])
             if finished.all():
                 break
-            keep = ~out
-            segment_index, lengths = segment_index[~finished], lengths[~finished]
+            keep = np.flatnonzero(~out)
+            going_on = np.flatnonzero(~finished)
+            segment_index, lengths = segment_index[going_on], lengths[going_on]
             parts, ends, boundary, rank, merged = parts[keep], ends[keep], boundary[keep], rank[keep], merged[keep]
             starts = np.cumsum(lengths) - lengths
-            lowest_rank, lowest_at = lowest_rank[~finished], lowest_at[~finished]
+            lowest_rank, lowest_at = lowest_rank[going_on], lowest_at[going_on]
             lowest_at -= (np.cumsum(out) - out)[lowest_at]  # parts moved out before it
         # Isolated pairs: rank below u of the boundary before the left part and after the right part.
         join = np.empty(len(parts), dtype=bool)
@@ -383,18 +397,21 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
         at = np.flatnonzero(join)
         parts[at] = merged[at]
         # The right part of each join disappears; the joined part ends (and bounds) where that part did.
+        # (Index arrays, not boolean masks: see lookup_pairs.)
         keep = np.ones(len(parts), dtype=bool)
         keep[at + 1] = False
+        keep = np.flatnonzero(keep)
+        not_joined = np.flatnonzero(~join)
         lengths = lengths - np.add.reduceat(join, starts)
         parts, rank, merged = parts[keep], rank[keep], merged[keep]
-        ends, boundary = ends[~join], boundary[~join]
+        ends, boundary = ends[not_joined], boundary[not_joined]
         # Pairs touching a joined part changed: the one it starts and the one before it. Each earlier join
         # removed one part before it, which gives its new position.
         joined = at - np.arange(len(at))
         changed = np.concatenate([joined, joined[joined > 0] - 1])
         at_end = ends[changed]
-        rank[changed[at_end]] = no_merge
-        changed = changed[~at_end]
+        rank[changed[np.flatnonzero(at_end)]] = no_merge
+        changed = changed[np.flatnonzero(~at_end)]
         rank[changed], merged[changed] = lookup_pairs(table, parts[changed], parts[changed + 1])
 
     # Put the segments back in order: each piece's ids are then one slice of them.

@@ -81,8 +81,10 @@ def mix64(x: np.ndarray) -> np.ndarray:
 
 def home_slots(keys: np.ndarray, slot_bits: int) -> np.ndarray:
     """The home slot of each key (int64 or uint64) in a table of ``2 ** slot_bits`` slots."""
-    with np.errstate(over="ignore"):
-        return ((keys.astype(np.uint64) * _SLOT_MULTIPLIER) >> np.uint64(64 - slot_bits)).astype(np.int64)
+    # the same bits read as unsigned (a view, not a copy); the product is a new array, shifted in place
+    slots = keys.view(np.uint64) * _SLOT_MULTIPLIER
+    slots >>= np.uint64(64 - slot_bits)
+    return slots.view(np.int64)
 
 
 def hash_table_slots(keys: np.ndarray) -> tuple[np.ndarray, int, int]:
