@@ -259,7 +259,7 @@ def lookup_pairs(table: PairTable, left: np.ndarray, right: np.ndarray) -> tuple
 def _chain_after_lowest(
     table: PairTable,
     parts: np.ndarray,
-    ends: np.ndarray,
+    boundary: np.ndarray,
     rank: np.ndarray,
     merged: np.ndarray,
     lowest_rank: np.ndarray,
@@ -280,7 +280,7 @@ def _chain_after_lowest(
     # Segments whose chain has a second link: the pair at i + 2 has rank r, inside the segment.
     second = lowest_at + 2
     linked = np.flatnonzero(lowest_rank < table.no_merge)  # not the finished segments
-    linked = linked[~ends[lowest_at[linked] + 1]]
+    linked = linked[boundary[lowest_at[linked] + 1] != table.no_merge]  # part i + 1 does not end the segment
     linked = linked[rank[second[linked]] == lowest_rank[linked]]
     if not len(linked):
         return linked
@@ -290,8 +290,9 @@ def _chain_after_lowest(
     linked_starts = np.cumsum(linked_lengths) - linked_lengths  # where each begins among the gathered
     gathered = np.repeat(starts[linked] - linked_starts, linked_lengths) + np.arange(int(linked_lengths.sum()))
     # stop[p]: the first q >= p, in steps of 2, whose pair does not continue a chain reaching it.
-    in_chain = np.zeros(len(gathered), dtype=bool)  # a segment's first part ends no chain: ends[p - 1] is set
-    in_chain[1:] = (rank[gathered[1:]] == np.repeat(lowest_rank[linked], linked_lengths)[1:]) & ~ends[gathered[:-1]]
+    in_chain = np.zeros(len(gathered), dtype=bool)  # (a segment's first part: the part before it ends a segment)
+    in_chain[1:] = ((rank[gathered[1:]] == np.repeat(lowest_rank[linked], linked_lengths)[1:])
+                    & (boundary[gathered[:-1]] != table.no_merge))
     stop = np.arange(len(gathered) + 2)  # two spare slots past the end, where every chain stops
     stop[:-2] = np.where(in_chain, len(gathered) + 2, stop[:-2])
     for parity in (0, 1):  # the minimum of stop from p on, over positions of p's parity
@@ -305,7 +306,7 @@ def _chain_after_lowest(
     # The pair each join makes on its left: with the previous join's token, or (the first) the part before.
     left = np.where(step > 0, merged[np.maximum(at - 2, 0)], parts[np.maximum(at - 1, 0)])
     has_left = (step > 0) | (at > starts[linked][segment])
-    right_exists = ~ends[at + 1]
+    right_exists = boundary[at + 1] != table.no_merge
     right = parts[np.minimum(at + 2, len(parts) - 1)]
     r = lowest_rank[linked][segment]
     left_rank, _ = lookup_pairs(table, left, token)
@@ -343,28 +344,29 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
     # Segments: the pieces cut wherever no token holds the bytes on both sides (u = no_merge). No merge crosses
     # such a cut, so each segment is encoded alone, and a long piece does not stay in the rounds for long.
     byte_pairs = (blob[:-1].astype(np.int32) << 8) | blob[1:]
-    boundary = np.full(len(blob), no_merge, dtype=np.int32)  # u of the boundary after each part
+    # u of the boundary after each byte; no_merge where it ends a segment (the segments' ends are found where
+    # no_merge is, so the rounds keep no separate flag). (Index arrays here and below, not boolean masks: see
+    # lookup_pairs.)
+    boundary = np.full(len(blob), no_merge, dtype=np.int32)
     boundary[:-1] = table.boundary_rank[byte_pairs]
-    ends = boundary == no_merge  # whether each part ends its segment
-    ends[piece_ends[piece_lengths > 0] - 1] = True
-    boundary[ends] = no_merge
-    segment_ends = np.flatnonzero(ends) + 1
+    boundary[piece_ends[piece_lengths > 0] - 1] = no_merge
+    segment_ends = np.flatnonzero(boundary == no_merge) + 1
     lengths = np.diff(segment_ends, prepend=0)
     # A segment of one byte is finished already; the others go into the rounds.
     single = lengths == 1
-    in_rounds = np.repeat(~single, lengths)
-    done_index, done_lengths, done_parts = [np.flatnonzero(single)], [lengths[single]], [table.byte_ids[blob[~in_rounds]]]
+    single_at = segment_ends[single] - 1
+    done_index, done_lengths, done_parts = [np.flatnonzero(single)], [lengths[single]], [table.byte_ids[blob[single_at]]]
     segment_index, lengths = np.flatnonzero(~single), lengths[~single]
-    # Flat arrays, one entry per part: its id; whether it ends its segment; u of the boundary after it; the rank
-    # and result of joining it with the next part (no_merge at a segment's end).
+    in_rounds = np.ones(len(blob), dtype=bool)
+    in_rounds[single_at] = False
+    in_rounds = np.flatnonzero(in_rounds)
+    # Flat arrays, one entry per part: its id; u of the boundary after it (no_merge: it ends its segment); the
+    # rank and result of joining it with the next part (no_merge at a segment's end).
     parts = table.byte_ids[blob[in_rounds]]
-    ends, boundary = ends[in_rounds], boundary[in_rounds]
-    pair_of_bytes = byte_pairs[in_rounds[:-1]]  # no part of the rounds is the blob's last unless it ends there
-    rank = np.full(len(parts), no_merge, dtype=np.int32)
-    merged = np.zeros(len(parts), dtype=np.int32)
-    n_pairs = len(pair_of_bytes)
-    rank[:n_pairs], merged[:n_pairs] = table.byte_pair_ranks[pair_of_bytes], table.byte_pair_merged[pair_of_bytes]
-    rank[ends] = no_merge
+    boundary = boundary[in_rounds]
+    pair_of_bytes = byte_pairs[np.minimum(in_rounds, len(byte_pairs) - 1)]  # (the blob's last byte ends a segment)
+    rank = np.where(boundary == no_merge, no_merge, table.byte_pair_ranks[pair_of_bytes])
+    merged = table.byte_pair_merged[pair_of_bytes]
     position = np.arange(len(parts), dtype=np.int64)
 
     while len(parts):
@@ -383,7 +385,7 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
             keep = np.flatnonzero(~out)
             going_on = np.flatnonzero(~finished)
             segment_index, lengths = segment_index[going_on], lengths[going_on]
-            parts, ends, boundary, rank, merged = parts[keep], ends[keep], boundary[keep], rank[keep], merged[keep]
+            parts, boundary, rank, merged = parts[keep], boundary[keep], rank[keep], merged[keep]
             starts = np.cumsum(lengths) - lengths
             lowest_rank, lowest_at = lowest_rank[going_on], lowest_at[going_on]
             lowest_at -= (np.cumsum(out) - out)[lowest_at]  # parts moved out before it
@@ -393,7 +395,7 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
         np.less(rank[:-1], boundary[1:], out=join[:-1])
         join[1:] &= rank[1:] < boundary[:-1]
         join[lowest_at[lowest_rank < no_merge]] = True
-        join[_chain_after_lowest(table, parts, ends, rank, merged, lowest_rank, lowest_at, starts, lengths)] = True
+        join[_chain_after_lowest(table, parts, boundary, rank, merged, lowest_rank, lowest_at, starts, lengths)] = True
         at = np.flatnonzero(join)
         parts[at] = merged[at]
         # The right part of each join disappears; the joined part ends (and bounds) where that part did.
@@ -404,12 +406,12 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
         not_joined = np.flatnonzero(~join)
         lengths = lengths - np.add.reduceat(join, starts)
         parts, rank, merged = parts[keep], rank[keep], merged[keep]
-        ends, boundary = ends[not_joined], boundary[not_joined]
+        boundary = boundary[not_joined]
         # Pairs touching a joined part changed: the one it starts and the one before it. Each earlier join
         # removed one part before it, which gives its new position.
         joined = at - np.arange(len(at))
         changed = np.concatenate([joined, joined[joined > 0] - 1])
-        at_end = ends[changed]
+        at_end = boundary[changed] == no_merge
         rank[changed[np.flatnonzero(at_end)]] = no_merge
         changed = changed[np.flatnonzero(~at_end)]
         rank[changed], merged[changed] = lookup_pairs(table, parts[changed], parts[changed + 1])
