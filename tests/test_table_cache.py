@@ -41,7 +41,7 @@ def test_saved_then_loaded_without_building(cache, monkeypatch):
     token_ids = small_vocab(SMALL_RANKS)
     built = table_cache.load_or_build(SMALL_RANKS, token_ids)
     [saved] = cache.iterdir()
-    assert saved.name == table_cache.vocabulary_digest(SMALL_RANKS, token_ids) + ".npz"
+    assert saved.name == table_cache.vocabulary_digest(SMALL_RANKS, token_ids) + ".tables"
 
     def no_build(*args):
         raise AssertionError("the table should have been read from disk")
@@ -52,7 +52,7 @@ def test_saved_then_loaded_without_building(cache, monkeypatch):
     assert same_table(loaded, batch_bpe.build_pair_table(SMALL_RANKS, token_ids))
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "missing field"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "one bit flipped", "longer", "empty", "missing field"])
 def test_a_damaged_file_is_rebuilt_and_replaced(cache, damage):
     token_ids = small_vocab(SMALL_RANKS)
     expected = table_cache.load_or_build(SMALL_RANKS, token_ids)
@@ -62,11 +62,16 @@ def test_a_damaged_file_is_rebuilt_and_replaced(cache, damage):
         path.write_bytes(data[: len(data) // 2])
     elif damage == "garbage":
         path.write_bytes(data[:100] + bytes(len(data) - 200) + data[-100:])
+    elif damage == "one bit flipped":  # in the arrays' bytes, past the header: only the checksum can tell
+        middle = len(data) // 2
+        path.write_bytes(data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1 :])
+    elif damage == "longer":
+        path.write_bytes(data + b"\0")
     elif damage == "empty":
         path.write_bytes(b"")
     else:
         digest = table_cache.vocabulary_digest(SMALL_RANKS, token_ids)
-        np.savez(path, digest=np.array(digest))  # right digest, no arrays
+        table_cache.write_arrays(path, digest, {}, {})  # right digest, no arrays
     assert table_cache.read_tables(path, table_cache.vocabulary_digest(SMALL_RANKS, token_ids)) is None
     assert same_table(table_cache.load_or_build(SMALL_RANKS, token_ids), expected)
     assert table_cache.read_tables(path, table_cache.vocabulary_digest(SMALL_RANKS, token_ids)) is not None
@@ -113,7 +118,7 @@ def test_an_unwritable_cache_folder_only_costs_the_saving(tmp_path, monkeypatch)
 def test_no_temporary_file_is_left_behind(cache, monkeypatch):
     token_ids = small_vocab(SMALL_RANKS)
     table_cache.load_or_build(SMALL_RANKS, token_ids)
-    assert [p.suffix for p in cache.iterdir()] == [".npz"]
+    assert [p.suffix for p in cache.iterdir()] == [".tables"]
     # a failed write leaves nothing either
     monkeypatch.setattr(table_cache.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
     table_cache.load_or_build({**SMALL_RANKS, b"ca": 4}, small_vocab({**SMALL_RANKS, b"ca": 4}))
