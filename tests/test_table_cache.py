@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import doctest
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -151,3 +154,66 @@ def test_the_token_table_is_saved_and_loaded_with_the_pair_table(cache, monkeypa
     lengths = np.array([len(p) for p in pieces])
     found = tokens.find(blob, np.cumsum(lengths) - lengths, lengths)
     assert found.tolist() == [token_ids.get(p, -1) for p in pieces]
+
+
+def test_a_named_vocabulary_is_found_again_without_hashing_it(cache, monkeypatch):
+    token_ids = small_vocab(SMALL_RANKS)
+    built = table_cache.load_or_build_tables(SMALL_RANKS, token_ids, source="small sha256 0123")
+    assert sorted(p.suffix for p in cache.iterdir()) == [".digest", ".tables"]  # one table, named as before
+    monkeypatch.setattr(table_cache, "vocabulary_digest", lambda *a: pytest.fail("hashed the vocabulary again"))
+    monkeypatch.setattr(table_cache, "build_pair_table", lambda *a: pytest.fail("built again"))
+    loaded = table_cache.load_or_build_tables(SMALL_RANKS, token_ids, source="small sha256 0123")
+    assert same_table(loaded[0], built[0])
+    # another name is not the same vocabulary as far as the cache knows: it hashes (and here fails)
+    with pytest.raises(pytest.fail.Exception):
+        table_cache.load_or_build_tables(SMALL_RANKS, token_ids, source="small sha256 4567")
+
+
+@pytest.mark.parametrize("damage", ["tables removed", "digest garbage", "digest of another vocabulary"])
+def test_a_remembered_digest_that_leads_nowhere_costs_only_the_hashing(cache, damage):
+    token_ids = small_vocab(SMALL_RANKS)
+    other_ranks = {b"xy": 0}
+    other_ids = small_vocab(other_ranks)
+    table_cache.load_or_build_tables(other_ranks, other_ids)  # another vocabulary's tables, also in the folder
+    expected = table_cache.load_or_build_tables(SMALL_RANKS, token_ids, source="small")
+    [remembered] = cache.glob("*.digest")
+    digest = table_cache.vocabulary_digest(SMALL_RANKS, token_ids)
+    if damage == "tables removed":
+        table_cache.table_path(digest).unlink()
+    elif damage == "digest garbage":
+        remembered.write_text("not a digest")
+    else:  # a remembered digest is only a name: the tables it leads to must hold that digest, and these do not
+        remembered.write_text(table_cache.vocabulary_digest(other_ranks, other_ids))
+        table_cache.table_path(digest).rename(table_cache.table_path(remembered.read_text()))
+    tables = table_cache.load_or_build_tables(SMALL_RANKS, token_ids, source="small")
+    assert same_table(tables[0], expected[0])
+    assert same_table(tables[0], batch_bpe.build_pair_table(SMALL_RANKS, token_ids))
+    assert remembered.read_text() == digest  # put right
+
+
+def test_the_registry_names_its_vocabularies_by_their_checked_files():
+    enc = get_encoding("gpt2")
+    assert enc.vocabulary_source == "gpt2/encoder.json sha256 " + "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
+    copy = Encoding("gpt2", pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+    assert copy.vocabulary_source is None  # handed over as dicts: nothing vouches for them
+
+
+def test_a_fresh_process_finds_the_registry_tables_without_hashing(cache):
+    code = (
+        "import tokenizer.table_cache as tc\n"
+        "from tokenizer import get_encoding\n"
+        "reads = []\n"
+        "read_tables = tc.read_tables\n"
+        "tc.read_tables = lambda *a: reads.append(a) or read_tables(*a)\n"
+        "if {strict}:  # any hashing or building fails\n"
+        "    tc.vocabulary_digest = tc.build_pair_table = None\n"
+        "text = ' '.join(str(i * 7919) + 'qz' for i in range(3000))  # long: the array path\n"
+        "print(len(reads), get_encoding('gpt2').encode_ordinary(text), len(reads))\n"
+    )
+    env = dict(os.environ, TOKENIZER_CACHE_DIR=str(cache.parent))
+    runs = [subprocess.run([sys.executable, "-c", code.format(strict=strict)], env=env, capture_output=True, text=True)
+            for strict in (False, True)]
+    first, second = (run.stdout.split(" ", 1) for run in runs)
+    assert runs[1].returncode == 0, runs[1].stderr
+    assert first[0] == second[0] == "0" and second[1].endswith(" 1\n")  # the tables were read, once
+    assert first[1] == second[1]

@@ -98,6 +98,11 @@ class Encoding:
     tables are readable (not writable) as :attr:`token_ids`, :attr:`merge_ranks` and :attr:`merges`.
     """
 
+    # What stands for the vocabulary's contents when they came from a checked file (the registry's encodings:
+    # the file's name and sha256), so that its cached tables are found without hashing every token; None for a
+    # vocabulary handed over as dicts.
+    vocabulary_source: str | None = None
+
     def __init__(
         self,
         name: str,
@@ -381,7 +386,7 @@ class Encoding:
         if self._pair_table is None:
             from .table_cache import load_or_build_tables  # only here: see _fill_cache
 
-            tables = load_or_build_tables(self._merge_ranks, self._token_ids)
+            tables = load_or_build_tables(self._merge_ranks, self._token_ids, source=self.vocabulary_source)
             self._pair_table, self._token_table = tables or (False, None)
         return self._pair_table or None
 

@@ -241,13 +241,16 @@ def _build(spec: EncodingSpec) -> Encoding:
         ranks, _ = read_gpt2_encoder_json(path)
     else:
         ranks = read_tiktoken_file(path)
-    return RegisteredEncoding(
+    encoding = RegisteredEncoding(
         spec.name,
         pat_str=spec.pat_str,
         mergeable_ranks=ranks,
         special_tokens=spec.special_tokens,
         explicit_n_vocab=spec.n_vocab,
     )
+    # the file was checked against its sha256 (vocab_file_path), so that names the vocabulary read from it
+    encoding.vocabulary_source = f"{spec.vocab.name} sha256 {spec.vocab.sha256}"
+    return encoding
 
 
 def vocab_file_path(vocab: VocabFile) -> Path:

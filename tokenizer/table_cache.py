@@ -5,7 +5,9 @@ process.
 a noticeable moment for the large vocabularies; a fresh process that meets new text would pay it on its
 first call. So the table is saved under the user's cache folder (:func:`tokenizer.user_cache.cache_dir`,
 which ``$TOKENIZER_CACHE_DIR`` overrides), named by the SHA-256 of the vocabulary it was built from (every token's
-bytes, id and merge priority), and loaded from there next time:
+bytes, id and merge priority), and loaded from there next time. (Hashing o200k's 200k tokens is itself a
+noticeable part of a fresh process's first call: so a vocabulary read from a checked file, whose sha256 already
+names it, has its digest remembered under that name.)
 
     >>> from tokenizer import get_encoding
     >>> enc = get_encoding("gpt2")
@@ -103,13 +105,24 @@ def load_or_build(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, in
 
 
 def load_or_build_tables(
-    merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int]
+    merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int], *, source: str | None = None
 ) -> tuple[PairTable, PieceTable] | None:
     """``(pair table, token table)`` of this vocabulary, as :func:`load_or_build`; the token table maps every
-    token's bytes to its id. None when the vocabulary cannot have a pair table."""
+    token's bytes to its id. None when the vocabulary cannot have a pair table.
+
+    ``source``: a name that stands for the vocabulary's contents, if the caller has one (the registry's: a
+    checked file's name and sha256). The vocabulary's digest is then remembered under it, and a later process
+    finds the tables without hashing every token again; a remembered digest whose file is gone or damaged
+    only costs the hashing."""
+    digest = remembered_digest(source) if source else None
+    tables = read_tables(table_path(digest), digest) if digest else None
+    if tables is not None:
+        return tables
     digest = vocabulary_digest(merge_ranks, token_ids)
     path = table_path(digest)
     tables = read_tables(path, digest)
+    if source:
+        remember_digest(source, digest)
     if tables is None:
         table = build_pair_table(merge_ranks, token_ids)
         if table is None:
@@ -120,6 +133,30 @@ def load_or_build_tables(
             return None
         write_tables(path, digest, *tables)
     return tables
+
+
+def _source_path(source: str) -> Path:
+    name = hashlib.sha256(f"tables v{FORMAT_VERSION} of {source}".encode()).hexdigest()
+    return cache_dir() / "pair-tables" / f"{name}.digest"
+
+
+def remembered_digest(source: str) -> str | None:
+    """The vocabulary digest :func:`remember_digest` kept for ``source``, or None."""
+    try:
+        digest = _source_path(source).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    is_hex = len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
+    return digest if is_hex else None
+
+
+def remember_digest(source: str, digest: str) -> None:
+    """Keep ``digest`` as the vocabulary digest of ``source``, atomically; give up quietly if the folder cannot
+    be written."""
+    path = _source_path(source)
+    if remembered_digest(source) == digest:
+        return
+    _write_atomically(path, [digest.encode("ascii")])
 
 
 def read_tables(path: Path, digest: str) -> tuple[PairTable, PieceTable] | None:
@@ -189,17 +226,24 @@ def write_arrays(path: Path, digest: str, numbers: Mapping[str, int], arrays: Ma
         crc = zlib.crc32(bytes(-array.nbytes % _ALIGN), zlib.crc32(array, crc))  # the array, then its padding
     header = json.dumps({"format": FORMAT_VERSION, "digest": digest, "numbers": {k: int(v) for k, v in numbers.items()},
                          "arrays": placed, "size": offset, "crc32": crc}).encode()
+    chunks = [_MAGIC + len(header).to_bytes(8, "little") + header]
+    for array in arrays.values():
+        chunks += [array.data, bytes(-array.nbytes % _ALIGN)]
+    _write_atomically(path, chunks)
+
+
+def _write_atomically(path: Path, chunks: list) -> None:
+    """Write ``chunks`` (bytes-like) to ``path`` through a temporary file renamed into place; give up quietly
+    if the folder cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        f = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", suffix=".tables", delete=False)
+        f = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", suffix=path.suffix, delete=False)
     except OSError:
         return
     try:
         with f:
-            f.write(_MAGIC + len(header).to_bytes(8, "little") + header)
-            for array in arrays.values():
-                f.write(array.data)
-                f.write(bytes(-array.nbytes % _ALIGN))
+            for chunk in chunks:
+                f.write(chunk)
         os.replace(f.name, path)
     except OSError:
         pass  # a full disk, say: the table stays in memory only
