@@ -346,3 +346,110 @@ def test_a_call_with_new_pieces_does_not_walk_the_piece_cache(monkeypatch):
         "new words <|endoftext|> more", allowed_special="all")
     assert enc.encode_ordinary_batch(["other new words", "and more"]) == get_encoding("gpt2").encode_ordinary_batch(
         ["other new words", "and more"])
+
+
+# ---- the character-window rule (batch_bpe.char_windows_cross) --------------------------------------------
+
+
+def reference_windows(merge_ranks) -> set[tuple[bytes, bytes]]:
+    """Every window of every mergeable token, the readable way: the bytes on either side of each character start
+    inside it, up to the next character start or the token's end."""
+    windows = set()
+    for token in merge_ranks:
+        starts = [i for i, b in enumerate(token) if i == 0 or not 0x80 <= b < 0xC0] + [len(token)]
+        for k in range(1, len(starts) - 1):
+            windows.add((token[starts[k - 1] : starts[k]], token[starts[k] : starts[k + 1]]))
+    return windows
+
+
+def reference_crosses(text: bytes, windows) -> tuple[list[int], list[bool]]:
+    """(the last byte before each boundary between two characters of ``text`` (past its first three bytes) that
+    is not between two ASCII bytes, whether some window is (a suffix of the one before, a prefix of the one after))."""
+    starts = [i for i, b in enumerate(text) if not 0x80 <= b < 0xC0] + [len(text)]
+    last_bytes, crosses = [], []
+    for k in range(1, len(starts) - 1):
+        before, after = text[starts[k - 1] : starts[k]], text[starts[k] : starts[k + 1]]
+        if starts[k] - 1 < 3 or (len(before) == len(after) == 1 and before < b"\x80" and after < b"\x80"):
+            continue
+        last_bytes.append(starts[k] - 1)
+        crosses.append(any((before[i:], after[:j]) in windows for i in range(len(before)) for j in range(1, len(after) + 1)))
+    return last_bytes, crosses
+
+
+def check_windows(text: bytes, merge_ranks, token_ids) -> tuple[int, int, int]:
+    """(boundaries, cut by the reference, kept although the reference cuts): asserts none is cut that a window
+    crosses."""
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    last_bytes, expected = reference_crosses(text, reference_windows({t: r for t, r in merge_ranks.items() if len(t) > 1}))
+    got = batch_bpe.char_windows_cross(table, np.frombuffer(text + bytes(8), dtype=np.uint8),
+                                       np.array(last_bytes, dtype=np.int64)).tolist()
+    missed = [i for i, (e, g) in enumerate(zip(expected, got)) if e and not g]
+    assert not missed, [(text[max(0, last_bytes[i] - 3) : last_bytes[i] + 5]) for i in missed[:5]]
+    return len(expected), expected.count(False), sum(g and not e for e, g in zip(expected, got))
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_char_windows_never_cut_what_a_token_spans_on_the_corpora(name):
+    enc = get_encoding(name)
+    boundaries = cut = kept = 0
+    for path in sorted(CORPUS.glob("*.txt")):
+        text = path.read_bytes()[:60_000].decode("utf-8", errors="ignore").encode()
+        b, c, k = check_windows(text, enc.merge_ranks, enc.token_ids)
+        boundaries, cut, kept = boundaries + b, cut + c, kept + k
+    assert cut > boundaries // 10  # the rule cuts (most CJK boundaries, for o200k)
+    assert kept <= cut // 50  # and its bit set seldom keeps a boundary the exact rule would cut
+
+
+# Characters of 1 to 4 bytes, some sharing first bytes: tokens cut from them hold whole characters and parts.
+multibyte_alphabet = "aé€𝐀ぁあ中ёж"
+multibyte_text = st.text(alphabet=multibyte_alphabet, min_size=1, max_size=60)
+
+
+@st.composite
+def fragment_vocabularies(draw):
+    """Tiktoken-style ranks (rank = id) whose tokens are byte slices of random text: many begin or end inside a
+    character, so every kind of window is there."""
+    source = draw(multibyte_text).encode()
+    cuts = draw(st.lists(st.tuples(st.integers(0, len(source)), st.integers(2, 9)), max_size=40))
+    tokens = {source[i : i + n] for i, n in cuts if len(source[i : i + n]) >= 2}
+    ranks = {bytes([b]): b for b in range(256)}
+    for token in draw(st.permutations(sorted(tokens))):
+        ranks.setdefault(token, len(ranks))
+    return ranks
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(fragment_vocabularies(), multibyte_text)
+def test_char_windows_never_cut_what_a_token_spans_on_fragment_vocabularies(ranks, text):
+    check_windows(("ab" + text).encode(), ranks, ranks)
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(fragment_vocabularies(), st.lists(multibyte_text, min_size=1, max_size=8))
+def test_pieces_cut_by_char_windows_equal_merge(ranks, texts):
+    from tokenizer.array_encode import TokenTables, encode_split_text
+    from tokenizer.piece_arrays import PieceTable, code_points
+
+    table = batch_bpe.build_pair_table(ranks, ranks)
+    tables = TokenTables(PieceTable(ranks), table)
+    text = "".join(texts)
+    lengths = [len(t) for t in texts]
+    starts = np.cumsum([0] + lengths[:-1])
+    expected = []
+    for piece in texts:
+        data = piece.encode()
+        expected += [ranks[data]] if data in ranks else [ranks[p] for p in bpe.merge(data, ranks)]
+    assert encode_split_text(text, code_points(text), starts, tables).tolist() == expected
+
+
+def test_japanese_goes_to_the_rounds_in_short_segments(monkeypatch):
+    # o200k's pieces of Japanese are whole runs of kana and kanji, which the byte-pair rule seldom cuts; the
+    # character windows cut most of them, so batch BPE sees few distinct bytes.
+    enc = fresh_encoding("o200k_base")
+    text = (CORPUS / "ja_manpages.txt").read_text(encoding="utf-8")[:200_000]
+    seen = []
+    encode_blob = batch_bpe.encode_blob
+    monkeypatch.setattr("tokenizer.array_encode.encode_blob", lambda blob, lengths, table: seen.append(lengths) or encode_blob(blob, lengths, table))
+    assert enc.encode_ordinary(text) == get_encoding("o200k_base").encode_ordinary(text)
+    in_rounds = sum(int(lengths.sum()) for lengths in seen)
+    assert 0 < in_rounds < len(text.encode()) // 8  # (the byte-pair rule alone sends about 45%)

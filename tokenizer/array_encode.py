@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .batch_bpe import PairTable, encode_blob, lookup_pairs
+from .batch_bpe import PairTable, char_windows_cross, encode_blob, lookup_pairs
 from .piece_arrays import (PADDING, KeyedPieces, PieceTable, byte_offsets, code_points, distinct_pieces,
                            key_pieces, utf8_blob)
 
@@ -130,6 +130,12 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
         keep[piece_firsts[tokens]] = True
         ids[piece_firsts[tokens]] = whole[tokens]
         sizes = np.where(whole >= 0, 1, lengths)
+    # Finer cuts where two characters meet, one of them of several bytes, and no token's window spans them
+    # (batch_bpe.char_windows_cross): a long piece of Japanese, say, is then cut between most of its characters.
+    before, after = laid[: total - 1], laid[1:total]
+    meets = np.flatnonzero(joined & ((before >= 0x80) & ((after < 0x80) | (after >= 0xC0)) | (after >= 0xC0)))
+    if len(meets):
+        joined[meets[~char_windows_cross(pairs, laid, meets)]] = False
     # The longer segments are the runs of joined boundaries: where the flag flips, a run begins, then ends.
     flags = np.zeros(total + 1, dtype=bool)
     flags[1:total] = joined

@@ -84,6 +84,8 @@ class PairTable(NamedTuple):
     byte_pair_ranks: np.ndarray  # int32[65536]: rank of joining single bytes a and b (at a << 8 | b)
     byte_pair_merged: np.ndarray  # int32[65536]: the id that join makes
     boundary_rank: np.ndarray  # int32[65536]: u(a << 8 | b), lowest rank of a mergeable token containing a, b
+    window_bits: np.ndarray  # uint8: a bit set of the character windows of mergeable tokens (char_windows_cross)
+    window_pairs: np.ndarray  # uint8[65536]: the kinds of window with each middle byte pair, as bits
 
 
 def _substring_hasher(blob: np.ndarray):
@@ -200,7 +202,10 @@ def build_pair_table(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes,
     boundary_rank = np.full(65536, no_merge, dtype=np.int32)
     np.minimum.at(boundary_rank, byte_pairs, all_ranks[mergeable][token])
 
+    window_bits, window_pairs = _windows(blob, starts[mergeable], lengths[mergeable])
     table = PairTable(
+        window_bits=window_bits,
+        window_pairs=window_pairs,
         slot_keys=slot_keys,
         slot_ranks=slot_ranks,
         slot_merged=slot_merged,
@@ -216,6 +221,156 @@ def build_pair_table(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes,
     byte_pairs = np.arange(65536)
     ranks, merged = lookup_pairs(table, table.byte_ids[byte_pairs >> 8], table.byte_ids[byte_pairs & 255])
     return table._replace(byte_pair_ranks=ranks, byte_pair_merged=merged)
+
+
+# Character windows. The byte-pair rule above cuts a piece where no token holds the two bytes on either side;
+# but in a script of multi-byte characters almost every such byte pair is inside some token (CJK tokens hold
+# many characters), so long pieces of Japanese stay whole although most of their character boundaries are
+# never crossed. A finer rule, at character boundaries: a merge that crosses the boundary between characters
+# A and B makes a token holding the text's bytes on both sides, so that token, read in the text, holds a suffix
+# of A (all of A if it began before A) followed by a prefix of B (all of B if it ends after B). Call the bytes of
+# a token on either side of a character start inside it, each up to the next character start or the token's
+# end, a *window* (left, right). The boundary A|B can be crossed only if some window of some mergeable token is
+# (a suffix of A, a prefix of B).
+#
+# The windows are kept as a bit set of their hashes (a false hit only keeps a boundary that could have been
+# cut: no exact look-up is needed, and the rule stays exact), and, to look up few of them, by the byte pair at
+# their middle and their kind: whole characters on both sides, or a side that is part of a character (the token
+# began or ended inside it). Most boundaries then need one look-up: whole A, whole B.
+_WHOLE, _PART_AFTER, _PART_BEFORE, _PARTS = 1, 2, 4, 8  # window kinds, as bits of PairTable.window_pairs
+
+
+def _utf8_lead(values: np.ndarray) -> np.ndarray:
+    """Whether each byte starts a character (is not a continuation byte, 0b10xxxxxx)."""
+    return (values < 0x80) | (values >= 0xC0)
+
+
+def _char_length(lead: np.ndarray) -> np.ndarray:
+    """The length of a UTF-8 character from its first byte."""
+    return 1 + (lead >= 0xC0).astype(np.int64) + (lead >= 0xE0) + (lead >= 0xF0)
+
+
+def _words32(data: np.ndarray) -> np.ndarray:
+    """The four bytes from each position of ``data`` (zeros past its end) as a little-endian uint32."""
+    padded = np.zeros(len(data) + 4, dtype=np.uint8)
+    padded[: len(data)] = data
+    return np.ndarray((len(data),), dtype="<u4", buffer=padded, strides=(1,)).astype(np.uint32)
+
+
+# the low n bytes of a uint32, for n = 0..4
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(5)], dtype=np.uint32)
+
+
+def _window_hash(left: np.ndarray, right: np.ndarray, n_bits: int) -> np.ndarray:
+    """Where the window ``(left, right)`` has its bit in a set of ``n_bits`` bits (a power of two); each side is
+    its bytes as a little-endian uint32, padded with zeros (unambiguous: a zero byte is a character start,
+    which a side holds only first)."""
+    with np.errstate(over="ignore"):
+        mixed = left * np.uint32(0x9E3779B1)
+        mixed ^= right
+        mixed *= np.uint32(0x85EBCA77)
+    mixed >>= np.uint32(32 - (n_bits.bit_length() - 1))
+    return mixed
+
+
+def _windows(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(window_bits, window_pairs)`` of the tokens ``(starts, lengths)`` of ``blob``: the bit set of their
+    windows (:func:`_window_hash`, at least 256 bits per window), and each middle byte pair's kinds of window.
+    Windows with a side over 4 bytes are not in valid text; those of two ASCII bytes are the byte-pair rule's."""
+    token, at = _segment_offsets(lengths)
+    data = blob[starts[token] + at]  # the tokens' bytes, one after another
+    index = np.arange(len(data))
+    lead = _utf8_lead(data)
+    begins = lead | (at == 0)  # a window side begins here
+    inner = np.flatnonzero(lead & (at > 0))  # a character start inside a token: a window's middle
+    last_begin = np.maximum.accumulate(np.where(begins, index, 0))
+    next_begin = np.append(np.minimum.accumulate(np.where(begins, index, len(data))[::-1])[::-1], len(data))
+    left_start = last_begin[inner - 1]
+    right_end = next_begin[inner + 1]  # (a token's first byte begins a side: no window runs past its token)
+    left_lengths, right_lengths = inner - left_start, right_end - inner
+    keep = (left_lengths <= 4) & (right_lengths <= 4)
+    keep &= (left_lengths > 1) | (right_lengths > 1) | (data[left_start] >= 0x80) | (data[inner] >= 0x80)
+    inner, left_start, left_lengths, right_lengths = inner[keep], left_start[keep], left_lengths[keep], right_lengths[keep]
+    words = _words32(data)
+    part_before = ~lead[left_start]  # the token began inside the character before
+    part_after = right_lengths < _char_length(data[inner])  # it ends inside the one after
+    kinds = np.where(part_before, np.where(part_after, _PARTS, _PART_BEFORE), np.where(part_after, _PART_AFTER, _WHOLE))
+    window_pairs = np.zeros(65536, dtype=np.uint8)
+    np.bitwise_or.at(window_pairs, (data[inner - 1].astype(np.int64) << 8) | data[inner], kinds.astype(np.uint8))
+    n_bits = 1 << max(6, int(256 * len(inner)).bit_length())
+    bits = np.zeros(n_bits, dtype=bool)
+    bits[_window_hash(words[left_start] & _LOW_BYTES[left_lengths], words[inner] & _LOW_BYTES[right_lengths], n_bits)] = True
+    return np.packbits(bits, bitorder="little"), window_pairs
+
+
+def _in_bit_set(bit_set: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    at = _window_hash(left, right, len(bit_set) * 8)
+    return (bit_set[at >> np.uint32(3)] >> (at & np.uint32(7)).astype(np.uint8)) & np.uint8(1) != 0
+
+
+def _before_lengths() -> np.ndarray:
+    """The length of the character that ends a four-byte word (read little-endian: it ends in the high byte),
+    by the top two bits of the word's last three bytes (see char_windows_cross)."""
+    lengths = np.empty(64, dtype=np.int64)
+    for index in range(64):
+        continuation = [(index >> (2 * k) & 3) == 2 for k in range(3)]  # bytes 1, 2, 3 of the word
+        lengths[index] = 1 if not continuation[2] else 2 if not continuation[1] else 3 if not continuation[0] else 4
+    return lengths
+
+
+_BEFORE_LENGTH = _before_lengths()
+_CHAR_LENGTH = _char_length(np.arange(256))
+
+
+def char_windows_cross(table: PairTable, text: np.ndarray, last_bytes: np.ndarray) -> np.ndarray:
+    """Whether a merge may cross each boundary between two characters of ``text`` (UTF-8 bytes, followed by
+    at least 4 more bytes), the one after the bytes ``last_bytes`` (ascending): False only where no window of
+    any mergeable token is (a suffix of the character before, a prefix of the one after). Where False, no merge
+    ever crosses the boundary, and BPE can be run on both sides apart.
+
+    >>> from tokenizer import get_encoding
+    >>> enc = get_encoding("o200k_base")
+    >>> table = build_pair_table(enc.merge_ranks, enc.token_ids)
+    >>> text = np.frombuffer("ドキュメント".encode() + bytes(4), dtype=np.uint8)
+    >>> char_windows_cross(table, text, np.arange(5, 15, 3)).tolist()   # after キ, ュ, メ, ン
+    [False, False, True, True]
+    >>> [enc.decode([i]) for i in enc.encode("ドキュメント")]
+    ['ド', 'キ', 'ュ', 'メント']
+    """
+    crosses = np.ones(len(last_bytes), dtype=bool)  # (the text's first three bytes: taken as crossed)
+    first = int(np.searchsorted(last_bytes, 3))
+    ends = last_bytes[first:]
+    words = np.ndarray((len(text) - 3,), dtype="<u4", buffer=text, strides=(1,))
+    before = words[ends - 3]  # the four bytes that end the character before (it in the high bytes)
+    after = words[ends + 1]  # the four bytes from the character after on
+    after_lead = (after & np.uint32(0xFF)).astype(np.intp)
+    # the character before's length, by the top two bits of the word's bytes 1, 2, 3
+    top_bits = ((before >> np.uint32(14)) & np.uint32(0x03)) | ((before >> np.uint32(20)) & np.uint32(0x0C))
+    top_bits |= (before >> np.uint32(26)) & np.uint32(0x30)
+    before_length = _BEFORE_LENGTH[top_bits]
+    kinds = table.window_pairs[((before >> np.uint32(16)) & np.uint32(0xFF00)) | after_lead]  # the middle byte pair
+    # Most boundaries need one look-up: whole characters on both sides, where such a window has their middle
+    # bytes.
+    whole = _in_bit_set(table.window_bits, before >> (np.uint32(32) - np.uint32(8) * before_length.astype(np.uint32)),
+                        after & _LOW_BYTES[_CHAR_LENGTH[after_lead]])
+    whole &= (kinds & _WHOLE) != 0
+    crosses[first:] = whole
+    # The few whose middle bytes also begin or end a window of a part of a character: each shorter side.
+    parts = np.flatnonzero(((kinds & (_PART_AFTER | _PART_BEFORE | _PARTS)) != 0) & ~whole)
+    if len(parts):
+        before, after, kinds = before[parts], after[parts], kinds[parts]
+        before_length, after_length = before_length[parts], _CHAR_LENGTH[after_lead[parts]]
+        found = np.zeros(len(parts), dtype=bool)
+        for drop_before in range(4):
+            for drop_after in range(4) if drop_before else range(1, 4):
+                kind = _PARTS if drop_before and drop_after else _PART_BEFORE if drop_before else _PART_AFTER
+                left, right = before_length - drop_before, after_length - drop_after
+                at = np.flatnonzero((left > 0) & (right > 0) & ((kinds & kind) != 0) & ~found)
+                found[at[_in_bit_set(table.window_bits,
+                                     before[at] >> (np.uint32(32) - np.uint32(8) * left[at].astype(np.uint32)),
+                                     after[at] & _LOW_BYTES[right[at]])]] = True
+        crosses[first + parts] = found
+    return crosses
 
 
 def pairs_of(table: PairTable) -> dict[tuple[int, int], tuple[int, int]]:

@@ -129,7 +129,7 @@ def piece_keys(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first:
             keys[longer] = mix64(mix64(mix64(first[longer]) + last[longer]) + lengths[longer].astype(np.uint64))
         long = np.flatnonzero(lengths > 16)
         if len(long):
-            keys[long] += mix64(_polynomial_hashes(blob, starts[long], lengths[long]))
+            keys[long] += mix64(_polynomial_hashes(blob, starts[long], lengths[long]))  # (the last word is in the key)
         return keys
 
 
@@ -152,16 +152,21 @@ def key_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Key
     return KeyedPieces(first, last, piece_keys(blob, starts, lengths, first, last))
 
 
-# A polynomial hash of a byte string, modulo 2**64 (uint64 arithmetic wraps): sum of (byte + 1) * BASE**i.
+# A polynomial hash of a piece's eight-byte words, modulo 2**64 (uint64 arithmetic wraps): sum of word * BASE**i.
 _BASE = np.uint64(0x100000001B3)
 
 
 def _polynomial_hashes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    within = positions_within(lengths)
-    values = blob[np.repeat(starts, lengths) + within].astype(np.uint64) + np.uint64(1)
+    """A hash of the words at 0, 8, 16, ... of each piece (longer than 16 bytes) before its last eight bytes;
+    with its last word, every byte of it. A word at a time, not a byte: an eighth of the gathers."""
+    counts = (lengths - 1) // 8
+    within = positions_within(counts)
+    words = np.ndarray((len(blob) - PADDING + 1,), dtype="<u8", buffer=blob, strides=(1,))
+    values = words[np.repeat(starts, counts) + 8 * within]
     with np.errstate(over="ignore"):
-        powers = np.cumprod(np.full(int(lengths.max()), _BASE, dtype=np.uint64))
-        return np.add.reduceat(values * powers[within], np.cumsum(lengths) - lengths)
+        powers = np.cumprod(np.full(int(counts.max()), _BASE, dtype=np.uint64))
+        values *= powers[within]
+        return np.add.reduceat(values, np.cumsum(counts) - counts)
 
 
 def positions_within(lengths: np.ndarray) -> np.ndarray:

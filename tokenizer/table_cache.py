@@ -50,9 +50,9 @@ from .batch_bpe import PairTable, build_pair_table
 from .piece_arrays import PieceTable
 from .user_cache import cache_dir
 
-# Bump when PairTable's or PieceTable's fields or their meaning change, or the file's layout: older files then
-# match no digest.
-FORMAT_VERSION = 3
+# Bump when PairTable's or PieceTable's fields or their meaning change (a hash that places a bit, say), or the
+# file's layout: older files then match no digest.
+FORMAT_VERSION = 4
 
 # A tables file begins with these bytes, then the header's length (8 bytes, little-endian), then the header.
 _MAGIC = b"gpt2-numpy tables\n"
@@ -61,7 +61,8 @@ _MAGIC = b"gpt2-numpy tables\n"
 _ALIGN = 64
 
 _ARRAY_FIELDS = (
-    "slot_keys", "slot_ranks", "slot_merged", "byte_ids", "byte_pair_ranks", "byte_pair_merged", "boundary_rank"
+    "slot_keys", "slot_ranks", "slot_merged", "byte_ids", "byte_pair_ranks", "byte_pair_merged", "boundary_rank",
+    "window_bits", "window_pairs",
 )
 _NUMBER_FIELDS = ("slot_bits", "n_ids", "no_merge")
 
