@@ -173,8 +173,19 @@ def piece_starts(code_points: np.ndarray, pat_str: str) -> np.ndarray | None:
     if len(code_points) == 0:
         return np.zeros(0, np.int64)
     table, starts_of = splitter
-    classes = table().take(code_points)
-    return np.flatnonzero(starts_of(code_points, classes)).astype(np.int64, copy=False)
+    return np.flatnonzero(starts_of(code_points, classes_of(code_points, table()))).astype(np.int64, copy=False)
+
+
+def classes_of(code_points: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``table[code_points]``, a block at a time: NumPy turns the uint32 indices into a temporary array of
+    int64, and a small one is reused from block to block where a whole text's would be fresh memory."""
+    classes = np.empty(len(code_points), dtype=table.dtype)
+    for start in range(0, len(code_points), _BLOCK):
+        np.take(table, code_points[start : start + _BLOCK], out=classes[start : start + _BLOCK])
+    return classes
+
+
+_BLOCK = 1 << 16
 
 
 def _flag(classes: np.ndarray, bit: int) -> np.ndarray:
@@ -453,7 +464,7 @@ def hard_segments(code_points: np.ndarray) -> np.ndarray:
     that :func:`piece_starts` splits with the regex for o200k, not by its rules (for measuring and testing)."""
     if len(code_points) == 0:
         return np.zeros((0, 2), np.int64)
-    classes = o200k_class_table().take(code_points)
+    classes = classes_of(code_points, o200k_class_table())
     return _segments_around(classes, _o200k_rule_starts(code_points, classes)[1])
 
 
