@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import json
 import os
 import subprocess
 import sys
@@ -217,3 +218,21 @@ def test_a_fresh_process_finds_the_registry_tables_without_hashing(cache):
     assert runs[1].returncode == 0, runs[1].stderr
     assert first[0] == second[0] == "0" and second[1].endswith(" 1\n")  # the tables were read, once
     assert first[1] == second[1]
+
+
+def test_tables_of_older_formats_are_removed_when_new_ones_are_written(cache):
+    cache.mkdir(parents=True)
+    old_npz = cache / ("0" * 64 + ".npz")
+    old_npz.write_bytes(b"PK old zip")
+    other_vocabulary = {b"xy": 0}
+    table_cache.load_or_build_tables(other_vocabulary, small_vocab(other_vocabulary))  # this format: kept
+    [kept] = cache.glob("*.tables")
+    older = cache / ("1" * 64 + ".tables")
+    header = json.dumps({"format": table_cache.FORMAT_VERSION - 1}).encode()
+    older.write_bytes(table_cache._MAGIC + len(header).to_bytes(8, "little") + header)
+    unreadable = cache / ("2" * 64 + ".tables")
+    unreadable.write_bytes(b"not ours")
+    table_cache.load_or_build_tables(SMALL_RANKS, small_vocab(SMALL_RANKS))
+    assert not old_npz.exists() and not older.exists()
+    assert kept.exists() and unreadable.exists()  # another vocabulary's current tables, and what is not ours
+    assert len(list(cache.glob("*.tables"))) == 3

@@ -26,7 +26,8 @@ reading into a fresh buffer three times as long as the mapping, most of it filli
 
 A file is written whole to a temporary name and then renamed, so a reader never sees half of one. A file that
 cannot be read, fails its checksum, or was built from another vocabulary (its stored digest differs) is
-ignored and replaced. A cache folder that cannot be written only costs the saving: the table is still built.
+ignored and replaced; writing one removes the files older versions left (``.npz``, older formats). A cache
+folder that cannot be written only costs the saving: the table is still built.
 
 This module does not decide when batch BPE runs (:mod:`tokenizer.encoding` does) nor what the table holds
 (:mod:`tokenizer.batch_bpe` does).
@@ -135,7 +136,38 @@ def load_or_build_tables(
         except ValueError:  # two tokens with one 64-bit key (never seen): there is no array path then
             return None
         write_tables(path, digest, *tables)
+        remove_older_formats(path.parent)
     return tables
+
+
+def remove_older_formats(folder: Path) -> None:
+    """Delete the tables files in ``folder`` that an older version wrote (``.npz``, or a header of an older
+    format): no version reads them again, and each is tens of megabytes. Files of this format, whatever their
+    vocabulary, are kept; a file that cannot be read or deleted is left."""
+    for path in folder.glob("*"):
+        if path.suffix == ".npz":
+            old = True
+        elif path.suffix == ".tables" and not path.name.startswith(".tmp-"):
+            old = _format_of(path) not in (None, FORMAT_VERSION)
+        else:
+            continue
+        if old:
+            with suppress(OSError):
+                path.unlink()
+
+
+def _format_of(path: Path) -> int | None:
+    """The format a tables file says it has (None if it cannot be read as one)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(_MAGIC)) != _MAGIC:
+                return None
+            header_length = int.from_bytes(f.read(8), "little")
+            if header_length > 1 << 20:
+                return None
+            return int(json.loads(f.read(header_length))["format"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _source_path(source: str) -> Path:
