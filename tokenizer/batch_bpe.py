@@ -29,7 +29,9 @@ So a round joins all of them at once, and the result is the sequential one; test
 
 Two more things keep the rounds few. A boundary with ``u = no_merge`` (no token holds both its bytes) is never
 crossed, so pieces are cut there into *segments*, each finished on its own: a long piece of text in a script
-the vocabulary hardly knows becomes many short segments. And a run such as a million ``a`` ties every pair, so
+the vocabulary hardly knows becomes many short segments. (A finer cut for scripts of multi-byte characters,
+where nearly every byte pair occurs in some token, is :func:`char_windows_cross`: the caller cuts there before
+grouping its segments.) And a run such as a million ``a`` ties every pair, so
 neither rule above joins more than one pair per round; there a round also follows the chain of tied pairs after
 the leftmost lowest one, as long as each join provably comes next (:func:`_chain_after_lowest`), so the run
 takes a few rounds, not half a million.
