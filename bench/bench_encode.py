@@ -283,8 +283,8 @@ def main() -> None:
 
     print("\nLoading, per encoding (seconds): get_encoding in a fresh process (ours / tiktoken); the pair table of "
           "batch BPE: its pairs, building it, reading it from the disk cache (what a fresh Encoding does)\n")
-    print("| encoding | get_encoding ours | get_encoding tiktoken | pairs | table build | table from disk |")
-    print("|---|---|---|---|---|---|")
+    print("| encoding | get_encoding ours | get_encoding tiktoken | pairs | table build | table from disk | file MB |")
+    print("|---|---|---|---|---|---|---|")
     probe = SHARED / "corpus" / "en_docs.txt"
     for name in names:
         our_load = min(fresh_process(name, probe, 10, tiktoken=False)[0] for _ in range(args.repeat))
@@ -295,7 +295,8 @@ def main() -> None:
         t_build = time.perf_counter() - t0
         t_disk = best_time(lambda _: table_cache.load_or_build(enc.merge_ranks, enc.token_ids), "", args.repeat)
         n_pairs = int((table.slot_keys >= 0).sum())
-        print(f"| {name} | {our_load:.3f} | {tik_load:.3f} | {n_pairs:,} | {t_build:.2f} | {t_disk:.3f} |")
+        size = table_cache.table_path(table_cache.vocabulary_digest(enc.merge_ranks, enc.token_ids)).stat().st_size
+        print(f"| {name} | {our_load:.3f} | {tik_load:.3f} | {n_pairs:,} | {t_build:.2f} | {t_disk:.3f} | {size / 1e6:.1f} |")
 
     if not args.no_pathological:
         print("\nPathological inputs, one cold call each (seconds; ratio = tiktoken's time / ours)\n")
