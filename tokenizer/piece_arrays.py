@@ -104,12 +104,17 @@ def hash_table_slots(keys: np.ndarray) -> tuple[np.ndarray, int, int]:
     return where, size, slot_bits
 
 
+def _words(blob: np.ndarray) -> np.ndarray:
+    """The eight bytes from each position of ``blob`` (which ends with :data:`PADDING` bytes), as one unaligned
+    little-endian uint64 each: a view, nothing is copied."""
+    return np.ndarray((len(blob) - PADDING + 1,), dtype="<u8", buffer=blob, strides=(1,))
+
+
 def piece_words(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(first, last)``: the first eight bytes of each piece and its last eight (fewer, for a shorter piece:
     then both are the whole piece), as little-endian uint64 with the bytes beyond the piece zero. ``blob`` ends
     with :data:`PADDING` zero bytes (:func:`utf8_blob`)."""
-    # The eight bytes from each position, as one unaligned uint64 (a view: nothing is copied).
-    words = np.ndarray((len(blob) - PADDING + 1,), dtype="<u8", buffer=blob, strides=(1,))
+    words = _words(blob)
     short = np.minimum(lengths, 8)
     with np.errstate(over="ignore"):
         keep = np.uint64(0xFFFFFFFFFFFFFFFF) >> ((8 - short) * 8).astype(np.uint64)  # short > 0 for any piece
@@ -161,8 +166,7 @@ def _polynomial_hashes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     with its last word, every byte of it. A word at a time, not a byte: an eighth of the gathers."""
     counts = (lengths - 1) // 8
     within = positions_within(counts)
-    words = np.ndarray((len(blob) - PADDING + 1,), dtype="<u8", buffer=blob, strides=(1,))
-    values = words[np.repeat(starts, counts) + 8 * within]
+    values = _words(blob)[np.repeat(starts, counts) + 8 * within]
     with np.errstate(over="ignore"):
         powers = np.cumprod(np.full(int(counts.max()), _BASE, dtype=np.uint64))
         values *= powers[within]

@@ -160,14 +160,22 @@ def _format_of(path: Path) -> int | None:
     """The format a tables file says it has (None if it cannot be read as one)."""
     try:
         with open(path, "rb") as f:
-            if f.read(len(_MAGIC)) != _MAGIC:
-                return None
-            header_length = int.from_bytes(f.read(8), "little")
-            if header_length > 1 << 20:
-                return None
-            return int(json.loads(f.read(header_length))["format"])
+            header = _read_header(f)
+        return None if header is None else int(header["format"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def _read_header(f) -> dict | None:
+    """The JSON header of the tables file open as ``f``, which is left at the header's end; None if the file
+    does not begin as one of ours. (Raises ValueError on a header that is not JSON.)"""
+    if f.read(len(_MAGIC)) != _MAGIC:
+        return None
+    header_length = int.from_bytes(f.read(8), "little")
+    if header_length > 1 << 20:
+        return None
+    header = json.loads(f.read(header_length))
+    return header if isinstance(header, dict) else None
 
 
 def _source_path(source: str) -> Path:
@@ -225,13 +233,8 @@ def read_arrays(path: Path, digest: str) -> tuple[dict[str, int], dict[str, np.n
     used in place: nothing is copied, and no fresh memory is filled)."""
     try:
         with open(path, "rb") as f:
-            if f.read(len(_MAGIC)) != _MAGIC:
-                return None
-            header_length = int.from_bytes(f.read(8), "little")
-            if header_length > 1 << 20:
-                return None
-            header = json.loads(f.read(header_length))
-            if header.get("digest") != digest:
+            header = _read_header(f)
+            if header is None or header.get("digest") != digest:
                 return None
             size, start = int(header["size"]), f.tell()
             if size != os.fstat(f.fileno()).st_size - start:
