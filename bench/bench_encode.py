@@ -6,9 +6,9 @@
 Texts: the first N MB of each ../shared/corpus file named. Ours is timed these ways:
 
 - cold:     a fresh Encoding (empty piece cache; the tables of batch BPE and the array path read from the
-            disk cache, which counts in the time) encoding the text once — what a one-off call costs; the split
-            alone is timed too (the array split where the pattern has one, as a long text takes), so
-            "BPE + join" = cold - split;
+            disk cache, which counts in the time; found by the vocabulary file's name, as get_encoding's are)
+            encoding the text once — what a one-off call costs; the split alone is timed too (the array
+            split where the pattern has one, as a long text takes), so "BPE + join" = cold - split;
 - fresh process: the same in a new Python process (import, get_encoding, one encode), against tiktoken in
             another new process. "cold ratio" compares the encode call alone; "total ratio" compares import +
             get_encoding + encode, what a one-off script waits for (work moves between the two: tiktoken's
@@ -66,9 +66,12 @@ def best_time(fn, text: str, repeat: int) -> float:
 
 
 def fresh(name: str) -> Encoding:
-    """A new Encoding with an empty piece cache, sharing the loaded vocabulary."""
+    """A new Encoding with an empty piece cache, sharing the loaded vocabulary: what get_encoding gives a new
+    process, so it also names its vocabulary by the checked file (its tables are found without hashing it)."""
     enc = get_encoding(name)
-    return Encoding(enc.name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+    copy = Encoding(enc.name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+    copy.vocabulary_source = enc.vocabulary_source
+    return copy
 
 
 def split_of(enc: Encoding):
