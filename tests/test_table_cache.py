@@ -7,6 +7,11 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
+import warnings
+import zlib
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -170,7 +175,7 @@ def test_a_named_vocabulary_is_found_again_without_hashing_it(cache, monkeypatch
         table_cache.load_or_build_tables(SMALL_RANKS, token_ids, source="small sha256 4567")
 
 
-@pytest.mark.parametrize("damage", ["tables removed", "digest garbage", "digest of another vocabulary"])
+@pytest.mark.parametrize("damage", ["tables removed", "tables damaged", "digest garbage", "digest of another vocabulary"])
 def test_a_remembered_digest_that_leads_nowhere_costs_only_the_hashing(cache, damage):
     token_ids = small_vocab(SMALL_RANKS)
     other_ranks = {b"xy": 0}
@@ -181,6 +186,10 @@ def test_a_remembered_digest_that_leads_nowhere_costs_only_the_hashing(cache, da
     digest = table_cache.vocabulary_digest(SMALL_RANKS, token_ids)
     if damage == "tables removed":
         table_cache.table_path(digest).unlink()
+    elif damage == "tables damaged":  # found by name, mapped, and fails its check (in the thread)
+        data = bytearray(table_cache.table_path(digest).read_bytes())
+        data[-1] ^= 1
+        table_cache.table_path(digest).write_bytes(data)
     elif damage == "digest garbage":
         remembered.write_text("not a digest")
     else:  # a remembered digest is only a name: the tables it leads to must hold that digest, and these do not
@@ -204,8 +213,8 @@ def test_a_fresh_process_finds_the_registry_tables_without_hashing(cache):
         "import tokenizer.table_cache as tc\n"
         "from tokenizer import get_encoding\n"
         "reads = []\n"
-        "read_tables = tc.read_tables\n"
-        "tc.read_tables = lambda *a: reads.append(a) or read_tables(*a)\n"
+        "read_tables_soon = tc.read_tables_soon\n"
+        "tc.read_tables_soon = lambda *a: reads.append(a) or read_tables_soon(*a)\n"
         "if {strict}:  # any hashing or building fails\n"
         "    tc.vocabulary_digest = tc.build_pair_table = None\n"
         "text = ' '.join(str(i * 7919) + 'qz' for i in range(3000))  # long: the array path\n"
@@ -218,6 +227,54 @@ def test_a_fresh_process_finds_the_registry_tables_without_hashing(cache):
     assert runs[1].returncode == 0, runs[1].stderr
     assert first[0] == second[0] == "0" and second[1].endswith(" 1\n")  # the tables were read, once
     assert first[1] == second[1]
+
+
+def blocking_crc(monkeypatch, release: threading.Event):
+    """Make the tables check, when it runs on its own thread, wait for ``release``; where it ran is recorded."""
+    ran_on = []
+
+    def crc32(data, value=0):
+        ran_on.append(threading.current_thread().name)
+        if threading.current_thread() is not threading.main_thread():
+            assert release.wait(30), "never released"
+        return zlib.crc32(data, value)
+
+    monkeypatch.setattr(table_cache, "zlib", SimpleNamespace(crc32=crc32))
+    return ran_on
+
+
+def test_the_check_runs_while_the_caller_goes_on(cache, monkeypatch):
+    token_ids = small_vocab(SMALL_RANKS)
+    built = table_cache.load_or_build_tables(SMALL_RANKS, token_ids, source="small")
+    release = threading.Event()
+    ran_on = blocking_crc(monkeypatch, release)
+    soon = table_cache.load_tables_soon(SMALL_RANKS, token_ids, source="small")  # returns, the check waiting
+    release.set()
+    assert same_table(soon()[0], built[0])
+    assert ran_on == ["tables check"]
+
+
+def test_a_process_forked_during_the_check_checks_for_itself(cache, monkeypatch):
+    token_ids = small_vocab(SMALL_RANKS)
+    built = table_cache.load_or_build_tables(SMALL_RANKS, token_ids, source="small")
+    release = threading.Event()
+    ran_on = blocking_crc(monkeypatch, release)
+    soon = table_cache.load_tables_soon(SMALL_RANKS, token_ids, source="small")
+    while not ran_on:  # the check has begun (and waits)
+        time.sleep(0.001)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (3.12+: forking a process with threads)
+        child = os.fork()
+    if child == 0:  # the thread is not in the child: it checks on its own thread, and gets the tables
+        code = 1
+        try:
+            code = 0 if same_table(soon()[0], built[0]) and ran_on == ["tables check", "MainThread"] else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    release.set()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert same_table(soon()[0], built[0])
 
 
 def test_tables_of_older_formats_are_removed_when_new_ones_are_written(cache):

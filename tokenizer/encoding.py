@@ -218,6 +218,7 @@ class Encoding:
         self._part_cache.probing = False
         self._uncrossable: bytearray | None = None  # built on first need
         self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
+        self._tables_soon: Callable[[], tuple[PairTable, PieceTable] | None] | None = None  # loading begun
         self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
         self._token_tables: TokenTables | None | Literal[False] = None  # False: no array path here
 
@@ -308,9 +309,10 @@ class Encoding:
         """The ids of ``text`` by array operations (:mod:`tokenizer.array_encode`), or None where this encoding
         has no array path (CS336's rule, or a vocabulary without batch BPE tables). The pieces come from the
         array split where the pattern has one, else from the usual split (only their lengths are kept)."""
-        tables = self._array_tables()
-        if tables is None:
+        if self._token_tables is False or self._pair_table is False or not self._whole_piece_tokens:
             return None
+        if self._pair_table is None:
+            self._begin_loading_tables()  # the tables' file is checked while the text is split
         import numpy as np
 
         from .array_encode import encode_split_text  # only here: see _array_tables
@@ -331,6 +333,9 @@ class Encoding:
                 # not tile the text, and their lengths cannot give where they start. The piece cache takes them.
                 return self._encode_pieces(pieces)
             starts = np.cumsum(lengths) - lengths
+        tables = self._array_tables()
+        if tables is None:
+            return None
         return encode_split_text(text, points, starts, tables).tolist()
 
     def _array_tables(self) -> TokenTables | None:
@@ -384,11 +389,19 @@ class Encoding:
     def _batch_table(self) -> PairTable | None:
         """The pair table of batch BPE, loaded or built on first need; None if this vocabulary cannot have one."""
         if self._pair_table is None:
-            from .table_cache import load_or_build_tables  # only here: see _fill_cache
-
-            tables = load_or_build_tables(self._merge_ranks, self._token_ids, source=self.vocabulary_source)
+            tables = self._begin_loading_tables()()
             self._pair_table, self._token_table = tables or (False, None)
+            self._tables_soon = None
         return self._pair_table or None
+
+    def _begin_loading_tables(self) -> Callable[[], tuple[PairTable, PieceTable] | None]:
+        """Begin loading the tables of batch BPE (:func:`tokenizer.table_cache.load_tables_soon`: their file is
+        checked in a thread meanwhile), unless begun already; the function returned finishes it."""
+        if self._tables_soon is None:
+            from .table_cache import load_tables_soon  # only here: see _fill_cache
+
+            self._tables_soon = load_tables_soon(self._merge_ranks, self._token_ids, source=self.vocabulary_source)
+        return self._tables_soon
 
     def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
         token_ids = self._token_ids

@@ -21,7 +21,8 @@ which the array path looks pieces up in: :func:`load_or_build_tables` gives both
 
 The file is the arrays' bytes one after another behind a short JSON header (each array's name, dtype, shape and
 place, the digest, a CRC-32 of all the bytes): mapped into memory, checked, and the arrays are views of the
-mapping. (NumPy's ``.npz`` took twice as long for the same 30 MB: a zip member, a copy and a CRC per array; and
+mapping. The check runs in a thread while the caller goes on (:func:`load_tables_soon`: an encoding splits its
+text meanwhile), and no array is read before it has passed. (NumPy's ``.npz`` took twice as long for the same 30 MB: a zip member, a copy and a CRC per array; and
 reading into a fresh buffer three times as long as the mapping, most of it filling fresh memory.)
 
 A file is written whole to a temporary name and then renamed, so a reader never sees half of one. A file that
@@ -40,12 +41,13 @@ import json
 import mmap
 import os
 import tempfile
+import threading
 import zlib
 from contextlib import suppress
 from itertools import compress, repeat
 from operator import is_not
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -118,10 +120,29 @@ def load_or_build_tables(
     checked file's name and sha256). The vocabulary's digest is then remembered under it, and a later process
     finds the tables without hashing every token again; a remembered digest whose file is gone or damaged
     only costs the hashing."""
+    return load_tables_soon(merge_ranks, token_ids, source=source)()
+
+
+def load_tables_soon(
+    merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int], *, source: str | None = None
+) -> Callable[[], tuple[PairTable, PieceTable] | None]:
+    """:func:`load_or_build_tables`, begun now and finished by calling the function returned: where ``source``
+    names tables on disk, their file is checked meanwhile (:func:`read_tables_soon`), while the caller splits
+    its text, say."""
     digest = remembered_digest(source) if source else None
-    tables = read_tables(table_path(digest), digest) if digest else None
-    if tables is not None:
-        return tables
+    reading = read_tables_soon(table_path(digest), digest) if digest else None
+
+    def tables() -> tuple[PairTable, PieceTable] | None:
+        found = reading() if reading else None
+        return found if found is not None else _find_or_build(merge_ranks, token_ids, source)
+
+    return tables
+
+
+def _find_or_build(
+    merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int], source: str | None
+) -> tuple[PairTable, PieceTable] | None:
+    """The tables by the vocabulary's digest (hashing it), built and saved if they are not on disk."""
     digest = vocabulary_digest(merge_ranks, token_ids)
     path = table_path(digest)
     tables = read_tables(path, digest)
@@ -204,10 +225,42 @@ def remember_digest(source: str, digest: str) -> None:
 
 def read_tables(path: Path, digest: str) -> tuple[PairTable, PieceTable] | None:
     """The tables saved at ``path`` if the file is whole and was built from the vocabulary ``digest``; else None."""
-    saved = read_arrays(path, digest)
-    if saved is None:
-        return None
-    numbers, arrays = saved
+    return read_tables_soon(path, digest)()
+
+
+def read_tables_soon(path: Path, digest: str) -> Callable[[], tuple[PairTable, PieceTable] | None]:
+    """:func:`read_tables`, begun now and finished by calling the function returned.
+
+    The file is mapped into memory now and its CRC computed in a thread (zlib lets other threads run
+    meanwhile), so that the caller can go on with work that does not need the tables; the function returned
+    waits for the check. Nothing is read from the arrays before it has passed: a damaged file is never used,
+    not even for a moment."""
+    mapped = _map_file(path, digest)
+    if mapped is None:
+        return lambda: None
+    header, data = mapped
+    crc: list[int] = []
+    checking = threading.Thread(target=lambda: crc.append(zlib.crc32(data)), name="tables check", daemon=True)
+    checking.start()
+
+    def tables() -> tuple[PairTable, PieceTable] | None:
+        checking.join()
+        if not crc:  # a process forked while the check ran: the thread is not in this one
+            crc.append(zlib.crc32(data))
+        if crc[0] != header["crc32"]:
+            return None
+        try:
+            numbers = header["numbers"]
+            arrays = {name: data[offset : offset + np.dtype(dtype).itemsize * int(np.prod(shape))].view(dtype).reshape(tuple(shape))
+                      for name, dtype, shape, offset in header["arrays"]}
+        except (ValueError, KeyError, TypeError):
+            return None  # not a header of ours
+        return _tables_of(numbers, arrays)
+
+    return tables
+
+
+def _tables_of(numbers: Mapping[str, int], arrays: Mapping[str, np.ndarray]) -> tuple[PairTable, PieceTable] | None:
     try:
         table = PairTable(**{name: int(numbers[name]) for name in _NUMBER_FIELDS},
                           **{name: arrays[name] for name in _ARRAY_FIELDS})
@@ -226,11 +279,10 @@ def write_tables(path: Path, digest: str, table: PairTable, tokens: PieceTable) 
     write_arrays(path, digest, {name: getattr(table, name) for name in _NUMBER_FIELDS}, arrays)
 
 
-def read_arrays(path: Path, digest: str) -> tuple[dict[str, int], dict[str, np.ndarray]] | None:
-    """``(numbers, arrays)`` as :func:`write_arrays` saved them at ``path`` for the vocabulary ``digest``, or
-    None if the file is missing, of another layout or vocabulary, cut short, longer, or fails its CRC. The
-    arrays are read-only views of the file, mapped into memory (the operating system's copy of the file is
-    used in place: nothing is copied, and no fresh memory is filled)."""
+def _map_file(path: Path, digest: str) -> tuple[dict, np.ndarray] | None:
+    """``(header, data)`` of the tables file at ``path`` for the vocabulary ``digest``: its bytes after the
+    header, mapped into memory and not yet checked; None if the file is missing, of another layout or
+    vocabulary, cut short or longer."""
     try:
         with open(path, "rb") as f:
             header = _read_header(f)
@@ -239,18 +291,15 @@ def read_arrays(path: Path, digest: str) -> tuple[dict[str, int], dict[str, np.n
             size, start = int(header["size"]), f.tell()
             if size != os.fstat(f.fileno()).st_size - start:
                 return None  # cut short, or longer than written
+            int(header["crc32"])
             if not size:
-                return header["numbers"], {}
+                return header, np.zeros(0, dtype=np.uint8)
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         data = np.frombuffer(mapped, dtype=np.uint8, offset=start)  # read-only, as the mapping is
-        if zlib.crc32(data) != header["crc32"]:
-            return None
         if start % _ALIGN:  # (written by this module, the data starts aligned)
             data = data.copy()
             data.flags.writeable = False
-        arrays = {name: data[offset : offset + np.dtype(dtype).itemsize * int(np.prod(shape))].view(dtype).reshape(tuple(shape))
-                  for name, dtype, shape, offset in header["arrays"]}
-        return header["numbers"], arrays
+        return header, data
     except (OSError, ValueError, KeyError, TypeError):
         return None  # unreadable, or not a header of ours
 
