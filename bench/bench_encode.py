@@ -285,7 +285,8 @@ def main() -> None:
     from tokenizer import batch_bpe, table_cache
 
     print("\nLoading, per encoding (seconds): get_encoding in a fresh process (ours / tiktoken); the pair table of "
-          "batch BPE: its pairs, building it, reading it from the disk cache (what a fresh Encoding does)\n")
+          "batch BPE: its pairs, building it, reading it from the disk cache, found by the vocabulary file's name and "
+          "checked (what a fresh Encoding from get_encoding does)\n")
     print("| encoding | get_encoding ours | get_encoding tiktoken | pairs | table build | table from disk | file MB |")
     print("|---|---|---|---|---|---|---|")
     probe = SHARED / "corpus" / "en_docs.txt"
@@ -296,7 +297,8 @@ def main() -> None:
         t0 = time.perf_counter()
         table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
         t_build = time.perf_counter() - t0
-        t_disk = best_time(lambda _: table_cache.load_or_build(enc.merge_ranks, enc.token_ids), "", args.repeat)
+        t_disk = best_time(lambda _: table_cache.load_or_build_tables(enc.merge_ranks, enc.token_ids,
+                                                                     source=enc.vocabulary_source), "", args.repeat)
         n_pairs = int((table.slot_keys >= 0).sum())
         size = table_cache.table_path(table_cache.vocabulary_digest(enc.merge_ranks, enc.token_ids)).stat().st_size
         print(f"| {name} | {our_load:.3f} | {tik_load:.3f} | {n_pairs:,} | {t_build:.2f} | {t_disk:.3f} | {size / 1e6:.1f} |")
