@@ -201,6 +201,19 @@ def test_a_remembered_digest_that_leads_nowhere_costs_only_the_hashing(cache, da
     assert remembered.read_text() == digest  # put right
 
 
+@pytest.mark.parametrize("other_ranks", [{b"xy": 0}, {b"xy": 0, b"yz": 1, b"xz": 2, b"zz": 3}],
+                         ids=["fewer tokens", "as many tokens"])
+def test_a_name_that_leads_to_another_vocabularys_tables_is_caught(cache, monkeypatch, other_ranks):
+    table_cache.load_or_build_tables(SMALL_RANKS, small_vocab(SMALL_RANKS), source="a name")
+    other_ids = small_vocab(other_ranks)
+    tables = table_cache.load_or_build_tables(other_ranks, other_ids, source="a name")  # the wrong name
+    assert same_table(tables[0], batch_bpe.build_pair_table(other_ranks, other_ids))
+    assert tables[1].values_of(list(other_ids)) == list(other_ids.values())
+    # put right: the name now leads to this vocabulary's tables, found without hashing
+    monkeypatch.setattr(table_cache, "vocabulary_digest", lambda *a: pytest.fail("hashed the vocabulary again"))
+    assert same_table(table_cache.load_or_build_tables(other_ranks, other_ids, source="a name")[0], tables[0])
+
+
 def test_the_registry_names_its_vocabularies_by_their_checked_files():
     enc = get_encoding("gpt2")
     assert enc.vocabulary_source == "gpt2/encoder.json sha256 " + "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"

@@ -23,7 +23,7 @@ What this module does not do: decide where pieces are (that is :mod:`tokenizer.a
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -268,6 +268,14 @@ def _distinct_by_bytes(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     return np.array(list(first_seen.values()), dtype=np.int64), np.array([number[p] for p in pieces], dtype=np.int64)
 
 
+def _laid_out(pieces: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(blob, starts, lengths)``: the byte strings one after another, followed by :data:`PADDING` zero bytes."""
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    blob = np.zeros(int(lengths.sum()) + PADDING, dtype=np.uint8)
+    blob[: len(blob) - PADDING] = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    return blob, np.cumsum(lengths) - lengths, lengths
+
+
 class PieceTable:
     """An exact map from byte strings to non-negative ints, looked up for many pieces of a blob at once.
 
@@ -276,12 +284,9 @@ class PieceTable:
 
     def __init__(self, values: Mapping[bytes, int]):
         pieces = list(values)
-        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        blob, starts, lengths = _laid_out(pieces)
         if len(pieces) and not lengths.min() > 0:
             raise ValueError("a PieceTable cannot hold the empty string")
-        blob = np.zeros(int(lengths.sum()) + PADDING, dtype=np.uint8)
-        blob[: len(blob) - PADDING] = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-        starts = np.cumsum(lengths) - lengths
         first, last = piece_words(blob, starts, lengths)
         keys = piece_keys(blob, starts, lengths, first, last)
         sorted_keys = np.sort(keys)
@@ -301,6 +306,21 @@ class PieceTable:
         # (the entries' words are read when a look-up needs them, for its candidates only: a table loaded for
         # one call does not pay for all of them)
         self._longest = int(lengths.max(initial=0))
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def values_of(self, pieces: Sequence[bytes]) -> list[int]:
+        """The value of each of ``pieces``, -1 where the table lacks it (:meth:`find`, for byte strings).
+
+        >>> PieceTable({b"ab": 7, b"c": 3}).values_of([b"c", b"ab", b"x", b""])
+        [3, 7, -1, -1]
+        """
+        blob, starts, lengths = _laid_out(pieces)
+        found = np.full(len(pieces), EMPTY, dtype=np.int64)
+        some = np.flatnonzero(lengths > 0)  # (the empty string is never held)
+        found[some] = self.find(blob, starts[some], lengths[some])
+        return found.tolist()
 
     @property
     def arrays(self) -> dict[str, np.ndarray]:

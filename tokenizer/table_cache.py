@@ -44,7 +44,7 @@ import tempfile
 import threading
 import zlib
 from contextlib import suppress
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from operator import is_not
 from pathlib import Path
 from typing import Callable, Mapping
@@ -70,6 +70,9 @@ _ARRAY_FIELDS = (
     "window_bits", "window_pairs",
 )
 _NUMBER_FIELDS = ("slot_bits", "n_ids", "no_merge")
+
+# How many of a vocabulary's last tokens are looked up in the tables its name leads to (_holds_last_tokens).
+_TOKENS_CHECKED = 32
 
 
 def vocabulary_digest(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int]) -> str:
@@ -134,9 +137,24 @@ def load_tables_soon(
 
     def tables() -> tuple[PairTable, PieceTable] | None:
         found = reading() if reading else None
-        return found if found is not None else _find_or_build(merge_ranks, token_ids, source)
+        if found is not None and _holds_last_tokens(found[1], token_ids):
+            return found
+        return _find_or_build(merge_ranks, token_ids, source)
 
     return tables
+
+
+def _holds_last_tokens(tokens: PieceTable, token_ids: Mapping[bytes, int]) -> bool:
+    """Whether a token table found by a vocabulary's name has as many tokens as the vocabulary and holds its last
+    ones with their ids: cheap, and enough to catch a name that belongs to another vocabulary (given by hand,
+    say), which then costs the hashing instead of giving wrong ids."""
+    if len(tokens) != len(token_ids):
+        return False
+    try:
+        last = list(islice(reversed(token_ids.items()), _TOKENS_CHECKED))
+    except TypeError:  # a mapping that cannot be walked backwards
+        last = list(token_ids.items())[-_TOKENS_CHECKED:]
+    return tokens.values_of([token for token, _ in last]) == [int(i) for _, i in last]
 
 
 def _find_or_build(
