@@ -7,7 +7,9 @@ GPT-2's ``encoder.json`` ships inside this package. The other files are looked f
 3. OpenAI's public storage (the URLs tiktoken uses; ``$OPENAIPUBLIC_URL`` replaces the host for mirrors),
    downloaded into the cache.
 
-Every file is checked against its known sha256 before it is used, wherever it came from.
+Every file is checked against its known sha256 before it is used, wherever it came from. Once parsed, a file's
+tokens are kept in the user cache under that sha256, in a form quicker to read (:mod:`tokenizer.vocab_cache`),
+and a later process reads that instead.
 
 More encodings can be added by name: :func:`register_encoding` in one process, or a plugin module found by
 :mod:`tokenizer.plugins` (tiktoken's ``tiktoken_ext`` idea).
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from . import vocab_cache
 from .encoding import Encoding
 from .plugins import find_plugin_constructors
 from .pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
@@ -236,11 +239,16 @@ def _build_from_constructor(name: str, constructor: Constructor, *, origin: str)
 
 
 def _build(spec: EncodingSpec) -> Encoding:
-    path = vocab_file_path(spec.vocab)
-    if spec.vocab.name.endswith(".json"):
-        ranks, _ = read_gpt2_encoder_json(path)
-    else:
-        ranks = read_tiktoken_file(path)
+    # A file checked and parsed before was saved in a form quick to read back (most of a fresh process's
+    # get_encoding was the parse); else it is found, checked, parsed and saved now.
+    ranks = vocab_cache.load_saved(spec.vocab.sha256)
+    if ranks is None:
+        path = vocab_file_path(spec.vocab)
+        if spec.vocab.name.endswith(".json"):
+            ranks, _ = read_gpt2_encoder_json(path)
+        else:
+            ranks = read_tiktoken_file(path)
+        vocab_cache.save(spec.vocab.sha256, ranks)
     encoding = RegisteredEncoding(
         spec.name,
         pat_str=spec.pat_str,
@@ -248,7 +256,8 @@ def _build(spec: EncodingSpec) -> Encoding:
         special_tokens=spec.special_tokens,
         explicit_n_vocab=spec.n_vocab,
     )
-    # the file was checked against its sha256 (vocab_file_path), so that names the vocabulary read from it
+    # the file was checked against its sha256 (vocab_file_path: now, or before its parse was saved), so that
+    # names the vocabulary read from it
     encoding.vocabulary_source = f"{spec.vocab.name} sha256 {spec.vocab.sha256}"
     return encoding
 

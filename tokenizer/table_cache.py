@@ -40,7 +40,6 @@ import hashlib
 import json
 import mmap
 import os
-import tempfile
 import threading
 import zlib
 from contextlib import suppress
@@ -53,7 +52,7 @@ import numpy as np
 
 from .batch_bpe import PairTable, build_pair_table
 from .piece_arrays import PieceTable
-from .user_cache import cache_dir
+from .user_cache import cache_dir, save_quietly
 
 # Bump when PairTable's or PieceTable's fields or their meaning change (a hash that places a bit, say), or the
 # file's layout: older files then match no digest.
@@ -238,7 +237,7 @@ def remember_digest(source: str, digest: str) -> None:
     path = _source_path(source)
     if remembered_digest(source) == digest:
         return
-    _write_atomically(path, [digest.encode("ascii")])
+    save_quietly(path, [digest.encode("ascii")])
 
 
 def read_tables(path: Path, digest: str) -> tuple[PairTable, PieceTable] | None:
@@ -339,24 +338,4 @@ def write_arrays(path: Path, digest: str, numbers: Mapping[str, int], arrays: Ma
     chunks = [_MAGIC + len(header).to_bytes(8, "little") + header]
     for array in arrays.values():
         chunks += [array.data, bytes(-array.nbytes % _ALIGN)]
-    _write_atomically(path, chunks)
-
-
-def _write_atomically(path: Path, chunks: list) -> None:
-    """Write ``chunks`` (bytes-like) to ``path`` through a temporary file renamed into place; give up quietly
-    if the folder cannot be written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", suffix=path.suffix, delete=False)
-    except OSError:
-        return
-    try:
-        with f:
-            for chunk in chunks:
-                f.write(chunk)
-        os.replace(f.name, path)
-    except OSError:
-        pass  # a full disk, say: the table stays in memory only
-    finally:
-        with suppress(OSError):
-            Path(f.name).unlink(missing_ok=True)  # left over only if the rename did not happen
+    save_quietly(path, chunks)
