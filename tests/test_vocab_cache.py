@@ -56,7 +56,10 @@ def flip(data: bytes, at: int) -> bytes:
     lambda d: d.replace(b'"format": 1', b'"format": 9'),
     lambda d: d.replace(sys.byteorder.encode(), b"other"),
     lambda d: d.replace(b'"tokens": 3', b'"tokens": 2'),
-], ids=["cut", "longer", "token byte", "rank byte", "empty", "garbage", "format", "byte order", "count"])
+    lambda d: d.replace(b'"item_sizes": [4, 8]', b'"item_sizes": [8, 8]'),
+    lambda d: d.replace(b'{"format"', b'["format"'),
+], ids=["cut", "longer", "token byte", "rank byte", "empty", "garbage", "format", "byte order", "count",
+        "item sizes", "header not JSON"])
 def test_a_damaged_or_foreign_file_is_nothing(damage):
     assert vocab_cache.unpack(small_packed(), sha256=SHA) == {b"a": 0, b"bc": 5, b"\xff\x00": 2**40}
     assert vocab_cache.unpack(damage(small_packed()), sha256=SHA) is None

@@ -37,7 +37,6 @@ This module does not decide when batch BPE runs (:mod:`tokenizer.encoding` does)
 from __future__ import annotations
 
 import hashlib
-import json
 import mmap
 import os
 import threading
@@ -52,7 +51,7 @@ import numpy as np
 
 from .batch_bpe import PairTable, build_pair_table
 from .piece_arrays import PieceTable
-from .user_cache import cache_dir, save_quietly
+from .user_cache import cache_dir, file_header, read_file_header, save_quietly
 
 # Bump when PairTable's or PieceTable's fields or their meaning change (a hash that places a bit, say), or the
 # file's layout: older files then match no digest.
@@ -198,22 +197,10 @@ def _format_of(path: Path) -> int | None:
     """The format a tables file says it has (None if it cannot be read as one)."""
     try:
         with open(path, "rb") as f:
-            header = _read_header(f)
+            header = read_file_header(f, _MAGIC)
         return None if header is None else int(header["format"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def _read_header(f) -> dict | None:
-    """The JSON header of the tables file open as ``f``, which is left at the header's end; None if the file
-    does not begin as one of ours. (Raises ValueError on a header that is not JSON.)"""
-    if f.read(len(_MAGIC)) != _MAGIC:
-        return None
-    header_length = int.from_bytes(f.read(8), "little")
-    if header_length > 1 << 20:
-        return None
-    header = json.loads(f.read(header_length))
-    return header if isinstance(header, dict) else None
 
 
 def _source_path(source: str) -> Path:
@@ -302,7 +289,7 @@ def _map_file(path: Path, digest: str) -> tuple[dict, np.ndarray] | None:
     vocabulary, cut short or longer."""
     try:
         with open(path, "rb") as f:
-            header = _read_header(f)
+            header = read_file_header(f, _MAGIC)
             if header is None or header.get("digest") != digest:
                 return None
             size, start = int(header["size"]), f.tell()
@@ -332,10 +319,9 @@ def write_arrays(path: Path, digest: str, numbers: Mapping[str, int], arrays: Ma
     crc = 0
     for array in arrays.values():
         crc = zlib.crc32(bytes(-array.nbytes % _ALIGN), zlib.crc32(array, crc))  # the array, then its padding
-    header = json.dumps({"format": FORMAT_VERSION, "digest": digest, "numbers": {k: int(v) for k, v in numbers.items()},
-                         "arrays": placed, "size": offset, "crc32": crc}).encode()
-    header += b" " * (-(len(_MAGIC) + 8 + len(header)) % _ALIGN)  # the data starts aligned in the file too
-    chunks = [_MAGIC + len(header).to_bytes(8, "little") + header]
+    header = {"format": FORMAT_VERSION, "digest": digest, "numbers": {k: int(v) for k, v in numbers.items()},
+              "arrays": placed, "size": offset, "crc32": crc}
+    chunks = [file_header(_MAGIC, header, align=_ALIGN)]  # the data starts aligned in the file too
     for array in arrays.values():
         chunks += [array.data, bytes(-array.nbytes % _ALIGN)]
     save_quietly(path, chunks)

@@ -2,11 +2,13 @@
 
 ``$TOKENIZER_CACHE_DIR`` if set, else ``gpt2-tokenizer`` in the user's cache folder (``$XDG_CACHE_HOME`` or
 ``~/.cache``): never inside the checkout. This module names the folder, and says how a file is saved in it
-(:func:`save_quietly`: whole or not at all, and never an error, since a cache only saves time).
+(:func:`save_quietly`: whole or not at all, and never an error, since a cache only saves time) and how one
+begins (:func:`file_header`, :func:`read_file_header`: what it is, then a JSON header).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from contextlib import suppress
@@ -39,3 +41,26 @@ def save_quietly(path: Path, chunks: list) -> None:
     finally:
         with suppress(OSError):
             Path(f.name).unlink(missing_ok=True)  # left over only if the rename did not happen
+
+
+def file_header(magic: bytes, header: dict, *, align: int = 1) -> bytes:
+    """The start of a cache file: ``magic`` (what the file is), the JSON header's length (8 bytes, little-endian)
+    and the header, padded with spaces so that what follows starts at a multiple of ``align``."""
+    text = json.dumps(header).encode()
+    text += b" " * (-(len(magic) + 8 + len(text)) % align)
+    return magic + len(text).to_bytes(8, "little") + text
+
+
+def read_file_header(f, magic: bytes) -> dict | None:
+    """The header (:func:`file_header`) of the cache file open as ``f``, which is left where the header ends;
+    None if the file does not begin with ``magic`` and a JSON object."""
+    if f.read(len(magic)) != magic:
+        return None
+    length = int.from_bytes(f.read(8), "little")
+    if length > 1 << 20:
+        return None
+    try:
+        header = json.loads(f.read(length))
+    except ValueError:
+        return None
+    return header if isinstance(header, dict) else None

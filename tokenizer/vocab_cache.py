@@ -18,7 +18,7 @@ sha256, before the first parse; the saved copy is named by that checked sha256).
 
 from __future__ import annotations
 
-import json
+import io
 import sys
 import zlib
 from array import array
@@ -26,12 +26,13 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Mapping
 
-from .user_cache import cache_dir, save_quietly
+from .user_cache import cache_dir, file_header, read_file_header, save_quietly
 
-# A saved vocabulary begins with these bytes, then the header's length (8 bytes, little-endian), then the
-# header (JSON), then the token lengths (uint32), the ranks (int64) and the tokens' bytes.
+# A saved vocabulary begins with these bytes and a JSON header (tokenizer.user_cache.file_header), then the
+# token lengths, the ranks and the tokens' bytes.
 _MAGIC = b"gpt2-numpy vocabulary\n"
 FORMAT_VERSION = 1
+_LENGTH, _RANK = "I", "q"  # the array typecodes of the lengths and the ranks (their sizes are in the header)
 
 
 def saved_path(sha256: str) -> Path:
@@ -41,10 +42,10 @@ def saved_path(sha256: str) -> Path:
 def load_saved(sha256: str) -> dict[bytes, int] | None:
     """The vocabulary saved for the checked file whose sha256 this is (:func:`save`), or None."""
     try:
-        data = saved_path(sha256).read_bytes()
+        with open(saved_path(sha256), "rb") as f:
+            return _read(f, sha256)
     except OSError:
         return None
-    return unpack(data, sha256=sha256)
 
 
 def save(sha256: str, ranks: Mapping[bytes, int]) -> None:
@@ -60,36 +61,40 @@ def save(sha256: str, ranks: Mapping[bytes, int]) -> None:
 def pack(ranks: Mapping[bytes, int], *, sha256: str = "") -> bytes:
     """``ranks`` as the bytes of a saved vocabulary."""
     tokens = list(ranks)
-    lengths = array("I", map(len, tokens))
-    values = array("q", ranks.values())
+    lengths = array(_LENGTH, map(len, tokens))
+    values = array(_RANK, ranks.values())
     body = lengths.tobytes() + values.tobytes() + b"".join(tokens)
-    header = json.dumps({"format": FORMAT_VERSION, "sha256": sha256, "tokens": len(tokens), "size": len(body),
-                         "byteorder": sys.byteorder, "crc32": zlib.crc32(body)}).encode()
-    return _MAGIC + len(header).to_bytes(8, "little") + header + body
+    header = {"format": FORMAT_VERSION, "sha256": sha256, "tokens": len(tokens), "size": len(body),
+              "byteorder": sys.byteorder, "item_sizes": [lengths.itemsize, values.itemsize], "crc32": zlib.crc32(body)}
+    return file_header(_MAGIC, header) + body
 
 
 def unpack(data: bytes, *, sha256: str = "") -> dict[bytes, int] | None:
     """The vocabulary in ``data`` (:func:`pack`), or None if it is not one whole, made for ``sha256``."""
+    return _read(io.BytesIO(data), sha256)
+
+
+def _read(f, sha256: str) -> dict[bytes, int] | None:
+    lengths, values = array(_LENGTH), array(_RANK)
     try:
-        if not data.startswith(_MAGIC):
+        header = read_file_header(f, _MAGIC)
+        if header is None:
             return None
-        start = len(_MAGIC) + 8
-        header_length = int.from_bytes(data[len(_MAGIC) : start], "little")
-        header = json.loads(data[start : start + header_length])
-        body = memoryview(data)[start + header_length :]
+        body = f.read()
         n = int(header["tokens"])
         if (header["format"] != FORMAT_VERSION or header["sha256"] != sha256 or header["byteorder"] != sys.byteorder
+                or header["item_sizes"] != [lengths.itemsize, values.itemsize]
                 or len(body) != header["size"] or zlib.crc32(body) != header["crc32"]):
             return None
-        lengths, values = array("I"), array("q")
-        lengths.frombytes(body[: 4 * n])
-        values.frombytes(body[4 * n : 12 * n])
-        blob = bytes(body[12 * n :])
+        blob_start = n * (lengths.itemsize + values.itemsize)
+        lengths.frombytes(body[: n * lengths.itemsize])
+        values.frombytes(body[n * lengths.itemsize : blob_start])
+        blob = body[blob_start:]
         if sum(lengths) != len(blob):
             return None
         ends = list(accumulate(lengths))
         tokens = list(map(blob.__getitem__, map(slice, [0, *ends[:-1]], ends)))
         ranks = dict(zip(tokens, values.tolist()))
         return ranks if len(ranks) == n else None
-    except (ValueError, KeyError, TypeError):  # not a header of ours (json's errors are ValueErrors)
+    except (ValueError, KeyError, TypeError):  # not a header of ours
         return None
