@@ -88,7 +88,7 @@ def run_once(data: Path, engine: str, workers: int, encoding: str) -> tuple[floa
 
 def ray_start_stop_seconds(workers: int) -> float:
     """A local Ray cluster's start and stop alone, in a fresh process (what every --engine ray run pays)."""
-    code = ("import time; t = time.perf_counter(); from tokenizer.engines import start_ray; "
+    code = ("import time; t = time.perf_counter(); from tokenizer.jobs.engines import start_ray; "
             f"ray = start_ray(num_cpus={workers}); ray.shutdown(); print(time.perf_counter() - t)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -78,8 +78,8 @@ def fresh(name: str) -> Encoding:
 def split_of(enc: Encoding):
     """The split a long text takes: the array split where the pattern has one (its starts from the code
     points), else the stdlib-re split."""
-    from tokenizer.array_split import has_array_split, piece_starts
-    from tokenizer.piece_arrays import code_points
+    from tokenizer.fast.array_split import has_array_split, piece_starts
+    from tokenizer.fast.piece_arrays import code_points
 
     if has_array_split(enc.pat_str):
         return lambda text: piece_starts(code_points(text), enc.pat_str)
@@ -285,7 +285,7 @@ def main() -> None:
             f"| {rate(mb, t_cs336)} | {ratio(t_tik_long, t_long)} | {rate(mb, t_repeat)} | {ratio(t_tik, t_repeat)} |"
         )
 
-    from tokenizer import batch_bpe, table_cache
+    from tokenizer.fast import batch_bpe, table_cache
 
     print("\nLoading, per encoding (seconds): get_encoding in a fresh process (ours / tiktoken); the pair table of "
           "batch BPE: its pairs, building it, reading it from the disk cache, found by the vocabulary file's name and "

@@ -7,7 +7,7 @@ For each shared corpus (the first N MB) and encoding it times, alternated in one
 ``Pretokenizer.split`` of this checkout, the same of ``--before``'s checkout (loaded as a second package), the
 ``regex`` reference (``split_reference``), and tiktoken's whole ``encode_ordinary`` (split and BPE) for scale.
 Then, in fresh processes, alternated: ``import tokenizer`` and ``get_encoding`` for both checkouts.
-With ``--array``, instead: :func:`tokenizer.array_split.piece_starts` (and the UTF-32 encoding it starts from)
+With ``--array``, instead: :func:`tokenizer.fast.array_split.piece_starts` (and the UTF-32 encoding it starts from)
 beside ``split`` and tiktoken's ``encode_ordinary``, alternated, best of --repeat.
 Needs tiktoken's offline cache (TIKTOKEN_CACHE_DIR) and TOKENIZER_DATA_DIR=../shared/encodings.
 """
@@ -62,7 +62,7 @@ def array_table(args) -> None:
     """piece_starts (the array split) beside split and tiktoken's whole encode, per corpus and encoding."""
     import numpy as np
 
-    from tokenizer.array_split import class_table, has_array_split, o200k_class_table, piece_starts
+    from tokenizer.fast.array_split import class_table, has_array_split, o200k_class_table, piece_starts
 
     start = time.perf_counter()
     class_table()
@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--encodings", default="gpt2,cl100k_base,o200k_base")
-    parser.add_argument("--array", action="store_true", help="time tokenizer.array_split instead")
+    parser.add_argument("--array", action="store_true", help="time tokenizer.fast.array_split instead")
     args = parser.parse_args()
     if args.array:
         array_table(args)

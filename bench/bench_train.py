@@ -66,7 +66,7 @@ def iter_documents(path: str, block: int = 1 << 20):
 def run_trainer(name: str, path: str, vocab_size: int, out: str, workers: int | None, baseline: str | None) -> float:
     if name in ("ours", "baseline"):
         sys.path.insert(0, str(REPO) if name == "ours" else baseline)
-        from tokenizer.train import train_bpe
+        from tokenizer.training.train import train_bpe
 
         t0 = time.perf_counter()
         vocab, merges = train_bpe(path.split(","), vocab_size, [EOT], num_workers=workers, progress=False)
@@ -270,7 +270,7 @@ def main() -> None:
     ap.add_argument("--trainers", default="ours,hf,rustbpe",
                     help="comma-separated subset of ours,hf,rustbpe,baseline")
     ap.add_argument("--baseline", metavar="CHECKOUT",
-                    help="the trainer 'baseline' is tokenizer.train of this checkout (e.g. the main branch's)")
+                    help="the trainer 'baseline' is tokenizer.training.train of this checkout (e.g. the main branch's)")
     ap.add_argument("--scale", type=float, metavar="GB",
                     help="instead: build a corpus of GB gigabytes in 64 MB files and train ours (vocab 32,000 "
                          "unless --vocab) on 1/4, 1/2 and all of it")
@@ -332,7 +332,7 @@ def main() -> None:
                     scale.append((os.path.getsize(spath) / MB, r))
             scale.append((size_mb, rows["ours"]))
 
-    labels = {"ours": "this project (tokenizer.train)", "hf": "HF tokenizers BpeTrainer", "rustbpe": "rustbpe",
+    labels = {"ours": "this project (tokenizer.training.train)", "hf": "HF tokenizers BpeTrainer", "rustbpe": "rustbpe",
               "baseline": f"baseline ({args.baseline})"}
     source = args.corpus or "en_docs + en_dictionary"
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())

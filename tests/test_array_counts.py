@@ -1,7 +1,7 @@
 """array_counts: pre-token counts of many texts by array operations equal those of splitting each text alone.
 
 The reference is ``Counter`` over ``compile_pattern(pattern).split_reference(text)`` for each text. The array
-split comes from :mod:`tokenizer.array_split` when it is there, and always also from a stand-in that takes the
+split comes from :mod:`tokenizer.fast.array_split` when it is there, and always also from a stand-in that takes the
 piece starts from the reference split's lengths: so the joining, the cuts at the texts' edges, the byte
 offsets, the distinct counting and the strings made at the end are tested whichever split is used.
 """
@@ -20,14 +20,14 @@ from conftest import FUZZ_SHARE, corpus_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokenizer import array_counts
-from tokenizer import train as train_mod
-from tokenizer.array_counts import count_texts, edge_cuts, is_safe_ascii_cut
+from tokenizer.training import array_counts
+from tokenizer.training import train as train_mod
+from tokenizer.training.array_counts import count_texts, edge_cuts, is_safe_ascii_cut
 from tokenizer.cuts import safe_cuts
 from tokenizer.patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, OPENAI_PATTERNS, R50K_PATTERN
-from tokenizer.piece_arrays import code_points
+from tokenizer.fast.piece_arrays import code_points
 from tokenizer.pretokenize import compile_pattern
-from tokenizer.train import count_pretokens
+from tokenizer.training.train import count_pretokens
 
 EOT = "<|endoftext|>"
 
@@ -39,7 +39,7 @@ def starts_from_reference_split(points: np.ndarray, pat_str: str) -> np.ndarray:
     return np.cumsum(lengths) - lengths
 
 
-SPLITS = ["stand-in"] + (["array_split"] if importlib.util.find_spec("tokenizer.array_split") else [])
+SPLITS = ["stand-in"] + (["array_split"] if importlib.util.find_spec("tokenizer.fast.array_split") else [])
 
 
 @pytest.fixture(params=SPLITS, scope="module")

@@ -1,4 +1,4 @@
-"""The array path (array_split + piece_arrays + batch BPE, tokenizer.array_encode) against tiktoken and against
+"""The array path (array_split + piece_arrays + batch BPE, tokenizer.fast.array_encode) against tiktoken and against
 the piece-cache path, which stays the reference."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from conftest import CORPUS_FILES, FUZZ_SHARE, corpus_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tokenizer.array_encode as array_encode
+import tokenizer.fast.array_encode as array_encode
 import tokenizer.encoding as encoding_module
 from tokenizer import Encoding, get_encoding
 from tokenizer.patterns import NEWER_THAN_TIKTOKEN
@@ -169,7 +169,7 @@ rarely_known = st.lists(
 @settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(rarely_known, st.lists(st.integers(1, 400), max_size=30), st.sampled_from(ENCODINGS))
 def test_any_cut_equals_the_per_piece_oracle(text, cuts, name):
-    from tokenizer.piece_arrays import code_points
+    from tokenizer.fast.piece_arrays import code_points
 
     enc = get_encoding(name)
     points = code_points(text)
@@ -185,7 +185,7 @@ def test_any_cut_equals_the_per_piece_oracle(text, cuts, name):
 @pytest.mark.parametrize("text", ["\U000e0041" * 3 + "x" * 5, "𝐀" * 20 + " a" * 10, "a" * 40])
 def test_every_piece_distinct_and_none_a_token(text):
     # every piece its own and none a token: the distinct pieces are the text's, in order, and all go to BPE
-    from tokenizer.piece_arrays import code_points
+    from tokenizer.fast.piece_arrays import code_points
 
     enc = get_encoding("gpt2")
     starts = np.arange(0, len(text), 3, dtype=np.int64)
@@ -228,7 +228,7 @@ def test_every_three_byte_character_alone_equals_the_oracle_without_bpe(name, mo
     # every character of three UTF-8 bytes, alone and in pieces of two: a piece's segments are of one, two or
     # three bytes (a longer one, across the two, goes through BPE), which the byte-pair and pair tables join
     # without BPE rounds
-    from tokenizer.piece_arrays import code_points
+    from tokenizer.fast.piece_arrays import code_points
 
     calls, joins = [], []
     real, real_lookup = array_encode.encode_blob, array_encode.lookup_pairs

@@ -1,4 +1,4 @@
-"""tokenizer.array_split against the `regex` reference: the same piece starts on fuzz, corpora and every code point.
+"""tokenizer.fast.array_split against the `regex` reference: the same piece starts on fuzz, corpora and every code point.
 
 The oracle is ``compile_pattern(p).split_reference(text)`` (the pattern itself on `regex`, with tiktoken's Unicode
 16.0 classes); its pieces give starts by their cumulative lengths.
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tokenizer.array_split as array_split
+import tokenizer.fast.array_split as array_split
 from conftest import CORPUS_FILES, FUZZ_EXAMPLES, FUZZ_SHARE, corpus_text
-from tokenizer.array_split import (
+from tokenizer.fast.array_split import (
     CASELESS,
     LOWER,
     OTHER,

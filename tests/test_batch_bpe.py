@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tokenizer.batch_bpe as batch_bpe
+import tokenizer.fast.batch_bpe as batch_bpe
 import tokenizer.encoding as encoding_module
 from conftest import FUZZ_EXAMPLES
 from tokenizer import Encoding, bpe, get_encoding
@@ -427,8 +427,8 @@ def test_char_windows_never_cut_what_a_token_spans_on_fragment_vocabularies(rank
 @settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
 @given(fragment_vocabularies(), st.lists(multibyte_text, min_size=1, max_size=8))
 def test_pieces_cut_by_char_windows_equal_merge(ranks, texts):
-    from tokenizer.array_encode import TokenTables, encode_split_text
-    from tokenizer.piece_arrays import PieceTable, code_points
+    from tokenizer.fast.array_encode import TokenTables, encode_split_text
+    from tokenizer.fast.piece_arrays import PieceTable, code_points
 
     table = batch_bpe.build_pair_table(ranks, ranks)
     tables = TokenTables(PieceTable(ranks), table)
@@ -449,7 +449,7 @@ def test_japanese_goes_to_the_rounds_in_short_segments(monkeypatch):
     text = (CORPUS / "ja_manpages.txt").read_text(encoding="utf-8")[:200_000]
     seen = []
     encode_blob = batch_bpe.encode_blob
-    monkeypatch.setattr("tokenizer.array_encode.encode_blob", lambda blob, lengths, table: seen.append(lengths) or encode_blob(blob, lengths, table))
+    monkeypatch.setattr("tokenizer.fast.array_encode.encode_blob", lambda blob, lengths, table: seen.append(lengths) or encode_blob(blob, lengths, table))
     assert enc.encode_ordinary(text) == get_encoding("o200k_base").encode_ordinary(text)
     in_rounds = sum(int(lengths.sum()) for lengths in seen)
     assert 0 < in_rounds < len(text.encode()) // 8  # (the byte-pair rule alone sends about 45%)

@@ -21,7 +21,7 @@ import tokenizer
 from conftest import CORPUS, REPO
 from tokenizer import get_encoding
 from tokenizer.encoding import Encoding
-from tokenizer.train import train_bpe
+from tokenizer.training.train import train_bpe
 
 COMMANDS = ["encode", "decode", "count", "encode-file", "encode-dataset", "stats", "show", "explain", "compare",
             "train", "parity", "serve"]

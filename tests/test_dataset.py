@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokenizer import get_encoding
-from tokenizer.dataset import encode_file, format_duration, id_dtype, iter_chunks
+from tokenizer.jobs.dataset import encode_file, format_duration, id_dtype, iter_chunks
 from tokenizer.patterns import GPT2_PATTERN
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""encode-dataset (tokenizer/sharded.py, shards.py, manifest.py, engines.py) and train --engine ray.
+"""encode-dataset (tokenizer/jobs/sharded.py, shards.py, manifest.py, engines.py) and train --engine ray.
 
 The oracle is tiktoken: every JSON-lines / parquet document must be ``encode_ordinary(text) + [eot]``, every
 .txt file ``encode(text, allowed_special="all")``. The Ray engine runs on one local cluster (2 CPUs) started
@@ -26,11 +26,11 @@ import pytest
 import tiktoken
 
 from conftest import REPO, corpus_text
-from tokenizer import engines
+from tokenizer.jobs import engines
 from tokenizer.cli import main
-from tokenizer.manifest import MANIFEST_NAME
-from tokenizer.sharded import encode_dataset
-from tokenizer.train import count_pretokens, train_bpe
+from tokenizer.jobs.manifest import MANIFEST_NAME
+from tokenizer.jobs.sharded import encode_dataset
+from tokenizer.training.train import count_pretokens, train_bpe
 
 
 # One local Ray cluster at a time: these tests run in one pytest-xdist worker, one after another.
@@ -327,7 +327,7 @@ def test_ray_counting_equals_local_counting_and_training_merges(shard_dir, tmp_p
 
 
 def test_docstring_examples():
-    from tokenizer import shards
+    from tokenizer.jobs import shards
 
     result = doctest.testmod(shards)
     assert result.attempted > 0 and result.failed == 0

@@ -1,6 +1,6 @@
-"""The stdlib-``re`` split (tokenizer.stdlib_patterns) against the `regex` reference and tiktoken's own engine.
+"""The stdlib-``re`` split (tokenizer.fast.stdlib_patterns) against the `regex` reference and tiktoken's own engine.
 
-The classes in tokenizer/unicode16.py are checked twice: regenerated from `regex`'s tables less the Unicode 17.0
+The classes in tokenizer/fast/unicode16.py are checked twice: regenerated from `regex`'s tables less the Unicode 17.0
 changes (tools/generate_unicode16.py), and compared with what tiktoken's Rust regex matches on every code
 point. Then the split itself is compared with the reference on every code point in several contexts, on fuzz
 and on every corpus.
@@ -18,13 +18,13 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tokenizer.stdlib_patterns as stdlib_patterns
+import tokenizer.fast.stdlib_patterns as stdlib_patterns
 from conftest import CORPUS_FILES, FUZZ_EXAMPLES, REPO, corpus_text
 from tokenizer import get_encoding
 from tokenizer.patterns import NEWER_THAN_TIKTOKEN, OPENAI_PATTERNS, RECATEGORISED_SINCE_TIKTOKEN
 from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN, Pretokenizer, compile_pattern
-from tokenizer.stdlib_patterns import code_point_runs, stand_in_astral
-from tokenizer.unicode16 import RANGES
+from tokenizer.fast.stdlib_patterns import code_point_runs, stand_in_astral
+from tokenizer.fast.unicode16 import RANGES
 
 IDS = ["gpt2", "r50k", "cl100k", "o200k"]
 EVERY_CHARACTER = "".join(map(chr, range(0x110000)))  # surrogates included: Python strings may hold them

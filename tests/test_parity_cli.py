@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS, FUZZ_EXAMPLES, REPO
-from tokenizer import Encoding, dataset, get_encoding, parity
+from tokenizer import Encoding, get_encoding
+from tokenizer.jobs import dataset, parity
 from tokenizer.pretokenize import compile_pattern
 
 PROG = "python -m tokenizer"

@@ -8,8 +8,10 @@ from conftest import CORPUS_FILES, FUZZ_SHARE, corpus_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer import get_encoding, piece_arrays
-from tokenizer.piece_arrays import PieceTable, byte_offsets, code_points, count_distinct, utf8_blob
+from tokenizer import get_encoding
+
+from tokenizer.fast import piece_arrays
+from tokenizer.fast.piece_arrays import PieceTable, byte_offsets, code_points, count_distinct, utf8_blob
 from tokenizer.pretokenize import compile_pattern
 
 

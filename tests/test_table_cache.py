@@ -1,4 +1,4 @@
-"""The pair table kept on disk (tokenizer/table_cache.py): found again, never trusted when wrong."""
+"""The pair table kept on disk (tokenizer/fast/table_cache.py): found again, never trusted when wrong."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import tokenizer.batch_bpe as batch_bpe
-import tokenizer.table_cache as table_cache
+import tokenizer.fast.batch_bpe as batch_bpe
+import tokenizer.fast.table_cache as table_cache
 from tokenizer import Encoding, get_encoding
 
 SMALL_RANKS = {b"ab": 0, b"bc": 1, b"abc": 2, b"  ": 3}
@@ -223,7 +223,7 @@ def test_the_registry_names_its_vocabularies_by_their_checked_files():
 
 def test_a_fresh_process_finds_the_registry_tables_without_hashing(cache):
     code = (
-        "import tokenizer.table_cache as tc\n"
+        "import tokenizer.fast.table_cache as tc\n"
         "from tokenizer import get_encoding\n"
         "reads = []\n"
         "read_tables_soon = tc.read_tables_soon\n"

@@ -1,4 +1,4 @@
-"""Tests for tokenizer.train: BPE training with CS336 assignment 1 semantics.
+"""Tests for tokenizer.training.train: BPE training with CS336 assignment 1 semantics.
 
 The reference is ``oracle_train`` below: pre-tokens counted with plain ``re.split`` + ``regex.findall``,
 then the product's readable trainer ``learn_merges_reference`` (it recounts every pair after every merge and
@@ -25,13 +25,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS
-from tokenizer import train as train_mod
-from tokenizer import compiled_merges, train_kernel
+from tokenizer.training import train as train_mod
+from tokenizer.training import compiled_merges, train_kernel
 from tokenizer.encoding import Encoding
 from tokenizer.loading import load_encoding
 from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from tokenizer.saving import save_encoding
-from tokenizer.train import count_pretokens, find_chunk_boundaries, learn_merges, learn_merges_reference, train_bpe
+from tokenizer.training.train import count_pretokens, find_chunk_boundaries, learn_merges, learn_merges_reference, train_bpe
 
 GPT2_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 EOT = "<|endoftext|>"
@@ -386,7 +386,7 @@ def test_the_extension_and_the_jit_loop_give_the_same_merges(weights):
 def test_training_imports_no_numba_once_the_extension_is_built(tmp_path):
     kernel("extension")  # built in this test session's cache folder, which the child inherits
     (tmp_path / "corpus.txt").write_text(corpus_slice("en_docs.txt", 0, 50_000), encoding="utf-8")
-    child = ("import sys; from tokenizer.train import train_bpe, learn_merges_reference, count_pretokens\n"
+    child = ("import sys; from tokenizer.training.train import train_bpe, learn_merges_reference, count_pretokens\n"
              f"path = {str(tmp_path / 'corpus.txt')!r}\n"
              "vocab, merges = train_bpe(path, 500, num_workers=1, progress=False)\n"
              "assert merges == learn_merges_reference(count_pretokens(path), 500 - 256)\n"

@@ -1,4 +1,4 @@
-"""Vocabulary files parsed once and read back quickly (tokenizer/vocab_cache.py): the same dict, or nothing."""
+"""Vocabulary files parsed once and read back quickly (tokenizer/fast/vocab_cache.py): the same dict, or nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import tokenizer.registry as registry
-import tokenizer.vocab_cache as vocab_cache
+import tokenizer.fast.vocab_cache as vocab_cache
 from conftest import ENCODINGS_DIR
 from tokenizer import get_encoding
 from tokenizer.vocab_files import read_gpt2_encoder_json, read_tiktoken_file

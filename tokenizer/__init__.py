@@ -36,8 +36,8 @@ __all__ = [
 
 
 def train_bpe(*args, **kwargs):
-    """Train a byte-level BPE tokenizer; see :func:`tokenizer.train.train_bpe`."""
-    from .train import train_bpe as _train_bpe
+    """Train a byte-level BPE tokenizer; see :func:`tokenizer.training.train.train_bpe`."""
+    from .training.train import train_bpe as _train_bpe
 
     return _train_bpe(*args, **kwargs)
 

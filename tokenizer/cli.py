@@ -32,8 +32,8 @@ and ``31373,995`` as a tuple, and no setting turns that off for every input. arg
 as typed, and each command's flags are declared, so ``--help`` works and a misspelt flag stops before any work.
 
 What this module does not do: tokenize. Each command parses its arguments, calls the library
-(:mod:`tokenizer.dataset`, :mod:`tokenizer.sharded`, :mod:`tokenizer.teach`, :mod:`tokenizer.train`,
-:mod:`tokenizer.parity`, :mod:`tokenizer.serve`, :class:`Encoding`) and prints.
+(:mod:`tokenizer.jobs.dataset`, :mod:`tokenizer.jobs.sharded`, :mod:`tokenizer.teach`, :mod:`tokenizer.training.train`,
+:mod:`tokenizer.jobs.parity`, :mod:`tokenizer.serve`, :class:`Encoding`) and prints.
 """
 
 from __future__ import annotations
@@ -48,13 +48,14 @@ import sys
 import time
 from pathlib import Path
 
-from . import dataset, parity, serve, sharded, teach
-from .engines import ENGINES
+from . import serve, teach
+from .jobs import dataset, parity, sharded
+from .jobs.engines import ENGINES
 from .encoding import Encoding
 from .loading import load_encoding
 from .saving import SAVE_FORMATS
 from .registry import get_encoding, list_encoding_names
-from .train import expand_inputs, is_jsonl, read_documents, train_bpe
+from .training.train import expand_inputs, is_jsonl, read_documents, train_bpe
 
 
 class UsageError(Exception):

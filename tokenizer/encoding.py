@@ -11,10 +11,10 @@ cut into pieces by the pattern (:mod:`tokenizer.pretokenize`), and each piece be
 
 Speed comes from two paths. A long text (:data:`ARRAY_MIN_CHARS` or more) never becomes piece strings: its
 pieces are found by array rules, grouped into distinct ones, looked up and BPE-encoded all at once in NumPy
-(:mod:`tokenizer.array_encode`). A short one goes through a cache: text repeats its pieces (" the", ",",
+(:mod:`tokenizer.fast.array_encode`). A short one goes through a cache: text repeats its pieces (" the", ",",
 " of"), so each distinct piece is BPE-encoded once and later found in a dict, one lookup per piece done by
 ``map`` in C. If a piece is missing, the lookup stops; the pieces the cache lacks are encoded all together
-(:mod:`tokenizer.batch_bpe`, its pair table read from disk by :mod:`tokenizer.table_cache`) rather than one by
+(:mod:`tokenizer.fast.batch_bpe`, its pair table read from disk by :mod:`tokenizer.fast.table_cache`) rather than one by
 one, and the lookup runs again. ``encode_batch`` does this once for all its short texts. Calls with few and
 short new pieces keep the per-piece path (:func:`tokenizer.bpe.merge`), the readable one and the reference.
 """
@@ -39,9 +39,9 @@ from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex
 if TYPE_CHECKING:
     import numpy as np
 
-    from .array_encode import TokenTables
-    from .batch_bpe import PairTable
-    from .piece_arrays import PieceTable
+    from .fast.array_encode import TokenTables
+    from .fast.batch_bpe import PairTable
+    from .fast.piece_arrays import PieceTable
 
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
 PIECE_CACHE_LIMIT = 1 << 19
@@ -51,7 +51,7 @@ PIECE_CACHE_LIMIT = 1 << 19
 BATCH_MIN_PIECES = 64
 BATCH_MIN_CHARS = 1 << 14
 
-# Texts at least this long are encoded by array operations from the split to the ids (tokenizer.array_encode):
+# Texts at least this long are encoded by array operations from the split to the ids (tokenizer.fast.array_encode):
 # no Python object per piece where the pattern has an array split. Shorter ones are not worth its fixed cost
 # in NumPy calls and go through the piece cache.
 ARRAY_MIN_CHARS = 1 << 13
@@ -306,7 +306,7 @@ class Encoding:
             return self._encode_pieces(self._pretokenizer.split(_replace_surrogates(text)))
 
     def _encode_long(self, text: str) -> list[int] | None:
-        """The ids of ``text`` by array operations (:mod:`tokenizer.array_encode`), or None where this encoding
+        """The ids of ``text`` by array operations (:mod:`tokenizer.fast.array_encode`), or None where this encoding
         has no array path (CS336's rule, or a vocabulary without batch BPE tables). The pieces come from the
         array split where the pattern has one, else from the usual split (only their lengths are kept)."""
         if self._token_tables is False or self._pair_table is False or not self._whole_piece_tokens:
@@ -315,9 +315,9 @@ class Encoding:
             self._begin_loading_tables()  # the tables' file is checked while the text is split
         import numpy as np
 
-        from .array_encode import encode_split_text  # only here: see _array_tables
-        from .array_split import piece_starts
-        from .piece_arrays import code_points
+        from .fast.array_encode import encode_split_text  # only here: see _array_tables
+        from .fast.array_split import piece_starts
+        from .fast.piece_arrays import code_points
 
         try:
             points = code_points(text)
@@ -342,7 +342,7 @@ class Encoding:
         """The tables of the array path, built on first need (NumPy is imported only then); None if there is
         none for this encoding."""
         if self._token_tables is None:
-            from .array_encode import TokenTables
+            from .fast.array_encode import TokenTables
 
             # Without the whole-piece rule (CS336's tokenizer) every piece would go through BPE: there the
             # piece cache, which remembers whole pieces, was measured faster; so only tiktoken's rule takes it.
@@ -362,7 +362,7 @@ class Encoding:
 
     def _fill_cache(self, pieces: list[str]) -> None:
         """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache, BPE-encoding all that need
-        it in one batch (:func:`tokenizer.batch_bpe.encode_pieces`)."""
+        it in one batch (:func:`tokenizer.fast.batch_bpe.encode_pieces`)."""
         cache = self._cache
         worth_a_batch = len(pieces) >= BATCH_MIN_PIECES or sum(map(len, pieces)) >= BATCH_MIN_CHARS
         table = self._batch_table() if worth_a_batch else None
@@ -371,7 +371,7 @@ class Encoding:
                 cache[piece]  # noqa: B018 - __missing__ encodes and stores it
             return
         # Only here: batch BPE needs NumPy, which the tokenizer does not import until a batch is worth it.
-        from .batch_bpe import encode_pieces
+        from .fast.batch_bpe import encode_pieces
 
         if len(cache) + len(pieces) > PIECE_CACHE_LIMIT:
             cache.clear()
@@ -395,10 +395,10 @@ class Encoding:
         return self._pair_table or None
 
     def _begin_loading_tables(self) -> Callable[[], tuple[PairTable, PieceTable] | None]:
-        """Begin loading the tables of batch BPE (:func:`tokenizer.table_cache.load_tables_soon`: their file is
+        """Begin loading the tables of batch BPE (:func:`tokenizer.fast.table_cache.load_tables_soon`: their file is
         checked in a thread meanwhile), unless begun already; the function returned finishes it."""
         if self._tables_soon is None:
-            from .table_cache import load_tables_soon  # only here: see _fill_cache
+            from .fast.table_cache import load_tables_soon  # only here: see _fill_cache
 
             self._tables_soon = load_tables_soon(self._merge_ranks, self._token_ids, source=self.vocabulary_source)
         return self._tables_soon

@@ -10,7 +10,7 @@ still calls "other". :data:`NEWER_THAN_TIKTOKEN` lists them, and :data:`RECATEGO
 older characters whose category 17.0 changed (U+0295 ʕ went from lowercase letter to "other letter", which
 moves o200k's case split). :func:`mask_newer` stands in for both — U+FFFF (never assigned: "other" in every
 version) for a new character, a character of the old category for a recategorised one — so that ``regex``
-splits as tiktoken does. :mod:`tokenizer.unicode16` holds the classes tiktoken sees, generated from these
+splits as tiktoken does. :mod:`tokenizer.fast.unicode16` holds the classes tiktoken sees, generated from these
 tables.
 
 This module does not split anything (that is :mod:`tokenizer.pretokenize`) and holds no fast path.

@@ -11,7 +11,7 @@ The patterns are OpenAI's, character for character as tiktoken uses them (:mod:`
 need the ``regex`` package for ``\\p{L}`` (any letter), ``\\p{N}`` (any number) and possessive quantifiers.
 
 Fast path: the standard library's ``re`` runs the same patterns faster, once each ``\\p{...}`` and ``\\s`` is
-spelled as an explicit class with tiktoken's Unicode 16.0 code points (:mod:`tokenizer.stdlib_patterns`),
+spelled as an explicit class with tiktoken's Unicode 16.0 code points (:mod:`tokenizer.fast.stdlib_patterns`),
 for text in every script. ``split`` takes it for OpenAI's patterns; ``split_reference`` is the plain ``regex``
 path, which stays the readable reference: tests check both agree on every code point and on fuzz.
 
@@ -36,7 +36,7 @@ from .patterns import (
     has_newer,
     mask_newer,
 )
-from .stdlib_patterns import has_astral, stand_in_astral, stdlib_pattern
+from .fast.stdlib_patterns import has_astral, stand_in_astral, stdlib_pattern
 
 
 class Pretokenizer:

@@ -8,7 +8,7 @@ GPT-2's ``encoder.json`` ships inside this package. The other files are looked f
    downloaded into the cache.
 
 Every file is checked against its known sha256 before it is used, wherever it came from. Once parsed, a file's
-tokens are kept in the user cache under that sha256, in a form quicker to read (:mod:`tokenizer.vocab_cache`),
+tokens are kept in the user cache under that sha256, in a form quicker to read (:mod:`tokenizer.fast.vocab_cache`),
 and a later process reads that instead.
 
 More encodings can be added by name: :func:`register_encoding` in one process, or a plugin module found by
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from . import vocab_cache
+from .fast import vocab_cache
 from .encoding import Encoding
 from .plugins import find_plugin_constructors
 from .pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN

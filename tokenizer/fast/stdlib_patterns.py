@@ -2,7 +2,7 @@
 
 ``re`` has no ``\\p{L}``, but since Python 3.11 it has possessive quantifiers (``++``) and atomic groups, the
 rest of what OpenAI's patterns need. So each ``\\p{...}`` becomes an explicit character class, with the code
-points tiktoken's Unicode 16.0 tables give it (:mod:`tokenizer.unicode16`); ``\\s`` too, since ``re``'s own
+points tiktoken's Unicode 16.0 tables give it (:mod:`tokenizer.fast.unicode16`); ``\\s`` too, since ``re``'s own
 ``\\s`` also takes ``"\\x1c"``..``"\\x1f"``, which are not Unicode White_Space; and ``$`` becomes ``\\Z`` (the end
 of the text only, as in tiktoken's Rust regex; ``$`` also fits before a final ``"\\n"``, which the patterns
 never let matter):

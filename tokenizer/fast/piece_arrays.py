@@ -1,6 +1,6 @@
 """Pieces of text as arrays: a text's UTF-8 bytes, where its pieces lie, and exact look-ups of pieces by value.
 
-The fast paths cut a text into pre-tokens without making a Python string of each (:mod:`tokenizer.array_split`
+The fast paths cut a text into pre-tokens without making a Python string of each (:mod:`tokenizer.fast.array_split`
 gives where the pieces start). Then a piece is just a ``(start, length)`` in the text's UTF-8 bytes, and what
 the encoder and the trainer need of it — is it a token, and which; how often each distinct piece occurs —
 must be answered for all pieces at once. This module answers both, exactly.
@@ -18,7 +18,7 @@ wrong answer:
     >>> table.find(blob, np.array([0, 5, 6]), np.array([5, 4, 3])).tolist()   # "Hello", " the", "the"
     [15496, 262, -1]
 
-What this module does not do: decide where pieces are (that is :mod:`tokenizer.array_split`), or BPE.
+What this module does not do: decide where pieces are (that is :mod:`tokenizer.fast.array_split`), or BPE.
 """
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ class PieceTable:
     """An exact map from byte strings to non-negative ints, looked up for many pieces of a blob at once.
 
     Its state is a few arrays (:attr:`arrays`), so that it can be saved and rebuilt without hashing again
-    (:meth:`from_arrays`; :mod:`tokenizer.table_cache` keeps a vocabulary's on disk)."""
+    (:meth:`from_arrays`; :mod:`tokenizer.fast.table_cache` keeps a vocabulary's on disk)."""
 
     def __init__(self, values: Mapping[bytes, int]):
         pieces = list(values)

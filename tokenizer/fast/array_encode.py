@@ -4,13 +4,13 @@ The readable encoder makes each pre-token a string, looks it up, and joins the i
 for a long text met for the first time, those per-piece steps are the cost. Here the text stays in arrays:
 
 1. its UTF-8 bytes, and each piece as a ``(start, length)`` in them (the pieces come from
-   :mod:`tokenizer.array_split`, their byte offsets from the code points: :func:`tokenizer.piece_arrays.byte_offsets`);
-2. the pieces are grouped into distinct ones (:func:`tokenizer.piece_arrays.distinct_pieces`): text repeats
+   :mod:`tokenizer.fast.array_split`, their byte offsets from the code points: :func:`tokenizer.fast.piece_arrays.byte_offsets`);
+2. the pieces are grouped into distinct ones (:func:`tokenizer.fast.piece_arrays.distinct_pieces`): text repeats
    its pieces, so what follows is done once per distinct piece;
 3. a piece that is itself a token is that token (tiktoken's rule): found for all at once in a
-   :class:`tokenizer.piece_arrays.PieceTable` of the vocabulary;
+   :class:`tokenizer.fast.piece_arrays.PieceTable` of the vocabulary;
 4. the others are cut into segments where no merge can cross, and each distinct segment is BPE-encoded once,
-   all together (:func:`tokenizer.batch_bpe.encode_blob`); a segment of one byte is that byte's token;
+   all together (:func:`tokenizer.fast.batch_bpe.encode_blob`); a segment of one byte is that byte's token;
 5. the ids are laid out in text order: each piece takes its distinct piece's ids.
 
 Text a vocabulary hardly knows is the worst case: random code points are many distinct pieces, each mostly
@@ -21,7 +21,7 @@ runs of crossable byte pairs) and written over them; a segment of two or three b
 its pairs up, without BPE rounds.
 
     >>> from tokenizer import get_encoding
-    >>> from tokenizer.batch_bpe import build_pair_table
+    >>> from tokenizer.fast.batch_bpe import build_pair_table
     >>> enc = get_encoding("gpt2")
     >>> tables = TokenTables(PieceTable(enc.token_ids), build_pair_table(enc.merge_ranks, enc.token_ids))
     >>> text = "Hello qqqq world"
@@ -215,7 +215,7 @@ def _piece_of(piece_firsts: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 def _laid_end_to_end(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The pieces ``(starts, lengths)`` of ``blob`` one after another, followed by
-    :data:`tokenizer.piece_arrays.PADDING` bytes (what :func:`distinct_pieces` reads past a piece)."""
+    :data:`tokenizer.fast.piece_arrays.PADDING` bytes (what :func:`distinct_pieces` reads past a piece)."""
     if len(starts) == 1 or np.array_equal(starts[1:], starts[:-1] + lengths[:-1]):
         # one after another already (one piece, or the pieces of a text in order): a view (what follows them
         # in the blob stands for the padding)

@@ -76,7 +76,7 @@ joined by a separator that makes safe cuts on both sides (:data:`SEPARATOR`).
 
 Every rule that concerns few positions (digits, line breaks, apostrophes) runs on the compressed array of those
 positions; the whole-text passes are a table look-up and a dozen or two byte-wide comparisons. The class tables
-(one byte per code point, tiktoken's Unicode 16.0 classes from :mod:`tokenizer.unicode16`) are built on first
+(one byte per code point, tiktoken's Unicode 16.0 classes from :mod:`tokenizer.fast.unicode16`) are built on first
 use and kept.
 
 What this module does not do: make the pieces (``text[a:b]`` from the starts is the caller's), run BPE, or know
@@ -92,8 +92,8 @@ from functools import cache
 
 import numpy as np
 
-from .patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
-from .pretokenize import compile_pattern
+from ..patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
+from ..pretokenize import compile_pattern
 from .stdlib_patterns import code_point_runs
 
 CODE_POINTS = 0x110000

@@ -3,20 +3,20 @@
     encode_dataset(["owt/*.jsonl.gz"], "owt_bin", encoding="gpt2")               # worker processes here
     encode_dataset(["fineweb/"], "fw_bin", engine="ray", address="auto")         # tasks on a Ray cluster
 
-Each input shard (:mod:`tokenizer.shards`) becomes one output file ``DIR/<shard name>.bin``: flat
-little-endian ids, ``uint16`` when every id fits and ``uint32`` otherwise (:func:`tokenizer.dataset.id_dtype`),
+Each input shard (:mod:`tokenizer.jobs.shards`) becomes one output file ``DIR/<shard name>.bin``: flat
+little-endian ids, ``uint16`` when every id fits and ``uint32`` otherwise (:func:`tokenizer.jobs.dataset.id_dtype`),
 as nanoGPT reads them with ``np.memmap``. What the ids are:
 
 * ``.jsonl`` / ``.jsonl.gz`` / ``.parquet``: every document is ``encode_ordinary(text) + [eot_token]``
   (nanoGPT's layout: special-token text inside a document is plain text; each document ends with
   ``<|endoftext|>``).
 * ``.txt``: the file's ids as ``encode-file`` gives them (special tokens in the text become their ids; the
-  file is read in chunks cut where cutting does not change the ids, :func:`tokenizer.dataset.iter_chunks`).
+  file is read in chunks cut where cutting does not change the ids, :func:`tokenizer.jobs.dataset.iter_chunks`).
 
 One shard is one task, so an output depends on its input alone: the same inputs give byte-identical outputs
-whatever the engine (:mod:`tokenizer.engines`), the number of workers or the order in which tasks finish. A
+whatever the engine (:mod:`tokenizer.jobs.engines`), the number of workers or the order in which tasks finish. A
 task writes its output to a temporary file and renames it when complete, so a ``.bin`` in ``DIR`` is never
-partial; the driver then records it in ``DIR/manifest.json`` (:mod:`tokenizer.manifest`). Running again into
+partial; the driver then records it in ``DIR/manifest.json`` (:mod:`tokenizer.jobs.manifest`). Running again into
 the same ``DIR`` redoes only the shards the manifest does not prove complete.
 
 What this module does not do: split one shard across several tasks (a dataset's shards are the parallelism;
@@ -35,10 +35,10 @@ from pathlib import Path
 import numpy as np
 
 from .dataset import decode_utf8, id_dtype, iter_chunks
-from .encoding import Encoding
+from ..encoding import Encoding
 from .engines import ProgressBar, open_engine
 from .manifest import encoding_fingerprint, input_identity, is_complete, read_manifest, write_manifest
-from .registry import get_encoding
+from ..registry import get_encoding
 from .shards import find_shards, import_pyarrow_parquet, read_documents, shard_format, shard_stem
 
 WRITE_BYTES = 1 << 22  # ids are written out in pieces of about this size, so memory stays bounded

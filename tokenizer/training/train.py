@@ -27,7 +27,7 @@ How it runs, in two phases:
    two chunks and the counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a
    time, split it and return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up.
    Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. A pattern
-   with an array split (:mod:`tokenizer.array_counts`) is counted by array operations, the texts of a range
+   with an array split (:mod:`tokenizer.training.array_counts`) is counted by array operations, the texts of a range
    together, only the distinct pre-tokens and each text's edges becoming strings. Otherwise (and for those
    edges), with GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or
    whitespace) with a simple regex, then splits each *distinct* piece once with the real pattern (see
@@ -35,8 +35,8 @@ How it runs, in two phases:
 2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat arrays of token ids
    with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and a merge
    rewrites the occurrences of the best pair and recounts the pairs around them. The loop that does this is
-   compiled with numba when it is installed (:mod:`tokenizer.train_kernel`, the ``train`` extra), built once
-   into an extension module that later runs load without numba (:mod:`tokenizer.compiled_merges`; it loads
+   compiled with numba when it is installed (:mod:`tokenizer.training.train_kernel`, the ``train`` extra), built once
+   into an extension module that later runs load without numba (:mod:`tokenizer.training.compiled_merges`; it loads
    while the workers count), else a few NumPy operations per merge (``_PairTable``).
    :func:`learn_merges_reference` is the same algorithm written plainly (recount every pair for every merge);
    tests check all three agree.
@@ -73,10 +73,10 @@ from tqdm import tqdm
 
 from . import compiled_merges
 from .array_counts import count_texts, has_array_counts
-from .cuts import safe_byte_cuts
-from .engines import ENGINES, ProgressBar, open_engine
-from .pretokenize import GPT2_PATTERN, R50K_PATTERN, compile_pattern
-from .workers import worker_pool
+from ..cuts import safe_byte_cuts
+from ..jobs.engines import ENGINES, ProgressBar, open_engine
+from ..pretokenize import GPT2_PATTERN, R50K_PATTERN, compile_pattern
+from ..jobs.workers import worker_pool
 
 # Chunks handed to the workers are about this many bytes (they end at the next safe cut after it).
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
@@ -410,7 +410,7 @@ def _count_ranges(
 ) -> Counter:
     """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary).
 
-    With a pattern that has array counts (:mod:`tokenizer.array_counts`) the texts of each range are counted
+    With a pattern that has array counts (:mod:`tokenizer.training.array_counts`) the texts of each range are counted
     together by array operations, and only their edges (next to where they begin and end) are split here as
     strings; with another pattern, or text with a lone surrogate, every text is split here."""
     key = (pattern, specials)
@@ -511,7 +511,7 @@ def count_pretokens(
 
     ``engine="ray"``: each chunk is a Ray task (on the cluster at ``address``, or on a local one started for
     the count with ``num_workers`` CPUs) and the counters are added two at a time in a tree of Ray tasks
-    (:meth:`tokenizer.engines.RayEngine.map_reduce`), so this process receives only the total. The counts are
+    (:meth:`tokenizer.jobs.engines.RayEngine.map_reduce`), so this process receives only the total. The counts are
     the same whichever engine.
     """
     return _count_pretokens(paths, special_tokens, pattern=pattern, text_field=text_field, num_workers=num_workers,
@@ -723,8 +723,8 @@ def learn_merges(
     (a merge unlinks its right half) and the pre-token's count. Every adjacent pair gets an id, a count and
     the list of its slots, and a merge rewrites the slots of the best pair and recounts the pairs around them.
 
-    Two merge loops do this, with the same results: a compiled one (:mod:`tokenizer.train_kernel`, with numba,
-    the ``train`` extra; loaded by :mod:`tokenizer.compiled_merges`) and one of a few NumPy operations per merge
+    Two merge loops do this, with the same results: a compiled one (:mod:`tokenizer.training.train_kernel`, with numba,
+    the ``train`` extra; loaded by :mod:`tokenizer.training.compiled_merges`) and one of a few NumPy operations per merge
     (:class:`_PairTable`) for when numba is not installed. ``compiled`` picks one (default: the compiled one if
     numba is installed).
 
@@ -765,7 +765,7 @@ def learn_merges(
 
 
 def _compiled_kernel():
-    """The compiled merge loop (:func:`tokenizer.compiled_merges.load_kernel`), None without numba."""
+    """The compiled merge loop (:func:`tokenizer.training.compiled_merges.load_kernel`), None without numba."""
     return compiled_merges.load_kernel()
 
 

@@ -12,7 +12,7 @@ laid out in arrays, so a round looks up all its pairs at once (a few gathers, no
 pairs of two single bytes are also kept in a direct 65536-entry table for the first round. It is built with
 NumPy (:func:`build_pair_table`): every token is cut at every position, both halves are found among the tokens
 by a hash of their bytes, and each candidate is checked byte for byte, so a hash collision cannot create or
-hide a pair. :mod:`tokenizer.table_cache` keeps built tables on disk.
+hide a pair. :mod:`tokenizer.fast.table_cache` keeps built tables on disk.
 
 Which merges a round may do. Sequential BPE (``bpe.merge_reference``) always joins the leftmost pair of lowest
 rank; so does every round, in every piece, which alone makes the batch exact. A round may also join any pair
@@ -72,7 +72,7 @@ _EMPTY = -1
 class PairTable(NamedTuple):
     """Everything a round needs. A part is named by its token id; a pair by its key, ``left * n_ids + right``.
 
-    The pairs are held in a hash table with linear probing: a key lives in its home slot (:func:`tokenizer.piece_arrays.home_slots`)
+    The pairs are held in a hash table with linear probing: a key lives in its home slot (:func:`tokenizer.fast.piece_arrays.home_slots`)
     or in the first free slot after it, and no empty slot lies between its home and where it lives.
     """
 

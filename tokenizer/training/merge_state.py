@@ -1,6 +1,6 @@
 """The layout shared by the trainer's compiled merge loop and the code that drives it.
 
-:mod:`tokenizer.train_kernel` (the loop, compiled by numba) and :mod:`tokenizer.compiled_merges` (which loads
+:mod:`tokenizer.training.train_kernel` (the loop, compiled by numba) and :mod:`tokenizer.training.compiled_merges` (which loads
 it and runs it in batches) pass the merger's scalars in one small int64 array, ``state``, so that the compiled
 functions can update them in place. This module names the slots of that array and the answers the loop gives
 in ``state[STATUS]``; numba reads these names as constants when it compiles. It imports nothing, so the driver

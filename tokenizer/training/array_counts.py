@@ -5,7 +5,7 @@ list of strings and counting them with ``Counter`` makes one Python object per p
 positions in arrays until they are counted, and only the *distinct* pieces become strings:
 
 1. The texts of a chunk (its documents, cut at special tokens) are joined into one string, and
-   :func:`tokenizer.array_split.piece_starts` finds where the pattern starts a pre-token in it.
+   :func:`tokenizer.fast.array_split.piece_starts` finds where the pattern starts a pre-token in it.
 2. Joining is not splitting each text alone: next to the seam between two texts the pieces may differ
    (``"a  "`` ends with the piece ``"  "``, while ``"a  " + "b"`` gives ``" "`` and ``" b"``). But at a *safe
    cut* (:mod:`tokenizer.cuts`) the split of a text is the split of its two sides, and the rule for one looks at
@@ -14,8 +14,8 @@ positions in arrays until they are counted, and only the *distinct* pieces becom
    when it has no cut) — are split apart, as strings, by the caller. The cuts used are the rule's cases among
    ASCII characters (a subset of the safe cuts is still safe): a letter or digit before any ASCII character that
    is no letter, digit or apostrophe, and a printable non-space character before a space.
-3. Pieces become ``(start, length)`` in the UTF-8 bytes of the joined string (:func:`tokenizer.piece_arrays.
-   byte_offsets`); :func:`tokenizer.piece_arrays.count_distinct` counts them exactly, and one occurrence of each
+3. Pieces become ``(start, length)`` in the UTF-8 bytes of the joined string (:func:`tokenizer.fast.piece_arrays.
+   byte_offsets`); :func:`tokenizer.fast.piece_arrays.count_distinct` counts them exactly, and one occurrence of each
    distinct piece is sliced out of the joined string.
 
     >>> counts, edges = count_texts(["Hello world, hello!\\n", "  indented text"], GPT2_PATTERN)
@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cuts import has_safe_cuts
-from .patterns import GPT2_PATTERN  # noqa: F401 (the example above)
-from .piece_arrays import byte_offsets, code_points, count_distinct, utf8_blob
+from ..cuts import has_safe_cuts
+from ..patterns import GPT2_PATTERN  # noqa: F401 (the example above)
+from ..fast.piece_arrays import byte_offsets, code_points, count_distinct, utf8_blob
 
 try:
-    from .array_split import has_array_split, piece_starts
-except ImportError:  # FALLBACK until tokenizer.array_split is on main: no pattern has array counts
+    from ..fast.array_split import has_array_split, piece_starts
+except ImportError:  # FALLBACK until tokenizer.fast.array_split is on main: no pattern has array counts
     piece_starts = None
 
     def has_array_split(pat_str: str) -> bool:

@@ -24,7 +24,7 @@ split differently: the usual case between two tokenizers); else after the few id
 dropped (a damaged ``.bin``) after which the most ids agree. The difference is then widened to whole
 pre-tokens of our split.
 
-Inputs are read in chunks cut at safe boundaries (:func:`tokenizer.dataset.iter_chunks`, the rule
+Inputs are read in chunks cut at safe boundaries (:func:`tokenizer.jobs.dataset.iter_chunks`, the rule
 ``encode-file`` uses), so memory stays bounded however large a file is; a ``.bin`` is read a chunk's worth of
 ids at a time. ``.jsonl`` files are checked record by record (one JSON object per line, its text in a field).
 
@@ -48,8 +48,8 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from . import dataset
-from .encoding import Encoding
-from .pretokenize import compile_pattern, special_token_regex
+from ..encoding import Encoding
+from ..pretokenize import compile_pattern, special_token_regex
 
 DEFAULT_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
 INPUT_SUFFIXES = (".txt", ".jsonl")  # what a folder given as input is searched for
@@ -255,7 +255,7 @@ def check_file(
     ``tiktoken.Encoding``, an :class:`Encoding`), and report where their ids differ.
 
     ``allowed_special`` and ``disallowed_special`` go to both sides' ``encode``; ``errors`` is
-    :func:`tokenizer.dataset.decode_utf8`'s. The first ``max_report`` differences are kept in ``shown``.
+    :func:`tokenizer.jobs.dataset.decode_utf8`'s. The first ``max_report`` differences are kept in ``shown``.
     """
     path = Path(path)
     if not path.is_file():
@@ -312,7 +312,7 @@ def check_ids(
     progress: bool = False,
 ) -> list[ParityReport]:
     """Check a ``.bin`` of ids (nanoGPT's layout: flat little-endian ``dtype``, by default
-    :func:`tokenizer.dataset.id_dtype` of the vocabulary) against ``enc``'s encoding of the text files
+    :func:`tokenizer.jobs.dataset.id_dtype` of the vocabulary) against ``enc``'s encoding of the text files
     ``paths``, one after another — for one file, exactly what ``encode-file`` writes. One report per file; ids
     left over at the end of the ``.bin`` are a mismatch in the last one.
     """

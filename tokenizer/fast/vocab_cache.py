@@ -26,7 +26,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Mapping
 
-from .user_cache import cache_dir, file_header, read_file_header, save_quietly
+from ..user_cache import cache_dir, file_header, read_file_header, save_quietly
 
 # A saved vocabulary begins with these bytes and a JSON header (tokenizer.user_cache.file_header), then the
 # token lengths, the ranks and the tokens' bytes.

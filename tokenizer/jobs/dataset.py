@@ -34,9 +34,9 @@ from typing import BinaryIO, Iterable, Iterator
 
 import numpy as np
 
-from .cuts import safe_byte_cuts
-from .encoding import Encoding
-from .registry import get_encoding
+from ..cuts import safe_byte_cuts
+from ..encoding import Encoding
+from ..registry import get_encoding
 from .workers import worker_pool
 
 CHUNK_BYTES = 1 << 20  # large enough that per-chunk overhead vanishes, small enough to spread over workers

@@ -1,7 +1,7 @@
 """The trainer's merge loop compiled with numba: the same merges as ``train.learn_merges_reference``, one
 merge costing time in proportion to the places it rewrites, with no fixed NumPy overhead per merge.
 
-Only :mod:`tokenizer.compiled_merges` imports this module, and only when numba is installed (the ``train``
+Only :mod:`tokenizer.training.compiled_merges` imports this module, and only when numba is installed (the ``train``
 extra); without it the trainer uses its NumPy merge loop, and tests check all three agree.
 
 The data, all flat arrays (one *slot* per byte of the distinct pre-tokens, laid end to end):
@@ -27,14 +27,14 @@ The best pair is looked for among *candidates*, the pairs with a count of at lea
 that there are a few hundred); counts only go down, so the set stays valid until it runs out, and then it is
 chosen again from all pairs. Among equal counts the greater ``(left bytes, right bytes)`` wins.
 
-How it is loaded (:mod:`tokenizer.compiled_merges`): :func:`build_extension` compiles :data:`start`,
+How it is loaded (:mod:`tokenizer.training.compiled_merges`): :func:`build_extension` compiles :data:`start`,
 :data:`merge_until` and :data:`compact` once into an ordinary extension module, which later runs import without
 numba; where that cannot be built (no C compiler), these functions run just in time, their machine code cached
 on disk (numba's ``cache=True``: beside this file, or in numba's user cache folder when the package is installed
 read-only). Either way only the first run on a machine pays for compiling.
 
 What it does not do: count pre-tokens, grow its arrays, show progress or save checkpoints
-(:class:`tokenizer.compiled_merges.CompiledMerger` calls :func:`merge_until` in batches and does those between
+(:class:`tokenizer.training.compiled_merges.CompiledMerger` calls :func:`merge_until` in batches and does those between
 them).
 """
 

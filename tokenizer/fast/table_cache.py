@@ -1,7 +1,7 @@
 """The tables of batch BPE and the array path, kept on disk: built once per vocabulary, loaded by every later
 process.
 
-:func:`tokenizer.batch_bpe.build_pair_table` cuts every token of a vocabulary at every position, which takes
+:func:`tokenizer.fast.batch_bpe.build_pair_table` cuts every token of a vocabulary at every position, which takes
 a noticeable moment for the large vocabularies; a fresh process that meets new text would pay it on its
 first call. So the table is saved under the user's cache folder (:func:`tokenizer.user_cache.cache_dir`,
 which ``$TOKENIZER_CACHE_DIR`` overrides), named by the SHA-256 of the vocabulary it was built from (every token's
@@ -11,12 +11,12 @@ names it, has its digest remembered under that name.)
 
     >>> from tokenizer import get_encoding
     >>> enc = get_encoding("gpt2")
-    >>> from tokenizer.batch_bpe import pairs_of
+    >>> from tokenizer.fast.batch_bpe import pairs_of
     >>> table = load_or_build(enc.merge_ranks, enc.token_ids)
     >>> len(pairs_of(table))  # every (left id, right id) whose bytes join into a GPT-2 token
     108299
 
-The same file holds the vocabulary's :class:`tokenizer.piece_arrays.PieceTable` (every token by its bytes),
+The same file holds the vocabulary's :class:`tokenizer.fast.piece_arrays.PieceTable` (every token by its bytes),
 which the array path looks pieces up in: :func:`load_or_build_tables` gives both.
 
 The file is the arrays' bytes one after another behind a short JSON header (each array's name, dtype, shape and
@@ -31,7 +31,7 @@ ignored and replaced; writing one removes the files older versions left (``.npz`
 folder that cannot be written only costs the saving: the table is still built.
 
 This module does not decide when batch BPE runs (:mod:`tokenizer.encoding` does) nor what the table holds
-(:mod:`tokenizer.batch_bpe` does).
+(:mod:`tokenizer.fast.batch_bpe` does).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ import numpy as np
 
 from .batch_bpe import PairTable, build_pair_table
 from .piece_arrays import PieceTable
-from .user_cache import cache_dir, file_header, read_file_header, save_quietly
+from ..user_cache import cache_dir, file_header, read_file_header, save_quietly
 
 # Bump when PairTable's or PieceTable's fields or their meaning change (a hash that places a bit, say), or the
 # file's layout: older files then match no digest.
@@ -106,7 +106,7 @@ def table_path(digest: str) -> Path:
 
 def load_or_build(merge_ranks: Mapping[bytes, int], token_ids: Mapping[bytes, int]) -> PairTable | None:
     """The pair table of this vocabulary: read from the cache folder if a good copy is there, else built
-    (:func:`tokenizer.batch_bpe.build_pair_table`) and saved. None when the vocabulary cannot have one."""
+    (:func:`tokenizer.fast.batch_bpe.build_pair_table`) and saved. None when the vocabulary cannot have one."""
     tables = load_or_build_tables(merge_ranks, token_ids)
     return tables and tables[0]
 

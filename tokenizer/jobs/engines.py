@@ -5,7 +5,7 @@ of a file), each a top-level function applied to one picklable argument. Both en
 the same arguments, so a job's result cannot depend on the engine, on the number of workers or on the order in
 which tasks finish: callers put results back in task order themselves.
 
-* ``local`` (the default) starts ``multiprocessing`` workers through :func:`tokenizer.workers.worker_pool` (or
+* ``local`` (the default) starts ``multiprocessing`` workers through :func:`tokenizer.jobs.workers.worker_pool` (or
   runs the tasks right here for one worker). It needs nothing beyond the standard library.
 * ``ray`` submits the tasks to a Ray cluster: an existing one (``address="auto"``, or ``"ray://host:10001"``),
   or, without an address, a local one started for the job (``workers`` CPUs) and shut down after it. Ray

@@ -1,10 +1,10 @@
 """The trainer's compiled merge loop, loaded without numba: its machine code built once ahead of time.
 
-The merge loop (:mod:`tokenizer.train_kernel`) is written for numba. Compiled just in time, every run would
+The merge loop (:mod:`tokenizer.training.train_kernel`) is written for numba. Compiled just in time, every run would
 first pay for numba itself: importing it, setting up its typing and lowering registries and loading the machine
 code from its disk cache take about 1 s of CPU, more than the whole of training on a 4 MB corpus takes
 otherwise. So the loop is compiled once, ahead of time, into an ordinary extension module (numba's ``pycc``,
-:func:`tokenizer.train_kernel.build_extension`), kept in this package's cache folder
+:func:`tokenizer.training.train_kernel.build_extension`), kept in this package's cache folder
 (:func:`tokenizer.user_cache.cache_dir`); later runs import that module in about a millisecond, and numba is not
 imported at all. The module's name carries a hash of what it was built from (the kernel's source and this
 module's, the numba, NumPy and Python versions), so a change to any of them builds a new one. It is compiled for
@@ -45,7 +45,7 @@ import numpy as np
 
 from .merge_state import (NEED_BYTES, NEED_PAIRS, NEED_ROOM, NEED_SLOTS, NOT_A_PAIR, NUM_PAIRS, NUM_TOKENS,
                           SLOTS_USED, STATUS)
-from .user_cache import cache_dir
+from ..user_cache import cache_dir
 
 # The source files the extension module is built from: a change to any builds a new one.
 _SOURCES = ("train_kernel.py", "compiled_merges.py", "merge_state.py")
@@ -53,7 +53,7 @@ _SOURCES = ("train_kernel.py", "compiled_merges.py", "merge_state.py")
 
 class Kernel:
     """The compiled merge loop's functions: from the extension module (``how == "extension"``) or from
-    :mod:`tokenizer.train_kernel` run by numba just in time (``how == "jit"``)."""
+    :mod:`tokenizer.training.train_kernel` run by numba just in time (``how == "jit"``)."""
 
     def __init__(self, how: str, module: ModuleType):
         self.how, self.module = how, module
