@@ -71,7 +71,7 @@ def fresh(name: str) -> Encoding:
     process, so it also names its vocabulary by the checked file (its tables are found without hashing it)."""
     enc = get_encoding(name)
     copy = Encoding(enc.name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
-    copy.vocabulary_source = enc.vocabulary_source
+    copy.core.vocabulary_source = enc.core.vocabulary_source
     return copy
 
 
@@ -204,7 +204,7 @@ def main() -> None:
     size = int(args.mb * 1_000_000)
     names = args.encodings.split(",")
     for name in names:  # the pair tables into the disk cache first: cold calls then read them, as a user's would
-        get_encoding(name)._batch_table()
+        get_encoding(name).core.batch_table()
     rows = []
     for label in args.texts.split(","):
         path = SHARED / "corpus" / f"{label}.txt"
@@ -301,7 +301,7 @@ def main() -> None:
         table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
         t_build = time.perf_counter() - t0
         t_disk = best_time(lambda _: table_cache.load_or_build_tables(enc.merge_ranks, enc.token_ids,
-                                                                     source=enc.vocabulary_source), "", args.repeat)
+                                                                     source=enc.core.vocabulary_source), "", args.repeat)
         n_pairs = int((table.slot_keys >= 0).sum())
         size = table_cache.table_path(table_cache.vocabulary_digest(enc.merge_ranks, enc.token_ids)).stat().st_size
         print(f"| {name} | {our_load:.3f} | {tik_load:.3f} | {n_pairs:,} | {t_build:.2f} | {t_disk:.3f} | {size / 1e6:.1f} |")

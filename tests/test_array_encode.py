@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokenizer.fast.array_encode as array_encode
-import tokenizer.encoding as encoding_module
+import tokenizer.fast.core as fast_core
 from tokenizer import Encoding, get_encoding
 from tokenizer.patterns import NEWER_THAN_TIKTOKEN
+from tokenizer.pretokenize import compile_pattern
 
 # o200k too: without an array split its pieces come from the regex split, the rest of the path is the same
 ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
@@ -32,12 +33,12 @@ def encodings():
 
 
 def array_path(enc: Encoding, text: str) -> list[int]:
-    saved = encoding_module.ARRAY_MIN_CHARS
-    encoding_module.ARRAY_MIN_CHARS = 0  # hypothesis: no fixtures per example
+    saved = fast_core.ARRAY_MIN_CHARS
+    fast_core.ARRAY_MIN_CHARS = 0  # hypothesis: no fixtures per example
     try:
         return enc.encode_ordinary(text)
     finally:
-        encoding_module.ARRAY_MIN_CHARS = saved
+        fast_core.ARRAY_MIN_CHARS = saved
 
 
 def test_docstring_examples():
@@ -49,11 +50,11 @@ def test_long_texts_take_the_array_path(tiktoken_encodings, monkeypatch):
     calls = []
     real = array_encode.encode_split_text
     monkeypatch.setattr(array_encode, "encode_split_text", lambda *a: calls.append(1) or real(*a))
-    text = "hello world " * encoding_module.ARRAY_MIN_CHARS
+    text = "hello world " * fast_core.ARRAY_MIN_CHARS
     assert enc.encode_ordinary(text) == tiktoken_encodings["gpt2"].encode_ordinary(text)
-    assert calls == [1] and not enc._cache, "a long text makes no piece strings"
+    assert calls == [1] and not enc.core._cache, "a long text makes no piece strings"
     enc.encode_ordinary("hello world")
-    assert calls == [1] and enc._cache, "a short one goes through the piece cache"
+    assert calls == [1] and enc.core._cache, "a short one goes through the piece cache"
 
 
 @pytest.mark.parametrize("filename", CORPUS_FILES)
@@ -63,7 +64,7 @@ def test_corpora_equal_tiktoken_and_the_cache_path(filename, encodings, tiktoken
         ids = array_path(enc, text)
         assert ids == tiktoken_encodings[name].encode_ordinary(text), name
         cache_path = fresh(name)
-        assert cache_path._encode_through_cache([text])[0] == ids, name
+        assert cache_path.core._encode_through_cache([text])[0] == ids, name
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,7 @@ def test_fuzz_equals_tiktoken(text, name):
 @pytest.mark.parametrize("name", ENCODINGS)
 def test_special_tokens_and_batches_around_long_stretches(name, encodings, tiktoken_encodings):
     enc, oracle = encodings[name], tiktoken_encodings[name]
-    long = corpus_text("de_manpages.txt", 3 * encoding_module.ARRAY_MIN_CHARS)
+    long = corpus_text("de_manpages.txt", 3 * fast_core.ARRAY_MIN_CHARS)
     text = f"{long}<|endoftext|> kurz <|endoftext|>{long}\ud800"
     assert enc.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all")
     assert enc.encode(text, disallowed_special=()) == oracle.encode(text, disallowed_special=())
@@ -121,8 +122,8 @@ def test_a_custom_pattern_takes_the_array_path_through_its_regex_split():
     enc = get_encoding("gpt2")
     custom = Encoding("digits", pat_str=r"\d|\D+", mergeable_ranks=dict(enc.token_ids), special_tokens={})
     text = corpus_text("en_docs.txt", 100_000)
-    assert array_path(custom, text) == custom._encode_through_cache([text])[0]
-    assert custom._token_tables
+    assert array_path(custom, text) == custom.core._encode_through_cache([text])[0]
+    assert custom.core._token_tables
 
 
 def test_a_custom_pattern_that_skips_text_encodes_only_what_it_matches():
@@ -130,8 +131,8 @@ def test_a_custom_pattern_that_skips_text_encodes_only_what_it_matches():
     words_only = Encoding("words", pat_str=r"\w+", mergeable_ranks=dict(enc.token_ids), special_tokens={})
     text = corpus_text("en_docs.txt", 100_000)
     ids = array_path(words_only, text)
-    assert ids == words_only._encode_through_cache([text])[0]
-    assert words_only.decode(ids) == "".join(words_only._pretokenizer.split(text))
+    assert ids == words_only.core._encode_through_cache([text])[0]
+    assert words_only.decode(ids) == "".join(compile_pattern(words_only.pat_str).split(text))
 
 
 def test_without_the_whole_piece_rule_the_piece_cache_stays():
@@ -140,7 +141,7 @@ def test_without_the_whole_piece_rule_the_piece_cache_stays():
     enc = Encoding.from_vocab_merges(vocab, [(b"a", b"b")], whole_piece_tokens=False)
     text = "abc abc ab " * 1000
     assert enc.encode_ordinary(text) == [256, 99, 32, 256, 99, 32, 256, 32] * 1000
-    assert enc._cache and enc._array_tables() is None
+    assert enc.core._cache and enc.core._array_tables() is None
 
 
 def per_piece_ids(enc: Encoding, pieces: list[bytes]) -> list[int]:
@@ -178,7 +179,7 @@ def test_any_cut_equals_the_per_piece_oracle(text, cuts, name):
         starts = starts[:0]
     bounds = starts.tolist() + [len(text)]
     pieces = [text[a:b].encode() for a, b in zip(bounds, bounds[1:])]
-    ids = array_encode.encode_split_text(text, points, starts, enc._array_tables())
+    ids = array_encode.encode_split_text(text, points, starts, enc.core._array_tables())
     assert ids.tolist() == per_piece_ids(enc, pieces)
 
 
@@ -191,7 +192,7 @@ def test_every_piece_distinct_and_none_a_token(text):
     starts = np.arange(0, len(text), 3, dtype=np.int64)
     bounds = starts.tolist() + [len(text)]
     pieces = [text[a:b].encode() for a, b in zip(bounds, bounds[1:])]
-    ids = array_encode.encode_split_text(text, code_points(text), starts, enc._array_tables())
+    ids = array_encode.encode_split_text(text, code_points(text), starts, enc.core._array_tables())
     assert ids.tolist() == per_piece_ids(enc, pieces)
 
 
@@ -245,7 +246,7 @@ def test_every_three_byte_character_alone_equals_the_oracle_without_bpe(name, mo
     text = "".join(chr(c) for c in range(0x800, 0x10000) if not 0xD800 <= c < 0xE000)
     for step in (1, 2):
         starts = np.arange(0, len(text), step)
-        ids = array_encode.encode_split_text(text, code_points(text), starts, enc._array_tables())
+        ids = array_encode.encode_split_text(text, code_points(text), starts, enc.core._array_tables())
         assert ids.tolist() == per_piece_ids(enc, [text[i : i + step].encode() for i in starts.tolist()])
     assert not calls or min(calls) > 3, "no segment of three bytes or fewer goes through BPE"
     joined = np.concatenate(joins)

@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokenizer.fast.batch_bpe as batch_bpe
-import tokenizer.encoding as encoding_module
+import tokenizer.fast.core as fast_core
 from conftest import FUZZ_EXAMPLES
 from tokenizer import Encoding, bpe, get_encoding
 from tokenizer.patterns import NEWER_THAN_TIKTOKEN
+from tokenizer.pretokenize import compile_pattern
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 
@@ -114,7 +115,7 @@ def test_equals_merge_on_openai_ranks(texts, name):
 def test_every_distinct_piece_of_the_corpora(name):
     enc = get_encoding(name)
     table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
-    split = enc._pretokenizer.split_reference
+    split = compile_pattern(enc.pat_str).split_reference
     pieces = set()
     for path in sorted(CORPUS.glob("*.txt")):
         pieces.update(split(path.read_text(encoding="utf-8", errors="replace")[:400_000]))
@@ -129,7 +130,7 @@ def test_vocabularies_without_distinct_part_ids_have_no_table():
     assert batch_bpe.build_pair_table({b"ab": 0}, {**token_ids, b"ab": 256}) is None  # no single-byte "z"
 
 
-def many_pieces_text(n: int = 3 * encoding_module.BATCH_MIN_PIECES) -> str:
+def many_pieces_text(n: int = 3 * fast_core.BATCH_MIN_PIECES) -> str:
     return " ".join(f"w{i}x{i * 7919 % 1000}qz" for i in range(n)) + " 你好世界，这是一个测试句子。"
 
 
@@ -141,24 +142,24 @@ def test_encoding_uses_the_batch_and_stays_exact(name, monkeypatch):
     fresh = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
     text = many_pieces_text()
     assert fresh.encode_ordinary(text) == tiktoken.get_encoding(name).encode_ordinary(text)
-    assert fresh._pair_table  # the batch ran (a cold call with many new pieces)
+    assert fresh.core._pair_table  # the batch ran (a cold call with many new pieces)
     # and the per-piece path agrees
-    monkeypatch.setattr(encoding_module, "BATCH_MIN_PIECES", 10**9)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_PIECES", 10**9)
     slow = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
     assert slow.encode_ordinary(text) == fresh.encode_ordinary(text)
-    assert not slow._pair_table
+    assert not slow.core._pair_table
 
 
 @pytest.mark.parametrize("whole_piece_tokens", [True, False])
 def test_batch_respects_whole_piece_tokens(whole_piece_tokens, monkeypatch):
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc", 258: b" ab"}
     merges = [(b"a", b"b"), (b" ", b"ab")]
-    text = " ".join(["abc"] + [f"ab{i}" for i in range(3 * encoding_module.BATCH_MIN_PIECES)])
+    text = " ".join(["abc"] + [f"ab{i}" for i in range(3 * fast_core.BATCH_MIN_PIECES)])
     fast = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
     ids = fast.encode(text)
-    assert fast._pair_table
+    assert fast.core._pair_table
     assert ids[:1] == ([257] if whole_piece_tokens else [256])
-    monkeypatch.setattr(encoding_module, "BATCH_MIN_PIECES", 10**9)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_PIECES", 10**9)
     slow = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
     assert slow.encode(text) == ids
 
@@ -166,9 +167,9 @@ def test_batch_respects_whole_piece_tokens(whole_piece_tokens, monkeypatch):
 def test_vocabulary_without_a_table_falls_back_to_merge():
     ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"ba": 256}  # two tokens, one id
     enc = Encoding("dup", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
-    text = " ".join(["ab", "ba"] + [f"aba{i}" for i in range(3 * encoding_module.BATCH_MIN_PIECES)])
+    text = " ".join(["ab", "ba"] + [f"aba{i}" for i in range(3 * fast_core.BATCH_MIN_PIECES)])
     assert enc.encode_ordinary(text)[:5] == [256, 32, 256, 32, 256]
-    assert enc._pair_table is False
+    assert enc.core._pair_table is False
 
 
 runs = st.lists(st.tuples(st.sampled_from([b"a", b"b", b"ab", b"aab", b" ", b"^", b"\xe4\xbd\xa0"]), st.integers(1, 300)),
@@ -213,16 +214,16 @@ def emptied_encoding(name: str) -> Encoding:
     """One fresh Encoding per name for the whole session, its piece caches emptied before each use: as cold
     as a new one, without rebuilding it for each of hypothesis's thousands of examples."""
     enc = _one_fresh_encoding(name)
-    enc._cache.clear()
-    enc._part_cache.clear()
+    enc.core._cache.clear()
+    enc.core._part_cache.clear()
     return enc
 
 
 @pytest.fixture
 def always_batch(monkeypatch):
     """Every call takes the batch, however few or short its new pieces."""
-    monkeypatch.setattr(encoding_module, "BATCH_MIN_PIECES", 1)
-    monkeypatch.setattr(encoding_module, "BATCH_MIN_CHARS", 1)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_PIECES", 1)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_CHARS", 1)
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
@@ -234,7 +235,7 @@ def test_cold_calls_equal_tiktoken_on_every_corpus(name):
         text = path.read_bytes()[:300_000].decode("utf-8", errors="ignore")
         ours = fresh_encoding(name)
         assert ours.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all"), path.name
-        assert ours._pair_table, "the batch ran"
+        assert ours.core._pair_table, "the batch ran"
         assert fresh_encoding(name).encode_ordinary(text) == oracle.encode_ordinary(text), path.name
 
 
@@ -248,7 +249,7 @@ def test_every_code_point_alone_through_the_batch(name, always_batch):
         texts = [chr(cp) for cp in range(start, start + 0x10000)]
         # (tiktoken's own batch method starts threads: slower here than a loop)
         assert ours.encode_ordinary_batch(texts) == [oracle.encode_ordinary(t) for t in texts], hex(start)
-        ours._cache.clear()
+        ours.core._cache.clear()
 
 
 newer_letters = st.sampled_from([chr(a) for a, _ in NEWER_THAN_TIKTOKEN] + [chr(b) for _, b in NEWER_THAN_TIKTOKEN])
@@ -271,8 +272,8 @@ def test_fuzz_batches_equal_tiktoken(texts, name):
     import tiktoken
 
     oracle = tiktoken.get_encoding(name)
-    saved = encoding_module.BATCH_MIN_PIECES, encoding_module.BATCH_MIN_CHARS
-    encoding_module.BATCH_MIN_PIECES = encoding_module.BATCH_MIN_CHARS = 1  # hypothesis: no fixtures per example
+    saved = fast_core.BATCH_MIN_PIECES, fast_core.BATCH_MIN_CHARS
+    fast_core.BATCH_MIN_PIECES = fast_core.BATCH_MIN_CHARS = 1  # hypothesis: no fixtures per example
     try:
         ours = emptied_encoding(name)
         assert ours.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts)
@@ -281,7 +282,7 @@ def test_fuzz_batches_equal_tiktoken(texts, name):
         ours = emptied_encoding(name)
         assert ours.encode(texts[0], disallowed_special=()) == oracle.encode(texts[0], disallowed_special=())
     finally:
-        encoding_module.BATCH_MIN_PIECES, encoding_module.BATCH_MIN_CHARS = saved
+        fast_core.BATCH_MIN_PIECES, fast_core.BATCH_MIN_CHARS = saved
 
 
 SPECIAL_TEXT = "a<|endoftext|>b <|endofprompt|> c<|fim_prefix|>中文<|endoftext|>"
@@ -322,14 +323,14 @@ def test_a_batch_of_texts_runs_one_batch(monkeypatch):
 
 
 def test_the_piece_cache_stays_bounded(monkeypatch):
-    monkeypatch.setattr(encoding_module, "PIECE_CACHE_LIMIT", 256)
+    monkeypatch.setattr(fast_core, "PIECE_CACHE_LIMIT", 256)
     enc = fresh_encoding("gpt2")
     text = many_pieces_text(1000)  # about 1000 distinct pieces: more than the cache may hold
     assert enc.encode_ordinary(text) == get_encoding("gpt2").encode_ordinary(text)
-    assert len(enc._cache) <= 256
+    assert len(enc.core._cache) <= 256
     for i in range(5):
         enc.encode_ordinary(many_pieces_text(300) + f" more{i}zz")
-        assert len(enc._cache) <= 256
+        assert len(enc.core._cache) <= 256
 
 
 def test_a_call_with_new_pieces_does_not_walk_the_piece_cache(monkeypatch):
@@ -341,7 +342,7 @@ def test_a_call_with_new_pieces_does_not_walk_the_piece_cache(monkeypatch):
     def walk(cache):
         raise AssertionError("the piece cache was walked")
 
-    monkeypatch.setattr(type(enc._cache), "__iter__", walk)
+    monkeypatch.setattr(type(enc.core._cache), "__iter__", walk)
     assert enc.encode("new words <|endoftext|> more", allowed_special="all") == get_encoding("gpt2").encode(
         "new words <|endoftext|> more", allowed_special="all")
     assert enc.encode_ordinary_batch(["other new words", "and more"]) == get_encoding("gpt2").encode_ordinary_batch(

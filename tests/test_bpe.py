@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokenizer.bpe as bpe
+import tokenizer.fast.uncrossable as uncrossable
 from conftest import FUZZ_EXAMPLES
 from tokenizer import get_encoding
 
@@ -109,7 +110,7 @@ def test_heap_path_used_for_long_pieces_is_exact():
 
 @functools.lru_cache(maxsize=None)
 def uncrossable_table(name):
-    return bpe.uncrossable_pairs(get_encoding(name).merge_ranks)
+    return uncrossable.uncrossable_pairs(get_encoding(name).merge_ranks)
 
 
 @settings(max_examples=max(FUZZ_EXAMPLES // 10, 100), deadline=None)
@@ -118,7 +119,7 @@ def test_split_uncrossable_parts_merge_like_the_whole(text, name):
     enc = get_encoding(name)
     table = uncrossable_table(name)
     piece = text.encode("utf-8", "surrogatepass")
-    parts = bpe.split_uncrossable(piece, table)
+    parts = uncrossable.split_uncrossable(piece, table)
     assert b"".join(parts) == piece
     assert [t for part in parts for t in bpe.merge(part, enc.merge_ranks)] == bpe.merge_reference(piece, enc.merge_ranks)
 
@@ -129,7 +130,7 @@ def test_split_uncrossable_cuts_gpt2_chinese_at_every_character():
     assert table[ord("t") << 8 | ord("h")] == 0  # "th" is inside many tokens
     text = "本文档的最新版本"
     piece = text.encode()
-    parts = bpe.split_uncrossable(piece, table)
+    parts = uncrossable.split_uncrossable(piece, table)
     # GPT-2 has no token spanning two of these characters, so every character boundary is a cut ...
     boundaries = {len(text[:i].encode()) for i in range(1, len(text))}
     cuts = {len(b"".join(parts[:k])) for k in range(1, len(parts))}
@@ -140,12 +141,12 @@ def test_split_uncrossable_cuts_gpt2_chinese_at_every_character():
 
 def test_split_uncrossable_small_table():
     ranks = {b"ab": 0, b"bc": 1}
-    table = bpe.uncrossable_pairs(ranks)
-    assert bpe.split_uncrossable(b"abcab", table) == [b"abc", b"ab"]  # "ca" never meets in a token
+    table = uncrossable.uncrossable_pairs(ranks)
+    assert uncrossable.split_uncrossable(b"abcab", table) == [b"abc", b"ab"]  # "ca" never meets in a token
 
 
 def test_uncrossable_pairs_of_a_table_without_merges():
     # A vocab of the 256 bytes alone (a trainer asked for no merges): every pair is uncrossable.
-    table = bpe.uncrossable_pairs({bytes([b]): b for b in range(256)})
+    table = uncrossable.uncrossable_pairs({bytes([b]): b for b in range(256)})
     assert set(table) == {1}
-    assert bpe.split_uncrossable("é中".encode(), table) == [bytes([b]) for b in "é中".encode()]
+    assert uncrossable.split_uncrossable("é中".encode(), table) == [bytes([b]) for b in "é中".encode()]

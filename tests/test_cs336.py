@@ -70,7 +70,7 @@ def test_a_token_no_merge_makes_is_never_produced():
 
 
 def test_the_rule_holds_on_the_long_non_ascii_path():
-    # A non-ASCII piece of 8+ bytes is cut where no merge can cross (bpe.split_uncrossable) before BPE: that
+    # A non-ASCII piece of 8+ bytes is cut where no merge can cross (uncrossable.split_uncrossable) before BPE: that
     # path must not take a whole piece that is a token either.
     piece = "éééé"  # 8 bytes, one pre-token
     vocab = BYTES | {256: "é".encode(), 257: piece.encode()}

@@ -144,10 +144,10 @@ def test_a_fresh_encoding_loads_the_saved_table(cache, monkeypatch):
     enc = get_encoding("gpt2")
     ranks = dict(enc.token_ids)
     first = Encoding("gpt2", pat_str=enc.pat_str, mergeable_ranks=ranks, special_tokens=enc.special_tokens)
-    assert first._batch_table() is not None
+    assert first.core.batch_table() is not None
     monkeypatch.setattr(table_cache, "build_pair_table", lambda *a: pytest.fail("built again"))
     second = Encoding("gpt2", pat_str=enc.pat_str, mergeable_ranks=dict(ranks), special_tokens=enc.special_tokens)
-    assert same_table(second._batch_table(), first._batch_table())
+    assert same_table(second.core.batch_table(), first.core.batch_table())
 
 
 def test_the_token_table_is_saved_and_loaded_with_the_pair_table(cache, monkeypatch):
@@ -216,9 +216,9 @@ def test_a_name_that_leads_to_another_vocabularys_tables_is_caught(cache, monkey
 
 def test_the_registry_names_its_vocabularies_by_their_checked_files():
     enc = get_encoding("gpt2")
-    assert enc.vocabulary_source == "gpt2/encoder.json sha256 " + "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
+    assert enc.core.vocabulary_source == "gpt2/encoder.json sha256 " + "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
     copy = Encoding("gpt2", pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
-    assert copy.vocabulary_source is None  # handed over as dicts: nothing vouches for them
+    assert copy.core.vocabulary_source is None  # handed over as dicts: nothing vouches for them
 
 
 def test_a_fresh_process_finds_the_registry_tables_without_hashing(cache):

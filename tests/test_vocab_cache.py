@@ -86,7 +86,7 @@ def test_get_encoding_parses_once_then_reads_the_saved_copy(cache, monkeypatch):
     assert list(second.token_ids.items()) == list(first.token_ids.items())
     text = "Hello, wörld! 12345 ДЖ 日本語 🤖"
     assert second.encode(text) == first.encode(text)
-    assert second.vocabulary_source == first.vocabulary_source
+    assert second.core.vocabulary_source == first.core.vocabulary_source
 
 
 def test_a_damaged_saved_copy_is_parsed_again_and_replaced(cache, monkeypatch):

@@ -20,7 +20,8 @@ re-typing it: a rank limit (``recover_merges`` rebuilds a ``.tiktoken`` file's m
 per merge (``python -m tokenizer explain`` shows the steps with it). ``merge`` is the same function made fast:
 it remembers the rank of every adjacent pair and only re-ranks the two neighbours of each merge, and for long
 pieces (a million ``a``) it switches to a heap so the work is O(n log n) instead of O(n²). Tests check all
-three paths give identical output.
+three give identical output; the fast core (:mod:`tokenizer.fast`) merges many pieces at once and is tested
+equal to ``merge_reference`` too.
 
 This module knows nothing of text, patterns or ids: it turns one piece of bytes into token bytes.
 :mod:`tokenizer.pretokenize` cuts text into pieces; :mod:`tokenizer.encoding` maps tokens to ids.
@@ -29,8 +30,7 @@ This module knows nothing of text, patterns or ids: it turns one piece of bytes 
 from __future__ import annotations
 
 import heapq
-from itertools import compress, count, repeat
-from operator import lshift, or_
+from itertools import repeat
 from typing import Callable, Mapping
 
 # A rank larger than any real one: "this pair cannot be merged".
@@ -180,37 +180,3 @@ def merge_heap(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[bytes]:
         parts.append(piece[s : nxt[s]])
         s = nxt[s]
     return parts
-
-
-def uncrossable_pairs(merge_ranks: Mapping[bytes, int]) -> bytearray:
-    """A 65536-entry table: ``table[a << 8 | b]`` is 1 when no mergeable token contains the bytes ``a, b``
-    next to each other.
-
-    Where a piece has such a pair, no merge can ever join across it (every merge makes a token, and the token
-    would contain that pair), so BPE of the piece is BPE of the two sides, concatenated: see
-    :func:`split_uncrossable`. Byte-level vocabularies with few tokens for a script (GPT-2 and Chinese) have many
-    such pairs, which turns one long, unique piece into short, cacheable ones.
-    """
-    import numpy as np  # only here: building the table for a 200k vocabulary in pure Python takes ~0.4 s
-
-    tokens = [t for t in merge_ranks if len(t) > 1]
-    blob = np.frombuffer(b"".join(tokens), dtype=np.uint8).astype(np.int32)
-    pairs = (blob[:-1] << 8) | blob[1:]
-    # a pair starting at a token's last byte spans two tokens (int64: an empty cumsum would be float)
-    ends = np.cumsum([len(t) for t in tokens], dtype=np.int64)[:-1] - 1
-    inside = np.ones(len(pairs), dtype=bool)
-    inside[ends] = False
-    table = np.ones(65536, dtype=np.uint8)
-    table[pairs[inside]] = 0
-    return bytearray(table.tobytes())
-
-
-def split_uncrossable(piece: bytes, table: bytearray) -> list[bytes]:
-    """Cut ``piece`` between every two bytes that no token contains together (``table`` from
-    :func:`uncrossable_pairs`): ``merge(piece)`` is the concatenation of ``merge`` of each part."""
-    # flags[i] = 1 when piece[i], piece[i+1] never meet in a token; the maps run in C
-    flags = bytes(map(table.__getitem__, map(or_, map(lshift, piece, repeat(8)), piece[1:])))
-    if 1 not in flags:
-        return [piece]
-    cuts = list(compress(count(1), flags))
-    return list(map(piece.__getitem__, map(slice, [0, *cuts], [*cuts, len(piece)])))

@@ -9,78 +9,32 @@ cut into pieces by the pattern (:mod:`tokenizer.pretokenize`), and each piece be
 >>> enc.encode("hello world")
 [31373, 995]
 
-Speed comes from two paths. A long text (:data:`ARRAY_MIN_CHARS` or more) never becomes piece strings: its
-pieces are found by array rules, grouped into distinct ones, looked up and BPE-encoded all at once in NumPy
-(:mod:`tokenizer.fast.array_encode`). A short one goes through a cache: text repeats its pieces (" the", ",",
-" of"), so each distinct piece is BPE-encoded once and later found in a dict, one lookup per piece done by
-``map`` in C. If a piece is missing, the lookup stops; the pieces the cache lacks are encoded all together
-(:mod:`tokenizer.fast.batch_bpe`, its pair table read from disk by :mod:`tokenizer.fast.table_cache`) rather than one by
-one, and the lookup runs again. ``encode_batch`` does this once for all its short texts. Calls with few and
-short new pieces keep the per-piece path (:func:`tokenizer.bpe.merge`), the readable one and the reference.
+The work of turning ordinary text into ids is done by a core object (:mod:`tokenizer.core`), to which this
+face hands every stretch of ordinary text of a call at once. ``core="reference"`` is the readable one, the
+pattern's split and :func:`tokenizer.bpe.merge_reference` in a screenful of Python;``core="fast"`` (the
+default) gives the same ids at tiktoken's speed (:mod:`tokenizer.fast.core`).
 """
 
 from __future__ import annotations
 
 import functools
-import gc
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from itertools import chain, compress, filterfalse, repeat
-from operator import is_not, not_
 from types import MappingProxyType
-from typing import (
-    TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
-)
+from typing import TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
 
 from . import bpe, saving, streaming, unstable
-from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex
+from .core import ReferenceCore
+from .pretokenize import GPT2_PATTERN, special_token_regex
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from .fast.array_encode import TokenTables
-    from .fast.batch_bpe import PairTable
-    from .fast.piece_arrays import PieceTable
-
-# The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
-PIECE_CACHE_LIMIT = 1 << 19
-
-# Fewer new pieces than this in one call, with fewer characters than BATCH_MIN_CHARS, are encoded one by one
-# (bpe.merge): a batch round has a fixed cost in NumPy calls that only many pieces, or long ones, repay.
-BATCH_MIN_PIECES = 64
-BATCH_MIN_CHARS = 1 << 14
-
-# Texts at least this long are encoded by array operations from the split to the ids (tokenizer.fast.array_encode):
-# no Python object per piece where the pattern has an array split. Shorter ones are not worth its fixed cost
-# in NumPy calls and go through the piece cache.
-ARRAY_MIN_CHARS = 1 << 13
 
 # Threads run this pure-Python code in parallel only on a free-threaded build (3.13t+); with the GIL they
 # only add overhead, so the batch methods use them only when this is true.
 THREADS_RUN_IN_PARALLEL = not getattr(sys, "_is_gil_enabled", lambda: True)()
 
-
-class _CacheMiss(Exception):
-    """Raised by a probing :class:`_PieceCache` at its first missing piece."""
-
-
-class _PieceCache(dict):
-    """piece -> token ids (tuple); a missing piece is encoded once, on first lookup.
-
-    While ``probing`` is true, a missing piece is not encoded: the lookup raises :class:`_CacheMiss` instead, so
-    that the caller can collect every missing piece of its text and encode them together.
-    """
-
-    __slots__ = ("encode_piece", "probing")
-
-    def __missing__(self, piece: str) -> tuple[int, ...]:
-        if self.probing:
-            raise _CacheMiss
-        if len(self) >= PIECE_CACHE_LIMIT:
-            self.clear()
-        ids = self[piece] = self.encode_piece(piece)
-        return ids
+CORES = ("fast", "reference")
 
 
 class Encoding:
@@ -93,15 +47,12 @@ class Encoding:
             priority (lower merges first).
         special_tokens: special token text -> id, e.g. ``{"<|endoftext|>": 50256}``.
         explicit_n_vocab: if given, checked against the number of tokens.
+        core: what turns ordinary text into ids: ``"fast"`` (the default) or ``"reference"``, the readable
+            one (:mod:`tokenizer.core`); both give the same ids.
 
     Use :meth:`from_vocab_merges` for a ``vocab`` + ``merges`` pair (a trained tokenizer, CS336 style). The
     tables are readable (not writable) as :attr:`token_ids`, :attr:`merge_ranks` and :attr:`merges`.
     """
-
-    # What stands for the vocabulary's contents when they came from a checked file (the registry's encodings:
-    # the file's name and sha256), so that its cached tables are found without hashing every token; None for a
-    # vocabulary handed over as dicts.
-    vocabulary_source: str | None = None
 
     def __init__(
         self,
@@ -111,8 +62,9 @@ class Encoding:
         mergeable_ranks: dict[bytes, int],
         special_tokens: dict[str, int],
         explicit_n_vocab: int | None = None,
+        core: str = "fast",
     ):
-        self._setup(name, pat_str, mergeable_ranks, mergeable_ranks, special_tokens, merges=None)
+        self._setup(name, pat_str, mergeable_ranks, mergeable_ranks, special_tokens, merges=None, core=core)
         if explicit_n_vocab is not None:
             n_tokens = len(mergeable_ranks) + len(special_tokens)
             if n_tokens != explicit_n_vocab or self.max_token_value != explicit_n_vocab - 1:
@@ -131,6 +83,7 @@ class Encoding:
         name: str = "custom",
         pat_str: str = GPT2_PATTERN,
         whole_piece_tokens: bool = True,
+        core: str = "fast",
     ) -> "Encoding":
         """An encoding from a vocab (id -> bytes) and merges (in priority order), as a BPE trainer returns them.
 
@@ -190,222 +143,47 @@ class Encoding:
             specials,
             merges=[(a, b) for a, b in merges],
             whole_piece_tokens=whole_piece_tokens,
+            core=core,
         )
         return enc
 
     def _setup(
-        self, name, pat_str, merge_ranks, token_ids, special_tokens, *, merges, whole_piece_tokens=True
+        self, name, pat_str, merge_ranks, token_ids, special_tokens, *, merges, whole_piece_tokens=True, core="fast"
     ) -> None:
+        if core not in CORES:
+            raise ValueError(f"core must be one of {', '.join(map(repr, CORES))}, got {core!r}")
         self.name = name
         self._pat_str = pat_str
         self._merge_ranks = merge_ranks  # token bytes -> merge priority (lower merges first)
         self._token_ids = token_ids  # token bytes -> id; the same dict as _merge_ranks for tiktoken's files
+        self._mergeable_ranks = token_ids  # tiktoken's name: what its constructor takes (a rank is an id)
         self._merges = merges  # [(left, right), ...] as given to from_vocab_merges; None: recover when asked
         self._whole_piece_tokens = whole_piece_tokens  # a piece that is a token is that token (tiktoken's rule)
         self._special_tokens = dict(special_tokens)
-        self._pretokenizer = compile_pattern(pat_str)
         self._decoder: dict[int, bytes] = {idx: token for token, idx in token_ids.items()}
         # reversed: where two special tokens share an id (o200k_harmony's 200018) the first listed decodes it
         for text, idx in reversed(self._special_tokens.items()):
             self._decoder[idx] = text.encode("utf-8")
         self._special_token_values = frozenset(self._special_tokens.values())
         self.max_token_value = max(self._decoder, default=-1)
-        self._cache = _PieceCache()
-        self._cache.encode_piece = self._encode_piece
-        self._cache.probing = False
-        self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
-        self._part_cache.encode_piece = self._merge_to_ids
-        self._part_cache.probing = False
-        self._uncrossable: bytearray | None = None  # built on first need
-        self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
-        self._tables_soon: Callable[[], tuple[PairTable, PieceTable] | None] | None = None  # loading begun
-        self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
-        self._token_tables: TokenTables | None | Literal[False] = None  # False: no array path here
+        self.core_name = core
+        if core == "reference":
+            self.core = ReferenceCore(pat_str, merge_ranks, token_ids, whole_piece_tokens=whole_piece_tokens)
+        else:
+            from .fast.core import FastCore  # only here: the reference core never loads tokenizer.fast
+
+            self.core = FastCore(pat_str, merge_ranks, token_ids, whole_piece_tokens=whole_piece_tokens)
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
 
     def __reduce__(self):
-        # An encoding is sent as its tables; the piece cache is not sent (it is rebuilt on use). The registry's
+        # An encoding is sent as its tables; its core's caches are not sent (they are rebuilt on use). The registry's
         # encodings are sent by name instead (tokenizer.registry.RegisteredEncoding).
         state = (self.name, self._pat_str, self._merge_ranks, self._token_ids, self._special_tokens, self._merges)
-        return (_rebuild, (*state, self._whole_piece_tokens))
+        return (_rebuild, (*state, self._whole_piece_tokens, self.core_name))
 
     # ---- encoding ------------------------------------------------------------------------------------------
-
-    def _encode_piece(self, piece: str) -> tuple[int, ...]:
-        """One pre-token -> ids. Raises UnicodeEncodeError on a lone surrogate (handled by the callers)."""
-        data, ids, parts = self._plan_piece(piece)
-        if ids is not None:
-            return ids
-        if parts is not None:
-            return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
-        return self._merge_to_ids(data)
-
-    def _plan_piece(self, piece: str) -> tuple[bytes, tuple[int, ...] | None, list[bytes] | None]:
-        """``(bytes, ids, parts)`` of one pre-token: ``ids`` when no BPE is needed, else ``parts`` when BPE runs on
-        separate parts (cached in the part cache), else None, None: BPE runs on the whole bytes."""
-        data = piece.encode("utf-8")
-        if self._whole_piece_tokens:
-            idx = self._token_ids.get(data)
-            if idx is not None:
-                return data, (idx,), None  # a whole piece that is a token is that token, as in tiktoken
-        if len(data) >= 8 and not piece.isascii():
-            # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
-            # into short parts no merge can cross; those repeat, so cache them (bpe.split_uncrossable).
-            if self._uncrossable is None:
-                self._uncrossable = bpe.uncrossable_pairs(self._merge_ranks)
-            parts = bpe.split_uncrossable(data, self._uncrossable)
-            if len(parts) > 1:
-                return data, None, parts
-        return data, None, None
-
-    def _encode_pieces(self, pieces: list[str]) -> list[int]:
-        """The ids of pre-tokens: one cache lookup each. If a piece is missing, the pieces the cache lacks are
-        found, encoded together (:meth:`_add_missing`), and the lookup runs again."""
-        cache = self._cache
-        lookup = cache.__getitem__
-        if len(pieces) < BATCH_MIN_PIECES and sum(map(len, pieces)) < BATCH_MIN_CHARS:
-            return list(chain.from_iterable(map(lookup, pieces)))
-        cache.probing = True
-        try:
-            return list(chain.from_iterable(map(lookup, pieces)))
-        except _CacheMiss:
-            pass
-        finally:
-            cache.probing = False
-        if not self._add_missing(pieces):
-            half = len(pieces) // 2
-            return self._encode_pieces(pieces[:half]) + self._encode_pieces(pieces[half:])
-        return list(chain.from_iterable(map(lookup, pieces)))
-
-    def _encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
-        """``encode_ordinary`` of each text: long texts by array operations (:meth:`_encode_long`), each on its
-        own; the others through the piece cache, the pieces they all lack in it encoded in one batch."""
-        done = [self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None for text in texts]
-        if not any(ids is None for ids in done):
-            return done
-        rest = iter(self._encode_through_cache([text for text, ids in zip(texts, done) if ids is None]))
-        return [next(rest) if ids is None else ids for ids in done]
-
-    def _encode_through_cache(self, texts: list[str]) -> list[list[int]]:
-        try:
-            piece_lists = list(map(self._pretokenizer.split, texts))
-            if self._add_missing(list(chain.from_iterable(piece_lists))):
-                lookup = self._cache.__getitem__
-                return [list(chain.from_iterable(map(lookup, pieces))) for pieces in piece_lists]
-        except UnicodeEncodeError:
-            pass  # a lone surrogate somewhere: encode_ordinary replaces it in its own text
-        return list(map(self._encode_through_cache_alone, texts))
-
-    def _encode_through_cache_alone(self, text: str) -> list[int]:
-        try:
-            return self._encode_pieces(self._pretokenizer.split(text))
-        except UnicodeEncodeError:
-            # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
-            return self._encode_pieces(self._pretokenizer.split(_replace_surrogates(text)))
-
-    def _encode_long(self, text: str) -> list[int] | None:
-        """The ids of ``text`` by array operations (:mod:`tokenizer.fast.array_encode`), or None where this encoding
-        has no array path (CS336's rule, or a vocabulary without batch BPE tables). The pieces come from the
-        array split where the pattern has one, else from the usual split (only their lengths are kept)."""
-        if self._token_tables is False or self._pair_table is False or not self._whole_piece_tokens:
-            return None
-        if self._pair_table is None:
-            self._begin_loading_tables()  # the tables' file is checked while the text is split
-        import numpy as np
-
-        from .fast.array_encode import encode_split_text  # only here: see _array_tables
-        from .fast.array_split import piece_starts
-        from .fast.piece_arrays import code_points
-
-        try:
-            points = code_points(text)
-        except UnicodeEncodeError:  # a lone surrogate cannot be UTF-8: like tiktoken, encode U+FFFD instead
-            text = _replace_surrogates(text)
-            points = code_points(text)
-        starts = piece_starts(points, self._pat_str)
-        if starts is None:
-            pieces = self._pretokenizer.split(text)
-            lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-            if int(lengths.sum()) != len(text):
-                # A pattern of one's own may skip text (only what it matches is encoded): its pieces then do
-                # not tile the text, and their lengths cannot give where they start. The piece cache takes them.
-                return self._encode_pieces(pieces)
-            starts = np.cumsum(lengths) - lengths
-        tables = self._array_tables()
-        if tables is None:
-            return None
-        return encode_split_text(text, points, starts, tables).tolist()
-
-    def _array_tables(self) -> TokenTables | None:
-        """The tables of the array path, built on first need (NumPy is imported only then); None if there is
-        none for this encoding."""
-        if self._token_tables is None:
-            from .fast.array_encode import TokenTables
-
-            # Without the whole-piece rule (CS336's tokenizer) every piece would go through BPE: there the
-            # piece cache, which remembers whole pieces, was measured faster; so only tiktoken's rule takes it.
-            pairs = self._batch_table() if self._whole_piece_tokens else None
-            self._token_tables = TokenTables(self._token_table, pairs) if pairs is not None else False
-        return self._token_tables or None
-
-    def _add_missing(self, pieces: list[str]) -> bool:
-        """Put in the cache every piece of ``pieces`` it lacks, encoded together (:meth:`_fill_cache`); False,
-        doing nothing, if they are so many that the cache could not hold them."""
-        # Not set(pieces).difference(cache): for a dict subclass that walks the whole cache, on every call.
-        new = list(filterfalse(self._cache.__contains__, set(pieces)))
-        if len(new) > PIECE_CACHE_LIMIT // 2 and len(pieces) > 1:
-            return False
-        self._fill_cache(new)
-        return True
-
-    def _fill_cache(self, pieces: list[str]) -> None:
-        """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache, BPE-encoding all that need
-        it in one batch (:func:`tokenizer.fast.batch_bpe.encode_pieces`)."""
-        cache = self._cache
-        worth_a_batch = len(pieces) >= BATCH_MIN_PIECES or sum(map(len, pieces)) >= BATCH_MIN_CHARS
-        table = self._batch_table() if worth_a_batch else None
-        if table is None:
-            for piece in pieces:
-                cache[piece]  # noqa: B018 - __missing__ encodes and stores it
-            return
-        # Only here: batch BPE needs NumPy, which the tokenizer does not import until a batch is worth it.
-        from .fast.batch_bpe import encode_pieces
-
-        if len(cache) + len(pieces) > PIECE_CACHE_LIMIT:
-            cache.clear()
-        with _garbage_collection_paused():
-            data = list(map(str.encode, pieces))  # a lone surrogate raises UnicodeEncodeError: see encode_ordinary
-            if self._whole_piece_tokens:
-                # a whole piece that is a token is that token, as in tiktoken; the others go to BPE
-                whole = list(map(self._token_ids.get, data))
-                is_token = list(map(is_not, whole, repeat(None)))
-                cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
-                needs_bpe = list(map(not_, is_token))
-                pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
-            cache.update(zip(pieces, encode_pieces(data, table)))
-
-    def _batch_table(self) -> PairTable | None:
-        """The pair table of batch BPE, loaded or built on first need; None if this vocabulary cannot have one."""
-        if self._pair_table is None:
-            tables = self._begin_loading_tables()()
-            self._pair_table, self._token_table = tables or (False, None)
-            self._tables_soon = None
-        return self._pair_table or None
-
-    def _begin_loading_tables(self) -> Callable[[], tuple[PairTable, PieceTable] | None]:
-        """Begin loading the tables of batch BPE (:func:`tokenizer.fast.table_cache.load_tables_soon`: their file is
-        checked in a thread meanwhile), unless begun already; the function returned finishes it."""
-        if self._tables_soon is None:
-            from .fast.table_cache import load_tables_soon  # only here: see _fill_cache
-
-            self._tables_soon = load_tables_soon(self._merge_ranks, self._token_ids, source=self.vocabulary_source)
-        return self._tables_soon
-
-    def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
-        token_ids = self._token_ids
-        return tuple([token_ids[part] for part in bpe.merge(data, self._merge_ranks)])
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text``, treating special tokens as plain text.
@@ -413,11 +191,7 @@ class Encoding:
         >>> enc.encode_ordinary("hello world<|endoftext|>")
         [31373, 995, 27, 91, 437, 1659, 5239, 91, 29]
         """
-        if len(text) >= ARRAY_MIN_CHARS:
-            ids = self._encode_long(text)
-            if ids is not None:
-                return ids
-        return self._encode_through_cache_alone(text)
+        return self.core.encode_ordinary_texts([text])[0]
 
     def encode(
         self,
@@ -444,7 +218,7 @@ class Encoding:
         if not allowed:
             return self.encode_ordinary(text)
         stretches, specials = self._cut_at_special_tokens(text, allowed)
-        return self._join_stretches(self._encode_ordinary_texts(stretches), specials)
+        return self._join_stretches(self.core.encode_ordinary_texts(stretches), specials)
 
     def _cut_at_special_tokens(self, text: str, allowed: AbstractSet[str]) -> tuple[list[str], list[int]]:
         """``(stretches, specials)``: the text between the ``allowed`` special tokens (one stretch more than
@@ -535,10 +309,10 @@ class Encoding:
         for one in texts:
             self.check_disallowed_special(one, disallowed)
         if not allowed:
-            return self._encode_ordinary_texts(texts)
+            return self.core.encode_ordinary_texts(texts)
         # Every stretch between special tokens, of every text, encoded together; then put back in place.
         cuts = [self._cut_at_special_tokens(one, allowed) for one in texts]
-        stretch_ids = iter(self._encode_ordinary_texts([s for stretches, _ in cuts for s in stretches]))
+        stretch_ids = iter(self.core.encode_ordinary_texts([s for stretches, _ in cuts for s in stretches]))
         return [self._join_stretches([next(stretch_ids) for _ in stretches], specials) for stretches, specials in cuts]
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int | None = 8) -> list[list[int]]:
@@ -550,7 +324,7 @@ class Encoding:
         if THREADS_RUN_IN_PARALLEL:
             return map_batch(self.encode_ordinary, text, num_threads=num_threads)
         check_num_threads(num_threads)
-        return self._encode_ordinary_texts(list(text))
+        return self.core.encode_ordinary_texts(list(text))
 
     def encode_to_numpy(
         self,
@@ -608,7 +382,7 @@ class Encoding:
         idx = self._token_ids.get(data)
         if idx is not None:
             return [idx]
-        return list(self._merge_to_ids(data)) if data else []
+        return [self._token_ids[token] for token in bpe.merge(data, self._merge_ranks)] if data else []
 
     def _encode_bytes(self, data: bytes) -> list[int]:
         """Encode bytes that may not be valid UTF-8 (tiktoken's name), e.g. text cut inside a character;
@@ -822,10 +596,19 @@ class Encoding:
         return list(self._merges)
 
 
-def _rebuild(name, pat_str, merge_ranks, token_ids, special_tokens, merges, whole_piece_tokens=True) -> Encoding:
+def _rebuild(
+    name, pat_str, merge_ranks, token_ids, special_tokens, merges, whole_piece_tokens=True, core="fast"
+) -> Encoding:
     enc = Encoding.__new__(Encoding)
     enc._setup(
-        name, pat_str, merge_ranks, token_ids, special_tokens, merges=merges, whole_piece_tokens=whole_piece_tokens
+        name,
+        pat_str,
+        merge_ranks,
+        token_ids,
+        special_tokens,
+        merges=merges,
+        whole_piece_tokens=whole_piece_tokens,
+        core=core,
     )
     return enc
 
@@ -862,24 +645,6 @@ def check_num_threads(num_threads) -> None:
         raise ValueError(f"num_threads must be a positive integer (or None), got {num_threads!r}")
 
 
-@contextmanager
-def _garbage_collection_paused() -> Iterator[None]:
-    """Pause Python's cycle collector, then restore it as it was. A cache fill makes tens of thousands of
-    tuples, all kept (the cache holds them); each collection they set off would walk the whole cache again,
-    to free nothing, since tuples of ints make no cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _is_continuation_byte(byte: int) -> bool:
     """UTF-8 continuation bytes are 0b10xxxxxx: they never begin a character."""
     return byte & 0xC0 == 0x80
-
-
-def _replace_surrogates(text: str) -> str:
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

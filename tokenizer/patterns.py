@@ -91,3 +91,14 @@ def mask_newer(text: str) -> str:
     "\\uffff's ʖ"
     """
     return text.translate(_MASK_NEWER)
+
+
+def unmask(text: str, pieces: list[str]) -> list[str]:
+    """The pieces of ``text`` with the lengths of ``pieces`` (which were split from a masked copy)."""
+    out = []
+    start = 0
+    for piece in pieces:
+        end = start + len(piece)
+        out.append(text[start:end])
+        start = end
+    return out

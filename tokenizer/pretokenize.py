@@ -10,10 +10,11 @@ followed by "." or "!" and makes pieces cacheable:
 The patterns are OpenAI's, character for character as tiktoken uses them (:mod:`tokenizer.patterns`); they
 need the ``regex`` package for ``\\p{L}`` (any letter), ``\\p{N}`` (any number) and possessive quantifiers.
 
-Fast path: the standard library's ``re`` runs the same patterns faster, once each ``\\p{...}`` and ``\\s`` is
-spelled as an explicit class with tiktoken's Unicode 16.0 code points (:mod:`tokenizer.fast.stdlib_patterns`),
-for text in every script. ``split`` takes it for OpenAI's patterns; ``split_reference`` is the plain ``regex``
-path, which stays the readable reference: tests check both agree on every code point and on fuzz.
+``split_reference`` is the plain ``regex`` path, the readable one (the reference core uses it). ``split`` is
+the fast path: the standard library's ``re`` runs the same patterns faster, once each ``\\p{...}`` and ``\\s``
+is spelled as an explicit class with tiktoken's Unicode 16.0 code points (:mod:`tokenizer.fast.stdlib_patterns`,
+loaded on ``split``'s first call), for text in every script. Tests check both agree on every code point and
+on fuzz.
 
 This module does not run BPE, and it only knows a fast path for OpenAI's patterns: any other pattern is run as
 it is, by ``regex``.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Callable
 
 import regex
 
@@ -35,8 +37,8 @@ from .patterns import (
     R50K_PATTERN,
     has_newer,
     mask_newer,
+    unmask,
 )
-from .fast.stdlib_patterns import has_astral, stand_in_astral, stdlib_pattern
 
 
 class Pretokenizer:
@@ -48,36 +50,31 @@ class Pretokenizer:
             self._unicode = regex.compile(pat_str)
         except regex.error as e:
             raise ValueError(f"pat_str is not a valid regular expression for the `regex` package: {e}") from e
-        self._stdlib = stdlib_pattern(pat_str) if pat_str in OPENAI_PATTERNS else None
+        self._is_openai = pat_str in OPENAI_PATTERNS  # tiktoken's Unicode 16.0 classes apply
+        self._split: Callable[[str], list[str]] | None = None  # the fast split, made on its first call
 
     def split_reference(self, text: str) -> list[str]:
         """The pieces, straight from the pattern (with Unicode 16.0's character classes, as tiktoken)."""
-        if self._stdlib is None:
+        if not self._is_openai:
             return self._unicode.findall(text)
         # Unicode 17.0's new and recategorised characters masked (only for OpenAI's patterns, whose pieces
         # cover the whole text, so lengths map the masked pieces back)
         if not has_newer(text):
             return self._unicode.findall(text)
-        return _unmask(text, self._unicode.findall(mask_newer(text)))
+        return unmask(text, self._unicode.findall(mask_newer(text)))
 
     def split(self, text: str) -> list[str]:
         """The same pieces as :meth:`split_reference`, by the standard library's ``re`` where it applies."""
-        if self._stdlib is None:
-            return self._unicode.findall(text)
-        if not has_astral(text):
-            return self._stdlib.findall(text)
-        return _unmask(text, self._stdlib.findall(stand_in_astral(text)))
+        if self._split is None:
+            from .fast.stdlib_patterns import stdlib_split  # the fast path's module, loaded on first use
+
+            self._split = stdlib_split(self.pat_str) if self._is_openai else self._unicode.findall
+        return self._split(text)
 
 
-def _unmask(text: str, pieces: list[str]) -> list[str]:
-    """The pieces of ``text`` with the lengths of ``pieces`` (which were split from a masked copy)."""
-    out = []
-    start = 0
-    for piece in pieces:
-        end = start + len(piece)
-        out.append(text[start:end])
-        start = end
-    return out
+def replace_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (which cannot be UTF-8) replaced by U+FFFD, as tiktoken does."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 @lru_cache(maxsize=None)

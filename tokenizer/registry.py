@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .fast import vocab_cache
-from .encoding import Encoding
+from .encoding import CORES, Encoding
 from .plugins import find_plugin_constructors
 from .pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from .user_cache import cache_dir
@@ -134,11 +133,11 @@ class RegisteredEncoding(Encoding):
 
     def __reduce__(self):
         if self.registered_constructor is not None:
-            return (_get_registered, (self.name, self.registered_constructor))
-        return (get_encoding, (self.name,))
+            return (_get_registered, (self.name, self.registered_constructor, self.core_name))
+        return (_get_encoding, (self.name, self.core_name))
 
 
-_cache: dict[str, Encoding] = {}
+_cache: dict[tuple[str, str], Encoding] = {}  # (name, core) -> the shared encoding
 _registered: dict[str, Constructor] = {}  # by register_encoding
 _lock = threading.RLock()  # reentrant: a constructor may call get_encoding for a base encoding
 
@@ -153,22 +152,29 @@ def list_encoding_names() -> list[str]:
     return list({**dict.fromkeys(ENCODINGS), **dict.fromkeys(_registered), **dict.fromkeys(_plugins())})
 
 
-def get_encoding(encoding_name: str) -> Encoding:
+def get_encoding(encoding_name: str, *, core: str = "fast") -> Encoding:
     """The named encoding, loaded once and shared.
 
+    ``core="reference"`` gives the same encoding over the readable core (:mod:`tokenizer.core`): the same ids,
+    slowly, with no NumPy and nothing of :mod:`tokenizer.fast` loaded.
+
     >>> get_encoding("gpt2").encode("hello world")
+    [31373, 995]
+    >>> get_encoding("gpt2", core="reference").encode("hello world")
     [31373, 995]
     """
     if not isinstance(encoding_name, str):
         raise TypeError(f"encoding_name must be a string such as 'gpt2', got {type(encoding_name).__name__}")
+    if core not in CORES:
+        raise ValueError(f"core must be one of {', '.join(map(repr, CORES))}, got {core!r}")
     name = ALIASES.get(encoding_name, encoding_name)
     with _lock:
-        if name in _cache:
-            return _cache[name]
+        if (name, core) in _cache:
+            return _cache[name, core]
         if name in ENCODINGS:
-            enc = _build(ENCODINGS[name])
+            enc = _build(ENCODINGS[name], core)
         elif name in _registered:
-            enc = _build_from_constructor(name, _registered[name], origin="register_encoding")
+            enc = _build_from_constructor(name, _registered[name], origin="register_encoding", core=core)
             enc.registered_constructor = _registered[name]
         else:
             plugins = _plugins()
@@ -176,9 +182,14 @@ def get_encoding(encoding_name: str) -> Encoding:
                 known = ", ".join([*ENCODINGS, *ALIASES, *_registered, *plugins])
                 raise ValueError(f"Unknown encoding {encoding_name!r}. Known encodings: {known}")
             module, constructor = plugins[name]
-            enc = _build_from_constructor(name, constructor, origin=f"tokenizer plugin {module}")
-        _cache[name] = enc
+            enc = _build_from_constructor(name, constructor, origin=f"tokenizer plugin {module}", core=core)
+        _cache[name, core] = enc
         return enc
+
+
+def _get_encoding(name: str, core: str) -> Encoding:
+    """Unpickling an encoding of the registry: the same one, shared, in this process."""
+    return get_encoding(name, core=core)
 
 
 def register_encoding(name: str, constructor: Constructor) -> None:
@@ -206,11 +217,11 @@ def register_encoding(name: str, constructor: Constructor) -> None:
         _registered[name] = constructor
 
 
-def _get_registered(name: str, constructor: Constructor) -> Encoding:
+def _get_registered(name: str, constructor: Constructor, core: str = "fast") -> Encoding:
     """Unpickling a registered encoding: register its constructor here too if needed, then get it."""
     with _lock:
         _registered.setdefault(name, constructor)
-    return get_encoding(name)
+    return get_encoding(name, core=core)
 
 
 def _plugins() -> dict[str, tuple[str, Constructor]]:
@@ -222,7 +233,7 @@ def _plugins() -> dict[str, tuple[str, Constructor]]:
     return plugins
 
 
-def _build_from_constructor(name: str, constructor: Constructor, *, origin: str) -> RegisteredEncoding:
+def _build_from_constructor(name: str, constructor: Constructor, *, origin: str, core: str) -> RegisteredEncoding:
     kwargs = constructor()
     if not isinstance(kwargs, Mapping):
         raise TypeError(f"the constructor of encoding {name!r} ({origin}) must return a dict of Encoding's "
@@ -235,31 +246,43 @@ def _build_from_constructor(name: str, constructor: Constructor, *, origin: str)
     if set(kwargs) - allowed or not {"pat_str", "mergeable_ranks", "special_tokens"} <= set(kwargs):
         raise ValueError(f"the constructor of encoding {name!r} ({origin}) returned keys {sorted(kwargs)}; "
                          f"expected pat_str, mergeable_ranks, special_tokens and optionally explicit_n_vocab")
-    return RegisteredEncoding(kwargs.pop("name"), **kwargs)
+    return RegisteredEncoding(kwargs.pop("name"), **kwargs, core=core)
 
 
-def _build(spec: EncodingSpec) -> Encoding:
-    # A file checked and parsed before was saved in a form quick to read back (most of a fresh process's
-    # get_encoding was the parse); else it is found, checked, parsed and saved now.
-    ranks = vocab_cache.load_saved(spec.vocab.sha256)
-    if ranks is None:
-        path = vocab_file_path(spec.vocab)
-        if spec.vocab.name.endswith(".json"):
-            ranks, _ = read_gpt2_encoder_json(path)
-        else:
-            ranks = read_tiktoken_file(path)
-        vocab_cache.save(spec.vocab.sha256, ranks)
+def _build(spec: EncodingSpec, core: str) -> Encoding:
+    if core == "reference":
+        ranks = _read_vocab_file(spec.vocab)
+    else:
+        # A file checked and parsed before was saved in a form quick to read back (most of a fresh process's
+        # get_encoding was the parse); else it is found, checked, parsed and saved now.
+        from .fast import vocab_cache
+
+        ranks = vocab_cache.load_saved(spec.vocab.sha256)
+        if ranks is None:
+            ranks = _read_vocab_file(spec.vocab)
+            vocab_cache.save(spec.vocab.sha256, ranks)
     encoding = RegisteredEncoding(
         spec.name,
         pat_str=spec.pat_str,
         mergeable_ranks=ranks,
         special_tokens=spec.special_tokens,
         explicit_n_vocab=spec.n_vocab,
+        core=core,
     )
-    # the file was checked against its sha256 (vocab_file_path: now, or before its parse was saved), so that
-    # names the vocabulary read from it
-    encoding.vocabulary_source = f"{spec.vocab.name} sha256 {spec.vocab.sha256}"
+    if core == "fast":
+        # the file was checked against its sha256 (vocab_file_path: now, or before its parse was saved), so
+        # that names the vocabulary read from it: its batch BPE tables are found on disk by that name
+        encoding.core.vocabulary_source = f"{spec.vocab.name} sha256 {spec.vocab.sha256}"
     return encoding
+
+
+def _read_vocab_file(vocab: VocabFile) -> dict[bytes, int]:
+    """A vocabulary file's ranks, the file found and checked (:func:`vocab_file_path`), then parsed."""
+    path = vocab_file_path(vocab)
+    if vocab.name.endswith(".json"):
+        ranks, _ = read_gpt2_encoder_json(path)
+        return ranks
+    return read_tiktoken_file(path)
 
 
 def vocab_file_path(vocab: VocabFile) -> Path:

@@ -22,7 +22,7 @@ import regex
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tokenizer.patterns import NEWER_THAN_TIKTOKEN, RECATEGORISED_SINCE_TIKTOKEN  # noqa: E402
 
-OUT = Path(__file__).resolve().parent.parent / "tokenizer" / "unicode16.py"
+OUT = Path(__file__).resolve().parent.parent / "tokenizer" / "fast" / "unicode16.py"
 # The \p{...} properties OpenAI's patterns use, and \s (White_Space).
 PROPERTIES = ("L", "N", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "White_Space")
 

@@ -28,7 +28,9 @@ import re
 from bisect import bisect_right
 from functools import cache
 from itertools import chain
+from typing import Callable
 
+from ..patterns import unmask
 from .unicode16 import RANGES
 
 BMP_END = 0x10000
@@ -95,6 +97,18 @@ def stdlib_pattern_text(pat_str: str) -> str:
 def stdlib_pattern(pat_str: str) -> re.Pattern[str]:
     """``pat_str`` (one of OpenAI's patterns) compiled for ``re``; split text with :func:`stand_in_astral`."""
     return re.compile(stdlib_pattern_text(pat_str))
+
+
+def stdlib_split(pat_str: str) -> Callable[[str], list[str]]:
+    """A function splitting text into the pieces of ``pat_str`` (one of OpenAI's patterns) with ``re``."""
+    findall = stdlib_pattern(pat_str).findall
+
+    def split(text: str) -> list[str]:
+        if not has_astral(text):
+            return findall(text)
+        return unmask(text, findall(stand_in_astral(text)))
+
+    return split
 
 
 def has_astral(text: str) -> bool:

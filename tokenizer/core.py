@@ -1,0 +1,64 @@
+"""The reference core: ordinary text -> ids as the algorithm reads, in a screenful of pure Python.
+
+An :class:`~tokenizer.encoding.Encoding` is a face (tiktoken's API: special tokens, batches, decoding) over a
+core that does one thing: turn ordinary text, with no special tokens in it, into token ids. Every core has the
+same small interface::
+
+    core.encode_ordinary_texts(texts: list[str]) -> list[list[int]]
+
+The face hands it everything a call holds at once (a batch, or all the stretches between special tokens), so
+that a fast core can work on them together. Two cores exist:
+
+- :class:`ReferenceCore` (here): cut each text by the pattern (:mod:`tokenizer.pretokenize`), then run
+  :func:`tokenizer.bpe.merge_reference` on each piece. No cache, no NumPy: slow, and easy to check by eye.
+- :class:`tokenizer.fast.core.FastCore`: the same ids with caches, batch BPE and array operations. The tests
+  hold it equal to this one (and to tiktoken) on every corpus and on fuzz.
+
+``get_encoding(name, core="reference")`` or ``Encoding(..., core="reference")`` chooses this one.
+
+>>> core = ReferenceCore(r" ?\\w+| ", {b"ab": 0}, {bytes([b]): b for b in range(256)} | {b"ab": 256})
+>>> core.encode_ordinary_texts(["ab ab", "ba"])  # pieces "ab", " ab" (" " + "ab"), then "ba" (no merge)
+[[256, 32, 256], [98, 97]]
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .bpe import merge_reference
+from .pretokenize import compile_pattern, replace_surrogates
+
+
+class ReferenceCore:
+    """Ordinary text -> ids: the pattern's pieces, each merged by :func:`tokenizer.bpe.merge_reference`.
+
+    ``whole_piece_tokens``: a piece that is itself a token is that token (tiktoken's rule), even where the
+    merges would not build it; False runs the merges alone (CS336's rule).
+    """
+
+    def __init__(
+        self,
+        pat_str: str,
+        merge_ranks: Mapping[bytes, int],
+        token_ids: Mapping[bytes, int],
+        *,
+        whole_piece_tokens: bool = True,
+    ):
+        self.split = compile_pattern(pat_str).split_reference
+        self.merge_ranks = merge_ranks
+        self.token_ids = token_ids
+        self.whole_piece_tokens = whole_piece_tokens
+
+    def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
+        return [self.encode_ordinary(text) for text in texts]
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        text = replace_surrogates(text)  # a lone surrogate cannot be UTF-8: like tiktoken, U+FFFD instead
+        ids = []
+        for piece in self.split(text):
+            data = piece.encode("utf-8")
+            if self.whole_piece_tokens and data in self.token_ids:
+                ids.append(self.token_ids[data])
+            else:
+                ids.extend(self.token_ids[token] for token in merge_reference(data, self.merge_ranks))
+        return ids

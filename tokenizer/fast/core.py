@@ -1,0 +1,282 @@
+"""The fast core: ordinary text -> ids, exactly as :class:`tokenizer.core.ReferenceCore`, at tiktoken's speed.
+
+It answers the one question the ``Encoding`` face asks a core, ``encode_ordinary_texts(texts)``, by one of
+three routes, each chosen by a measured size (the thresholds below):
+
+- **a long text** (``ARRAY_MIN_CHARS`` or more) never becomes piece strings: its pieces are found by array
+  rules, grouped into distinct ones, looked up and BPE-encoded all at once in NumPy
+  (:mod:`tokenizer.fast.array_encode`);
+- **short texts** go through a piece cache: text repeats its pieces (" the", ",", " of"), so each distinct
+  piece is BPE-encoded once and later found in a dict, one lookup per piece done by ``map`` in C. The pieces
+  a call lacks are collected first and, when they are many, encoded together by batch BPE
+  (:mod:`tokenizer.fast.batch_bpe`, its pair table read from disk by :mod:`tokenizer.fast.table_cache`);
+- **a few new short pieces** are merged one by one by :func:`tokenizer.bpe.merge`, whose fixed cost is lowest.
+
+All the texts of one call (a batch, or the stretches between special tokens) are handled together: one
+grouping, one batch of BPE. The pieces come from :meth:`tokenizer.pretokenize.Pretokenizer.split`, the
+standard library's faster ``re`` running OpenAI's patterns.
+
+What this module does not do: special tokens, decoding, or any rule of its own. Where it and the reference
+core could differ, the tests compare them (and tiktoken).
+"""
+
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from itertools import chain, compress, filterfalse, repeat
+from operator import is_not, not_
+from typing import TYPE_CHECKING, Callable, Iterator, Literal, Mapping
+
+from .. import bpe
+from ..pretokenize import compile_pattern, replace_surrogates
+
+if TYPE_CHECKING:
+    from .array_encode import TokenTables
+    from .batch_bpe import PairTable
+    from .piece_arrays import PieceTable
+
+# The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
+PIECE_CACHE_LIMIT = 1 << 19
+
+# Fewer new pieces than this in one call, with fewer characters than BATCH_MIN_CHARS, are encoded one by one
+# (bpe.merge): a batch round has a fixed cost in NumPy calls that only many pieces, or long ones, repay.
+BATCH_MIN_PIECES = 64
+BATCH_MIN_CHARS = 1 << 14
+
+# Texts at least this long are encoded by array operations from the split to the ids (array_encode): no
+# Python object per piece where the pattern has an array split. Shorter ones are not worth its fixed cost in
+# NumPy calls and go through the piece cache.
+ARRAY_MIN_CHARS = 1 << 13
+
+
+class _PieceCache(dict):
+    """piece -> token ids (tuple); a missing piece is encoded once, on first lookup (``encode_piece``)."""
+
+    __slots__ = ("encode_piece",)
+
+    def __missing__(self, piece: str) -> tuple[int, ...]:
+        if len(self) >= PIECE_CACHE_LIMIT:
+            self.clear()
+        ids = self[piece] = self.encode_piece(piece)
+        return ids
+
+
+class FastCore:
+    """Ordinary text -> ids with caches, batch BPE and array operations; same ids as the reference core.
+
+    ``vocabulary_source`` names the vocabulary's contents when they came from a checked file (the registry
+    sets it to the file's name and sha256), so that its batch BPE tables are found on disk without hashing
+    every token; None (the default) hashes them.
+    """
+
+    def __init__(
+        self,
+        pat_str: str,
+        merge_ranks: Mapping[bytes, int],
+        token_ids: Mapping[bytes, int],
+        *,
+        whole_piece_tokens: bool = True,
+    ):
+        self.pat_str = pat_str
+        self.merge_ranks = merge_ranks
+        self.token_ids = token_ids
+        self.whole_piece_tokens = whole_piece_tokens
+        self.vocabulary_source: str | None = None
+        self._pretokenizer = compile_pattern(pat_str)
+        self._cache = _PieceCache()
+        self._cache.encode_piece = self._encode_piece
+        self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
+        self._part_cache.encode_piece = self._merge_to_ids
+        self._uncrossable: bytearray | None = None  # built on first need
+        self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
+        self._tables_soon: Callable[[], tuple[PairTable, PieceTable] | None] | None = None  # loading begun
+        self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
+        self._token_tables: TokenTables | None | Literal[False] = None  # False: no array path here
+
+    def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
+        """The ids of each text, special tokens as plain text: long texts by array operations, each on its
+        own; the others through the piece cache, the pieces they all lack in it encoded together."""
+        if len(texts) == 1:
+            text = texts[0]
+            ids = self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None
+            return [self._encode_through_cache_alone(text) if ids is None else ids]
+        done = [self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None for text in texts]
+        if not any(ids is None for ids in done):
+            return done
+        rest = iter(self._encode_through_cache([text for text, ids in zip(texts, done) if ids is None]))
+        return [next(rest) if ids is None else ids for ids in done]
+
+    # ---- short texts: the piece cache ----------------------------------------------------------------------
+
+    def _encode_piece(self, piece: str) -> tuple[int, ...]:
+        """One pre-token -> ids. Raises UnicodeEncodeError on a lone surrogate (handled by the callers)."""
+        data = piece.encode("utf-8")
+        if self.whole_piece_tokens:
+            idx = self.token_ids.get(data)
+            if idx is not None:
+                return (idx,)  # a whole piece that is a token is that token, as in tiktoken
+        if len(data) >= 8 and not piece.isascii():
+            # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
+            # into short parts no merge can cross; those repeat, so cache them.
+            from .uncrossable import split_uncrossable, uncrossable_pairs
+
+            if self._uncrossable is None:
+                self._uncrossable = uncrossable_pairs(self.merge_ranks)
+            parts = split_uncrossable(data, self._uncrossable)
+            if len(parts) > 1:
+                return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
+        return self._merge_to_ids(data)
+
+    def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
+        token_ids = self.token_ids
+        return tuple([token_ids[part] for part in bpe.merge(data, self.merge_ranks)])
+
+    def _encode_pieces(self, pieces: list[str]) -> list[int]:
+        """The ids of one text's pre-tokens: one cache lookup each. Few pieces: a missing one is encoded on the
+        spot. Many: the lookup is tried first, and if pieces are missing they are encoded together
+        (:meth:`_add_missing`) before it runs again."""
+        cache = self._cache
+        if len(pieces) < BATCH_MIN_PIECES and sum(map(len, pieces)) < BATCH_MIN_CHARS:
+            return list(chain.from_iterable(map(cache.__getitem__, pieces)))
+        found = list(map(cache.get, pieces))
+        if not all(found):  # a piece's ids are never empty: a falsy entry is a missing piece
+            if not self._add_missing(list(compress(pieces, map(not_, found)))):
+                half = len(pieces) // 2
+                return self._encode_pieces(pieces[:half]) + self._encode_pieces(pieces[half:])
+            found = list(map(cache.__getitem__, pieces))
+        return list(chain.from_iterable(found))
+
+    def _encode_through_cache(self, texts: list[str]) -> list[list[int]]:
+        try:
+            piece_lists = list(map(self._pretokenizer.split, texts))
+            if self._add_missing(list(chain.from_iterable(piece_lists))):
+                lookup = self._cache.__getitem__
+                return [list(chain.from_iterable(map(lookup, pieces))) for pieces in piece_lists]
+        except UnicodeEncodeError:
+            pass  # a lone surrogate somewhere: each text replaces it in its own text
+        return list(map(self._encode_through_cache_alone, texts))
+
+    def _encode_through_cache_alone(self, text: str) -> list[int]:
+        try:
+            return self._encode_pieces(self._pretokenizer.split(text))
+        except UnicodeEncodeError:
+            # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
+            return self._encode_pieces(self._pretokenizer.split(replace_surrogates(text)))
+
+    def _add_missing(self, pieces: list[str]) -> bool:
+        """Put in the cache every piece of ``pieces`` it lacks, encoded together (:meth:`_fill_cache`); False,
+        doing nothing, if they are so many that the cache could not hold them."""
+        # Not set(pieces).difference(cache): for a dict subclass that walks the whole cache, on every call.
+        new = list(filterfalse(self._cache.__contains__, set(pieces)))
+        if len(new) > PIECE_CACHE_LIMIT // 2 and len(new) > 1:
+            return False
+        self._fill_cache(new)
+        return True
+
+    def _fill_cache(self, pieces: list[str]) -> None:
+        """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache, BPE-encoding all that need
+        it in one batch (:func:`tokenizer.fast.batch_bpe.encode_pieces`)."""
+        cache = self._cache
+        worth_a_batch = len(pieces) >= BATCH_MIN_PIECES or sum(map(len, pieces)) >= BATCH_MIN_CHARS
+        table = self._batch_table() if worth_a_batch else None
+        if table is None:
+            for piece in pieces:
+                cache[piece]  # noqa: B018 - __missing__ encodes and stores it
+            return
+        from .batch_bpe import encode_pieces  # NumPy is imported only once a batch is worth it
+
+        if len(cache) + len(pieces) > PIECE_CACHE_LIMIT:
+            cache.clear()
+        with _garbage_collection_paused():
+            data = list(map(str.encode, pieces))  # a lone surrogate raises UnicodeEncodeError: see the callers
+            if self.whole_piece_tokens:
+                # a whole piece that is a token is that token, as in tiktoken; the others go to BPE
+                whole = list(map(self.token_ids.get, data))
+                is_token = list(map(is_not, whole, repeat(None)))
+                cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
+                needs_bpe = list(map(not_, is_token))
+                pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
+            cache.update(zip(pieces, encode_pieces(data, table)))
+
+    # ---- long texts: the array path ------------------------------------------------------------------------
+
+    def _encode_long(self, text: str) -> list[int] | None:
+        """The ids of ``text`` by array operations (:mod:`tokenizer.fast.array_encode`), or None where this
+        vocabulary has no array path (CS336's rule, or no batch BPE tables). The pieces come from the array
+        split where the pattern has one, else from the usual split (only their lengths are kept)."""
+        if self._token_tables is False or self._pair_table is False or not self.whole_piece_tokens:
+            return None
+        if self._pair_table is None:
+            self._begin_loading_tables()  # the tables' file is checked while the text is split
+        import numpy as np
+
+        from .array_encode import encode_split_text
+        from .array_split import piece_starts
+        from .piece_arrays import code_points
+
+        try:
+            points = code_points(text)
+        except UnicodeEncodeError:  # a lone surrogate cannot be UTF-8: like tiktoken, encode U+FFFD instead
+            text = replace_surrogates(text)
+            points = code_points(text)
+        starts = piece_starts(points, self.pat_str)
+        if starts is None:
+            pieces = self._pretokenizer.split(text)
+            lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+            if int(lengths.sum()) != len(text):
+                # A pattern of one's own may skip text (only what it matches is encoded): its pieces then do
+                # not tile the text, and their lengths cannot give where they start. The piece cache takes them.
+                return self._encode_pieces(pieces)
+            starts = np.cumsum(lengths) - lengths
+        tables = self._array_tables()
+        if tables is None:
+            return None
+        return encode_split_text(text, points, starts, tables).tolist()
+
+    def _array_tables(self) -> TokenTables | None:
+        """The tables of the array path, built on first need; None if there is none for this vocabulary."""
+        if self._token_tables is None:
+            from .array_encode import TokenTables
+
+            # Without the whole-piece rule (CS336's tokenizer) every piece would go through BPE: there the
+            # piece cache, which remembers whole pieces, was measured faster; so only tiktoken's rule takes it.
+            pairs = self._batch_table() if self.whole_piece_tokens else None
+            self._token_tables = TokenTables(self._token_table, pairs) if pairs is not None else False
+        return self._token_tables or None
+
+    def _batch_table(self) -> PairTable | None:
+        """The pair table of batch BPE, loaded or built on first need; None if this vocabulary cannot have one."""
+        if self._pair_table is None:
+            tables = self._begin_loading_tables()()
+            self._pair_table, self._token_table = tables or (False, None)
+            self._tables_soon = None
+        return self._pair_table or None
+
+    def _begin_loading_tables(self) -> Callable[[], tuple[PairTable, PieceTable] | None]:
+        """Begin loading the tables of batch BPE (:func:`tokenizer.fast.table_cache.load_tables_soon`: their
+        file is checked in a thread meanwhile), unless begun already; the function returned finishes it."""
+        if self._tables_soon is None:
+            from .table_cache import load_tables_soon
+
+            self._tables_soon = load_tables_soon(self.merge_ranks, self.token_ids, source=self.vocabulary_source)
+        return self._tables_soon
+
+    def batch_table(self) -> PairTable | None:
+        """The pair table of batch BPE (loaded or built now if not yet), for code that runs batch BPE itself;
+        None if this vocabulary cannot have one."""
+        return self._batch_table()
+
+
+@contextmanager
+def _garbage_collection_paused() -> Iterator[None]:
+    """Pause Python's cycle collector, then restore it as it was. A cache fill makes tens of thousands of
+    tuples, all kept (the cache holds them); each collection they set off would walk the whole cache again,
+    to free nothing, since tuples of ints make no cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -1,0 +1,50 @@
+"""Byte pairs that no token holds: where a long piece can be cut into short parts BPE treats alone.
+
+If no mergeable token contains the bytes ``a, b`` next to each other, no merge can ever join across that
+pair (every merge makes a token, which would contain it). So BPE of a piece is BPE of the two sides,
+concatenated. Byte-level vocabularies with few tokens for a script (GPT-2 and Chinese) have many such pairs:
+a long Chinese sentence, one unique piece, falls apart into short parts that repeat and can be cached.
+
+This is a speed rule, not a BPE rule: :func:`tokenizer.bpe.merge_reference` on the whole piece is the oracle
+the tests hold it to.
+"""
+
+from __future__ import annotations
+
+from itertools import compress, count, repeat
+from operator import lshift, or_
+from typing import Mapping
+
+
+def uncrossable_pairs(merge_ranks: Mapping[bytes, int]) -> bytearray:
+    """A 65536-entry table: ``table[a << 8 | b]`` is 1 when no mergeable token contains the bytes ``a, b``
+    next to each other.
+
+    Where a piece has such a pair, no merge can ever join across it (every merge makes a token, and the token
+    would contain that pair), so BPE of the piece is BPE of the two sides, concatenated: see
+    :func:`split_uncrossable`. Byte-level vocabularies with few tokens for a script (GPT-2 and Chinese) have many
+    such pairs, which turns one long, unique piece into short, cacheable ones.
+    """
+    import numpy as np  # only here: building the table for a 200k vocabulary in pure Python takes ~0.4 s
+
+    tokens = [t for t in merge_ranks if len(t) > 1]
+    blob = np.frombuffer(b"".join(tokens), dtype=np.uint8).astype(np.int32)
+    pairs = (blob[:-1] << 8) | blob[1:]
+    # a pair starting at a token's last byte spans two tokens (int64: an empty cumsum would be float)
+    ends = np.cumsum([len(t) for t in tokens], dtype=np.int64)[:-1] - 1
+    inside = np.ones(len(pairs), dtype=bool)
+    inside[ends] = False
+    table = np.ones(65536, dtype=np.uint8)
+    table[pairs[inside]] = 0
+    return bytearray(table.tobytes())
+
+
+def split_uncrossable(piece: bytes, table: bytearray) -> list[bytes]:
+    """Cut ``piece`` between every two bytes that no token contains together (``table`` from
+    :func:`uncrossable_pairs`): ``merge(piece)`` is the concatenation of ``merge`` of each part."""
+    # flags[i] = 1 when piece[i], piece[i+1] never meet in a token; the maps run in C
+    flags = bytes(map(table.__getitem__, map(or_, map(lshift, piece, repeat(8)), piece[1:])))
+    if 1 not in flags:
+        return [piece]
+    cuts = list(compress(count(1), flags))
+    return list(map(piece.__getitem__, map(slice, [0, *cuts], [*cuts, len(piece)])))
