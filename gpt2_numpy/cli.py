@@ -128,7 +128,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 def check_command_line(parser, args) -> None:
     """Every mistake that can be told before any download or model work (ValueError: one line, exit 2)."""
-    wants = [flag for flag, given in (("a PROMPT", args.prompt is not None), ("--score", args.score is not None),
+    wants = [flag for flag, given in (("PROMPT", args.prompt is not None), ("--score", args.score is not None),
                                       ("--save_hf", args.save_hf is not None), ("--serve", args.serve)) if given]
     if not wants:
         raise ValueError(f"give a PROMPT to continue (e.g. {parser.prog} 'Hello, world'), --score FILE, "

@@ -686,7 +686,7 @@ def test_score_of_a_one_token_file_says_two_are_needed(fake_model, tmp_path):
 
 
 @pytest.mark.parametrize("argv, named", [
-    (["hi", "--serve"], "--serve runs until Ctrl-C; give it no a PROMPT"),
+    (["hi", "--serve"], "--serve runs until Ctrl-C; give it no PROMPT"),
     (["hi", "--port", "8000"], "--port go with --serve"),
     (["--serve", "--port", "70000"], "expected a port from 0 to 65535"),
 ])
