@@ -1,15 +1,15 @@
-"""Benchmark: GPT-2 124M decoding speed of this project (kvcache.py, behind gpt2.py) against its peers.
+"""Benchmark: GPT-2 124M decoding speed of this project (gpt2_numpy/kvcache.py, behind gpt2) against its peers.
 
     python bench/bench_generate.py                # full run (about 3 minutes on 2 cores)
     python bench/bench_generate.py --tokens 16    # quick check
 
 What it measures, all greedy, fp32, on a 124M-shaped checkpoint with random weights (real
 weights are not needed for speed; the first run writes it to ~/.cache/gpt2-bench/124M with
-tests/tiny_checkpoint.py and converts it once with utils.py):
+tests/tiny_checkpoint.py and checks it once with gpt2_numpy/checkpoints.py):
 
-- decode tok/s of kvcache.py (KV cache; the weights prepared once, kvcache.DecodingWeights),
+- decode tok/s of gpt2_numpy/kvcache.py (KV cache; the weights prepared once, kvcache.DecodingWeights),
   of HF transformers' GPT2LMHeadModel with the same weights (KV cache, torch using every core)
-  and of picoGPT's method (gpt2.py's readable gpt2(), no cache: the whole sequence again for
+  and of picoGPT's method (gpt2_numpy/model.py's readable gpt2(), no cache: the whole sequence again for
   every token). Decode excludes the prompt's prefill.
 - the memory-bandwidth bound: decoding one token must read every weight once, so
   bound = bandwidth / fp32 weight bytes per token, with the bandwidth of a large
@@ -17,8 +17,8 @@ tests/tiny_checkpoint.py and converts it once with utils.py):
   split over every core, and a read-only pass (np.add.reduce) split over every core,
   give stricter bounds, shown too.
 - a batch of 8 prompts decoded together vs one stream.
-- process start -> first token: `python gpt2.py ... --n_tokens_to_generate 1` on the warm
-  (.npy) cache, wall clock.
+- process start -> first token: `python gpt2.py ... --n_tokens_to_generate 1` (the gpt2 command, from
+  the checkout) on the warm (CRC-stamped) checkpoint, wall clock.
 
 Every engine runs in its own subprocess: torch's OpenMP threads and OpenBLAS's threads
 spin-wait, and sharing a process (2 cores) slowed HF down 5x in a trial.
@@ -55,9 +55,9 @@ def ensure_checkpoint(models_dir):
 
 
 def load_params(models_dir):
-    import utils
+    from gpt2_numpy.checkpoints import load_encoder_hparams_and_params
 
-    encoder, hparams, params = utils.load_encoder_hparams_and_params("124M", models_dir)
+    encoder, hparams, params = load_encoder_hparams_and_params("124M", models_dir)
     return hparams, params
 
 
@@ -80,7 +80,7 @@ def decode_rate(times, n_rows=1):
 
 
 def worker_ours(args, batch):
-    import kvcache
+    from gpt2_numpy import kvcache
 
     hparams, params = load_params(args.models_dir)
     weights = kvcache.DecodingWeights(params)  # built once for every run, as a long-lived program would
@@ -97,14 +97,14 @@ def worker_ours(args, batch):
 
 
 def worker_nocache(args):
-    import gpt2
+    from gpt2_numpy.model import gpt2
 
     hparams, params = load_params(args.models_dir)
 
-    def steps():  # gpt2.generate_reference, picoGPT's loop: the whole sequence again for every token
+    def steps():  # model.generate_reference, picoGPT's loop: the whole sequence again for every token
         ids = prompt_ids(args.prompt_tokens)
         for _ in range(args.baseline_tokens):
-            logits = gpt2.gpt2(ids, **params, n_head=hparams["n_head"])
+            logits = gpt2(ids, **params, n_head=hparams["n_head"])
             ids.append(int(np.argmax(logits[-1])))
             yield ids[-1]
 
@@ -162,10 +162,10 @@ def worker_hf(args):
 
 
 def worker_bandwidth(args):
-    import utils
+    from gpt2_numpy.model import as_float32
 
     hparams, params = load_params(args.models_dir)
-    weights = utils.as_float32(params)
+    weights = as_float32(params)
     blocks = [a for block in weights["blocks"] for a in leaves(block)]
     # per token: every block weight, ln_f, the whole wte (output head), one row each of wte/wpe
     per_token = sum(a.nbytes for a in blocks) + sum(a.nbytes for a in leaves(weights["ln_f"])) \

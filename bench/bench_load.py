@@ -4,13 +4,15 @@
 
 CHECKPOINT_DIR holds OpenAI's files for a 124M-shaped model (checkpoint, hparams.json,
 model.ckpt.*, encoder.json, vocab.bpe). Each measurement is a fresh interpreter running
-``utils.load_encoder_hparams_and_params('124M', models_dir)``, wall time including imports:
+``utils.load_encoder_hparams_and_params('124M', models_dir)`` (the checkout's utils.py, picoGPT's face over
+gpt2_numpy/checkpoints.py), wall time including imports:
 
 * cold: an empty models dir, files served by a local HTTP server (download + first load: the
   new path checks every CRC, the old one imports TF and writes its .npy cache);
 * warm: the same dir again (new: map the data file; old: map the .npy cache).
 
-The old path is utils.py at ``--old-rev`` (git show), run with this checkout's other modules.
+The old path is utils.py at ``--old-rev`` (git show), put first on PYTHONPATH in place of the face, run with
+this checkout's other modules.
 Runs alternate old/new; the best of ``--runs`` is printed, with the load average.
 """
 

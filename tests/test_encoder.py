@@ -1,4 +1,5 @@
-"""encoder.py: OpenAI's Encoder interface, as a thin face on the tokenizer core."""
+"""gpt2_numpy/encoder.py (the checkout's encoder.py): OpenAI's Encoder interface, as a thin face on the tokenizer
+core."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import encoder
+from gpt2_numpy import encoder
 from conftest import corpus_text
 from tokenizer import get_encoding
 

@@ -1,5 +1,6 @@
-"""Tests for gpt2.py and kvcache.py: logits against HF transformers, the KV-cached decoder against
-picoGPT's full-recompute loop (generate_reference), batching, sampling, and the command line."""
+"""Tests for the model (gpt2_numpy/model.py, through the checkout's picoGPT face gpt2.py) and gpt2_numpy/kvcache.py:
+logits against HF transformers, the KV-cached decoder against picoGPT's full-recompute loop (generate_reference),
+batching, sampling, and the gpt2 command (gpt2_numpy/cli.py)."""
 import io
 import os
 import re
@@ -15,7 +16,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 import gpt2
-import kvcache
+from gpt2_numpy import cli, kvcache, model
 from tiny_checkpoint import write_tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,7 +125,7 @@ def test_the_oracle_tolerance_catches_a_wrong_formula(params, hf):
 
     ids = PROMPT
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(gpt2, "gelu", erf_gelu)
+        patch.setattr(model, "gelu", erf_gelu)  # where the forward pass looks it up
         wrong = gpt2.gpt2(ids, **params, n_head=N_HEAD).astype(np.float32)
     with pytest.raises(AssertionError):
         assert_close_to_oracle(wrong, hf_logits(hf, ids))
@@ -496,13 +497,13 @@ class ByteEncoder:
         return list(text.encode("utf-8"))
 
     def decode(self, ids):
-        return b"".join(gpt2.token_bytes(self, i) for i in ids).decode("utf-8", errors="replace")
+        return b"".join(cli.token_bytes(self, i) for i in ids).decode("utf-8", errors="replace")
 
 
 def test_decode_stream_holds_back_split_characters():
     encoder = ByteEncoder()
     text = "a é 🙂 z"
-    pieces = list(gpt2.decode_stream(encoder, list(text.encode("utf-8"))))
+    pieces = list(cli.decode_stream(encoder, list(text.encode("utf-8"))))
     assert "".join(pieces) == text
     assert all("\ufffd" not in piece for piece in pieces)  # no half characters printed
     assert "🙂" in pieces  # emitted whole, once its 4th byte arrived
@@ -519,16 +520,16 @@ def fake_model(params, monkeypatch):
         loads.append((model_size, models_dir))
         return encoder, hparams, params
 
-    monkeypatch.setattr(gpt2, "load_encoder_hparams_and_params", load)
+    monkeypatch.setattr(cli, "load_encoder_hparams_and_params", load)
     return types.SimpleNamespace(encoder=encoder, loads=loads, params=params)
 
 
 def run_main(argv):
-    """(exit status, stdout, stderr) of gpt2.main(argv); argparse's exits count as statuses."""
+    """(exit status, stdout, stderr) of cli.main(argv); argparse's exits count as statuses."""
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:
-            status = gpt2.main(argv)
+            status = cli.main(argv)
         except SystemExit as exit_:
             status = exit_.code
     return status, out.getvalue(), err.getvalue()
@@ -656,3 +657,57 @@ def test_cli_end_to_end_on_a_tiny_checkpoint(tmp_path):
     error = run.stderr.decode(errors="replace")
     assert run.returncode == 2 and "Traceback" not in error and error.count("\n") == 1
     assert f"prompt of {len(ids)} tokens" in error and "n_ctx=64" in error
+
+
+def test_a_prompt_that_starts_with_a_dash_is_pointed_at_double_dash(fake_model):
+    status, out, err = run_main(["-x"])
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "unrecognized arguments: -x; a prompt that starts with a dash goes after --:" in err
+    assert "-- -x" in err and fake_model.loads == []
+    status, _, err = run_main(["hi", "--temp", "1"])  # a prompt was given: a misspelt flag, no such hint
+    assert status == 2 and "goes after --" not in err
+
+
+@pytest.mark.parametrize("content, named", [("", "the file is empty"), (b"\xff\xfe", "is not UTF-8 text")])
+def test_score_of_an_empty_or_binary_file_says_so_before_loading(fake_model, tmp_path, content, named):
+    path = tmp_path / "essay.txt"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    status, out, err = run_main(["--score", str(path)])
+    assert status == 2 and out == "" and err.count("\n") == 1 and named in err and str(path) in err, err
+    assert fake_model.loads == []
+    status, _, err = run_main(["--score", str(tmp_path / "missing.txt")])
+    assert status == 2 and "missing.txt" in err and fake_model.loads == []
+
+
+def test_score_of_a_one_token_file_says_two_are_needed(fake_model, tmp_path):
+    (tmp_path / "one.txt").write_text("a")
+    status, _, err = run_main(["--score", str(tmp_path / "one.txt")])
+    assert status == 2 and "holds 1 token" in err and "at least two" in err
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["hi", "--serve"], "--serve runs until Ctrl-C; give it no PROMPT"),
+    (["hi", "--port", "8000"], "--port go with --serve"),
+    (["--serve", "--port", "70000"], "expected a port from 0 to 65535"),
+])
+def test_serve_mistakes_are_one_line_and_exit_2(fake_model, argv, named):
+    status, out, err = run_main(argv)
+    assert status == 2 and out == "" and err.count("\n") == 1 and named in err, err
+    assert fake_model.loads == []
+
+
+def test_a_damaged_checkpoint_exits_1_and_a_model_folder_of_nothing_exits_2(tmp_path):
+    """A file that fails its check is not a mistake on the command line: exit 1, one line naming it. A folder
+    that holds no model is: exit 2, before anything is read."""
+    model_dir = tmp_path / "124M"
+    write_tiny_checkpoint(model_dir, n_ctx=64, n_embd=32, n_head=2, seed=3)
+    data = model_dir / "model.ckpt.data-00000-of-00001"
+    body = bytearray(data.read_bytes())
+    body[len(body) // 2] ^= 0x10
+    data.write_bytes(bytes(body))
+    status, out, err = run_main(["hi", "--model", str(model_dir)])
+    assert status == 1 and out == "" and err.count("\n") == 1
+    assert "data-00000-of-00001 is damaged" in err and "CRC-32C" in err
+    (tmp_path / "empty").mkdir()
+    status, _, err = run_main(["hi", "--model", str(tmp_path / "empty")])
+    assert status == 2 and "holds neither OpenAI's layout" in err

@@ -1,5 +1,5 @@
-"""Hugging Face folders (hfmodel.py, utils.load_encoder_hparams_and_params with a path, --save-hf) and
-gpt2.score, against transformers: a folder transformers wrote reads back to the same weights and
+"""Hugging Face folders (gpt2_numpy/hfmodel.py, load_encoder_hparams_and_params with a path, --save_hf) and
+score (gpt2_numpy/scoring.py), against transformers: a folder transformers wrote reads back to the same weights and
 logits, ours loads in transformers with the same logits, and score equals transformers' loss."""
 
 import json
@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import gpt2  # noqa: E402
-import hfmodel  # noqa: E402
-import utils  # noqa: E402
+import gpt2  # noqa: E402 - the checkout's picoGPT face: gpt2.gpt2, gpt2.generate, gpt2.score
+from gpt2_numpy import hfmodel  # noqa: E402
+from gpt2_numpy import checkpoints  # noqa: E402
 from test_gpt2 import N_HEAD, hf_logits, hf_model, random_params, run_main  # noqa: E402
 from test_utils import assert_same_params  # noqa: E402
 
@@ -57,7 +57,7 @@ def hf_folder(params, tmp_path_factory):
 
 def test_folder_written_by_transformers_reads_back_exactly(hf_folder, params, hf):
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in hf_folder.iterdir()}
-    encoder, hparams, loaded = utils.load_encoder_hparams_and_params(str(hf_folder))
+    encoder, hparams, loaded = checkpoints.load_encoder_hparams_and_params(str(hf_folder))
     assert hparams == {"n_vocab": 50257, "n_ctx": 48, "n_embd": 32, "n_head": N_HEAD, "n_layer": 2}
     assert_same_params(loaded, params)
     assert isinstance(loaded["wte"], np.memmap)  # mapped, not copied
@@ -74,7 +74,7 @@ def test_tokenizer_json_alone_is_enough(hf_folder, tmp_path):
     shutil.copytree(hf_folder, folder)
     (folder / "vocab.json").unlink()
     (folder / "merges.txt").unlink()
-    encoder, _, _ = utils.load_encoder_hparams_and_params(str(folder))
+    encoder, _, _ = checkpoints.load_encoder_hparams_and_params(str(folder))
     text = "Not all heroes wear capes. naïve 🙂"
     assert encoder.encode(text) == __import__("encoder").get_encoder("", VOCAB).encode(text)
     assert json.loads((folder / "tokenizer.json").read_text())["model"]["merges"]  # it did hold the merges
@@ -84,18 +84,18 @@ def test_save_hf_round_trip(params, tmp_path):
     """Ours -> folder -> transformers: the same logits; and back through our reader: the same weights."""
     hparams = {"n_vocab": 50257, "n_ctx": 48, "n_embd": 32, "n_head": N_HEAD, "n_layer": 2}
     encoder = __import__("encoder").get_encoder("", VOCAB)
-    utils.save_hf(tmp_path / "out", encoder, hparams, params)
+    checkpoints.save_hf(tmp_path / "out", encoder, hparams, params)
     model = GPT2LMHeadModel.from_pretrained(tmp_path / "out").eval()
     ids = encoder.encode(TEXT)[:40]
     theirs = hf_logits(model, ids)
     ours = gpt2.gpt2(ids, **params, n_head=N_HEAD)
     assert np.abs(ours - theirs).max() <= 1e-4
-    _, hparams_back, params_back = utils.load_encoder_hparams_and_params(str(tmp_path / "out"))
+    _, hparams_back, params_back = checkpoints.load_encoder_hparams_and_params(str(tmp_path / "out"))
     assert hparams_back == hparams
     assert_same_params(params_back, params)
     assert GPT2TokenizerFast.from_pretrained(tmp_path / "out")(TEXT)["input_ids"] == encoder.encode(TEXT)
     with pytest.raises(FileExistsError, match="already exists"):  # never written over
-        utils.save_hf(tmp_path / "out", encoder, hparams, params)
+        checkpoints.save_hf(tmp_path / "out", encoder, hparams, params)
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder left
 
 
@@ -105,7 +105,7 @@ def test_openai_folder_by_path_and_cli_save_hf(tmp_path):
 
     params = write_tiny_checkpoint(tmp_path / "openai")
     assert run_main(["--model", str(tmp_path / "openai"), "--save-hf", str(tmp_path / "hf")])[0] == 0
-    _, _, loaded = utils.load_encoder_hparams_and_params(str(tmp_path / "hf"))
+    _, _, loaded = checkpoints.load_encoder_hparams_and_params(str(tmp_path / "hf"))
     assert_same_params(loaded, params)
     status_a, out_a, _ = run_main(["Hello", "--model", str(tmp_path / "openai"), "--n_tokens_to_generate", "5"])
     status_b, out_b, _ = run_main(["Hello", "--model", str(tmp_path / "hf"), "--n_tokens_to_generate", "5"])
@@ -193,7 +193,7 @@ def test_score_rejects_too_short_input(params):
 def test_a_folder_in_neither_layout(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(ValueError, match="neither OpenAI's layout .* nor Hugging Face's"):
-        utils.load_encoder_hparams_and_params(str(tmp_path))
+        checkpoints.load_encoder_hparams_and_params(str(tmp_path))
     assert run_main(["hi", "--model", str(tmp_path)])[0] == 2
 
 
@@ -203,13 +203,13 @@ def test_config_disagreeing_with_the_tensors(hf_folder, tmp_path):
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "n_embd": 64}))
     with pytest.raises(ValueError, match=r"tensor wte.weight has shape \[50257, 32\], but config.json"):
-        utils.load_encoder_hparams_and_params(str(folder))
+        checkpoints.load_encoder_hparams_and_params(str(folder))
     (folder / "config.json").write_text(json.dumps({**config, "n_layer": 3}))
     with pytest.raises(ValueError, match=r"missing tensors \['h.2.ln_1.weight'"):
-        utils.load_encoder_hparams_and_params(str(folder))
+        checkpoints.load_encoder_hparams_and_params(str(folder))
     (folder / "config.json").write_text(json.dumps({**config, "n_layer": 1}))
     with pytest.raises(ValueError, match=r"unexpected tensors \['transformer.h.1|unexpected tensors \['h.1"):
-        utils.load_encoder_hparams_and_params(str(folder))
+        checkpoints.load_encoder_hparams_and_params(str(folder))
 
 
 def test_a_missing_tensor_and_a_truncated_file(hf_folder, tmp_path):
@@ -219,8 +219,8 @@ def test_a_missing_tensor_and_a_truncated_file(hf_folder, tmp_path):
     hfmodel.write_safetensors(folder / "model.safetensors",
                               {k: v for k, v in tensors.items() if k != "transformer.h.1.mlp.c_fc.bias"}, {"format": "pt"})
     with pytest.raises(ValueError, match=r"missing tensors \['h.1.mlp.c_fc.bias'\]"):
-        utils.load_encoder_hparams_and_params(str(folder))
+        checkpoints.load_encoder_hparams_and_params(str(folder))
     data = (hf_folder / "model.safetensors").read_bytes()
     (folder / "model.safetensors").write_bytes(data[: len(data) - 100])
     with pytest.raises(ValueError, match="model.safetensors is not a readable safetensors file: .*truncated"):
-        utils.load_encoder_hparams_and_params(str(folder))
+        checkpoints.load_encoder_hparams_and_params(str(folder))

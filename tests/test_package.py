@@ -31,10 +31,12 @@ def project_copy(tmp_path: Path) -> Path:
         shutil.copy(path, copy)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, copy)
-    shutil.copytree(REPO / "tokenizer", copy / "tokenizer", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("gpt2_numpy", "tokenizer"):
+        shutil.copytree(REPO / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
     for folder in ("tests", "bench", "docs", "models", "tools"):  # what must *not* be installed, present as in a clone
         (copy / folder).mkdir()
         (copy / folder / "__init__.py").touch()
+    shutil.copy(REPO / "models" / "README.md", copy / "models")  # what marks a checkout's models folder
     return copy
 
 
@@ -48,14 +50,15 @@ def make_venv(tmp_path: Path) -> Path:
 
 
 def clean_env() -> dict:
-    """The environment of a user's shell: nothing points into the checkout, no vocabulary folder is set."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TOKENIZER_DATA_DIR")}
+    """The environment of a user's shell: nothing points into the checkout, no vocabulary or models folder is set."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "TOKENIZER_DATA_DIR", "GPT2_MODELS_DIR")}
     env["NO_COLOR"] = "1"
     return env
 
 
-def run(command: list, cwd: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run(command, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300)
+def run(command: list, cwd: Path, **env) -> subprocess.CompletedProcess:
+    proc = subprocess.run(command, cwd=cwd, env={**clean_env(), **env}, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -84,8 +87,8 @@ def test_pip_install_gives_commands_that_work_from_any_folder(tmp_path, elsewher
 
     # The installed copy is the one used (GPT-2's vocabulary files shipped inside it), and nothing else of the
     # checkout was installed as a package.
-    where = run([bin_dir / "python", "-c", "import gpt2, encoder, utils, tokenizer; "
-                 "print(tokenizer.__file__, gpt2.__file__)"], elsewhere).stdout.split()
+    where = run([bin_dir / "python", "-c", "import gpt2_numpy.cli, tokenizer; "
+                 "print(tokenizer.__file__, gpt2_numpy.cli.__file__)"], elsewhere).stdout.split()
     site = Path(where[0]).parents[1]
     assert all(Path(p).is_relative_to(venv) for p in where), where
     assert sorted(p.name for p in (site / "tokenizer" / "data").iterdir()) == ["README.md", "encoder.json",
@@ -93,6 +96,36 @@ def test_pip_install_gives_commands_that_work_from_any_folder(tmp_path, elsewher
     assert sorted(p.name for p in (site / "tokenizer" / "playground").iterdir()) == ["index.html", "playground.css",
                                                                                   "playground.js"]
     assert not any((site / name).exists() for name in ("tests", "bench", "docs", "models", "tools"))
+
+    # Only the two packages: no generic top-level module (gpt2, utils, encoder, crc32c, ...) that a user's file of
+    # the same name, or PyPI's crc32c, could shadow or be shadowed by.
+    record = next(site.glob("gpt2_numpy-*.dist-info")) / "RECORD"
+    installed = {line.split(",")[0].split("/")[0] for line in record.read_text().splitlines()}
+    assert installed == {"gpt2_numpy", "tokenizer", record.parent.name, ".."}, installed  # "..": bin/ scripts
+    for name in ("gpt2", "utils", "encoder", "kvcache", "tfcheckpoint", "crc32c", "hfmodel"):
+        assert not list(site.glob(f"{name}.py")) and not (site / name).exists(), name
+
+    # An installed copy keeps its models in the user cache, whatever the current folder holds.
+    rule = "from gpt2_numpy.models_dir import default_models_dir; print(default_models_dir())"
+    (elsewhere / "models").mkdir()
+    (elsewhere / "models" / "README.md").touch()
+    out = run([bin_dir / "python", "-c", rule], elsewhere, XDG_CACHE_HOME=str(tmp_path / "xdg")).stdout.strip()
+    assert out == str(tmp_path / "xdg" / "gpt2-numpy" / "models")
+
+
+def test_both_commands_run_beside_a_users_own_crc32c_utils_and_encoder(tmp_path, elsewhere):
+    """A user's crc32c.py, utils.py and encoder.py (or PyPI's crc32c) in the current folder and on sys.path: the
+    installed commands import only their own packages, so neither notices."""
+    src, venv = project_copy(tmp_path), make_venv(tmp_path)
+    pip_install(venv, str(src), cwd=elsewhere)
+    for name in ("crc32c", "utils", "encoder", "gpt2", "kvcache"):
+        (elsewhere / f"{name}.py").write_text(f"raise ImportError('the user\\'s own {name}.py was imported')\n")
+    shadowed = {"PYTHONPATH": str(elsewhere)}
+    assert run([venv / "bin" / "gpt2", "--help"], elsewhere, **shadowed).stdout.startswith("usage: gpt2")
+    assert run([venv / "bin" / "gpt2-tokenizer", "--help"], elsewhere, **shadowed).stdout.startswith(
+        "usage: gpt2-tokenizer")
+    assert run([venv / "bin" / "gpt2-tokenizer", "encode", "Hello, world"], elsewhere, **shadowed).stdout.split() == \
+        HELLO_IDS.split()
 
 
 def test_gpt2_console_script_help(tmp_path, elsewhere):
@@ -108,5 +141,10 @@ def test_pip_install_editable(tmp_path, elsewhere):
     pip_install(venv, "-e", str(src), cwd=elsewhere)
     assert run([venv / "bin" / "gpt2-tokenizer", "encode", "Hello, world"], elsewhere).stdout.split() == \
         HELLO_IDS.split()
-    where = run([venv / "bin" / "python", "-c", "import tokenizer; print(tokenizer.__file__)"], elsewhere).stdout
-    assert Path(where.strip()) == src / "tokenizer" / "__init__.py"  # editable: the copy's own files
+    where = run([venv / "bin" / "python", "-c", "import tokenizer, gpt2_numpy; print(tokenizer.__file__, "
+                 "gpt2_numpy.__file__)"], elsewhere).stdout.split()
+    assert [Path(p) for p in where] == [src / "tokenizer" / "__init__.py", src / "gpt2_numpy" / "__init__.py"]
+    assert run([venv / "bin" / "gpt2", "--help"], elsewhere).stdout.startswith("usage: gpt2")
+    # Installed from a checkout in editable mode, models live in that checkout's models/ folder.
+    rule = "from gpt2_numpy.models_dir import default_models_dir; print(default_models_dir())"
+    assert run([venv / "bin" / "python", "-c", rule], elsewhere).stdout.strip() == str(src / "models")

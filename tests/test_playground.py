@@ -1,6 +1,7 @@
 """The playground (tokenizer/serve.py and its page): the JSON API against Encoding.encode and tiktoken, its 4xx
-answers, the next-token panel against gpt2.gpt2, the serve command, and the page itself in headless chromium
-(Debian's chromium and chromium-driver, driven by Selenium; nothing is downloaded)."""
+answers, the next-token panel (gpt2_numpy/next_tokens.py, handed to the playground) against the forward pass,
+the serve commands (gpt2-tokenizer serve, gpt2 --serve), and the page itself in headless chromium (Debian's
+chromium and chromium-driver, driven by Selenium; nothing is downloaded)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ import numpy as np
 import pytest
 import tiktoken
 
-import gpt2
 from conftest import REPO
+from gpt2_numpy.model import gpt2
+from gpt2_numpy.next_tokens import NextTokens
 from tokenizer import Encoding, get_encoding, merge_reference
-from tokenizer.serve import MAX_CHARS, NextTokens, Playground, PlaygroundServer
+from tokenizer.serve import MAX_CHARS, Playground, PlaygroundServer
 
 SAMPLE = "Not all heroes wear capes.\n    return x  # <|endoftext|> Öffnen 😀 12345"
 ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
@@ -198,7 +200,7 @@ def test_next_tokens_are_gpt2s_top_10(playground, model):
     for text in ["Alan Turing theorized that", "", "x " * 40]:
         ids = enc.encode(text) or [enc.eot_token]
         ids = ids[-model.n_ctx :]  # the context is the last n_ctx tokens
-        logits = gpt2.gpt2(ids, **random_params(), n_head=N_HEAD)[-1].astype(np.float64)
+        logits = gpt2(ids, **random_params(), n_head=N_HEAD)[-1].astype(np.float64)
         probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
         answer = playground.answer("/api/next", {"text": text})
         assert [g["id"] for g in answer["next"]] == list(np.argsort(-probs, kind="stable")[:10])
@@ -247,7 +249,7 @@ def test_bad_post_bodies_get_a_json_error(server, body, message):
 
 
 def test_no_model_no_next_tokens():
-    with pytest.raises(Exception, match="no model loaded; start the server with --model 124M"):
+    with pytest.raises(Exception, match="no model loaded; start the playground with gpt2 --serve --model 124M"):
         Playground().answer("/api/next", {"text": "hi"})
 
 
@@ -289,13 +291,16 @@ def test_encodings_lists_saved_folders_first(tmp_path):
 # ---- the serve command ------------------------------------------------------------------------------------
 
 
-def start_serve(*args, cwd) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "tokenizer", "serve", "--port", "0", *args], cwd=cwd, env=env,
+def start_serve(*args, cwd, command=("-m", "tokenizer", "serve"), env=None) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    proc = subprocess.Popen([sys.executable, *command, "--port", "0", *args], cwd=cwd, env=env,
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     line = proc.stdout.readline()
     assert line.startswith("the tokenizer playground is at http://127.0.0.1:"), (line, proc.communicate())
     return proc, line.split()[5]
+
+
+GPT2_SERVE = ("-m", "gpt2_numpy", "--serve")  # the installed `gpt2 --serve`
 
 
 def test_serve_command_serves_then_ctrl_c_is_one_line_and_130(tmp_path):
@@ -314,24 +319,61 @@ def test_serve_command_serves_then_ctrl_c_is_one_line_and_130(tmp_path):
     assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
 
 
-def test_serve_model_loads_a_checkpoint_folder_for_next_tokens(tmp_path):
-    """--model DIR: OpenAI's checkpoint format (a tiny one, random weights) through utils' loader."""
+def next_tokens_from(url, text):
+    with urllib.request.urlopen(url + "api/next?text=" + quote(text), timeout=60) as response:
+        answer = json.load(response)
+    with urllib.request.urlopen(url + "api/encodings", timeout=60) as response:
+        return answer, json.load(response)["model"]
+
+
+def assert_next_tokens_of(answer, params, text):
+    expected = NextTokens(params, 2).top(get_encoding("gpt2").encode(text))
+    assert [g["id"] for g in answer["next"]] == [i for i, _ in expected]
+    assert np.allclose([g["probability"] for g in answer["next"]], [p for _, p in expected], atol=1e-6)
+
+
+def test_gpt2_serve_loads_a_checkpoint_folder_for_next_tokens(tmp_path):
+    """gpt2 --serve --model DIR: OpenAI's checkpoint format (a tiny one, random weights), handed to the playground."""
     from tiny_checkpoint import write_tiny_checkpoint
 
     params = write_tiny_checkpoint(tmp_path / "models" / "124M", n_head=2)
-    proc, url = start_serve("--model", str(tmp_path / "models" / "124M"), cwd=tmp_path)
+    proc, url = start_serve("--model", str(tmp_path / "models" / "124M"), cwd=tmp_path, command=GPT2_SERVE)
     try:
-        with urllib.request.urlopen(url + "api/next?text=" + quote("The cat sat on"), timeout=60) as response:
-            answer = json.load(response)
-        with urllib.request.urlopen(url + "api/encodings", timeout=60) as response:
-            assert json.load(response)["model"] == "124M"
+        answer, name = next_tokens_from(url, "The cat sat on")
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert name == "124M" and (proc.returncode, stderr) == (130, "python -m gpt2_numpy: interrupted\n")
+    assert_next_tokens_of(answer, params, "The cat sat on")
+
+
+def test_gpt2_serve_by_size_reads_the_models_folder_not_the_current_one(tmp_path):
+    """--model 124M is looked for where every command looks ($GPT2_MODELS_DIR here), never in ./models."""
+    from tiny_checkpoint import write_tiny_checkpoint
+
+    params = write_tiny_checkpoint(tmp_path / "chosen" / "124M", n_head=2, seed=1)
+    elsewhere = tmp_path / "elsewhere"
+    write_tiny_checkpoint(elsewhere / "models" / "124M", n_head=2, seed=2)  # a decoy in the current folder
+    proc, url = start_serve("--model", "124M", cwd=elsewhere, command=GPT2_SERVE,
+                            env={"GPT2_MODELS_DIR": str(tmp_path / "chosen")})
+    try:
+        answer, _ = next_tokens_from(url, "The cat sat on")
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.communicate(timeout=60)
-    ids = get_encoding("gpt2").encode("The cat sat on")
-    expected = NextTokens(params, 2).top(ids)
-    assert [g["id"] for g in answer["next"]] == [i for i, _ in expected]
-    assert np.allclose([g["probability"] for g in answer["next"]], [p for _, p in expected], atol=1e-6)
+    assert_next_tokens_of(answer, params, "The cat sat on")
+
+
+def test_the_tokenizer_never_imports_the_model():
+    """Data flows text -> tokenizer -> ids -> model: no module of tokenizer/ imports the model's modules."""
+    import ast
+
+    model_side = {"gpt2_numpy", "gpt2", "utils", "encoder", "kvcache", "hfmodel", "tfcheckpoint", "crc32c"}
+    for path in sorted((REPO / "tokenizer").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            assert not {name.split(".")[0] for name in names} & model_side, (path, names)
 
 
 def test_serve_mistakes_are_one_line_and_exit_2(tmp_path):
@@ -339,19 +381,23 @@ def test_serve_mistakes_are_one_line_and_exit_2(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        for args, message in [
-            (["--port", str(port)], f"cannot listen on 127.0.0.1:{port} (Address already in use); pass another "
-                                    "--port, or --port 0"),
-            (["--port", "70000"], "expected a port from 0 to 65535"),
-            (["--encoding", "gpt5"], "Unknown encoding"),
-            (["--encoding", "no/such/dir"], "no such folder"),
-            (["--model", "7B"], "--model 7B: unknown GPT-2 model size '7B'; choose one of 124M"),
+        for command, args, message in [
+            (("-m", "tokenizer", "serve"), ["--port", str(port)],
+             f"cannot listen on 127.0.0.1:{port} (Address already in use); pass another --port, or --port 0"),
+            (("-m", "tokenizer", "serve"), ["--port", "70000"], "expected a port from 0 to 65535"),
+            (("-m", "tokenizer", "serve"), ["--encoding", "gpt5"], "Unknown encoding"),
+            (("-m", "tokenizer", "serve"), ["--encoding", "no/such/dir"], "no such folder"),
+            (("-m", "tokenizer", "serve"), ["--model", "124M"],
+             "the next-token panel is started by the model's command: gpt2 --serve --model 124M"),
+            (GPT2_SERVE, ["--model", "7B"], "--model '7B' is neither a GPT-2 size (124M, 355M, 774M, 1558M)"),
+            (GPT2_SERVE, ["--port", "70000"], "expected a port from 0 to 65535"),
         ]:
             env = {**os.environ, "PYTHONPATH": str(REPO)}
-            result = subprocess.run([sys.executable, "-m", "tokenizer", "serve", *args], cwd=tmp_path, env=env,
+            result = subprocess.run([sys.executable, *command, *args], cwd=tmp_path, env=env,
                                     capture_output=True, text=True, timeout=60)
+            prog = PROG if command[1] == "tokenizer" else "python -m gpt2_numpy"
             assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
-            assert result.stderr.startswith(PROG) and message in result.stderr, result.stderr
+            assert result.stderr.startswith(prog) and message in result.stderr, result.stderr
 
 
 # ---- the page in a real browser ---------------------------------------------------------------------------

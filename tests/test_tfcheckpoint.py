@@ -1,4 +1,4 @@
-"""tfcheckpoint.py and crc32c.py against TensorFlow: every tensor equal to tf.train.load_variable, on
+"""gpt2_numpy/tfcheckpoint.py and gpt2_numpy/crc32c.py against TensorFlow: every tensor equal to tf.train.load_variable, on
 GPT-2's layout and on an index big enough to need several blocks; damaged files refused by name."""
 
 import os
@@ -12,9 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import crc32c  # noqa: E402
-import tfcheckpoint  # noqa: E402
-from tfcheckpoint import CheckpointError  # noqa: E402
+from gpt2_numpy import crc32c, tfcheckpoint  # noqa: E402
+from gpt2_numpy.tfcheckpoint import CheckpointError  # noqa: E402
 from tiny_checkpoint import write_tiny_checkpoint  # noqa: E402
 
 DATA = "model.ckpt.data-00000-of-00001"

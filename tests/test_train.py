@@ -582,7 +582,7 @@ def test_saved_files_give_the_same_ids_in_hf_tiktoken_and_encoder_py(trained, tm
     import tokenizers
     from tiktoken.load import load_tiktoken_bpe
 
-    import encoder
+    from gpt2_numpy import encoder
 
     vocab, merges, enc, sample = trained
     ids = enc.encode(sample, allowed_special="all")

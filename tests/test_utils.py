@@ -1,9 +1,11 @@
-"""Tests for utils.py: downloading a GPT-2 checkpoint and reading it without TensorFlow.
+"""Tests for gpt2_numpy/checkpoints.py (picoGPT's utils.py): downloading a GPT-2 checkpoint and reading it without
+TensorFlow, and gpt2_numpy/models_dir.py, the rule for where it goes.
 
 A tiny checkpoint in OpenAI's exact format (tests/tiny_checkpoint.py) stands in for the real 500 MB
 one; it is written once per session because importing TensorFlow takes seconds. Downloads come from
-a local HTTP server (tests/conftest_download.py). In-process tests replace the project's encoder.py
-with a stub so they exercise only utils.py; the warm-start test runs the real one in a fresh interpreter.
+a local HTTP server (tests/conftest_download.py). In-process tests replace the encoder with a stub so they
+exercise only the checkpoint code; the warm-start test runs the real one in a fresh interpreter, through the
+checkout's utils.py.
 """
 
 import json
@@ -14,17 +16,17 @@ import socket
 import subprocess
 import sys
 import time
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # let `import utils` work however pytest was started
+if str(ROOT) not in sys.path:  # let `import gpt2_numpy` work however pytest was started
     sys.path.insert(0, str(ROOT))
 
-import utils  # noqa: E402
+import gpt2_numpy.encoder  # noqa: E402
+from gpt2_numpy import checkpoints, models_dir  # noqa: E402
 from tokenizer import download  # noqa: E402
 from tokenizer.download import DownloadError  # noqa: E402
 from conftest_download import file_server  # noqa: E402,F401 - a fixture, used by name
@@ -42,16 +44,15 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture
 def stub_encoder(monkeypatch):
-    module = types.ModuleType("encoder")
-    module.get_encoder = lambda model_name, models_dir: ("stub encoder", model_name, str(models_dir))
-    monkeypatch.setitem(sys.modules, "encoder", module)
+    monkeypatch.setattr(gpt2_numpy.encoder, "get_encoder",
+                        lambda model_name, models_dir: ("stub encoder", model_name, str(models_dir)))
 
 
 @pytest.fixture
 def served(file_server, tiny, monkeypatch):
     """The tiny checkpoint's files, served where download_gpt2_files looks for GPT-2 124M."""
     model_dir, _ = tiny
-    for name in utils.CHECKPOINT_FILES:
+    for name in checkpoints.CHECKPOINT_FILES:
         path = model_dir / name
         # The tiny checkpoint has no .meta graph; nothing reads it, but the real release has one.
         body = path.read_bytes() if path.exists() else b"placeholder meta graph\n"
@@ -64,13 +65,13 @@ def served(file_server, tiny, monkeypatch):
 def conversions(monkeypatch):
     """The verify_data flag of every checkpoint read (still doing the real work)."""
     calls = []
-    read = utils.read_checkpoint
+    read = checkpoints.read_checkpoint
 
     def recording(prefix, *, verify_data):
         calls.append(verify_data)
         return read(prefix, verify_data=verify_data)
 
-    monkeypatch.setattr(utils, "read_checkpoint", recording)
+    monkeypatch.setattr(checkpoints, "read_checkpoint", recording)
     return calls
 
 
@@ -102,7 +103,7 @@ def test_tiny_checkpoint_has_openai_layout(tiny):
 
     model_dir, params = tiny
     assert tf.train.latest_checkpoint(str(model_dir)) == str(model_dir / "model.ckpt")
-    assert utils.latest_checkpoint(model_dir) == model_dir / "model.ckpt"  # the TF-free twin agrees
+    assert checkpoints.latest_checkpoint(model_dir) == model_dir / "model.ckpt"  # the TF-free twin agrees
     shapes = dict(tf.train.list_variables(str(model_dir / "model.ckpt")))
     assert shapes["model/wte"] == [50257, 16]
     assert shapes["model/h1/attn/c_attn/w"] == [1, 16, 48]
@@ -111,22 +112,22 @@ def test_tiny_checkpoint_has_openai_layout(tiny):
 
 
 def test_latest_checkpoint_needs_the_index_file(tiny, tmp_path):
-    assert utils.latest_checkpoint(tmp_path) is None
+    assert checkpoints.latest_checkpoint(tmp_path) is None
     shutil.copy(tiny[0] / "checkpoint", tmp_path)
-    assert utils.latest_checkpoint(tmp_path) is None  # names model.ckpt, whose .index is absent
+    assert checkpoints.latest_checkpoint(tmp_path) is None  # names model.ckpt, whose .index is absent
 
 
 def test_conversion_round_trip_is_exact(tiny):
     model_dir, params = tiny
     hparams = json.loads((model_dir / "hparams.json").read_text())
-    assert_same_params(utils.load_gpt2_params_from_tf_ckpt(model_dir / "model.ckpt", hparams), params)
+    assert_same_params(checkpoints.load_gpt2_params_from_tf_ckpt(model_dir / "model.ckpt", hparams), params)
 
 
 def test_shape_mismatch_names_variable_and_both_shapes(tiny):
     model_dir, _ = tiny
     hparams = json.loads((model_dir / "hparams.json").read_text())
     with pytest.raises(ValueError) as info:
-        utils.load_gpt2_params_from_tf_ckpt(model_dir / "model.ckpt", {**hparams, "n_ctx": 64})
+        checkpoints.load_gpt2_params_from_tf_ckpt(model_dir / "model.ckpt", {**hparams, "n_ctx": 64})
     message = str(info.value)
     assert "model/wpe" in message and "[32, 16]" in message and "[64, 16]" in message
 
@@ -138,11 +139,11 @@ def test_layer_count_mismatch_names_the_variables(tiny, n_layer, named):
     model_dir, _ = tiny
     hparams = json.loads((model_dir / "hparams.json").read_text())
     with pytest.raises(ValueError, match=named.replace("[", r"\[")):
-        utils.load_gpt2_params_from_tf_ckpt(model_dir / "model.ckpt", {**hparams, "n_layer": n_layer})
+        checkpoints.load_gpt2_params_from_tf_ckpt(model_dir / "model.ckpt", {**hparams, "n_layer": n_layer})
 
 
 def test_unknown_model_size_lists_the_valid_ones(tmp_path):
-    for call in (utils.download_gpt2_files, utils.load_encoder_hparams_and_params):
+    for call in (checkpoints.download_gpt2_files, checkpoints.load_encoder_hparams_and_params):
         with pytest.raises(ValueError) as info:
             call("125M", tmp_path)
         assert "125M" in str(info.value)
@@ -151,8 +152,8 @@ def test_unknown_model_size_lists_the_valid_ones(tmp_path):
 
 
 def test_download_gpt2_files_fetches_all_seven(served, tmp_path):
-    utils.download_gpt2_files(SIZE, tmp_path / SIZE)
-    for name in utils.CHECKPOINT_FILES:
+    checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
+    for name in checkpoints.CHECKPOINT_FILES:
         assert (tmp_path / SIZE / name).read_bytes() == served.files[f"/gpt-2/models/{SIZE}/{name}"]
     assert len(served.requests) == 7
 
@@ -161,7 +162,7 @@ def test_cold_load_downloads_and_checks_then_warm_load_skips_the_crcs(
     served, tiny, tmp_path, stub_encoder, conversions, monkeypatch
 ):
     _, params = tiny
-    encoder, hparams, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    encoder, hparams, loaded = checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     assert encoder == ("stub encoder", SIZE, str(tmp_path))
     assert hparams == {"n_vocab": 50257, "n_ctx": 32, "n_embd": 16, "n_head": 2, "n_layer": 2}
     assert_same_params(loaded, params)
@@ -172,8 +173,8 @@ def test_cold_load_downloads_and_checks_then_warm_load_skips_the_crcs(
     def forbidden(*args, **kwargs):
         raise AssertionError("a warm start must not download")
 
-    monkeypatch.setattr(utils, "download_gpt2_files", forbidden)
-    _, hparams_again, warm = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    monkeypatch.setattr(checkpoints, "download_gpt2_files", forbidden)
+    _, hparams_again, warm = checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     assert conversions == [True, False]
     assert hparams_again == hparams
     assert_same_params(warm, params)
@@ -219,24 +220,24 @@ def test_load_never_imports_tensorflow(served, tiny, tmp_path, no_tensorflow):
 def test_a_changed_checkpoint_is_checked_again(tiny, tmp_path, stub_encoder, conversions):
     model_dir = tmp_path / SIZE
     shutil.copytree(tiny[0], model_dir)
-    utils.load_encoder_hparams_and_params(SIZE, tmp_path)
-    utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
+    checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     assert conversions == [True, False]
 
     new_params = write_tiny_checkpoint(model_dir, seed=1)  # same shapes, new weights
-    _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    _, _, loaded = checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     assert conversions == [True, False, True]
     assert_same_params(loaded, new_params)
-    _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    _, _, loaded = checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     assert conversions == [True, False, True, False]
     assert_same_params(loaded, new_params)
 
 
 def test_a_damaged_stamp_only_means_checking_again(tiny, tmp_path, stub_encoder, conversions):
     shutil.copytree(tiny[0], tmp_path / SIZE)
-    utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     (tmp_path / SIZE / "model.ckpt.crc32c-ok.json").write_text("{damaged")
-    _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    _, _, loaded = checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     assert conversions == [True, True]
     assert_same_params(loaded, tiny[1])
 
@@ -249,7 +250,7 @@ def test_a_flipped_byte_in_the_data_is_refused_on_first_load(tiny, tmp_path, stu
     body[len(body) // 2] ^= 0x10
     data.write_bytes(bytes(body))
     with pytest.raises(ValueError, match="data-00000-of-00001 is damaged: tensor model/wte fails its CRC-32C"):
-        utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+        checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     assert not (model_dir / "model.ckpt.crc32c-ok.json").exists()
 
 
@@ -257,11 +258,13 @@ def test_partial_download_is_completed(served, tiny, tmp_path, stub_encoder):
     model_dir = tmp_path / SIZE
     shutil.copytree(tiny[0], model_dir)
     (model_dir / "vocab.bpe").unlink()  # as if an earlier download stopped near the end
-    _, _, loaded = utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+    _, _, loaded = checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     assert_same_params(loaded, tiny[1])
     assert (model_dir / "vocab.bpe").read_bytes() == (tiny[0] / "vocab.bpe").read_bytes()
-    # Only what was missing was fetched: vocab.bpe and the (unneeded but absent) .meta graph.
+    # Only what was missing was fetched: vocab.bpe and the (unneeded but absent) .meta graph, after asking for
+    # the small checkpoint file (into a scratch folder) to learn that the server answers.
     assert sorted(path for path, _ in served.requests) == [
+        f"/gpt-2/models/{SIZE}/checkpoint",
         f"/gpt-2/models/{SIZE}/model.ckpt.meta",
         f"/gpt-2/models/{SIZE}/vocab.bpe",
     ]
@@ -271,10 +274,10 @@ def test_corrupt_hparams_json_is_named(tiny, tmp_path, stub_encoder):
     shutil.copytree(tiny[0], tmp_path / SIZE)
     (tmp_path / SIZE / "hparams.json").write_text("{not json")
     with pytest.raises(ValueError, match="hparams.json"):
-        utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+        checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     (tmp_path / SIZE / "hparams.json").write_text('{"n_vocab": 50257}')
     with pytest.raises(ValueError, match="n_ctx"):
-        utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+        checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
 
 
 def test_truncated_checkpoint_data_is_named(tiny, tmp_path, stub_encoder):
@@ -283,7 +286,7 @@ def test_truncated_checkpoint_data_is_named(tiny, tmp_path, stub_encoder):
     data = model_dir / "model.ckpt.data-00000-of-00001"
     data.write_bytes(data.read_bytes()[:1000])
     with pytest.raises(ValueError, match="model.ckpt"):
-        utils.load_encoder_hparams_and_params(SIZE, tmp_path)
+        checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
 
 
 def test_gpt2_cli_downloads_the_served_checkpoint_and_generates(served, tiny, tmp_path, no_tensorflow):
@@ -299,7 +302,7 @@ def test_gpt2_cli_downloads_the_served_checkpoint_and_generates(served, tiny, tm
     command = [sys.executable, str(ROOT / "gpt2.py"), "Alan Turing theorized", "--n_tokens_to_generate", "5"]
     run = subprocess.run(command, cwd=elsewhere, capture_output=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr.decode(errors="replace")
-    for name in utils.CHECKPOINT_FILES:
+    for name in checkpoints.CHECKPOINT_FILES:
         assert (models / SIZE / name).is_file()
     assert not list((models / SIZE).glob("*.part"))
     assert list(elsewhere.iterdir()) == []
@@ -329,9 +332,26 @@ def test_gpt2_cli_offline_error_is_one_line(file_server, tmp_path):
     line = last_line(run.stderr)
     assert line.startswith("gpt2.py: error: could not download 7 of the 7 files of GPT-2 124M")
     assert f"{file_server.url}/gpt-2/models/{SIZE}/" in line and "HTTP 404" in line
-    assert all(name in line for name in utils.CHECKPOINT_FILES)
+    assert all(name in line for name in checkpoints.CHECKPOINT_FILES)
     assert f"place it in {tmp_path / 'models' / SIZE}" in line and "OPENAIPUBLIC_URL" in line
     assert not list((tmp_path / "models").rglob("*.part"))
+
+
+def test_gpt2_cli_offline_is_one_line_without_progress_bars_or_an_empty_folder(tmp_path):
+    """Offline (a refused connection): stderr is the one error line, naming the folder the next run reads, and
+    the models folder this run would have made is not left behind empty."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        refused = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    models = tmp_path / "cache" / "models"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": refused, "GPT2_MODELS_DIR": str(models)}
+    run = subprocess.run([sys.executable, str(ROOT / "gpt2.py"), "hello"], cwd=tmp_path, capture_output=True,
+                         env=env, timeout=300)
+    error = run.stderr.decode(errors="replace")
+    assert run.returncode == 1 and error.count("\n") == 1 and "\r" not in error, error
+    assert error.startswith("gpt2.py: error: could not download 7 of the 7 files of GPT-2 124M")
+    assert f"cannot connect to {refused}" in error and f"place it in {models / SIZE}{os.sep} " in error
+    assert not (tmp_path / "cache").exists()
 
 
 def free_port() -> int:
@@ -353,11 +373,11 @@ def test_unreachable_server_is_asked_once_and_every_missing_file_named(tmp_path,
     real_fetch = download._fetch_into
     monkeypatch.setattr(download, "_fetch_into", lambda url, *rest: attempts.append(url) or real_fetch(url, *rest))
     with pytest.raises(DownloadError) as info:
-        utils.download_gpt2_files(SIZE, model_dir)
+        checkpoints.download_gpt2_files(SIZE, model_dir)
     assert attempts == [f"{root}/gpt-2/models/{SIZE}/checkpoint"] and delays == []  # once, no retries
     message = str(info.value)
     assert message.startswith("could not download 6 of the 7 files of GPT-2 124M")
-    missing = [name for name in utils.CHECKPOINT_FILES if name != "hparams.json"]
+    missing = [name for name in checkpoints.CHECKPOINT_FILES if name != "hparams.json"]
     assert f"({', '.join(missing)}: cannot connect to {root}: " in message
     assert f"{root}/gpt-2/models/{SIZE}/" in message and str(model_dir) in message
     assert "$OPENAIPUBLIC_URL" in message and "\n" not in message
@@ -367,7 +387,7 @@ def test_files_missing_on_the_server_are_reported_together(served, tmp_path):
     del served.files[f"/gpt-2/models/{SIZE}/encoder.json"]
     del served.files[f"/gpt-2/models/{SIZE}/vocab.bpe"]
     with pytest.raises(DownloadError) as info:
-        utils.download_gpt2_files(SIZE, tmp_path / SIZE)
+        checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
     assert str(info.value).startswith("could not download 2 of the 7 files")
     assert "(encoder.json, vocab.bpe: HTTP 404 Not Found)" in str(info.value)
     assert (tmp_path / SIZE / "model.ckpt.index").is_file()  # the others did arrive
@@ -375,23 +395,23 @@ def test_files_missing_on_the_server_are_reported_together(served, tmp_path):
 
 def test_default_models_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "chosen"))
-    assert utils.default_models_dir() == tmp_path / "chosen"
+    assert models_dir.default_models_dir() == tmp_path / "chosen"
     monkeypatch.delenv("GPT2_MODELS_DIR")
-    assert utils.default_models_dir() == ROOT / "models"  # this checkout's own folder, whatever the cwd
+    assert models_dir.default_models_dir() == ROOT / "models"  # this checkout's own folder, whatever the cwd
     assert (ROOT / "models" / "README.md").is_file()
-    # installed as a package: no models/README.md beside utils.py
-    monkeypatch.setattr(utils, "CHECKOUT_MODELS_DIR", tmp_path / "site-packages" / "models")
+    # installed as a package: no models/README.md beside the gpt2_numpy folder
+    monkeypatch.setattr(models_dir, "CHECKOUT_MODELS_DIR", tmp_path / "site-packages" / "models")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert utils.default_models_dir() == tmp_path / "xdg" / "gpt2-numpy" / "models"
+    assert models_dir.default_models_dir() == tmp_path / "xdg" / "gpt2-numpy" / "models"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert utils.default_models_dir() == tmp_path / "home" / ".cache" / "gpt2-numpy" / "models"
+    assert models_dir.default_models_dir() == tmp_path / "home" / ".cache" / "gpt2-numpy" / "models"
 
 
 def test_load_without_models_dir_uses_the_default(tiny, tmp_path, stub_encoder, monkeypatch):
     shutil.copytree(tiny[0], tmp_path / "env models" / SIZE)
     monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "env models"))
-    encoder, _, loaded = utils.load_encoder_hparams_and_params(SIZE)
+    encoder, _, loaded = checkpoints.load_encoder_hparams_and_params(SIZE)
     assert encoder == ("stub encoder", SIZE, str(tmp_path / "env models"))
     assert_same_params(loaded, tiny[1])
 

@@ -9,7 +9,7 @@
     python -m tokenizer show | explain | compare "Not all heroes wear capes."
     python -m tokenizer train --input 'data/*.txt' --vocab_size N --out DIR [--special_tokens "<|endoftext|>"]
     python -m tokenizer parity INPUT... [--encoding gpt2,cl100k_base] [--against tiktoken|DIR] [--ids FILE.bin]
-    python -m tokenizer serve [--port 8000] [--encoding DIR] [--model 124M]   # the playground in the browser
+    python -m tokenizer serve [--port 8000] [--encoding DIR]   # the playground (gpt2 --serve: with GPT-2)
 
 Every command follows the same rules:
 
@@ -348,13 +348,12 @@ def check_parity(args) -> int:
 
 
 def serve_playground(args) -> None:
+    if args.model is not None or args.models_dir is not None:  # the tokenizer never loads the model
+        raise UsageError(f"the next-token panel is started by the model's command: gpt2 --serve --model "
+                         f"{args.model or '124M'} (takes --port, --host and --encoding too)")
     encs = [open_encoding(name) for name in args.encoding or ["gpt2"]]
     try:
-        model = serve.NextTokens.load(args.model, args.models_dir) if args.model else None
-    except (ValueError, OSError) as e:
-        raise UsageError(f"--model {args.model}: {e}") from None
-    try:
-        server = serve.PlaygroundServer(serve.Playground(encs, model=model), args.host, args.port)
+        server = serve.PlaygroundServer(serve.Playground(encs), args.host, args.port)
     except OSError as e:
         raise UsageError(f"cannot listen on {args.host}:{args.port} ({e.strerror or e}); pass another --port, "
                          "or --port 0 for any free one") from None
@@ -573,17 +572,16 @@ def build_parser(prog: str) -> Parser:
 
     p = command("serve", serve_playground,
                 "Serve the tokenizer playground, a web page (and JSON API) that shows tokens in colour, their ids "
-                "and bytes, the merges that built each, encodings side by side and, with --model, GPT-2's next "
-                "token.", "[--port 8000] [options]")
+                "and bytes, the merges that built each and encodings side by side (gpt2 --serve --model 124M adds "
+                "GPT-2's next token).", "[--port 8000] [options]")
     add_flag(p, "host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine "
              "only; the playground has no login)")
     add_flag(p, "port", type=port_number, default=8000, help="the port (default 8000; 0: any free port)")
     add_flag(p, "encoding", type=comma_list, action="extend", metavar="NAME|DIR",
              help="the page's first encoding, and saved tokenizer folders to offer besides the registered "
              "encodings; repeat or comma list (default gpt2)")
-    add_flag(p, "model", metavar="SIZE|DIR", help="a GPT-2 model for the next-token panel: 124M (fetched into "
-             "--models_dir if missing) or a checkpoint folder such as models/124M")
-    add_flag(p, "models_dir", default="models", metavar="DIR", help="where model sizes live (default models)")
+    add_flag(p, "model", help=argparse.SUPPRESS)  # moved to gpt2 --serve: says so, then exits 2
+    add_flag(p, "models_dir", help=argparse.SUPPRESS)
     return parser
 
 

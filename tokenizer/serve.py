@@ -2,15 +2,15 @@
 
 The page (``tokenizer/playground/``: index.html, playground.js, playground.css; no CDN, works offline) shows a
 text's tokens as coloured spans, their ids, bytes and GPT-2 ``Ġ`` form; the merges that built a token when it is
-clicked; the same text under two or three encodings with the tokens they split differently outlined; and, with
-``--model``, the next tokens GPT-2 expects. Everything it shows comes from this small JSON API, which scripts
-may use too (GET with a query, or POST a JSON object of the same fields):
+clicked; the same text under two or three encodings with the tokens they split differently outlined; and, when
+started with a model (``gpt2 --serve``), the next tokens GPT-2 expects. Everything it shows comes from this small
+JSON API, which scripts may use too (GET with a query, or POST a JSON object of the same fields):
 
     GET /api/encodings                                 the encodings on offer, the default, whether a model is on
     GET /api/encode?text=hi%20there&encoding=gpt2      tokens: id, text, bytes, GPT-2 form, byte span; counts
     GET /api/compare?text=...&encodings=gpt2,o200k_base   each encoding's tokens, those split differently marked
     GET /api/explain?text=...&encoding=gpt2&token=1    the pre-token holding token 1 and its merges, step by step
-    GET /api/next?text=...                             GPT-2's 10 likeliest next tokens (with --model)
+    GET /api/next?text=...                             GPT-2's 10 likeliest next tokens (gpt2 --serve)
 
 ``special`` (``allowed``, ``disallowed`` or ``text``) is the special-token rule of :meth:`Encoding.encode`:
 special-token text becomes its id, is an error (tiktoken's default), or is encoded as plain text. A mistake
@@ -18,8 +18,9 @@ special-token text becomes its id, is an error (tiktoken's default), or is encod
 ``{"error": "one line that says what to pass instead"}``.
 
 The answers are :mod:`tokenizer.teach`'s (pre_tokens, merge_story, token_spans, split_differences): this module
-turns HTTP into calls and results into JSON. The next-token panel runs picoGPT's ``gpt2.gpt2`` on the text's
-GPT-2 ids.
+turns HTTP into calls and results into JSON. The next-token panel asks the model it was handed (any object
+with ``name``, ``n_ctx`` and ``top(ids, k)``, see :class:`NextTokenModel`) about the text's GPT-2 ids; ``gpt2
+--serve --model 124M`` starts the playground with GPT-2's, so this package never imports the model.
 
 What it does not do: serve anyone but you. There is no login and no TLS; it listens on 127.0.0.1 unless told
 otherwise, and keeps no state between requests.
@@ -28,16 +29,11 @@ otherwise, and keeps no state between requests.
 from __future__ import annotations
 
 import json
-import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
-
-import numpy as np
-
-import gpt2
-import utils
 
 from .encoding import Encoding
 from .registry import get_encoding, list_encoding_names
@@ -74,43 +70,15 @@ class ApiError(Exception):
 # ---- the next-token model ---------------------------------------------------------------------------------
 
 
-class NextTokens:
-    """GPT-2's guess at the next token: the softmax of ``gpt2.gpt2``'s logits at the last position.
+class NextTokenModel(Protocol):
+    """What the next-token panel needs of a model, handed in by the command that starts the playground (``gpt2
+    --serve`` gives :class:`gpt2_numpy.next_tokens.NextTokens`): this package never imports a model."""
 
-    ``params`` is picoGPT's tree of arrays (``utils.load_encoder_hparams_and_params``); the model reads GPT-2's
-    ids, so its vocabulary must be GPT-2's 50,257 tokens.
-    """
-
-    def __init__(self, params: dict, n_head: int, *, name: str = "GPT-2"):
-        n_vocab = params["wte"].shape[0]
-        if n_vocab != get_encoding("gpt2").n_vocab:
-            raise ValueError(f"model {name}: {n_vocab} token embeddings, but GPT-2's vocabulary has "
-                             f"{get_encoding('gpt2').n_vocab} tokens; pass a GPT-2 checkpoint")
-        self.params, self.n_head, self.name = params, n_head, name
-        self.n_ctx = params["wpe"].shape[0]
-        self._lock = threading.Lock()  # one forward pass at a time: they share the machine's cores anyway
-
-    @classmethod
-    def load(cls, model: str, models_dir: str | Path = "models") -> NextTokens:
-        """``model``: a size (``124M``, fetched into ``models_dir`` if missing) or a checkpoint folder
-        (``models/124M``)."""
-        path = Path(model)
-        if path.is_dir():
-            model, models_dir = path.name, path.parent
-        _, hparams, params = utils.load_encoder_hparams_and_params(model, models_dir)
-        return cls(params, hparams["n_head"], name=model)
+    name: str  # shown on the page
+    n_ctx: int  # how many of the text's last tokens it reads
 
     def top(self, ids: list[int], k: int = TOP_K) -> list[tuple[int, float]]:
-        """The ``k`` likeliest next tokens after ``ids`` (the last ``n_ctx`` of them; ``<|endoftext|>`` when
-        there are none, as GPT-2 saw at the start of each document), with their probabilities."""
-        ids = list(ids[-self.n_ctx :]) or [get_encoding("gpt2").eot_token]
-        with self._lock:
-            logits = gpt2.gpt2(ids, **self.params, n_head=self.n_head)[-1]  # [n_seq, n_vocab] -> [n_vocab]
-        logits = logits.astype(np.float64)
-        probs = np.exp(logits - logits.max())  # [n_vocab]; minus the max: exp cannot overflow
-        probs /= probs.sum()
-        best = np.argsort(-probs, kind="stable")[:k]  # [k]
-        return [(int(i), float(probs[i])) for i in best]
+        """The ``k`` likeliest next token ids after GPT-2's ``ids``, with their probabilities, likeliest first."""
 
 
 # ---- the API ----------------------------------------------------------------------------------------------
@@ -120,10 +88,10 @@ class Playground:
     """The API's answers, without HTTP: ``answer("/api/encode", {"text": "hi"})`` -> a JSON-able dict.
 
     ``encodings``: saved tokenizers to offer besides the registered encodings, and which comes first in the
-    selector (the page's default); ``model``: a :class:`NextTokens`, or None for no next-token panel.
+    selector (the page's default); ``model``: a :class:`NextTokenModel`, or None for no next-token panel.
     """
 
-    def __init__(self, encodings: list[Encoding] = (), *, model: NextTokens | None = None):
+    def __init__(self, encodings: list[Encoding] = (), *, model: NextTokenModel | None = None):
         self.saved = {enc.name: enc for enc in encodings if enc.name not in list_encoding_names()}
         self.names = list(dict.fromkeys([*(enc.name for enc in encodings), *list_encoding_names()]))
         self.model = model
@@ -228,8 +196,8 @@ class Playground:
 
     def next_tokens(self, fields) -> dict:
         if self.model is None:
-            raise ApiError(HTTPStatus.NOT_FOUND, "no model loaded; start the server with --model 124M (or a "
-                           "checkpoint folder) for next-token guesses")
+            raise ApiError(HTTPStatus.NOT_FOUND, "no model loaded; start the playground with gpt2 --serve "
+                           "--model 124M (or a model folder) for next-token guesses")
         text, rule = self.text(fields), self.special(fields)
         enc = get_encoding("gpt2")
         ids = self.encode_ids(text, enc, rule)

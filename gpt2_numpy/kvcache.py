@@ -1,6 +1,6 @@
 """Fast GPT-2 generation: a key/value cache, batches of prompts, and sampling.
 
-`gpt2.py`'s `generate_reference` runs the whole sequence through the model for every new token.
+`model.py`'s `generate_reference` runs the whole sequence through the model for every new token.
 The attention of a past position never changes once computed (it only sees earlier positions), so
 this module keeps each layer's keys and values in a cache and runs only the newest position per
 step: same tokens, a small part of the work. `generate` and `generate_batch` are the entry points.
@@ -16,9 +16,9 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
 
 It does not slide the window past the model's context (n_ctx), search beams or use a GPU.
 
-It imports nothing from gpt2.py, which uses it (for its command line), so imports run one way.
-Its layer functions are the fast twins of gpt2.py's readable ones (batched, cached); the tests
-hold the tokens and logits of the two equal, and both to HF transformers.
+It takes only `as_float32` from model.py, whose readable layer functions these are the fast twins
+of (batched, cached); the tests hold the tokens and logits of the two equal, and both to HF
+transformers.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from utils import as_float32
+from .model import as_float32
 
 EOT_ID = 50256  # <|endoftext|>
 MASKED = np.float32(-1e10)  # added to attention scores that must get (exactly) zero weight
@@ -37,7 +37,7 @@ RELAYOUT_MIN_STEPS = 128
 
 # --------------------------------------------------------------- layers, for batches
 def gelu(x):  # [...] -> [...]
-    # as gpt2.gelu, but x * x * x: numpy computes float32 x**3 with its slower general power
+    # as model.gelu, but x * x * x: numpy computes float32 x**3 with its slower general power
     return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))))
 
 

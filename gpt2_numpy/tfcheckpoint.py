@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crc32c import crc32c, unmask
+from .crc32c import crc32c, unmask
 
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_BYTES = 48

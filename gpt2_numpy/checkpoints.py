@@ -1,0 +1,353 @@
+"""A GPT-2 by size or by folder, as picoGPT's params tree: OpenAI's files downloaded, read and checked.
+
+GPT-2 was released as a TensorFlow checkpoint. It is read here without TensorFlow
+(:mod:`gpt2_numpy.tfcheckpoint`): the ``.index`` file says where each tensor lies in the ``.data`` file,
+which is memory-mapped, so loading costs no copy and pages of the weights are read from disk only when
+the model touches them. A Hugging Face folder is read by :mod:`gpt2_numpy.hfmodel`.
+
+The first load also checks every tensor's CRC-32C (stored in the index), which reads the whole
+data file; a small stamp beside the checkpoint (``model.ckpt.crc32c-ok.json``: the sha256 of the
+index and the data files' sizes and modification times) then spares later loads that work. A
+changed checkpoint no longer matches its stamp and is checked again.
+
+The weights come back in picoGPT's params tree::
+
+    {"wte": [n_vocab, n_embd], "wpe": [n_ctx, n_embd],
+     "blocks": [{"ln_1": {"g", "b"}, "attn": {"c_attn": {"w", "b"}, "c_proj": {"w", "b"}},
+                 "ln_2": {"g", "b"}, "mlp": {"c_fc": {"w", "b"}, "c_proj": {"w", "b"}}}, ...],
+     "ln_f": {"g", "b"}}
+
+The arrays are read-only memory maps; copy one (``np.array(a)``) before changing it in place.
+A size is looked for in :func:`gpt2_numpy.models_dir.default_models_dir` unless a folder is given.
+
+What it does not do: run the model, or decide where models live (``models_dir.py`` holds that rule).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from . import hfmodel
+from .models_dir import default_models_dir
+from .tfcheckpoint import CheckpointError, read_checkpoint
+from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
+    openai_public_url, sha256_file
+
+MODEL_SIZES = ("124M", "355M", "774M", "1558M")
+CHECKPOINT_FILES = (
+    "checkpoint",
+    "encoder.json",
+    "hparams.json",
+    "model.ckpt.data-00000-of-00001",
+    "model.ckpt.index",
+    "model.ckpt.meta",
+    "vocab.bpe",
+)
+# Everything above except the .meta graph, which nothing here reads: a missing one is no reason to
+# go to the network.
+NEEDED_FILES = tuple(name for name in CHECKPOINT_FILES if name != "model.ckpt.meta")
+# The 77-byte file asked for first, quietly: a server that cannot be reached fails there, before any
+# progress bar is drawn.
+PROBE_FILE = "checkpoint"
+CRC_STAMP_SUFFIX = ".crc32c-ok.json"  # model.ckpt + this: the stamp of a checkpoint whose CRCs passed
+
+
+def download_gpt2_files(model_size: str, model_dir) -> None:
+    """Download the 7 files of GPT-2 ``model_size`` into ``model_dir``; files already there are kept.
+
+    If any cannot be fetched, one :class:`DownloadError` names every file still missing, why, and how to
+    supply them by hand. A server that cannot be reached at all is asked once, not once per file, draws
+    no progress bar, and leaves behind no folder this call created.
+    """
+    _check_model_size(model_size)
+    model_dir = Path(model_dir)
+    missing = [name for name in CHECKPOINT_FILES if not (model_dir / name).is_file()]
+    if not missing:
+        return
+    created = _first_missing_folder(model_dir)
+    base = openai_public_url(f"gpt-2/models/{model_size}/")
+    failed = {}  # file name -> why it is missing
+    unreachable = None  # the reason, once the server could not be reached
+    try:
+        _probe(base, model_dir)
+    except CannotConnect as exc:
+        unreachable = exc.reason
+    except DownloadError as exc:  # e.g. a 404 for this file alone: the others may still come
+        if PROBE_FILE in missing:
+            failed[PROBE_FILE] = exc.reason
+    for name in missing:
+        if name == PROBE_FILE and unreachable is None:
+            continue  # the probe fetched it, or said why not
+        if unreachable is not None:
+            failed[name] = unreachable
+            continue
+        try:
+            download_file(base + name, model_dir / name, desc=f"{model_size}/{name}")
+        except CannotConnect as exc:
+            unreachable = failed[name] = exc.reason
+        except DownloadError as exc:
+            failed[name] = exc.reason
+    if failed:
+        _remove_if_empty(model_dir, created)
+        by_reason = {}
+        for name in CHECKPOINT_FILES:
+            if name in failed:
+                by_reason.setdefault(failed[name], []).append(name)
+        causes = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+        raise DownloadError(
+            f"could not download {len(failed)} of the {len(CHECKPOINT_FILES)} files of GPT-2 {model_size} "
+            f"from {base} ({causes}). To supply them yourself, fetch each missing file from {base} some "
+            f"other way and place it in {model_dir}{os.sep} (files already there are used as they are; the "
+            f"next run reads that folder), or point $OPENAIPUBLIC_URL at a mirror (default "
+            f"{DEFAULT_OPENAIPUBLIC_URL})."
+        )
+
+
+def _probe(base: str, model_dir: Path) -> None:
+    """Ask the server for the small ``checkpoint`` file without a progress bar: into ``model_dir`` when it
+    is missing there, else into a temporary folder (only to learn that the server answers)."""
+    if not (model_dir / PROBE_FILE).is_file():
+        download_file(base + PROBE_FILE, model_dir / PROBE_FILE, progress=False)
+        return
+    with tempfile.TemporaryDirectory(prefix="gpt2-probe-") as scratch:
+        download_file(base + PROBE_FILE, Path(scratch) / PROBE_FILE, progress=False)
+
+
+def _first_missing_folder(folder: Path) -> Path | None:
+    """The outermost of ``folder`` and its parents that does not exist yet (None if ``folder`` exists)."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists():
+            break
+        missing = path
+    return missing
+
+
+def _remove_if_empty(folder: Path, created: Path | None) -> None:
+    """Remove ``folder`` and its parents up to ``created`` while they are empty: a failed first download
+    leaves no empty ``124M/`` behind (a ``.part`` file to resume from keeps its folder)."""
+    if created is None:
+        return
+    for path in (folder, *folder.parents):
+        try:
+            path.rmdir()  # only an empty folder
+        except OSError:
+            return
+        if path == created:
+            return
+
+
+def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: bool = True) -> dict:
+    """Read OpenAI's TF checkpoint at ``tf_ckpt_path`` (a prefix such as ``.../model.ckpt``) into the
+    params tree of read-only float32 arrays mapped from the data file, checking every name, shape and
+    dtype against ``hparams`` and (with ``verify_data``) every tensor's CRC-32C."""
+    expected = _expected_shapes(hparams)
+    stored = read_checkpoint(tf_ckpt_path, verify_data=verify_data)
+    missing = sorted(set(expected) - set(stored))
+    unexpected = sorted(name for name in stored if name.startswith("model/") and name not in expected)
+    if missing or unexpected:
+        raise CheckpointError(
+            f"checkpoint {tf_ckpt_path} does not match hparams {hparams}: missing variables {missing}, "
+            f"unexpected variables {unexpected}; are hparams.json and the checkpoint from the same model?"
+        )
+    params = {}
+    for name, shape in expected.items():
+        array = stored[name]
+        if array.shape != shape or array.dtype != np.float32:
+            raise CheckpointError(
+                f"checkpoint {tf_ckpt_path}: variable {name} is {array.dtype}{list(array.shape)}, but hparams "
+                f"{hparams} expect float32{list(shape)}; are hparams.json and the checkpoint from the same model?"
+            )
+        _put(params, name, array[0] if len(shape) == 3 else array)  # [1, nx, nf] "convolution" -> [nx, nf]
+    return params
+
+
+def load_encoder_hparams_and_params(model_size: str, models_dir=None):
+    """Return ``(encoder, hparams, params)`` for GPT-2 ``model_size`` in ``{models_dir}/{model_size}``
+    (``models_dir`` defaults to :func:`default_models_dir`), or for the model in the folder
+    ``model_size`` names when it is not one of :data:`MODEL_SIZES`: OpenAI's layout (``checkpoint``,
+    ``hparams.json``, ``model.ckpt.*``) or Hugging Face's (``config.json``, ``model.safetensors``).
+
+    >>> encoder, hparams, params = load_encoder_hparams_and_params("124M", "models")  # doctest: +SKIP
+    >>> encoder, hparams, params = load_encoder_hparams_and_params("~/hf/gpt2")  # doctest: +SKIP
+
+    Sizes are downloaded when the checkpoint or a file this needs is missing (files already there are
+    kept); a folder is used as it is. The arrays are mapped from the weights file; a TF checkpoint's
+    CRCs are checked on its first load.
+    """
+    from . import encoder  # imported late: reading the vocabulary costs time a download need not wait for
+
+    if model_size not in MODEL_SIZES:
+        folder = Path(model_size).expanduser()
+        layout = folder_layout(folder)
+        if layout == "hf":
+            hparams, params = hfmodel.load_hf_folder(folder)
+            vocab = hfmodel.read_hf_vocab(folder)
+            # A folder without tokenizer files gets GPT-2's own, which get_encoder falls back to.
+            tokenizer = encoder.Encoder(*vocab) if vocab else encoder.get_encoder(folder.name, folder.parent)
+            return tokenizer, hparams, params
+        if layout == "openai":
+            hparams, params = _load_openai_folder(folder)
+            return encoder.get_encoder(folder.name, folder.parent), hparams, params
+        if folder.is_dir():
+            raise ValueError(f"{folder} holds neither OpenAI's layout (checkpoint, hparams.json, model.ckpt.*) "
+                             f"nor Hugging Face's (config.json, {hfmodel.SAFETENSORS})")
+        _check_model_size(model_size)  # neither a size nor a folder: the error lists the sizes
+    models_dir = default_models_dir() if models_dir is None else models_dir
+    model_dir = Path(models_dir) / model_size
+    if latest_checkpoint(model_dir) is None or not all((model_dir / n).is_file() for n in NEEDED_FILES):
+        download_gpt2_files(model_size, model_dir)
+    hparams, params = _load_openai_folder(model_dir)
+    return encoder.get_encoder(model_size, models_dir), hparams, params
+
+
+def folder_layout(folder: Path) -> str | None:
+    """``"hf"`` for a Hugging Face GPT-2 folder, ``"openai"`` for OpenAI's layout, else None."""
+    if hfmodel.is_hf_folder(folder):
+        return "hf"
+    if (folder / "checkpoint").is_file() or (folder / "hparams.json").is_file():
+        return "openai"
+    return None
+
+
+def _load_openai_folder(model_dir: Path) -> tuple[dict, dict]:
+    """``(hparams, params)`` of OpenAI's layout in ``model_dir``, its CRCs checked on the first load."""
+    ckpt_path = latest_checkpoint(model_dir)
+    if ckpt_path is None:
+        raise FileNotFoundError(
+            f"{model_dir / 'checkpoint'} names no checkpoint whose .index file exists; delete "
+            f"{model_dir} and run again to download it afresh"
+        )
+    hparams = _read_hparams(model_dir / "hparams.json")
+    stamp_path = ckpt_path.with_name(ckpt_path.name + CRC_STAMP_SUFFIX)
+    stamp = _checkpoint_stamp(ckpt_path)
+    checked = _read_stamp(stamp_path) == stamp
+    params = load_gpt2_params_from_tf_ckpt(ckpt_path, hparams, verify_data=not checked)
+    if not checked:
+        _write_stamp(stamp_path, stamp)
+    return hparams, params
+
+
+def save_hf(folder, encoder, hparams: dict, params: dict) -> None:
+    """Write the model as a Hugging Face GPT-2 folder (see :func:`gpt2_numpy.hfmodel.save_hf_folder`)."""
+    merges = sorted(encoder.bpe_ranks, key=encoder.bpe_ranks.__getitem__)
+    hfmodel.save_hf_folder(folder, hparams, params, encoder.encoder, merges)
+
+
+def latest_checkpoint(model_dir) -> Path | None:
+    """The checkpoint prefix named by ``{model_dir}/checkpoint``, or None if there is none.
+
+    Does what ``tf.train.latest_checkpoint`` does for OpenAI's layout, without importing TF: the
+    file's ``model_checkpoint_path: "model.ckpt"`` line names a prefix, which counts only if
+    ``{prefix}.index`` exists.
+    """
+    state = Path(model_dir) / "checkpoint"
+    try:
+        text = state.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    match = re.search(r'^model_checkpoint_path:\s*"((?:[^"\\]|\\.)*)"', text, re.MULTILINE)
+    if not match:
+        return None
+    prefix = Path(model_dir) / match[1]  # an absolute path stays absolute
+    return prefix if prefix.with_name(prefix.name + ".index").is_file() else None
+
+
+def _check_model_size(model_size: str) -> None:
+    if model_size not in MODEL_SIZES:
+        raise ValueError(f"unknown GPT-2 model size {model_size!r}; choose one of {', '.join(MODEL_SIZES)} "
+                         f"(or name a folder holding a GPT-2 in OpenAI's or Hugging Face's layout)")
+
+
+def _read_hparams(path: Path) -> dict:
+    """hparams.json as a dict, or an error naming the file and what is wrong with it."""
+    try:
+        hparams = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read {path} ({exc}); delete it and run again to download it afresh") from exc
+    needed = ("n_vocab", "n_ctx", "n_embd", "n_head", "n_layer")
+    if not isinstance(hparams, dict):
+        raise ValueError(f"{path} holds {type(hparams).__name__}, not a JSON object; delete it and run again")
+    bad = [key for key in needed if not isinstance(hparams.get(key), int)]
+    if bad:
+        raise ValueError(f"{path} lacks integer values for {bad}; delete it and run again to download it afresh")
+    return hparams
+
+
+def _expected_shapes(hparams: dict) -> dict[str, tuple[int, ...]]:
+    """OpenAI's variable names mapped to the shapes ``hparams`` imply (see tests/tiny_checkpoint.py)."""
+    d = hparams["n_embd"]
+    shapes = {"model/wte": (hparams["n_vocab"], d), "model/wpe": (hparams["n_ctx"], d)}
+    # In the order a block uses them; "w" is [1, nx, nf] (see load_gpt2_params_from_tf_ckpt).
+    block = {"ln_1": None, "attn/c_attn": (d, 3 * d), "attn/c_proj": (d, d),
+             "ln_2": None, "mlp/c_fc": (d, 4 * d), "mlp/c_proj": (4 * d, d)}
+    for i in range(hparams["n_layer"]):
+        for name, dense in block.items():
+            if dense is None:  # a layer norm: gain and bias
+                shapes[f"model/h{i}/{name}/g"] = shapes[f"model/h{i}/{name}/b"] = (d,)
+            else:
+                shapes[f"model/h{i}/{name}/w"] = (1, *dense)
+                shapes[f"model/h{i}/{name}/b"] = (dense[1],)
+    shapes["model/ln_f/g"] = shapes["model/ln_f/b"] = (d,)
+    return shapes
+
+
+def _split(variable: str) -> tuple[int | None, list[str]]:
+    """"model/h3/attn/c_attn/w" -> (3, ["attn", "c_attn", "w"]); "model/ln_f/g" -> (None, ["ln_f", "g"])."""
+    keys = variable.removeprefix("model/").split("/")
+    if re.fullmatch(r"h\d+", keys[0]):
+        return int(keys[0][1:]), keys[1:]
+    return None, keys
+
+
+def _put(params: dict, variable: str, array: np.ndarray) -> None:
+    """Store ``array`` at the place in the params tree that OpenAI's ``variable`` name maps to."""
+    block, keys = _split(variable)
+    node = params
+    if block is not None:
+        blocks = params.setdefault("blocks", [])
+        while len(blocks) <= block:  # variables arrive block by block, so this only appends
+            blocks.append({})
+        node = blocks[block]
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = array
+
+
+def _checkpoint_stamp(ckpt_path: Path) -> dict:
+    """What identifies a checkpoint's files: the index's sha256, the data files' sizes and mtimes."""
+    index = ckpt_path.with_name(ckpt_path.name + ".index")
+    data = sorted(ckpt_path.parent.glob(ckpt_path.name + ".data-*"))
+    return {
+        "index_sha256": sha256_file(index),
+        "data": {path.name: [path.stat().st_size, path.stat().st_mtime_ns] for path in data},
+    }
+
+
+def _read_stamp(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # absent or damaged: the CRCs are simply checked again
+        return None
+
+
+def _write_stamp(path: Path, stamp: dict) -> None:
+    """Write the stamp through a temporary file and a rename, so it is never half-written. Failing to
+    write it (read-only folder) only costs speed, so that warns instead of failing the load."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+        with open(fd, "w", encoding="utf-8") as file:
+            json.dump(stamp, file)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        warnings.warn(f"could not write {path} ({exc}); the next load checks the checkpoint's CRCs again")

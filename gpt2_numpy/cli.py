@@ -1,0 +1,286 @@
+"""The `gpt2` command: GPT-2's continuation of a prompt, a file's score, a Hugging Face copy, the playground.
+
+    gpt2 "Alan Turing theorized that computers would one day become" [--stream] [--temperature 0.8 ...]
+    gpt2 --score essay.txt [--stride 512]          # tokens, perplexity, bits per byte
+    gpt2 --model 124M --save_hf out/gpt2           # a folder transformers loads
+    gpt2 --serve [--port 8000] [--encoding DIR]    # the tokenizer playground, with GPT-2's next-token panel
+
+`main(argv)` parses the arguments (argparse: text arrives exactly as typed), loads the model
+(`checkpoints.load_encoder_hparams_and_params`, which downloads a missing size into the models folder
+of `models_dir.default_models_dir`), and prints. Exit status: 0 done; 1 a download failed or a model
+file is missing or damaged; 2 a mistake on the command line or in its input (one line, before any
+download where it can be told then); 130 Ctrl-C.
+
+What it does not do: hold model code. The forward pass is model.py's, decoding kvcache.py's,
+scoring scoring.py's; the playground's server is the tokenizer's (`tokenizer/serve.py`), handed the
+model here.
+"""
+from __future__ import annotations
+
+import argparse
+import codecs
+import math
+import os
+import shlex
+import sys
+import textwrap
+from pathlib import Path
+
+from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, save_hf
+from .kvcache import iter_generate_batch, sampling_temperature
+from .models_dir import default_models_dir
+from .scoring import token_nlls
+
+
+class CommandError(Exception):
+    """A failure after the command line was accepted: printed as one line, exit ``status``."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def token_bytes(encoder, token_id):
+    """The raw bytes of one token (a GPT-2 token can hold part of a UTF-8 character)."""
+    return bytes(encoder.byte_decoder[c] for c in encoder.decoder[token_id])
+
+
+def decode_stream(encoder, token_ids):
+    """Yield the text of token_ids piece by piece as they arrive, holding back the bytes
+    of a character split across tokens until it is complete (invalid bytes become U+FFFD,
+    as in encoder.decode)."""
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    for token_id in token_ids:
+        yield utf8.decode(token_bytes(encoder, token_id))
+    yield utf8.decode(b"", final=True)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2) that points at --help."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class PathFriendlyFormatter(argparse.HelpFormatter):
+    """Help text wrapped only at spaces, so a path such as ~/.cache/gpt2-numpy stays whole to copy."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+
+def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=prog,
+        formatter_class=PathFriendlyFormatter,
+        description="Print GPT-2's continuation of PROMPT (or, with --score, how well GPT-2 predicts a file; "
+        "with --save_hf, write the model as a Hugging Face folder; with --serve, start the tokenizer "
+        "playground with GPT-2's next-token panel). The first run downloads OpenAI's checkpoint and checks "
+        "it; later runs map it straight from disk.",
+        epilog="Sampling: greedy by default; --top_k, --top_p or --seed without --temperature sample at "
+        "temperature 1, and --temperature 0 (greedy) takes none of them. A prompt that starts with a dash "
+        "goes after --, as in: gpt2 -- '-5 degrees outside, and'",
+        allow_abbrev=False,  # a misspelt flag is an error, never a guess
+    )
+    def option(name, **options):  # --name, and its dashed spelling (--top-k) kept out of the help text
+        parser.add_argument(f"--{name}", **options)
+        if "_" in name:
+            hidden = {"dest": name, **options, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+            parser.add_argument(f"--{name.replace('_', '-')}", **hidden)
+
+    parser.add_argument("prompt", nargs="?", help="the text to continue, used exactly as given")
+    option("n_tokens_to_generate", type=int, default=40, metavar="N", help="how many tokens to add (default: 40)")
+    option("model", default="124M", metavar="PATH_OR_SIZE",
+           help=f"which GPT-2: a size ({', '.join(MODEL_SIZES)}; default: 124M), or a folder in OpenAI's layout "
+           "(checkpoint, hparams.json, model.ckpt.*) or Hugging Face's (config.json, model.safetensors, "
+           "vocab.json, merges.txt)")
+    option("model_size", dest="model", default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # picoGPT's name
+    option("models_dir", default=None, metavar="DIR",
+           help=f"folder of the checkpoints, one subfolder per size (default: {default_models_dir()}: "
+           "$GPT2_MODELS_DIR if set, else the models/ folder of this checkout, else "
+           "$XDG_CACHE_HOME/gpt2-numpy/models, ~/.cache/gpt2-numpy/models without XDG_CACHE_HOME)")
+    option("temperature", type=float, default=None, metavar="T",
+           help="sample from softmax(logits / T); 0 is greedy (default: greedy, or 1 with --top_k, --top_p "
+           "or --seed)")
+    option("top_k", type=int, default=None, metavar="K", help="sample only among the K most likely tokens")
+    option("top_p", type=float, default=None, metavar="P",
+           help="sample only among the fewest most likely tokens whose probability reaches P")
+    option("seed", type=int, default=None, help="seed the sampling, for a reproducible run")
+    option("stream", action="store_true", help="print each token as soon as it is generated")
+    option("score", metavar="FILE", default=None,
+           help="print the tokens, perplexity and bits per byte of the UTF-8 text in FILE")
+    option("stride", type=int, default=None, metavar="N",
+           help="with --score, windows over a text longer than the context start N tokens apart "
+           "(default: half the context)")
+    option("save_hf", metavar="DIR", default=None,
+           help="write the model to the new folder DIR in Hugging Face's layout "
+           "(transformers.GPT2LMHeadModel.from_pretrained(DIR) loads it)")
+    option("serve", action="store_true",
+           help="serve the tokenizer playground (a web page) with the model's next-token panel, until Ctrl-C")
+    option("host", default=None, help="with --serve, the address to listen on (default 127.0.0.1: this "
+           "machine only; the playground has no login)")
+    option("port", type=int, default=None, help="with --serve, the port (default 8000; 0: any free port)")
+    option("encoding", action="append", default=None, metavar="NAME|DIR",
+           help="with --serve, the page's first encoding, or a saved tokenizer folder to offer too; repeat "
+           "for more (default gpt2)")
+    return parser
+
+
+def check_command_line(parser, args) -> None:
+    """Every mistake that can be told before any download or model work (ValueError: one line, exit 2)."""
+    wants = [flag for flag, given in (("PROMPT", args.prompt is not None), ("--score", args.score is not None),
+                                      ("--save_hf", args.save_hf is not None), ("--serve", args.serve)) if given]
+    if not wants:
+        raise ValueError(f"give a PROMPT to continue (e.g. {parser.prog} 'Hello, world'), --score FILE, "
+                         "--save_hf DIR or --serve")
+    if args.prompt is not None and args.score is not None:
+        raise ValueError("--score scores a file; give it no PROMPT")
+    if args.serve and len(wants) > 1:
+        raise ValueError(f"--serve runs until Ctrl-C; give it no {' or '.join(w for w in wants if w != '--serve')}")
+    serve_only = [f"--{name}" for name in ("host", "port", "encoding") if getattr(args, name) is not None]
+    if serve_only and not args.serve:
+        raise ValueError(f"{', '.join(serve_only)} go with --serve (the playground)")
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise ValueError(f"--port {args.port}: expected a port from 0 to 65535 (0: any free port)")
+    if args.model not in MODEL_SIZES:
+        folder = Path(args.model).expanduser()
+        if not folder.is_dir():
+            raise ValueError(f"--model {args.model!r} is neither a GPT-2 size ({', '.join(MODEL_SIZES)}) nor a folder")
+        if folder_layout(folder) is None:
+            raise ValueError(f"--model {args.model}: the folder holds neither OpenAI's layout (checkpoint, "
+                             "hparams.json, model.ckpt.*) nor Hugging Face's (config.json, model.safetensors)")
+    if args.save_hf is not None:
+        out = Path(args.save_hf)
+        if out.exists() and not (out.is_dir() and not any(out.iterdir())):
+            raise ValueError(f"--save_hf {args.save_hf} already exists and is not an empty folder; choose a new folder")
+    if args.stride is not None and args.stride <= 0:
+        raise ValueError(f"--stride must be > 0, got {args.stride}")
+    if args.prompt == "":
+        raise ValueError(f"the prompt is empty; give some text to continue, e.g. {parser.prog} 'Hello, world'")
+    if args.n_tokens_to_generate < 0:
+        raise ValueError(f"n_tokens_to_generate must be >= 0, got {args.n_tokens_to_generate}")
+    sampling_temperature(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+
+
+def read_score_file(path: str) -> str:
+    """The text of --score's FILE, or ValueError (exit 2) saying why it cannot be scored."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except UnicodeDecodeError as error:
+        raise ValueError(f"--score {path} is not UTF-8 text ({error})") from None
+    except OSError as error:
+        raise ValueError(f"--score {path}: {error.strerror or error}; pass a UTF-8 text file") from None
+    if not text:
+        raise ValueError(f"--score {path}: the file is empty; give a text of at least two tokens")
+    return text
+
+
+def print_score(encoder, params, n_head, text, stride, path):
+    """Tokens, perplexity and bits per byte of `text`, over the tokens the model predicted (all but
+    the first, and without window overlap, all but each window's first) and the bytes they hold."""
+    ids = encoder.encode(text)
+    if len(ids) < 2:
+        raise ValueError(f"--score {path} holds {len(ids)} token; the first has no context, so give at least two")
+    nlls, positions = token_nlls(ids, params, n_head, stride=stride)  # [n_scored], [n_scored]
+    predicted_bytes = sum(len(token_bytes(encoder, ids[i])) for i in positions)
+    print(f"tokens: {len(ids)} ({len(positions)} predicted)")
+    print(f"mean NLL: {nlls.mean():.4f} nats/token")
+    print(f"perplexity: {math.exp(nlls.mean()):.4f}")
+    print(f"bits per byte: {nlls.sum() / math.log(2) / predicted_bytes:.4f}")
+
+
+def load_model(args, models_dir):
+    """(encoder, hparams, params), or CommandError 1: a download failed, or a model file is missing or
+    damaged (the command line itself was checked before)."""
+    try:
+        return load_encoder_hparams_and_params(args.model, models_dir)
+    except (ValueError, OSError) as error:
+        raise CommandError(str(error), 1) from None
+
+
+def generate_text(encoder, hparams, params, args) -> None:
+    ids = encoder.encode(args.prompt)
+    options = dict(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    steps = iter_generate_batch([ids], params, hparams["n_head"], args.n_tokens_to_generate, **options)
+    new_ids = (token for (token,) in steps)
+    if args.stream:
+        for piece in decode_stream(encoder, new_ids):
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+        sys.stdout.write("\n")
+    else:
+        print(encoder.decode(list(new_ids)))
+
+
+def serve_playground(args, hparams, params) -> None:
+    """The tokenizer's playground, handed this model for its next-token panel; runs until Ctrl-C."""
+    from tokenizer import get_encoding, load_encoding
+    from tokenizer.serve import Playground, PlaygroundServer
+
+    from .next_tokens import NextTokens
+
+    encodings = []
+    for name in args.encoding or ["gpt2"]:
+        try:
+            encodings.append(load_encoding(name) if os.path.isdir(name) else get_encoding(name))
+        except (ValueError, KeyError, OSError) as error:
+            message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+            raise CommandError(f"--encoding {name}: {message}", 2) from None
+    try:
+        model = NextTokens(params, hparams["n_head"], name=Path(args.model).name)
+    except ValueError as error:
+        raise CommandError(f"--model {args.model}: {error}", 2) from None
+    host, port = args.host or "127.0.0.1", 8000 if args.port is None else args.port
+    try:
+        server = PlaygroundServer(Playground(encodings, model=model), host, port)
+    except OSError as error:
+        raise CommandError(f"cannot listen on {host}:{port} ({error.strerror or error}); pass another --port, "
+                           "or --port 0 for any free one", 2) from None
+    with server:
+        print(f"the tokenizer playground is at {server.url} with {model.name}'s next tokens (Ctrl-C stops it)",
+              flush=True)
+        server.serve_forever()
+
+
+def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
+    """`gpt2 PROMPT [options]` (see the module's docstring and --help). Returns the exit status:
+    0 done, 1 a download or a model file failed, 2 a mistake in the command line or its input,
+    130 interrupted (Ctrl-C)."""
+    parser = command_line_parser(prog)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        hint = ""
+        if args.prompt is None and unknown[0].startswith("-"):  # most likely a prompt that starts with a dash
+            hint = f"; a prompt that starts with a dash goes after --: {parser.prog} -- {shlex.quote(unknown[0])}"
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    try:
+        check_command_line(parser, args)
+        text = read_score_file(args.score) if args.score is not None else None
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        models_dir = default_models_dir() if args.models_dir is None else args.models_dir
+        encoder, hparams, params = load_model(args, models_dir)
+        if args.save_hf is not None:
+            save_hf(args.save_hf, encoder, hparams, params)
+            print(f"wrote {args.save_hf}", file=sys.stderr)
+        if text is not None:
+            print_score(encoder, params, hparams["n_head"], text, args.stride, args.score)
+        if args.serve:
+            serve_playground(args, hparams, params)
+        if args.prompt is not None:
+            generate_text(encoder, hparams, params, args)
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 130
+    except CommandError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return error.status
+    except ValueError as error:  # bad input found once the model is known (e.g. a prompt too long for it)
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # e.g. --save_hf into a folder that cannot be written
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,32 @@
+"""Where GPT-2 checkpoints live: one rule, followed by every command and by the Python API.
+
+1. ``$GPT2_MODELS_DIR``, if set;
+2. else, when this package runs from a checkout of the repository (the folder above ``gpt2_numpy/``
+   holds ``models/README.md``; ``pip install -e .`` counts), that checkout's ``models/`` folder, whatever
+   the current folder is;
+3. else (a regular install) the user's cache folder: ``$XDG_CACHE_HOME/gpt2-numpy/models``, or
+   ``~/.cache/gpt2-numpy/models`` when ``XDG_CACHE_HOME`` is unset.
+
+So a download never lands in the current folder by accident: ``./models`` is used only when it is
+passed by name (``--models_dir models``, ``models_dir="models"``).
+
+What it does not do: create the folder, or look inside it; the checkpoint readers do that.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# The repository's own models/ folder, recognised by the README.md it ships with; an installed package
+# has no such folder beside it.
+CHECKOUT_MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+
+
+def default_models_dir() -> Path:
+    """The folder that holds one subfolder per GPT-2 size (``124M/``, ...) when no folder is given."""
+    if os.environ.get("GPT2_MODELS_DIR"):
+        return Path(os.environ["GPT2_MODELS_DIR"]).expanduser()
+    if (CHECKOUT_MODELS_DIR / "README.md").is_file():
+        return CHECKOUT_MODELS_DIR
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache).expanduser() / "gpt2-numpy" / "models"
