@@ -22,8 +22,9 @@ import tokenizer.fast.stdlib_patterns as stdlib_patterns
 from conftest import CORPUS_FILES, FUZZ_EXAMPLES, REPO, corpus_text
 from tokenizer import get_encoding
 from tokenizer.patterns import NEWER_THAN_TIKTOKEN, OPENAI_PATTERNS, RECATEGORISED_SINCE_TIKTOKEN
-from test_pretokenize import uses_stdlib
-from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN, Pretokenizer, compile_pattern
+from test_pretokenize import both_splits
+from tokenizer.fast.stdlib_patterns import FastPretokenizer, compile_fast
+from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from tokenizer.fast.stdlib_patterns import code_point_runs, stand_in_astral
 from tokenizer.fast.unicode16 import RANGES
 
@@ -90,7 +91,7 @@ def test_recategorised_stand_ins_have_the_old_category_in_both_versions():
 
 def test_o200k_case_split_uses_unicode16_category():
     # U+0295 is a lowercase letter to tiktoken (an "other letter" in 17.0): it cannot open o200k's word "Ab"
-    for split in (compile_pattern(O200K_PATTERN).split, compile_pattern(O200K_PATTERN).split_reference):
+    for split in (both_splits(O200K_PATTERN).split, both_splits(O200K_PATTERN).split_reference):
         assert split("ʕAb") == ["ʕ", "Ab"]
     assert regex.findall(O200K_PATTERN, "ʕAb") == ["ʕAb"]  # what `regex` alone would say
 
@@ -127,24 +128,24 @@ def every_code_point_differences(split, reference, context: str, characters: str
 
 @pytest.mark.parametrize("pattern", OPENAI_PATTERNS, ids=IDS)
 def test_every_code_point_in_context_equals_reference(pattern):
-    pre = compile_pattern(pattern)
+    pre = both_splits(pattern)
     assert every_code_point_differences(pre.split, pre.split_reference, EVERY_CONTEXT)[:5] == []
 
 
 @pytest.mark.parametrize("pattern", OPENAI_PATTERNS, ids=IDS)
 def test_every_bmp_code_point_in_every_context_equals_reference(pattern):
-    pre = compile_pattern(pattern)
+    pre = both_splits(pattern)
     for context in CONTEXTS:
         assert every_code_point_differences(pre.split, pre.split_reference, context, BMP)[:5] == [], context
 
 
 def test_a_wrong_class_is_caught(monkeypatch):
     # U+0295 in "Lo" as Unicode 17.0 has it: the every-code-point check must see o200k's case split move
-    right = compile_pattern(O200K_PATTERN)  # (before the change: compile_pattern caches)
+    right = both_splits(O200K_PATTERN)  # (before the change: compile_fast caches)
     monkeypatch.setitem(RANGES, "Lo", "0295 " + RANGES["Lo"])
     code_point_runs.cache_clear()
     try:
-        wrong = Pretokenizer(O200K_PATTERN)
+        wrong = FastPretokenizer(O200K_PATTERN)
         assert every_code_point_differences(wrong.split, right.split_reference, "{}Ab", BMP) == ["ʕAb"]
     finally:
         monkeypatch.undo()
@@ -170,7 +171,7 @@ fuzz_texts = st.one_of(
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=fuzz_texts)
 def test_fuzz_equals_reference(pattern, text):
-    pre = compile_pattern(pattern)
+    pre = both_splits(pattern)
     assert pre.split(text) == pre.split_reference(text)
 
 
@@ -178,7 +179,7 @@ def test_fuzz_equals_reference(pattern, text):
 def test_corpus_equals_reference(filename):
     text = corpus_text(filename, 1_000_000)
     for pattern in OPENAI_PATTERNS:
-        pre = compile_pattern(pattern)
+        pre = both_splits(pattern)
         assert pre.split(text) == pre.split_reference(text), pattern
 
 
@@ -189,7 +190,7 @@ def test_astral_text_ids_equal_tiktoken(name):
 
 
 def test_custom_pattern_runs_on_regex():
-    pre = compile_pattern(r"\p{L}+|\P{L}")
+    pre = both_splits(r"\p{L}+|\P{L}")
     assert pre.split("ab中, c") == pre.split_reference("ab中, c") == ["ab中", ",", " ", "c"]
-    assert all(uses_stdlib(compile_pattern(p)) for p in (R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN))
-    assert not uses_stdlib(pre)
+    assert all(compile_fast(p).uses_stdlib for p in (R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN))
+    assert not compile_fast(r"\p{L}+|\P{L}").uses_stdlib

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import tokenizer.patterns as patterns
 import tokenizer.pretokenize as pretokenize
+from tokenizer.fast.stdlib_patterns import compile_fast
 from conftest import FUZZ_EXAMPLES, corpus_text
 from tokenizer.patterns import OPENAI_PATTERNS
 from tokenizer.pretokenize import (
@@ -41,7 +42,7 @@ def test_docstring_examples():
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=ascii_texts)
 def test_ascii_equals_regex(pat, text):
-    pre = compile_pattern(pat)
+    pre = both_splits(pat)
     assert pre.split(text) == regex.findall(pat, text)
 
 
@@ -49,7 +50,7 @@ def test_ascii_equals_regex(pat, text):
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=mixed_texts)
 def test_mixed_text_equals_reference(pat, text):
-    pre = compile_pattern(pat)
+    pre = both_splits(pat)
     assert pre.split(text) == pre.split_reference(text)
 
 
@@ -57,7 +58,7 @@ def test_every_ascii_pair_and_triple():
     chars = [chr(c) for c in range(128)]
     texts = [a + b for a in chars for b in chars] + [a + b + c for a in "a '\n\r\t1." for b in chars for c in chars]
     for pat in PATTERNS:
-        pre = compile_pattern(pat)
+        pre = both_splits(pat)
         for text in texts:
             assert pre.split(text) == regex.findall(pat, text), (pat, text)
 
@@ -72,25 +73,25 @@ def test_gpt2_pattern_forms_agree():
 def test_corpus_fast_equals_reference(filename):
     text = corpus_text(filename, 400_000)
     for pat in PATTERNS:
-        pre = compile_pattern(pat)
+        pre = both_splits(pat)
         assert pre.split(text) == pre.split_reference(text)
 
 
 def test_unicode_17_letters_split_as_tiktoken_does():
     # U+323B0 is a letter only since Unicode 17.0; tiktoken (Unicode 16.0) treats it as punctuation
     text = "\U000323b0's"
-    assert compile_pattern(GPT2_PATTERN).split(text) == ["\U000323b0'", "s"]
-    assert compile_pattern(GPT2_PATTERN).split_reference(text) == ["\U000323b0'", "s"]
+    assert both_splits(GPT2_PATTERN).split(text) == ["\U000323b0'", "s"]
+    assert both_splits(GPT2_PATTERN).split_reference(text) == ["\U000323b0'", "s"]
 
 
 def test_custom_pattern_has_no_fast_path_but_works():
-    pre = compile_pattern(r"\w+|\W")
+    pre = both_splits(r"\w+|\W")
     assert pre.split("ab, c") == ["ab", ",", " ", "c"]
 
 
 def test_bad_pattern_is_a_clear_error():
     with pytest.raises(ValueError, match="pat_str"):
-        compile_pattern("(unclosed")
+        both_splits("(unclosed")
 
 
 def test_special_token_regex_prefers_longest():
@@ -100,11 +101,13 @@ def test_special_token_regex_prefers_longest():
 
 def test_fast_path_for_every_openai_pattern():
     # the stdlib spelling knows the escapes of OpenAI's patterns; any other pattern stays on `regex`
-    assert all(uses_stdlib(compile_pattern(p)) for p in OPENAI_PATTERNS)
-    assert not uses_stdlib(compile_pattern(r"\w+|\W"))
+    assert all(compile_fast(p).uses_stdlib for p in OPENAI_PATTERNS)
+    assert not compile_fast(r"\w+|\W").uses_stdlib
 
 
-def uses_stdlib(pre) -> bool:
-    """Whether the pretokenizer's fast split is the standard library's (not regex's findall)."""
-    pre.split("a")
-    return pre._split != pre._unicode.findall
+class both_splits:  # noqa: N801 - read as a function
+    """The fast split (``split``, :mod:`tokenizer.fast`) beside the readable one (``split_reference``)."""
+
+    def __init__(self, pat_str: str):
+        self.split_reference = compile_pattern(pat_str).split  # first: a bad pattern's error is the reader's
+        self.split = compile_fast(pat_str).split

@@ -10,21 +10,17 @@ followed by "." or "!" and makes pieces cacheable:
 The patterns are OpenAI's, character for character as tiktoken uses them (:mod:`tokenizer.patterns`); they
 need the ``regex`` package for ``\\p{L}`` (any letter), ``\\p{N}`` (any number) and possessive quantifiers.
 
-``split_reference`` is the plain ``regex`` path, the readable one (the reference core uses it). ``split`` is
-the fast path: the standard library's ``re`` runs the same patterns faster, once each ``\\p{...}`` and ``\\s``
-is spelled as an explicit class with tiktoken's Unicode 16.0 code points (:mod:`tokenizer.fast.stdlib_patterns`,
-loaded on ``split``'s first call), for text in every script. Tests check both agree on every code point and
-on fuzz.
+The fast core splits with the standard library's ``re`` instead, which runs the same patterns faster once
+each ``\\p{...}`` and ``\\s`` is spelled as an explicit class with tiktoken's Unicode 16.0 code points
+(:func:`tokenizer.fast.stdlib_patterns.compile_fast`); tests check both agree on every code point and on fuzz.
 
-This module does not run BPE, and it only knows a fast path for OpenAI's patterns: any other pattern is run as
-it is, by ``regex``.
+This module does not run BPE, and holds no fast path.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Callable
 
 import regex
 
@@ -42,7 +38,7 @@ from .patterns import (
 
 
 class Pretokenizer:
-    """Splits text with one pattern; ``split`` is the fast path, ``split_reference`` the plain one."""
+    """Splits text with one pattern, run by the ``regex`` package as tiktoken runs it."""
 
     def __init__(self, pat_str: str):
         self.pat_str = pat_str
@@ -51,9 +47,8 @@ class Pretokenizer:
         except regex.error as e:
             raise ValueError(f"pat_str is not a valid regular expression for the `regex` package: {e}") from e
         self._is_openai = pat_str in OPENAI_PATTERNS  # tiktoken's Unicode 16.0 classes apply
-        self._split: Callable[[str], list[str]] | None = None  # the fast split, made on its first call
 
-    def split_reference(self, text: str) -> list[str]:
+    def split(self, text: str) -> list[str]:
         """The pieces, straight from the pattern (with Unicode 16.0's character classes, as tiktoken)."""
         if not self._is_openai:
             return self._unicode.findall(text)
@@ -63,13 +58,8 @@ class Pretokenizer:
             return self._unicode.findall(text)
         return unmask(text, self._unicode.findall(mask_newer(text)))
 
-    def split(self, text: str) -> list[str]:
-        """The same pieces as :meth:`split_reference`, by the standard library's ``re`` where it applies."""
-        if self._split is None:
-            from .fast.stdlib_patterns import stdlib_split  # the fast path's module, loaded on first use
-
-            self._split = stdlib_split(self.pat_str) if self._is_openai else self._unicode.findall
-        return self._split(text)
+    # The name under which tests and tools use this split as the oracle of the fast one.
+    split_reference = split
 
 
 def replace_surrogates(text: str) -> str:

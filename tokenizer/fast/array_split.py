@@ -93,8 +93,7 @@ from functools import cache
 import numpy as np
 
 from ..patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
-from ..pretokenize import compile_pattern
-from .stdlib_patterns import code_point_runs
+from .stdlib_patterns import code_point_runs, compile_fast
 
 CODE_POINTS = 0x110000
 
@@ -504,7 +503,7 @@ def _split_segments(code_points: np.ndarray, starts: np.ndarray, segments: np.nd
     positions[positions_in_segments] = code_points[_segment_positions(firsts, lengths)]
     positions[joined_firsts[1:] - gap] = ord(SEPARATOR[0])  # (SEPARATOR: a space, then a letter)
     joined = positions.tobytes().decode("utf-32-le", "surrogatepass")
-    piece_lengths = np.fromiter(map(len, compile_pattern(O200K_PATTERN).split(joined)), np.int64)
+    piece_lengths = np.fromiter(map(len, compile_fast(O200K_PATTERN).split(joined)), np.int64)
     joined_starts = np.cumsum(piece_lengths) - piece_lengths
     # back to the text: a piece start in a segment is a start there; the separators' starts are dropped
     segment = np.searchsorted(joined_firsts, joined_starts, side="right") - 1

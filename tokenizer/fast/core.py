@@ -13,7 +13,7 @@ three routes, each chosen by a measured size (the thresholds below):
 - **a few new short pieces** are merged one by one by :func:`tokenizer.bpe.merge`, whose fixed cost is lowest.
 
 All the texts of one call (a batch, or the stretches between special tokens) are handled together: one
-grouping, one batch of BPE. The pieces come from :meth:`tokenizer.pretokenize.Pretokenizer.split`, the
+grouping, one batch of BPE. The pieces come from :func:`tokenizer.fast.stdlib_patterns.compile_fast`, the
 standard library's faster ``re`` running OpenAI's patterns.
 
 What this module does not do: special tokens, decoding, or any rule of its own. Where it and the reference
@@ -29,7 +29,8 @@ from operator import is_not, not_
 from typing import TYPE_CHECKING, Callable, Iterator, Literal, Mapping
 
 from .. import bpe
-from ..pretokenize import compile_pattern, replace_surrogates
+from ..pretokenize import replace_surrogates
+from .stdlib_patterns import compile_fast
 
 if TYPE_CHECKING:
     from .array_encode import TokenTables
@@ -83,7 +84,7 @@ class FastCore:
         self.token_ids = token_ids
         self.whole_piece_tokens = whole_piece_tokens
         self.vocabulary_source: str | None = None
-        self._pretokenizer = compile_pattern(pat_str)
+        self._pretokenizer = compile_fast(pat_str)
         self._cache = _PieceCache()
         self._cache.encode_piece = self._encode_piece
         self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)

@@ -28,9 +28,9 @@ import re
 from bisect import bisect_right
 from functools import cache
 from itertools import chain
-from typing import Callable
 
-from ..patterns import unmask
+from ..patterns import OPENAI_PATTERNS, unmask
+from ..pretokenize import compile_pattern
 from .unicode16 import RANGES
 
 BMP_END = 0x10000
@@ -99,16 +99,28 @@ def stdlib_pattern(pat_str: str) -> re.Pattern[str]:
     return re.compile(stdlib_pattern_text(pat_str))
 
 
-def stdlib_split(pat_str: str) -> Callable[[str], list[str]]:
-    """A function splitting text into the pieces of ``pat_str`` (one of OpenAI's patterns) with ``re``."""
-    findall = stdlib_pattern(pat_str).findall
+class FastPretokenizer:
+    """:class:`tokenizer.pretokenize.Pretokenizer`'s pieces, by ``re`` for OpenAI's patterns (``uses_stdlib``);
+    any other pattern is run by the readable split as it is."""
 
-    def split(text: str) -> list[str]:
+    def __init__(self, pat_str: str):
+        self.pat_str = pat_str
+        self.uses_stdlib = pat_str in OPENAI_PATTERNS
+        if self.uses_stdlib:
+            self._findall = stdlib_pattern(pat_str).findall
+        else:
+            self.split = compile_pattern(pat_str).split  # type: ignore[method-assign]
+
+    def split(self, text: str) -> list[str]:
         if not has_astral(text):
-            return findall(text)
-        return unmask(text, findall(stand_in_astral(text)))
+            return self._findall(text)
+        return unmask(text, self._findall(stand_in_astral(text)))
 
-    return split
+
+@cache
+def compile_fast(pat_str: str) -> FastPretokenizer:
+    """A (shared) :class:`FastPretokenizer` for ``pat_str``."""
+    return FastPretokenizer(pat_str)
 
 
 def has_astral(text: str) -> bool:

@@ -49,7 +49,8 @@ import numpy as np
 
 from . import dataset
 from ..encoding import Encoding
-from ..pretokenize import compile_pattern, special_token_regex
+from ..fast.stdlib_patterns import compile_fast
+from ..pretokenize import special_token_regex
 
 DEFAULT_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
 INPUT_SUFFIXES = (".txt", ".jsonl")  # what a folder given as input is searched for
@@ -432,7 +433,7 @@ def pretokens(enc: Encoding, text: str, special_tokens: Iterable[str] = ()) -> l
     >>> pretokens(get_encoding("gpt2"), "Hi<|endoftext|>it's", {"<|endoftext|>"})
     ['Hi', '<|endoftext|>', 'it', "'s"]
     """
-    split = compile_pattern(enc.pat_str).split
+    split = compile_fast(enc.pat_str).split
     if not special_tokens:
         return split(text)
     pieces, start = [], 0

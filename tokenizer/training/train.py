@@ -75,7 +75,8 @@ from . import compiled_merges
 from .array_counts import count_texts, has_array_counts
 from ..cuts import safe_byte_cuts
 from ..jobs.engines import ENGINES, ProgressBar, open_engine
-from ..pretokenize import GPT2_PATTERN, R50K_PATTERN, compile_pattern
+from ..fast.stdlib_patterns import compile_fast
+from ..pretokenize import GPT2_PATTERN, R50K_PATTERN
 from ..jobs.workers import worker_pool
 
 # Chunks handed to the workers are about this many bytes (they end at the next safe cut after it).
@@ -284,7 +285,7 @@ def _check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
 
 def _splitter(pattern: str):
     """The pre-tokenizer: a function text -> list of pre-token strings (same as ``regex.findall``)."""
-    return compile_pattern(pattern).split
+    return compile_fast(pattern).split
 
 
 # Unicode White_Space, which is what \s means in the `regex` package (the standard library's \s also takes
