@@ -1,4 +1,7 @@
-"""Exact ids against tiktoken (the oracle) for every OpenAI encoding: real text, fuzz, every code point."""
+"""Exact ids against tiktoken (the oracle) for every OpenAI encoding: real text, fuzz, every code point.
+
+Each suite runs over both cores (``core="fast"`` and ``core="reference"``), the reference on samples where it is
+slow, so the readable core is an oracle for the fast one too."""
 
 from __future__ import annotations
 
@@ -15,17 +18,24 @@ from tokenizer import get_encoding, list_encoding_names
 ALL = list_encoding_names()
 WHOLE_FILES = ["gpt2", "cl100k_base"]  # whole corpus files; the others on large samples
 SAMPLE_BYTES = 1_000_000
+REFERENCE_SAMPLE_BYTES = 30_000  # the reference core is pure Python: a sample of each file
+CORES = ["fast", "reference"]
 
 
-def both(name):
-    return get_encoding(name), tiktoken.get_encoding(name)
+def both(name, core="fast"):
+    return get_encoding(name, core=core), tiktoken.get_encoding(name)
 
 
+@pytest.mark.parametrize("core", CORES)
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("filename", CORPUS_FILES)
-def test_corpus_ids_equal_tiktoken(name, filename):
-    ours, oracle = both(name)
-    text = corpus_text(filename, None if name in WHOLE_FILES else SAMPLE_BYTES)
+def test_corpus_ids_equal_tiktoken(name, filename, core):
+    ours, oracle = both(name, core)
+    if core == "reference":
+        limit = REFERENCE_SAMPLE_BYTES
+    else:
+        limit = None if name in WHOLE_FILES else SAMPLE_BYTES
+    text = corpus_text(filename, limit)
     # The corpora hold <|endoftext|> separators: allow them, as a dataset encoder would.
     ids = ours.encode(text, allowed_special="all")
     assert ids == oracle.encode(text, allowed_special="all")
@@ -33,9 +43,10 @@ def test_corpus_ids_equal_tiktoken(name, filename):
     assert ours.encode_ordinary(text) == oracle.encode_ordinary(text)
 
 
+@pytest.mark.parametrize("core", CORES)
 @pytest.mark.parametrize("name", ALL)
-def test_api_values_equal_tiktoken(name):
-    ours, oracle = both(name)
+def test_api_values_equal_tiktoken(name, core):
+    ours, oracle = both(name, core)
     assert ours.name == oracle.name
     assert ours.n_vocab == oracle.n_vocab
     assert ours.max_token_value == oracle.max_token_value
@@ -75,9 +86,13 @@ texts = st.lists(
 @given(texts)
 def test_fuzz_equal_tiktoken(text):
     for name in ["gpt2", "p50k_base", "cl100k_base", "o200k_base"]:
-        ours, oracle = both(name)
-        assert ours.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all"), name
-        assert ours.encode(text, disallowed_special=()) == oracle.encode(text, disallowed_special=()), name
+        oracle = tiktoken.get_encoding(name)
+        expected = oracle.encode(text, allowed_special="all")
+        as_plain_text = oracle.encode(text, disallowed_special=())
+        for core in CORES:
+            ours = get_encoding(name, core=core)
+            assert ours.encode(text, allowed_special="all") == expected, (name, core)
+            assert ours.encode(text, disallowed_special=()) == as_plain_text, (name, core)
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)

@@ -44,21 +44,22 @@ class ReferenceCore:
         *,
         whole_piece_tokens: bool = True,
     ):
-        self.split = compile_pattern(pat_str).split_reference
+        self.pretokenizer = compile_pattern(pat_str)
         self.merge_ranks = merge_ranks
         self.token_ids = token_ids
         self.whole_piece_tokens = whole_piece_tokens
 
     def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
-        return [self.encode_ordinary(text) for text in texts]
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        text = replace_surrogates(text)  # a lone surrogate cannot be UTF-8: like tiktoken, U+FFFD instead
-        ids = []
-        for piece in self.split(text):
-            data = piece.encode("utf-8")
-            if self.whole_piece_tokens and data in self.token_ids:
-                ids.append(self.token_ids[data])
-            else:
-                ids.extend(self.token_ids[token] for token in merge_reference(data, self.merge_ranks))
-        return ids
+        ids_of_texts = []
+        for text in texts:
+            ids = []
+            # A lone surrogate cannot be UTF-8: like tiktoken, U+FFFD stands in for it.
+            for piece in self.pretokenizer.split(replace_surrogates(text)):
+                whole = self.token_ids.get(piece.encode("utf-8")) if self.whole_piece_tokens else None
+                if whole is not None:
+                    ids.append(whole)  # a piece that is a token is that token
+                else:
+                    for token in merge_reference(piece.encode("utf-8"), self.merge_ranks):
+                        ids.append(self.token_ids[token])
+            ids_of_texts.append(ids)
+        return ids_of_texts

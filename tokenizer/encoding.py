@@ -216,7 +216,7 @@ class Encoding:
         )
         self.check_disallowed_special(text, disallowed)
         if not allowed:
-            return self.encode_ordinary(text)
+            return self.core.encode_ordinary_texts([text])[0]
         stretches, specials = self._cut_at_special_tokens(text, allowed)
         return self._join_stretches(self.core.encode_ordinary_texts(stretches), specials)
 

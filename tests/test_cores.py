@@ -1,0 +1,82 @@
+"""The face and its two cores: the reference core is the readable one, and it loads nothing of the fast tier.
+
+The ids of both cores are compared with tiktoken's in the parity suites (test_parity.py, test_special.py); here:
+what choosing a core means, and what the reference core does not load.
+"""
+
+from __future__ import annotations
+
+import doctest
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+import tokenizer.core
+import tokenizer.fast.core
+from conftest import REPO, corpus_text
+from tokenizer import Encoding, get_encoding
+
+
+def test_doctests():
+    for module in (tokenizer.core, tokenizer.fast.core):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and (module is tokenizer.fast.core or result.attempted > 0)
+
+
+def test_the_reference_core_loads_neither_numpy_nor_the_fast_tier():
+    # A fresh process: anything imported by get_encoding or by encoding shows in sys.modules.
+    script = (
+        "import sys, tokenizer\n"
+        "enc = tokenizer.get_encoding('cl100k_base', core='reference')\n"
+        "text = 'hello world <|endoftext|> 中文字符 ' * 2000\n"
+        "assert enc.decode(enc.encode(text, allowed_special='all')) == text\n"
+        "enc.encode_batch(['a b', 'c'] * 100)\n"
+        "loaded = [m for m in sys.modules if m == 'numpy' or m.startswith(('numpy.', 'tokenizer.fast'))]\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_fast_core_is_the_default_and_each_core_is_its_own_shared_encoding():
+    fast, reference = get_encoding("gpt2"), get_encoding("gpt2", core="reference")
+    assert isinstance(fast.core, tokenizer.fast.core.FastCore)
+    assert isinstance(reference.core, tokenizer.core.ReferenceCore)
+    assert get_encoding("gpt2", core="reference") is reference and get_encoding("gpt2", core="fast") is fast
+    text = corpus_text("de_manpages.txt", 50_000)
+    assert reference.encode(text) == fast.encode(text)
+
+
+def test_a_core_survives_pickling():
+    for core in ("fast", "reference"):
+        registered = pickle.loads(pickle.dumps(get_encoding("gpt2", core=core)))
+        assert registered.core_name == core and registered is get_encoding("gpt2", core=core)
+        vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+        made = Encoding.from_vocab_merges(vocab, [(b"a", b"b")], core=core)
+        copy = pickle.loads(pickle.dumps(made))
+        assert copy.core_name == core and copy.encode("abc") == made.encode("abc") == [256, 99]
+
+
+def test_an_unknown_core_is_a_clear_error():
+    with pytest.raises(ValueError, match="core must be one of 'fast', 'reference', got 'quick'"):
+        get_encoding("gpt2", core="quick")
+    with pytest.raises(ValueError, match="core must be one of"):
+        Encoding("x", pat_str=r"\w+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={},
+                 core="quick")
+
+
+@pytest.mark.parametrize("whole_piece_tokens", [True, False])
+def test_both_rules_of_whole_pieces_in_both_cores(whole_piece_tokens):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}  # no merge makes "abc"
+    encodings = [Encoding.from_vocab_merges(vocab, [(b"a", b"b")], whole_piece_tokens=whole_piece_tokens, core=core)
+                 for core in ("fast", "reference")]
+    expected = [257] if whole_piece_tokens else [256, 99]
+    assert [enc.encode("abc") for enc in encodings] == [expected, expected]
+
+
+def test_a_lone_surrogate_is_u_fffd_in_both_cores():
+    for core in ("fast", "reference"):
+        enc = get_encoding("cl100k_base", core=core)
+        assert enc.encode("a\ud800b") == enc.encode("a\ufffdb")
