@@ -7,7 +7,11 @@
   ``$TIKTOKEN_CACHE_DIR`` seeded from those files, unless set), at them, so the whole suite runs offline:
   ``python -m pytest`` is the whole command.
 - Under ``CI=true`` a skipped test counts as a failure: a test that does not run cannot fail.
-- ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (10,000 in CI, fewer on a laptop).
+- ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (300 unless ``$FUZZ_EXAMPLES`` says otherwise).
+- Two tiers. ``python -m pytest`` runs the everyday tier: every fast path against its oracle on real samples,
+  in about three minutes on two cores. ``python -m pytest -m exhaustive`` runs the rest, listed in
+  :data:`EXHAUSTIVE` below: sweeps over every code point, commands end to end, the browser, Ray, TensorFlow,
+  installing the package. CI runs both.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared").
 CORPUS = SHARED / "corpus"
 ENCODINGS_DIR = SHARED / "encodings"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-FUZZ_EXAMPLES = 10_000 if IN_CI else int(os.environ.get("FUZZ_EXAMPLES", "300"))
+FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))
 # For the many fuzz tests of the array paths, each example of which runs several paths and their oracles: a
-# quarter of the budget each (2,500 in CI) keeps the suite within its time.
+# quarter of the budget each keeps the suite within its time.
 FUZZ_SHARE = max(FUZZ_EXAMPLES // 4, 50)
 
 if str(REPO) not in sys.path:
@@ -58,6 +62,35 @@ def pytest_configure(config):
     # that: the Ctrl-C tests would then test nothing. Give this session, and so its children, the usual handler.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# The exhaustive tier, by what a test needs or sweeps: its name holds one of these words, or it uses one of these
+# fixtures, or it is in one of these files, or it is named here.
+EXHAUSTIVE_WORDS = ("every_code_point", "every_bmp_code_point", "every_prefix", "bounded_memory", "20_mb")
+EXHAUSTIVE_FIXTURES = ("browser", "ray_cluster")  # a browser; a Ray cluster
+EXHAUSTIVE_FILES = ("test_package.py", "test_tfcheckpoint.py")  # pip install; TensorFlow as the oracle
+EXHAUSTIVE = {
+    # commands end to end
+    "test_cli.py": ("test_train_then_use_the_folder_everywhere", "test_train_on_globs_lists_and_jsonl",
+                    "test_train_killed_then_resumed_ends_with_the_same_merges",
+                    "test_special_token_text_is_an_error_unless_allowed"),
+    "test_gpt2.py": ("test_cli_end_to_end_on_a_tiny_checkpoint",),
+    # whole corpora, where the everyday tier takes samples
+    "test_parity.py": ("test_corpus_ids_equal_whole_files",),
+    "test_batch_bpe.py": ("test_char_windows_never_cut_what_a_token_spans_on_the_corpora",),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        filename = item.path.name
+        name = item.originalname
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if (filename in EXHAUSTIVE_FILES or name in EXHAUSTIVE.get(filename, ())
+                or any(word in name for word in EXHAUSTIVE_WORDS)
+                or any(fixture in item.fixturenames for fixture in EXHAUSTIVE_FIXTURES)
+                or "ray" in params.values()):
+            item.add_marker(pytest.mark.exhaustive)
 
 
 @pytest.hookimpl(hookwrapper=True)
