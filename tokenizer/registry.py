@@ -136,6 +136,10 @@ class RegisteredEncoding(Encoding):
             return (_get_registered, (self.name, self.registered_constructor, self.core_name))
         return (_get_encoding, (self.name, self.core_name))
 
+    def _registry_name(self) -> str | None:
+        # tiktoken's __getstate__ gives the name only for the registry's own (shared) encoding
+        return self.name if self.core_name == "fast" and _cache.get((self.name, "fast")) is self else None
+
 
 _cache: dict[tuple[str, str], Encoding] = {}  # (name, core) -> the shared encoding
 _registered: dict[str, Constructor] = {}  # by register_encoding
