@@ -53,9 +53,6 @@ CHECKPOINT_FILES = (
 # Everything above except the .meta graph, which nothing here reads: a missing one is no reason to
 # go to the network.
 NEEDED_FILES = tuple(name for name in CHECKPOINT_FILES if name != "model.ckpt.meta")
-# The 77-byte file asked for first, quietly: a server that cannot be reached fails there, before any
-# progress bar is drawn.
-PROBE_FILE = "checkpoint"
 CRC_STAMP_SUFFIX = ".crc32c-ok.json"  # model.ckpt + this: the stamp of a checkpoint whose CRCs passed
 
 
@@ -63,28 +60,19 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
     """Download the 7 files of GPT-2 ``model_size`` into ``model_dir``; files already there are kept.
 
     If any cannot be fetched, one :class:`DownloadError` names every file still missing, why, and how to
-    supply them by hand. A server that cannot be reached at all is asked once, not once per file, draws
-    no progress bar, and leaves behind no folder this call created.
+    supply them by hand. A server that cannot be reached at all is asked once, not once per file; it draws
+    no progress bar and leaves no folder behind (:func:`tokenizer.download.download_file` draws its bar and
+    makes the folder only once the server sends a file).
     """
     _check_model_size(model_size)
     model_dir = Path(model_dir)
     missing = [name for name in CHECKPOINT_FILES if not (model_dir / name).is_file()]
     if not missing:
         return
-    created = _first_missing_folder(model_dir)
     base = openai_public_url(f"gpt-2/models/{model_size}/")
     failed = {}  # file name -> why it is missing
     unreachable = None  # the reason, once the server could not be reached
-    try:
-        _probe(base, model_dir)
-    except CannotConnect as exc:
-        unreachable = exc.reason
-    except DownloadError as exc:  # e.g. a 404 for this file alone: the others may still come
-        if PROBE_FILE in missing:
-            failed[PROBE_FILE] = exc.reason
     for name in missing:
-        if name == PROBE_FILE and unreachable is None:
-            continue  # the probe fetched it, or said why not
         if unreachable is not None:
             failed[name] = unreachable
             continue
@@ -95,7 +83,6 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
         except DownloadError as exc:
             failed[name] = exc.reason
     if failed:
-        _remove_if_empty(model_dir, created)
         by_reason = {}
         for name in CHECKPOINT_FILES:
             if name in failed:
@@ -108,40 +95,6 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
             f"next run reads that folder), or point $OPENAIPUBLIC_URL at a mirror (default "
             f"{DEFAULT_OPENAIPUBLIC_URL})."
         )
-
-
-def _probe(base: str, model_dir: Path) -> None:
-    """Ask the server for the small ``checkpoint`` file without a progress bar: into ``model_dir`` when it
-    is missing there, else into a temporary folder (only to learn that the server answers)."""
-    if not (model_dir / PROBE_FILE).is_file():
-        download_file(base + PROBE_FILE, model_dir / PROBE_FILE, progress=False)
-        return
-    with tempfile.TemporaryDirectory(prefix="gpt2-probe-") as scratch:
-        download_file(base + PROBE_FILE, Path(scratch) / PROBE_FILE, progress=False)
-
-
-def _first_missing_folder(folder: Path) -> Path | None:
-    """The outermost of ``folder`` and its parents that does not exist yet (None if ``folder`` exists)."""
-    missing = None
-    for path in (folder, *folder.parents):
-        if path.exists():
-            break
-        missing = path
-    return missing
-
-
-def _remove_if_empty(folder: Path, created: Path | None) -> None:
-    """Remove ``folder`` and its parents up to ``created`` while they are empty: a failed first download
-    leaves no empty ``124M/`` behind (a ``.part`` file to resume from keeps its folder)."""
-    if created is None:
-        return
-    for path in (folder, *folder.parents):
-        try:
-            path.rmdir()  # only an empty folder
-        except OSError:
-            return
-        if path == created:
-            return
 
 
 def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: bool = True) -> dict:

@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -372,8 +374,10 @@ def test_ctrl_c_during_encode_file_is_one_line_and_leaves_no_file(tmp_path):
         time.sleep(0.02)
     time.sleep(0.3)
     stdout, stderr = interrupt(proc)
-    assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
-    assert [p.name for p in tmp_path.iterdir()] in ([], ["tok.checkpoint"])  # no tokenizer; the state to resume
+    kept = (tmp_path / "tok.checkpoint" / "settings.json").exists()
+    said = "; the training state is kept in tok.checkpoint: run the same command with --resume to continue"
+    assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted{said if kept else ''}\n")
+    assert [p.name for p in tmp_path.iterdir()] == (["tok.checkpoint"] if kept else [])  # no tokenizer
     assert_no_process_left(proc.pid)
 
 
@@ -411,8 +415,10 @@ def test_ctrl_c_during_train_is_one_line_and_saves_nothing(tmp_path):
     time.sleep(1.5)
     assert proc.poll() is None
     stdout, stderr = interrupt(proc)
-    assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
-    assert [p.name for p in tmp_path.iterdir()] in ([], ["tok.checkpoint"])  # no tokenizer; the state to resume
+    kept = (tmp_path / "tok.checkpoint" / "settings.json").exists()
+    said = "; the training state is kept in tok.checkpoint: run the same command with --resume to continue"
+    assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted{said if kept else ''}\n")
+    assert [p.name for p in tmp_path.iterdir()] == (["tok.checkpoint"] if kept else [])  # no tokenizer
 
 
 def test_train_killed_then_resumed_ends_with_the_same_merges(cli, tmp_path):
@@ -435,8 +441,119 @@ def test_train_killed_then_resumed_ends_with_the_same_merges(cli, tmp_path):
     proc.communicate()
     assert 100 < len(json.loads(merges_file.read_text())) < 3000 - 256, "the run was not killed while merging"
     assert not (tmp_path / "tok").exists()
-    assert "trained 2,744 merges" in cli("train", *options, "--out", "tok", "--resume").stdout
+    said = cli("train", *options, "--out", "tok", "--resume").stdout
+    assert "trained 2,744 merges" in said
+    # the killed run's time up to its last saved merges counts too
+    this_run, in_all = map(float, re.search(r" in ([\d.]+) s \(([\d.]+) s in all, with the run it resumed\)",
+                                            said).groups())
+    assert in_all > this_run
     assert (tmp_path / "tok" / "vocab.bpe").read_bytes() == (tmp_path / "whole" / "vocab.bpe").read_bytes()
     assert not (tmp_path / "tok.checkpoint").exists()
     stderr = cli("train", *options, "--out", "tok", "--resume", status=2).stderr
     assert "--resume: no training state in tok.checkpoint" in stderr
+
+
+# ---- stdin, JSON lists, an existing tokenizer, broken pipes, Ctrl-C in train ----------------------------------
+
+
+def run_main(capsys, monkeypatch, *argv, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """The command in this process: (status, stdout, stderr); ``stdin`` as the bytes a pipe would bring."""
+    from tokenizer.cli import main
+
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    try:
+        status = main(list(argv), prog=PROG)
+    except SystemExit as e:  # argparse's own mistakes
+        status = e.code
+    out, err = capsys.readouterr()
+    if status == 2:
+        assert err.count("\n") == 1 and err.startswith(PROG), err
+    return status, out, err
+
+
+def test_decode_takes_a_json_list(capsys, monkeypatch):
+    for args in (["[15496, 11, 995]"], ["[15496,11,995]"], [" [15496, 11]", "995"], ["[]", "15496", "11,995"]):
+        assert run_main(capsys, monkeypatch, "decode", *args)[:2] == (0, "Hello, world\n"), args
+    for bad in ("[15496, 11", "[1.5]", "[true]", '["a"]', "[[1]]"):
+        status, _, err = run_main(capsys, monkeypatch, "decode", bad)
+        assert status == 2 and "token ids" in err, bad
+
+
+def test_encode_and_decode_read_stdin_for_a_dash(capsys, monkeypatch):
+    text = "Hello, world\n\nnaïve 🙂 <|endoftext|>\r\n"  # newlines, a final one included, kept exactly
+    ids = get_encoding("gpt2").encode(text, disallowed_special=())
+    status, out, _ = run_main(capsys, monkeypatch, "encode", "-", "--disallowed_special", "none",
+                              stdin=text.encode())
+    assert (status, out) == (0, " ".join(map(str, ids)) + "\n")
+    for typed in (out, json.dumps(ids), ",".join(map(str, ids)) + "\n"):
+        assert run_main(capsys, monkeypatch, "decode", "-", stdin=typed.encode())[:2] == (0, text + "\n")
+    assert run_main(capsys, monkeypatch, "encode", "--", "-x")[1] == "12 87\n"  # a text that starts with a dash
+    status, _, err = run_main(capsys, monkeypatch, "encode", "-", stdin=b"ok \xff")
+    assert status == 2 and "stdin is not valid UTF-8 (byte 3" in err
+    assert run_main(capsys, monkeypatch, "decode", "-", "995")[0] == 2
+    assert run_main(capsys, monkeypatch, "show", "-", "--color", "never", stdin=b"hi there")[1].startswith(
+        "hi| there")
+
+
+def test_train_refuses_a_folder_that_holds_a_tokenizer_unless_force(capsys, monkeypatch, tmp_path):
+    (tmp_path / "t.txt").write_text("low lower lowest newer newest " * 50, encoding="utf-8")
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", str(tmp_path / "tok"),
+               "--num_workers", "1"]
+    assert run_main(capsys, monkeypatch, *options, "--format", "hf")[0] == 0
+    before = (tmp_path / "tok" / "tokenizer.json").read_bytes()
+    status, out, err = run_main(capsys, monkeypatch, *options)
+    assert (status, out) == (2, "") and "already holds a tokenizer (tokenizer.json); pass --force" in err
+    assert (tmp_path / "tok" / "tokenizer.json").read_bytes() == before and not (tmp_path / "tok.checkpoint").exists()
+    assert run_main(capsys, monkeypatch, *options, "--force")[0] == 0  # gpt2 format now: the hf file is gone
+    assert sorted(p.name for p in (tmp_path / "tok").iterdir()) == ["encoder.json", "vocab.bpe"]
+    (tmp_path / "empty").mkdir()
+    options[options.index(str(tmp_path / "tok"))] = str(tmp_path / "empty")
+    assert run_main(capsys, monkeypatch, *options)[0] == 0  # a folder without a tokenizer is fine
+
+
+def test_ctrl_c_in_train_names_the_checkpoint_and_resume(capsys, monkeypatch, tmp_path):
+    import tokenizer.cli
+
+    (tmp_path / "t.txt").write_text("hello world " * 10, encoding="utf-8")
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", str(tmp_path / "tok")]
+
+    def interrupted_after_counting(*args, checkpoint, **kwargs):
+        (checkpoint / "settings.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tokenizer.cli, "train_bpe", interrupted_after_counting)
+    status, out, err = run_main(capsys, monkeypatch, *options)
+    assert (status, out) == (130, "")
+    assert err == (f"{PROG}: interrupted; the training state is kept in {tmp_path / 'tok.checkpoint'}: run the same "
+                   "command with --resume to continue\n")
+
+    def interrupted_while_counting(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    shutil.rmtree(tmp_path / "tok.checkpoint")
+    monkeypatch.setattr(tokenizer.cli, "train_bpe", interrupted_while_counting)
+    assert run_main(capsys, monkeypatch, *options)[::2] == (130, f"{PROG}: interrupted\n")
+    assert not (tmp_path / "tok.checkpoint").exists()  # nothing to resume: nothing left
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    """``encode - | head -c 10``: the command stops at once, says nothing, and exits as SIGPIPE would (141),
+    not with 1 (parity's "different") or a traceback."""
+    proc = start("encode", "-", cwd=tmp_path, stdin=subprocess.PIPE)
+    proc.stdin.write(corpus_prefix("en_dictionary.txt", 400_000).decode())  # ids: far more than a pipe holds
+    proc.stdin.close()
+    assert len(proc.stdout.read(10)) == 10
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 141
+    assert proc.stderr.read() == ""
+
+
+def test_stats_prints_nothing_before_it_fails(capsys, monkeypatch, tmp_path):
+    (tmp_path / "ok.txt").write_text("fine text", encoding="utf-8")
+    (tmp_path / "bad.txt").write_bytes(b"ok \xff")
+    status, out, err = run_main(capsys, monkeypatch, "stats", str(tmp_path / "ok.txt"), str(tmp_path / "bad.txt"),
+                                "--encodings", "gpt2")
+    assert (status, out) == (2, "") and "not valid UTF-8" in err
+    status, out, _ = run_main(capsys, monkeypatch, "stats", str(tmp_path / "ok.txt"), "--encodings", "gpt2")
+    assert status == 0 and out.startswith("| file | encoding |") and "| ok.txt | gpt2 | 9 | 2 |" in out

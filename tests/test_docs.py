@@ -91,3 +91,13 @@ def test_blocks_share_one_namespace(tmp_path):
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
     run_markdown(sys.argv[1])
+
+
+def test_the_readme_states_the_python_version_pyproject_requires():
+    """The README's "Python ≥ X" (every mention) is pyproject's requires-python (3.11: the stdlib ``re``
+    split's possessive quantifiers need it)."""
+    import tomllib
+
+    required = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
+    stated = set(re.findall(r"Python ≥ ?(3\.\d+)", (REPO / "README.md").read_text(encoding="utf-8")))
+    assert required == ">=3.11" and stated == {"3.11"}

@@ -8,6 +8,7 @@ error says what went wrong and where.
 import hashlib
 import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -269,3 +270,30 @@ def test_progress_false_prints_nothing(served, tmp_path, capsys):
     os.remove(tmp_path / "deep" / "dir" / "model.ckpt.data")
     _get(tmp_path, progress=True, desc="weights")
     assert "weights" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how", ["offline", "404"])
+def test_a_failed_download_draws_no_bar_and_makes_no_folder(served, tmp_path, monkeypatch, capsys, how):
+    """The bar is drawn only once the server sends the file, and the folder made only for the .part file:
+    an offline attempt (or a 404) leaves nothing on stderr before its error, and nothing on disk."""
+    bars = []
+    monkeypatch.setattr(tqdm, "tqdm", lambda *args, **kwargs: bars.append(kwargs))
+    url = f"http://127.0.0.1:{free_port()}/x" if how == "offline" else served.url + "/no/such/file"
+    with pytest.raises(CannotConnect if how == "offline" else DownloadError):
+        download_file(url, tmp_path / "deep" / "dir" / "x", progress=True)
+    assert bars == [] and capsys.readouterr().err == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_get_encoding_offline_prints_only_its_error(tmp_path):
+    """Offline, with no copy anywhere: one error line, no empty progress bar before it, no empty folder."""
+    code = "import tokenizer; tokenizer.get_encoding('cl100k_base')"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": f"http://127.0.0.1:{free_port()}",
+           "TOKENIZER_CACHE_DIR": str(tmp_path / "cache"), "TIKTOKEN_CACHE_DIR": str(tmp_path / "tiktoken")}
+    env.pop("TOKENIZER_DATA_DIR", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "cl100k_base.tiktoken" not in proc.stderr.split("Traceback")[0]  # nothing (no bar) before the error
+    assert "%|" not in proc.stderr and "B/s" not in proc.stderr
+    assert "are you offline?" in proc.stderr.splitlines()[-1]
+    assert not (tmp_path / "cache").exists()

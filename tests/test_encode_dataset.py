@@ -341,3 +341,44 @@ def test_the_progress_bar_counts_every_input_byte_once(shard_dir, tmp_path, requ
     total = sum(p.stat().st_size for p in shard_dir.iterdir()) / 1e6
     last = capsys.readouterr().err.strip().split("\r")[-1]
     assert f"{total:.1f}/{total:.1f} MB" in last and "100%" in last
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", 0), ("  \n", 0), ("one story", 1), ("a<|endoftext|>b", 2), ("a<|endoftext|>\n", 1),
+    ("<|endoftext|>a<|endoftext|><|endoftext|>b<|endoftext|>\n", 2), ("a<|endoftext|>\nb<|endoftext|>\nc", 3),
+])
+def test_txt_shard_documents_are_documents_not_separators(tmp_path, text, expected):
+    (tmp_path / "s.txt").write_text(text, encoding="utf-8")
+    m = encode_dataset([tmp_path / "s.txt"], tmp_path / "out", workers=1, progress=False)
+    assert m["shards"][0]["documents"] == m["totals"]["documents"] == expected
+
+
+def test_txt_shard_documents_counted_across_chunks(tmp_path, monkeypatch):
+    """A long shard read in many chunks: the count is the whole text's."""
+    import functools
+
+    from tokenizer.jobs import dataset, sharded
+
+    monkeypatch.setattr(sharded, "iter_chunks", functools.partial(dataset.iter_chunks, chunk_bytes=4096))
+    text = corpus_text("fr_manpages.txt", 60_000)
+    assert "<|" not in text
+    stories = [text[k * 3000:(k + 1) * 3000] for k in range(20)]
+    (tmp_path / "s.txt").write_text("<|endoftext|>\n".join(stories) + "<|endoftext|>\n", encoding="utf-8")
+    m = encode_dataset([tmp_path / "s.txt"], tmp_path / "out", workers=1, progress=False)
+    assert m["shards"][0]["documents"] == 20
+
+
+def test_cli_non_utf8_txt_shard_names_what_encode_dataset_accepts(tmp_path, capsys):
+    (tmp_path / "b.txt").write_bytes(b"ok \xff")
+    assert main(["encode-dataset", str(tmp_path / "b.txt"), "--out", str(tmp_path / "out")], prog="t") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "byte 3" in err and "convert the shard to UTF-8" in err
+    assert "--errors" not in build_help_flags("encode-dataset")  # so the hint names encode-file's, not its own
+    assert "--errors replace on the command line" not in err
+
+
+def build_help_flags(command: str) -> str:
+    from tokenizer.cli import build_parser
+
+    parser = build_parser("t")
+    return parser._subparsers._group_actions[0].choices[command].format_help()

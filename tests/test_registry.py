@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
+import tempfile
 
 import pytest
 
@@ -19,8 +21,58 @@ def fresh_registry(monkeypatch, tmp_path):
     monkeypatch.setattr(registry, "_cache", {})
     monkeypatch.delenv("TOKENIZER_DATA_DIR", raising=False)
     monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken-cache"))  # tiktoken's: empty too
     monkeypatch.setattr(download, "BACKOFF_SECONDS", 0.0)
     return tmp_path
+
+
+def seed_tiktoken_cache(folder, vocab, data: bytes | None = None):
+    """Put ``vocab``'s file where tiktoken keeps it: named by the sha1 of its URL on OpenAI's storage."""
+    key = hashlib.sha1(f"https://openaipublic.blob.core.windows.net/{vocab.remote}".encode()).hexdigest()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / key).write_bytes(data if data is not None else (ENCODINGS_DIR / vocab.name).read_bytes())
+    return folder / key
+
+
+@pytest.mark.parametrize("variable", ["TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", None])
+def test_a_warmed_tiktoken_cache_is_used_offline(fresh_registry, monkeypatch, variable):
+    monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")  # nothing listens there: offline
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
+    if variable is None:  # tiktoken's default: data-gym-cache in the temporary folder
+        monkeypatch.setattr(tempfile, "tempdir", str(fresh_registry / "tmp"))
+        folder = fresh_registry / "tmp" / "data-gym-cache"
+    else:
+        folder = fresh_registry / "tiktoken's"
+        monkeypatch.setenv(variable, str(folder))
+    seeded = seed_tiktoken_cache(folder, registry.R50K)
+    assert registry.vocab_file_path(registry.R50K) == seeded
+    assert get_encoding("r50k_base").encode("hello world") == [31373, 995]
+    assert not (fresh_registry / "cache" / "r50k_base.tiktoken").exists()  # read there, not copied
+
+
+def test_the_real_tiktoken_finds_the_same_file(fresh_registry, monkeypatch):
+    """The file name is tiktoken's own: tiktoken reads the seeded file offline too."""
+    tiktoken_load = pytest.importorskip("tiktoken.load")
+    seed_tiktoken_cache(fresh_registry / "tiktoken-cache", registry.P50K)
+    monkeypatch.setattr(tiktoken_load, "read_file", lambda url: pytest.fail(f"tiktoken tried to download {url}"))
+    from tiktoken_ext import openai_public
+
+    assert openai_public.p50k_base()["mergeable_ranks"] == get_encoding("p50k_base").token_ids
+
+
+def test_a_damaged_tiktoken_cache_file_is_passed_over(fresh_registry, monkeypatch):
+    monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")
+    seeded = seed_tiktoken_cache(fresh_registry / "tiktoken-cache", registry.CL100K, b"garbage")
+    with pytest.raises(OSError, match="TIKTOKEN_CACHE_DIR"):
+        get_encoding("cl100k_base")
+    assert seeded.read_bytes() == b"garbage"  # tiktoken's file: left for tiktoken to replace
+
+
+def test_an_empty_tiktoken_cache_dir_turns_that_step_off(monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", "/somewhere")
+    assert registry.tiktoken_cache_path(registry.R50K) is None
 
 
 def test_names_and_alias():

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer import get_encoding, merge_reference
-from tokenizer.teach import CharTokenizer, merge_steps, token_texts
+from tokenizer.teach import CharTokenizer, compare_lines, merge_steps, render_show, token_pieces, token_texts
 
 REPO = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -72,9 +72,22 @@ def test_show_piped_is_plain_tokens_and_ids():
     enc = get_encoding("gpt2")
     ids = enc.encode(SAMPLE, allowed_special="all")
     assert "\x1b[" not in result.stdout
-    assert result.stdout == "|".join(token_texts(enc, ids)) + "\n" + " ".join(map(str, ids)) + "\n" + (
+    assert result.stdout == "|".join(token_pieces(enc, ids)) + "\n" + " ".join(map(str, ids)) + "\n" + (
         f"{len(ids)} tokens, {len(SAMPLE)} characters, {len(SAMPLE.encode())} bytes (gpt2)\n"
     )
+
+
+def test_show_and_compare_give_a_split_characters_tokens_their_bytes():
+    enc = get_encoding("gpt2")
+    assert render_show("a我b", enc).splitlines()[0] == "a|\\xe6\\x88|\\x91|b"  # no empty piece
+    ids = enc.encode(SAMPLE, allowed_special="all")
+    pieces = token_pieces(enc, ids)
+    assert all(pieces) and len(pieces) == len(ids)
+    # each piece is the token's text, or (part of a character) its bytes written out
+    for token, piece in zip(ids, pieces):
+        assert piece == enc.decode_single_token_bytes(token).decode("utf-8", "backslashreplace")
+    row = list(compare_lines("😀", [(enc, "GPT-2")]))[1]
+    assert row.strip() == "|" + "|".join(token_pieces(enc, enc.encode("😀"))) + "|" and "||" not in row
 
 
 def test_show_on_a_terminal_is_coloured():

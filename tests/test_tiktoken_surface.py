@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import tokenizer
 import tokenizer.encoding
 import tokenizer.model_table
+import tokenizer.pretokenize
 import tokenizer.registry as registry
 import tokenizer.unstable
 from conftest import FUZZ_EXAMPLES, REPO, corpus_text
@@ -171,7 +172,20 @@ def same_unstable(ours, theirs, text, **kwargs):
     a, b = outcome(ours.encode_with_unstable, text, **kwargs), outcome(theirs.encode_with_unstable, text, **kwargs)
     if isinstance(a, type) or isinstance(b, type):
         return a == b
-    return a[0] == b[0] and sorted(a[1]) == sorted(b[1]) and len(a[1]) == len(set(map(tuple, a[1])))
+    # tiktoken's completions come in a random order (see test_tiktoken_unstable_order_is_random); ours sorted
+    return a[0] == b[0] and a[1] == sorted(b[1]) and len(a[1]) == len(set(map(tuple, a[1])))
+
+
+def test_tiktoken_unstable_order_is_random():
+    """Why the completions are compared as ``ours == sorted(theirs)``: tiktoken's own order changes from one
+    call to the next (a Rust HashSet, randomly seeded), so no fixed order can equal it; ours is sorted."""
+    theirs = tiktoken.get_encoding("gpt2")
+    orders = {tuple(map(tuple, theirs.encode_with_unstable("hello fanta")[1])) for _ in range(5)}
+    assert len(orders) > 1 and len({frozenset(order) for order in orders}) == 1
+    stable, completions = get_encoding("gpt2").encode_with_unstable("hello fanta")
+    assert (stable, completions) == (theirs.encode_with_unstable("hello fanta")[0],
+                                     sorted(theirs.encode_with_unstable("hello fanta")[1]))
+    assert completions == get_encoding("gpt2").encode_with_unstable("hello fanta")[1]  # the same every time
 
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
@@ -188,10 +202,13 @@ def test_encode_with_unstable_equals_tiktoken_on_every_prefix(name):
             assert same_unstable(ours, theirs, prefix, allowed_special="all"), (name, prefix)
 
 
-def test_encode_with_unstable_on_real_text():
-    ours, theirs = get_encoding("gpt2"), tiktoken.get_encoding("gpt2")
-    text = corpus_text("en_docs.txt", 600)
-    for end in range(0, len(text), 5):
+@pytest.mark.parametrize("name, corpus, size, step", [
+    ("gpt2", "en_docs.txt", 600, 5), ("cl100k_base", "fr_manpages.txt", 300, 13), ("o200k_base", "en_docs.txt", 200, 17),
+])
+def test_encode_with_unstable_on_real_text(name, corpus, size, step):
+    ours, theirs = get_encoding(name), tiktoken.get_encoding(name)
+    text = corpus_text(corpus, size)
+    for end in range(0, len(text), step):
         assert same_unstable(ours, theirs, text[:end], disallowed_special=()), text[:end][-30:]
 
 
@@ -371,6 +388,177 @@ def test_eot_token_without_endoftext_is_key_error_as_tiktoken():
     with pytest.raises(KeyError, match="has no '<\\|endoftext\\|>' special token.*<\\|pad\\|>"):
         ours.eot_token
     assert repr(ours) == repr(theirs)
+
+
+# ---- tiktoken's attributes, and what tiktoken's tests and minbpe do with them -----------------------------
+
+
+def test_every_tiktoken_attribute_is_here():
+    theirs = tiktoken.get_encoding("gpt2")
+    ours = get_encoding("gpt2")
+    assert set(dir(theirs)) <= set(dir(ours))
+    assert set(vars(theirs)) <= set(dir(ours))
+    assert set(dir(theirs._core_bpe)) - set(dir(object)) <= set(dir(ours._core_bpe))
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_harmony"])
+def test_private_attributes_mean_what_tiktokens_do(name):
+    ours, theirs = get_encoding(name), tiktoken.get_encoding(name)
+    assert ours._mergeable_ranks == theirs._mergeable_ranks
+    assert ours._pat_str == theirs._pat_str
+    assert ours._special_tokens == theirs._special_tokens
+    assert set(ours._special_token_values) == theirs._special_token_values
+    assert ours.max_token_value == theirs.max_token_value and ours.name == theirs.name
+
+
+def test_core_bpe_answers_as_tiktokens():
+    ours, theirs = get_encoding("cl100k_base")._core_bpe, tiktoken.get_encoding("cl100k_base")._core_bpe
+    text = "hello <|endoftext|> wörld 🙂 <|fim_prefix|>"
+    assert ours.encode(text, {"<|endoftext|>"}) == theirs.encode(text, {"<|endoftext|>"})  # no disallowed check
+    assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+    buffers = ours.encode_to_tiktoken_buffer(text, set()), theirs.encode_to_tiktoken_buffer(text, set())
+    assert [np.frombuffer(b, dtype=np.uint32).tolist() for b in buffers] == [ours.encode(text, set())] * 2
+    assert ours.encode_single_piece(b"helloqqqq") == theirs.encode_single_piece(b"helloqqqq")
+    assert ours.encode_single_token(b" world") == theirs.encode_single_token(b" world")
+    assert ours._encode_bytes(b"caf\xc3") == theirs._encode_bytes(b"caf\xc3")
+    assert ours.decode_bytes([15339, 1917]) == theirs.decode_bytes([15339, 1917])
+    assert ours.decode_single_token_bytes(100257) == theirs.decode_single_token_bytes(100257)
+    assert ours.token_byte_values() == theirs.token_byte_values()
+    assert ours.encode_with_unstable("hello fan", set())[1] == sorted(theirs.encode_with_unstable("hello fan", set())[1])
+
+
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_encode_only_native_bpe_equals_tiktoken(name):
+    ours, theirs = get_encoding(name), tiktoken.get_encoding(name)
+    text = "I'm here\r\n\tdon't 1234567 " + corpus_text("zh_manpages.txt", 500) + " <|endoftext|>"
+    assert ours._encode_only_native_bpe(text) == theirs._encode_only_native_bpe(text) == theirs.encode_ordinary(text)
+
+
+def test_getstate_and_setstate_as_tiktoken():
+    """tiktoken's state: a registered encoding's name, else Encoding's arguments; each side reads the other's."""
+    ours, theirs = get_encoding("r50k_base"), tiktoken.get_encoding("r50k_base")
+    assert ours.__getstate__() == theirs.__getstate__() == "r50k_base"
+    copy = Encoding.__new__(Encoding)
+    copy.__setstate__("r50k_base")
+    assert copy.encode("hello world") == [31373, 995]
+    custom = dict(name="custom_enc", pat_str=theirs._pat_str, mergeable_ranks=theirs._mergeable_ranks,
+                  special_tokens={"<|pickle|>": 100_000})
+    ours, theirs = Encoding(**custom), tiktoken.Encoding(**custom)
+    assert ours.__getstate__() == theirs.__getstate__() == custom
+    for state in (theirs.__getstate__(), ours.__getstate__()):
+        for cls in (Encoding, tiktoken.Encoding):
+            other = cls.__new__(cls)
+            other.__setstate__(state)
+            assert other.encode("<|pickle|> hi", allowed_special="all") == [100_000, 23105]
+
+
+def test_getstate_of_a_trained_encoding_keeps_its_merges():
+    vocab = {i: bytes([i]) for i in range(256)} | {300: b"ab", 301: b"abc"}
+    enc = Encoding.from_vocab_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], ["<|endoftext|>"], name="tiny")
+    copy = Encoding.__new__(Encoding)
+    copy.__setstate__(enc.__getstate__())
+    text = "abcab <|endoftext|>"
+    assert copy.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all") == [301, 300, 32, 302]
+    assert copy.merges == enc.merges
+
+
+def test_tiktokens_test_pickle():
+    """What tiktoken's own test_pickle does, against this package."""
+    enc_old = get_encoding("r50k_base")
+    enc_new = pickle.loads(pickle.dumps(enc_old))
+    assert enc_old.encode("hello world") == enc_new.encode("hello world")
+    enc_old = Encoding("custom_enc", pat_str=enc_old._pat_str, mergeable_ranks=enc_old._mergeable_ranks,
+                       special_tokens={"<|pickle|>": 100_000})
+    enc_new = pickle.loads(pickle.dumps(enc_old))
+    assert enc_old.encode("hello world") == enc_new.encode("hello world")
+    assert enc_old.encode("<|pickle|>", allowed_special="all") == enc_new.encode("<|pickle|>", allowed_special="all")
+    assert enc_new.encode("<|pickle|>", allowed_special="all") == [100_000]
+
+
+def offsets_by_prefixes(enc, tokens):
+    """Each token's offset as tiktoken's test_offsets computes it: the characters that decoding the tokens
+    before it (dropping an incomplete character) shares with the whole text."""
+    text = enc.decode(tokens, errors="strict")
+    offsets = []
+    for i in range(len(tokens)):
+        prefix = enc.decode(tokens[:i], errors="ignore")
+        offsets.append(len(os.path.commonprefix([text, prefix])))
+    return offsets
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.data(), st.sampled_from(["gpt2", "cl100k_base", "o200k_base"]))
+def test_tiktokens_test_offsets(data, name):
+    """tiktoken's test_hyp_offsets: ids drawn from _mergeable_ranks and _special_token_values."""
+    enc = get_encoding(name)
+    ranks = set(enc._mergeable_ranks.values())
+    known = st.integers(0, enc.n_vocab - 1).filter(lambda t: t in enc._special_token_values or t in ranks)
+    tokens = data.draw(st.lists(known, min_size=1, max_size=20))
+    tokens = enc.encode(enc.decode(tokens, errors="ignore"), allowed_special="all")
+    assert enc.decode_with_offsets(tokens)[1] == offsets_by_prefixes(enc, tokens)
+
+
+@pytest.mark.parametrize("prompt, offsets", [
+    ("hello world", [0, 5]),
+    ("hello world<|endoftext|> green cow", [0, 5, 11, 24, 30]),
+    ("我非常渴望与人工智能一起工作", [0, 1, 2, 3, 3, 4, 4, 5, 6, 7, 8, 8, 9, 10, 11, 12, 13]),
+    ("நடிகர் சூர்யா", [0, 0, 1, 1, 2, 3, 4, 4, 5, 6, 7, 8, 8, 9, 9, 10, 11, 12, 12]),
+    (" Ġ除", [0, 1]),
+])
+def test_tiktokens_basic_offsets(prompt, offsets):
+    enc = get_encoding("cl100k_base")
+    assert enc.decode_with_offsets(enc.encode(prompt, allowed_special="all")) == (prompt, offsets)
+
+
+def minbpe_style_bpe(ranks, token: bytes, max_rank: int) -> list[bytes]:
+    """minbpe's way to find the two parts of a token: merge its bytes by rank, stopping below its own rank."""
+    parts = [bytes([b]) for b in token]
+    while True:
+        pairs = [(ranks.get(a + b), i) for i, (a, b) in enumerate(zip(parts, parts[1:]))]
+        rank, i = min(((r, i) for r, i in pairs if r is not None), default=(None, None))
+        if rank is None or rank >= max_rank:
+            return parts
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+
+
+def test_minbpe_gpt4_tokenizer_recipe():
+    """karpathy/minbpe's GPT4Tokenizer: merges recovered from enc._mergeable_ranks, a vocab built from them
+    (with the byte shuffle), then encoding by those merges gives cl100k_base's ids."""
+    enc = get_encoding("cl100k_base")
+    ranks = enc._mergeable_ranks
+    first = {t: r for t, r in ranks.items() if r < 3000}  # the start of the table, to keep the test short
+    merges = {}
+    for token, rank in first.items():
+        if len(token) > 1:
+            left, right = minbpe_style_bpe(ranks, token, max_rank=rank)
+            merges[ranks[left], ranks[right]] = rank
+    vocab = {ranks[bytes([b])]: bytes([b]) for b in range(256)}
+    for (a, b), idx in sorted(merges.items(), key=lambda kv: kv[1]):
+        vocab[idx] = vocab[a] + vocab[b]
+    assert vocab == {r: t for t, r in first.items()}
+    assert [(vocab[a], vocab[b]) for a, b in sorted(merges, key=merges.get)] == enc.merges[: len(merges)]
+
+    def encode_chunk(data: bytes) -> list[int]:
+        ids = [ranks[bytes([b])] for b in data]  # minbpe's byte shuffle
+        while len(ids) > 1:
+            pair = min(zip(ids, ids[1:]), key=lambda p: merges.get(p, float("inf")))
+            if pair not in merges:
+                return ids
+            merged, i = [], 0
+            while i < len(ids):
+                if tuple(ids[i : i + 2]) == pair:
+                    merged.append(merges[pair])
+                    i += 2
+                else:
+                    merged.append(ids[i])
+                    i += 1
+            ids = merged
+        return ids
+
+    text = "we can see that it is not, and it is as it was."  # tokens all in the first 3000
+    pieces = tokenizer.pretokenize.compile_pattern(enc._pat_str).split(text)
+    ids = [i for piece in pieces for i in encode_chunk(piece.encode())]
+    assert ids == enc.encode(text) == tiktoken.get_encoding("cl100k_base").encode(text)
 
 
 @pytest.mark.parametrize("name", OPENAI_NAMES)

@@ -261,10 +261,8 @@ def test_partial_download_is_completed(served, tiny, tmp_path, stub_encoder):
     _, _, loaded = checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
     assert_same_params(loaded, tiny[1])
     assert (model_dir / "vocab.bpe").read_bytes() == (tiny[0] / "vocab.bpe").read_bytes()
-    # Only what was missing was fetched: vocab.bpe and the (unneeded but absent) .meta graph, after asking for
-    # the small checkpoint file (into a scratch folder) to learn that the server answers.
+    # Only what was missing was fetched: vocab.bpe and the (unneeded but absent) .meta graph.
     assert sorted(path for path, _ in served.requests) == [
-        f"/gpt-2/models/{SIZE}/checkpoint",
         f"/gpt-2/models/{SIZE}/model.ckpt.meta",
         f"/gpt-2/models/{SIZE}/vocab.bpe",
     ]

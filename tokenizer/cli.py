@@ -1,7 +1,8 @@
 """The command line: ``python -m tokenizer COMMAND ...``, or ``gpt2-tokenizer COMMAND ...`` once installed.
 
     python -m tokenizer encode "hello world"                  # 31373 995
-    python -m tokenizer decode 31373 995                      # hello world   (also "31373,995")
+    python -m tokenizer decode 31373 995                      # hello world   (also "31373,995", "[31373, 995]")
+    echo -n "hello world" | python -m tokenizer encode -      # - reads the text (decode -: the ids) from stdin
     python -m tokenizer count FILE...                         # tokens, bytes/token, MB/s
     python -m tokenizer encode-file data.txt --out data.bin [--workers N]
     python -m tokenizer encode-dataset 'owt/*.jsonl.gz' --out DIR [--engine local|ray] [--workers N]
@@ -23,8 +24,10 @@ Every command follows the same rules:
 * ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or the folder of a saved tokenizer
   (``train --out DIR``); list options take comma lists; flags are spelt ``--vocab_size`` or ``--vocab-size``.
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
-  before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file. ``parity``
-  exits with 1 when the ids differ, so other projects can run it in their CI.
+  before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file (``train`` names
+  the folder its state is kept in, for ``--resume``). ``parity`` exits with 1 when the ids differ, so other
+  projects can run it in their CI. A reader that goes away (``| head``) ends a command quietly, with the
+  status of a process killed by SIGPIPE (141).
 
 Why argparse and not fire: fire parses every argument as a Python literal when it can, so ``"Hello, world"``
 arrives as the tuple ``('Hello', 'world')``, ``1e3`` as the float ``1000.0``, ``'quoted'`` without its quotes
@@ -39,11 +42,13 @@ What this module does not do: tokenize. Each command parses its arguments, calls
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os
 import resource
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -60,6 +65,10 @@ from .training.train import expand_inputs, is_jsonl, read_documents, train_bpe
 
 class UsageError(Exception):
     """An error in what the user asked for: printed as one line, exit status 2."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what to do next: printed after "interrupted; ", exit status 130."""
 
 
 # ---- argument types ---------------------------------------------------------------------------------------
@@ -145,20 +154,57 @@ def show_progress() -> bool:
 # ---- the commands -----------------------------------------------------------------------------------------
 
 
+def read_stdin_text(command: str) -> str:
+    """``-`` as a text argument: all of stdin, as UTF-8, exactly as read (newlines and a final one included)."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{command} -: stdin is not valid UTF-8 (byte {e.start} is {data[e.start:e.start + 1]!r}); "
+                         "convert it to UTF-8") from None
+
+
+def text_argument(args, command: str) -> str:
+    """The TEXT argument; ``-`` reads stdin (``echo -n - | ... -`` for a lone dash)."""
+    return read_stdin_text(command) if args.text == "-" else args.text
+
+
 def encode(args) -> None:
+    text = text_argument(args, "encode")
     enc = open_encoding(args.encoding)
     allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
-    print(" ".join(map(str, enc.encode(args.text, allowed_special=allowed, disallowed_special=disallowed))))
+    print(" ".join(map(str, enc.encode(text, allowed_special=allowed, disallowed_special=disallowed))))
 
 
-def decode(args) -> None:
+def parse_ids(words: list[str]) -> list[int]:
+    """Token ids as typed: separate arguments, comma or space lists, or JSON lists (``"[15496, 11, 995]"``, as
+    Python prints a list of ids)."""
     ids = []
-    for word in args.ids:
+    for word in words:
+        if word.lstrip().startswith("["):
+            try:
+                items = json.loads(word)
+            except ValueError:
+                raise UsageError(f"decode: {word.strip()[:40]!r} is not a JSON list of token ids") from None
+            if not isinstance(items, list) or any(type(i) is not int for i in items):
+                raise UsageError(f"decode: {word.strip()[:40]!r} must be a list of integer token ids") from None
+            ids += items
+            continue
         for part in word.replace(",", " ").split():
             try:
                 ids.append(int(part))
             except ValueError:
                 raise UsageError(f"decode takes integer token ids, got {part!r}") from None
+    return ids
+
+
+def decode(args) -> None:
+    words = args.ids
+    if "-" in words:
+        if words != ["-"]:
+            raise UsageError("decode -: reads the ids from stdin; pass no other ids with it")
+        words = [read_stdin_text("decode")]
+    ids = parse_ids(words)
     enc = open_encoding(args.encoding)
     print(enc.decode(ids))
 
@@ -214,16 +260,18 @@ def stats(args) -> None:
     encs = [open_encoding(name) for name in args.encodings]
     # checked against each encoding; a rule that passes every check means the same for all of them
     allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
-    print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    rows = []  # the table is printed whole once every file is read: an error leaves no half table behind
     for path in paths:
         for enc in encs:
             s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
                                    errors=args.errors, progress=show_progress())
-            print(
+            rows.append(
                 f"| {path.name} | {enc.name} | {s['bytes']:,} | {s['tokens']:,} | {s['bytes_per_token']:.3f} | "
                 f"{s['mb_per_s']:.2f} | {dataset.format_duration(s['pile_seconds']) if s['bytes'] else '-'} |"
             )
+    print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    print("\n".join(rows))
     print("\nThe Pile projection is for one process; encode-file --workers N divides it by up to N.")
 
 
@@ -233,13 +281,15 @@ def show(args) -> None:
     color = args.color
     if color is None:  # auto: colours on a terminal, unless NO_COLOR is set (no-color.org)
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    print(teach.render_show(args.text, enc, color, allowed_special=allowed, disallowed_special=disallowed))
+    print(teach.render_show(text_argument(args, "show"), enc, color, allowed_special=allowed,
+                            disallowed_special=disallowed))
 
 
 def explain(args) -> None:
     enc = open_encoding(args.encoding)
     allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
-    for line in teach.explain_lines(args.text, enc, allowed_special=allowed, disallowed_special=disallowed):
+    text = text_argument(args, "explain")
+    for line in teach.explain_lines(text, enc, allowed_special=allowed, disallowed_special=disallowed):
         print(line)
 
 
@@ -249,7 +299,8 @@ def compare(args) -> None:
     # checked against each encoding; a rule that passes every check means the same for all of them
     allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
     chosen = [(enc, labels.get(enc.name, "")) for enc in encs]
-    for line in teach.compare_lines(args.text, chosen, allowed_special=allowed, disallowed_special=disallowed):
+    text = text_argument(args, "compare")
+    for line in teach.compare_lines(text, chosen, allowed_special=allowed, disallowed_special=disallowed):
         print(line)
 
 
@@ -262,18 +313,31 @@ def train(args) -> None:
     checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
     if args.resume and not checkpoint.is_dir():
         raise UsageError(f"--resume: no training state in {checkpoint} (drop --resume to start from the beginning)")
-    start = time.perf_counter()
+    existing = saved_tokenizer_files(Path(args.out))
+    if existing and not (args.force or args.resume):
+        raise UsageError(f"--out {args.out} already holds a tokenizer ({', '.join(existing)}); pass --force to "
+                         "replace it, or choose another --out")
     if args.address is not None and args.engine != "ray":
         raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
+    clock = RunClock(checkpoint, resume=args.resume)
     try:
         vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
                                   num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
                                   resume=args.resume, checkpoint_every=args.checkpoint_every, engine=args.engine,
                                   address=args.address)
-    except ImportError as e:  # --engine ray without Ray
-        raise UsageError(str(e)) from None
-    seconds = time.perf_counter() - start
+    except BaseException as e:
+        if not (checkpoint / "settings.json").is_file():  # no state kept: no folder left holding only the note
+            clock.forget()
+        elif isinstance(e, KeyboardInterrupt):  # the counts are kept: the run can go on from there
+            raise Interrupted(f"the training state is kept in {checkpoint}: run the same command with --resume "
+                              "to continue") from None
+        if isinstance(e, ImportError):  # --engine ray without Ray
+            raise UsageError(str(e)) from None
+        raise
+    seconds = time.perf_counter() - clock.start
     enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
+    for name in existing:  # --force: another format's files would be found before the new ones
+        (Path(args.out) / name).unlink()
     enc.save(args.out, format=args.format)
     shutil.rmtree(checkpoint)
 
@@ -293,11 +357,60 @@ def train(args) -> None:
                 n_tokens += sum(1 for _ in enc.encode_iterable(f, allowed_special="all"))
             n_bytes += os.path.getsize(path)
     inputs = paths[0] if len(paths) == 1 else f"{len(paths)} files"
-    print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) from {inputs} in {seconds:.1f} s; "
+    took = f"{seconds:.1f} s"
+    if clock.earlier is not None:  # a resumed run: the time of the runs before it counts too
+        took += f" ({clock.earlier + seconds:.1f} s in all, with the run{'s' if clock.runs > 1 else ''} it resumed)"
+    print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) from {inputs} in {took}; "
           f"saved as {args.format} in {args.out}")
     print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
     print(f"longest token: {longest!r} ({len(longest)} bytes)")
     print(f"on the training text: {n_tokens:,} tokens, {n_bytes / max(n_tokens, 1):.3f} bytes/token")
+
+
+def saved_tokenizer_files(folder: Path) -> list[str]:
+    """The files of a saved tokenizer in ``folder`` (what :func:`tokenizer.loading.load_encoding` looks for)."""
+    if not folder.is_dir():
+        return []
+    names = ["tokenizer.json", "encoder.json", "vocab.bpe", "vocab.json", "merges.txt", "encoding.json"]
+    return [n for n in names if (folder / n).is_file()] + sorted(p.name for p in folder.glob("*.tiktoken"))
+
+
+class RunClock:
+    """How long training took over all its runs, a resumed one included.
+
+    Each run notes in ``DIR.checkpoint/cli_clock.json`` when it started and what the runs before it took. The
+    run after counts a killed run's time up to its last saved merges (the file's modification time): the work
+    after that is lost and done again, so it is counted once, in the run that does it.
+    """
+
+    FILE = "cli_clock.json"
+
+    def __init__(self, checkpoint: Path, *, resume: bool):
+        self.start = time.perf_counter()
+        self.path = checkpoint / self.FILE
+        self.earlier: float | None = None  # seconds of the runs before this one (None: this is the first)
+        self.runs = 0
+        if resume:
+            try:
+                noted = json.loads(self.path.read_text(encoding="utf-8"))
+                last_save = (checkpoint / "merges.json").stat().st_mtime
+                self.earlier = noted["earlier"] + max(0.0, last_save - noted["started"])
+                self.runs = noted["runs"] + 1
+            except (OSError, ValueError, KeyError, TypeError):
+                self.earlier, self.runs = None, 0  # no note (an older run): only this run's time is known
+        earlier, runs = self.earlier or 0.0, self.runs
+        try:
+            checkpoint.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps({"started": time.time(), "earlier": earlier, "runs": runs}),
+                                 encoding="utf-8")
+        except OSError:
+            pass  # the time is a nicety: never a reason to fail
+
+    def forget(self) -> None:
+        """Interrupted before any state was kept: leave no folder that holds only this note."""
+        self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.path.parent.rmdir()
 
 
 def check_parity(args) -> int:
@@ -440,13 +553,16 @@ def build_parser(prog: str) -> Parser:
 
     p = command("encode", encode, "Print the ids of TEXT, separated by spaces.", "TEXT [options]",
                 needs=[("text", "TEXT")])
-    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash)")
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash); "
+                   "- reads it from stdin, as UTF-8, exactly (a final newline included)")
     add_encoding(p)
     add_specials(p)
 
-    p = command("decode", decode, "Print the text of token ids (separate arguments, or one comma/space list).",
+    p = command("decode", decode, "Print the text of token ids (separate arguments, a comma/space list, a JSON "
+                "list, or - for stdin).",
                 "ID [ID ...] [options]", needs=[("ids", "ID")])
-    p.add_argument("ids", nargs="*", metavar="ID", help='token ids: "31373 995", 31373,995 or 31373 995')
+    p.add_argument("ids", nargs="*", metavar="ID", help='token ids: "31373 995", 31373,995, 31373 995 or a JSON '
+                   'list "[31373, 995]"; - reads them from stdin')
     add_encoding(p)
 
     p = command("count", count, "Print tokens, bytes and bytes/token of each FILE (read in chunks).",
@@ -493,7 +609,8 @@ def build_parser(prog: str) -> Parser:
 
     p = command("show", show, "TEXT with its token boundaries marked (colours on a terminal, | when piped), "
                 "the ids below.", "TEXT [options]", needs=[("text", "TEXT")])
-    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash)")
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash); "
+                   "- reads it from stdin, as UTF-8, exactly (a final newline included)")
     add_encoding(p)
     add_flag(p, "color", type=color_choice, default=None, metavar="auto|always|never",
                    help="colours: auto (default: on a terminal, unless NO_COLOR is set), always or never")
@@ -501,13 +618,15 @@ def build_parser(prog: str) -> Parser:
 
     p = command("explain", explain, "Each pre-token of TEXT and its BPE merges, step by step.", "TEXT [options]",
                 needs=[("text", "TEXT")])
-    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash)")
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash); "
+                   "- reads it from stdin, as UTF-8, exactly (a final newline included)")
     add_encoding(p)
     add_specials(p)
 
     p = command("compare", compare, "Token counts and splits of TEXT under several encodings.", "TEXT [options]",
                 needs=[("text", "TEXT")])
-    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash)")
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash); "
+                   "- reads it from stdin, as UTF-8, exactly (a final newline included)")
     add_encoding(p, several=True)
     add_specials(p)
 
@@ -523,6 +642,8 @@ def build_parser(prog: str) -> Parser:
     add_flag(p, "resume", action="store_true",
              help="continue a run that stopped, from the state kept in DIR.checkpoint (the same inputs and "
                   "options); it ends with the merges of an uninterrupted run")
+    add_flag(p, "force", action="store_true", help="replace the tokenizer already saved in DIR (without it, "
+             "train refuses to write over one)")
     add_flag(p, "checkpoint_every", type=float, default=60.0, metavar="SECONDS",
              help="how often the merges so far are saved to DIR.checkpoint (default 60)")
     add_flag(p, "vocab_size", type=positive_int, metavar="N",
@@ -587,7 +708,7 @@ def build_parser(prog: str) -> Parser:
 
 def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     """Run one command; returns the exit status (0, 1 when parity finds a difference, 2 for a mistake, 130 for
-    Ctrl-C)."""
+    Ctrl-C, 141 when the reader of stdout went away, as for a process killed by SIGPIPE)."""
     prog = prog or Path(sys.argv[0]).name
     parser = build_parser(prog)
     args, unknown = parser.parse_known_args(argv)
@@ -598,12 +719,17 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
         args.parser.error(f"the following arguments are required: {', '.join(missing)}")
     try:
         status = args.run(args)
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.stdout.flush()  # here, so that a reader gone away is seen here, not at exit
+    except KeyboardInterrupt as e:
+        said = f"; {e}" if isinstance(e, Interrupted) else ""
+        print(f"{prog}: interrupted{said}", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # the reader went away (e.g. | head): stop quietly
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly, as Unix tools do, killed by SIGPIPE (128 + 13 in a shell),
+        # an exit status no command gives otherwise (parity's 1 means "different"). Python ignores SIGPIPE, so
+        # it is said with the status; stdout goes to /dev/null so the exit's flush raises nothing more.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return 128 + signal.SIGPIPE
     except (UsageError, ValueError, KeyError, OSError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"{prog}: error: {cli_wording(message)}", file=sys.stderr)

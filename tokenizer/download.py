@@ -90,12 +90,14 @@ def download_file(
     timeout: float = 30.0,
     desc: str | None = None,
 ) -> pathlib.Path:
-    """Download ``url`` to ``dest`` (creating parent directories) and return ``dest`` as a Path.
+    """Download ``url`` to ``dest`` (creating parent directories once the server sends the file) and return
+    ``dest`` as a Path.
 
     An existing ``dest`` is trusted and kept, unless ``sha256`` is given and does not match, in which
     case it is downloaded again. ``retries`` is how many times a transient failure is retried after the
     first attempt. ``timeout`` (seconds) bounds connecting and each wait for data, not the whole
-    transfer. ``progress`` shows a tqdm bar on stderr labelled ``desc`` (default: the file name).
+    transfer. ``progress`` shows a tqdm bar on stderr labelled ``desc`` (default: the file name), drawn only
+    once the server answers with the file: a server that cannot be reached, or answers 404, draws none.
 
     Raises :class:`DownloadError` (an ``OSError``) when the file cannot be fetched, and
     :class:`ChecksumError` (a ``ValueError``) when the finished download has the wrong sha256;
@@ -107,13 +109,14 @@ def download_file(
     if dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
         return dest
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    # imported here: together they take ~0.1 s, and a warm start (a file already in place) needs neither
+    # imported here: it takes ~0.1 s (tqdm too, imported by the bar), and a warm start (a file already in
+    # place) needs neither
     import requests
-    from tqdm import tqdm
 
-    bar = tqdm(desc=desc or dest.name, unit="B", unit_scale=True, unit_divisor=1024, disable=not progress)
+    # Drawn once the server has answered with the file, so that an offline attempt shows no empty bar; the
+    # folder is made only when the .part file is written, so that it leaves no empty folder either.
+    bar = _LazyBar(desc or dest.name, progress)
     try:
         for attempt in range(retries + 1):
             try:
@@ -153,7 +156,29 @@ def download_file(
     return dest
 
 
-def _fetch_into(url: str, part: pathlib.Path, timeout: float, bar: tqdm) -> None:
+class _LazyBar:
+    """A tqdm bar in bytes, made on its first :meth:`start` (when the server has answered)."""
+
+    def __init__(self, desc: str, enabled: bool):
+        self.desc, self.enabled, self.bar = desc, enabled, None
+
+    def start(self, total: int | None, done: int) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(desc=self.desc, unit="B", unit_scale=True, unit_divisor=1024, disable=not self.enabled)
+        self.bar.reset(total=total)
+        self.bar.update(done)
+
+    def update(self, n: int) -> None:
+        self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _fetch_into(url: str, part: pathlib.Path, timeout: float, bar: _LazyBar) -> None:
     """One attempt: append the missing bytes of ``url`` to ``part``; return only when it is complete."""
     have = part.stat().st_size if part.exists() else 0
     # "identity" keeps the body byte-for-byte what is stored, so sizes and offsets mean file bytes.
@@ -187,8 +212,8 @@ def _fetch_into(url: str, part: pathlib.Path, timeout: float, bar: tqdm) -> None
         length = resp.headers.get("Content-Length")
         total = start + int(length) if length is not None else None
 
-        bar.reset(total=total)
-        bar.update(start)
+        bar.start(total, start)
+        part.parent.mkdir(parents=True, exist_ok=True)
         with open(part, "ab" if start else "wb") as f:
             for chunk in resp.iter_content(chunk_size=CHUNK_SIZE):
                 f.write(chunk)

@@ -183,6 +183,44 @@ class Encoding:
         state = (self.name, self._pat_str, self._merge_ranks, self._token_ids, self._special_tokens, self._merges)
         return (_rebuild, (*state, self._whole_piece_tokens, self.core_name))
 
+    # tiktoken's pickling hooks, kept with its meaning for code that calls them (pickle itself uses __reduce__):
+    # the state is the encoding's name if it is the registry's shared one, else Encoding's arguments as a dict.
+
+    def _registry_name(self) -> str | None:
+        """The name the registry shares this encoding under (None here; see RegisteredEncoding)."""
+        return None
+
+    def __getstate__(self) -> object:
+        name = self._registry_name()
+        if name is not None:
+            return name
+        state = {"name": self.name, "pat_str": self._pat_str, "mergeable_ranks": self._mergeable_ranks,
+                 "special_tokens": self._special_tokens}
+        if self._merge_ranks is not self._token_ids or not self._whole_piece_tokens:
+            # not tiktoken's kind (ids are not merge priorities): what from_vocab_merges needs instead
+            state["merges"] = self.merges
+            state["whole_piece_tokens"] = self._whole_piece_tokens
+        if self.core_name != "fast":
+            state["core"] = self.core_name
+        return state
+
+    def __setstate__(self, value: object) -> None:
+        if isinstance(value, str):  # a registered encoding, by name: share the registry's
+            from .registry import get_encoding  # only here: the registry imports this module
+
+            self.__dict__ = get_encoding(value).__dict__
+            return
+        value = dict(value)
+        if "merges" in value:
+            vocab = {i: t for t, i in value["mergeable_ranks"].items()}
+            other = Encoding.from_vocab_merges(
+                vocab, value["merges"], value["special_tokens"], name=value["name"], pat_str=value["pat_str"],
+                whole_piece_tokens=value.get("whole_piece_tokens", True), core=value.get("core", "fast"),
+            )
+            self.__dict__ = other.__dict__
+            return
+        self.__init__(**value)
+
     # ---- encoding ------------------------------------------------------------------------------------------
 
     def encode_ordinary(self, text: str) -> list[int]:
@@ -383,6 +421,26 @@ class Encoding:
         if idx is not None:
             return [idx]
         return [self._token_ids[token] for token in bpe.merge(data, self._merge_ranks)] if data else []
+
+    def _encode_only_native_bpe(self, text: str) -> list[int]:
+        """Encode ``text`` with the split done by the ``regex`` package in Python, each piece then BPE-encoded
+        (tiktoken's name; special tokens are plain text). The same ids as :meth:`encode_ordinary`.
+
+        >>> enc._encode_only_native_bpe("hello world")
+        [31373, 995]
+        """
+        import regex  # only here, as in tiktoken
+
+        ids: list[int] = []
+        for piece in regex.findall(regex.compile(self._pat_str), text):
+            ids += self._encode_single_piece(piece.encode("utf-8"))
+        return ids
+
+    @property
+    def _core_bpe(self) -> "TiktokenCoreBPE":
+        """tiktoken's ``_core_bpe`` (its Rust ``CoreBPE``), for code that calls it: the same methods, with its
+        arguments (``encode(text, allowed_special)`` checks no disallowed special tokens), over this encoding."""
+        return TiktokenCoreBPE(self)
 
     def _encode_bytes(self, data: bytes) -> list[int]:
         """Encode bytes that may not be valid UTF-8 (tiktoken's name), e.g. text cut inside a character;
@@ -611,6 +669,45 @@ def _rebuild(
         core=core,
     )
     return enc
+
+
+class TiktokenCoreBPE:
+    """The methods of tiktoken's ``CoreBPE`` (``enc._core_bpe``), answered by an :class:`Encoding`."""
+
+    def __init__(self, enc: Encoding):
+        self._enc = enc
+
+    def encode(self, text: str, allowed_special: AbstractSet[str]) -> list[int]:
+        return self._enc.encode(text, allowed_special=allowed_special, disallowed_special=())
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return self._enc.encode_ordinary(text)
+
+    def encode_to_tiktoken_buffer(self, text: str, allowed_special: AbstractSet[str]) -> memoryview:
+        import array  # ids as uint32, as tiktoken's buffer holds them
+
+        return memoryview(array.array("I", self.encode(text, allowed_special)))
+
+    def encode_with_unstable(self, text: str, allowed_special: AbstractSet[str]) -> tuple[list[int], list[list[int]]]:
+        return self._enc.encode_with_unstable(text, allowed_special=allowed_special, disallowed_special=())
+
+    def encode_single_token(self, piece: bytes) -> int:
+        return self._enc.encode_single_token(piece)
+
+    def encode_single_piece(self, piece: bytes) -> list[int]:
+        return self._enc._encode_single_piece(piece)
+
+    def _encode_bytes(self, data: bytes) -> list[int]:
+        return self._enc._encode_bytes(data)
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        return self._enc.decode_bytes(tokens)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        return self._enc.decode_single_token_bytes(token)
+
+    def token_byte_values(self) -> list[bytes]:
+        return self._enc.token_byte_values()
 
 
 T = TypeVar("T")

@@ -17,6 +17,8 @@ from pathlib import Path
 from .encoding import Encoding
 from .pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
 from .saving import GPT2_FILES, HF_FILE, TIKTOKEN_META_FILE, hf_regex
+
+HF_GPT2_FILES = ("vocab.json", "merges.txt")  # GPT-2's two files under Hugging Face's names
 from .vocab_files import (
     gpt2_str_to_token,
     read_gpt2_encoder_json,
@@ -30,8 +32,9 @@ def load_encoding(path) -> Encoding:
     """Load an encoding written by :func:`tokenizer.saving.save_encoding`; the format is detected from the files.
 
     ``path`` may be the directory, or one file: a ``tokenizer.json`` (hf), a ``.tiktoken`` file (with an
-    ``encoding.json`` beside it if there is one; without, GPT-2's pattern and no special tokens) or either of
-    ``encoder.json`` / ``vocab.bpe`` (gpt2, both must be in the same directory). Malformed files raise
+    ``encoding.json`` beside it if there is one; without, GPT-2's pattern and no special tokens), either of
+    ``encoder.json`` / ``vocab.bpe`` (gpt2, both must be in the same directory) or either of ``vocab.json`` /
+    ``merges.txt`` (the same two files as Hugging Face names them, e.g. in a ``gpt2 --save_hf`` folder). Malformed files raise
     ``ValueError`` naming the file (and the line, where there are lines).
 
     >>> import tempfile
@@ -49,32 +52,40 @@ def load_encoding(path) -> Encoding:
             return _load_hf(p / HF_FILE)
         if any((p / name).exists() for name in GPT2_FILES):
             return _load_gpt2(p)
+        if any((p / name).exists() for name in HF_GPT2_FILES):
+            return _load_gpt2(p, HF_GPT2_FILES)
         tiktoken_files = sorted(p.glob("*.tiktoken"))
         if tiktoken_files:
             return _load_tiktoken(tiktoken_files[0])
-        raise ValueError(f"{p}: no saved encoding here (expected {HF_FILE}, encoder.json + vocab.bpe, or *.tiktoken)")
+        raise ValueError(f"{p}: no saved encoding here (expected {HF_FILE}, encoder.json + vocab.bpe, "
+                         "vocab.json + merges.txt, or *.tiktoken)")
     if p.suffix == ".tiktoken":
         return _load_tiktoken(p)
     if p.name in GPT2_FILES:
         return _load_gpt2(p.parent)
+    if p.name in HF_GPT2_FILES:
+        return _load_gpt2(p.parent, HF_GPT2_FILES)
     if p.suffix == ".json":
         return _load_hf(p)
     raise ValueError(f"{p}: unknown file type (expected a directory, tokenizer.json, *.tiktoken or encoder.json)")
 
 
-def _load_gpt2(folder: Path) -> Encoding:
-    for name in GPT2_FILES:
+def _load_gpt2(folder: Path, files: tuple[str, str] = GPT2_FILES) -> Encoding:
+    """OpenAI's ``encoder.json`` + ``vocab.bpe``, or the same two files under Hugging Face's names
+    (``vocab.json`` + ``merges.txt``, as ``gpt2 --save_hf`` and ``transformers``' GPT2Tokenizer write them)."""
+    vocab_file, merges_file = files
+    for name in files:
         if not (folder / name).exists():
-            raise FileNotFoundError(f"{folder / name}: the gpt2 format needs encoder.json and vocab.bpe together")
-    token_ids, specials = read_gpt2_encoder_json(folder / "encoder.json")
-    merges = read_gpt2_vocab_bpe(folder / "vocab.bpe")
+            raise FileNotFoundError(f"{folder / name}: missing; {vocab_file} and {merges_file} go together")
+    token_ids, specials = read_gpt2_encoder_json(folder / vocab_file)
+    merges = read_gpt2_vocab_bpe(folder / merges_file)
     vocab = {idx: token for token, idx in token_ids.items()}
     for text, idx in specials.items():
         vocab[idx] = text.encode("utf-8")
     try:
         return Encoding.from_vocab_merges(vocab, merges, specials, name=folder.name, pat_str=GPT2_PATTERN)
     except ValueError as e:
-        raise ValueError(f"{folder / 'vocab.bpe'}: {_with_line(e, header_lines=1)}") from None
+        raise ValueError(f"{folder / merges_file}: {_with_line(e, header_lines=1)}") from None
 
 
 def _with_line(e: ValueError, header_lines: int) -> str:

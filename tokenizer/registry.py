@@ -1,11 +1,16 @@
 """Named encodings (``gpt2``, ``cl100k_base``, ...) and where their vocabulary files come from.
 
-GPT-2's ``encoder.json`` ships inside this package. The other files are looked for, in order:
+GPT-2's ``encoder.json`` ships inside this package. The other files are looked for, in order
+(:func:`vocab_file_path`):
 
 1. ``$TOKENIZER_DATA_DIR/<file>`` — a folder laid out like OpenAI's (``r50k_base.tiktoken``, ...);
 2. the user cache, ``$TOKENIZER_CACHE_DIR`` or ``~/.cache/gpt2-tokenizer``;
-3. OpenAI's public storage (the URLs tiktoken uses; ``$OPENAIPUBLIC_URL`` replaces the host for mirrors),
-   downloaded into the cache.
+3. tiktoken's cache, so that a machine where tiktoken has run needs nothing more offline: the folder
+   ``$TIKTOKEN_CACHE_DIR``, else ``$DATA_GYM_CACHE_DIR``, else ``data-gym-cache`` in the temporary folder
+   (``tempfile.gettempdir()``), where tiktoken names each file by the sha1 of its URL on OpenAI's storage
+   (``TIKTOKEN_CACHE_DIR=""`` turns tiktoken's cache off, and this step with it);
+4. OpenAI's public storage (the URLs tiktoken uses; ``$OPENAIPUBLIC_URL`` replaces the host for mirrors),
+   downloaded into the user cache.
 
 Every file is checked against its known sha256 before it is used, wherever it came from. Once parsed, a file's
 tokens are kept in the user cache under that sha256, in a form quicker to read (:mod:`tokenizer.fast.vocab_cache`),
@@ -30,6 +35,7 @@ from .user_cache import cache_dir
 from .vocab_files import read_gpt2_encoder_json, read_tiktoken_file
 
 PACKAGE_DATA = Path(__file__).parent / "data"
+DEFAULT_OPENAIPUBLIC_URL = "https://openaipublic.blob.core.windows.net"  # download.py's; not imported (slow)
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
@@ -135,6 +141,10 @@ class RegisteredEncoding(Encoding):
         if self.registered_constructor is not None:
             return (_get_registered, (self.name, self.registered_constructor, self.core_name))
         return (_get_encoding, (self.name, self.core_name))
+
+    def _registry_name(self) -> str | None:
+        # tiktoken's __getstate__ gives the name only for the registry's own (shared) encoding
+        return self.name if self.core_name == "fast" and _cache.get((self.name, "fast")) is self else None
 
 
 _cache: dict[tuple[str, str], Encoding] = {}  # (name, core) -> the shared encoding
@@ -286,7 +296,14 @@ def _read_vocab_file(vocab: VocabFile) -> dict[bytes, int]:
 
 
 def vocab_file_path(vocab: VocabFile) -> Path:
-    """A verified local copy of ``vocab``: packaged, in $TOKENIZER_DATA_DIR, cached, or downloaded now."""
+    """A verified local copy of ``vocab``, the first found of (each checked against its sha256):
+
+    1. the copy in this package (GPT-2's ``encoder.json`` and ``vocab.bpe``);
+    2. ``$TOKENIZER_DATA_DIR/<vocab.name>`` (a wrong sha256 there is an error: the user put it there);
+    3. ``<user cache>/<vocab.name>`` (:func:`tokenizer.user_cache.cache_dir`);
+    4. tiktoken's cached copy (:func:`tiktoken_cache_path`), if tiktoken has fetched it on this machine;
+    5. a download from OpenAI's storage (or ``$OPENAIPUBLIC_URL``) into the user cache.
+    """
     # imported here: requests and tqdm cost ~0.1 s, and the packaged GPT-2 files never need them
     from .download import DownloadError, download_file, openai_public_url, sha256_file
 
@@ -298,11 +315,37 @@ def vocab_file_path(vocab: VocabFile) -> Path:
     cached = cache_dir() / vocab.name
     if cached.exists() and sha256_file(cached) == vocab.sha256:
         return cached
+    tiktokens = tiktoken_cache_path(vocab)
+    if tiktokens is not None and tiktokens.is_file() and sha256_file(tiktokens) == vocab.sha256:
+        return tiktokens  # a damaged copy there is tiktoken's to replace: left alone, and downloaded below
     url = openai_public_url(vocab.remote)
     try:
         return download_file(url, cached, sha256=vocab.sha256, desc=vocab.name)
     except DownloadError as e:
-        raise DownloadError(f"{e} Or set TOKENIZER_DATA_DIR to a folder that holds {vocab.name}.") from e
+        raise DownloadError(f"{e} Or set TOKENIZER_DATA_DIR to a folder that holds {vocab.name}, or "
+                            "TIKTOKEN_CACHE_DIR to a tiktoken cache that holds it.") from e
+
+
+def tiktoken_cache_path(vocab: VocabFile) -> Path | None:
+    """Where tiktoken keeps its copy of ``vocab`` (whether or not it is there); None if its cache is off.
+
+    tiktoken's folder is ``$TIKTOKEN_CACHE_DIR``, else ``$DATA_GYM_CACHE_DIR``, else ``data-gym-cache`` in the
+    temporary folder; an empty ``$TIKTOKEN_CACHE_DIR`` turns its cache off. The file is named by the sha1 of
+    the URL tiktoken reads it from, always on OpenAI's own host.
+    """
+    import hashlib
+    import tempfile
+
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        folder = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        folder = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
+        folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    if not folder:
+        return None
+    url = f"{DEFAULT_OPENAIPUBLIC_URL}/{vocab.remote}"
+    return Path(folder) / hashlib.sha1(url.encode()).hexdigest()
 
 
 def _verified(path: Path, vocab: VocabFile) -> Path:

@@ -70,6 +70,18 @@ def token_texts(enc, ids) -> list[str]:
     return texts
 
 
+def token_pieces(enc, ids) -> list[str]:
+    """What ``show`` and ``compare`` print for each token: its text, and where a token holds only part of a
+    character (its bytes are spread over several tokens), those bytes as ``\\xNN``, so that no token shows as
+    nothing.
+
+    >>> enc = get_encoding("gpt2")
+    >>> print("|".join(token_pieces(enc, enc.encode("a我b"))))
+    a|\\xe6\\x88|\\x91|b
+    """
+    return [enc.decode_single_token_bytes(i).decode("utf-8", errors="backslashreplace") for i in ids]
+
+
 def _visible(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
 
@@ -80,14 +92,15 @@ def _visible(text: str) -> str:
 def render_show(
     text: str, encoding: str | Encoding = "gpt2", color: bool = False, *, allowed_special="all", disallowed_special=()
 ) -> str:
-    """The text with token boundaries marked (colours, or ``|`` without), then the ids and a count.
+    """The text with token boundaries marked (colours, or ``|`` without), then the ids and a count. A token
+    that holds part of a character shows its bytes (:func:`token_pieces`).
 
     ``encoding`` is a registered name or an :class:`Encoding`; ``allowed_special`` and ``disallowed_special``
     mean what they mean for :meth:`Encoding.encode` (by default special-token text shows as its token).
     """
     enc = _as_encoding(encoding)
     ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    texts = token_texts(enc, ids)
+    texts = token_pieces(enc, ids)
     if color:
         shown, id_words = [], []
         for n, (token_text, token) in enumerate(zip(texts, ids)):
@@ -236,7 +249,7 @@ def compare_lines(
     counts = {}
     for enc, label in encodings:
         ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-        texts = token_texts(enc, ids)
+        texts = token_pieces(enc, ids)
         spaces = max((len(t) for t in texts if t and t.isspace()), default=0)
         counts[enc.name] = len(ids)
         yield f"{enc.name:<{width}}  {label:<6}  {len(ids):>5} tokens  longest whitespace token: {spaces:>2} chars"

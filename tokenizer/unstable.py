@@ -17,7 +17,8 @@ unstable part with, found as tiktoken finds them:
 If the last piece starts with a token of only spaces, newlines or tabs, the whitespace tokens before it join
 the unstable part (cl100k's ``\\s*[\\r\\n]+`` can merge them into one piece). Like tiktoken's this is a
 heuristic, not a proof, and it is tiktoken's exactly (tested equal on every prefix of sample texts). It does
-not look further back than that, and does not rank the completions. Step 2 encodes one candidate per
+not look further back than that, and does not rank the completions: they come sorted (tiktoken's come in a
+random order, a different one on each call). Step 2 encodes one candidate per
 token that starts with each tail: for a short tail such as ``" "`` that is most of the vocabulary, which
 is slow in pure Python (the README has the figures).
 
@@ -46,7 +47,9 @@ _sorted_tokens: "weakref.WeakKeyDictionary[Encoding, tuple[list[bytes], list[int
 def encode_with_unstable(enc: Encoding, text: str, allowed: frozenset[str]) -> tuple[list[int], list[list[int]]]:
     """``(stable ids, completions)`` for ``text``; ``allowed``: the special tokens to encode as such.
 
-    The completions come in the order they are found (tiktoken's come in set order).
+    The completions are sorted (as lists of ids). tiktoken's come in the order of a Rust ``HashSet``, which
+    is seeded at random: two calls with the same text give the same completions in different orders, so no
+    order can equal tiktoken's every time; ``sorted(theirs) == ours`` always holds.
     """
     text.encode("utf-8")  # as tiktoken: a lone surrogate raises UnicodeEncodeError (encode would replace it)
     tokens = enc.encode(text, allowed_special=allowed, disallowed_special=())
@@ -76,7 +79,7 @@ def encode_with_unstable(enc: Encoding, text: str, allowed: frozenset[str]) -> t
     size = _last_char_size(unstable)
     if 0 < size < len(unstable) and _WHITESPACE.match(unstable[-size:].decode("utf-8")):
         completions[tuple(_bpe_ids(enc, unstable[:-size]) + _bpe_ids(enc, unstable[-size:]))] = None
-    return stable, list(map(list, completions))
+    return stable, sorted(map(list, completions))
 
 
 def encode_bytes(enc: Encoding, data: bytes) -> list[int]:

@@ -1,7 +1,8 @@
 """``manifest.json``: what an ``encode-dataset`` output folder holds, and the proof that each output is whole.
 
 The manifest lists, for each input shard whose output is complete, the input (its path, size and modification
-time), the output file, its dtype, how many documents and tokens it holds, the input's size in bytes and the
+time), the output file, its dtype, how many documents (a ``.txt`` shard's: the non-blank stretches between
+``<|endoftext|>``, not the separators) and tokens it holds, the input's size in bytes and the
 output's SHA-256; then the totals; and the settings every output was made with (the encoding, by name and by a
 hash of its tables, and the text field). It is written by the job's driver only, atomically (a temporary file
 renamed over the old one), after each shard that completes, so an interrupted job leaves a manifest that

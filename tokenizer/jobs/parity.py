@@ -153,8 +153,9 @@ def tiktoken_counterpart(enc: Encoding):
         import tiktoken
     except ImportError:
         raise ImportError(
-            "parity against tiktoken needs tiktoken, which is not installed: pip install tiktoken; or compare "
-            "with another saved tokenizer (--against DIR) or check a dataset of ids (--ids FILE.bin)"
+            'parity against tiktoken needs tiktoken, which is not installed: pip install "gpt2-numpy[parity]" (the '
+            "version whose ids this project matches); or compare with another saved tokenizer (--against DIR) or "
+            "check a dataset of ids (--ids FILE.bin)"
         ) from None
     if enc.name in tiktoken.list_encoding_names():
         try:

@@ -12,6 +12,7 @@ as nanoGPT reads them with ``np.memmap``. What the ids are:
   ``<|endoftext|>``).
 * ``.txt``: the file's ids as ``encode-file`` gives them (special tokens in the text become their ids; the
   file is read in chunks cut where cutting does not change the ids, :func:`tokenizer.jobs.dataset.iter_chunks`).
+  Its documents are the stretches between ``<|endoftext|>`` that hold more than whitespace (:class:`TextDocuments`).
 
 One shard is one task, so an output depends on its input alone: the same inputs give byte-identical outputs
 whatever the engine (:mod:`tokenizer.jobs.engines`), the number of workers or the order in which tasks finish. A
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .dataset import decode_utf8, id_dtype, iter_chunks
+from .dataset import id_dtype, iter_chunks
 from ..encoding import Encoding
 from .engines import ProgressBar, open_engine
 from .manifest import encoding_fingerprint, input_identity, is_complete, read_manifest, write_manifest
@@ -61,12 +62,12 @@ class ShardEncoder:
         eot = enc.eot_token if "<|endoftext|>" in enc.special_tokens_set else None
         try:
             with open(tmp, "wb") as out:
-                for ids, done in self._ids(input_path, eot):
+                for ids, done, documents in self._ids(input_path, eot):
                     data = np.asarray(ids, dtype=dtype).tobytes()
                     out.write(data)
                     sha.update(data)
                     n_tokens += len(ids)
-                    n_documents += ids.count(eot) if eot is not None else 0
+                    n_documents += documents
                     report(done)
             os.replace(tmp, out_path)
         except BaseException:
@@ -76,30 +77,76 @@ class ShardEncoder:
                 "bytes": input_path.stat().st_size, "sha256": sha.hexdigest()}
 
     def _ids(self, path: Path, eot: int | None):
-        """``(ids, bytes of the input done)`` pieces of the shard's output, in order."""
+        """``(ids, bytes of the input done, documents ended)`` pieces of the shard's output, in order."""
         enc = self.encoding
         if shard_format(path) == "text":  # encode-file's way: whole-file ids, special tokens as their ids
             offset = 0
+            documents = TextDocuments("<|endoftext|>" if eot is not None else None)
             with open(path, "rb") as f:
                 for data in iter_chunks(f, enc.special_tokens_set, pattern=enc.pat_str):
-                    text = decode_utf8(data, offset, path)
+                    text = decode_text_shard(data, offset, path)
                     offset += len(data)
-                    yield enc.encode(text, allowed_special="all"), offset
+                    yield enc.encode(text, allowed_special="all"), offset, documents.count(text)
+            yield [], offset, documents.count_end()
             return
         if eot is None:
             raise ValueError(f"encoding {enc.name!r} has no <|endoftext|> token to end each document of {path} "
                              "with; use an encoding that has one (train it with --special_tokens '<|endoftext|>')")
         pending: list[int] = []
+        n_pending = 0  # documents in pending
         for documents, done in read_documents(path, self.text_field):
             for ids in enc.encode_ordinary_batch(documents, num_threads=1):
                 pending += ids
                 pending.append(eot)
+            n_pending += len(documents)
             if len(pending) >= WRITE_BYTES // 4:
-                yield pending, done
-                pending = []
+                yield pending, done, n_pending
+                pending, n_pending = [], 0
             else:
-                yield [], done
-        yield pending, path.stat().st_size
+                yield [], done, 0
+        yield pending, path.stat().st_size, n_pending
+
+
+class TextDocuments:
+    """Counts the documents of a ``.txt`` shard fed chunk by chunk: the stretches of text between
+    ``separator`` (``<|endoftext|>``; None: the encoding has none) that hold more than whitespace. So
+    ``"a<|endoftext|>b"`` is 2 documents (one separator), and ``"a<|endoftext|>\n"`` is 1. Chunks never cut a
+    special token (:func:`tokenizer.jobs.dataset.iter_chunks`), so counting chunk by chunk equals counting the
+    whole text."""
+
+    def __init__(self, separator: str | None):
+        self.separator = separator
+        self.open = False  # inside a document that holds text and has not ended yet
+
+    def count(self, text: str) -> int:
+        """The documents that end in ``text`` (at a separator)."""
+        ended = 0
+        pieces = text.split(self.separator) if self.separator else [text]
+        for k, piece in enumerate(pieces):
+            if k and self.open:  # a separator ends the open document
+                ended += 1
+                self.open = False
+            if not self.open and not piece.isspace() and piece:
+                self.open = True
+        return ended
+
+    def count_end(self) -> int:
+        """The document the end of the file ends (0 or 1)."""
+        ended, self.open = int(self.open), False
+        return ended
+
+
+def decode_text_shard(data: bytes, offset: int, path: Path) -> str:
+    """A chunk of a ``.txt`` shard as text; ``ValueError`` naming the file and byte offset if it is not UTF-8
+    (encode-dataset reads shards as they are: it has no ``--errors``)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path} is not valid UTF-8: byte {offset + e.start} is {data[e.start:e.start + 1]!r} ({e.reason}); "
+            "convert the shard to UTF-8 (encode-dataset never alters a dataset's text; encode-file --errors "
+            "replace turns one file's invalid bytes into U+FFFD)"
+        ) from None
 
 
 def output_names(shards: list[Path]) -> list[str]:
