@@ -40,12 +40,14 @@ def log_path() -> Path:
 def start() -> subprocess.Popen:
     """Start the program in a new process and return it; its stderr goes to :func:`log_path`.
 
-    Nothing of the caller's is inherited that could keep the caller's own reader waiting: stdin and stdout are
-    closed, stderr is the log file (a process that outlives the caller must not hold the caller's stderr pipe
-    open). The package is found where this module was imported from."""
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    The new process imports this package from where this process did (put first on its path, unless it is on
+    the path already, as an installed package's folder is). Nothing of the caller's is inherited that could
+    keep the caller's own reader waiting: stdin and stdout are closed, stderr is the log file (a process that
+    outlives the caller must not hold the caller's stderr pipe open)."""
+    root = str(Path(__file__).resolve().parents[2])
+    program = (f"import sys; root = {root!r}\n"
+               "if root not in sys.path: sys.path.insert(0, root)\n"
+               f"from {__name__} import main; sys.exit(main())")
     log = log_path()
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -53,8 +55,8 @@ def start() -> subprocess.Popen:
     except OSError:  # a read-only cache folder: numba will look for another one; its words are lost
         stderr = open(os.devnull, "wb")
     with stderr:
-        return subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+        return subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=stderr)
 
 
 def main() -> int:
