@@ -5,9 +5,13 @@ pre-token, and CS336's own description (each merge in turn, applied left to righ
 from __future__ import annotations
 
 import doctest
+import os
 import pickle
+import subprocess
+import sys
 import tracemalloc
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import tiktoken
@@ -305,6 +309,28 @@ def test_train_bpe_pickles_through_from_files_give_the_trained_encodings_ids(tra
     for name in ("en_docs.txt", "de_manpages.txt"):
         text = corpus_text(name, 400_000)[300_000:] + EOT + "tail"
         assert tok.encode(text) == enc.encode(text, allowed_special="all")
+
+
+def test_cs336_speed_test_job_needs_nothing_built_first(tmp_path):
+    # CS336's test_train_bpe_speed trains on its corpus.en (about 130 KB of English) with vocab_size=500 and
+    # ["<|endoftext|>"], and allows 1.5 s. Here the same job runs as a brand-new machine would: a fresh process
+    # whose cache folders are empty. It must not need anything built first: it imports no numba and leaves the
+    # folders empty. (Its time is bench/bench_train.py --first-run's to measure: no test depends on the
+    # machine's speed.)
+    corpus = tmp_path / "corpus.en"
+    text = (CORPUS / "en_docs.txt").read_bytes()[:130_000]
+    corpus.write_bytes(text[: text.rfind(b"\n") + 1])
+    env = dict(os.environ, TOKENIZER_CACHE_DIR=str(tmp_path / "cache"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    child = ("import pickle, sys; from tokenizer import train_bpe\n"
+             f"vocab, merges = train_bpe({str(corpus)!r}, 500, ['<|endoftext|>'])\n"
+             "sys.stdout.buffer.write(pickle.dumps((vocab, merges, 'numba' in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, env=env, timeout=600,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr.decode()
+    vocab, merges, imported_numba = pickle.loads(out.stdout)
+    assert (vocab, merges) == train_bpe(corpus, 500, [EOT], progress=False)
+    assert len(vocab) == 500 and not imported_numba
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "numba").exists()
 
 
 # ---- the object and its files ------------------------------------------------------------------------------

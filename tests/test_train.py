@@ -15,8 +15,11 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
+import warnings
 from collections import Counter
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -26,7 +29,8 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS
 from tokenizer.training import train as train_mod
-from tokenizer.training import compiled_merges, train_kernel
+from tokenizer.training import compile_merge_loop, compiled_merges
+from tokenizer.training.compiled_loop_loader import CompiledLoopLoader
 from tokenizer.encoding import Encoding
 from tokenizer.loading import load_encoding
 from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
@@ -312,9 +316,7 @@ def test_chunk_boundaries_really_cut(name):
     num_merges=st.integers(0, 30),
 )
 def test_fast_merges_equal_the_reference(counts, num_merges):
-    expected = learn_merges_reference(counts, num_merges)
-    assert learn_merges(counts, num_merges, compiled=False) == expected
-    assert learn_merges(counts, num_merges, compiled=True) == expected
+    assert learned_by_every_loop(counts, num_merges) == [learn_merges_reference(counts, num_merges)] * 3
 
 
 @settings(max_examples=300, deadline=None)
@@ -325,18 +327,41 @@ def test_fast_merges_equal_the_reference(counts, num_merges):
 def test_fast_merges_equal_the_reference_on_long_runs(counts, num_merges):
     # long words of two letters: runs like "aaaa" (overlapping pairs), "abab" (one occurrence's right half is
     # the next one's left neighbour) and many equal counts
-    expected = learn_merges_reference(counts, num_merges)
-    assert learn_merges(counts, num_merges, compiled=False) == expected
-    assert learn_merges(counts, num_merges, compiled=True) == expected
+    assert learned_by_every_loop(counts, num_merges) == [learn_merges_reference(counts, num_merges)] * 3
 
 
-def kernel(how: str) -> compiled_merges.Kernel:
-    """The compiled merge loop from the extension module built ahead of time, or run by numba just in time."""
-    if how == "extension":
-        loaded = compiled_merges.load_kernel()
-        assert loaded.how == "extension"  # this machine can build it: the fast path is the one under test
-        return loaded
-    return compiled_merges.Kernel("jit", train_kernel)
+class StubLoader:
+    """Stands in for the process's CompiledLoopLoader: the compiled loop (loaded in this process) from the
+    ``ready_at``-th question on (1: before the first merge, 2: after it), or never (None: as without numba)."""
+
+    def __init__(self, ready_at: int | None):
+        self.ready_at, self.asked = ready_at, 0
+        self.unavailable = None if ready_at else "a stub without numba"
+
+    def start_compiling(self):  # learn_merges asks this first: the questions are counted from here
+        self.asked = 0
+
+    def start_loading(self):
+        pass
+
+    def kernel(self):
+        self.asked += 1
+        return compiled_merges.load_kernel() if self.ready_at and self.asked >= self.ready_at else None
+
+    def activity(self):
+        return None
+
+    def compiling_pid(self):
+        return None
+
+
+def learned_by_every_loop(counts, num_merges: int) -> list:
+    """The merges of each loop learn_merges can run: NumPy, compiled, and NumPy switching to compiled after
+    the first merge (the job counted as large, so that the switch is tried)."""
+    results = [learn_merges(counts, num_merges, compiled=False), learn_merges(counts, num_merges, compiled=True)]
+    with mock.patch.object(train_mod, "COMPILED_LOOP_MIN_WORK", 0):
+        results.append(learn_merges(counts, num_merges, loader=StubLoader(ready_at=2)))
+    return results
 
 
 def merges_of(merger: compiled_merges.CompiledMerger, done: int) -> list[tuple[bytes, bytes]]:
@@ -346,17 +371,16 @@ def merges_of(merger: compiled_merges.CompiledMerger, done: int) -> list[tuple[b
     return [(tokens[a], tokens[b]) for a, b in merger.merges[:done].tolist()]
 
 
-@pytest.mark.parametrize("how", ["extension", "jit"])
 @settings(max_examples=100, deadline=None)
 @given(
     counts=st.dictionaries(st.text(alphabet="abcé", min_size=1, max_size=30), st.integers(1, 4), max_size=10),
     num_merges=st.integers(0, 40),
 )
-def test_compiled_merges_equal_the_reference_when_its_arrays_grow(how, counts, num_merges):
+def test_compiled_merges_equal_the_reference_when_its_arrays_grow(counts, num_merges):
     # no room beyond the start: the compiled loop grows its arrays before (almost) every merge
     words = train_mod._FlatWords(counts)
-    merger = compiled_merges.CompiledMerger(kernel(how), words.tok, words.nxt, words.prv, words.weight,
-                                            256 + num_merges, headroom=0)
+    merger = compiled_merges.CompiledMerger(compiled_merges.load_kernel(), words.tok, words.nxt, words.prv,
+                                            words.weight, 256 + num_merges, headroom=0)
     done = merger.merge(num_merges, np.zeros((0, 2), np.int32))
     assert merges_of(merger, done) == learn_merges_reference(counts, num_merges)
 
@@ -364,90 +388,107 @@ def test_compiled_merges_equal_the_reference_when_its_arrays_grow(how, counts, n
 @pytest.mark.parametrize("name", ["en_docs.txt", "ja_manpages.txt", "ru_manpages.txt"])
 def test_compiled_and_numpy_merges_equal_on_real_text(name):
     counts = oracle_pretokens(corpus_slice(name, 0, 200_000), [EOT])
-    compiled = learn_merges(counts, 1000, compiled=True)
-    assert compiled == learn_merges(counts, 1000, compiled=False)
+    numpy, compiled, switching = learned_by_every_loop(counts, 1000)
+    assert numpy == compiled == switching
     assert compiled[:80] == learn_merges_reference(counts, 80)
 
 
-@pytest.mark.parametrize("weights", ["int32", "int64"])
-def test_the_extension_and_the_jit_loop_give_the_same_merges(weights):
+def test_compiled_merges_with_64_bit_weights_equal_numpys():
     counts = oracle_pretokens(corpus_slice("de_manpages.txt", 0, 300_000), [EOT])
-    if weights == "int64":
-        counts = {piece: n * 2**32 + i for i, (piece, n) in enumerate(counts.items())}
-    results = []
-    for how in ("extension", "jit"):
-        words = train_mod._FlatWords(counts)
-        assert words.weight.dtype == weights
-        merger = compiled_merges.CompiledMerger(kernel(how), words.tok, words.nxt, words.prv, words.weight, 256 + 800)
-        results.append(merges_of(merger, merger.merge(800, np.zeros((0, 2), np.int32))))
-    assert len(results[0]) == 800 and results[0] == results[1]
+    counts = {piece: n * 2**32 + i for i, (piece, n) in enumerate(counts.items())}
+    assert train_mod._FlatWords(counts).weight.dtype == np.int64
+    numpy, compiled, switching = learned_by_every_loop(counts, 800)
+    assert len(numpy) == 800 and numpy == compiled == switching
 
 
-def test_training_imports_no_numba_once_the_extension_is_built(tmp_path):
-    kernel("extension")  # built in this test session's cache folder, which the child inherits
+def run_python(code: str, env: dict | None = None) -> str:
+    """Run ``code`` in a fresh interpreter from the checkout; its stdout (it must succeed)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], env=env, timeout=900)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_a_small_job_imports_no_numba_and_compiles_nothing(tmp_path):
     (tmp_path / "corpus.txt").write_text(corpus_slice("en_docs.txt", 0, 50_000), encoding="utf-8")
+    cache = tmp_path / "cache"
+    env = dict(os.environ, TOKENIZER_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     child = ("import sys; from tokenizer.training.train import train_bpe, learn_merges_reference, count_pretokens\n"
              f"path = {str(tmp_path / 'corpus.txt')!r}\n"
              "vocab, merges = train_bpe(path, 500, num_workers=1, progress=False)\n"
              "assert merges == learn_merges_reference(count_pretokens(path), 500 - 256)\n"
              "print('numba' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[1])
-    assert out.stdout.split() == ["False"]
+    assert run_python(child, env).split() == ["False"]
+    assert not cache.exists() and not (tmp_path / "numba").exists()
 
 
-def test_where_the_extension_cannot_be_built_numba_runs_the_loop(tmp_path, monkeypatch):
-    monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path))  # nothing built there
-    monkeypatch.setattr(compiled_merges, "_loaded", [])
+def test_a_large_job_compiles_in_the_background_and_a_later_one_loads_it(tmp_path):
+    # The whole way in, in fresh processes sharing this session's cache folder: a job counted as large starts
+    # the compile program (unless a test before it left the folder marked) and merges meanwhile; then, the
+    # folder marked, a later process loads the loop from numba's cache without compiling anything.
+    (tmp_path / "corpus.txt").write_text(corpus_slice("en_docs.txt", 0, 100_000), encoding="utf-8")
+    first = ("import time; from tokenizer.training import train, merge_loop_cache\n"
+             "train.COMPILED_LOOP_MIN_WORK = 0\n"
+             f"path = {str(tmp_path / 'corpus.txt')!r}\n"
+             "counts = train.count_pretokens(path)\n"
+             "expected = train.learn_merges(counts, 700, compiled=False)\n"
+             "assert train.train_bpe(path, 956, num_workers=1, progress=False)[1] == expected\n"
+             "while train.LOADER.kernel() is None and not train.LOADER.unavailable:\n"
+             "    time.sleep(0.5)\n"
+             "assert train.LOADER.unavailable is None, train.LOADER.unavailable\n"
+             "assert merge_loop_cache.is_marked()\n"
+             "print(train.learn_merges(counts, 700) == expected)")
+    assert run_python(first).split() == ["True"]
+    later = ("import time; from tokenizer.training import train, train_kernel\n"
+             "train.COMPILED_LOOP_MIN_WORK = 0\n"
+             "train.LOADER.start_loading()\n"
+             "while train.LOADER.kernel() is None:\n"
+             "    time.sleep(0.05)\n"
+             f"path = {str(tmp_path / 'corpus.txt')!r}\n"
+             "counts = train.count_pretokens(path)\n"
+             "assert train.learn_merges(counts, 700) == train.learn_merges(counts, 700, compiled=False)\n"
+             "functions = (train_kernel.start, train_kernel.merge_until, train_kernel.compact)\n"
+             "print(sum(sum(f.stats.cache_hits.values()) for f in functions) > 0,\n"
+             "      sum(sum(f.stats.cache_misses.values()) for f in functions))")
+    assert run_python(later).split() == ["True", "0"]
 
-    def no_compiler(path):
-        raise OSError("no C compiler")
 
-    monkeypatch.setattr(compiled_merges, "_build", no_compiler)
-    loaded = compiled_merges.load_kernel()
-    assert loaded.how == "jit" and loaded.module is train_kernel
+def test_when_the_compile_program_fails_its_log_is_shown_and_numpy_merges(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path))  # no mark there
+    log = tmp_path / "compile.log"
+    log.write_text("numba said no")
+
+    def failing_program():
+        return subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+
+    monkeypatch.setattr(compile_merge_loop, "start", failing_program)
+    monkeypatch.setattr(compile_merge_loop, "log_path", lambda: log)
+    monkeypatch.setattr(compiled_merges, "loaded_kernel", lambda: None)  # as in a process that has not loaded it
+    loader = CompiledLoopLoader()
+    loader.start_compiling()
+    assert "compiling" in loader.activity()
+    while loader.activity():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert loader.kernel() is None
+        time.sleep(0.05)
+    assert "compiling the merge loop failed (exit status 1)" in loader.unavailable
+    assert "numba said no" in str(caught[0].message)
     counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
-    assert learn_merges(counts, 20, compiled=True) == learn_merges_reference(counts, 20)
-
-
-def test_without_numba_no_compiled_loop_runs_even_if_one_was_built(monkeypatch):
-    kernel("extension")  # built: still, numba is what the compiled loop is promised with
-    monkeypatch.setitem(sys.modules, "numba", None)  # as if not installed: find_spec and import see nothing
-    monkeypatch.setattr(compiled_merges, "_loaded", [])
-    assert compiled_merges.load_kernel() is None
-    counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
-    assert learn_merges(counts, 20) == learn_merges_reference(counts, 20)
-    with pytest.raises(ImportError, match="needs numba"):
-        learn_merges(counts, 20, compiled=True)
-
-
-def test_a_damaged_extension_file_is_built_again(tmp_path, monkeypatch):
-    good = compiled_merges.extension_path()
-    kernel("extension")
-    monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiled_merges, "_loaded", [])
-    path = compiled_merges.extension_path()
-    assert path.parent.parent == tmp_path
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"not a shared library")  # as if a disk filled up while copying the cache folder
-    builds = []
-
-    def build(at):  # stands in for the 15 s build: the file this session built
-        builds.append(at)
-        at.write_bytes(good.read_bytes())
-
-    monkeypatch.setattr(compiled_merges, "_build", build)
-    loaded = compiled_merges.load_kernel()
-    assert builds == [path] and loaded.how == "extension"
-    counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
-    assert learn_merges(counts, 20, compiled=True) == learn_merges_reference(counts, 20)
+    monkeypatch.setattr(train_mod, "COMPILED_LOOP_MIN_WORK", 0)
+    assert learn_merges(counts, 20, loader=loader) == learn_merges_reference(counts, 20)
 
 
 def test_without_numba_the_numpy_merge_loop_runs(monkeypatch):
-    counts = {"aaabdaaabac": 1, " ab": 3}
-    expected = learn_merges(counts, 20, compiled=True)
-    monkeypatch.setattr(train_mod, "_compiled_kernel", lambda: None)
-    assert learn_merges(counts, 20) == expected
+    compiled_merges.load_kernel()  # loaded: still, numba is what the compiled loop is promised with
+    monkeypatch.setitem(sys.modules, "numba", None)  # as if not installed: find_spec and import see nothing
+    assert compiled_merges.load_kernel() is None
+    loader = CompiledLoopLoader()
+    loader.start_compiling()
+    assert "numba is not installed" in loader.unavailable and loader.kernel() is None
+    counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
+    monkeypatch.setattr(train_mod, "COMPILED_LOOP_MIN_WORK", 0)
+    assert learn_merges(counts, 20, loader=loader) == learn_merges_reference(counts, 20)
     with pytest.raises(ImportError, match=r"needs numba: pip install 'gpt2-numpy\[train\]'"):
         learn_merges(counts, 20, compiled=True)
 
@@ -809,10 +850,11 @@ def test_bad_inputs_name_file_and_line(tmp_path, monkeypatch):
         train_bpe(tmp_path / "ok.txt", 300, progress=False)
 
 
-@pytest.mark.parametrize("merge_loop", ["compiled", "numpy"])
-def test_resume_from_a_checkpoint_gives_the_uninterrupted_merges(documents, tmp_path, monkeypatch, merge_loop):
-    if merge_loop == "numpy":
-        monkeypatch.setattr(train_mod, "_compiled_kernel", lambda: None)
+@pytest.mark.parametrize("ready_at", [1, 2, None], ids=["compiled", "switching", "numpy"])
+def test_resume_from_a_checkpoint_gives_the_uninterrupted_merges(documents, tmp_path, monkeypatch, ready_at):
+    # the job counted as large, with the compiled loop there from the start, after the first merge, or never
+    monkeypatch.setattr(train_mod, "COMPILED_LOOP_MIN_WORK", 0)
+    monkeypatch.setattr(train_mod, "LOADER", StubLoader(ready_at))
     (tmp_path / "corpus.txt").write_text("\n\n".join(documents), encoding="utf-8")
     path, state = tmp_path / "corpus.txt", tmp_path / "state"
     expected = train_bpe(path, 900, [EOT], num_workers=1, progress=False)

@@ -6,7 +6,9 @@
 - ``array_counts``: pre-token counts of many texts at once with array operations;
 - ``train_kernel``, ``merge_state``: the fast merge loop compiled by numba, and the layout it shares with its
   driver;
-- ``compiled_merges``: that loop built once ahead of time.
+- ``compiled_merges``: that loop loaded into this process, and run on one job's arrays;
+- ``merge_loop_cache``, ``compile_merge_loop``, ``compiled_loop_loader``: where numba keeps its machine code, the
+  process that compiles it there once per machine, and how a large job gets it without waiting.
 
 Every fast loop is tested to learn exactly the reference loop's merges. What is not here: encoding with the
 result (:mod:`tokenizer.encoding`), and reading input files (:mod:`tokenizer.jobs`).

@@ -34,12 +34,12 @@ How it runs, in two phases:
    ``_GPT2_COARSE``).
 2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat arrays of token ids
    with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and a merge
-   rewrites the occurrences of the best pair and recounts the pairs around them. The loop that does this is
-   compiled with numba when it is installed (:mod:`tokenizer.training.train_kernel`, the ``train`` extra), built once
-   into an extension module that later runs load without numba (:mod:`tokenizer.training.compiled_merges`; it loads
-   while the workers count), else a few NumPy operations per merge (``_PairTable``).
-   :func:`learn_merges_reference` is the same algorithm written plainly (recount every pair for every merge);
-   tests check all three agree.
+   rewrites the occurrences of the best pair and recounts the pairs around them. A small job runs a few NumPy
+   operations per merge (``_PairTable``); a large one the same loop compiled with numba
+   (:mod:`tokenizer.training.train_kernel`, the ``train`` extra), which comes from numba's disk cache, compiled
+   there in the background the first time on a machine, while the NumPy loop runs meanwhile
+   (:mod:`tokenizer.training.compiled_loop_loader`). :func:`learn_merges_reference` is the same algorithm written
+   plainly (recount every pair for every merge); tests check all three agree.
 
 With ``checkpoint=FOLDER`` the counts and the merges so far are kept in a folder, so that a run that was
 stopped can go on with ``resume=True`` (``python -m tokenizer train --resume``) and end with the same merges.
@@ -62,7 +62,7 @@ import os
 import pickle
 import re
 import signal
-import threading
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -72,6 +72,7 @@ import regex
 from tqdm import tqdm
 
 from . import compiled_merges
+from .compiled_loop_loader import LOADER, CompiledLoopLoader
 from .array_counts import count_texts, has_array_counts
 from ..cuts import safe_byte_cuts
 from ..jobs.engines import ENGINES, ProgressBar, open_engine
@@ -145,20 +146,23 @@ def train_bpe(
         which = repr(paths[0]) if len(paths) == 1 else f"all {len(paths)} inputs"
         raise ValueError(f"training file is empty: {which} (nothing to learn merges from)")
 
+    num_merges = vocab_size - minimum
+    # A file's size bounds the bytes of its distinct pre-tokens (a compressed file's need not: learn_merges
+    # starts the compiled loop's way in for it once the counts say so).
+    large = sum(map(os.path.getsize, paths)) * num_merges >= COMPILED_LOOP_MIN_WORK
+    if large:
+        LOADER.start_compiling()  # before the workers are forked; a process of its own, if it has to compile
     settings = _checkpoint_settings(paths, specials, pattern, text_field)
     if resume:
         if checkpoint is None:
             raise ValueError("resume=True needs the checkpoint folder of the run to resume")
         counts, replay = _load_checkpoint(os.fspath(checkpoint), settings)
     else:
-        # The compiled merge loop loads while the workers count (not before: they are forked).
-        loading = threading.Thread(target=_load_compiled_kernel, daemon=True)
         counts = _count_pretokens(
             paths, specials, pattern=pattern, text_field=text_field, num_workers=num_workers, progress=progress,
-            chunk_size=chunk_size, engine=engine, address=address, while_counting=loading.start,
+            chunk_size=chunk_size, engine=engine, address=address,
+            while_counting=LOADER.start_loading if large else lambda: None,  # after the workers are forked
         )
-        if loading.ident is not None:
-            loading.join()
         replay = []
         if checkpoint is not None:
             _start_checkpoint(os.fspath(checkpoint), settings, counts)
@@ -169,7 +173,6 @@ def train_bpe(
         def save(merge_ids: list[tuple[int, int]]) -> None:
             _write_atomically(merges_file, json.dumps(merge_ids).encode())
 
-    num_merges = vocab_size - minimum
     merges = learn_merges(counts, num_merges, progress=progress, replay=replay, save=save,
                           save_every=checkpoint_every)
 
@@ -707,6 +710,14 @@ def learn_merges_reference(counts: dict[str, int], num_merges: int) -> Merges:
     return merges
 
 
+# Below this much work (bytes of distinct pre-tokens x merges) a job merges with NumPy and never touches numba.
+# Measured on English text (one core, loaded): 130 KB and 243 merges is 1.2e7 and NumPy merges it in 0.14 s;
+# 1e8 takes 0.4-0.8 s and 4e8 1.5 s. Merely importing numba and loading the compiled loop from its disk cache
+# takes 1.5-2.5 s (compiling it the first time, 20-40 s), so below about 2e8 the compiled loop could not pay
+# for itself even when it is compiled already.
+COMPILED_LOOP_MIN_WORK = 200_000_000
+
+
 def learn_merges(
     counts: dict[str, int],
     num_merges: int,
@@ -716,6 +727,7 @@ def learn_merges(
     save: Callable[[list[tuple[int, int]]], None] | None = None,
     save_every: float = 60.0,
     compiled: bool | None = None,
+    loader: CompiledLoopLoader | None = None,
 ) -> Merges:
     """Up to ``num_merges`` merges learned from pre-token counts: those of :func:`learn_merges_reference`.
 
@@ -724,10 +736,17 @@ def learn_merges(
     (a merge unlinks its right half) and the pre-token's count. Every adjacent pair gets an id, a count and
     the list of its slots, and a merge rewrites the slots of the best pair and recounts the pairs around them.
 
-    Two merge loops do this, with the same results: a compiled one (:mod:`tokenizer.training.train_kernel`, with numba,
-    the ``train`` extra; loaded by :mod:`tokenizer.training.compiled_merges`) and one of a few NumPy operations per merge
-    (:class:`_PairTable`) for when numba is not installed. ``compiled`` picks one (default: the compiled one if
-    numba is installed).
+    Two merge loops do this, with the same results: one of a few NumPy operations per merge
+    (:class:`_PairTable`), and a compiled one (:mod:`tokenizer.training.train_kernel`, with numba, the ``train``
+    extra). ``compiled`` picks one:
+
+    * ``None`` (the default): NumPy for a job under :data:`COMPILED_LOOP_MIN_WORK`. A larger one asks
+      ``loader`` (default: this process's) for the compiled loop (:mod:`tokenizer.training.compiled_loop_loader`: compiled in the
+      background the first time on a machine, loaded in a thread later), merges with NumPy until it comes,
+      then goes on with it; without numba, with NumPy to the end. It never waits for it.
+    * ``True``: the compiled loop from the start, loaded (or compiled) in this thread first;
+      ``ImportError`` without numba.
+    * ``False``: NumPy.
 
     Why the bookkeeping stays small: a pair ``(x, y)`` can only come into being when the younger of ``x`` and
     ``y`` is made (slots only ever get younger tokens), so every pair gets its id and its full list of slots
@@ -739,13 +758,27 @@ def learn_merges(
     redone without searching for the best pair, then learning goes on. ``save(merge_ids)`` is called with the
     ids of every merge so far at most every ``save_every`` seconds and at the end (a checkpoint).
     """
-    kernel = _compiled_kernel() if compiled is None or compiled else None
-    if compiled and kernel is None:
-        raise ImportError("compiled=True needs numba: pip install 'gpt2-numpy[train]', or pass compiled=False")
+    loader = LOADER if loader is None else loader
     words = _FlatWords(counts)
-    step = _compiled_steps(kernel, words, num_merges, replay) if kernel else _numpy_steps(words, num_merges, replay)
-    merge_ids: list[tuple[int, int]] = []
     bar = tqdm(total=num_merges, unit="merges", desc="merging", disable=not progress, leave=False)
+    if compiled:
+        kernel = compiled_merges.load_kernel()
+        if kernel is None:
+            bar.close()
+            raise ImportError("compiled=True needs numba: pip install 'gpt2-numpy[train]', or pass compiled=False")
+        bar.set_description_str("merging (loading the fast merge loop; compiling it takes 20-40 s the first "
+                                 "time on a machine)", refresh=True)
+        compiled_merges.warm_up(kernel, (words.weight.dtype.name,))
+        bar.set_description_str("merging", refresh=False)
+        step = _compiled_steps(kernel, words, num_merges, replay)
+    elif compiled is None and len(words.tok) * num_merges >= COMPILED_LOOP_MIN_WORK:
+        loader.start_compiling()
+        loader.start_loading()
+        step = _numpy_then_compiled_steps(counts, words, num_merges, replay, loader, bar)
+    else:
+        step = _numpy_steps(words, num_merges, replay)
+    del words  # the steps hold them, and may let them go
+    merge_ids: list[tuple[int, int]] = []
     saved = time.monotonic()
     tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
     for batch in step:
@@ -762,19 +795,44 @@ def learn_merges(
     bar.close()
     if save:
         save(merge_ids)
+    pid = loader.compiling_pid() if progress else None
+    if pid is not None:
+        print(f"The fast merge loop goes on compiling in the background (process {pid}), once for this machine; "
+              "later large jobs use it.", file=sys.stderr)
     return [(tokens[a], tokens[b]) for a, b in merge_ids]
 
 
-def _compiled_kernel():
-    """The compiled merge loop (:func:`tokenizer.training.compiled_merges.load_kernel`), None without numba."""
-    return compiled_merges.load_kernel()
+# How often the NumPy loop asks whether the compiled one has come (seconds).
+_POLL_EVERY = 0.1
 
 
-def _load_compiled_kernel() -> None:
-    """Load the compiled merge loop (and have it run once), if numba is installed."""
-    kernel = _compiled_kernel()
-    if kernel is not None:
-        compiled_merges.warm_up(kernel)
+def _numpy_then_compiled_steps(counts, words: "_FlatWords", num_merges: int, replay: Sequence[tuple[int, int]],
+                               loader: CompiledLoopLoader, bar):
+    """Batches of merges from the NumPy loop until ``loader`` has the compiled loop, then from that loop (which
+    redoes the merges made so far first, on fresh arrays, without yielding them again). The bar's description
+    says what the loader is doing meanwhile."""
+    done: list[tuple[int, int]] = []
+    kernel = loader.kernel()
+    if kernel is None:
+        numpy_steps = _numpy_steps(words, num_merges, replay)
+        polled = 0.0
+        for batch in numpy_steps:
+            done += batch
+            yield batch
+            if time.monotonic() - polled >= _POLL_EVERY:
+                polled = time.monotonic()
+                kernel = loader.kernel()
+                activity = loader.activity()
+                bar.set_description_str(f"merging ({activity})" if activity else "merging", refresh=False)
+                if kernel is not None and len(done) < num_merges:
+                    break
+        else:
+            return  # the NumPy loop finished first
+        numpy_steps.close()
+        del numpy_steps
+        bar.set_description_str("merging", refresh=False)
+        words = _FlatWords(counts)  # the NumPy loop rewrote its arrays
+    yield from _compiled_steps(kernel, words, num_merges, done + list(replay[len(done):]), skip=len(done))
 
 
 def _replay_error(k: int, pair: tuple[int, int]) -> ValueError:
@@ -786,18 +844,26 @@ def _replay_error(k: int, pair: tuple[int, int]) -> ValueError:
 _BATCH = 64
 
 
-def _compiled_steps(kernel, words: "_FlatWords", num_merges: int, replay: Sequence[tuple[int, int]]):
-    """Batches of merges (lists of token id pairs) from the compiled merge loop."""
+def _compiled_steps(kernel, words: "_FlatWords", num_merges: int, replay: Sequence[tuple[int, int]], skip: int = 0):
+    """Batches of merges (lists of token id pairs) from the compiled merge loop; the first ``skip`` merges
+    (replayed) are made but not yielded."""
     merger = compiled_merges.CompiledMerger(kernel, words.tok, words.nxt, words.prv, words.weight, 256 + num_merges)
     forced = np.array(replay, np.int32).reshape(-1, 2)[:num_merges]
-    done = 0
-    while done < num_merges:
+
+    def merge_until(until: int) -> int:
         try:
-            now = merger.merge(min(num_merges, done + _BATCH), forced)
+            return merger.merge(until, forced)
         except LookupError as e:
             raise _replay_error(e.args[0], replay[e.args[0]]) from None
+
+    done = merge_until(skip) if skip else 0
+    if done < skip:  # no pair left
+        return
+    while done < num_merges:
+        until = min(num_merges, done + _BATCH)
+        now = merge_until(until)
         yield merger.merges[done:now].tolist()
-        if now < min(num_merges, done + _BATCH):  # no pair left
+        if now < until:  # no pair left
             return
         done = now
 

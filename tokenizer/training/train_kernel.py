@@ -27,11 +27,10 @@ The best pair is looked for among *candidates*, the pairs with a count of at lea
 that there are a few hundred); counts only go down, so the set stays valid until it runs out, and then it is
 chosen again from all pairs. Among equal counts the greater ``(left bytes, right bytes)`` wins.
 
-How it is loaded (:mod:`tokenizer.training.compiled_merges`): :func:`build_extension` compiles :data:`start`,
-:data:`merge_until` and :data:`compact` once into an ordinary extension module, which later runs import without
-numba; where that cannot be built (no C compiler), these functions run just in time, their machine code cached
-on disk (numba's ``cache=True``: beside this file, or in numba's user cache folder when the package is installed
-read-only). Either way only the first run on a machine pays for compiling.
+How it is compiled: by numba just in time, the machine code cached on disk (``cache=True``) in the folder
+:func:`tokenizer.training.merge_loop_cache.folder` names, so only the first process on a machine compiles it (tens of
+seconds: :mod:`tokenizer.training.compile_merge_loop` does that in a process of its own) and later ones load it
+(about a second). :data:`CACHED_ON_DISK` says whether numba found a folder it can write.
 
 What it does not do: count pre-tokens, grow its arrays, show progress or save checkpoints
 (:class:`tokenizer.training.compiled_merges.CompiledMerger` calls :func:`merge_until` in batches and does those between
@@ -40,11 +39,10 @@ them).
 
 from __future__ import annotations
 
-import os
-
 import numba
 import numpy as np
 
+from . import merge_loop_cache
 # The merger's scalars state[...] and what state[STATUS] says after merge_until: shared with the merger, whose
 # module does not import numba (numba reads these as constants when it compiles).
 from .merge_state import (
@@ -52,56 +50,27 @@ from .merge_state import (
     NUM_CANDIDATES, NUM_PAIRS, NUM_TOKENS, SLOTS_USED, STATUS, THRESHOLD,
 )
 
+_CACHE_FOLDER = str(merge_loop_cache.folder())
+_uncached: list[str] = []  # the functions numba found no writable cache folder for
+
 
 def _compiled(function):
-    """``function`` compiled on first call, the machine code cached on disk for later runs; where numba finds no
-    writable cache folder (beside this file, then its user cache folder or $NUMBA_CACHE_DIR), compiled anew in
-    every run."""
+    """``function`` compiled on first call, its machine code cached on disk for later processes.
+
+    Numba picks a function's cache folder when it wraps it, from its ``config.CACHE_DIR`` (what
+    ``$NUMBA_CACHE_DIR`` sets); that is pointed at this package's folder for the moment of wrapping only, so
+    other numba code in the process keeps its own. Where that folder cannot be written numba tries its next
+    places (beside this file, its user cache folder); where none can, the function is compiled anew in every
+    process."""
+    default = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = _CACHE_FOLDER
     try:
         return numba.njit(cache=True, nogil=True)(function)
     except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        _uncached.append(function.__name__)
         return numba.njit(nogil=True)(function)
-
-
-# The functions a caller runs, by name, each with the types the merger passes (``W`` the weight's type: the
-# merger keeps counts in int32 when they fit). Numba's just-in-time dispatch finds the types on the first call;
-# the extension module needs them spelt out, one function per weight type.
-_EXPORTS = {
-    "start": "void(i4[::1], i4[::1], W[::1], i4[::1], i8[::1], i4[::1], i4[::1], i8[::1], i4[::1], u1[::1], i8[::1], "
-             "i8[::1], i8[::1], i8[::1])",
-    "merge_until": "void(i8, i4[:, ::1], i4[:, ::1], i4[::1], i4[::1], i4[::1], W[::1], i4[::1], i8[::1], i4[::1], "
-                   "i4[::1], i4[::1], i8[::1], i4[::1], u1[::1], i8[::1], i8[::1], i8[::1], i4[::1], i4[::1], i8[::1])",
-    "compact": "i8(i4[::1], i8[::1], i4[::1], i8)",
-}
-WEIGHT_TYPES = ("int32", "int64")
-
-
-def build_extension(folder: str, name: str) -> str:
-    """Compile the merge loop ahead of time into an extension module ``name`` in ``folder``; returns its path.
-
-    The module (numba's ``pycc``) needs neither numba nor a compiler to import, and has one function per entry
-    point and weight type: ``start_int32``, ``start_int64``, ``merge_until_int32``, ``merge_until_int64`` and
-    ``compact``, the same code as :data:`start`, :data:`merge_until` and :data:`compact` here. Building needs a C
-    compiler and setuptools (``ImportError`` or numba's error when they are missing) and takes several seconds.
-    """
-    import warnings
-
-    with warnings.catch_warnings():  # pycc is "pending deprecation" (numba 0.57 and later) and still works
-        warnings.simplefilter("ignore", numba.core.errors.NumbaPendingDeprecationWarning)
-        from numba.pycc import CC
-
-        compiler = CC(name, source_module=__name__)
-    compiler.output_dir = folder
-    for entry, signature in _EXPORTS.items():
-        function = globals()[entry].py_func
-        short = {"int32": "i4", "int64": "i8"}
-        if "W" in signature:
-            for weight in WEIGHT_TYPES:
-                compiler.export(f"{entry}_{weight}", signature.replace("W", short[weight]))(function)
-        else:
-            compiler.export(entry, signature)(function)
-    compiler.compile()
-    return os.path.join(folder, compiler.output_file)
+    finally:
+        numba.config.CACHE_DIR = default
 
 
 @_compiled
@@ -361,3 +330,7 @@ def _new_pair(q, a, b, count, left, right, pstart):
     count[q] = 0
     pstart[q + 1] = 0
     return q + 1
+
+
+# Whether every function's machine code is cached on disk (else each process compiles what it calls).
+CACHED_ON_DISK = not _uncached
