@@ -78,6 +78,13 @@ EXHAUSTIVE = {
     # whole corpora, where the everyday tier takes samples
     "test_parity.py": ("test_corpus_ids_equal_whole_files",),
     "test_batch_bpe.py": ("test_char_windows_never_cut_what_a_token_spans_on_the_corpora",),
+    # the trainer's compiled merge loop: compiling it takes 20-40 s of the machine's two cores on a fresh one
+    "test_train.py": ("test_fast_merges_equal_the_reference", "test_fast_merges_equal_the_reference_on_long_runs",
+                      "test_compiled_merges_equal_the_reference_when_its_arrays_grow",
+                      "test_compiled_and_numpy_merges_equal_on_real_text",
+                      "test_compiled_merges_with_64_bit_weights_equal_numpys",
+                      "test_a_large_job_compiles_in_the_background_and_a_later_one_loads_it",
+                      "test_without_numba_the_numpy_merge_loop_runs"),
 }
 
 
@@ -89,7 +96,8 @@ def pytest_collection_modifyitems(config, items):
         if (filename in EXHAUSTIVE_FILES or name in EXHAUSTIVE.get(filename, ())
                 or any(word in name for word in EXHAUSTIVE_WORDS)
                 or any(fixture in item.fixturenames for fixture in EXHAUSTIVE_FIXTURES)
-                or "ray" in params.values()):
+                or "ray" in params.values()
+                or params.get("compiled") is True or params.get("ready_at") is not None):
             item.add_marker(pytest.mark.exhaustive)
 
 
