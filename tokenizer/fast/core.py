@@ -102,6 +102,10 @@ class FastCore:
             text = texts[0]
             ids = self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None
             return [self._encode_through_cache_alone(text) if ids is None else ids]
+        if sum(map(len, texts)) >= ARRAY_MIN_CHARS:
+            done = self._encode_joined(texts)
+            if done is not None:
+                return done
         done = [self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None for text in texts]
         if not any(ids is None for ids in done):
             return done
@@ -234,6 +238,55 @@ class FastCore:
         if tables is None:
             return None
         return encode_split_text(text, points, starts, tables).tolist()
+
+    def _encode_joined(self, texts: list[str]) -> list[list[int]] | None:
+        """The ids of each of ``texts`` by one run of the array path over all of them laid end to end (the
+        stretches between special tokens, a batch of messages), or None where this vocabulary has no array
+        path. Each text is split as it would be alone (:func:`tokenizer.fast.array_split.piece_starts_of_texts`),
+        so no piece runs across two; the pieces of all are grouped and encoded together."""
+        if self._token_tables is False or self._pair_table is False or not self.whole_piece_tokens:
+            return None
+        if self._pair_table is None:
+            self._begin_loading_tables()  # the tables' file is checked while the texts are split
+        import numpy as np
+
+        from .array_encode import encode_split_pieces
+        from .array_split import piece_starts_of_texts
+        from .piece_arrays import code_points
+
+        nonempty = list(filter(None, texts))
+        if not nonempty:
+            return [[] for _ in texts]
+        text = "".join(nonempty)
+        try:
+            points = code_points(text)
+        except UnicodeEncodeError:
+            # a lone surrogate cannot be UTF-8: like tiktoken, U+FFFD instead; each text alone (two texts' halves
+            # of a surrogate pair are two lone surrogates, not one character)
+            nonempty = list(map(replace_surrogates, nonempty))
+            text = "".join(nonempty)
+            points = code_points(text)
+        lengths = np.fromiter(map(len, nonempty), dtype=np.int64, count=len(nonempty))
+        firsts = np.cumsum(lengths) - lengths
+        starts = piece_starts_of_texts(text, points, firsts, self.pat_str)
+        if starts is None:
+            pieces = list(chain.from_iterable(map(self._pretokenizer.split, nonempty)))
+            piece_lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+            if int(piece_lengths.sum()) != len(text):
+                return None  # a pattern that skips text: its pieces do not tile the texts (see _encode_long)
+            starts = np.cumsum(piece_lengths) - piece_lengths
+        tables = self._array_tables()
+        if tables is None:
+            return None
+        ids, sizes = encode_split_pieces(text, points, starts, tables)
+        # where each text's ids begin: before its first piece's
+        id_firsts = (np.cumsum(sizes) - sizes)[np.searchsorted(starts, firsts)].tolist()
+        every_id = ids.tolist()
+        each = list(map(every_id.__getitem__, map(slice, id_firsts, id_firsts[1:] + [len(every_id)])))
+        if len(each) == len(texts):
+            return each
+        each.reverse()
+        return [each.pop() if text else [] for text in texts]
 
     def _array_tables(self) -> TokenTables | None:
         """The tables of the array path, built on first need; None if there is none for this vocabulary."""
