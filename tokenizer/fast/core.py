@@ -40,10 +40,15 @@ if TYPE_CHECKING:
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
 PIECE_CACHE_LIMIT = 1 << 19
 
-# Fewer new pieces than this in one call, with fewer characters than BATCH_MIN_CHARS, are encoded one by one
-# (bpe.merge): a batch round has a fixed cost in NumPy calls that only many pieces, or long ones, repay.
+# Fewer new pieces than this in one call, with fewer characters than BATCH_MIN_CHARS, are looked up and
+# encoded one by one, straight from the lookup; more are collected first (_add_missing).
 BATCH_MIN_PIECES = 64
 BATCH_MIN_CHARS = 1 << 14
+
+# The new pieces of one call that need BPE (not tokens themselves) go to batch BPE when they hold this many
+# bytes, else to bpe.merge one by one: a batch has a fixed cost in NumPy calls (milliseconds) that only this
+# much BPE work repays (measured on the corpora: a few hundred English pieces, a few dozen Japanese ones).
+BATCH_MIN_BYTES = 1 << 11
 
 # Texts at least this long are encoded by array operations from the split to the ids (array_encode): no
 # Python object per piece where the pattern has an array split. Shorter ones are not worth its fixed cost in
@@ -180,17 +185,10 @@ class FastCore:
         return True
 
     def _fill_cache(self, pieces: list[str]) -> None:
-        """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache, BPE-encoding all that need
-        it in one batch (:func:`tokenizer.fast.batch_bpe.encode_pieces`)."""
+        """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache: a piece that is a token by
+        a look-up, the others by BPE, in one batch (:func:`tokenizer.fast.batch_bpe.encode_pieces`) when they
+        hold enough bytes to repay its fixed cost, else one by one."""
         cache = self._cache
-        worth_a_batch = len(pieces) >= BATCH_MIN_PIECES or sum(map(len, pieces)) >= BATCH_MIN_CHARS
-        table = self._batch_table() if worth_a_batch else None
-        if table is None:
-            for piece in pieces:
-                cache[piece]  # noqa: B018 - __missing__ encodes and stores it
-            return
-        from .batch_bpe import encode_pieces  # NumPy is imported only once a batch is worth it
-
         if len(cache) + len(pieces) > PIECE_CACHE_LIMIT:
             cache.clear()
         with _garbage_collection_paused():
@@ -202,6 +200,13 @@ class FastCore:
                 cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
                 needs_bpe = list(map(not_, is_token))
                 pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
+            table = self._batch_table() if sum(map(len, data)) >= BATCH_MIN_BYTES else None
+            if table is None:
+                for piece in pieces:
+                    cache[piece]  # noqa: B018 - __missing__ encodes and stores it
+                return
+            from .batch_bpe import encode_pieces  # NumPy is imported only once a batch is worth it
+
             cache.update(zip(pieces, encode_pieces(data, table)))
 
     # ---- long texts: the array path ------------------------------------------------------------------------
