@@ -167,6 +167,12 @@ class Encoding:
             self._decoder[idx] = text.encode("utf-8")
         self._special_token_values = frozenset(self._special_tokens.values())
         self.max_token_value = max(self._decoder, default=-1)
+        # The decoder again as a list by id, for decode_bytes: a list is indexed faster than a dict is looked up.
+        # Its second half is None, and so is an unused id: a negative id (which a list would take from its end)
+        # and any other that is not a token then fail the join, and the error is found as for the dict.
+        self._bytes_by_id: list[bytes | None] = [None] * (2 * (self.max_token_value + 1))
+        for idx, data in self._decoder.items():
+            self._bytes_by_id[idx] = data
         self.core_name = core
         if core == "reference":
             self.core = ReferenceCore(pat_str, merge_ranks, token_ids, whole_piece_tokens=whole_piece_tokens)
@@ -434,8 +440,8 @@ class Encoding:
         b'hello world'
         """
         try:
-            return b"".join(map(self._decoder.__getitem__, tokens))
-        except (KeyError, TypeError):  # TypeError: an unhashable item
+            return b"".join(map(self._bytes_by_id.__getitem__, tokens))
+        except (IndexError, TypeError):  # TypeError: None joined (not a token), or an item that is not an index
             for t in tokens:
                 if not hasattr(t, "__index__"):
                     raise TypeError(f"token ids must be integers, got {t!r}") from None
