@@ -2,6 +2,7 @@
 
     python bench/bench_encode.py [--mb 4] [--repeat 3] [--encodings gpt2,cl100k_base,o200k_base]
                                  [--texts en_docs,de_manpages,...] [--no-fresh-process] [--no-pathological]
+                                 [--no-long] [--no-special] [--no-short] [--no-decode] [--messages 7587]
 
 Texts: the first N MB of each ../shared/corpus file named. Ours is timed these ways:
 
@@ -18,6 +19,17 @@ Texts: the first N MB of each ../shared/corpus file named. Ours is timed these w
             as it goes); tiktoken does the same file the same way;
 - repeat:   encoding the same text a second time (every piece cached) — the upper bound.
 
+Special tokens allowed (--no-special to skip): documents joined by ``<|endoftext|>`` (en_docs is that already;
+for the other texts, their paragraphs joined so), encoded by a fresh Encoding with ``allowed_special="all"`` and
+with ``{"<|endoftext|>"}``, beside ``encode_ordinary`` of the same text; best of --repeat, alternated with tiktoken.
+
+Short new texts (--no-short to skip): --messages messages of 20 to 2,000 characters (lengths log-uniform) cut from
+the six texts, each language timed alone: a fresh Encoding encodes each message in its own call (first pass),
+then again (warm), and a fresh one takes them all in one ``encode_batch`` and one ``encode_ordinary_batch``.
+
+Decoding (--no-decode to skip): ``decode``, ``decode_bytes`` of each text's ids in one call, and
+``decode_batch`` of the short messages' ids.
+
 Then: the pair table per encoding (pairs, build time, load time from the disk cache), and pathological inputs
 (a million spaces, "^" * 1e6, "a" * 1e6, 100k random code points), where tiktoken may fail.
 
@@ -31,6 +43,7 @@ TOKENIZER_DATA_DIR=../shared/encodings for the non-GPT-2 encodings.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 import json
 import os
 import random
@@ -157,6 +170,135 @@ def fresh_process(name: str, path: Path, size: int, *, tiktoken: bool) -> tuple[
     return float(out[0]), float(out[1]), int(out[2])
 
 
+def documents_joined(label: str, text: str) -> str:
+    """``text`` in the TinyStories layout, documents joined by ``<|endoftext|>``: en_docs is so already; the
+    others are cut into paragraphs (at blank lines) joined so."""
+    if "<|endoftext|>" in text:
+        return text
+    return "<|endoftext|>".join(paragraph for paragraph in text.split("\n\n") if paragraph)
+
+
+def messages_of(text: str, count: int, seed: int) -> list[str]:
+    """``count`` messages of 20 to 2,000 characters (log-uniform) taken one after another from ``text``, after a
+    random gap each, so that no two share text."""
+    rng = random.Random(seed)
+    messages, at = [], rng.randrange(1000)
+    while len(messages) < count:
+        length = int(20 * 100 ** rng.random())
+        if at + length > len(text):
+            at = rng.randrange(1000)  # (a short text is read again: the messages still differ in where they cut)
+        messages.append(text[at : at + length])
+        at += length + rng.randrange(200)
+    return messages
+
+
+def alternated(timed: dict, repeat: int) -> dict:
+    """Best seconds of each of ``timed`` (label -> a function that prepares the call, say makes a fresh Encoding,
+    and returns the call to time), run in turn ``repeat`` times."""
+    best = dict.fromkeys(timed, float("inf"))
+    for _ in range(repeat):
+        for label, prepare in timed.items():
+            fn = prepare()
+            t0 = time.perf_counter()
+            fn()
+            best[label] = min(best[label], time.perf_counter() - t0)
+    return best
+
+
+def special_rows(names, labels, size, repeat):
+    """(text, encoding, ratios of ordinary, "all" and a set): documents joined by <|endoftext|>."""
+    import tiktoken
+
+    rows = []
+    for label in labels:
+        text = documents_joined(label, read_prefix(f"{label}.txt", 0, size))
+        for name in names:
+            oracle = tiktoken.get_encoding(name)
+            allowed = {"<|endoftext|>"}
+            assert fresh(name).encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all")
+            assert fresh(name).encode(text, allowed_special=allowed) == oracle.encode(text, allowed_special=allowed)
+            best = alternated({
+                "tik ordinary": lambda: lambda: oracle.encode_ordinary(text),
+                "ours ordinary": lambda: partial(fresh(name).encode_ordinary, text),
+                "tik all": lambda: lambda: oracle.encode(text, allowed_special="all"),
+                "ours all": lambda: partial(fresh(name).encode, text, allowed_special="all"),
+                "tik set": lambda: lambda: oracle.encode(text, allowed_special=allowed),
+                "ours set": lambda: partial(fresh(name).encode, text, allowed_special=allowed),
+            }, repeat)
+            rows.append((label, name, text.count("<|endoftext|>"),
+                         *(best[f"tik {kind}"] / best[f"ours {kind}"] for kind in ("ordinary", "all", "set"))))
+            print(f"done special {label} {name}", file=sys.stderr, flush=True)
+    return rows
+
+
+def short_rows(names, labels, count, repeat):
+    """(language, encoding, ratios of the first pass, the warm pass, encode_batch, encode_ordinary_batch)."""
+    import tiktoken
+
+    per_language = -(-count // len(labels))
+    rows = []
+    for seed, label in enumerate(labels):
+        # (messages are ordinary text: encode's default refuses a special token's text)
+        text = (SHARED / "corpus" / f"{label}.txt").read_text(encoding="utf-8", errors="ignore")
+        text = text.replace("<|endoftext|>", "")
+        for name in names:
+            oracle = tiktoken.get_encoding(name)
+            firsts, warms, batches, ordinary_batches = [], [], [], []
+            for attempt in range(repeat):
+                # new messages every attempt: new to both sides
+                messages = messages_of(text, per_language, seed=1000 * attempt + seed)
+                ours = fresh(name)
+                best = alternated({
+                    "tik": lambda: lambda: [oracle.encode(m) for m in messages],
+                    "first": lambda: lambda: [ours.encode(m) for m in messages],
+                    "warm": lambda: lambda: [ours.encode(m) for m in messages],
+                }, 1)
+                # (the warm pass is the second pass of one Encoding: timed once per attempt, after the first)
+                firsts.append(best["tik"] / best["first"])
+                warms.append(best["tik"] / best["warm"])
+                assert [ours.encode(m) for m in messages] == [oracle.encode(m) for m in messages]
+                messages = messages_of(text, per_language, seed=1000 * attempt + seed + 500)
+                best = alternated({
+                    "tik batch": lambda: lambda: oracle.encode_batch(messages),
+                    "ours batch": lambda: partial(fresh(name).encode_batch, messages),
+                    "tik ordinary": lambda: lambda: oracle.encode_ordinary_batch(messages),
+                    "ours ordinary": lambda: partial(fresh(name).encode_ordinary_batch, messages),
+                }, 1)
+                batches.append(best["tik batch"] / best["ours batch"])
+                ordinary_batches.append(best["tik ordinary"] / best["ours ordinary"])
+                assert fresh(name).encode_batch(messages) == oracle.encode_batch(messages)
+            # the median attempt: each one's messages are new, so none can be re-timed
+            middle = lambda ratios: sorted(ratios)[len(ratios) // 2]  # noqa: E731
+            rows.append((label, name, per_language, middle(firsts), middle(warms), middle(batches),
+                         middle(ordinary_batches)))
+            print(f"done short {label} {name}", file=sys.stderr, flush=True)
+    return rows
+
+
+def decode_rows(names, labels, size, count, repeat):
+    """(text, encoding, ratios of decode, decode_bytes, decode_batch of short messages)."""
+    import tiktoken
+
+    rows = []
+    for seed, label in enumerate(labels):
+        text = read_prefix(f"{label}.txt", 0, size)
+        for name in names:
+            oracle, ours = tiktoken.get_encoding(name), get_encoding(name)
+            ids = oracle.encode_ordinary(text)
+            batch = oracle.encode_ordinary_batch(messages_of(text, count // len(labels) + 1, seed))
+            assert ours.decode(ids) == oracle.decode(ids) and ours.decode_batch(batch) == oracle.decode_batch(batch)
+            best = alternated({
+                "tik decode": lambda: lambda: oracle.decode(ids),
+                "ours decode": lambda: lambda: ours.decode(ids),
+                "tik bytes": lambda: lambda: oracle.decode_bytes(ids),
+                "ours bytes": lambda: lambda: ours.decode_bytes(ids),
+                "tik batch": lambda: lambda: oracle.decode_batch(batch),
+                "ours batch": lambda: lambda: ours.decode_batch(batch),
+            }, repeat)
+            rows.append((label, name, *(best[f"tik {kind}"] / best[f"ours {kind}"] for kind in ("decode", "bytes", "batch"))))
+    return rows
+
+
 def random_code_points(n: int, seed: int = 0) -> str:
     rng = random.Random(seed)
     chars = []
@@ -197,6 +339,11 @@ def main() -> None:
     parser.add_argument("--no-pathological", action="store_true", help="skip the pathological inputs")
     parser.add_argument("--no-hf", action="store_true", help="skip HF tokenizers and the CS336 face")
     parser.add_argument("--no-heap", action="store_true", help="skip the rescan/heap crossover table")
+    parser.add_argument("--no-long", action="store_true", help="skip the long-text table and the loading table")
+    parser.add_argument("--no-special", action="store_true", help="skip the special-tokens-allowed table")
+    parser.add_argument("--no-short", action="store_true", help="skip the short-new-texts table")
+    parser.add_argument("--no-decode", action="store_true", help="skip the decoding table")
+    parser.add_argument("--messages", type=int, default=7587, help="short messages, over all the texts")
     args = parser.parse_args()
     import tiktoken
 
@@ -206,7 +353,7 @@ def main() -> None:
     for name in names:  # the pair tables into the disk cache first: cold calls then read them, as a user's would
         get_encoding(name).core.batch_table()
     rows = []
-    for label in args.texts.split(","):
+    for label in ([] if args.no_long else args.texts.split(",")):
         path = SHARED / "corpus" / f"{label}.txt"
         text = read_prefix(path.name, 0, size)
         mb = len(text.encode("utf-8")) / 1e6
@@ -272,39 +419,62 @@ def main() -> None:
 
     print(f"\n`python bench/bench_encode.py --mb {args.mb:g}` (MB/s; ratio = tiktoken's time / ours; "
           f"load average {load:.2f} at the start)\n")
-    print("| text | encoding | tiktoken | HF tokenizers | ours cold | **cold ratio** | split / BPE+join (s) "
-          "| fresh-process cold ratio | fresh-process total ratio | CS336 Tokenizer cold | long job ratio | ours repeat | repeat ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for (label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_split, fresh_ratio, fresh_total_ratio, t_cs336,
-         t_tik_long, t_long, t_repeat) in rows:
-        fresh_cell = f"{fresh_ratio:.2f}×" if fresh_ratio else "–"
-        fresh_total_cell = f"{fresh_total_ratio:.2f}×" if fresh_total_ratio else "–"
-        print(
-            f"| {label} | {name} | {rate(mb, t_tik)} | {rate(mb, t_hf)} | {rate(mb, t_cold)} | "
-            f"**{ratio(t_tik, t_cold)}** | {t_split:.3f} / {t_cold - t_split:.3f} | {fresh_cell} | {fresh_total_cell} "
-            f"| {rate(mb, t_cs336)} | {ratio(t_tik_long, t_long)} | {rate(mb, t_repeat)} | {ratio(t_tik, t_repeat)} |"
-        )
+    labels = args.texts.split(",")
+    if not args.no_special:
+        print("\nSpecial tokens allowed: documents joined by <|endoftext|>, a fresh Encoding each call (ratio = "
+              "tiktoken's time / ours, best of --repeat, alternated)\n")
+        print("| text | encoding | <\\|endoftext\\|> | encode_ordinary | encode, \"all\" | encode, a set |")
+        print("|---|---|---|---|---|---|")
+        for label, name, n_special, *ratios in special_rows(names, labels, size, args.repeat):
+            print(f"| {label} | {name} | {n_special:,} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
+    if not args.no_short:
+        print(f"\nShort new texts: {args.messages:,} messages of 20-2,000 characters over the texts, each language "
+              "alone (ratio = tiktoken's time / ours, the median of --repeat attempts on new messages)\n")
+        print("| text | encoding | messages | first pass, a call each | warm pass | encode_batch | encode_ordinary_batch |")
+        print("|---|---|---|---|---|---|---|")
+        for label, name, count, *ratios in short_rows(names, labels, args.messages, args.repeat):
+            print(f"| {label} | {name} | {count:,} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
+    if not args.no_decode:
+        print("\nDecoding: the text's ids in one call; decode_batch of the short messages' ids (ratio = tiktoken's "
+              "time / ours, best of --repeat, alternated)\n")
+        print("| text | encoding | decode | decode_bytes | decode_batch |")
+        print("|---|---|---|---|---|")
+        for label, name, *ratios in decode_rows(names, labels, size, args.messages, args.repeat):
+            print(f"| {label} | {name} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
+    if not args.no_long:
+        print("| text | encoding | tiktoken | HF tokenizers | ours cold | **cold ratio** | split / BPE+join (s) "
+              "| fresh-process cold ratio | fresh-process total ratio | CS336 Tokenizer cold | long job ratio | ours repeat | repeat ratio |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for (label, name, mb, whole_mb, t_tik, t_hf, t_cold, t_split, fresh_ratio, fresh_total_ratio, t_cs336,
+             t_tik_long, t_long, t_repeat) in rows:
+            fresh_cell = f"{fresh_ratio:.2f}×" if fresh_ratio else "–"
+            fresh_total_cell = f"{fresh_total_ratio:.2f}×" if fresh_total_ratio else "–"
+            print(
+                f"| {label} | {name} | {rate(mb, t_tik)} | {rate(mb, t_hf)} | {rate(mb, t_cold)} | "
+                f"**{ratio(t_tik, t_cold)}** | {t_split:.3f} / {t_cold - t_split:.3f} | {fresh_cell} | {fresh_total_cell} "
+                f"| {rate(mb, t_cs336)} | {ratio(t_tik_long, t_long)} | {rate(mb, t_repeat)} | {ratio(t_tik, t_repeat)} |"
+            )
 
-    from tokenizer.fast import batch_bpe, table_cache
+        from tokenizer.fast import batch_bpe, table_cache
 
-    print("\nLoading, per encoding (seconds): get_encoding in a fresh process (ours / tiktoken); the pair table of "
-          "batch BPE: its pairs, building it, reading it from the disk cache, found by the vocabulary file's name and "
-          "checked (what a fresh Encoding from get_encoding does)\n")
-    print("| encoding | get_encoding ours | get_encoding tiktoken | pairs | table build | table from disk | file MB |")
-    print("|---|---|---|---|---|---|---|")
-    probe = SHARED / "corpus" / "en_docs.txt"
-    for name in names:
-        our_load = min(fresh_process(name, probe, 10, tiktoken=False)[0] for _ in range(args.repeat))
-        tik_load = min(fresh_process(name, probe, 10, tiktoken=True)[0] for _ in range(args.repeat))
-        enc = get_encoding(name)
-        t0 = time.perf_counter()
-        table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
-        t_build = time.perf_counter() - t0
-        t_disk = best_time(lambda _: table_cache.load_or_build_tables(enc.merge_ranks, enc.token_ids,
-                                                                     source=enc.core.vocabulary_source), "", args.repeat)
-        n_pairs = int((table.slot_keys >= 0).sum())
-        size = table_cache.table_path(table_cache.vocabulary_digest(enc.merge_ranks, enc.token_ids)).stat().st_size
-        print(f"| {name} | {our_load:.3f} | {tik_load:.3f} | {n_pairs:,} | {t_build:.2f} | {t_disk:.3f} | {size / 1e6:.1f} |")
+        print("\nLoading, per encoding (seconds): get_encoding in a fresh process (ours / tiktoken); the pair table of "
+              "batch BPE: its pairs, building it, reading it from the disk cache, found by the vocabulary file's name and "
+              "checked (what a fresh Encoding from get_encoding does)\n")
+        print("| encoding | get_encoding ours | get_encoding tiktoken | pairs | table build | table from disk | file MB |")
+        print("|---|---|---|---|---|---|---|")
+        probe = SHARED / "corpus" / "en_docs.txt"
+        for name in names:
+            our_load = min(fresh_process(name, probe, 10, tiktoken=False)[0] for _ in range(args.repeat))
+            tik_load = min(fresh_process(name, probe, 10, tiktoken=True)[0] for _ in range(args.repeat))
+            enc = get_encoding(name)
+            t0 = time.perf_counter()
+            table = batch_bpe.build_pair_table(enc.merge_ranks, enc.token_ids)
+            t_build = time.perf_counter() - t0
+            t_disk = best_time(lambda _: table_cache.load_or_build_tables(enc.merge_ranks, enc.token_ids,
+                                                                         source=enc.core.vocabulary_source), "", args.repeat)
+            n_pairs = int((table.slot_keys >= 0).sum())
+            size = table_cache.table_path(table_cache.vocabulary_digest(enc.merge_ranks, enc.token_ids)).stat().st_size
+            print(f"| {name} | {our_load:.3f} | {tik_load:.3f} | {n_pairs:,} | {t_build:.2f} | {t_disk:.3f} | {size / 1e6:.1f} |")
 
     if not args.no_pathological:
         print("\nPathological inputs, cold calls (seconds, best of --repeat, alternated, a fresh Encoding every "

@@ -138,6 +138,7 @@ def many_pieces_text(n: int = 3 * fast_core.BATCH_MIN_PIECES) -> str:
 def test_encoding_uses_the_batch_and_stays_exact(name, monkeypatch):
     import tiktoken
 
+    monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 1)  # (many new pieces, short ones: a batch however few bytes)
     enc = get_encoding(name)
     fresh = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
     text = many_pieces_text()
@@ -145,6 +146,7 @@ def test_encoding_uses_the_batch_and_stays_exact(name, monkeypatch):
     assert fresh.core._pair_table  # the batch ran (a cold call with many new pieces)
     # and the per-piece path agrees
     monkeypatch.setattr(fast_core, "BATCH_MIN_PIECES", 10**9)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 10**9)
     slow = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
     assert slow.encode_ordinary(text) == fresh.encode_ordinary(text)
     assert not slow.core._pair_table
@@ -154,12 +156,13 @@ def test_encoding_uses_the_batch_and_stays_exact(name, monkeypatch):
 def test_batch_respects_whole_piece_tokens(whole_piece_tokens, monkeypatch):
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc", 258: b" ab"}
     merges = [(b"a", b"b"), (b" ", b"ab")]
-    text = " ".join(["abc"] + [f"ab{i}" for i in range(3 * fast_core.BATCH_MIN_PIECES)])
+    text = " ".join(["abc"] + [f"ab{i}" for i in range(3 * fast_core.BATCH_MIN_PIECES + fast_core.BATCH_MIN_BYTES)])
     fast = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
     ids = fast.encode(text)
     assert fast.core._pair_table
     assert ids[:1] == ([257] if whole_piece_tokens else [256])
     monkeypatch.setattr(fast_core, "BATCH_MIN_PIECES", 10**9)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 10**9)
     slow = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
     assert slow.encode(text) == ids
 
@@ -167,7 +170,7 @@ def test_batch_respects_whole_piece_tokens(whole_piece_tokens, monkeypatch):
 def test_vocabulary_without_a_table_falls_back_to_merge():
     ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"ba": 256}  # two tokens, one id
     enc = Encoding("dup", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
-    text = " ".join(["ab", "ba"] + [f"aba{i}" for i in range(3 * fast_core.BATCH_MIN_PIECES)])
+    text = " ".join(["ab", "ba"] + [f"aba{i}" for i in range(3 * fast_core.BATCH_MIN_PIECES + fast_core.BATCH_MIN_BYTES)])
     assert enc.encode_ordinary(text)[:5] == [256, 32, 256, 32, 256]
     assert enc.core._pair_table is False
 
@@ -224,6 +227,7 @@ def always_batch(monkeypatch):
     """Every call takes the batch, however few or short its new pieces."""
     monkeypatch.setattr(fast_core, "BATCH_MIN_PIECES", 1)
     monkeypatch.setattr(fast_core, "BATCH_MIN_CHARS", 1)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 1)
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
@@ -272,8 +276,8 @@ def test_fuzz_batches_equal_tiktoken(texts, name):
     import tiktoken
 
     oracle = tiktoken.get_encoding(name)
-    saved = fast_core.BATCH_MIN_PIECES, fast_core.BATCH_MIN_CHARS
-    fast_core.BATCH_MIN_PIECES = fast_core.BATCH_MIN_CHARS = 1  # hypothesis: no fixtures per example
+    saved = fast_core.BATCH_MIN_PIECES, fast_core.BATCH_MIN_CHARS, fast_core.BATCH_MIN_BYTES
+    fast_core.BATCH_MIN_PIECES = fast_core.BATCH_MIN_CHARS = fast_core.BATCH_MIN_BYTES = 1  # hypothesis: no fixtures per example
     try:
         ours = emptied_encoding(name)
         assert ours.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts)
@@ -282,7 +286,7 @@ def test_fuzz_batches_equal_tiktoken(texts, name):
         ours = emptied_encoding(name)
         assert ours.encode(texts[0], disallowed_special=()) == oracle.encode(texts[0], disallowed_special=())
     finally:
-        fast_core.BATCH_MIN_PIECES, fast_core.BATCH_MIN_CHARS = saved
+        fast_core.BATCH_MIN_PIECES, fast_core.BATCH_MIN_CHARS, fast_core.BATCH_MIN_BYTES = saved
 
 
 SPECIAL_TEXT = "a<|endoftext|>b <|endofprompt|> c<|fim_prefix|>中文<|endoftext|>"
@@ -314,6 +318,7 @@ def test_special_token_matrix_through_the_batch(name, allowed, disallowed, alway
 def test_a_batch_of_texts_runs_one_batch(monkeypatch):
     texts = [many_pieces_text(40) + f" text{i}qq" for i in range(5)]  # each text alone is too small for a batch
     expected = [get_encoding("gpt2").encode_ordinary(t) for t in texts]
+    monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 1)  # (this test is about how many batches, not their size)
     enc = fresh_encoding("gpt2")
     calls = []
     real = batch_bpe.encode_pieces

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import functools
 import sys
+from itertools import chain
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 from typing import TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
 
 from . import bpe, saving, streaming, unstable
 from .core import ReferenceCore
-from .pretokenize import GPT2_PATTERN, special_token_regex
+from .pretokenize import GPT2_PATTERN, special_token_regex, special_tokens_in
 
 if TYPE_CHECKING:
     import numpy as np
@@ -166,6 +167,12 @@ class Encoding:
             self._decoder[idx] = text.encode("utf-8")
         self._special_token_values = frozenset(self._special_tokens.values())
         self.max_token_value = max(self._decoder, default=-1)
+        # The decoder again as a list by id, for decode_bytes: a list is indexed faster than a dict is looked up.
+        # Its second half is None, and so is an unused id: a negative id (which a list would take from its end)
+        # and any other that is not a token then fail the join, and the error is found as for the dict.
+        self._bytes_by_id: list[bytes | None] = [None] * (2 * (self.max_token_value + 1))
+        for idx, data in self._decoder.items():
+            self._bytes_by_id[idx] = data
         self.core_name = core
         if core == "reference":
             self.core = ReferenceCore(pat_str, merge_ranks, token_ids, whole_piece_tokens=whole_piece_tokens)
@@ -261,23 +268,31 @@ class Encoding:
     def _cut_at_special_tokens(self, text: str, allowed: AbstractSet[str]) -> tuple[list[str], list[int]]:
         """``(stretches, specials)``: the text between the ``allowed`` special tokens (one stretch more than
         there are special tokens), and the special tokens' ids."""
+        present = special_tokens_in(text, frozenset(allowed))
+        if len(present) == 1:
+            # one token to find: str.split finds it left to right without overlaps, as the regex would
+            (token,) = present
+            stretches = text.split(token)
+            return stretches, [self._special_tokens[token]] * (len(stretches) - 1)
         stretches, specials = [], []
         start = 0
-        for m in special_token_regex(frozenset(allowed)).finditer(text):
-            stretches.append(text[start : m.start()])
-            specials.append(self._special_tokens[m.group()])
-            start = m.end()
+        if present:
+            for m in special_token_regex(present).finditer(text):
+                stretches.append(text[start : m.start()])
+                specials.append(self._special_tokens[m.group()])
+                start = m.end()
         stretches.append(text[start:])
         return stretches, specials
 
     @staticmethod
     def _join_stretches(stretch_ids: list[list[int]], specials: list[int]) -> list[int]:
         """The ids of each stretch with the special tokens' ids between them (see _cut_at_special_tokens)."""
-        ids = stretch_ids[0]
-        for special, more in zip(specials, stretch_ids[1:]):
-            ids.append(special)
-            ids += more
-        return ids
+        if not specials:
+            return stretch_ids[0]
+        parts: list = [None] * (2 * len(specials) + 1)
+        parts[0::2] = stretch_ids
+        parts[1::2] = zip(specials)  # (each special id as a 1-tuple)
+        return list(chain.from_iterable(parts))
 
     def special_token_sets(
         self,
@@ -312,8 +327,9 @@ class Encoding:
     def check_disallowed_special(self, text: str, disallowed: AbstractSet[str]) -> None:
         """Raise :meth:`encode`'s ``ValueError`` (which says what to pass instead) if ``text`` contains one of
         the ``disallowed`` special tokens (the second set of :meth:`special_token_sets`)."""
-        if disallowed:
-            m = special_token_regex(frozenset(disallowed)).search(text)
+        present = special_tokens_in(text, frozenset(disallowed)) if disallowed else None
+        if present:
+            m = special_token_regex(present).search(text)
             if m:
                 token = m.group()
                 raise ValueError(
@@ -482,8 +498,8 @@ class Encoding:
         b'hello world'
         """
         try:
-            return b"".join(map(self._decoder.__getitem__, tokens))
-        except (KeyError, TypeError):  # TypeError: an unhashable item
+            return b"".join(map(self._bytes_by_id.__getitem__, tokens))
+        except (IndexError, TypeError):  # TypeError: None joined (not a token), or an item that is not an index
             for t in tokens:
                 if not hasattr(t, "__index__"):
                     raise TypeError(f"token ids must be integers, got {t!r}") from None

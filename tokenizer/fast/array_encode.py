@@ -56,14 +56,21 @@ class TokenTables(NamedTuple):
 def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables: TokenTables) -> np.ndarray:
     """The token ids (int32) of ``text``, whose code points are ``points`` and whose pre-tokens start at the
     code point positions ``starts`` (ascending, from 0; the last piece runs to the end)."""
+    return encode_split_pieces(text, points, starts, tables)[0]
+
+
+def encode_split_pieces(text: str, points: np.ndarray, starts: np.ndarray,
+                        tables: TokenTables) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, sizes)``: :func:`encode_split_text`'s ids, and how many of them each piece has (so that a caller
+    that laid several texts end to end finds where each one's ids begin)."""
     if not len(starts):
-        return np.zeros(0, dtype=np.int32)
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
     blob = utf8_blob(text)
     byte_starts = byte_offsets(points, np.append(starts, len(points)))
     byte_lengths = np.diff(byte_starts)
     byte_starts = byte_starts[:-1]
     if len(starts) == 1:  # one piece (a million spaces, say): nothing to group, and not worth hashing
-        return _encode_pieces(blob, byte_starts, byte_lengths, tables)[0]
+        return _encode_pieces(blob, byte_starts, byte_lengths, tables)
     # Text repeats its pieces: the distinct ones are found first, and only they are looked up and encoded.
     # (Each piece is hashed once: the keys that group them also look them up.)
     keyed = key_pieces(blob, byte_starts, byte_lengths)
@@ -71,11 +78,12 @@ def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables:
     if len(representatives) * 2 > len(group):
         # Most pieces are met once (text a vocabulary hardly knows, random code points say): the pieces
         # themselves, in text order, are then hardly more work, and their ids are the text's as they come.
-        return _encode_pieces(blob, byte_starts, byte_lengths, tables, keyed)[0]
+        return _encode_pieces(blob, byte_starts, byte_lengths, tables, keyed)
     ids, sizes = _encode_pieces(blob, byte_starts[representatives], byte_lengths[representatives], tables,
                                 keyed.take(representatives))
     # Every piece in text order takes its distinct piece's ids.
-    return ids[_runs((np.cumsum(sizes) - sizes)[group], sizes[group])]
+    piece_sizes = sizes[group]
+    return ids[_runs((np.cumsum(sizes) - sizes)[group], piece_sizes)], piece_sizes
 
 
 def _encode_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, tables: TokenTables,

@@ -89,6 +89,7 @@ any pattern but OpenAI's: :func:`piece_starts` returns ``None`` for any other, a
 from __future__ import annotations
 
 from functools import cache
+from itertools import chain
 
 import numpy as np
 
@@ -173,6 +174,70 @@ def piece_starts(code_points: np.ndarray, pat_str: str) -> np.ndarray | None:
         return np.zeros(0, np.int64)
     table, starts_of = splitter
     return np.flatnonzero(starts_of(code_points, classes_of(code_points, table()))).astype(np.int64, copy=False)
+
+
+def piece_starts_of_texts(text: str, code_points: np.ndarray, firsts: np.ndarray, pat_str: str) -> np.ndarray | None:
+    """The piece starts of several texts laid end to end as ``text`` (``code_points`` its code points), each
+    text split alone: text ``i`` runs from ``firsts[i]`` to the next one's first (the last to the end); none is
+    empty, the first begins at 0. ``None`` if ``pat_str`` has no array form.
+
+    One array split runs over the whole: its starts are each text's own except near where two texts meet, for a
+    text's end behaves as the end of the string only when it is one (its whitespace, a greedy run, a contraction
+    reach into the next text). So each text is split by the rules between its first and last safe cut
+    (:mod:`tokenizer.cuts`: the split of ``a + b`` is ``split(a) + split(b)`` there, and the rule looks at two
+    characters, both inside the text); what lies before its first cut and after its last is split by the regex
+    alone, as is a text with no cut inside. Those edges are a few characters each."""
+    splitter = _SPLITTERS.get(pat_str)
+    if splitter is None:
+        return None
+    table, starts_of = splitter
+    starts = starts_of(code_points, classes_of(code_points, table()))
+    ends = np.append(firsts[1:], len(code_points))
+    first_cuts = _safe_cuts_within(code_points, firsts + 1, ends, 1)
+    last_cuts = _safe_cuts_within(code_points, ends - 1, firsts, -1)
+    cut = first_cuts < ends
+    # the edges split by the regex: before the first cut and after the last, or the whole text if it has none
+    edge_firsts = np.concatenate([firsts, last_cuts[cut]])
+    edge_ends = np.concatenate([np.where(cut, first_cuts, ends), ends[cut]])
+    order = np.argsort(edge_firsts, kind="stable")
+    edge_firsts, edge_ends = edge_firsts[order], edge_ends[order]
+    starts[_segment_positions(edge_firsts, edge_ends - edge_firsts)] = False
+    split = compile_fast(pat_str).split
+    edge_pieces = list(map(split, map(text.__getitem__, map(slice, edge_firsts.tolist(), edge_ends.tolist()))))
+    counts = np.fromiter(map(len, edge_pieces), np.int64, count=len(edge_pieces))
+    lengths = np.fromiter(map(len, chain.from_iterable(edge_pieces)), np.int64, count=int(counts.sum()))
+    # each piece's start: its edge's first, plus the lengths of the pieces before it in its edge
+    offsets = np.cumsum(lengths) - lengths
+    edge_of = np.repeat(np.arange(len(counts)), counts)
+    starts[edge_firsts[edge_of] + offsets - offsets[(np.cumsum(counts) - counts)[edge_of]]] = True
+    return np.flatnonzero(starts).astype(np.int64, copy=False)
+
+
+def _safe_cuts_within(code_points: np.ndarray, begin: np.ndarray, limit: np.ndarray, step: int) -> np.ndarray:
+    """For each of ``begin``: the first of ``begin``, ``begin + step``, ... short of ``limit`` (exclusive) where
+    :mod:`tokenizer.cuts`' rule allows a cut, or ``limit`` if none; looked for in windows that double in width.
+    The rule is :func:`_is_cut`'s, on o200k's classes (they hold every class it asks about, for every pattern)."""
+    table = o200k_class_table()
+    found_at = limit.astype(np.int64, copy=True)
+    todo = np.flatnonzero(begin * step < limit * step)
+    at = begin[todo].astype(np.int64)
+    width = 16
+    while len(todo):
+        window = at[:, None] + step * np.arange(width)
+        row_limit = limit[todo][:, None]
+        valid = window * step < row_limit * step
+        # (outside the text: its last place inside, read for nothing; the verdict is masked out)
+        inside = np.where(valid, window, row_limit - step)
+        before, after = table[code_points[inside - 1]], table[code_points[inside]]
+        hit = valid & _cut_rule(before, after)
+        first = np.argmax(hit, axis=1)
+        rows = np.arange(len(todo))
+        found = hit[rows, first]
+        found_at[todo[found]] = window[rows[found], first[found]]
+        going = ~found & valid[:, -1]
+        todo, at = todo[going], at[going] + step * width
+        width *= 2
+    return found_at
 
 
 def classes_of(code_points: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -426,7 +491,12 @@ def _hard(classes: np.ndarray, kind: np.ndarray, positions: np.ndarray) -> np.nd
 
 def _is_cut(classes: np.ndarray, at: np.ndarray) -> np.ndarray:
     """tokenizer.cuts' rule at positions ``at`` (1 <= at < len): may the text be cut just before each?"""
-    x, y = classes[at - 1], classes[at]
+    return _cut_rule(classes[at - 1], classes[at])
+
+
+def _cut_rule(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """tokenizer.cuts' rule on o200k's classes: may text be cut between a character of class ``x`` and one of
+    class ``y``?"""
     x_kind, y_kind = x & 3, y & 3
     word_cut = (((x_kind == WORD) & (x != MARK)) | (x_kind == NUMBER_KIND)) & (
         ((y_kind == OTHER) & (y != QUOTE)) | (y_kind == SPACE_KIND)

@@ -40,10 +40,15 @@ if TYPE_CHECKING:
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
 PIECE_CACHE_LIMIT = 1 << 19
 
-# Fewer new pieces than this in one call, with fewer characters than BATCH_MIN_CHARS, are encoded one by one
-# (bpe.merge): a batch round has a fixed cost in NumPy calls that only many pieces, or long ones, repay.
+# Fewer new pieces than this in one call, with fewer characters than BATCH_MIN_CHARS, are looked up and
+# encoded one by one, straight from the lookup; more are collected first (_add_missing).
 BATCH_MIN_PIECES = 64
 BATCH_MIN_CHARS = 1 << 14
+
+# The new pieces of one call that need BPE (not tokens themselves) go to batch BPE when they hold this many
+# bytes, else to bpe.merge one by one: a batch has a fixed cost in NumPy calls (milliseconds) that only this
+# much BPE work repays (measured on the corpora: a few hundred English pieces, a few dozen Japanese ones).
+BATCH_MIN_BYTES = 1 << 11
 
 # Texts at least this long are encoded by array operations from the split to the ids (array_encode): no
 # Python object per piece where the pattern has an array split. Shorter ones are not worth its fixed cost in
@@ -102,6 +107,10 @@ class FastCore:
             text = texts[0]
             ids = self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None
             return [self._encode_through_cache_alone(text) if ids is None else ids]
+        if sum(map(len, texts)) >= ARRAY_MIN_CHARS:
+            done = self._encode_joined(texts)
+            if done is not None:
+                return done
         done = [self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None for text in texts]
         if not any(ids is None for ids in done):
             return done
@@ -176,17 +185,10 @@ class FastCore:
         return True
 
     def _fill_cache(self, pieces: list[str]) -> None:
-        """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache, BPE-encoding all that need
-        it in one batch (:func:`tokenizer.fast.batch_bpe.encode_pieces`)."""
+        """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache: a piece that is a token by
+        a look-up, the others by BPE, in one batch (:func:`tokenizer.fast.batch_bpe.encode_pieces`) when they
+        hold enough bytes to repay its fixed cost, else one by one."""
         cache = self._cache
-        worth_a_batch = len(pieces) >= BATCH_MIN_PIECES or sum(map(len, pieces)) >= BATCH_MIN_CHARS
-        table = self._batch_table() if worth_a_batch else None
-        if table is None:
-            for piece in pieces:
-                cache[piece]  # noqa: B018 - __missing__ encodes and stores it
-            return
-        from .batch_bpe import encode_pieces  # NumPy is imported only once a batch is worth it
-
         if len(cache) + len(pieces) > PIECE_CACHE_LIMIT:
             cache.clear()
         with _garbage_collection_paused():
@@ -198,6 +200,13 @@ class FastCore:
                 cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
                 needs_bpe = list(map(not_, is_token))
                 pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
+            table = self._batch_table() if sum(map(len, data)) >= BATCH_MIN_BYTES else None
+            if table is None:
+                for piece in pieces:
+                    cache[piece]  # noqa: B018 - __missing__ encodes and stores it
+                return
+            from .batch_bpe import encode_pieces  # NumPy is imported only once a batch is worth it
+
             cache.update(zip(pieces, encode_pieces(data, table)))
 
     # ---- long texts: the array path ------------------------------------------------------------------------
@@ -234,6 +243,55 @@ class FastCore:
         if tables is None:
             return None
         return encode_split_text(text, points, starts, tables).tolist()
+
+    def _encode_joined(self, texts: list[str]) -> list[list[int]] | None:
+        """The ids of each of ``texts`` by one run of the array path over all of them laid end to end (the
+        stretches between special tokens, a batch of messages), or None where this vocabulary has no array
+        path. Each text is split as it would be alone (:func:`tokenizer.fast.array_split.piece_starts_of_texts`),
+        so no piece runs across two; the pieces of all are grouped and encoded together."""
+        if self._token_tables is False or self._pair_table is False or not self.whole_piece_tokens:
+            return None
+        if self._pair_table is None:
+            self._begin_loading_tables()  # the tables' file is checked while the texts are split
+        import numpy as np
+
+        from .array_encode import encode_split_pieces
+        from .array_split import piece_starts_of_texts
+        from .piece_arrays import code_points
+
+        nonempty = list(filter(None, texts))
+        if not nonempty:
+            return [[] for _ in texts]
+        text = "".join(nonempty)
+        try:
+            points = code_points(text)
+        except UnicodeEncodeError:
+            # a lone surrogate cannot be UTF-8: like tiktoken, U+FFFD instead; each text alone (two texts' halves
+            # of a surrogate pair are two lone surrogates, not one character)
+            nonempty = list(map(replace_surrogates, nonempty))
+            text = "".join(nonempty)
+            points = code_points(text)
+        lengths = np.fromiter(map(len, nonempty), dtype=np.int64, count=len(nonempty))
+        firsts = np.cumsum(lengths) - lengths
+        starts = piece_starts_of_texts(text, points, firsts, self.pat_str)
+        if starts is None:
+            pieces = list(chain.from_iterable(map(self._pretokenizer.split, nonempty)))
+            piece_lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+            if int(piece_lengths.sum()) != len(text):
+                return None  # a pattern that skips text: its pieces do not tile the texts (see _encode_long)
+            starts = np.cumsum(piece_lengths) - piece_lengths
+        tables = self._array_tables()
+        if tables is None:
+            return None
+        ids, sizes = encode_split_pieces(text, points, starts, tables)
+        # where each text's ids begin: before its first piece's
+        id_firsts = (np.cumsum(sizes) - sizes)[np.searchsorted(starts, firsts)].tolist()
+        every_id = ids.tolist()
+        each = list(map(every_id.__getitem__, map(slice, id_firsts, id_firsts[1:] + [len(every_id)])))
+        if len(each) == len(texts):
+            return each
+        each.reverse()
+        return [each.pop() if text else [] for text in texts]
 
     def _array_tables(self) -> TokenTables | None:
         """The tables of the array path, built on first need; None if there is none for this vocabulary."""

@@ -1,0 +1,136 @@
+"""Several texts through one run of the array path (the stretches between special tokens, a batch): each text
+split as it would be alone, the ids of each put back in its place. Against tiktoken and the reference core."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import CORPUS_FILES, FUZZ_SHARE, corpus_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.fast.core as fast_core
+from tokenizer import get_encoding
+from tokenizer.fast.array_split import piece_starts, piece_starts_of_texts
+from tokenizer.fast.piece_arrays import code_points
+from tokenizer.fast.stdlib_patterns import compile_fast
+from tokenizer.patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
+
+ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
+SPECIALS = ["<|endoftext|>", "<|fim_prefix|>", "<|endofprompt|>"]
+
+
+@pytest.fixture(scope="module")
+def tiktoken_encodings():
+    import tiktoken
+
+    return {name: tiktoken.get_encoding(name) for name in ENCODINGS}
+
+
+def joined_path(enc, call):
+    """``call()`` with every call of more than one text taking the joined array path, however short."""
+    saved = fast_core.ARRAY_MIN_CHARS
+    fast_core.ARRAY_MIN_CHARS = 0  # hypothesis: no fixtures per example
+    try:
+        return call()
+    finally:
+        fast_core.ARRAY_MIN_CHARS = saved
+
+
+# what ends and begins a text decides how it splits: whitespace, runs, contractions, digits, marks, line breaks
+edges = st.lists(
+    st.one_of(
+        st.sampled_from(["hello", " world", "'s", "'", "s", "LL", "  ", " ", "\n", "\r", "\r\n", "\t", "123", "4",
+                         "中文", "日本語", "Привет", "e\u0301", "\u0301", "!", "?!", "/", " /", "$", "\xa0", "\u3000",
+                         "😀", "ſ", "ǅ", "AB", "aB", "\ud800", "\udc00", "\ud83d"]),
+        st.text(max_size=6),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=FUZZ_SHARE, deadline=None)
+@given(st.lists(edges.filter(bool), min_size=1, max_size=8),
+       st.sampled_from([GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN]))
+def test_starts_of_texts_laid_end_to_end_are_each_texts_own(texts, pattern):
+    texts = [text.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for text in texts]
+    text = "".join(texts)
+    lengths = np.array([len(t) for t in texts])
+    firsts = np.cumsum(lengths) - lengths
+    expected = []
+    for first, one in zip(firsts, texts):
+        expected += (first + piece_starts(code_points(one), pattern)).tolist()
+    assert piece_starts_of_texts(text, code_points(text), firsts, pattern).tolist() == expected
+    split = compile_fast(pattern).split
+    assert [len(piece) for one in texts for piece in split(one)] == np.diff(expected + [len(text)]).tolist()
+
+
+@settings(max_examples=FUZZ_SHARE, deadline=None)
+@given(st.lists(edges, max_size=8), st.lists(st.sampled_from(SPECIALS), max_size=8), st.sampled_from(ENCODINGS))
+def test_fuzz_special_tokens_spliced_in(stretches, specials, name):
+    import tiktoken
+
+    text = "".join(s + t for s, t in zip(stretches, specials + [""] * len(stretches)))
+    ours, oracle = get_encoding(name), tiktoken.get_encoding(name)
+    reference = get_encoding(name, core="reference")
+    expected = oracle.encode(text, allowed_special="all")
+    assert joined_path(ours, lambda: ours.encode(text, allowed_special="all")) == expected
+    assert reference.encode(text, allowed_special="all") == expected
+    allowed = {"<|endoftext|>"}
+    assert joined_path(ours, lambda: ours.encode(text, allowed_special=allowed, disallowed_special=())) == (
+        oracle.encode(text, allowed_special=allowed, disallowed_special=())
+    )
+    assert joined_path(ours, lambda: ours.encode_ordinary_batch(stretches)) == oracle.encode_ordinary_batch(stretches)
+
+
+@pytest.mark.parametrize("filename", CORPUS_FILES)
+def test_documents_joined_by_special_tokens_on_every_corpus(filename, tiktoken_encodings):
+    text = corpus_text(filename, 300_000)
+    if "<|endoftext|>" not in text:
+        text = "<|endoftext|>".join(text.split("\n\n"))
+    for name in ENCODINGS:
+        ours, oracle = get_encoding(name), tiktoken_encodings[name]
+        expected = oracle.encode(text, allowed_special="all")
+        assert ours.encode(text, allowed_special="all") == expected, name
+        assert ours.encode(text, allowed_special={"<|endoftext|>"}) == expected, name
+        # the reference core, on a sample (it is slow)
+        sample = text[:30_000]
+        assert get_encoding(name, core="reference").encode(sample, allowed_special="all") == (
+            oracle.encode(sample, allowed_special="all")
+        ), name
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_special_tokens_at_the_edges_and_side_by_side(name, tiktoken_encodings):
+    ours, oracle = get_encoding(name), tiktoken_encodings[name]
+    body = corpus_text("fr_manpages.txt", 20_000)
+    for text in [
+        f"<|endoftext|>{body}", f"{body}<|endoftext|>", f"<|endoftext|><|endoftext|>{body}<|endoftext|><|endoftext|>",
+        f"{body}  <|endoftext|>  {body}", f"{body}\ud83d<|endoftext|>\ude00{body}", f"{body}'<|endoftext|>s{body}",
+        f"{body}12<|endoftext|>345{body}", f"{body}\r<|endoftext|>\n{body}", "<|endoftext|>" * 3000,
+        f"{body}<|endofprompt|>{body}<|fim_prefix|><|endoftext|>",
+    ]:
+        for allowed in ("all", {"<|endoftext|>"}, {"<|endoftext|>", "<|endofprompt|>"}):
+            expected = oracle.encode(text, allowed_special=allowed, disallowed_special=())
+            assert ours.encode(text, allowed_special=allowed, disallowed_special=()) == expected, (text[:40], allowed)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_batches_of_mixed_lengths(name, tiktoken_encodings):
+    ours, oracle = get_encoding(name), tiktoken_encodings[name]
+    text = corpus_text("ru_manpages.txt", 200_000)
+    batch = [text[i : i + n] for i, n in zip(range(0, 200_000, 7_919), [0, 1, 30, 500, 20_000, 3, 9_000] * 9)]
+    assert ours.encode_ordinary_batch(batch) == oracle.encode_ordinary_batch(batch)
+    assert ours.encode_batch(batch, disallowed_special=()) == oracle.encode_batch(batch, disallowed_special=())
+
+
+def test_a_call_of_many_short_texts_runs_the_array_path_once(monkeypatch):
+    enc = get_encoding("gpt2")
+    calls = []
+    import tokenizer.fast.array_encode as array_encode
+
+    real = array_encode.encode_split_pieces
+    monkeypatch.setattr(array_encode, "encode_split_pieces", lambda *a: calls.append(1) or real(*a))
+    text = "<|endoftext|>".join(corpus_text("en_docs.txt", 100_000).split("<|endoftext|>"))
+    assert enc.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
+    assert len(calls) == 2
