@@ -37,6 +37,10 @@ THREADS_RUN_IN_PARALLEL = not getattr(sys, "_is_gil_enabled", lambda: True)()
 
 CORES = ("fast", "reference")
 
+# How an encoding is found by its name (tiktoken's pickled state of a shared encoding): set by the registry,
+# which imports this module, so that this one needs no import of it.
+encoding_by_name: Callable[[str], "Encoding"] | None = None
+
 
 class Encoding:
     """A byte-level BPE tokenizer with the API of ``tiktoken.Encoding``.
@@ -213,9 +217,9 @@ class Encoding:
 
     def __setstate__(self, value: object) -> None:
         if isinstance(value, str):  # a registered encoding, by name: share the registry's
-            from .registry import get_encoding  # only here: the registry imports this module
-
-            self.__dict__ = get_encoding(value).__dict__
+            if encoding_by_name is None:
+                raise ValueError(f"no registry to find encoding {value!r} by name: import tokenizer first")
+            self.__dict__ = encoding_by_name(value).__dict__
             return
         value = dict(value)
         if "merges" in value:

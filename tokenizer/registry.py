@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from . import encoding as encoding_module
 from .encoding import CORES, Encoding
 from .plugins import find_plugin_constructors
 from .pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
@@ -195,6 +196,9 @@ def get_encoding(encoding_name: str, *, core: str = "fast") -> Encoding:
             enc = _build_from_constructor(name, constructor, origin=f"tokenizer plugin {module}", core=core)
         _cache[name, core] = enc
         return enc
+
+
+encoding_module.encoding_by_name = get_encoding  # tiktoken's __setstate__ of a name: the shared encoding
 
 
 def _get_encoding(name: str, core: str) -> Encoding:
