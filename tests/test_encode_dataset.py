@@ -327,9 +327,9 @@ def test_ray_counting_equals_local_counting_and_training_merges(shard_dir, tmp_p
 
 
 def test_docstring_examples():
-    from tokenizer.jobs import shards
+    from tokenizer.jobs import inputs
 
-    result = doctest.testmod(shards)
+    result = doctest.testmod(inputs)
     assert result.attempted > 0 and result.failed == 0
 
 
