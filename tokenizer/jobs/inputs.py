@@ -122,8 +122,8 @@ def _expand(name: str) -> list[Path]:
     if os.path.isdir(name):
         files = sorted(p for p in Path(name).rglob("*") if p.name.endswith(FOLDER_SUFFIXES) and p.is_file())
         if not files:
-            raise FileNotFoundError(f"{name} is a directory without {', '.join(FOLDER_SUFFIXES[:-1])} or "
-                                    f"{FOLDER_SUFFIXES[-1]} files in it; pass files, or a directory holding some")
+            raise FileNotFoundError(f"{name} is a directory without .txt, .jsonl, .jsonl.gz or .parquet files in "
+                                    "it; pass files, or a directory holding some")
         return files
     if os.path.exists(name):
         return [Path(name)]
