@@ -274,7 +274,7 @@ def train_on(paths: list[Path], source: str, args) -> None:
     if args.address is not None and args.engine != "ray":
         raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
     try:
-        vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field, errors=args.errors,
+        vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
                                   num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
                                   resume=args.resume, checkpoint_every=args.checkpoint_every, engine=args.engine,
                                   address=args.address)
@@ -292,7 +292,7 @@ def train_on(paths: list[Path], source: str, args) -> None:
     longest = max((t for t in vocab.values() if t not in special_bytes), key=len)
     n_tokens = n_bytes = 0
     for path in paths:
-        s = dataset.file_stats(path, enc, allowed_special="all", errors=args.errors, text_field=args.text_field)
+        s = dataset.file_stats(path, enc, allowed_special="all", text_field=args.text_field)
         n_tokens += s["tokens"]
         n_bytes += s["bytes"]
     print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) from {source} in {seconds:.1f} s; "
@@ -544,7 +544,6 @@ def build_parser(prog: str) -> Parser:
              help=f"the training text, repeat or comma list: {INPUTS_HELP}; each file and document is "
                   "separate; required")
     add_text_field(p)
-    add_errors(p)
     add_flag(p, "resume", action="store_true",
              help="continue a run that stopped, from the state kept in DIR.checkpoint (the same inputs and "
                   "options); it ends with the merges of an uninterrupted run")

@@ -122,7 +122,7 @@ def iter_chunks(
 # ---- one input, in pieces ----------------------------------------------------------------------------------
 
 
-def input_pieces(path, enc: Encoding, split_at, *, text_field: str = "text", errors: str = "strict",
+def input_pieces(path, enc: Encoding, split_at, *, text_field: str = "text", errors: str | None = "strict",
                  chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[tuple, int]]:
     """``(piece, bytes of the input read so far)`` of an input, in order: a piece is ``("text", bytes, offset)``,
     a chunk of a text cut where ``encode`` with ``split_at`` (the special tokens encoded as such) cuts anyway,
@@ -149,7 +149,8 @@ class PieceEncoder:
     """The ids of one piece of an input (:func:`input_pieces`): what a worker runs. It holds the encoding and the
     rule, so they reach each worker once."""
 
-    def __init__(self, enc: Encoding, name: str, allowed_special="all", disallowed_special=(), errors="strict"):
+    def __init__(self, enc: Encoding, name: str, allowed_special="all", disallowed_special=(),
+                 errors: str | None = "strict"):
         self.enc = enc
         self.name = name
         self.allowed_special, self.disallowed_special = allowed_special, disallowed_special
@@ -217,7 +218,7 @@ def partial_path(out_path: Path) -> Path:
 
 
 def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disallowed_special=(),
-                 errors: str = "strict", text_field: str = "text", chunk_bytes: int = CHUNK_BYTES,
+                 errors: str | None = "strict", text_field: str = "text", chunk_bytes: int = CHUNK_BYTES,
                  engine: LocalEngine | None = None, report=lambda done: None) -> dict:
     """Encode one input into ``out_path`` (flat little-endian ids, :func:`id_dtype`), atomically; returns
     ``{"dtype", "documents", "tokens", "bytes", "sha256"}`` of what was written (``bytes``: of the input).

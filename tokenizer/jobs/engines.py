@@ -1,12 +1,20 @@
 """Where a data job's tasks run: in worker processes on this machine (``local``), or on a Ray cluster (``ray``).
+Every parallel job of the package runs here.
 
-A data job here is a list of independent *tasks* (encode one input shard; count the pre-tokens of one byte range
-of a file), each a top-level function applied to one picklable argument. Both engines run the same functions on
-the same arguments, so a job's result cannot depend on the engine, on the number of workers or on the order in
-which tasks finish: callers put results back in task order themselves.
+A data job is a list of independent *tasks* (encode one input shard; encode one chunk of a file; count the
+pre-tokens of one byte range), each ``fn(task, report)`` for one picklable ``fn`` (a top-level function, or an
+object holding what every task needs, such as an encoding) and one picklable ``task``. Three shapes:
 
-* ``local`` (the default) starts ``multiprocessing`` workers through :func:`tokenizer.jobs.workers.worker_pool` (or
-  runs the tasks right here for one worker). It needs nothing beyond the standard library.
+* :meth:`run`: ``(task number, result)`` as the tasks finish (``encode-dataset``: one task per shard). Callers
+  put results back in task order themselves, so a job's result cannot depend on the engine, the number of
+  workers or the order in which tasks finish.
+* :meth:`map_reduce`: one result, the tasks' results combined by a ``reduce`` function (``train``'s counts).
+* :meth:`LocalEngine.map_ordered`: results in task order, from a lazy stream of tasks with a bounded number in
+  flight (``encode-file``: the chunks of one file, written as they come back). Local only.
+
+* ``local`` (the default) starts ``multiprocessing`` workers through :func:`tokenizer.jobs.workers.worker_pool`
+  (so Ctrl-C stops every one of them), each receiving ``fn`` once as it starts, or runs the tasks right here
+  for one worker. It needs nothing beyond the standard library.
 * ``ray`` submits the tasks to a Ray cluster: an existing one (``address="auto"``, or ``"ray://host:10001"``),
   or, without an address, a local one started for the job (``workers`` CPUs) and shut down after it. Ray
   retries a task whose worker process dies (up to :data:`RAY_TASK_RETRIES` times), which is safe because every
@@ -16,10 +24,7 @@ which tasks finish: callers put results back in task order themselves.
 
 Progress: a task may call ``report(bytes_done)`` as it goes (bytes of *its own* input done so far). The driver
 keeps the latest figure per task, so a task that is retried from the start cannot count its bytes twice, and
-shows the total in one tqdm bar over the bytes of input, across the cluster.
-
-:meth:`RayEngine.map_reduce` adds a *reduce* step: results are combined two at a time in a tree of Ray tasks,
-so the driver receives one combined result, never all the partial ones at once.
+shows the total in one tqdm bar over the bytes of input (:class:`ProgressBar`), across the cluster.
 
 Errors: ``ValueError`` and ``OSError`` raised by a task (bad input) reach the caller as the same exception with
 the same message, whichever engine ran it. Ray is imported only when the ``ray`` engine is asked for; without

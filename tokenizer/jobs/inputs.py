@@ -184,26 +184,30 @@ def input_size(path: str | os.PathLike) -> int | None:
 # ---- reading text -------------------------------------------------------------------------------------------
 
 
-def decode_utf8(data: bytes, offset: int, path, errors: str = "strict") -> str:
+def decode_utf8(data: bytes, offset: int, path, errors: str | None = "strict") -> str:
     """``data`` (the bytes at ``offset`` of the input ``path``) as text: the one UTF-8 rule of the file commands.
 
-    ``errors="strict"`` raises ``ValueError`` naming the input and the byte offset of the first invalid byte;
-    ``"replace"`` turns invalid bytes into U+FFFD. Chunks cut by :func:`tokenizer.jobs.dataset.iter_chunks`
-    never end inside a character, so decoding them one by one equals decoding the whole file.
+    ``errors="strict"`` raises ``ValueError`` naming the input and the byte offset of the first invalid byte,
+    and says how to read on (``--errors replace``); ``"replace"`` turns invalid bytes into U+FFFD; ``None`` is
+    strict for a job that offers no way round (training: it should not learn U+FFFD). Chunks cut by
+    :func:`tokenizer.jobs.dataset.iter_chunks` never end inside a character, so decoding them one by one equals
+    decoding the whole file.
     """
-    if errors not in ("strict", "replace"):
+    if errors not in ("strict", "replace", None):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     try:
-        return data.decode("utf-8", errors=errors)
+        return data.decode("utf-8", errors=errors or "strict")
     except UnicodeDecodeError as e:
         raise ValueError(
             f"{input_name(path)} is not valid UTF-8: byte {offset + e.start} is {data[e.start:e.start + 1]!r} "
-            f"({e.reason}); convert the file to UTF-8, or pass --errors replace (errors='replace') to read "
-            "invalid bytes as U+FFFD"
+            f"({e.reason}); convert the file to UTF-8{_REPLACE_ADVICE if errors else ''}"
         ) from None
 
 
-def read_text(path: str | os.PathLike, start: int, end: int, errors: str = "strict") -> str:
+_REPLACE_ADVICE = ", or pass --errors replace (errors='replace') to read invalid bytes as U+FFFD"
+
+
+def read_text(path: str | os.PathLike, start: int, end: int, errors: str | None = "strict") -> str:
     """Bytes ``start:end`` of a text file, decoded by :func:`decode_utf8` (``start`` must begin a character)."""
     with open_input(path) as f:
         f.seek(start)
@@ -222,7 +226,7 @@ class Record(NamedTuple):
     done: int  # bytes of the file read so far (compressed bytes for .gz), for a progress bar
 
 
-def read_records(path: str | os.PathLike, text_field: str = "text", *, errors: str = "strict", start: int = 0,
+def read_records(path: str | os.PathLike, text_field: str = "text", *, errors: str | None = "strict", start: int = 0,
                  end: int | None = None) -> Iterator[Record]:
     """The documents of a ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` input, in file order.
 
@@ -245,7 +249,7 @@ def record_place(path: str | os.PathLike, number: int | None) -> str:
     return input_name(path) if number is None else f"{input_name(path)} {unit} {number}"
 
 
-def _jsonl_records(path: Path, text_field: str, errors: str, start: int, end: int | None) -> Iterator[Record]:
+def _jsonl_records(path: Path, text_field: str, errors: str | None, start: int, end: int | None) -> Iterator[Record]:
     compressed = path.name.endswith(".gz")
     first_line = (lambda: 1) if start == 0 else (lambda: _line_at(path, start))  # worked out only for an error
     with open_input(path) as raw:
@@ -264,13 +268,13 @@ def _jsonl_records(path: Path, text_field: str, errors: str, start: int, end: in
                 yield Record(text, k + 1 if start == 0 else None, raw.tell() if compressed else offset)
 
 
-def _record_text(line: bytes, text_field: str, errors: str, where) -> str:
+def _record_text(line: bytes, text_field: str, errors: str | None, where) -> str:
     """The document of one JSON line; ``where()`` names the line, worked out only for an error."""
     try:
-        decoded = line.decode("utf-8", errors=errors)
+        decoded = line.decode("utf-8", errors=errors or "strict")
     except UnicodeDecodeError as e:
         raise ValueError(f"{where()}: not valid UTF-8 (byte {e.start} of the line is {line[e.start:e.start + 1]!r}); "
-                         "convert the file to UTF-8, or pass --errors replace (errors='replace')") from None
+                         f"convert the file to UTF-8{_REPLACE_ADVICE if errors else ''}") from None
     try:
         record = json.loads(decoded)
     except json.JSONDecodeError as e:
@@ -323,8 +327,8 @@ def _parquet_records(path: Path, text_field: str) -> Iterator[Record]:
             for text in texts:
                 number += 1
                 if not isinstance(text, str):
-                    raise ValueError(f"{record_place(path, number)}: {json.dumps(text_field)} holds a {_json_kind(text)}, "
-                                     f"not text; {FIELD_ADVICE}")
+                    raise ValueError(f"{record_place(path, number)}: {json.dumps(text_field)} holds a "
+                                     f"{_json_kind(text)}, not text; {FIELD_ADVICE}")
                 yield Record(text, number, done)
 
 

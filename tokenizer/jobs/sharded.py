@@ -45,7 +45,9 @@ class ShardEncoder:
 
     def __call__(self, task: tuple[str, str], report) -> dict:
         input_path, out_path = Path(task[0]), Path(task[1])
-        written = encode_input(input_path, out_path, self.encoding, text_field=self.text_field, report=report)
+        # errors=None: strict UTF-8, with no --errors to offer (a dataset's ids should hold no U+FFFD it never had)
+        written = encode_input(input_path, out_path, self.encoding, text_field=self.text_field, errors=None,
+                               report=report)
         return {"output": out_path.name, **written}
 
 

@@ -46,8 +46,8 @@ With ``checkpoint=FOLDER`` the counts and the merges so far are kept in a folder
 stopped can go on with ``resume=True`` (``python -m tokenizer train --resume``) and end with the same merges.
 
 Inputs are found and read by :mod:`tokenizer.jobs.inputs`, as every file command finds and reads them. Text is
-decoded as strict UTF-8 (or ``errors="replace"``): invalid bytes raise :class:`ValueError` naming the file and
-the byte offset. Line endings are not translated (``"\\r\\n"`` stays two characters).
+decoded as strict UTF-8 (training should not learn U+FFFD): invalid bytes raise :class:`ValueError` naming the
+file and the byte offset. Line endings are not translated (``"\\r\\n"`` stays two characters).
 
 This module learns merges only: :meth:`Encoding.from_vocab_merges` turns them into an encoder, and
 :meth:`Encoding.save` writes them out.
@@ -94,7 +94,6 @@ def train_bpe(
     *,
     pattern: str = GPT2_PATTERN,
     text_field: str = "text",
-    errors: str = "strict",
     num_workers: int | None = None,
     progress: bool = True,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -108,8 +107,8 @@ def train_bpe(
 
     ``inputs`` names files, folders and globs (``"data/*.txt"``), or a list of them, found and read by
     :mod:`tokenizer.jobs.inputs` as every file command finds and reads them: a ``.jsonl``, ``.jsonl.gz`` or
-    ``.parquet`` file holds one document per record (its ``text_field``); any other file is plain text, read
-    as :func:`tokenizer.jobs.inputs.decode_utf8` with ``errors`` says. Each file and each document is separate,
+    ``.parquet`` file holds one document per record (its ``text_field``); any other file is plain text, strict
+    UTF-8 (training should not learn U+FFFD). Each file and each document is separate,
     as if a special token stood between them: no pair is counted across two of them. Standard input is not
     read here (the inputs are read in parallel, and again to resume): copy it to a file first.
 
@@ -121,7 +120,7 @@ def train_bpe(
 
     ``checkpoint`` is a folder where the training state is kept: the pre-token counts once counted, and the
     merges so far every ``checkpoint_every`` seconds, each file replaced atomically. With ``resume=True`` a run
-    starts from that state (same inputs, sizes, pattern, special tokens, text field and errors, or ``ValueError``) and
+    starts from that state (same inputs, sizes, pattern, special tokens and text field, or ``ValueError``) and
     ends with the merges an uninterrupted run gives.
 
     ``engine="ray"`` counts the pre-tokens as tasks on a Ray cluster (``address``, or a local one started for
@@ -149,7 +148,7 @@ def train_bpe(
         which = repr(paths[0]) if len(paths) == 1 else f"all {len(paths)} inputs"
         raise ValueError(f"training file is empty: {which} (nothing to learn merges from)")
 
-    settings = _checkpoint_settings(paths, specials, pattern, text_field, errors)
+    settings = _checkpoint_settings(paths, specials, pattern, text_field)
     if resume:
         if checkpoint is None:
             raise ValueError("resume=True needs the checkpoint folder of the run to resume")
@@ -158,8 +157,8 @@ def train_bpe(
         # The compiled merge loop loads while the workers count (not before: they are forked).
         loading = threading.Thread(target=_load_compiled_kernel, daemon=True)
         counts = _count_pretokens(
-            paths, specials, pattern=pattern, text_field=text_field, errors=errors, num_workers=num_workers,
-            progress=progress, chunk_size=chunk_size, engine=engine, address=address, while_counting=loading.start,
+            paths, specials, pattern=pattern, text_field=text_field, num_workers=num_workers, progress=progress,
+            chunk_size=chunk_size, engine=engine, address=address, while_counting=loading.start,
         )
         if loading.ident is not None:
             loading.join()
@@ -185,14 +184,13 @@ def train_bpe(
     return vocab, merges
 
 
-def _checkpoint_settings(paths: list[str], specials: list[str], pattern: str, text_field: str, errors: str) -> dict:
+def _checkpoint_settings(paths: list[str], specials: list[str], pattern: str, text_field: str) -> dict:
     """What a checkpoint must have been made with to be resumed."""
     return {
         "inputs": [[os.path.abspath(p), os.path.getsize(p)] for p in paths],
         "special_tokens": specials,
         "pattern": pattern,
         "text_field": text_field,
-        "errors": errors,
     }
 
 
@@ -298,17 +296,18 @@ def _special_splitter(specials: Sequence[str]):
 _worker_cache: dict[tuple[str, tuple[str, ...]], tuple] = {}
 
 
-def _range_documents(path: str, start: int, end: int, text_field: str, errors: str) -> Iterable[str]:
+def _range_documents(path: str, start: int, end: int, text_field: str) -> Iterable[str]:
     """The documents in bytes ``start:end`` of an input: the text itself for a text file, each record's text
-    for a file of records (read whole when it is compressed or parquet: it is then one range)."""
+    for a file of records (read whole when it is compressed or parquet: it is then one range). Invalid UTF-8
+    stops the count (errors=None: training offers no replacing, it should not learn U+FFFD)."""
     if input_format(path) == "text":
-        return [read_text(path, start, end, errors)]
-    return (record.text for record in read_records(path, text_field, errors=errors, start=start, end=end))
+        return [read_text(path, start, end, errors=None)]
+    return (record.text for record in read_records(path, text_field, errors=None, start=start, end=end))
 
 
 def _count_ranges(
     ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str,
-    errors: str = "strict", report=lambda nbytes: None,
+    report=lambda nbytes: None,
 ) -> Counter:
     """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary).
 
@@ -327,7 +326,7 @@ def _count_ranges(
     exact: Counter = Counter()  # pre-tokens counted by arrays
     done = 0
     for path, start, end in ranges:
-        documents = _range_documents(path, start, end, text_field, errors)
+        documents = _range_documents(path, start, end, text_field)
         for texts in _batches(text for document in documents for text in split_specials(document)):
             if by_arrays:
                 array_counts, texts = count_texts(texts, pattern)
@@ -377,7 +376,6 @@ def count_pretokens(
     *,
     pattern: str = GPT2_PATTERN,
     text_field: str = "text",
-    errors: str = "strict",
     num_workers: int | None = None,
     progress: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -386,7 +384,7 @@ def count_pretokens(
 ) -> Counter:
     """``Counter`` of pre-token string -> occurrences over the input files (read by :mod:`tokenizer.jobs.inputs`:
     a text is one document, a ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` file one per record), special tokens
-    excluded. ``errors`` is :func:`tokenizer.jobs.inputs.decode_utf8`'s.
+    excluded.
 
     Each file is cut into byte ranges (plain text at safe cuts, see :func:`find_chunk_boundaries`; ``.jsonl``
     at line ends; a compressed or parquet file is one range), and each range is one task of a map-reduce on
@@ -398,12 +396,11 @@ def count_pretokens(
     and adds the counters two at a time in a tree of Ray tasks, so this process receives only the total. The
     counts are the same whichever engine. Bad input in several places: the earliest is reported (locally).
     """
-    return _count_pretokens(paths, special_tokens, pattern=pattern, text_field=text_field, errors=errors,
-                            num_workers=num_workers, progress=progress, chunk_size=chunk_size, engine=engine,
-                            address=address)
+    return _count_pretokens(paths, special_tokens, pattern=pattern, text_field=text_field, num_workers=num_workers,
+                            progress=progress, chunk_size=chunk_size, engine=engine, address=address)
 
 
-def _count_pretokens(paths, special_tokens, *, pattern, text_field, errors, num_workers, progress, chunk_size,
+def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers, progress, chunk_size,
                      engine="local", address=None, while_counting: Callable[[], None] = lambda: None) -> Counter:
     """:func:`count_pretokens`; ``while_counting()`` is called once the counting has started (in a worker pool:
     after the workers are started, so that a thread it starts is not forked)."""
@@ -429,7 +426,7 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, errors, num_
         else:
             bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], pattern=pattern)
         ranges += [(path, start, end) for start, end in zip(bounds, bounds[1:]) if end > start]
-    tasks = [(byte_range, pattern, specials, text_field, errors) for byte_range in ranges]
+    tasks = [(byte_range, pattern, specials, text_field) for byte_range in ranges]
     bar = ProgressBar([end - start for _, start, end in ranges], desc="pre-tokenizing", enabled=progress)
     try:
         with open_engine(engine, address=address, workers=num_workers) as runner:
@@ -442,8 +439,8 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, errors, num_
 
 def _count_range_task(task, report) -> Counter:
     """An engine's task: the pre-token counts of one byte range."""
-    byte_range, pattern, specials, text_field, errors = task
-    return _count_ranges([byte_range], pattern, specials, text_field, errors, report)
+    byte_range, pattern, specials, text_field = task
+    return _count_ranges([byte_range], pattern, specials, text_field, report)
 
 
 def _add_counts(left: Counter, right: Counter) -> Counter:
