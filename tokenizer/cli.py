@@ -18,6 +18,9 @@ Every command follows the same rules:
 * **Special tokens: the API's rule.** Text that spells a special token (``<|endoftext|>``) is an error unless
   ``--allowed_special all|TOKEN,...`` makes it the special token or ``--disallowed_special none|TOKEN,...``
   lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``.
+* **Inputs** are files, folders, quoted globs or ``-`` (standard input), found and read by
+  :mod:`tokenizer.jobs.inputs` for every file command: ``.jsonl``, ``.jsonl.gz`` and ``.parquet`` hold one
+  document per record (``--text_field``), any other file is text; bad input is named by file and line.
 * **Files are UTF-8**: invalid bytes are an error naming the byte offset, unless ``--errors replace`` (U+FFFD).
   Files are read in chunks, with a progress bar in MB, so memory does not grow with the file.
 * ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or the folder of a saved tokenizer
