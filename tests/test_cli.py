@@ -254,7 +254,7 @@ def test_train_on_globs_lists_and_jsonl(cli, tmp_path):
     assert tokenizer.load(tmp_path / "tok").encode(text) == Encoding.from_vocab_merges(vocab, merges).encode(text)
     stderr = cli("train", "--input", "more.jsonl", "--vocab_size", "300", "--out", "tok2", status=2).stderr
     # Workers count chunks in parallel; the error names the earliest bad line whichever fails first.
-    assert stderr.startswith(f"{PROG}: error: more.jsonl:1: no 'text' field (found 'content')"), stderr
+    assert stderr.startswith(f'{PROG}: error: more.jsonl line 1: no "text" field (its fields: "content")'), stderr
     stderr = cli("train", "--input", "nothing/*.txt", "--vocab_size", "300", "--out", "tok2", status=2).stderr
     assert stderr == f"{PROG}: error: no file matches 'nothing/*.txt'\n"
     assert not (tmp_path / "tok2").exists()
@@ -263,7 +263,7 @@ def test_train_on_globs_lists_and_jsonl(cli, tmp_path):
 def test_train_refuses_non_utf8_naming_the_offset(cli, tmp_path):
     (tmp_path / "bin.dat").write_bytes(BAD_UTF8)
     stderr = cli("train", "--input", "bin.dat", "--vocab_size", "300", "--out", "tok", status=2).stderr
-    assert "byte offset 1000" in stderr
+    assert "bin.dat is not valid UTF-8: byte 1000 is b'\\x89'" in stderr
 
 
 # ---- files: the results ------------------------------------------------------------------------------------

@@ -205,6 +205,14 @@ def test_foreign_files_and_manifests_are_never_trusted(shard_dir, tmp_path):
     assert outputs(out) == outputs(reference)
 
 
+def test_a_text_shard_counts_its_documents_not_its_separators(tmp_path):
+    """Any file that is not .jsonl, .jsonl.gz or .parquet is a text; its documents are the stretches between
+    <|endoftext|> separators that hold more than whitespace."""
+    (tmp_path / "notes.md").write_text("one story<|endoftext|>\n<|endoftext|>two\nstories<|endoftext|>  \n")
+    m = encode_dataset([tmp_path / "notes.md"], tmp_path / "out", progress=False)
+    assert (m["shards"][0]["output"], m["shards"][0]["documents"]) == ("notes.md.bin", 2)
+
+
 def test_a_changed_input_is_redone(tmp_path):
     (tmp_path / "x.jsonl").write_text('{"text": "hello"}\n')
     out = tmp_path / "out"
@@ -224,12 +232,12 @@ def test_outputs_of_shards_with_the_same_name_do_not_collide(tmp_path):
 
 
 @pytest.mark.parametrize("bad,message", [
-    ({"b.jsonl": '{"text": "ok"}\n{"body": "x"}\n'}, r"b\.jsonl:2: no 'text' field \(found 'body'\)"),
-    ({"b.jsonl": '{"text": "ok"}\n\n{"text": 3}\n'}, r"b\.jsonl:3: 'text' is a int"),
-    ({"b.jsonl": b'{"text": "ok"}\n{"text": "caf\xe9"}\n'}, r"b\.jsonl:2: not valid UTF-8"),
-    ({"b.jsonl": '{"text": "ok"}\nnot json\n'}, r"b\.jsonl:2: not a JSON object"),
-    ({"b.parquet": ["ok", None]}, r"b\.parquet: row group 1, row 0: 'text' is null"),
-    ({"b.parquet": {"body": ["x"]}}, r"b\.parquet: row group 0: no 'text' column \(found 'body'\)"),
+    ({"b.jsonl": '{"text": "ok"}\n{"body": "x"}\n'}, r'b\.jsonl line 2: no "text" field \(its fields: "body"\)'),
+    ({"b.jsonl": '{"text": "ok"}\n\n{"text": 3}\n'}, r'b\.jsonl line 3: "text" holds a number, not text'),
+    ({"b.jsonl": b'{"text": "ok"}\n{"text": "caf\xe9"}\n'}, r"b\.jsonl line 2: not valid UTF-8"),
+    ({"b.jsonl": '{"text": "ok"}\nnot json\n'}, r"b\.jsonl line 2: not JSON"),
+    ({"b.parquet": ["ok", None]}, r'b\.parquet row 2: "text" holds a null, not text'),
+    ({"b.parquet": {"body": ["x"]}}, r'b\.parquet: no "text" column \(its columns: "body"\)'),
     ({"b.txt": b"ok \xff"}, r"b\.txt is not valid UTF-8: byte 3"),
 ])
 @pytest.mark.parametrize("engine", ["local", "ray"])
@@ -255,11 +263,10 @@ def test_bad_input_names_the_place_and_leaves_only_complete_shards(tmp_path, req
 def test_missing_inputs_and_unwritable_output(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no file matches '.*nothing\*\.jsonl'"):
         encode_dataset([str(tmp_path / "nothing*.jsonl")], tmp_path / "out")
-    with pytest.raises(FileNotFoundError, match="input not found"):
+    with pytest.raises(FileNotFoundError, match="input file not found"):
         encode_dataset([tmp_path / "absent.jsonl"], tmp_path / "out")
-    (tmp_path / "notes.md").write_text("x")
-    with pytest.raises(ValueError, match="unknown input format"):
-        encode_dataset([tmp_path / "notes.md"], tmp_path / "out")
+    with pytest.raises(ValueError, match="standard input"):
+        encode_dataset(["-"], tmp_path / "out")
     (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
     (tmp_path / "file").write_text("")
     with pytest.raises(OSError, match="cannot create the output folder"):
@@ -327,9 +334,9 @@ def test_ray_counting_equals_local_counting_and_training_merges(shard_dir, tmp_p
 
 
 def test_docstring_examples():
-    from tokenizer.jobs import shards
+    from tokenizer.jobs import inputs
 
-    result = doctest.testmod(shards)
+    result = doctest.testmod(inputs)
     assert result.attempted > 0 and result.failed == 0
 
 

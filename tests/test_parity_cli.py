@@ -432,8 +432,8 @@ def test_missing_files_folders_and_globs(cli, tmp_path):
     assert cli("missing.txt", status=2).stderr == f"{PROG}: error: input file not found: missing.txt\n"
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.md").write_text("x")
-    assert "empty is a folder without .txt or .jsonl files" in cli("empty", status=2).stderr
-    assert "no files match nothing*.txt" in cli("nothing*.txt", status=2).stderr
+    assert "empty is a directory without .txt, .jsonl, .jsonl.gz or .parquet files" in cli("empty", status=2).stderr
+    assert "no file matches 'nothing*.txt'" in cli("nothing*.txt", status=2).stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # nothing written
 
 
@@ -481,9 +481,9 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
         (["a.txt", "--ids", "odd.bin"], "odd.bin is 3 bytes, not a whole number of uint16 ids"),
         (["a.txt", "--ids", "odd.bin", "--dtype", "uint32"], "not a whole number of uint32 ids"),
         (["docs.jsonl", "--ids", "a.bin"], "--ids checks text files in encode-file's layout"),
-        (["docs.jsonl", "--encoding", "gpt2"], "docs.jsonl:2: not JSON"),
-        (["fields.jsonl", "--encoding", "gpt2"], "fields.jsonl:1: no text field 'text' (its fields: body)"),
-        (["numbers.jsonl", "--encoding", "gpt2"], "numbers.jsonl:1: field 'text' holds a int, not text"),
+        (["docs.jsonl", "--encoding", "gpt2"], "docs.jsonl line 2: not JSON"),
+        (["fields.jsonl", "--encoding", "gpt2"], 'fields.jsonl line 1: no "text" field (its fields: "body")'),
+        (["numbers.jsonl", "--encoding", "gpt2"], 'numbers.jsonl line 1: "text" holds a number, not text'),
         (["a.txt", "--allowed_special", "<|pad|>"], "'<|pad|>' is not a special token of gpt2"),
     ],
 )

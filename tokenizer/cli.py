@@ -19,6 +19,9 @@ Every command follows the same rules:
 * **Special tokens: the API's rule.** Text that spells a special token (``<|endoftext|>``) is an error unless
   ``--allowed_special all|TOKEN,...`` makes it the special token or ``--disallowed_special none|TOKEN,...``
   lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``.
+* **Inputs** are files, folders, quoted globs or ``-`` (standard input), found and read by
+  :mod:`tokenizer.jobs.inputs` for every file command: ``.jsonl``, ``.jsonl.gz`` and ``.parquet`` hold one
+  document per record (``--text_field``), any other file is text; bad input is named by file and line.
 * **Files are UTF-8**: invalid bytes are an error naming the byte offset, unless ``--errors replace`` (U+FFFD).
   Files are read in chunks, with a progress bar in MB, so memory does not grow with the file.
 * ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or the folder of a saved tokenizer
@@ -43,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import os
 import resource
@@ -54,13 +56,13 @@ import time
 from pathlib import Path
 
 from . import serve, teach
-from .jobs import dataset, parity, sharded
+from .jobs import dataset, inputs, parity, sharded
 from .jobs.engines import ENGINES
 from .encoding import Encoding
 from .loading import load_encoding
 from .saving import SAVE_FORMATS
 from .registry import get_encoding, list_encoding_names
-from .training.train import expand_inputs, is_jsonl, read_documents, train_bpe
+from .training.train import train_bpe
 
 
 class UsageError(Exception):
@@ -137,13 +139,13 @@ def _special_set(enc: Encoding, value: str, flag: str):
     return set(tokens)
 
 
-def input_file(name: str) -> Path:
-    path = Path(name)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory; pass a text file")
-    if not path.is_file():
-        raise UsageError(f"input file not found: {path}")
-    return path
+def find_inputs(names: list[str]) -> list[Path]:
+    """INPUT arguments -> the input files (:func:`tokenizer.jobs.inputs.find_inputs`: files, folders, globs,
+    ``-``); a package that reading them needs (pyarrow) and is missing is a mistake, told before any work."""
+    try:
+        return inputs.find_inputs(names)
+    except ImportError as e:
+        raise UsageError(str(e)) from None
 
 
 def show_progress() -> bool:
@@ -210,25 +212,27 @@ def decode(args) -> None:
 
 
 def count(args) -> None:
-    paths = [input_file(name) for name in args.files]
+    paths = find_inputs(args.files)
     enc = open_encoding(args.encoding)
     allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
-    for path in paths:
+    for path in paths:  # standard input is read as it comes, once
         s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
-                               errors=args.errors, progress=show_progress())
+                               errors=args.errors, text_field=args.text_field, progress=show_progress())
         print(
-            f"{path}: {s['tokens']:,} tokens, {s['bytes']:,} bytes, {s['bytes_per_token']:.3f} bytes/token "
+            f"{s['file']}: {s['tokens']:,} tokens, {s['bytes']:,} bytes, {s['bytes_per_token']:.3f} bytes/token "
             f"({enc.name}, {s['mb_per_s']:.1f} MB/s)"
         )
 
 
 def encode_file(args) -> None:
-    path = input_file(args.input)
-    out = Path(args.out) if args.out is not None else path.with_suffix(".bin")
+    if args.out is None and inputs.is_stdin(args.input):
+        raise UsageError("encode-file - reads standard input: name the output with --out FILE.bin")
+    out = Path(args.out) if args.out is not None else Path(args.input).with_suffix(".bin")
     enc = open_encoding(args.encoding)
     allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
-    s = dataset.encode_file(path, out, encoding=enc, workers=args.workers, allowed_special=allowed,
-                            disallowed_special=disallowed, errors=args.errors, progress=show_progress())
+    s = dataset.encode_file(args.input, out, encoding=enc, workers=args.workers, allowed_special=allowed,
+                            disallowed_special=disallowed, errors=args.errors, text_field=args.text_field,
+                            progress=show_progress())
     print(
         f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {s['bytes']:,} bytes, "
         f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
@@ -256,19 +260,20 @@ def encode_dataset(args) -> None:
 
 
 def stats(args) -> None:
-    paths = [input_file(name) for name in args.files]
+    paths = find_inputs(args.files)
     encs = [open_encoding(name) for name in args.encodings]
     # checked against each encoding; a rule that passes every check means the same for all of them
     allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
     rows = []  # the table is printed whole once every file is read: an error leaves no half table behind
-    for path in paths:
-        for enc in encs:
-            s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
-                                   errors=args.errors, progress=show_progress())
-            rows.append(
-                f"| {path.name} | {enc.name} | {s['bytes']:,} | {s['tokens']:,} | {s['bytes_per_token']:.3f} | "
-                f"{s['mb_per_s']:.2f} | {dataset.format_duration(s['pile_seconds']) if s['bytes'] else '-'} |"
-            )
+    with inputs.stdin_as_file(paths) as readable:  # each encoding reads each input again
+        for path in readable:
+            for enc in encs:
+                s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
+                                       errors=args.errors, text_field=args.text_field, progress=show_progress())
+                rows.append(
+                    f"| {path.name} | {enc.name} | {s['bytes']:,} | {s['tokens']:,} | {s['bytes_per_token']:.3f} | "
+                    f"{s['mb_per_s']:.2f} | {dataset.format_duration(s['pile_seconds']) if s['bytes'] else '-'} |"
+                )
     print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
     print("|---|---|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
@@ -305,10 +310,16 @@ def compare(args) -> None:
 
 
 def train(args) -> None:
-    for name in args.input:  # a plain path that is not there: the usual one-line "not found"
-        if not glob.has_magic(name) or os.path.exists(name):
-            input_file(name)
-    paths = expand_inputs(args.input)
+    found = find_inputs(args.input)
+    if args.resume and inputs.STDIN in found:
+        raise UsageError("--resume reads the inputs again, and standard input cannot be read twice: save it to a "
+                         "file and train on the file")
+    source = inputs.input_name(found[0]) if len(found) == 1 else f"{len(found)} files"
+    with inputs.stdin_as_file(found) as paths:  # read in parallel, then again for the figures below
+        train_on(paths, source, args)
+
+
+def train_on(paths: list[Path], source: str, args) -> None:
     specials = list(dict.fromkeys(args.special_tokens))  # in the order given, duplicates dropped
     checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
     if args.resume and not checkpoint.is_dir():
@@ -348,19 +359,13 @@ def train(args) -> None:
     longest = max((t for t in vocab.values() if t not in special_bytes), key=len)
     n_tokens = n_bytes = 0
     for path in paths:
-        if is_jsonl(path):
-            for document in read_documents(path, text_field=args.text_field):
-                n_tokens += len(enc.encode(document, allowed_special="all"))
-                n_bytes += len(document.encode("utf-8"))
-        else:
-            with open(path, encoding="utf-8", newline="") as f:
-                n_tokens += sum(1 for _ in enc.encode_iterable(f, allowed_special="all"))
-            n_bytes += os.path.getsize(path)
-    inputs = paths[0] if len(paths) == 1 else f"{len(paths)} files"
+        s = dataset.file_stats(path, enc, allowed_special="all", text_field=args.text_field)
+        n_tokens += s["tokens"]
+        n_bytes += s["bytes"]
     took = f"{seconds:.1f} s"
     if clock.earlier is not None:  # a resumed run: the time of the runs before it counts too
         took += f" ({clock.earlier + seconds:.1f} s in all, with the run{'s' if clock.runs > 1 else ''} it resumed)"
-    print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) from {inputs} in {took}; "
+    print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) from {source} in {took}; "
           f"saved as {args.format} in {args.out}")
     print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
     print(f"longest token: {longest!r} ({len(longest)} bytes)")
@@ -424,7 +429,26 @@ def check_parity(args) -> int:
             args.parser.error("--ids checks one encoding (the one that wrote the ids): pass one --encoding")
     elif args.dtype is not None:
         args.parser.error("--dtype is the type of the ids in --ids FILE.bin: pass it with --ids")
-    paths = parity.find_inputs(args.inputs)
+    found = find_inputs(args.inputs) if args.inputs else []
+    with inputs.stdin_as_file(found) as paths:  # each encoding reads each input again
+        reports = parity_reports(args, paths)
+        copies = {inputs.input_name(path) for path in paths if path not in found}
+    for report in reports:
+        if report.input in copies:  # the copy of standard input is reported as what it holds
+            report.input = "stdin"
+    differ = sum(not r.identical for r in reports)
+    if args.json:
+        print(json.dumps({"identical": not differ, "checks": [r.to_dict() for r in reports]}, indent=2))
+    else:
+        for report in reports:
+            print("\n".join(parity.report_lines(report)))
+        checks = parity.plural(len(reports), "check")
+        print(f"different: {differ} of {checks}" if differ else f"identical: {checks}")
+    return 1 if differ else 0
+
+
+def parity_reports(args, paths: list[Path]) -> list:
+    """The checks ``parity`` asked for: each input with each encoding (or against ``--ids``), then the fuzz."""
     encs = [open_encoding(name) for name in args.encoding or (["gpt2"] if args.ids else parity.DEFAULT_ENCODINGS)]
     rules = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs]
     options = dict(errors=args.errors, max_report=args.max_report, progress=show_progress())
@@ -449,15 +473,7 @@ def check_parity(args) -> int:
                                                       other_name=label, input_name=name,
                                                       allowed_special=allowed_special, disallowed_special=(),
                                                       max_report=args.max_report, progress=options["progress"]))
-    differ = sum(not r.identical for r in reports)
-    if args.json:
-        print(json.dumps({"identical": not differ, "checks": [r.to_dict() for r in reports]}, indent=2))
-    else:
-        for report in reports:
-            print("\n".join(parity.report_lines(report)))
-        checks = parity.plural(len(reports), "check")
-        print(f"different: {differ} of {checks}" if differ else f"identical: {checks}")
-    return 1 if differ else 0
+    return reports
 
 
 def serve_playground(args) -> None:
@@ -535,6 +551,15 @@ def add_errors(p) -> None:
                    "into U+FFFD")
 
 
+INPUTS_HELP = ("files, folders and quoted globs ('data/*.txt'), or - for standard input: .jsonl, .jsonl.gz and "
+               ".parquet hold one document per record (see --text_field), any other file is UTF-8 text")
+
+
+def add_text_field(p) -> None:
+    add_flag(p, "text_field", default="text", metavar="NAME",
+             help="the field (.jsonl) or column (.parquet) holding each document's text (default text)")
+
+
 def build_parser(prog: str) -> Parser:
     parser = Parser(prog=prog, allow_abbrev=False,
                     description="Encode, decode, count, train and look inside byte-level BPE tokenizers: GPT-2's, "
@@ -567,21 +592,25 @@ def build_parser(prog: str) -> Parser:
 
     p = command("count", count, "Print tokens, bytes and bytes/token of each FILE (read in chunks).",
                 "FILE [FILE ...] [options]", needs=[("files", "FILE")])
-    p.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files")
+    p.add_argument("files", nargs="*", metavar="FILE", help=INPUTS_HELP)
     add_encoding(p)
     add_specials(p)
     add_errors(p)
+    add_text_field(p)
 
     p = command("encode-file", encode_file,
                 "Encode a UTF-8 text file into a flat array of ids (uint16, or uint32 for vocabularies over "
                 "65,536), as nanoGPT's np.memmap reads it; no output file is left behind on any error.",
                 "INPUT [--out OUT.bin] [options]", needs=[("input", "INPUT")])
-    p.add_argument("input", nargs="?", metavar="INPUT", help="a UTF-8 text file")
+    p.add_argument("input", nargs="?", metavar="INPUT",
+                   help="one file: UTF-8 text, or .jsonl, .jsonl.gz or .parquet, whose documents each become "
+                   "encode_ordinary(text) + <|endoftext|>; or - for standard input (with --out)")
     add_flag(p, "out", metavar="OUT.bin", help="the output file (default: INPUT with .bin)")
     add_encoding(p)
     add_flag(p, "workers", type=positive_int, metavar="N", help="worker processes (default: all CPUs)")
     add_specials(p)
     add_errors(p)
+    add_text_field(p)
 
     p = command("encode-dataset", encode_dataset,
                 "Encode a dataset of shards (.txt, .jsonl, .jsonl.gz, .parquet) into one .bin per shard (nanoGPT's "
@@ -591,8 +620,7 @@ def build_parser(prog: str) -> Parser:
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="shard files, folders of them or quoted globs")
     add_flag(p, "out", metavar="DIR", help="the output folder (created if missing); required")
     add_encoding(p)
-    add_flag(p, "text_field", default="text", metavar="NAME",
-             help="the field (.jsonl) or column (.parquet) holding each document's text (default text)")
+    add_text_field(p)
     add_flag(p, "engine", choices=ENGINES, default="local",
              help="local: worker processes on this machine (default); ray: tasks on a Ray cluster")
     add_flag(p, "address", metavar="ADDR", help="with --engine ray: the cluster to use (e.g. auto); without "
@@ -602,10 +630,11 @@ def build_parser(prog: str) -> Parser:
 
     p = command("stats", stats, "A table of bytes/token and single-process speed per encoding per FILE.",
                 "FILE [FILE ...] [options]", needs=[("files", "FILE")])
-    p.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files")
+    p.add_argument("files", nargs="*", metavar="FILE", help=INPUTS_HELP)
     add_encoding(p, several=True)
     add_specials(p)
     add_errors(p)
+    add_text_field(p)
 
     p = command("show", show, "TEXT with its token boundaries marked (colours on a terminal, | when piped), "
                 "the ids below.", "TEXT [options]", needs=[("text", "TEXT")])
@@ -631,14 +660,12 @@ def build_parser(prog: str) -> Parser:
     add_specials(p)
 
     p = command("train", train, "Train a byte-level BPE tokenizer on UTF-8 text files and save it.",
-                "--input FILE|GLOB[,...] --vocab_size N --out DIR [options]",
+                "--input FILE|DIR|GLOB|-[,...] --vocab_size N --out DIR [options]",
                 needs=[("input", "--input"), ("vocab_size", "--vocab_size"), ("out", "--out")])
-    add_flag(p, "input", type=comma_list, action="extend", metavar="FILE|GLOB",
-             help="the training text: files or quoted globs ('data/*.txt'), repeat or comma list; plain UTF-8 "
-                  "text, or .jsonl / .jsonl.gz with one JSON object per line (see --text_field); each file "
-                  "and document is separate; required")
-    add_flag(p, "text_field", default="text", metavar="NAME",
-             help="the field holding the text in .jsonl inputs (default text)")
+    add_flag(p, "input", type=comma_list, action="extend", metavar="INPUT",
+             help=f"the training text, repeat or comma list: {INPUTS_HELP}; each file and document is "
+                  "separate; required")
+    add_text_field(p)
     add_flag(p, "resume", action="store_true",
              help="continue a run that stopped, from the state kept in DIR.checkpoint (the same inputs and "
                   "options); it ends with the merges of an uninterrupted run")
@@ -666,7 +693,7 @@ def build_parser(prog: str) -> Parser:
                 "Exit status 0: identical, 1: different, 2: a mistake.",
                 "INPUT [INPUT ...] [options]  (or --fuzz N without INPUT)")
     p.add_argument("inputs", nargs="*", metavar="INPUT",
-                   help="UTF-8 text files, .jsonl files (one JSON object per line), folders of them or globs")
+                   help=INPUTS_HELP)
     add_flag(p, "encoding", type=comma_list, action="extend", metavar="NAME|DIR",
              help="encodings to check, registered names or saved folders; repeat or comma list "
              f"(default: {','.join(parity.DEFAULT_ENCODINGS)}; with --ids, gpt2)")
@@ -679,8 +706,7 @@ def build_parser(prog: str) -> Parser:
     add_flag(p, "dtype", choices=["uint16", "uint32"],
              help="the type of the ids in --ids (default: uint16 up to 65,536 ids, else uint32)")
     add_flag(p, "json", action="store_true", help="print the report as JSON")
-    add_flag(p, "text_field", default="text", metavar="NAME", help="the text's field in .jsonl records "
-             "(default text)")
+    add_text_field(p)
     add_flag(p, "max_report", type=positive_int, default=10, metavar="N",
              help="differences shown per input and encoding (default 10; all are counted)")
     add_flag(p, "fuzz", type=positive_int, metavar="N", help="also check N generated strings (mixed scripts, "

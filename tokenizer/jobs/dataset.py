@@ -1,33 +1,39 @@
-"""Turn a text file into a training-ready array of token ids, in parallel, and measure tokenizers on files.
+"""One input to a training-ready ``.bin`` of token ids (the job behind ``encode-file`` and behind each shard of
+``encode-dataset``), and measuring tokenizers on inputs (``count``, ``stats``).
 
 ``encode_file("train.txt", "train.bin")`` writes the ids as one flat little-endian array — ``uint16`` when every
 id fits (GPT-2's 50,257), ``uint32`` otherwise — the ``.bin`` layout nanoGPT reads back with
-``np.memmap(path, dtype=np.uint16, mode="r")``. Documents separated by ``<|endoftext|>`` (TinyStories, the
-corpus here) keep that separator as its id by default.
+``np.memmap(path, dtype=np.uint16, mode="r")``. What the ids are depends on the input's format
+(:mod:`tokenizer.jobs.inputs`):
 
-How the work is split: the file is read in blocks of about ``CHUNK_BYTES``, and each block is cut back to its
-last *safe cut* (:mod:`tokenizer.cuts`), so that encoding the pieces separately gives exactly the ids of
-encoding the whole file: a place where the pattern splits the text before it as if the text ended there
-(``"word|,"``, ``"!| x"``, never inside a character), or just before a special token that is encoded as a
-special token (``encode`` splits there anyway), and never inside any special token. Minified JSON or code
-without newlines is cut as well as prose.
+* text (``.txt``, any other file, standard input): ``encode(whole text)`` with the special-token rule asked
+  for (by default special tokens in the text become their ids: TinyStories' ``<|endoftext|>`` separators, the
+  corpus here, keep their id).
+* ``.jsonl`` / ``.jsonl.gz`` / ``.parquet``: every document is ``encode_ordinary(text) + [eot_token]``
+  (nanoGPT's layout: special-token text inside a document is plain text; each document ends with
+  ``<|endoftext|>``).
 
-Chunks go to worker processes (``multiprocessing``) and results are written in file order as they arrive,
-with at most two chunks per worker in flight, so memory stays bounded however large the file. Workers start
-the platform's default way: on Linux by fork, so they inherit the vocabulary already loaded here; on macOS
-and Windows by spawn, which the code allows (workers need only a top-level function and picklable tasks; the
-tests run both). The first chunk is encoded before the workers start, so forked workers also inherit a
-piece cache that already knows the text's common words. Output goes to a temporary file that is renamed only
-when everything succeeded: an error never leaves a partial ``.bin`` behind.
+How the work is split: a text is read in blocks of about ``CHUNK_BYTES``, each cut back to its last *safe cut*
+(:mod:`tokenizer.cuts`), so that encoding the pieces separately gives exactly the ids of encoding the whole
+text: a place where the pattern splits the text before it as if the text ended there (``"word|,"``,
+``"!| x"``, never inside a character), or just before a special token that is encoded as a special token
+(``encode`` splits there anyway), and never inside any special token. Minified JSON or code without newlines
+is cut as well as prose. Documents are handed on in batches of about as much text. The pieces go to the
+workers of a local engine (:meth:`tokenizer.jobs.engines.LocalEngine.map_ordered`) and their ids are written
+in input order as they arrive, so memory stays bounded however large the input. Output goes to a temporary
+file renamed only when everything succeeded: an error or Ctrl-C never leaves a partial ``.bin`` behind.
+
+What this module does not do: find inputs or parse their formats (:mod:`tokenizer.jobs.inputs`), or spread
+many inputs over a cluster and record them in a manifest (:mod:`tokenizer.jobs.sharded`).
 """
 
 from __future__ import annotations
 
-import itertools
-import multiprocessing
+import hashlib
+import math
 import os
-import signal
 import time
+import uuid
 from collections import deque
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
@@ -37,10 +43,13 @@ import numpy as np
 from ..cuts import safe_byte_cuts
 from ..encoding import Encoding
 from ..registry import get_encoding
-from .workers import worker_pool
+from .engines import LocalEngine, ProgressBar, open_engine
+from .inputs import decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records
 
 CHUNK_BYTES = 1 << 20  # large enough that per-chunk overhead vanishes, small enough to spread over workers
 THE_PILE_BYTES = 825e9  # CS336's question: how long would tokenizing the Pile (825 GB) take?
+EOT = "<|endoftext|>"
+
 
 def id_dtype(n_vocab: int) -> np.dtype:
     """The smallest little-endian unsigned type that holds every id: uint16 up to 65,536 ids, else uint32."""
@@ -110,51 +119,152 @@ def iter_chunks(
         yield carry
 
 
-def decode_utf8(data: bytes, offset: int, path, errors: str = "strict") -> str:
-    """``data`` (the bytes at ``offset`` of the file ``path``) as text: the one UTF-8 rule of the file commands.
+# ---- one input, in pieces ----------------------------------------------------------------------------------
 
-    ``errors="strict"`` raises ``ValueError`` naming the file and the byte offset of the first invalid byte;
-    ``"replace"`` turns invalid bytes into U+FFFD. Chunks never end inside a character, so decoding them one
-    by one equals decoding the whole file.
+
+def input_pieces(path, enc: Encoding, split_at, *, text_field: str = "text", errors: str | None = "strict",
+                 chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[tuple, int]]:
+    """``(piece, bytes of the input read so far)`` of an input, in order: a piece is ``("text", bytes, offset)``,
+    a chunk of a text cut where ``encode`` with ``split_at`` (the special tokens encoded as such) cuts anyway,
+    or ``("documents", texts)``, a batch of documents of a ``.jsonl`` or ``.parquet`` input."""
+    if input_format(path) == "text":
+        offset = 0
+        with open_input(path) as f:
+            for data in iter_chunks(f, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str, cut_before=split_at):
+                yield ("text", data, offset), offset + len(data)
+                offset += len(data)
+        return
+    batch: list[str] = []
+    batch_chars = 0
+    for record in read_records(path, text_field, errors=errors):
+        batch.append(record.text)
+        batch_chars += len(record.text)
+        if batch_chars >= chunk_bytes:
+            yield ("documents", batch), record.done
+            batch, batch_chars = [], 0
+    yield ("documents", batch), input_size(path)  # the last batch, maybe empty: the whole file is read
+
+
+class PieceEncoder:
+    """The ids of one piece of an input (:func:`input_pieces`): what a worker runs. It holds the encoding and the
+    rule, so they reach each worker once."""
+
+    def __init__(self, enc: Encoding, name: str, allowed_special="all", disallowed_special=(),
+                 errors: str | None = "strict"):
+        self.enc = enc
+        self.name = name
+        self.allowed_special, self.disallowed_special = allowed_special, disallowed_special
+        self.errors = errors
+        self.dtype = id_dtype(enc.n_vocab)
+
+    def ids(self, piece: tuple) -> list[int]:
+        enc = self.enc
+        if piece[0] == "documents":
+            eot = enc.eot_token
+            return [i for ids in enc.encode_ordinary_batch(piece[1], num_threads=1) for i in (*ids, eot)]
+        _, data, offset = piece
+        return self.text_ids(decode_utf8(data, offset, self.name, self.errors))
+
+    def text_ids(self, text: str) -> list[int]:
+        """``encode(text)`` with the special-token rule; a refusal names the input."""
+        try:
+            return self.enc.encode(text, allowed_special=self.allowed_special,
+                                   disallowed_special=self.disallowed_special)
+        except ValueError as e:
+            raise ValueError(f"{self.name}: {e}") from None
+
+    def __call__(self, piece: tuple, report=None) -> bytes:
+        return np.asarray(self.ids(piece), dtype=self.dtype).tobytes()
+
+
+def check_documents_can_end(enc: Encoding, path) -> None:
+    """``ValueError`` when the documents of ``path`` (a .jsonl or .parquet input) cannot each end with
+    ``<|endoftext|>``, because ``enc`` has no such token."""
+    if input_format(path) != "text" and EOT not in enc.special_tokens_set:
+        raise ValueError(f"encoding {enc.name!r} has no {EOT} token to end each document of {input_name(path)} "
+                         f"with; use an encoding that has one (train it with --special_tokens '{EOT}')")
+
+
+class DocumentCount:
+    """The documents of an input, counted as its pieces go by: each record of a ``.jsonl`` or ``.parquet``
+    input; in a text, each stretch that is not only whitespace between ``separator`` s (``<|endoftext|>``
+    when it is encoded as its id; else the whole text is one document)."""
+
+    def __init__(self, separator: str | None):
+        self.separator = separator.encode("utf-8") if separator else None
+        self.closed = 0
+        self.open = False  # the current stretch of text holds more than whitespace
+
+    def add(self, piece: tuple) -> None:
+        if piece[0] == "documents":
+            self.closed += len(piece[1])
+            return
+        # a piece never ends inside a special token, so a separator is never split between two pieces
+        parts = piece[1].split(self.separator) if self.separator else [piece[1]]
+        for k, part in enumerate(parts):
+            if k:
+                self.closed += self.open
+                self.open = False
+            self.open = self.open or bool(part.strip())
+
+    @property
+    def total(self) -> int:
+        return self.closed + self.open
+
+
+def partial_path(out_path: Path) -> Path:
+    """Where ``out_path`` is written until it is complete: a hidden name of its own, never mistaken for it."""
+    return out_path.with_name(f".{out_path.name}.{uuid.uuid4().hex}.partial")
+
+
+def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disallowed_special=(),
+                 errors: str | None = "strict", text_field: str = "text", chunk_bytes: int = CHUNK_BYTES,
+                 engine: LocalEngine | None = None, report=lambda done: None) -> dict:
+    """Encode one input into ``out_path`` (flat little-endian ids, :func:`id_dtype`), atomically; returns
+    ``{"dtype", "documents", "tokens", "bytes", "sha256"}`` of what was written (``bytes``: of the input).
+
+    ``allowed_special`` and ``disallowed_special`` are :meth:`Encoding.encode`'s, for text inputs; ``errors``
+    is :func:`tokenizer.jobs.inputs.decode_utf8`'s; ``engine`` a local engine whose workers encode the pieces
+    (default: this process); ``report(bytes done)`` is called after each piece is written.
     """
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    out_path = Path(out_path)
+    check_documents_can_end(enc, path)
+    name = input_name(path)
+    encoder = PieceEncoder(enc, name, allowed_special, disallowed_special, errors)
+    encoded_as_special = enc.special_tokens_set if allowed_special == "all" else set(allowed_special)
+    documents = DocumentCount(EOT if EOT in encoded_as_special else None)
+    done: deque[int] = deque()  # the input bytes read by each piece in flight, oldest first
+
+    def pieces():
+        for piece, read in input_pieces(path, enc, encoded_as_special, text_field=text_field, errors=errors,
+                                        chunk_bytes=chunk_bytes):
+            documents.add(piece)
+            done.append(read)
+            yield piece
+
+    tmp = partial_path(out_path)
     try:
-        return data.decode("utf-8", errors=errors)
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{path} is not valid UTF-8: byte {offset + e.start} is {data[e.start:e.start + 1]!r} ({e.reason}); "
-            "convert the file to UTF-8, or replace invalid bytes with U+FFFD (errors='replace', "
-            "--errors replace on the command line)"
-        ) from None
-
-
-def _encode_chunk(task, enc) -> bytes:
-    """One chunk of the file -> its ids as bytes."""
-    data, offset, path, allowed, disallowed, dtype, errors = task
-    text = decode_utf8(data, offset, path, errors)
+        out = open(tmp, "wb")
+    except OSError as e:
+        raise OSError(f"cannot write the output {out_path}: {e.strerror or e}") from None
+    sha, written, read = hashlib.sha256(), 0, 0
     try:
-        ids = enc.encode(text, allowed_special=allowed, disallowed_special=disallowed)
-    except ValueError as e:
-        raise ValueError(f"{path}: {e}") from None
-    return np.asarray(ids, dtype=dtype).tobytes()
+        with out:
+            for data in (engine or LocalEngine(1)).map_ordered(encoder, pieces()):
+                out.write(data)
+                sha.update(data)
+                written += len(data)
+                read = done.popleft()
+                report(read)
+        os.replace(tmp, out_path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return {"dtype": encoder.dtype.name, "documents": documents.total, "tokens": written // encoder.dtype.itemsize,
+            "bytes": read, "sha256": sha.hexdigest()}
 
 
-_worker_encoding = None  # the encoding a worker process encodes with, set once as the worker starts
-
-
-def _start_worker(enc) -> None:
-    # A named encoding arrives as its name (the worker loads it, or already has it when forked), any other as
-    # its tables: once per worker, not once per chunk. Ctrl-C is the parent's to handle: it stops the pool,
-    # instead of every worker printing its own traceback.
-    global _worker_encoding
-    _worker_encoding = enc
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _encode_chunk_in_worker(task) -> bytes:
-    """Worker: :func:`_encode_chunk` with this worker's encoding (top level, so spawned workers can import it)."""
-    return _encode_chunk(task, _worker_encoding)
+# ---- encode-file ------------------------------------------------------------------------------------------
 
 
 def encode_file(
@@ -166,116 +276,68 @@ def encode_file(
     allowed_special="all",
     disallowed_special=None,
     errors: str = "strict",
+    text_field: str = "text",
     progress: bool = True,
     chunk_bytes: int = CHUNK_BYTES,
     start_method: str | None = None,
 ) -> dict:
-    """Encode the UTF-8 text file ``input_path`` into ``out_path`` (flat little-endian ids); returns statistics.
+    """Encode one input (a file, or ``"-"`` for standard input) into ``out_path``; returns statistics.
 
-    The output equals ``encode(whole file)`` written with :func:`id_dtype`, whatever ``workers`` (default: all
-    CPUs), ``chunk_bytes`` and ``start_method`` (multiprocessing's: "fork", "spawn", ...; None for the
-    platform's default). ``encoding`` is a registered name or an :class:`Encoding` (e.g. a trained one).
-    ``allowed_special`` is as in :func:`resolve_specials`; ``disallowed_special``, when given, replaces the
-    disallowed set it implies (as in :meth:`Encoding.encode`). ``errors`` is :func:`decode_utf8`'s. Raises
-    ``FileNotFoundError`` for a missing input or output folder, ``ValueError`` for text that is not UTF-8 or
-    holds a disallowed special token; no output file is left in either case (nor after Ctrl-C).
+    For a text, the output equals ``encode(whole text)`` written with :func:`id_dtype`, whatever ``workers``
+    (default: all CPUs), ``chunk_bytes`` and ``start_method`` (multiprocessing's: "fork", "spawn", ...; None for
+    the platform's default); for documents, ``encode_ordinary(text) + [eot]`` each (``text_field`` names their
+    text). ``encoding`` is a registered name or an :class:`Encoding` (e.g. a trained one). ``allowed_special``
+    is as in :func:`resolve_specials`; ``disallowed_special``, when given, replaces the disallowed set it
+    implies (as in :meth:`Encoding.encode`). ``errors`` is :func:`tokenizer.jobs.inputs.decode_utf8`'s. Raises
+    ``FileNotFoundError`` for a missing input or output folder, ``ValueError`` for bad input; no output file is
+    left in either case (nor after Ctrl-C).
     """
-    progress_bar = _progress_bar_class()  # tqdm is imported only when a file is encoded
-    input_path, out_path = Path(input_path), Path(out_path)
-    if not input_path.is_file():
-        raise FileNotFoundError(f"input file not found: {input_path}")
+    out_path = Path(out_path)
+    if not is_stdin(input_path):
+        input_path = Path(input_path)
+        if input_path.is_dir():
+            raise IsADirectoryError(f"{input_path} is a directory; encode-file encodes one file (encode-dataset "
+                                    "encodes folders)")
+        if not input_path.is_file():
+            raise FileNotFoundError(f"input file not found: {input_path}")
+        if out_path.exists() and out_path.resolve() == input_path.resolve():
+            raise ValueError(f"the output {out_path} is the input file; choose another --out")
     if not out_path.parent.is_dir():
         raise FileNotFoundError(f"output folder does not exist: {out_path.parent} (create it first)")
-    if out_path.exists() and out_path.resolve() == input_path.resolve():
-        raise ValueError(f"the output {out_path} is the input file; choose another --out")
     enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
     allowed, disallowed = resolve_specials(enc, allowed_special)
     if disallowed_special is not None:
         disallowed = disallowed_special
-    dtype = id_dtype(enc.n_vocab)
-    split_at = enc.special_tokens_set if allowed == "all" else allowed  # where encode() splits the text
-    size = input_path.stat().st_size
-    # no more processes than chunks: a small file is encoded here, without starting any
-    workers = max(1, min(int(workers or os.cpu_count() or 1), -(-size // chunk_bytes)))
+    check_documents_can_end(enc, input_path)
+    size = input_size(input_path)
+    workers = int(workers or os.cpu_count() or 1)
+    if size is not None:  # no more processes than pieces: a small input is encoded here, without starting any
+        workers = max(1, min(workers, math.ceil(size / chunk_bytes)))
 
-    tmp_path = out_path.with_name(f".{out_path.name}.{os.getpid()}.partial")
-    try:
-        f_out = open(tmp_path, "wb")
-    except OSError as e:
-        raise OSError(f"cannot write the output {out_path}: {e.strerror or e}") from None
     start = time.perf_counter()
-    n_bytes_out = 0
+    bar = ProgressBar([size], desc=f"encoding {Path(input_name(input_path)).name}", enabled=progress)
     try:
-        with open(input_path, "rb") as f_in, f_out, progress_bar(
-            total=round(size / 1e6, 2), unit="MB", desc=f"encoding {input_path.name}", disable=not progress,
-            bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]",
-        ) as bar:
-            chunks = iter_chunks(f_in, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str, cut_before=split_at)
-            tasks = _tasks(chunks, input_path, allowed, disallowed, dtype, errors)
-            for data_len, ids_bytes in _results(tasks, workers, enc, start_method):
-                f_out.write(ids_bytes)
-                n_bytes_out += len(ids_bytes)
-                bar.update(data_len / 1e6)
-        os.replace(tmp_path, out_path)
-    except BaseException:
-        tmp_path.unlink(missing_ok=True)
-        raise
+        with open_engine("local", workers=workers, start_method=start_method) as engine:
+            written = encode_input(input_path, out_path, enc, allowed_special=allowed, disallowed_special=disallowed,
+                                   errors=errors, text_field=text_field, chunk_bytes=chunk_bytes, engine=engine,
+                                   report=lambda done: bar.set(0, done))
+    finally:
+        bar.close()
     seconds = time.perf_counter() - start
-    n_tokens = n_bytes_out // dtype.itemsize
+    n_bytes, n_tokens = written["bytes"], written["tokens"]
     return {
-        "input": str(input_path),
+        "input": input_name(input_path),
         "out": str(out_path),
         "encoding": enc.name,
-        "dtype": dtype.name,
+        "dtype": written["dtype"],
         "workers": workers,
-        "bytes": size,
+        "bytes": n_bytes,
         "tokens": n_tokens,
-        "bytes_per_token": size / n_tokens if n_tokens else 0.0,
+        "documents": written["documents"],
+        "bytes_per_token": n_bytes / n_tokens if n_tokens else 0.0,
         "seconds": seconds,
-        "mb_per_s": size / 1e6 / max(seconds, 1e-9),
+        "mb_per_s": n_bytes / 1e6 / max(seconds, 1e-9),
     }
-
-
-def _tasks(chunks, path, allowed, disallowed, dtype, errors):
-    offset = 0
-    for data in chunks:
-        yield (data, offset, str(path), allowed, disallowed, dtype, errors)
-        offset += len(data)
-
-
-def _results(tasks, workers: int, enc: Encoding, start_method: str | None) -> Iterator[tuple[int, bytes]]:
-    """(input bytes, output bytes) per chunk, in file order, computed here or by a pool of workers."""
-    tasks = iter(tasks)
-    # The first chunk is always encoded here. With several workers that is not wasted time: forked workers
-    # then inherit a piece cache that already holds the text's common words, instead of each one running BPE
-    # on them again.
-    for task in itertools.islice(tasks, 1 if workers > 1 else None):
-        yield len(task[0]), _encode_chunk(task, enc)
-    if workers == 1:
-        return
-    # Each worker loads the vocabulary as it starts (nothing to load when forked: it is loaded here already).
-    context = multiprocessing.get_context(start_method)
-    with worker_pool(context, workers, _start_worker, (enc,)) as pool:  # Ctrl-C stops every worker
-        in_flight: deque = deque()  # (input length, AsyncResult), oldest first: written in file order
-        for task in tasks:
-            in_flight.append((len(task[0]), pool.apply_async(_encode_chunk_in_worker, (task,))))
-            if len(in_flight) >= 2 * workers:
-                n, result = in_flight.popleft()
-                yield n, result.get()
-        while in_flight:
-            n, result = in_flight.popleft()
-            yield n, result.get()
-
-
-def _progress_bar_class():
-    from tqdm import tqdm
-
-    class ProgressBar(tqdm):
-        # No monitor thread: worker processes may be forked while the bar is shown, and forking a process
-        # that runs threads is unsafe. (The monitor only refreshes bars that stall.)
-        monitor_interval = 0
-
-    return ProgressBar
 
 
 # ---- measuring tokenizers ---------------------------------------------------------------------------------
@@ -288,42 +350,45 @@ def file_stats(
     allowed_special="all",
     disallowed_special=None,
     errors: str = "strict",
+    text_field: str = "text",
     progress: bool = False,
 ) -> dict:
-    """Tokens, bytes/token and single-process throughput of one encoding on one file.
+    """Tokens, bytes/token and single-process throughput of one encoding on one input (``"-"``: standard input).
 
-    The file is read in chunks (memory stays bounded however large it is), and the counts equal
-    ``len(encode(whole file))``. ``allowed_special``, ``disallowed_special`` and ``errors`` are
-    :func:`encode_file`'s; ``progress`` shows a tqdm bar in MB.
+    Every text is encoded with the special-token rule given: a text file, counted a piece at a time (memory
+    stays bounded however large it is), or each document of a ``.jsonl`` or ``.parquet`` file on its own
+    (without the ``<|endoftext|>`` that :func:`encode_file` ends it with); ``bytes`` are those of the texts
+    encoded. ``allowed_special``, ``disallowed_special``, ``errors`` and ``text_field``
+    are :func:`encode_file`'s; ``progress`` shows a bar in MB.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {path}")
     enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
     allowed, disallowed = resolve_specials(enc, allowed_special)
     if disallowed_special is not None:
         disallowed = disallowed_special
-    split_at = enc.special_tokens_set if allowed == "all" else allowed  # where encode() splits the text
-    size = path.stat().st_size
+    name = input_name(path)
+    encoder = PieceEncoder(enc, name, allowed, disallowed, errors)
+    split_at = enc.special_tokens_set if allowed == "all" else allowed
     n_bytes = n_tokens = 0
     seconds = 0.0
-    with open(path, "rb") as f, _progress_bar_class()(
-        total=round(size / 1e6, 2), unit="MB", desc=f"{path.name} ({enc.name})", disable=not progress,
-        leave=False, bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}]",
-    ) as bar:
-        for data in iter_chunks(f, enc.special_tokens_set, pattern=enc.pat_str, cut_before=split_at):
-            text = decode_utf8(data, n_bytes, path, errors)
+    bar = ProgressBar([input_size(path)], desc=f"{Path(name).name} ({enc.name})", enabled=progress)
+    try:
+        for piece, done in input_pieces(path, enc, split_at, text_field=text_field, errors=errors):
             start = time.perf_counter()
-            try:
-                n_tokens += len(enc.encode(text, allowed_special=allowed, disallowed_special=disallowed))
-            except ValueError as e:
-                raise ValueError(f"{path}: {e}") from None
+            if piece[0] == "text":
+                n_tokens += len(encoder.ids(piece))
+            else:
+                n_tokens += sum(len(encoder.text_ids(text)) for text in piece[1])
             seconds += time.perf_counter() - start
-            n_bytes += len(data)
-            bar.update(len(data) / 1e6)
+            if piece[0] == "text":
+                n_bytes += len(piece[1])
+            else:  # surrogatepass: a JSON document may hold a lone surrogate, which encode takes as it is
+                n_bytes += sum(len(text.encode("utf-8", "surrogatepass")) for text in piece[1])
+            bar.set(0, done)
+    finally:
+        bar.close()
     mb_per_s = n_bytes / 1e6 / max(seconds, 1e-9)
     return {
-        "file": str(path),
+        "file": input_name(path),
         "encoding": enc.name,
         "bytes": n_bytes,
         "tokens": n_tokens,

@@ -1,12 +1,20 @@
 """Where a data job's tasks run: in worker processes on this machine (``local``), or on a Ray cluster (``ray``).
+Every parallel job of the package runs here.
 
-A data job here is a list of independent *tasks* (encode one input shard; count the pre-tokens of one byte range
-of a file), each a top-level function applied to one picklable argument. Both engines run the same functions on
-the same arguments, so a job's result cannot depend on the engine, on the number of workers or on the order in
-which tasks finish: callers put results back in task order themselves.
+A data job is a list of independent *tasks* (encode one input shard; encode one chunk of a file; count the
+pre-tokens of one byte range), each ``fn(task, report)`` for one picklable ``fn`` (a top-level function, or an
+object holding what every task needs, such as an encoding) and one picklable ``task``. Three shapes:
 
-* ``local`` (the default) starts ``multiprocessing`` workers through :func:`tokenizer.jobs.workers.worker_pool` (or
-  runs the tasks right here for one worker). It needs nothing beyond the standard library.
+* :meth:`run`: ``(task number, result)`` as the tasks finish (``encode-dataset``: one task per shard). Callers
+  put results back in task order themselves, so a job's result cannot depend on the engine, the number of
+  workers or the order in which tasks finish.
+* :meth:`map_reduce`: one result, the tasks' results combined by a ``reduce`` function (``train``'s counts).
+* :meth:`LocalEngine.map_ordered`: results in task order, from a lazy stream of tasks with a bounded number in
+  flight (``encode-file``: the chunks of one file, written as they come back). Local only.
+
+* ``local`` (the default) starts ``multiprocessing`` workers through :func:`tokenizer.jobs.workers.worker_pool`
+  (so Ctrl-C stops every one of them), each receiving ``fn`` once as it starts, or runs the tasks right here
+  for one worker. It needs nothing beyond the standard library.
 * ``ray`` submits the tasks to a Ray cluster: an existing one (``address="auto"``, or ``"ray://host:10001"``),
   or, without an address, a local one started for the job (``workers`` CPUs) and shut down after it. Ray
   retries a task whose worker process dies (up to :data:`RAY_TASK_RETRIES` times), which is safe because every
@@ -16,10 +24,7 @@ which tasks finish: callers put results back in task order themselves.
 
 Progress: a task may call ``report(bytes_done)`` as it goes (bytes of *its own* input done so far). The driver
 keeps the latest figure per task, so a task that is retried from the start cannot count its bytes twice, and
-shows the total in one tqdm bar over the bytes of input, across the cluster.
-
-:meth:`RayEngine.map_reduce` adds a *reduce* step: results are combined two at a time in a tree of Ray tasks,
-so the driver receives one combined result, never all the partial ones at once.
+shows the total in one tqdm bar over the bytes of input (:class:`ProgressBar`), across the cluster.
 
 Errors: ``ValueError`` and ``OSError`` raised by a task (bad input) reach the caller as the same exception with
 the same message, whichever engine ran it. Ray is imported only when the ``ray`` engine is asked for; without
@@ -30,14 +35,15 @@ What this module does not do: decide what a task computes, split work into tasks
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import queue
 import signal
-import time
+from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .workers import worker_pool
 
@@ -57,13 +63,15 @@ def import_ray():
 
 
 @contextmanager
-def open_engine(engine: str = "local", *, address: str | None = None, workers: int | None = None):
+def open_engine(engine: str = "local", *, address: str | None = None, workers: int | None = None,
+                start_method: str | None = None):
     """``with open_engine("ray", workers=2) as e: ...``: the engine, ready to run tasks, cleaned up after.
 
     ``workers`` is the number of tasks run at once (default: all CPUs here, or all of the cluster's).
     ``address`` is only for ``ray``: an existing cluster to connect to (``"auto"``: the one this machine
     belongs to). A Ray session already open in this process (``ray.init`` by the caller) is used as it is
-    and left open.
+    and left open. ``start_method`` is only for ``local``: how its worker processes start (see
+    :class:`LocalEngine`).
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}: pass one of {', '.join(ENGINES)}")
@@ -72,7 +80,7 @@ def open_engine(engine: str = "local", *, address: str | None = None, workers: i
     if engine == "local":
         if address is not None:
             raise ValueError("address is the Ray cluster to use: pass it with engine='ray'")
-        yield LocalEngine(workers or os.cpu_count() or 1)
+        yield LocalEngine(workers or os.cpu_count() or 1, start_method)
         return
     ray = import_ray()
     started_here = not ray.is_initialized()
@@ -109,26 +117,36 @@ def start_ray(*, address: str | None = None, num_cpus: int | None = None):
 
 
 class ProgressBar:
-    """One tqdm bar over the bytes of input of every task; ``set(task, done)`` records a task's latest figure."""
+    """One tqdm bar over the bytes of input of every task; ``set(task, done)`` records a task's latest figure.
 
-    def __init__(self, sizes: Sequence[int], desc: str, enabled: bool):
+    A size of None (standard input) is not known until the task ends: the bar then shows MB done, no total.
+    """
+
+    def __init__(self, sizes: Sequence[int | None], desc: str, enabled: bool):
         from tqdm import tqdm  # only when a job runs
 
         class Bar(tqdm):
             monitor_interval = 0  # no monitor thread: local workers may be forked while the bar is shown
 
         self.done = [0] * len(sizes)
+        self.total = 0  # sum(self.done), kept as it changes: a job may have many thousands of tasks
         self.sizes = list(sizes)
-        self.bar = Bar(total=round(sum(sizes) / 1e6, 2), unit="MB", desc=desc, disable=not enabled,
-                       bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]")
+        known = None not in self.sizes
+        total = round(sum(self.sizes) / 1e6, 2) if known else None
+        shape = "{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]" if known else \
+            "{desc}: {n:.1f} MB [{elapsed}, {rate_fmt}]"
+        self.bar = Bar(total=total, unit="MB", desc=desc, disable=not enabled, bar_format=shape)
 
     def set(self, task: int, done: int) -> None:
-        self.done[task] = min(done, self.sizes[task])
-        self.bar.n = round(sum(self.done) / 1e6, 2)
-        self.bar.refresh()
+        size = self.sizes[task]
+        done = done if size is None else min(done, size)
+        self.total += done - self.done[task]
+        self.done[task] = done
+        self.bar.update(round(self.total / 1e6, 2) - self.bar.n)  # tqdm redraws at most every 0.1 s
 
     def finish(self, task: int) -> None:
-        self.set(task, self.sizes[task])
+        if self.sizes[task] is not None:
+            self.set(task, self.sizes[task])
 
     def close(self) -> None:
         self.bar.close()
@@ -151,27 +169,62 @@ def _unwrap(outcome):
 
 # ---- local --------------------------------------------------------------------------------------------------
 
-_progress_queue = None  # in a local worker process: where report() puts (task number, bytes done)
+# In a local worker process: the job its tasks run (sent once, as the worker starts, not with every task: a
+# trained encoding is megabytes of tables), and where report() puts (task number, bytes done).
+_worker_job = None
+_progress_queue = None
 
 
-def _start_local_worker(progress_queue) -> None:
-    global _progress_queue
-    _progress_queue = progress_queue
+def _start_local_worker(job, progress_queue) -> None:
+    global _worker_job, _progress_queue
+    _worker_job, _progress_queue = job, progress_queue
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the pool
 
 
-def _run_in_local_worker(args):
-    fn, number, task = args
-    return number, _outcome(fn, task, lambda done: _progress_queue.put((number, done)))
+def _report_from_worker(number: int):
+    return lambda done: _progress_queue.put((number, done))
+
+
+def _run_in_local_worker(numbered):
+    number, task = numbered
+    return number, _outcome(_worker_job, task, _report_from_worker(number))
+
+
+def _run_quietly_in_local_worker(task):
+    return _outcome(_worker_job, task, _ignore)
+
+
+def _map_reduce_in_local_worker(share):
+    """A worker's share of a map-reduce: ``(None, its tasks' results reduced)``, or ``(task number, error)`` for
+    its first task that met bad input (its later tasks are not run)."""
+    map_fn, reduce_fn = _worker_job
+    total = None
+    for number, task in share:
+        ok, value = _outcome(map_fn, task, _report_from_worker(number))
+        if not ok:
+            return number, value
+        total = value if total is None else reduce_fn(total, value)
+    return None, total
 
 
 class LocalEngine:
-    """Tasks in ``workers`` processes of this machine (here, in this process, for one worker)."""
+    """Tasks in ``workers`` processes of this machine (here, in this process, for one worker).
+
+    ``start_method`` is multiprocessing's ("fork", "spawn", ...; None: the platform's default). Workers need
+    only top-level functions and picklable jobs, so every start method gives the same results.
+    """
 
     name = "local"
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, start_method: str | None = None):
         self.workers = workers
+        self.context = multiprocessing.get_context(start_method)
+
+    @contextmanager
+    def _pool(self, job, workers: int):
+        progress = self.context.Queue()
+        with worker_pool(self.context, workers, _start_local_worker, (job, progress)) as pool:  # Ctrl-C-safe
+            yield pool, progress
 
     def run(self, fn: Callable, tasks: Sequence, bar: ProgressBar, *, name: str | None = None):
         """``(task number, fn(task, report))`` for every task, in the order they finish (``name`` is for Ray)."""
@@ -182,30 +235,101 @@ class LocalEngine:
                 bar.finish(number)
                 yield number, result
             return
-        context = multiprocessing.get_context()
-        progress = context.Queue()
-        with worker_pool(context, workers, _start_local_worker, (progress,)) as pool:
-            results = pool.imap_unordered(_run_in_local_worker, [(fn, n, t) for n, t in enumerate(tasks)])
+        with self._pool(fn, workers) as (pool, progress):
+            results = pool.imap_unordered(_run_in_local_worker, list(enumerate(tasks)))
             for _ in tasks:
                 while True:
-                    self._show(progress, bar)
+                    _show(progress, bar)
                     try:
                         number, outcome = results.next(timeout=_POLL_SECONDS)
                         break
                     except multiprocessing.TimeoutError:
                         continue
-                self._show(progress, bar)
+                _show(progress, bar)
                 bar.finish(number)
                 yield number, _unwrap(outcome)
 
-    @staticmethod
-    def _show(progress, bar: ProgressBar) -> None:
-        while True:
-            try:
-                number, done = progress.get_nowait()
-            except queue.Empty:
-                return
-            bar.set(number, done)
+    def map_ordered(self, fn: Callable, tasks: Iterable, *, first_here: bool = True):
+        """``fn(task, report)`` of every task, in task order, as they are computed; ``tasks`` may be a lazy
+        iterator (a file read chunk by chunk): at most two tasks per worker are in flight, so memory stays
+        bounded however many there are. ``report`` does nothing here: the caller knows each task's size.
+
+        With ``first_here`` the first task is computed in this process before the workers start: forked
+        workers then inherit whatever it warmed up (an encoder's piece cache that already knows the text's
+        common words), instead of each one computing it again.
+        """
+        tasks = iter(tasks)
+        if self.workers <= 1:
+            for task in tasks:
+                yield _unwrap(_outcome(fn, task, _ignore))
+            return
+        for task in itertools.islice(tasks, 1 if first_here else 0):
+            yield _unwrap(_outcome(fn, task, _ignore))
+        following = next(tasks, _NO_TASK)
+        if following is _NO_TASK:  # all done here: no worker is started for nothing
+            return
+        tasks = itertools.chain([following], tasks)
+        with self._pool(fn, self.workers) as (pool, _):
+            in_flight: deque = deque()  # oldest first: results come back in task order
+            for task in tasks:
+                in_flight.append(pool.apply_async(_run_quietly_in_local_worker, (task,)))
+                if len(in_flight) >= 2 * self.workers:
+                    yield _unwrap(in_flight.popleft().get())
+            while in_flight:
+                yield _unwrap(in_flight.popleft().get())
+
+    def map_reduce(self, map_fn: Callable, tasks: Sequence, reduce_fn: Callable, bar: ProgressBar, *,
+                   name: str | None = None, started: Callable[[], None] = lambda: None):
+        """``reduce_fn`` over ``map_fn(task, report)`` of every task. The tasks are dealt round-robin to the
+        workers, and each worker reduces its own results before sending one back (less to send than one result
+        per task). ``started()`` is called once the workers run (a thread it starts is not forked into them).
+
+        Bad input in several tasks: the error of the earliest task is raised, whichever failed first in time
+        (a worker stops at its own first bad task, so every earlier task was run by some worker).
+        """
+        workers = min(self.workers, len(tasks))
+        if workers <= 1:
+            started()
+            total = None
+            for number, task in enumerate(tasks):
+                value = _unwrap(_outcome(map_fn, task, lambda done, n=number: bar.set(n, done)))
+                bar.finish(number)
+                total = value if total is None else reduce_fn(total, value)
+            return total
+        numbered = list(enumerate(tasks))
+        with self._pool((map_fn, reduce_fn), workers) as (pool, progress):
+            pending = pool.map_async(_map_reduce_in_local_worker, [numbered[w::workers] for w in range(workers)])
+            started()
+            while not pending.ready():
+                pending.wait(_POLL_SECONDS)  # returns as soon as the results are in
+                _show(progress, bar)
+            outcomes = pending.get()
+            _show(progress, bar)
+        failures = [(number, error) for number, error in outcomes if number is not None]
+        if failures:
+            raise min(failures, key=lambda failure: failure[0])[1]
+        total = None
+        for _, value in outcomes:
+            if value is not None:
+                total = value if total is None else reduce_fn(total, value)
+        return total
+
+
+_NO_TASK = object()
+
+
+def _ignore(done: int) -> None:
+    pass
+
+
+def _show(progress, bar: ProgressBar) -> None:
+    """Move the bar to the figures the workers have reported since it last looked."""
+    while True:
+        try:
+            number, done = progress.get_nowait()
+        except queue.Empty:
+            return
+        bar.set(number, done)
 
 
 # ---- Ray ----------------------------------------------------------------------------------------------------
@@ -280,10 +404,12 @@ class RayEngine:
                 ray.kill(board)
 
     def map_reduce(self, map_fn: Callable, tasks: Sequence, reduce_fn: Callable, bar: ProgressBar, *,
-                   name: str | None = None):
+                   name: str | None = None, started: Callable[[], None] = lambda: None):
         """``reduce_fn`` over ``map_fn(task, report)`` of every task, combined two at a time in a balanced tree of
-        Ray tasks as the map results arrive; only the final result comes back to this process."""
+        Ray tasks as the map results arrive; only the final result comes back to this process. ``started()`` is
+        called as the tasks are submitted (nothing here is forked)."""
         ray = self.ray
+        started()
         fn_ref, reduce_ref = ray.put(map_fn), ray.put(reduce_fn)
         submit = self.map_task.options(name=name or getattr(map_fn, "__name__", "map"))
         reduce = self.reduce_task.options(name=f"{name or 'map'}_reduce")

@@ -24,9 +24,10 @@ split differently: the usual case between two tokenizers); else after the few id
 dropped (a damaged ``.bin``) after which the most ids agree. The difference is then widened to whole
 pre-tokens of our split.
 
-Inputs are read in chunks cut at safe boundaries (:func:`tokenizer.jobs.dataset.iter_chunks`, the rule
-``encode-file`` uses), so memory stays bounded however large a file is; a ``.bin`` is read a chunk's worth of
-ids at a time. ``.jsonl`` files are checked record by record (one JSON object per line, its text in a field).
+Inputs are found and read by :mod:`tokenizer.jobs.inputs`, as every file command finds and reads them. A text
+is read in chunks cut at safe boundaries (:func:`tokenizer.jobs.dataset.iter_chunks`, the rule ``encode-file``
+uses), so memory stays bounded however large a file is; a ``.bin`` is read a chunk's worth of ids at a time.
+``.jsonl``, ``.jsonl.gz`` and ``.parquet`` inputs are checked record by record, each document on its own.
 
 What this module does not do: fix anything, or judge which side is right (tiktoken is the reference by
 convention only). It compares ids, not decoding. A ``.bin`` is checked against *our* encoding of the
@@ -36,8 +37,6 @@ two tokenizers that agree on a text agree, whatever their vocabularies.
 
 from __future__ import annotations
 
-import glob
-import json
 import random
 import sys
 import time
@@ -51,9 +50,10 @@ from . import dataset
 from ..encoding import Encoding
 from ..fast.stdlib_patterns import compile_fast
 from ..pretokenize import special_token_regex
+from .inputs import (decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records,
+                     record_place)
 
 DEFAULT_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
-INPUT_SUFFIXES = (".txt", ".jsonl")  # what a folder given as input is searched for
 SYNC_IDS = 4  # ids that must agree after a replaced, inserted or dropped id for the sides to be back in step
 LOOK_AHEAD_IDS = 64  # ids compared to choose between several ways of getting back in step
 MAX_SHIFT = 8  # the most ids replaced, inserted or dropped at one place that a check steps over
@@ -68,7 +68,8 @@ class Mismatch:
 
     offset: int  # byte offset in the input file (in the record's text, for a .jsonl record or a fuzz string)
     line: int  # 1-based line of that byte (within the record, for a record)
-    record: int | None  # the .jsonl line or fuzz string number (1-based); None for a text file
+    record: int | None  # the record's line (.jsonl) or row (.parquet), or the fuzz string's number, from 1;
+    # None for a text file
     pretokens: list[str]  # our pre-tokens covering the difference, usually one
     ours: list[int]
     theirs: list[int]
@@ -177,62 +178,15 @@ def tiktoken_counterpart(enc: Encoding):
 # ---- inputs -------------------------------------------------------------------------------------------------
 
 
-def find_inputs(names: Iterable[str]) -> list[Path]:
-    """INPUT arguments -> files: a file as it is, a folder as the ``.txt`` and ``.jsonl`` files under it, a glob
-    pattern (``"data/*.txt"``, ``"**"``) as the files it matches; each in sorted order, each file once."""
-    paths: list[Path] = []
-    for name in names:
-        path = Path(name)
-        if path.is_file():
-            found = [path]
-        elif path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in INPUT_SUFFIXES and p.is_file())
-            if not found:
-                raise FileNotFoundError(f"{path} is a folder without .txt or .jsonl files; pass text files")
-        elif any(c in name for c in "*?["):
-            found = sorted(Path(p) for p in glob.glob(name, recursive=True) if Path(p).is_file())
-            if not found:
-                raise FileNotFoundError(f"no files match {name}")
-        else:
-            raise FileNotFoundError(f"input file not found: {path}")
-        paths += found
-    return list(dict.fromkeys(paths))
-
-
-def _text_chunks(path: Path, enc: Encoding, split_at, errors: str, chunk_bytes: int):
-    """(text, byte offset, line, bytes read) of each chunk of a text file, cut where ``encode-file`` cuts it."""
+def _text_chunks(path, enc: Encoding, split_at, errors: str, chunk_bytes: int):
+    """(text, byte offset, line, bytes read) of each chunk of a text input, cut where ``encode-file`` cuts it."""
     offset, line = 0, 1
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         chunks = dataset.iter_chunks(f, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str, cut_before=split_at)
         for data in chunks:
-            yield dataset.decode_utf8(data, offset, path, errors), offset, line, len(data)
+            yield decode_utf8(data, offset, path, errors), offset, line, len(data)
             offset += len(data)
             line += data.count(b"\n")
-
-
-def _records(path: Path, text_field: str, errors: str):
-    """(text, record line, bytes read) of each record of a ``.jsonl`` file; blank lines are skipped."""
-    offset = 0
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            size, offset = len(raw), offset + len(raw)
-            line = dataset.decode_utf8(raw, offset - size, path, errors)
-            if not line.strip():
-                yield None, number, size
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{number}: not JSON ({e.msg} at column {e.colno}); a .jsonl file holds "
-                                 "one JSON object per line") from None
-            if isinstance(record, dict) and text_field in record and not isinstance(record[text_field], str):
-                raise ValueError(f"{path}:{number}: field {text_field!r} holds a {type(record[text_field]).__name__}"
-                                 ", not text; name the field holding the text with --text_field")
-            if not isinstance(record, dict) or text_field not in record:
-                keys = ", ".join(record) if isinstance(record, dict) else "none: not an object"
-                raise ValueError(f"{path}:{number}: no text field {text_field!r} (its fields: {keys}); "
-                                 "name the field holding the text with --text_field")
-            yield record[text_field], number, size
 
 
 # ---- checks -------------------------------------------------------------------------------------------------
@@ -252,27 +206,31 @@ def check_file(
     chunk_bytes: int = dataset.CHUNK_BYTES,
     progress: bool = False,
 ) -> ParityReport:
-    """Encode a ``.txt`` file (in chunks) or each record of a ``.jsonl`` file (its ``text_field``) with ``enc``
+    """Encode a text input (in chunks; ``"-"``: standard input) or each record of a ``.jsonl``, ``.jsonl.gz`` or
+    ``.parquet`` file (its ``text_field``) with ``enc``
     and with ``other`` (anything with tiktoken's ``encode`` and ``decode_single_token_bytes``: a
     ``tiktoken.Encoding``, an :class:`Encoding`), and report where their ids differ.
 
     ``allowed_special`` and ``disallowed_special`` go to both sides' ``encode``; ``errors`` is
-    :func:`tokenizer.jobs.dataset.decode_utf8`'s. The first ``max_report`` differences are kept in ``shown``.
+    :func:`tokenizer.jobs.inputs.decode_utf8`'s. The first ``max_report`` differences are kept in ``shown``.
     """
-    path = Path(path)
-    if not path.is_file():
+    if not is_stdin(path) and not Path(path).is_file():
         raise FileNotFoundError(f"input file not found: {path}")
-    report = ParityReport(str(path), enc.name, other_name)
+    name = input_name(path)
+    report = ParityReport(name, enc.name, other_name)
     rule = _Rule(enc, allowed_special, disallowed_special)
-    with _bar(path.stat().st_size / 1e6, f"{path.name} ({enc.name})", progress) as bar:
-        if path.suffix == ".jsonl":
-            for text, number, size in _records(path, text_field, errors):
-                if text is not None:
-                    _check_text(report, text, enc, other, rule, (0, 1, number), max_report, where=f"{path}:{number}")
-                bar.update(size / 1e6)
+    size = input_size(path)
+    with _bar(None if size is None else size / 1e6, f"{Path(name).name} ({enc.name})", progress) as bar:
+        if input_format(path) != "text":
+            shown = 0
+            for record in read_records(path, text_field, errors=errors):
+                _check_text(report, record.text, enc, other, rule, (0, 1, record.number), max_report,
+                            where=record_place(path, record.number))
+                bar.update((record.done - shown) / 1e6)
+                shown = record.done
         else:
             for text, offset, line, size in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
-                _check_text(report, text, enc, other, rule, (offset, line, None), max_report, where=str(path))
+                _check_text(report, text, enc, other, rule, (offset, line, None), max_report, where=name)
                 bar.update(size / 1e6)
     return report
 
@@ -323,21 +281,21 @@ def check_ids(
         raise FileNotFoundError(f"ids file not found: {ids_path}")
     dtype = dataset.id_dtype(enc.n_vocab) if dtype is None else np.dtype(dtype).newbyteorder("<")
     rule = _Rule(enc, allowed_special, disallowed_special)
-    paths = [Path(p) for p in paths]
     for path in paths:
-        if path.suffix == ".jsonl":
-            raise ValueError(f"{path}: --ids checks text files in encode-file's layout; a .jsonl file has "
+        if input_format(path) != "text":
+            raise ValueError(f"{path}: --ids checks text files in encode-file's layout; a file of records has "
                              "no such layout (how records are joined depends on the tool that wrote the ids)")
-        if not path.is_file():
+        if not is_stdin(path) and not Path(path).is_file():
             raise FileNotFoundError(f"input file not found: {path}")
     reports = []
     with _IdsFile(ids_path, dtype) as ids_file:
         for path in paths:
-            report = ParityReport(str(path), enc.name, str(ids_path), other_seconds=None)
-            with _bar(path.stat().st_size / 1e6, f"{path.name} ({enc.name})", progress) as bar:
+            name, size = input_name(path), input_size(path)
+            report = ParityReport(name, enc.name, str(ids_path), other_seconds=None)
+            with _bar(None if size is None else size / 1e6, f"{Path(name).name} ({enc.name})", progress) as bar:
                 chunks = _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes)
                 for text, offset, line, size in chunks:
-                    ours = rule.encode(enc, text, where=str(path), report=report)
+                    ours = rule.encode(enc, text, where=name, report=report)
                     report.bytes += size
                     report.tokens += len(ours)
                     theirs = ids_file.peek(len(ours) + MAX_SHIFT)
@@ -698,9 +656,12 @@ def plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def _bar(total: float, desc: str, progress: bool, unit: str = "MB"):
+def _bar(total: float | None, desc: str, progress: bool, unit: str = "MB"):
     from tqdm import tqdm  # imported only when a check runs, as in dataset.py
 
+    if total is None:  # standard input: its size is known only at its end
+        return tqdm(unit=unit, desc=desc, disable=not progress, leave=False,
+                    bar_format="{desc}: {n:.1f} MB [{elapsed}]")
     fmt = "{n:.1f}/{total:.1f} MB" if unit == "MB" else "{n}/{total} texts"
     return tqdm(total=round(total, 2) if unit == "MB" else total, unit=unit, desc=desc, disable=not progress,
                 leave=False, bar_format="{l_bar}{bar}| " + fmt + " [{elapsed}<{remaining}]")

@@ -9,8 +9,8 @@ learned pairs ``(left, right)`` in that same order.
 
 What is counted, exactly:
 
-* Every input file is separate, and so is every document of a ``.jsonl`` file (one JSON object per line, the
-  text in its ``text_field``): nothing is counted across two of them.
+* Every input file is separate, and so is every document of a ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` file
+  (one record each, the text in its ``text_field``): nothing is counted across two of them.
 * The text is cut at special tokens first (the longest one wins where two overlap); special tokens are hard
   boundaries and are never counted nor merged into anything.
 * Each piece between special tokens is cut into pre-tokens with the regular expression ``pattern`` (GPT-2's by
@@ -24,8 +24,9 @@ How it runs, in two phases:
 
 1. Counting pre-tokens. Each file is cut into chunks of about ``chunk_size`` bytes at safe cuts
    (:mod:`tokenizer.cuts`; see :func:`find_chunk_boundaries`), so no pre-token and no special token straddles
-   two chunks and the counts do not depend on the chunking. ``num_workers`` processes each read one chunk at a
-   time, split it and return a ``Counter`` of pre-token -> occurrences; the parent adds the counters up.
+   two chunks and the counts do not depend on the chunking. The chunks are the tasks of a map-reduce on an
+   engine (:mod:`tokenizer.jobs.engines`): ``num_workers`` processes each read one chunk at a time, split it
+   and add to a ``Counter`` of pre-token -> occurrences; the counters are added up.
    Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. A pattern
    with an array split (:mod:`tokenizer.training.array_counts`) is counted by array operations, the texts of a range
    together, only the distinct pre-tokens and each text's edges becoming strings. Otherwise (and for those
@@ -44,7 +45,8 @@ How it runs, in two phases:
 With ``checkpoint=FOLDER`` the counts and the merges so far are kept in a folder, so that a run that was
 stopped can go on with ``resume=True`` (``python -m tokenizer train --resume``) and end with the same merges.
 
-Each file is read as bytes and decoded as strict UTF-8: invalid bytes raise :class:`ValueError` naming the
+Inputs are found and read by :mod:`tokenizer.jobs.inputs`, as every file command finds and reads them. Text is
+decoded as strict UTF-8 (training should not learn U+FFFD): invalid bytes raise :class:`ValueError` naming the
 file and the byte offset. Line endings are not translated (``"\\r\\n"`` stays two characters).
 
 This module learns merges only: :meth:`Encoding.from_vocab_merges` turns them into an encoder, and
@@ -54,14 +56,11 @@ This module learns merges only: :meth:`Encoding.from_vocab_merges` turns them in
 from __future__ import annotations
 
 import bisect
-import glob
 import itertools
-import gzip
 import json
 import os
 import pickle
 import re
-import signal
 import sys
 import time
 from collections import Counter
@@ -76,9 +75,9 @@ from .compiled_loop_loader import LOADER, CompiledLoopLoader
 from .array_counts import count_texts, has_array_counts
 from ..cuts import safe_byte_cuts
 from ..jobs.engines import ENGINES, ProgressBar, open_engine
+from ..jobs.inputs import find_inputs, input_format, read_records, read_text, refuse_stdin
 from ..fast.stdlib_patterns import compile_fast
 from ..pretokenize import GPT2_PATTERN, R50K_PATTERN
-from ..jobs.workers import worker_pool
 
 # Chunks handed to the workers are about this many bytes (they end at the next safe cut after it).
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
@@ -107,10 +106,12 @@ def train_bpe(
 ) -> tuple[Vocab, Merges]:
     """Learn ``vocab_size - 256 - len(special_tokens)`` merges (or fewer) from UTF-8 text files.
 
-    ``inputs`` is a file, a glob (``"data/*.txt"``) or a list of them (see :func:`expand_inputs`). A file
-    ending in ``.jsonl`` (or ``.jsonl.gz``) holds one JSON object per line whose ``text_field`` is one
-    document; any other file is plain text. Each file and each document is separate, as if a special token
-    stood between them: no pair is counted across two of them.
+    ``inputs`` names files, folders and globs (``"data/*.txt"``), or a list of them, found and read by
+    :mod:`tokenizer.jobs.inputs` as every file command finds and reads them: a ``.jsonl``, ``.jsonl.gz`` or
+    ``.parquet`` file holds one document per record (its ``text_field``); any other file is plain text, strict
+    UTF-8 (training should not learn U+FFFD). Each file and each document is separate,
+    as if a special token stood between them: no pair is counted across two of them. Standard input is not
+    read here (the inputs are read in parallel, and again to resume): copy it to a file first.
 
     ``special_tokens`` are strings; each gets an id after the merges, in the order given (duplicates are
     dropped). ``pattern`` is the pre-tokenization regex (``regex`` package syntax). ``num_workers`` processes
@@ -127,7 +128,7 @@ def train_bpe(
     the count), see :func:`count_pretokens`; the merges are learned here either way, and are the same.
 
     Raises ``ValueError`` when ``vocab_size`` is below the minimum (256 + number of special tokens), when the
-    input is empty, not valid UTF-8 or a bad ``.jsonl`` line (the message names the file and line);
+    input is empty, not valid UTF-8 or a bad record (the message names the file and line);
     ``FileNotFoundError`` when a file does not exist or a glob matches nothing.
     """
     specials = _check_special_tokens(special_tokens)
@@ -141,7 +142,9 @@ def train_bpe(
         )
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
-    paths = expand_inputs(inputs)
+    found = find_inputs(inputs)
+    refuse_stdin(found, "training reads its inputs in parallel, and again to resume")
+    paths = [os.fspath(p) for p in found]
     if not any(os.path.getsize(p) for p in paths):
         which = repr(paths[0]) if len(paths) == 1 else f"all {len(paths)} inputs"
         raise ValueError(f"training file is empty: {which} (nothing to learn merges from)")
@@ -232,42 +235,6 @@ def _load_checkpoint(folder: str, settings: dict) -> tuple[dict, list[tuple[int,
     return counts, replay
 
 
-def expand_inputs(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
-    """The training files named by ``inputs``: a path, a glob, or a list of them, in the order given (a glob's
-    matches sorted by name, files only), each file once.
-
-    >>> expand_inputs("no/such/*.txt")
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: no file matches 'no/such/*.txt'
-    """
-    if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]
-    paths: list[str] = []
-    for item in inputs:
-        name = os.fspath(item)
-        if os.path.exists(name) or not glob.has_magic(name):
-            matches = [name]
-        else:
-            matches = [m for m in sorted(glob.glob(name, recursive=True)) if os.path.isfile(m)]
-            if not matches:
-                raise FileNotFoundError(f"no file matches {name!r}")
-        for path in matches:
-            if not os.path.exists(path):
-                raise FileNotFoundError(f"training file not found: {path!r}")
-            if os.path.isdir(path):
-                raise IsADirectoryError(f"training input is a directory, not a file: {path!r} (pass {path}/*.txt)")
-            try:
-                open(path, "rb").close()
-            except OSError as e:
-                raise PermissionError(f"cannot read training file {path!r}: {e.strerror}") from None
-            if path not in paths:
-                paths.append(path)
-    if not paths:
-        raise ValueError("no training input given: pass a file, a glob or a list of them")
-    return paths
-
-
 def _check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
     if isinstance(special_tokens, (str, bytes)):
         raise TypeError("special_tokens must be a list of strings, not a single string")
@@ -330,93 +297,27 @@ def _special_splitter(specials: Sequence[str]):
 
 
 _worker_cache: dict[tuple[str, tuple[str, ...]], tuple] = {}
-_report_progress = None  # in a worker process: puts the number of bytes done on the parent's queue
 
 
-def _init_worker(queue) -> None:
-    global _report_progress
-    _report_progress = queue.put
-    # Ctrl-C is the parent's to handle (it stops the pool), instead of every worker printing a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def is_jsonl(path: str | os.PathLike) -> bool:
-    """Whether the trainer reads ``path`` as JSON lines (one document per line) rather than plain text."""
-    return os.fspath(path).endswith((".jsonl", ".jsonl.gz"))
-
-
-def read_documents(path: str, start: int = 0, end: int | None = None, *, text_field: str = "text"):
-    """The documents (strings) in bytes ``start:end`` of ``path``: the text itself for a plain file, the
-    ``text_field`` of each line for a ``.jsonl`` file (a ``.jsonl.gz`` file is always read whole).
-    Raises ``ValueError`` naming the file and the byte offset or line when the input is bad."""
-    path = os.fspath(path)
-    if end is None:
-        end = os.path.getsize(path)
-    if not is_jsonl(path):
-        yield _read_text(path, start, end)
-        return
-    if path.endswith(".gz"):
-        with gzip.open(path, "rb") as f:
-            for number, line in enumerate(f, 1):
-                yield from _document(line, text_field, path, lambda: number)
-        return
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(end - start)
-    for i, line in enumerate(data.split(b"\n")):
-        yield from _document(line, text_field, path, lambda: _line_number(path, start) + i)
-
-
-def _document(line: bytes, text_field: str, path: str, line_number) -> list[str]:
-    """The text of one JSON line (none for a blank line); ``line_number()`` is only worked out for an error."""
-    if not line.strip():
-        return []
-    try:
-        record = json.loads(line)
-    except ValueError as e:  # not JSON, or not UTF-8
-        raise ValueError(f"{path}:{line_number()}: not a JSON object ({e})") from None
-    if not isinstance(record, dict) or text_field not in record:
-        keys = ", ".join(map(repr, record)) if isinstance(record, dict) else type(record).__name__
-        raise ValueError(f"{path}:{line_number()}: no {text_field!r} field (found {keys}); pass the text's field "
-                         "name as text_field (--text_field)")
-    text = record[text_field]
-    if not isinstance(text, str):
-        raise ValueError(f"{path}:{line_number()}: {text_field!r} is a {type(text).__name__}, not a string")
-    return [text] if text else []
-
-
-def _line_number(path: str, offset: int) -> int:
-    """The 1-based number of the line starting at byte ``offset``."""
-    newlines = 0
-    with open(path, "rb") as f:
-        while offset > 0:
-            block = f.read(min(offset, 1 << 20))
-            newlines += block.count(b"\n")
-            offset -= len(block)
-    return newlines + 1
-
-
-def _read_text(path: str, start: int, end: int) -> str:
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(end - start)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{path!r} is not valid UTF-8: {e.reason} at byte offset {start + e.start} "
-            f"(byte 0x{data[e.start]:02x})"
-        ) from None
+def _range_documents(path: str, start: int, end: int, text_field: str) -> Iterable[str]:
+    """The documents in bytes ``start:end`` of an input: the text itself for a text file, each record's text
+    for a file of records (read whole when it is compressed or parquet: it is then one range). Invalid UTF-8
+    stops the count (errors=None: training offers no replacing, it should not learn U+FFFD)."""
+    if input_format(path) == "text":
+        return [read_text(path, start, end, errors=None)]
+    return (record.text for record in read_records(path, text_field, errors=None, start=start, end=end))
 
 
 def _count_ranges(
-    ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str, report=None
+    ranges: Sequence[tuple[str, int, int]], pattern: str, specials: tuple[str, ...], text_field: str,
+    report=lambda nbytes: None,
 ) -> Counter:
     """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary).
 
     With a pattern that has array counts (:mod:`tokenizer.training.array_counts`) the texts of each range are counted
     together by array operations, and only their edges (next to where they begin and end) are split here as
-    strings; with another pattern, or text with a lone surrogate, every text is split here."""
+    strings; with another pattern, or text with a lone surrogate, every text is split here. ``report(bytes)``
+    is called after each range."""
     key = (pattern, specials)
     fns = _worker_cache.get(key)
     if fns is None:
@@ -424,28 +325,24 @@ def _count_ranges(
         fns = _worker_cache[key] = (_splitter(pattern), _special_splitter(specials), coarse)
     split, split_specials, coarse = fns
     by_arrays = has_array_counts(pattern)
-    report = report or _report_progress
     counts: Counter = Counter()  # coarse pieces with GPT-2's pattern, else pre-tokens
     exact: Counter = Counter()  # pre-tokens counted by arrays
+    done = 0
     for path, start, end in ranges:
-        documents = read_documents(path, start, end, text_field=text_field)
-        try:
-            for texts in _batches(text for document in documents for text in split_specials(document)):
-                if by_arrays:
-                    array_counts, texts = count_texts(texts, pattern)
-                    exact.update(array_counts)
-                for text, n in Counter(texts).items():  # edges repeat ("\n\n" before many a special token)
-                    pieces = coarse(text) if coarse else split(text)
-                    if n == 1:
-                        counts.update(pieces)
-                    else:
-                        for piece in pieces:
-                            counts[piece] += n
-        except ValueError as e:
-            e.failed_range = (path, start)  # for the parent, to report the earliest bad input (it pickles)
-            raise
-        if report:
-            report(end - start)
+        documents = _range_documents(path, start, end, text_field)
+        for texts in _batches(text for document in documents for text in split_specials(document)):
+            if by_arrays:
+                array_counts, texts = count_texts(texts, pattern)
+                exact.update(array_counts)
+            for text, n in Counter(texts).items():  # edges repeat ("\n\n" before many a special token)
+                pieces = coarse(text) if coarse else split(text)
+                if n == 1:
+                    counts.update(pieces)
+                else:
+                    for piece in pieces:
+                        counts[piece] += n
+        done += end - start
+        report(done)
     if coarse:
         counts = _split_pieces(counts, split)
     return _add_up([exact, counts] if len(exact) >= len(counts) else [counts, exact])
@@ -469,21 +366,6 @@ def _batches(texts: Iterable[str]) -> Iterable[list[str]]:
         yield batch
 
 
-def _count_ranges_star(args) -> Counter | ValueError:
-    """:func:`_count_ranges` in a worker; bad input is returned rather than raised, so that the parent sees
-    every worker's first bad range and can report the earliest (not the first to fail in time)."""
-    try:
-        return _count_ranges(*args)
-    except ValueError as e:
-        return e
-
-
-def _input_position(paths: list[str], error: ValueError) -> tuple[int, int]:
-    """Where in the inputs ``error`` was raised (the start of its range), for reporting the earliest."""
-    path, start = getattr(error, "failed_range", (paths[-1], 2**63))
-    return paths.index(path), start
-
-
 def _add_up(counters: list[Counter]) -> Counter:
     total = counters[0]
     for counts in counters[1:]:
@@ -503,20 +385,19 @@ def count_pretokens(
     engine: str = "local",
     address: str | None = None,
 ) -> Counter:
-    """``Counter`` of pre-token string -> occurrences over the files (see :func:`read_documents`), special
-    tokens excluded.
+    """``Counter`` of pre-token string -> occurrences over the input files (read by :mod:`tokenizer.jobs.inputs`:
+    a text is one document, a ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` file one per record), special tokens
+    excluded.
 
-    Each file is cut into chunks (plain text at safe cuts, see :func:`find_chunk_boundaries`; ``.jsonl`` at
-    line ends; a ``.jsonl.gz`` file is one chunk). The chunks are dealt round-robin to ``num_workers``
-    processes; each returns one ``Counter`` for all of its chunks, and the parent adds them up (a piece seen by
+    Each file is cut into byte ranges (plain text at safe cuts, see :func:`find_chunk_boundaries`; ``.jsonl``
+    at line ends; a compressed or parquet file is one range), and each range is one task of a map-reduce on
+    ``engine`` (:mod:`tokenizer.jobs.engines`): its counts, added up. ``local`` deals the ranges round-robin to
+    ``num_workers`` processes, each adding up its own before sending one ``Counter`` back (a piece seen by
     several workers is split by each: dealing the distinct pieces out again so that each is split once was
-    measured slower, the dealing costing more than the splitting it saves). Workers report bytes done through
-    a queue for the progress bar.
-
-    ``engine="ray"``: each chunk is a Ray task (on the cluster at ``address``, or on a local one started for
-    the count with ``num_workers`` CPUs) and the counters are added two at a time in a tree of Ray tasks
-    (:meth:`tokenizer.jobs.engines.RayEngine.map_reduce`), so this process receives only the total. The counts are
-    the same whichever engine.
+    measured slower, the dealing costing more than the splitting it saves). ``ray`` runs each range as a Ray
+    task (on the cluster at ``address``, or on a local one started for the count with ``num_workers`` CPUs)
+    and adds the counters two at a time in a tree of Ray tasks, so this process receives only the total. The
+    counts are the same whichever engine. Bad input in several places: the earliest is reported (locally).
     """
     return _count_pretokens(paths, special_tokens, pattern=pattern, text_field=text_field, num_workers=num_workers,
                             progress=progress, chunk_size=chunk_size, engine=engine, address=address)
@@ -540,67 +421,34 @@ def _count_pretokens(paths, special_tokens, *, pattern, text_field, num_workers,
     target = max(1, min(chunk_size, -(-sum(sizes) // workers)))
     ranges = []
     for path, size in zip(paths, sizes):
-        if path.endswith(".gz"):
+        fmt = input_format(path)
+        if fmt == "parquet" or path.endswith(".gz"):
             bounds = [0, size]
-        elif is_jsonl(path):
+        elif fmt == "jsonl":
             bounds = _line_boundaries(path, target)
         else:
             bounds = find_chunk_boundaries(path, target, [s.encode("utf-8") for s in specials], pattern=pattern)
         ranges += [(path, start, end) for start, end in zip(bounds, bounds[1:]) if end > start]
-    if engine != "local":
-        while_counting()  # nothing here is forked: the engine starts its own processes
-        return _count_on_engine(ranges, pattern, specials, text_field, engine, address, num_workers, progress)
-    workers = max(1, min(workers, len(ranges)))
-    total_mb = round(sum(sizes) / 1e6, 2)
-    with tqdm(total=total_mb, unit="MB", desc="pre-tokenizing", disable=not progress, leave=False) as bar:
-        def report(nbytes: int) -> None:
-            bar.update(round(nbytes / 1e6, 2))
-
-        if workers == 1:
-            while_counting()
-            return _count_ranges(ranges, pattern, specials, text_field, report)
-        import multiprocessing
-
-        ctx = multiprocessing.get_context()
-        done = ctx.Queue()
-        jobs = [(ranges[w::workers], pattern, specials, text_field) for w in range(workers)]
-        with worker_pool(ctx, workers, _init_worker, (done,)) as pool:  # Ctrl-C stops every worker
-            pending = pool.map_async(_count_ranges_star, jobs)
-            while_counting()
-            while not pending.ready():
-                pending.wait(0.05)  # returns as soon as the results are in (a timed get on the queue would not)
-                while not done.empty():
-                    report(done.get())
-            results = pending.get()
-            while not done.empty():
-                report(done.get())
-            failed = [r for r in results if isinstance(r, ValueError)]  # bad input: the earliest is reported
-            if failed:
-                raise min(failed, key=lambda e: _input_position(paths, e))
-    return _add_up(results)
+    tasks = [(byte_range, pattern, specials, text_field) for byte_range in ranges]
+    bar = ProgressBar([end - start for _, start, end in ranges], desc="pre-tokenizing", enabled=progress)
+    try:
+        with open_engine(engine, address=address, workers=num_workers) as runner:
+            counts = runner.map_reduce(_count_range_task, tasks, _add_counts, bar, name="count_pretokens",
+                                       started=while_counting)
+    finally:
+        bar.close()
+    return counts if counts is not None else Counter()
 
 
 def _count_range_task(task, report) -> Counter:
     """An engine's task: the pre-token counts of one byte range."""
     byte_range, pattern, specials, text_field = task
-    return _count_ranges([byte_range], pattern, specials, text_field, report=lambda nbytes: None)
+    return _count_ranges([byte_range], pattern, specials, text_field, report)
 
 
 def _add_counts(left: Counter, right: Counter) -> Counter:
     left.update(right)
     return left
-
-
-def _count_on_engine(ranges, pattern, specials, text_field, engine, address, num_workers, progress) -> Counter:
-    """:func:`count_pretokens` as a map-reduce on ``engine``: one task per range, counters added in a tree."""
-    tasks = [(byte_range, pattern, specials, text_field) for byte_range in ranges]
-    bar = ProgressBar([end - start for _, start, end in ranges], desc="pre-tokenizing", enabled=progress)
-    try:
-        with open_engine(engine, address=address, workers=num_workers) as runner:
-            counts = runner.map_reduce(_count_range_task, tasks, _add_counts, bar, name="count_pretokens")
-    finally:
-        bar.close()
-    return counts if counts is not None else Counter()
 
 
 def _line_boundaries(path: str, chunk_size: int) -> list[int]:

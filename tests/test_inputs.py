@@ -1,0 +1,126 @@
+"""tokenizer/jobs/inputs.py: how every file command names its inputs and reads their documents, and standard
+input (``-``) through the commands. The oracles are the files the tests write and the library's own encode."""
+
+from __future__ import annotations
+
+import doctest
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from tokenizer import get_encoding
+from tokenizer.jobs import inputs
+from tokenizer.jobs.inputs import STDIN, find_inputs, read_records
+
+PROG = "python -m tokenizer"
+
+
+def test_files_folders_globs_and_stdin_in_order_each_once(tmp_path):
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    for name in ("d/b.txt", "d/sub/a.jsonl", "d/notes.md", "c.txt", "x.csv"):
+        (tmp_path / name).write_text("x")
+    found = find_inputs([tmp_path / "x.csv", str(tmp_path / "d"), str(tmp_path / "*.txt"), "-",
+                         tmp_path / "d" / "b.txt"])
+    # a named file of any kind; a folder's known formats, sorted; a glob's matches; stdin; no file twice
+    assert found == [tmp_path / "x.csv", tmp_path / "d" / "b.txt", tmp_path / "d" / "sub" / "a.jsonl",
+                     tmp_path / "c.txt", STDIN]
+    with pytest.raises(ValueError, match="named twice"):
+        find_inputs(["-", "-"])
+    with pytest.raises(ValueError, match="no input given"):
+        find_inputs([])
+
+
+def test_records_of_every_format_with_their_lines(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lines = '{"text": "one"}\n\n{"text": ""}\n{"text": "three", "id": 3}\n'
+    (tmp_path / "a.jsonl").write_text(lines)
+    with gzip.open(tmp_path / "a.jsonl.gz", "wt") as f:
+        f.write(lines)
+    pq.write_table(pa.table({"text": ["one", "", "three"]}), tmp_path / "a.parquet", row_group_size=2)
+    for name, numbers in (("a.jsonl", [1, 3, 4]), ("a.jsonl.gz", [1, 3, 4]), ("a.parquet", [1, 2, 3])):
+        records = list(read_records(tmp_path / name))
+        assert [(r.text, r.number) for r in records] == list(zip(["one", "", "three"], numbers)), name
+        assert records[-1].done <= (tmp_path / name).stat().st_size
+    # a range of a .jsonl file starts at a line; its records have no number, its errors still name the line
+    start = len('{"text": "one"}\n\n')
+    assert [r.text for r in read_records(tmp_path / "a.jsonl", start=start)] == ["", "three"]
+    (tmp_path / "b.jsonl").write_text(lines + "{oops\n")
+    with pytest.raises(ValueError, match=r"^.*b\.jsonl line 5: not JSON \(.*at column 2\); a \.jsonl file"):
+        list(read_records(tmp_path / "b.jsonl", start=start))
+
+
+def test_missing_pyarrow_is_said_before_any_work(tmp_path, monkeypatch):
+    (tmp_path / "a.parquet").write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ImportError, match=r'pip install "gpt2-numpy\[distributed\]"'):
+        find_inputs([tmp_path])
+
+
+def test_docstring_examples():
+    result = doctest.testmod(inputs)
+    assert result.attempted > 0 and result.failed == 0
+
+
+# ---- standard input through the commands ------------------------------------------------------------------
+
+
+def run(*args, stdin: bytes, cwd, status: int = 0) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "tokenizer", *args], input=stdin, cwd=cwd, capture_output=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+    assert proc.returncode == status, proc.stderr.decode()
+    if status == 2:
+        assert proc.stderr.decode().count("\n") == 1, proc.stderr.decode()
+    return proc
+
+
+TEXT = "A story about a cat.<|endoftext|>Another one, about a dog.\n" * 50
+
+
+def test_count_stats_encode_file_and_parity_read_stdin(tmp_path):
+    enc = get_encoding("gpt2")
+    ids = enc.encode(TEXT, allowed_special="all")
+    data = TEXT.encode()
+    out = run("count", "-", "--allowed_special", "all", stdin=data, cwd=tmp_path).stdout.decode()
+    assert out.startswith(f"stdin: {len(ids):,} tokens, {len(data):,} bytes")
+    out = run("stats", "-", "--encodings", "gpt2,cl100k_base", "--allowed_special", "all", stdin=data,
+              cwd=tmp_path).stdout.decode()
+    assert f"| stdin | gpt2 | {len(data):,} | {len(ids):,} |" in out and "| stdin | cl100k_base |" in out
+    run("encode-file", "-", "--out", "out.bin", "--allowed_special", "all", stdin=data, cwd=tmp_path)
+    assert np.fromfile(tmp_path / "out.bin", dtype="<u2").tolist() == ids
+    out = run("parity", "-", "--allowed_special", "all", stdin=data, cwd=tmp_path).stdout.decode()
+    assert "identical: 3 checks" in out and "stdin" in out
+    err = run("encode-file", "-", stdin=data, cwd=tmp_path, status=2).stderr.decode()
+    assert "--out" in err
+
+
+def test_train_reads_stdin_like_a_file(tmp_path):
+    (tmp_path / "corpus.txt").write_text(TEXT)
+    run("train", "--input", "-", "--vocab_size", "300", "--out", "from_stdin", stdin=TEXT.encode(), cwd=tmp_path)
+    run("train", "--input", "corpus.txt", "--vocab_size", "300", "--out", "from_file", stdin=b"", cwd=tmp_path)
+    assert (tmp_path / "from_stdin" / "vocab.bpe").read_bytes() == (tmp_path / "from_file" / "vocab.bpe").read_bytes()
+    err = run("train", "--input", "-", "--vocab_size", "300", "--out", "x", "--resume", stdin=b"", cwd=tmp_path,
+              status=2).stderr.decode()
+    assert "standard input cannot be read twice" in err
+
+
+def test_count_reads_documents_and_names_a_bad_line(tmp_path):
+    docs = ["first document", "second <|endoftext|> document"]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in docs) + "[1]\n")
+    err = run("count", "d.jsonl", "--text_field", "body", stdin=b"", cwd=tmp_path, status=2).stderr.decode()
+    assert err == f'{PROG}: error: d.jsonl line 3: a JSON list, not an object with a "body" field; a .jsonl file ' \
+                  "holds one JSON object per line\n"
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in docs))
+    out = run("count", "d.jsonl", "--text_field", "body", "--disallowed_special", "none", stdin=b"",
+              cwd=tmp_path).stdout.decode()
+    enc = get_encoding("gpt2")
+    tokens = sum(len(enc.encode(d, disallowed_special=())) for d in docs)
+    assert out.startswith(f"d.jsonl: {tokens} tokens, {sum(len(d) for d in docs)} bytes")
