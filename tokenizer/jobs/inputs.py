@@ -43,7 +43,7 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 STDIN = Path("-")
 RECORD_FORMATS = {".jsonl.gz": "jsonl", ".jsonl": "jsonl", ".parquet": "parquet"}
