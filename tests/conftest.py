@@ -7,7 +7,8 @@
   ``$TIKTOKEN_CACHE_DIR`` seeded from those files, unless set), at them, so the whole suite runs offline:
   ``python -m pytest`` is the whole command.
 - Under ``CI=true`` a skipped test counts as a failure: a test that does not run cannot fail.
-- ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (300 unless ``$FUZZ_EXAMPLES`` says otherwise).
+- ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (100 unless ``$FUZZ_EXAMPLES`` says otherwise; CI's
+  exhaustive run reruns every fuzz test with 2,000).
 - Two tiers. ``python -m pytest`` runs the everyday tier: every fast path against its oracle on real samples,
   in about three minutes on two cores. ``python -m pytest -m exhaustive`` runs the rest, listed in
   :data:`EXHAUSTIVE` below: sweeps over every code point, commands end to end, the browser, Ray, TensorFlow,
@@ -30,7 +31,7 @@ SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared").
 CORPUS = SHARED / "corpus"
 ENCODINGS_DIR = SHARED / "encodings"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))
+FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
 # For the many fuzz tests of the array paths, each example of which runs several paths and their oracles: a
 # quarter of the budget each keeps the suite within its time.
 FUZZ_SHARE = max(FUZZ_EXAMPLES // 4, 50)
@@ -66,7 +67,8 @@ def pytest_configure(config):
 
 # The exhaustive tier, by what a test needs or sweeps: its name holds one of these words, or it uses one of these
 # fixtures, or it is in one of these files, or it is named here.
-EXHAUSTIVE_WORDS = ("every_code_point", "every_bmp_code_point", "every_prefix", "bounded_memory", "20_mb")
+EXHAUSTIVE_WORDS = ("every_code_point", "every_bmp_code_point", "every_prefix", "bounded_memory", "20_mb",
+                    "every_corpus", "every_distinct_piece", "ray_engine", "chunking", "chunk_size")
 EXHAUSTIVE_FIXTURES = ("browser", "ray_cluster")  # a browser; a Ray cluster
 EXHAUSTIVE_FILES = ("test_package.py", "test_tfcheckpoint.py")  # pip install; TensorFlow as the oracle
 EXHAUSTIVE = {
@@ -77,7 +79,9 @@ EXHAUSTIVE = {
     "test_gpt2.py": ("test_cli_end_to_end_on_a_tiny_checkpoint",),
     # whole corpora, where the everyday tier takes samples
     "test_parity.py": ("test_corpus_ids_equal_whole_files",),
-    "test_batch_bpe.py": ("test_char_windows_never_cut_what_a_token_spans_on_the_corpora",),
+    "test_batch_bpe.py": ("test_char_windows_never_cut_what_a_token_spans_on_the_corpora",
+                          "test_pair_table_of_openai_ranks_equals_the_obvious_one"),
+    "test_hfmodel.py": ("test_openai_folder_by_path_and_cli_save_hf",),
     # the trainer's compiled merge loop: compiling it takes 20-40 s of the machine's two cores on a fresh one
     "test_train.py": ("test_fast_merges_equal_the_reference", "test_fast_merges_equal_the_reference_on_long_runs",
                       "test_compiled_merges_equal_the_reference_when_its_arrays_grow",
@@ -99,6 +103,8 @@ def pytest_collection_modifyitems(config, items):
                 or "ray" in params.values()
                 or params.get("compiled") is True or params.get("ready_at") is not None):
             item.add_marker(pytest.mark.exhaustive)
+        if getattr(item.obj, "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.fuzz)
 
 
 @pytest.hookimpl(hookwrapper=True)

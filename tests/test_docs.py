@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = sorted((REPO / "docs").glob("*.md"))
+DOCS = sorted((REPO / "docs").glob("[0-9][0-9]-*.md"))  # the walkthroughs
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 EXPECTED_DOCS = ["01-characters-to-bpe.md", "02-gpt2-vocab-files.md", "03-ids-to-next-token.md"]
 

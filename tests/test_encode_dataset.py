@@ -362,11 +362,10 @@ def test_txt_shard_documents_are_documents_not_separators(tmp_path, text, expect
 
 def test_txt_shard_documents_counted_across_chunks(tmp_path, monkeypatch):
     """A long shard read in many chunks: the count is the whole text's."""
-    import functools
+    from tokenizer.jobs import dataset
 
-    from tokenizer.jobs import dataset, sharded
-
-    monkeypatch.setattr(sharded, "iter_chunks", functools.partial(dataset.iter_chunks, chunk_bytes=4096))
+    whole_chunks = dataset.iter_chunks
+    monkeypatch.setattr(dataset, "iter_chunks", lambda f, specials, chunk_bytes, **kw: whole_chunks(f, specials, 4096, **kw))
     text = corpus_text("fr_manpages.txt", 60_000)
     assert "<|" not in text
     stories = [text[k * 3000:(k + 1) * 3000] for k in range(20)]
@@ -379,7 +378,7 @@ def test_cli_non_utf8_txt_shard_names_what_encode_dataset_accepts(tmp_path, caps
     (tmp_path / "b.txt").write_bytes(b"ok \xff")
     assert main(["encode-dataset", str(tmp_path / "b.txt"), "--out", str(tmp_path / "out")], prog="t") == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "byte 3" in err and "convert the shard to UTF-8" in err
+    assert err.count("\n") == 1 and "byte 3" in err and "convert the file to UTF-8" in err
     assert "--errors" not in build_help_flags("encode-dataset")  # so the hint names encode-file's, not its own
     assert "--errors replace on the command line" not in err
 
