@@ -82,6 +82,9 @@ EXHAUSTIVE = {
     "test_batch_bpe.py": ("test_char_windows_never_cut_what_a_token_spans_on_the_corpora",
                           "test_pair_table_of_openai_ranks_equals_the_obvious_one"),
     "test_hfmodel.py": ("test_openai_folder_by_path_and_cli_save_hf",),
+    # sweeps: every ASCII pair and triple; encode_with_unstable at many cut points of real text
+    "test_pretokenize.py": ("test_every_ascii_pair_and_triple",),
+    "test_tiktoken_surface.py": ("test_encode_with_unstable_on_real_text",),
     # the trainer's compiled merge loop: compiling it takes 20-40 s of the machine's two cores on a fresh one
     "test_train.py": ("test_fast_merges_equal_the_reference", "test_fast_merges_equal_the_reference_on_long_runs",
                       "test_compiled_merges_equal_the_reference_when_its_arrays_grow",
