@@ -128,3 +128,6 @@ def corpus_text(name: str, limit: int | None = None) -> str:
 
 
 CORPUS_FILES = sorted(p.name for p in CORPUS.glob("*.txt"))
+# A test looping over the corpora must not pass by looping over nothing: no corpus, no run.
+if not CORPUS_FILES:
+    raise pytest.UsageError(f"no corpus files (*.txt) in {CORPUS}; the tests loop over them")
