@@ -8,7 +8,7 @@
   ``python -m pytest`` is the whole command.
 - Under ``CI=true`` a skipped test counts as a failure: a test that does not run cannot fail.
 - ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (100 unless ``$FUZZ_EXAMPLES`` says otherwise; CI's
-  exhaustive run reruns every fuzz test with 2,000).
+  exhaustive run reruns every fuzz test with 1,000).
 - Two tiers. ``python -m pytest`` runs the everyday tier: every fast path against its oracle on real samples,
   in about three minutes on two cores. ``python -m pytest -m exhaustive`` runs the rest, listed in
   :data:`EXHAUSTIVE` below: sweeps over every code point, commands end to end, the browser, Ray, TensorFlow,
