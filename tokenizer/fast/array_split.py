@@ -218,26 +218,16 @@ def _safe_cuts_within(code_points: np.ndarray, begin: np.ndarray, limit: np.ndar
     :mod:`tokenizer.cuts`' rule allows a cut, or ``limit`` if none; looked for in windows that double in width.
     The rule is :func:`_is_cut`'s, on o200k's classes (they hold every class it asks about, for every pattern)."""
     table = o200k_class_table()
-    found_at = limit.astype(np.int64, copy=True)
     todo = np.flatnonzero(begin * step < limit * step)
-    at = begin[todo].astype(np.int64)
-    width = 16
-    while len(todo):
-        window = at[:, None] + step * np.arange(width)
-        row_limit = limit[todo][:, None]
+
+    def look(window: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        row_limit = limit[rows][:, None]
         valid = window * step < row_limit * step
         # (outside the text: its last place inside, read for nothing; the verdict is masked out)
         inside = np.where(valid, window, row_limit - step)
-        before, after = table[code_points[inside - 1]], table[code_points[inside]]
-        hit = valid & _cut_rule(before, after)
-        first = np.argmax(hit, axis=1)
-        rows = np.arange(len(todo))
-        found = hit[rows, first]
-        found_at[todo[found]] = window[rows[found], first[found]]
-        going = ~found & valid[:, -1]
-        todo, at = todo[going], at[going] + step * width
-        width *= 2
-    return found_at
+        return valid, valid & _cut_rule(table[code_points[inside - 1]], table[code_points[inside]])
+
+    return _first_hits(limit.astype(np.int64, copy=True), todo, begin[todo].astype(np.int64), step, look)
 
 
 def classes_of(code_points: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -509,15 +499,26 @@ def _nearest_cut(classes: np.ndarray, begin: np.ndarray, step: int) -> np.ndarra
     """For each of ``begin``: the first cut at ``begin``, ``begin + step``, ... (0 or len if none), in windows
     that double in width."""
     n = len(classes)
-    found_at = np.full(len(begin), 0 if step < 0 else n, np.int64)
-    todo = np.arange(len(begin))
-    at = begin.astype(np.int64)
-    width = 16
-    while len(todo):
-        window = at[:, None] + step * np.arange(width)
+
+    def look(window: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         valid = (window > 0) & (window < n)
         hit = np.zeros(window.shape, bool)
         hit[valid] = _is_cut(classes, window[valid])
+        return valid, hit
+
+    found_at = np.full(len(begin), 0 if step < 0 else n, np.int64)
+    return _first_hits(found_at, np.arange(len(begin)), begin.astype(np.int64), step, look)
+
+
+def _first_hits(found_at: np.ndarray, todo: np.ndarray, at: np.ndarray, step: int, look) -> np.ndarray:
+    """The search both cut finders share: from each ``at`` (the rows ``todo`` of ``found_at``), places ``at``,
+    ``at + step``, ... in windows that double in width; ``look(window, rows)`` gives which places are valid and
+    which are cuts. The first cut of a row is written to ``found_at``; a row whose window runs past its valid
+    places keeps what ``found_at`` held."""
+    width = 16
+    while len(todo):
+        window = at[:, None] + step * np.arange(width)
+        valid, hit = look(window, todo)
         first = np.argmax(hit, axis=1)
         rows = np.arange(len(todo))
         found = hit[rows, first]
