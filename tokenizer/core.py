@@ -1,10 +1,11 @@
 """The reference core: ordinary text -> ids as the algorithm reads, in a screenful of pure Python.
 
-An :class:`~tokenizer.encoding.Encoding` is a face (tiktoken's API: special tokens, batches, decoding) over a
-core that does one thing: turn ordinary text, with no special tokens in it, into token ids. Every core has the
-same small interface::
+An :class:`~tokenizer.encoding.Encoding` is a face (tiktoken's API: special tokens, batches, errors) over a
+core that does the work both ways: ordinary text, with no special tokens in it, into token ids, and token ids
+back into bytes. Every core has the same small interface::
 
     core.encode_ordinary_texts(texts: list[str]) -> list[list[int]]
+    core.decode_bytes(ids: Sequence[int]) -> bytes    # TypeError or IndexError for an id that is not a token
 
 The face hands it everything a call holds at once (a batch, or all the stretches between special tokens), so
 that a fast core can work on them together. Two cores exist:
@@ -16,14 +17,17 @@ that a fast core can work on them together. Two cores exist:
 
 ``get_encoding(name, core="reference")`` or ``Encoding(..., core="reference")`` chooses this one.
 
->>> core = ReferenceCore(r" ?\\w+| ", {b"ab": 0}, {bytes([b]): b for b in range(256)} | {b"ab": 256})
+>>> token_ids = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+>>> core = ReferenceCore(r" ?\\w+| ", {b"ab": 0}, token_ids, bytes_by_id=[*token_ids])
 >>> core.encode_ordinary_texts(["ab ab", "ba"])  # pieces "ab", " ab" (" " + "ab"), then "ba" (no merge)
 [[256, 32, 256], [98, 97]]
+>>> core.decode_bytes([256, 32, 256])
+b'ab ab'
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .bpe import merge_reference
 from .pretokenize import compile_pattern, replace_surrogates
@@ -33,7 +37,8 @@ class ReferenceCore:
     """Ordinary text -> ids: the pattern's pieces, each merged by :func:`tokenizer.bpe.merge_reference`.
 
     ``whole_piece_tokens``: a piece that is itself a token is that token (tiktoken's rule), even where the
-    merges would not build it; False runs the merges alone (CS336's rule).
+    merges would not build it; False runs the merges alone (CS336's rule). ``bytes_by_id``: each id's bytes
+    (special tokens included), None where an id is not a token; the face makes it (see ``Encoding``).
     """
 
     def __init__(
@@ -43,11 +48,13 @@ class ReferenceCore:
         token_ids: Mapping[bytes, int],
         *,
         whole_piece_tokens: bool = True,
+        bytes_by_id: Sequence[bytes | None],
     ):
         self.pretokenizer = compile_pattern(pat_str)
         self.merge_ranks = merge_ranks
         self.token_ids = token_ids
         self.whole_piece_tokens = whole_piece_tokens
+        self.bytes_by_id = bytes_by_id
 
     def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
         ids_of_texts = []
@@ -63,3 +70,6 @@ class ReferenceCore:
                         ids.append(self.token_ids[token])
             ids_of_texts.append(ids)
         return ids_of_texts
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        return b"".join(map(self.bytes_by_id.__getitem__, ids))

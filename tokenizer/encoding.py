@@ -171,19 +171,20 @@ class Encoding:
             self._decoder[idx] = text.encode("utf-8")
         self._special_token_values = frozenset(self._special_tokens.values())
         self.max_token_value = max(self._decoder, default=-1)
-        # The decoder again as a list by id, for decode_bytes: a list is indexed faster than a dict is looked up.
-        # Its second half is None, and so is an unused id: a negative id (which a list would take from its end)
-        # and any other that is not a token then fail the join, and the error is found as for the dict.
-        self._bytes_by_id: list[bytes | None] = [None] * (2 * (self.max_token_value + 1))
+        # The decoder again as a list by id, for the cores' decode_bytes: a list is indexed faster than a dict is
+        # looked up. Its second half is None, and so is an unused id: a negative id (which a list would take from
+        # its end) and any other that is not a token then fail the join, and the error is found as for the dict.
+        bytes_by_id: list[bytes | None] = [None] * (2 * (self.max_token_value + 1))
         for idx, data in self._decoder.items():
-            self._bytes_by_id[idx] = data
+            bytes_by_id[idx] = data
         self.core_name = core
+        tables = dict(whole_piece_tokens=whole_piece_tokens, bytes_by_id=bytes_by_id)
         if core == "reference":
-            self.core = ReferenceCore(pat_str, merge_ranks, token_ids, whole_piece_tokens=whole_piece_tokens)
+            self.core = ReferenceCore(pat_str, merge_ranks, token_ids, **tables)
         else:
             from .fast.core import FastCore  # only here: the reference core never loads tokenizer.fast
 
-            self.core = FastCore(pat_str, merge_ranks, token_ids, whole_piece_tokens=whole_piece_tokens)
+            self.core = FastCore(pat_str, merge_ranks, token_ids, **tables)
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -502,7 +503,7 @@ class Encoding:
         b'hello world'
         """
         try:
-            return b"".join(map(self._bytes_by_id.__getitem__, tokens))
+            return self.core.decode_bytes(tokens)
         except (IndexError, TypeError):  # TypeError: None joined (not a token), or an item that is not an index
             for t in tokens:
                 if not hasattr(t, "__index__"):
@@ -518,7 +519,11 @@ class Encoding:
         >>> enc.decode([31373, 995])
         'hello world'
         """
-        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+        try:
+            data = self.core.decode_bytes(tokens)
+        except (IndexError, TypeError):
+            data = self.decode_bytes(tokens)  # raises the error that names the id
+        return data.decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token (special tokens included); KeyError for an unknown id."""
