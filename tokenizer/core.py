@@ -5,7 +5,12 @@ core that does the work both ways: ordinary text, with no special tokens in it, 
 back into bytes. Every core has the same small interface::
 
     core.encode_ordinary_texts(texts: list[str]) -> list[list[int]]
+    core.encode_ordinary_joined(texts: list[str], between: list[int]) -> list[int]
     core.decode_bytes(ids: Sequence[int]) -> bytes    # TypeError or IndexError for an id that is not a token
+
+``encode_ordinary_joined`` is what a text with special tokens becomes: the face cuts the text at them and hands
+over the stretches between (``texts``) and the special tokens' ids (``between``, one fewer), and gets back
+the ids of the first stretch, the first special token, the second stretch, and so on.
 
 The face hands it everything a call holds at once (a batch, or all the stretches between special tokens), so
 that a fast core can work on them together. Two cores exist:
@@ -27,6 +32,7 @@ b'ab ab'
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Mapping, Sequence
 
 from .bpe import merge_reference
@@ -71,5 +77,23 @@ class ReferenceCore:
             ids_of_texts.append(ids)
         return ids_of_texts
 
+    def encode_ordinary_joined(self, texts: list[str], between: list[int]) -> list[int]:
+        return interleave(self.encode_ordinary_texts(texts), between)
+
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         return b"".join(map(self.bytes_by_id.__getitem__, ids))
+
+
+def interleave(ids_of_texts: list[list[int]], between: list[int]) -> list[int]:
+    """The ids of the first text, ``between[0]``, the ids of the second text, and so on (one text more than
+    ``between``).
+
+    >>> interleave([[1, 2], [], [3]], [50256, 50257])
+    [1, 2, 50256, 50257, 3]
+    """
+    if not between:
+        return ids_of_texts[0]
+    parts: list = [None] * (2 * len(between) + 1)
+    parts[0::2] = ids_of_texts
+    parts[1::2] = zip(between)  # (each id between as a 1-tuple)
+    return list(chain.from_iterable(parts))

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import functools
 import sys
-from itertools import chain
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 from typing import TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
 
 from . import bpe, saving, streaming, unstable
-from .core import ReferenceCore
+from .core import ReferenceCore, interleave
 from .pretokenize import GPT2_PATTERN, special_token_regex, special_tokens_in
 
 if TYPE_CHECKING:
@@ -268,7 +267,7 @@ class Encoding:
         if not allowed:
             return self.core.encode_ordinary_texts([text])[0]
         stretches, specials = self._cut_at_special_tokens(text, allowed)
-        return self._join_stretches(self.core.encode_ordinary_texts(stretches), specials)
+        return self.core.encode_ordinary_joined(stretches, specials)
 
     def _cut_at_special_tokens(self, text: str, allowed: AbstractSet[str]) -> tuple[list[str], list[int]]:
         """``(stretches, specials)``: the text between the ``allowed`` special tokens (one stretch more than
@@ -288,16 +287,6 @@ class Encoding:
                 start = m.end()
         stretches.append(text[start:])
         return stretches, specials
-
-    @staticmethod
-    def _join_stretches(stretch_ids: list[list[int]], specials: list[int]) -> list[int]:
-        """The ids of each stretch with the special tokens' ids between them (see _cut_at_special_tokens)."""
-        if not specials:
-            return stretch_ids[0]
-        parts: list = [None] * (2 * len(specials) + 1)
-        parts[0::2] = stretch_ids
-        parts[1::2] = zip(specials)  # (each special id as a 1-tuple)
-        return list(chain.from_iterable(parts))
 
     def special_token_sets(
         self,
@@ -372,7 +361,7 @@ class Encoding:
         # Every stretch between special tokens, of every text, encoded together; then put back in place.
         cuts = [self._cut_at_special_tokens(one, allowed) for one in texts]
         stretch_ids = iter(self.core.encode_ordinary_texts([s for stretches, _ in cuts for s in stretches]))
-        return [self._join_stretches([next(stretch_ids) for _ in stretches], specials) for stretches, specials in cuts]
+        return [interleave([next(stretch_ids) for _ in stretches], specials) for stretches, specials in cuts]
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int | None = 8) -> list[list[int]]:
         """Encode several texts, special tokens as plain text; see :func:`map_batch` for ``num_threads``.

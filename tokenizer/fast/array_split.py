@@ -202,10 +202,9 @@ def piece_starts_of_texts(text: str, code_points: np.ndarray, firsts: np.ndarray
     order = np.argsort(edge_firsts, kind="stable")
     edge_firsts, edge_ends = edge_firsts[order], edge_ends[order]
     starts[_segment_positions(edge_firsts, edge_ends - edge_firsts)] = False
-    split = compile_fast(pat_str).split
-    edge_pieces = list(map(split, map(text.__getitem__, map(slice, edge_firsts.tolist(), edge_ends.tolist()))))
-    counts = np.fromiter(map(len, edge_pieces), np.int64, count=len(edge_pieces))
-    lengths = np.fromiter(map(len, chain.from_iterable(edge_pieces)), np.int64, count=int(counts.sum()))
+    edge_lengths = compile_fast(pat_str).piece_lengths_between(text, edge_firsts.tolist(), edge_ends.tolist())
+    counts = np.fromiter(map(len, edge_lengths), np.int64, count=len(edge_lengths))
+    lengths = np.fromiter(chain.from_iterable(edge_lengths), np.int64, count=int(counts.sum()))
     # each piece's start: its edge's first, plus the lengths of the pieces before it in its edge
     offsets = np.cumsum(lengths) - lengths
     edge_of = np.repeat(np.arange(len(counts)), counts)

@@ -32,6 +32,7 @@ from operator import is_not, itemgetter, not_
 from typing import TYPE_CHECKING, Callable, Iterator, Literal, Mapping, Sequence
 
 from .. import bpe
+from ..core import interleave
 from ..pretokenize import replace_surrogates
 from .stdlib_patterns import compile_fast
 
@@ -136,6 +137,16 @@ class FastCore:
             return _join_bytes(self.bytes_by_id, ids, count)
         chunks = (ids[at : at + DECODE_CHUNK_IDS] for at in range(0, count, DECODE_CHUNK_IDS))
         return b"".join([_join_bytes(self.bytes_by_id, chunk, len(chunk)) for chunk in chunks])
+
+    def encode_ordinary_joined(self, texts: list[str], between: list[int]) -> list[int]:
+        """The ids of ``texts[0]``, ``between[0]``, ``texts[1]``... (the stretches of a text between its special
+        tokens, and their ids): long enough together, by one run of the array path over all the stretches, the
+        ids in between put in place in the array."""
+        if len(texts) > 1 and sum(map(len, texts)) >= ARRAY_MIN_CHARS:
+            ids = self._encode_joined(texts, between)
+            if ids is not None:
+                return ids
+        return interleave(self.encode_ordinary_texts(texts), between)
 
     # ---- short texts: the piece cache ----------------------------------------------------------------------
 
@@ -264,11 +275,12 @@ class FastCore:
             return None
         return encode_split_text(text, points, starts, tables).tolist()
 
-    def _encode_joined(self, texts: list[str]) -> list[list[int]] | None:
+    def _encode_joined(self, texts: list[str], between: list[int] | None = None) -> list | None:
         """The ids of each of ``texts`` by one run of the array path over all of them laid end to end (the
         stretches between special tokens, a batch of messages), or None where this vocabulary has no array
         path. Each text is split as it would be alone (:func:`tokenizer.fast.array_split.piece_starts_of_texts`),
-        so no piece runs across two; the pieces of all are grouped and encoded together."""
+        so no piece runs across two; the pieces of all are grouped and encoded together. Given ``between``, one
+        list: each text's ids with those ids between them (:meth:`encode_ordinary_joined`)."""
         if self._token_tables is False or self._pair_table is False or not self.whole_piece_tokens:
             return None
         if self._pair_table is None:
@@ -281,7 +293,7 @@ class FastCore:
 
         nonempty = list(filter(None, texts))
         if not nonempty:
-            return [[] for _ in texts]
+            return [[] for _ in texts] if between is None else list(between)
         text = "".join(nonempty)
         try:
             points = code_points(text)
@@ -304,14 +316,15 @@ class FastCore:
         if tables is None:
             return None
         ids, sizes = encode_split_pieces(text, points, starts, tables)
-        # where each text's ids begin: before its first piece's
-        id_firsts = (np.cumsum(sizes) - sizes)[np.searchsorted(starts, firsts)].tolist()
+        # where each text's ids begin: before its first piece's (an empty text's: where the next one's begin)
+        nonempty_firsts = np.append((np.cumsum(sizes) - sizes)[np.searchsorted(starts, firsts)], len(ids))
+        nonempty_before = np.cumsum([bool(one) for one in texts]) - 1  # (for a text: its place among the nonempty)
+        begins = nonempty_firsts[nonempty_before + np.array([not one for one in texts])]
+        if between is not None:
+            return np.insert(ids, begins[1:], between).tolist()
         every_id = ids.tolist()
-        each = list(map(every_id.__getitem__, map(slice, id_firsts, id_firsts[1:] + [len(every_id)])))
-        if len(each) == len(texts):
-            return each
-        each.reverse()
-        return [each.pop() if text else [] for text in texts]
+        bounds = begins.tolist() + [len(every_id)]
+        return list(map(every_id.__getitem__, map(slice, bounds, bounds[1:])))
 
     def _array_tables(self) -> TokenTables | None:
         """The tables of the array path, built on first need; None if there is none for this vocabulary."""
