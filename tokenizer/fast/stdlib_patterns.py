@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from functools import cache, partial
-from itertools import chain, repeat
+from functools import cache
+from itertools import chain
 
 from ..patterns import OPENAI_PATTERNS, unmask
 from ..pretokenize import compile_pattern
@@ -117,15 +117,12 @@ class FastPretokenizer:
         return unmask(text, self._findall(stand_in_astral(text)))
 
     def piece_lengths_between(self, text: str, firsts: list[int], ends: list[int]) -> list[list[int]]:
-        """The lengths of the pieces of each ``text[first:end]`` split alone, for many short stretches of one
-        text: ``re`` searches between ``pos`` and ``endpos`` as in a string that long (the patterns look neither
-        behind nor for ``^``), so nothing is sliced, and the calls run in ``map``. A stand-in has the length of
-        the character it stands in for, so the text's stand-ins are made once for all."""
-        if not self.uses_stdlib:
-            pieces = map(self.split, map(text.__getitem__, map(slice, firsts, ends)))
-        else:
-            pieces = map(self._findall, repeat(stand_in_astral(text) if has_astral(text) else text), firsts, ends)
-        return list(map(list, map(partial(map, len), pieces)))
+        """The lengths of the pieces of each ``text[first:end]``, split alone: for the many short edges of the
+        texts of one call (:func:`tokenizer.fast.array_split.piece_starts_of_texts`), which repeat ("\\nThe",
+        ".\\n"), so each distinct one is split once (equal stretches share one list: read it, do not change it)."""
+        stretches = list(map(text.__getitem__, map(slice, firsts, ends)))
+        lengths_of = {stretch: list(map(len, self.split(stretch))) for stretch in set(stretches)}
+        return list(map(lengths_of.__getitem__, stretches))
 
 
 @cache
