@@ -128,7 +128,7 @@ def test_vocabularies_without_distinct_part_ids_have_no_table():
     assert batch_bpe.build_pair_table({b"ab": 0}, {**token_ids, b"ab": 256}) is None  # no single-byte "z"
 
 
-def many_pieces_text(n: int = 3 * fast_core.BATCH_MIN_PIECES) -> str:
+def many_pieces_text(n: int = 200) -> str:
     return " ".join(f"w{i}x{i * 7919 % 1000}qz" for i in range(n)) + " 你好世界，这是一个测试句子。"
 
 
@@ -137,13 +137,14 @@ def test_encoding_uses_the_batch_and_stays_exact(name, monkeypatch):
     import tiktoken
 
     monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 1)  # (many new pieces, short ones: a batch however few bytes)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_CHARS", 1)  # (however short the text)
     enc = get_encoding(name)
     fresh = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
     text = many_pieces_text()
     assert fresh.encode_ordinary(text) == tiktoken.get_encoding(name).encode_ordinary(text)
     assert fresh.core._pair_table  # the batch ran (a cold call with many new pieces)
     # and the per-piece path agrees
-    monkeypatch.setattr(fast_core, "BATCH_MIN_PIECES", 10**9)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_CHARS", 10**9)
     monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 10**9)
     slow = Encoding(name, pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
     assert slow.encode_ordinary(text) == fresh.encode_ordinary(text)
@@ -154,12 +155,12 @@ def test_encoding_uses_the_batch_and_stays_exact(name, monkeypatch):
 def test_batch_respects_whole_piece_tokens(whole_piece_tokens, monkeypatch):
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc", 258: b" ab"}
     merges = [(b"a", b"b"), (b" ", b"ab")]
-    text = " ".join(["abc"] + [f"ab{i}" for i in range(3 * fast_core.BATCH_MIN_PIECES + fast_core.BATCH_MIN_BYTES)])
+    text = " ".join(["abc"] + [f"ab{i}" for i in range(fast_core.BATCH_MIN_CHARS // 4 + fast_core.BATCH_MIN_BYTES)])
     fast = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
     ids = fast.encode(text)
     assert fast.core._pair_table
     assert ids[:1] == ([257] if whole_piece_tokens else [256])
-    monkeypatch.setattr(fast_core, "BATCH_MIN_PIECES", 10**9)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_CHARS", 10**9)
     monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 10**9)
     slow = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=whole_piece_tokens)
     assert slow.encode(text) == ids
@@ -168,7 +169,7 @@ def test_batch_respects_whole_piece_tokens(whole_piece_tokens, monkeypatch):
 def test_vocabulary_without_a_table_falls_back_to_merge():
     ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"ba": 256}  # two tokens, one id
     enc = Encoding("dup", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
-    text = " ".join(["ab", "ba"] + [f"aba{i}" for i in range(3 * fast_core.BATCH_MIN_PIECES + fast_core.BATCH_MIN_BYTES)])
+    text = " ".join(["ab", "ba"] + [f"aba{i}" for i in range(fast_core.BATCH_MIN_CHARS // 4 + fast_core.BATCH_MIN_BYTES)])
     assert enc.encode_ordinary(text)[:5] == [256, 32, 256, 32, 256]
     assert enc.core._pair_table is False
 
@@ -223,7 +224,6 @@ def emptied_encoding(name: str) -> Encoding:
 @pytest.fixture
 def always_batch(monkeypatch):
     """Every call takes the batch, however few or short its new pieces."""
-    monkeypatch.setattr(fast_core, "BATCH_MIN_PIECES", 1)
     monkeypatch.setattr(fast_core, "BATCH_MIN_CHARS", 1)
     monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 1)
 
@@ -274,8 +274,8 @@ def test_fuzz_batches_equal_tiktoken(texts, name):
     import tiktoken
 
     oracle = tiktoken.get_encoding(name)
-    saved = fast_core.BATCH_MIN_PIECES, fast_core.BATCH_MIN_CHARS, fast_core.BATCH_MIN_BYTES
-    fast_core.BATCH_MIN_PIECES = fast_core.BATCH_MIN_CHARS = fast_core.BATCH_MIN_BYTES = 1  # hypothesis: no fixtures per example
+    saved = fast_core.BATCH_MIN_CHARS, fast_core.BATCH_MIN_BYTES
+    fast_core.BATCH_MIN_CHARS = fast_core.BATCH_MIN_BYTES = 1  # hypothesis: no fixtures per example
     try:
         ours = emptied_encoding(name)
         assert ours.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts)
@@ -284,7 +284,7 @@ def test_fuzz_batches_equal_tiktoken(texts, name):
         ours = emptied_encoding(name)
         assert ours.encode(texts[0], disallowed_special=()) == oracle.encode(texts[0], disallowed_special=())
     finally:
-        fast_core.BATCH_MIN_PIECES, fast_core.BATCH_MIN_CHARS, fast_core.BATCH_MIN_BYTES = saved
+        fast_core.BATCH_MIN_CHARS, fast_core.BATCH_MIN_BYTES = saved
 
 
 SPECIAL_TEXT = "a<|endoftext|>b <|endofprompt|> c<|fim_prefix|>中文<|endoftext|>"
