@@ -133,20 +133,12 @@ class FastCore:
             count = len(ids)
         except TypeError:  # an iterator
             return b"".join(map(self.bytes_by_id.__getitem__, ids))
-        if count <= DECODE_CHUNK_IDS:
-            return _join_bytes(self.bytes_by_id, ids, count)
-        chunks = (ids[at : at + DECODE_CHUNK_IDS] for at in range(0, count, DECODE_CHUNK_IDS))
-        return b"".join([_join_bytes(self.bytes_by_id, chunk, len(chunk)) for chunk in chunks])
-
-    def encode_ordinary_joined(self, texts: list[str], between: list[int]) -> list[int]:
-        """The ids of ``texts[0]``, ``between[0]``, ``texts[1]``... (the stretches of a text between its special
-        tokens, and their ids): long enough together, by one run of the array path over all the stretches, the
-        ids in between put in place in the array."""
-        if len(texts) > 1 and sum(map(len, texts)) >= ARRAY_MIN_CHARS:
-            ids = self._encode_joined(texts, between)
-            if ids is not None:
-                return ids
-        return interleave(self.encode_ordinary_texts(texts), between)
+        if 1 < count <= DECODE_CHUNK_IDS:
+            return b"".join(itemgetter(*ids)(self.bytes_by_id))
+        if count > DECODE_CHUNK_IDS:
+            chunks = (ids[at : at + DECODE_CHUNK_IDS] for at in range(0, count, DECODE_CHUNK_IDS))
+            return b"".join([_join_bytes(self.bytes_by_id, chunk, len(chunk)) for chunk in chunks])
+        return b"".join(map(self.bytes_by_id.__getitem__, ids))  # (of one id, itemgetter gives the item, not a tuple)
 
     # ---- short texts: the piece cache ----------------------------------------------------------------------
 
@@ -361,7 +353,8 @@ class FastCore:
 
 
 def _join_bytes(bytes_by_id: list[bytes | None], ids: Sequence[int], count: int) -> bytes:
-    """``b"".join(bytes_by_id[i] for i in ids)``, the look-ups done by one ``itemgetter`` call."""
+    """``b"".join(bytes_by_id[i] for i in ids)``, the look-ups done by one ``itemgetter`` call (a chunk of
+    :meth:`FastCore.decode_bytes`)."""
     if count > 1:
         return b"".join(itemgetter(*ids)(bytes_by_id))
     return b"".join(map(bytes_by_id.__getitem__, ids))  # (of one id, itemgetter gives the item, not a tuple)
