@@ -1,6 +1,8 @@
-"""Every ``python -m tokenizer`` command, run as a user runs it: its own process, started from another folder
-(``tmp_path``), with its output, its one-line errors and its exit status checked. The oracles are the library
-(``Encoding.encode``) and tiktoken; the installed console script is tested in test_package.py."""
+"""Every ``python -m tokenizer`` command, run as a user runs it: started from another folder (``tmp_path``), with
+its output, its one-line errors and its exit status checked. The ``cli`` fixture runs each command twice over
+the two tiers: in this process (``tokenizer.cli.main``, the everyday tier) and in its own (the exhaustive tier);
+what only a process of its own shows (Ctrl-C, a reader that goes away, memory) is tested in one. The oracles are
+the library (``Encoding.encode``) and tiktoken; the installed console script is tested in test_package.py."""
 
 from __future__ import annotations
 
@@ -20,14 +22,13 @@ import pytest
 import tiktoken
 
 import tokenizer
-from conftest import CORPUS, REPO
+from conftest import CORPUS, PROG, REPO, check_command, run_command
 from tokenizer import get_encoding
 from tokenizer.encoding import Encoding
 from tokenizer.training.train import train_bpe
 
 COMMANDS = ["encode", "decode", "count", "encode-file", "encode-dataset", "stats", "show", "explain", "compare",
             "train", "parity", "serve"]
-PROG = "python -m tokenizer"
 
 
 def start(*args, cwd, **options) -> subprocess.Popen:
@@ -37,17 +38,14 @@ def start(*args, cwd, **options) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options)
 
 
-@pytest.fixture
-def cli(tmp_path):
-    """``cli(*args)`` runs the command in ``tmp_path`` (not the checkout) and checks its exit status."""
+@pytest.fixture(params=["in_process", "own_process"])
+def cli(request, tmp_path):
+    """``cli(*args)`` runs the command in ``tmp_path`` (not the checkout) and checks its exit status (a mistake:
+    one line), in this process or in its own (conftest.py puts the second in the exhaustive tier)."""
+    own_process = request.param == "own_process"
 
     def run(*args, status=0) -> subprocess.CompletedProcess:
-        proc = start(*args, cwd=tmp_path)
-        stdout, stderr = proc.communicate(timeout=600)
-        assert proc.returncode == status, stderr
-        if status == 2:  # a mistake: exactly one line, naming the program, never a traceback
-            assert stderr.count("\n") == 1 and stderr.startswith(PROG), stderr
-        return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+        return check_command(run_command(args, cwd=tmp_path, own_process=own_process), status)
 
     return run
 
@@ -424,6 +422,7 @@ def test_ctrl_c_during_train_is_one_line_and_saves_nothing(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["tok.checkpoint"]  # no tokenizer
 
 
+@pytest.mark.parametrize("cli", ["own_process"], indirect=True)  # it kills a training in its own process anyway
 def test_train_killed_then_resumed_ends_with_the_same_merges(cli, tmp_path):
     (tmp_path / "corpus.txt").write_bytes(corpus_prefix("en_docs.txt", 1_500_000))
     options = ["--input", "corpus.txt", "--vocab_size", "3000", "--num_workers", "1"]
