@@ -179,6 +179,20 @@ def run_command(args, *, cwd, own_process: bool, stdin: bytes | None = None,
     return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
 
 
+@pytest.fixture(params=["in_process", "own_process"])
+def cli(request, tmp_path):
+    """``cli(*args)`` runs ``python -m tokenizer *args`` in ``tmp_path`` (not the checkout) and checks its exit
+    status (``status``; a mistake, 2: one line); ``stdin``: bytes to read. Each test that uses it runs twice: the
+    command in this process (the everyday tier) and in its own (``own_process``: the exhaustive tier)."""
+    own_process = request.param == "own_process"
+
+    def run(*args, status=0, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+        return check_command(run_command(args, cwd=tmp_path, own_process=own_process, stdin=stdin, env=env), status)
+
+    run.own_process = own_process
+    return run
+
+
 def check_command(proc: subprocess.CompletedProcess, status: int) -> subprocess.CompletedProcess:
     """``proc`` (from :func:`run_command`) with its output as text (newlines read as ``text=True`` reads them),
     once its exit status is ``status``; a mistake (2) must be said in one line that names the program."""

@@ -1,8 +1,9 @@
 """Every ``python -m tokenizer`` command, run as a user runs it: started from another folder (``tmp_path``), with
-its output, its one-line errors and its exit status checked. The ``cli`` fixture runs each command twice over
-the two tiers: in this process (``tokenizer.cli.main``, the everyday tier) and in its own (the exhaustive tier);
-what only a process of its own shows (Ctrl-C, a reader that goes away, memory) is tested in one. The oracles are
-the library (``Encoding.encode``) and tiktoken; the installed console script is tested in test_package.py."""
+its output, its one-line errors and its exit status checked. conftest.py's ``cli`` fixture runs each command
+twice over the two tiers: in this process (``tokenizer.cli.main``, the everyday tier) and in its own (the
+exhaustive tier); what only a process of its own shows (Ctrl-C, a reader that goes away, memory) is tested in
+one. The oracles are the library (``Encoding.encode``) and tiktoken; the installed console script is tested in
+test_package.py."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import pytest
 import tiktoken
 
 import tokenizer
-from conftest import CORPUS, PROG, REPO, check_command, run_command
+from conftest import CORPUS, PROG, REPO
 from tokenizer import get_encoding
 from tokenizer.encoding import Encoding
 from tokenizer.training.train import train_bpe
@@ -36,18 +37,6 @@ def start(*args, cwd, **options) -> subprocess.Popen:
     env.pop("NO_COLOR", None)
     return subprocess.Popen([sys.executable, "-m", "tokenizer", *args], cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options)
-
-
-@pytest.fixture(params=["in_process", "own_process"])
-def cli(request, tmp_path):
-    """``cli(*args)`` runs the command in ``tmp_path`` (not the checkout) and checks its exit status (a mistake:
-    one line), in this process or in its own (conftest.py puts the second in the exhaustive tier)."""
-    own_process = request.param == "own_process"
-
-    def run(*args, status=0) -> subprocess.CompletedProcess:
-        return check_command(run_command(args, cwd=tmp_path, own_process=own_process), status)
-
-    return run
 
 
 def corpus_prefix(name: str, limit: int) -> bytes:

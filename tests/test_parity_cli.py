@@ -19,22 +19,19 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, FUZZ_EXAMPLES, PROG, REPO, check_command, run_command
+from conftest import CORPUS, FUZZ_EXAMPLES, PROG, REPO
 from tokenizer import Encoding, get_encoding
 from tokenizer.jobs import dataset, parity
 from tokenizer.pretokenize import compile_pattern
 
-@pytest.fixture(params=["in_process", "own_process"])
-def cli(request, tmp_path):
-    """``cli(*args)`` runs ``parity *args`` in ``tmp_path`` and checks its exit status (a mistake: one line), in
-    this process or in its own (conftest.py puts the second in the exhaustive tier)."""
-    own_process = request.param == "own_process"
+@pytest.fixture
+def cli(cli):
+    """conftest.py's ``cli``, for ``parity``: ``cli(*args)`` runs ``python -m tokenizer parity *args``."""
 
-    def run(*args, status=0, env=None) -> subprocess.CompletedProcess:
-        return check_command(run_command(["parity", *args], cwd=tmp_path, own_process=own_process, env=env),
-                             status)
+    def run(*args, **options):
+        return cli("parity", *args, **options)
 
-    run.own_process = own_process
+    run.own_process = cli.own_process
     return run
 
 
