@@ -76,7 +76,11 @@ EXHAUSTIVE_FIXTURES = ("browser", "ray_cluster")  # a browser; a Ray cluster
 EXHAUSTIVE_FILES = ("test_package.py", "test_tfcheckpoint.py")  # pip install; TensorFlow as the oracle
 EXHAUSTIVE = {
     # commands end to end
-    "test_cli.py": ("test_train_killed_then_resumed_ends_with_the_same_merges",),
+    "test_cli.py": ("test_train_killed_then_resumed_ends_with_the_same_merges",
+                    # Ctrl-C in a process of its own: the everyday tier keeps encode-file's (and, in this
+                    # process, train's message)
+                    "test_ctrl_c_while_the_workers_start_leaves_no_process",
+                    "test_ctrl_c_during_train_is_one_line_and_saves_nothing"),
     "test_gpt2.py": ("test_cli_end_to_end_on_a_tiny_checkpoint",),
     # whole corpora, where the everyday tier takes samples
     "test_parity.py": ("test_corpus_ids_equal_whole_files",),
