@@ -10,9 +10,10 @@
 - ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (100 unless ``$FUZZ_EXAMPLES`` says otherwise; CI's
   exhaustive run reruns every fuzz test with 1,000).
 - Two tiers. ``python -m pytest`` runs the everyday tier: every fast path against its oracle on real samples,
-  in about five minutes on two cores. ``python -m pytest -m exhaustive`` runs the rest, listed in
-  :data:`EXHAUSTIVE` below: sweeps over every code point, commands end to end, the browser, Ray, TensorFlow,
-  installing the package. CI runs both.
+  and every command in this process (the ``cli`` fixture), in about TIME on two cores. ``python -m pytest -m
+  exhaustive`` runs the rest, listed in :data:`EXHAUSTIVE` below: sweeps over every code point, whole corpora
+  and whole matrices, every command again in its own process, the browser, Ray, TensorFlow, installing the
+  package. CI runs both.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ EXHAUSTIVE = {
                     "test_ctrl_c_while_the_workers_start_leaves_no_process",
                     "test_ctrl_c_during_train_is_one_line_and_saves_nothing"),
     "test_gpt2.py": ("test_cli_end_to_end_on_a_tiny_checkpoint",),
+    # picoGPT's own gpt2.py run as a script (the everyday tier checks its main in this process)
+    "test_picogpt.py": ("test_picogpts_own_gpt2_py_runs_on_our_utils_and_encoder",),
     # whole corpora, where the everyday tier takes samples
     "test_parity.py": ("test_corpus_ids_equal_whole_files",),
     "test_batch_bpe.py": ("test_char_windows_never_cut_what_a_token_spans_on_the_corpora",
