@@ -69,10 +69,10 @@ def pytest_configure(config):
 
 # The exhaustive tier, by what a test needs or sweeps: its name holds one of these words, or it uses one of these
 # fixtures, or it is in one of these files, or it is named here, or one of its parameters is "ray" (a Ray
-# cluster) or "own_process" (a command run end to end in its own process: the ``cli`` fixtures of test_cli.py and
-# test_parity_cli.py run every command in this process in the everyday tier, and in its own in this one). A test
-# file may also mark some parameters of a matrix exhaustive itself (pytest.param(..., marks=pytest.mark.exhaustive)),
-# where the everyday tier takes a sample of it: test_parity.py, test_batch_bpe.py.
+# cluster) or "own_process" (a command run end to end in its own process: the ``cli`` fixture below runs each
+# command in this process in the everyday tier, and in its own in this one). A test file may also mark some
+# parameters of a matrix exhaustive itself (``pytest.param(..., marks=pytest.mark.exhaustive)``), where the
+# everyday tier takes a sample of it: test_parity.py, test_batch_bpe.py.
 EXHAUSTIVE_WORDS = ("every_code_point", "every_bmp_code_point", "every_prefix", "bounded_memory", "20_mb",
                     "every_corpus", "every_distinct_piece", "ray_engine", "chunking", "chunk_size")
 EXHAUSTIVE_FIXTURES = ("browser", "ray_cluster")  # a browser; a Ray cluster
