@@ -10,13 +10,15 @@
 - ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (100 unless ``$FUZZ_EXAMPLES`` says otherwise; CI's
   exhaustive run reruns every fuzz test with 1,000).
 - Two tiers. ``python -m pytest`` runs the everyday tier: every fast path against its oracle on real samples,
-  in about five minutes on two cores. ``python -m pytest -m exhaustive`` runs the rest, listed in
-  :data:`EXHAUSTIVE` below: sweeps over every code point, commands end to end, the browser, Ray, TensorFlow,
-  installing the package. CI runs both.
+  and every command in this process (the ``cli`` fixture), in about two and a half minutes on two cores.
+  ``python -m pytest -m exhaustive`` runs the rest, listed in :data:`EXHAUSTIVE` below: sweeps over every code
+  point, whole corpora and whole matrices, every command again in its own process, the browser, Ray,
+  TensorFlow, installing the package. CI runs both.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -66,17 +68,25 @@ def pytest_configure(config):
 
 
 # The exhaustive tier, by what a test needs or sweeps: its name holds one of these words, or it uses one of these
-# fixtures, or it is in one of these files, or it is named here.
+# fixtures, or it is in one of these files, or it is named here, or one of its parameters is "ray" (a Ray
+# cluster) or "own_process" (a command run end to end in its own process: the ``cli`` fixture below runs each
+# command in this process in the everyday tier, and in its own in this one). A test file may also mark some
+# parameters of a matrix exhaustive itself (``pytest.param(..., marks=pytest.mark.exhaustive)``), where the
+# everyday tier takes a sample of it: test_parity.py, test_batch_bpe.py.
 EXHAUSTIVE_WORDS = ("every_code_point", "every_bmp_code_point", "every_prefix", "bounded_memory", "20_mb",
                     "every_corpus", "every_distinct_piece", "ray_engine", "chunking", "chunk_size")
 EXHAUSTIVE_FIXTURES = ("browser", "ray_cluster")  # a browser; a Ray cluster
 EXHAUSTIVE_FILES = ("test_package.py", "test_tfcheckpoint.py")  # pip install; TensorFlow as the oracle
 EXHAUSTIVE = {
     # commands end to end
-    "test_cli.py": ("test_train_then_use_the_folder_everywhere", "test_train_on_globs_lists_and_jsonl",
-                    "test_train_killed_then_resumed_ends_with_the_same_merges",
-                    "test_special_token_text_is_an_error_unless_allowed"),
+    "test_cli.py": ("test_train_killed_then_resumed_ends_with_the_same_merges",
+                    # Ctrl-C in a process of its own: the everyday tier keeps encode-file's (and, in this
+                    # process, train's message)
+                    "test_ctrl_c_while_the_workers_start_leaves_no_process",
+                    "test_ctrl_c_during_train_is_one_line_and_saves_nothing"),
     "test_gpt2.py": ("test_cli_end_to_end_on_a_tiny_checkpoint",),
+    # picoGPT's own gpt2.py run as a script (the everyday tier checks its main in this process)
+    "test_picogpt.py": ("test_picogpts_own_gpt2_py_runs_on_our_utils_and_encoder",),
     # whole corpora, where the everyday tier takes samples
     "test_parity.py": ("test_corpus_ids_equal_whole_files",),
     "test_batch_bpe.py": ("test_char_windows_never_cut_what_a_token_spans_on_the_corpora",
@@ -103,7 +113,7 @@ def pytest_collection_modifyitems(config, items):
         if (filename in EXHAUSTIVE_FILES or name in EXHAUSTIVE.get(filename, ())
                 or any(word in name for word in EXHAUSTIVE_WORDS)
                 or any(fixture in item.fixturenames for fixture in EXHAUSTIVE_FIXTURES)
-                or "ray" in params.values()
+                or "ray" in params.values() or "own_process" in params.values()
                 or params.get("compiled") is True or params.get("ready_at") is not None):
             item.add_marker(pytest.mark.exhaustive)
         if getattr(item.obj, "is_hypothesis_test", False):
@@ -131,3 +141,72 @@ CORPUS_FILES = sorted(p.name for p in CORPUS.glob("*.txt"))
 # A test looping over the corpora must not pass by looping over nothing: no corpus, no run.
 if not CORPUS_FILES:
     raise pytest.UsageError(f"no corpus files (*.txt) in {CORPUS}; the tests loop over them")
+
+
+PROG = "python -m tokenizer"
+
+
+def run_command(args, *, cwd, own_process: bool, stdin: bytes | None = None,
+                env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m tokenizer *args`` in the folder ``cwd``: its exit status and its output as text, as a user gets
+    them. ``own_process``: a new Python process, started as a user starts it. Otherwise :func:`tokenizer.cli.main`
+    in this process, with what it sees set up as that process would see it (the folder; ``NO_COLOR`` unset;
+    stdout and stderr that are pipes, not terminals, with a ``.buffer``; stdin from ``stdin``, or empty) and put
+    back afterwards; an exit of argparse's is its status, as it would be the process's. ``env``: variables for
+    the new process (own process only)."""
+    if own_process:
+        full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+        full_env.pop("NO_COLOR", None)
+        return subprocess.run([sys.executable, "-m", "tokenizer", *args], cwd=cwd, env=full_env,
+                              input=stdin if stdin is not None else b"", capture_output=True, timeout=600)
+    assert env is None, "env reaches only a command in its own process"
+    from tokenizer.cli import main
+
+    out, err = io.BytesIO(), io.BytesIO()
+    # As Python sets them up for pipes: UTF-8 here; stdout strict, stderr backslashreplace and line buffered
+    stdout = io.TextIOWrapper(out, encoding="utf-8", errors="strict")
+    stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", line_buffering=True)
+    stdin_file = io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8")
+    saved = os.getcwd(), os.environ.get("NO_COLOR"), sys.stdin, sys.stdout, sys.stderr
+    os.chdir(cwd)
+    os.environ.pop("NO_COLOR", None)
+    sys.stdin, sys.stdout, sys.stderr = stdin_file, stdout, stderr
+    try:
+        try:
+            status = main(list(args), prog=PROG)
+        except SystemExit as e:  # as the interpreter turns it into an exit status
+            status = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+            if not isinstance(e.code, (int, type(None))):
+                print(e.code, file=sys.stderr)
+        stdout.flush()
+        stderr.flush()
+    finally:
+        cwd_before, no_color, sys.stdin, sys.stdout, sys.stderr = saved
+        os.chdir(cwd_before)
+        if no_color is not None:
+            os.environ["NO_COLOR"] = no_color
+    return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(params=["in_process", "own_process"])
+def cli(request, tmp_path):
+    """``cli(*args)`` runs ``python -m tokenizer *args`` in ``tmp_path`` (not the checkout) and checks its exit
+    status (``status``; a mistake, 2: one line); ``stdin``: bytes to read. Each test that uses it runs twice: the
+    command in this process (the everyday tier) and in its own (``own_process``: the exhaustive tier)."""
+    own_process = request.param == "own_process"
+
+    def run(*args, status=0, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+        return check_command(run_command(args, cwd=tmp_path, own_process=own_process, stdin=stdin, env=env), status)
+
+    run.own_process = own_process
+    return run
+
+
+def check_command(proc: subprocess.CompletedProcess, status: int) -> subprocess.CompletedProcess:
+    """``proc`` (from :func:`run_command`) with its output as text (newlines read as ``text=True`` reads them),
+    once its exit status is ``status``; a mistake (2) must be said in one line that names the program."""
+    stdout, stderr = (io.TextIOWrapper(io.BytesIO(b), encoding="utf-8").read() for b in (proc.stdout, proc.stderr))
+    assert proc.returncode == status, stderr
+    if status == 2:  # a mistake: exactly one line, naming the program, never a traceback
+        assert stderr.count("\n") == 1 and stderr.startswith(PROG), stderr
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)

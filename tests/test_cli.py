@@ -1,6 +1,9 @@
-"""Every ``python -m tokenizer`` command, run as a user runs it: its own process, started from another folder
-(``tmp_path``), with its output, its one-line errors and its exit status checked. The oracles are the library
-(``Encoding.encode``) and tiktoken; the installed console script is tested in test_package.py."""
+"""Every ``python -m tokenizer`` command, run as a user runs it: started from another folder (``tmp_path``), with
+its output, its one-line errors and its exit status checked. conftest.py's ``cli`` fixture runs each command
+twice over the two tiers: in this process (``tokenizer.cli.main``, the everyday tier) and in its own (the
+exhaustive tier); what only a process of its own shows (Ctrl-C, a reader that goes away, memory) is tested in
+one. The oracles are the library (``Encoding.encode``) and tiktoken; the installed console script is tested in
+test_package.py."""
 
 from __future__ import annotations
 
@@ -20,14 +23,13 @@ import pytest
 import tiktoken
 
 import tokenizer
-from conftest import CORPUS, REPO
+from conftest import CORPUS, PROG, REPO
 from tokenizer import get_encoding
 from tokenizer.encoding import Encoding
 from tokenizer.training.train import train_bpe
 
 COMMANDS = ["encode", "decode", "count", "encode-file", "encode-dataset", "stats", "show", "explain", "compare",
             "train", "parity", "serve"]
-PROG = "python -m tokenizer"
 
 
 def start(*args, cwd, **options) -> subprocess.Popen:
@@ -35,21 +37,6 @@ def start(*args, cwd, **options) -> subprocess.Popen:
     env.pop("NO_COLOR", None)
     return subprocess.Popen([sys.executable, "-m", "tokenizer", *args], cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options)
-
-
-@pytest.fixture
-def cli(tmp_path):
-    """``cli(*args)`` runs the command in ``tmp_path`` (not the checkout) and checks its exit status."""
-
-    def run(*args, status=0) -> subprocess.CompletedProcess:
-        proc = start(*args, cwd=tmp_path)
-        stdout, stderr = proc.communicate(timeout=600)
-        assert proc.returncode == status, stderr
-        if status == 2:  # a mistake: exactly one line, naming the program, never a traceback
-            assert stderr.count("\n") == 1 and stderr.startswith(PROG), stderr
-        return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
-
-    return run
 
 
 def corpus_prefix(name: str, limit: int) -> bytes:
@@ -424,6 +411,7 @@ def test_ctrl_c_during_train_is_one_line_and_saves_nothing(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["tok.checkpoint"]  # no tokenizer
 
 
+@pytest.mark.parametrize("cli", ["own_process"], indirect=True)  # it kills a training in its own process anyway
 def test_train_killed_then_resumed_ends_with_the_same_merges(cli, tmp_path):
     (tmp_path / "corpus.txt").write_bytes(corpus_prefix("en_docs.txt", 1_500_000))
     options = ["--input", "corpus.txt", "--vocab_size", "3000", "--num_workers", "1"]

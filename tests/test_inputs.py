@@ -6,19 +6,15 @@ from __future__ import annotations
 import doctest
 import gzip
 import json
-import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import PROG
 from tokenizer import get_encoding
 from tokenizer.jobs import inputs
 from tokenizer.jobs.inputs import STDIN, find_inputs, read_records
-
-PROG = "python -m tokenizer"
 
 
 def test_files_folders_globs_and_stdin_in_order_each_once(tmp_path):
@@ -70,57 +66,45 @@ def test_docstring_examples():
     assert result.attempted > 0 and result.failed == 0
 
 
-# ---- standard input through the commands ------------------------------------------------------------------
-
-
-def run(*args, stdin: bytes, cwd, status: int = 0) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "tokenizer", *args], input=stdin, cwd=cwd, capture_output=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
-    assert proc.returncode == status, proc.stderr.decode()
-    if status == 2:
-        assert proc.stderr.decode().count("\n") == 1, proc.stderr.decode()
-    return proc
-
+# ---- standard input through the commands (conftest.py's ``cli``: in this process, and in its own) -----------
 
 TEXT = "A story about a cat.<|endoftext|>Another one, about a dog.\n" * 50
 
 
-def test_count_stats_encode_file_and_parity_read_stdin(tmp_path):
+def test_count_stats_encode_file_and_parity_read_stdin(cli, tmp_path):
     enc = get_encoding("gpt2")
     ids = enc.encode(TEXT, allowed_special="all")
     data = TEXT.encode()
-    out = run("count", "-", "--allowed_special", "all", stdin=data, cwd=tmp_path).stdout.decode()
+    out = cli("count", "-", "--allowed_special", "all", stdin=data).stdout
     assert out.startswith(f"stdin: {len(ids):,} tokens, {len(data):,} bytes")
-    out = run("stats", "-", "--encodings", "gpt2,cl100k_base", "--allowed_special", "all", stdin=data,
-              cwd=tmp_path).stdout.decode()
+    out = cli("stats", "-", "--encodings", "gpt2,cl100k_base", "--allowed_special", "all", stdin=data).stdout
     assert f"| stdin | gpt2 | {len(data):,} | {len(ids):,} |" in out and "| stdin | cl100k_base |" in out
-    run("encode-file", "-", "--out", "out.bin", "--allowed_special", "all", stdin=data, cwd=tmp_path)
+    cli("encode-file", "-", "--out", "out.bin", "--allowed_special", "all", stdin=data)
     assert np.fromfile(tmp_path / "out.bin", dtype="<u2").tolist() == ids
-    out = run("parity", "-", "--allowed_special", "all", stdin=data, cwd=tmp_path).stdout.decode()
+    out = cli("parity", "-", "--allowed_special", "all", stdin=data).stdout
     assert "identical: 3 checks" in out and "stdin" in out
-    err = run("encode-file", "-", stdin=data, cwd=tmp_path, status=2).stderr.decode()
+    err = cli("encode-file", "-", stdin=data, status=2).stderr
     assert "--out" in err
 
 
-def test_train_reads_stdin_like_a_file(tmp_path):
+def test_train_reads_stdin_like_a_file(cli, tmp_path):
     (tmp_path / "corpus.txt").write_text(TEXT)
-    run("train", "--input", "-", "--vocab_size", "300", "--out", "from_stdin", stdin=TEXT.encode(), cwd=tmp_path)
-    run("train", "--input", "corpus.txt", "--vocab_size", "300", "--out", "from_file", stdin=b"", cwd=tmp_path)
+    cli("train", "--input", "-", "--vocab_size", "300", "--out", "from_stdin", stdin=TEXT.encode())
+    cli("train", "--input", "corpus.txt", "--vocab_size", "300", "--out", "from_file", stdin=b"")
     assert (tmp_path / "from_stdin" / "vocab.bpe").read_bytes() == (tmp_path / "from_file" / "vocab.bpe").read_bytes()
-    err = run("train", "--input", "-", "--vocab_size", "300", "--out", "x", "--resume", stdin=b"", cwd=tmp_path,
-              status=2).stderr.decode()
+    err = cli("train", "--input", "-", "--vocab_size", "300", "--out", "x", "--resume", stdin=b"",
+              status=2).stderr
     assert "standard input cannot be read twice" in err
 
 
-def test_count_reads_documents_and_names_a_bad_line(tmp_path):
+def test_count_reads_documents_and_names_a_bad_line(cli, tmp_path):
     docs = ["first document", "second <|endoftext|> document"]
     (tmp_path / "d.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in docs) + "[1]\n")
-    err = run("count", "d.jsonl", "--text_field", "body", stdin=b"", cwd=tmp_path, status=2).stderr.decode()
+    err = cli("count", "d.jsonl", "--text_field", "body", stdin=b"", status=2).stderr
     assert err == f'{PROG}: error: d.jsonl line 3: a JSON list, not an object with a "body" field; a .jsonl file ' \
                   "holds one JSON object per line\n"
     (tmp_path / "d.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in docs))
-    out = run("count", "d.jsonl", "--text_field", "body", "--disallowed_special", "none", stdin=b"",
-              cwd=tmp_path).stdout.decode()
+    out = cli("count", "d.jsonl", "--text_field", "body", "--disallowed_special", "none", stdin=b"").stdout
     enc = get_encoding("gpt2")
     tokens = sum(len(enc.encode(d, disallowed_special=())) for d in docs)
     assert out.startswith(f"d.jsonl: {tokens} tokens, {sum(len(d) for d in docs)} bytes")

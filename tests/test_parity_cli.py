@@ -1,6 +1,7 @@
-"""``python -m tokenizer parity``: run as a user runs it (its own process, in ``tmp_path``), checked against
-oracles computed here: tiktoken's ids, ids changed by hand in a ``.bin``, and a saved tokenizer with one merge
-taken out, whose differences on a text are known in advance."""
+"""``python -m tokenizer parity``: run as a user runs it (in ``tmp_path``; the ``cli`` fixture runs it in this
+process, and again in its own in the exhaustive tier), checked against oracles computed here: tiktoken's ids,
+ids changed by hand in a ``.bin``, and a saved tokenizer with one merge taken out, whose differences on a text
+are known in advance."""
 
 from __future__ import annotations
 
@@ -18,27 +19,20 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, FUZZ_EXAMPLES, REPO
+from conftest import CORPUS, FUZZ_EXAMPLES, PROG, REPO
 from tokenizer import Encoding, get_encoding
 from tokenizer.jobs import dataset, parity
 from tokenizer.pretokenize import compile_pattern
 
-PROG = "python -m tokenizer"
-
-
-def run(*args, cwd, status=0, env=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "tokenizer", "parity", *args], cwd=cwd, env=env, text=True,
-                          capture_output=True, timeout=600)
-    assert proc.returncode == status, proc.stderr
-    if status == 2:  # a mistake: exactly one line, naming the program, never a traceback
-        assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(PROG), proc.stderr
-    return proc
-
-
 @pytest.fixture
-def cli(tmp_path):
-    return lambda *args, **kw: run(*args, cwd=tmp_path, **kw)
+def cli(cli):
+    """conftest.py's ``cli``, for ``parity``: ``cli(*args)`` runs ``python -m tokenizer parity *args``."""
+
+    def run(*args, **options):
+        return cli("parity", *args, **options)
+
+    run.own_process = cli.own_process
+    return run
 
 
 def corpus_prefix(name: str, limit: int) -> bytes:
@@ -408,11 +402,15 @@ def test_fuzz_finds_every_string_that_differs(cli, tmp_path):
 # ---- tiktoken is optional ---------------------------------------------------------------------------------
 
 
-def test_missing_tiktoken_is_one_line_exit_2(cli, altered):
-    hide = altered / "hide"
-    hide.mkdir()
-    (hide / "tiktoken.py").write_text("raise ImportError('No module named tiktoken')\n")
-    env = {"PYTHONPATH": os.pathsep.join([str(hide), str(REPO)])}
+def test_missing_tiktoken_is_one_line_exit_2(cli, altered, monkeypatch):
+    if cli.own_process:  # a tiktoken that cannot be imported, first on the path
+        hide = altered / "hide"
+        hide.mkdir()
+        (hide / "tiktoken.py").write_text("raise ImportError('No module named tiktoken')\n")
+        env = {"PYTHONPATH": os.pathsep.join([str(hide), str(REPO)])}
+    else:  # None in sys.modules: `import tiktoken` raises ImportError
+        monkeypatch.setitem(sys.modules, "tiktoken", None)
+        env = None
     stderr = cli("text.txt", "--encoding", "gpt2", env=env, status=2).stderr
     assert stderr.startswith(f"{PROG}: error: parity against tiktoken needs tiktoken, which is not installed")
     assert 'pip install "gpt2-numpy[parity]"' in stderr and "--against DIR" in stderr

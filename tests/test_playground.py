@@ -5,6 +5,7 @@ chromium and chromium-driver, driven by Selenium; nothing is downloaded)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ import numpy as np
 import pytest
 import tiktoken
 
-from conftest import REPO
+from conftest import REPO, run_command
 from gpt2_numpy.model import gpt2
 from gpt2_numpy.next_tokens import NextTokens
 from tokenizer import Encoding, get_encoding, merge_reference
@@ -376,28 +377,50 @@ def test_the_tokenizer_never_imports_the_model():
             assert not {name.split(".")[0] for name in names} & model_side, (path, names)
 
 
-def test_serve_mistakes_are_one_line_and_exit_2(tmp_path):
+def gpt2_command(args, *, cwd, own_process: bool) -> subprocess.CompletedProcess:
+    """``python -m gpt2_numpy *args`` in ``cwd``: in its own process, or its ``main`` in this one (stdout and stderr
+    caught as bytes; an exit of argparse's is its status)."""
+    if own_process:
+        return subprocess.run([sys.executable, "-m", "gpt2_numpy", *args], cwd=cwd, capture_output=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from gpt2_numpy.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            status = main(list(args), prog="python -m gpt2_numpy")
+        except SystemExit as e:
+            status = e.code
+    return subprocess.CompletedProcess(list(args), status, out.getvalue().encode(), err.getvalue().encode())
+
+
+@pytest.mark.parametrize("process", ["in_process", "own_process"])  # own_process: the exhaustive tier
+def test_serve_mistakes_are_one_line_and_exit_2(tmp_path, process):
+    own_process = process == "own_process"
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         for command, args, message in [
-            (("-m", "tokenizer", "serve"), ["--port", str(port)],
+            ("tokenizer", ["--port", str(port)],
              f"cannot listen on 127.0.0.1:{port} (Address already in use); pass another --port, or --port 0"),
-            (("-m", "tokenizer", "serve"), ["--port", "70000"], "expected a port from 0 to 65535"),
-            (("-m", "tokenizer", "serve"), ["--encoding", "gpt5"], "Unknown encoding"),
-            (("-m", "tokenizer", "serve"), ["--encoding", "no/such/dir"], "no such folder"),
-            (("-m", "tokenizer", "serve"), ["--model", "124M"],
+            ("tokenizer", ["--port", "70000"], "expected a port from 0 to 65535"),
+            ("tokenizer", ["--encoding", "gpt5"], "Unknown encoding"),
+            ("tokenizer", ["--encoding", "no/such/dir"], "no such folder"),
+            ("tokenizer", ["--model", "124M"],
              "the next-token panel is started by the model's command: gpt2 --serve --model 124M"),
-            (GPT2_SERVE, ["--model", "7B"], "--model '7B' is neither a GPT-2 size (124M, 355M, 774M, 1558M)"),
-            (GPT2_SERVE, ["--port", "70000"], "expected a port from 0 to 65535"),
+            ("gpt2_numpy", ["--model", "7B"], "--model '7B' is neither a GPT-2 size (124M, 355M, 774M, 1558M)"),
+            ("gpt2_numpy", ["--port", "70000"], "expected a port from 0 to 65535"),
         ]:
-            env = {**os.environ, "PYTHONPATH": str(REPO)}
-            result = subprocess.run([sys.executable, *command, *args], cwd=tmp_path, env=env,
-                                    capture_output=True, text=True, timeout=60)
-            prog = PROG if command[1] == "tokenizer" else "python -m gpt2_numpy"
-            assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
-            assert result.stderr.startswith(prog) and message in result.stderr, result.stderr
+            if command == "tokenizer":
+                result = run_command(["serve", *args], cwd=tmp_path, own_process=own_process)
+            else:
+                result = gpt2_command([*GPT2_SERVE[2:], *args], cwd=tmp_path, own_process=own_process)
+            stderr = result.stderr.decode()
+            assert result.returncode == 2 and stderr.count("\n") == 1, stderr
+            assert stderr.startswith(f"python -m {command}") and message in stderr, stderr
 
 
 # ---- the page in a real browser ---------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The teaching tools: merge_steps replays merge_reference exactly; show/explain/compare print what encode does
-(run as commands, piped and on a terminal); CharTokenizer round-trips and names what it cannot encode."""
+(run as commands: piped, through conftest.py's ``cli`` fixture, in this process and in its own; and on a
+terminal); CharTokenizer round-trips and names what it cannot encode."""
 
 from __future__ import annotations
 
@@ -19,12 +20,6 @@ from tokenizer.teach import CharTokenizer, compare_lines, merge_steps, render_sh
 REPO = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SAMPLE = "Not all heroes wear capes. Öffnen 中文😀 x  \n\tdef f(): return 12345 <|endoftext|>done"
-
-
-def run_cli(*args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("NO_COLOR", None)
-    return subprocess.run([sys.executable, "-m", "tokenizer", *args], capture_output=True, text=True, env=env, cwd=REPO)
 
 
 @settings(max_examples=200, deadline=None)
@@ -66,9 +61,8 @@ def test_token_texts_put_a_split_character_on_its_last_token():
 # ---- show -------------------------------------------------------------------------------------------------
 
 
-def test_show_piped_is_plain_tokens_and_ids():
-    result = run_cli("show", SAMPLE, "--allowed_special", "all")
-    assert result.returncode == 0, result.stderr
+def test_show_piped_is_plain_tokens_and_ids(cli):
+    result = cli("show", SAMPLE, "--allowed_special", "all")  # cli() checks the exit status
     enc = get_encoding("gpt2")
     ids = enc.encode(SAMPLE, allowed_special="all")
     assert "\x1b[" not in result.stdout
@@ -114,8 +108,8 @@ def test_show_on_a_terminal_is_coloured():
     assert plain.splitlines()[:2] == ["Not all heroes", " ".join(map(str, get_encoding("cl100k_base").encode("Not all heroes")))]
 
 
-def test_show_color_can_be_forced_and_newlines_stay_visible():
-    result = run_cli("show", "a\nb", "--color", "True")
+def test_show_color_can_be_forced_and_newlines_stay_visible(cli):
+    result = cli("show", "a\nb", "--color", "True")
     assert "↵" in result.stdout and ANSI.sub("", result.stdout).startswith("a↵\nb")
 
 
@@ -123,9 +117,8 @@ def test_show_color_can_be_forced_and_newlines_stay_visible():
 
 
 @pytest.mark.parametrize("encoding", ["gpt2", "cl100k_base", "o200k_base"])
-def test_explain_ids_add_up_to_encode(encoding):
-    result = run_cli("explain", SAMPLE, "--encoding", encoding, "--allowed_special", "all")
-    assert result.returncode == 0, result.stderr
+def test_explain_ids_add_up_to_encode(cli, encoding):
+    result = cli("explain", SAMPLE, "--encoding", encoding, "--allowed_special", "all")
     ids = []
     for line in result.stdout.splitlines():
         if m := re.search(r"= ids? \[?([\d, ]+)\]?$", line):
@@ -133,8 +126,8 @@ def test_explain_ids_add_up_to_encode(encoding):
     assert ids == get_encoding(encoding).encode(SAMPLE, allowed_special="all")
 
 
-def test_explain_shows_merges_and_the_whole_token_shortcut():
-    out = run_cli("explain", "Not all heroes wear capes.").stdout
+def test_explain_shows_merges_and_the_whole_token_shortcut(cli):
+    out = cli("explain", "Not all heroes wear capes.").stdout
     assert "pre-token ' heroes'" in out and "is itself a token" in out and "id 10281" in out
     assert "' c' + 'ap' -> ' cap'" in out and "ids [1451, 274]" in out
     assert "rank    269" in out  # ' ' + 'c' is GPT-2's merge #269 (its id too)
@@ -143,10 +136,9 @@ def test_explain_shows_merges_and_the_whole_token_shortcut():
 # ---- compare ----------------------------------------------------------------------------------------------
 
 
-def test_compare_counts_match_each_encoding():
+def test_compare_counts_match_each_encoding(cli):
     text = "        if x:\n            return 1234567"
-    result = run_cli("compare", text)
-    assert result.returncode == 0, result.stderr
+    result = cli("compare", text)
     counts = dict(re.findall(r"^(\w+)\s+GPT-\S+\s+(\d+) tokens", result.stdout, flags=re.M))
     expected = {name: str(len(get_encoding(name).encode(text))) for name in ("gpt2", "cl100k_base", "o200k_base")}
     assert counts == expected
