@@ -127,6 +127,16 @@ class FastCore:
         rest = iter(self._encode_through_cache([text for text, ids in zip(texts, done) if ids is None]))
         return [next(rest) if ids is None else ids for ids in done]
 
+    def encode_ordinary_joined(self, texts: list[str], between: list[int]) -> list[int]:
+        """The ids of ``texts[0]``, ``between[0]``, ``texts[1]``... (the stretches of a text between its special
+        tokens, and their ids): long enough together, by one run of the array path over all the stretches, the
+        ids in between put in place in the array."""
+        if len(texts) > 1 and sum(map(len, texts)) >= ARRAY_MIN_CHARS:
+            ids = self._encode_joined(texts, between)
+            if ids is not None:
+                return ids
+        return interleave(self.encode_ordinary_texts(texts), between)
+
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         """The bytes of ``ids`` joined, as :meth:`tokenizer.core.ReferenceCore.decode_bytes` (the same errors)."""
         try:
