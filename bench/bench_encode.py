@@ -445,6 +445,9 @@ def main() -> None:
         for label, name, *ratios in decode_rows(names, labels, size, args.messages, args.repeat):
             print(f"| {label} | {name} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
     if not args.no_long:
+        print(f"\nLong texts, the first {args.mb:g} MB of each file (MB/s; cold: a fresh Encoding, one call; long job: the whole "
+              f"file in {args.mb:g} MB calls; repeat: the same {args.mb:g} MB again; fresh process: import, get_encoding and "
+              "one encode_ordinary in a new Python process, the call alone and the total)\n")
         print("| text | encoding | tiktoken | HF tokenizers | ours cold | **cold ratio** | split / BPE+join (s) "
               "| fresh-process cold ratio | fresh-process total ratio | CS336 Tokenizer cold | long job ratio | ours repeat | repeat ratio |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
