@@ -108,6 +108,15 @@ def test_heap_path_used_for_long_pieces_is_exact():
     all_three(text, ranks)
 
 
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_heap_path_used_for_long_non_ascii_pieces_is_exact(name):
+    ranks = get_encoding(name).merge_ranks
+    for text in ["ドキュメントを参照してください。設定ファイルの場所", "Параметрыкоманднойстроки", "中文字符串的处理方法与示例"]:
+        data = text.encode()
+        assert bpe.HEAP_THRESHOLD_NON_ASCII < len(data) <= bpe.HEAP_THRESHOLD
+        all_three(data, ranks)
+
+
 @functools.lru_cache(maxsize=None)
 def uncrossable_table(name):
     return uncrossable.uncrossable_pairs(get_encoding(name).merge_ranks)
