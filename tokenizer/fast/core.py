@@ -318,10 +318,11 @@ class FastCore:
         if tables is None:
             return None
         ids, sizes = encode_split_pieces(text, points, starts, tables)
-        # where each text's ids begin: before its first piece's (an empty text's: where the next one's begin)
+        # where each text's ids begin: before its first piece's (an empty text's: where the next nonempty one's
+        # begin), found by the number of nonempty texts before each
         nonempty_firsts = np.append((np.cumsum(sizes) - sizes)[np.searchsorted(starts, firsts)], len(ids))
-        nonempty_before = np.cumsum([bool(one) for one in texts]) - 1  # (for a text: its place among the nonempty)
-        begins = nonempty_firsts[nonempty_before + np.array([not one for one in texts])]
+        empty = np.fromiter(map(not_, texts), dtype=bool, count=len(texts))
+        begins = nonempty_firsts[np.cumsum(~empty) - ~empty]
         if between is not None:
             return np.insert(ids, begins[1:], between).tolist()
         every_id = ids.tolist()
