@@ -59,6 +59,11 @@ BATCH_MIN_BYTES = 1 << 11
 # NumPy calls and go through the piece cache.
 ARRAY_MIN_CHARS = 1 << 13
 
+# A long non-ASCII piece is cut where no merge can cross (uncrossable.py) only while at least half of the first
+# this many fell apart: a vocabulary that knows a script well (o200k_base on Chinese) cuts few of its pieces, and
+# there the cutting was measured to cost more than the cached parts save; one that knows it poorly cuts nearly all.
+UNCROSSABLE_TRIAL = 64
+
 # decode_bytes looks up this many ids per itemgetter: a tuple of one call's every token would outgrow the
 # processor's caches on a long list (measured several times slower per id at half a million ids).
 DECODE_CHUNK_IDS = 1 << 12
@@ -104,7 +109,8 @@ class FastCore:
         self._cache.encode_piece = self._encode_piece
         self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
         self._part_cache.encode_piece = self._merge_to_ids
-        self._uncrossable: bytearray | None = None  # built on first need
+        self._uncrossable: bytearray | None | Literal[False] = None  # built on first need; False: not worth it
+        self._uncrossable_tried = self._uncrossable_cut = 0  # long non-ASCII pieces cut so far, and how many fell apart
         self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
         self._tables_soon: Callable[[], tuple[PairTable, PieceTable] | None] | None = None  # loading begun
         self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
@@ -159,17 +165,29 @@ class FastCore:
             idx = self.token_ids.get(data)
             if idx is not None:
                 return (idx,)  # a whole piece that is a token is that token, as in tiktoken
-        if len(data) >= 8 and not piece.isascii():
+        if len(data) >= 8 and self._uncrossable is not False and not piece.isascii():
             # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
             # into short parts no merge can cross; those repeat, so cache them.
-            from .uncrossable import split_uncrossable, uncrossable_pairs
-
-            if self._uncrossable is None:
-                self._uncrossable = uncrossable_pairs(self.merge_ranks)
-            parts = split_uncrossable(data, self._uncrossable)
+            parts = self._split_uncrossable(data)
             if len(parts) > 1:
                 return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
         return self._merge_to_ids(data)
+
+    def _split_uncrossable(self, data: bytes) -> list[bytes]:
+        """``data`` cut where no merge can cross (:func:`tokenizer.fast.uncrossable.split_uncrossable`). The
+        first ``UNCROSSABLE_TRIAL`` pieces decide whether cutting is kept: a vocabulary that knows the script
+        well (o200k_base and Chinese) has few such pairs, and there the cutting costs more than it saves."""
+        from .uncrossable import split_uncrossable, uncrossable_pairs
+
+        if self._uncrossable is None:
+            self._uncrossable = uncrossable_pairs(self.merge_ranks)
+        parts = split_uncrossable(data, self._uncrossable)
+        if self._uncrossable_tried < UNCROSSABLE_TRIAL:
+            self._uncrossable_tried += 1
+            self._uncrossable_cut += len(parts) > 1
+            if self._uncrossable_tried == UNCROSSABLE_TRIAL and self._uncrossable_cut < UNCROSSABLE_TRIAL // 2:
+                self._uncrossable = False  # cut too few of the trial's pieces: merge the later ones whole
+        return parts
 
     def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
         token_ids = self.token_ids
