@@ -23,6 +23,10 @@ Special tokens allowed (--no-special to skip): documents joined by ``<|endoftext
 for the other texts, their paragraphs joined so), encoded by a fresh Encoding with ``allowed_special="all"`` and
 with ``{"<|endoftext|>"}``, beside ``encode_ordinary`` of the same text; best of --repeat, alternated with tiktoken.
 
+Extra peers, where the bench extra installs them: bpe-openai (Rust, tiktoken's API and ids; no gpt2) in the
+special-tokens and short-texts tables, and quicktok (C++, minbpe's model format, loaded with each encoding's merges
+and pattern) in the short-texts table, with the share of messages where its own regex engine makes other ids.
+
 Short new texts (--no-short to skip): --messages messages of 20 to 2,000 characters (lengths log-uniform) cut from
 the six texts, each language timed alone: a fresh Encoding encodes each message in its own call (first pass),
 then again (warm), and a fresh one takes them all in one ``encode_batch`` and one ``encode_ordinary_batch``.
@@ -122,6 +126,50 @@ def cs336_gpt2() -> Tokenizer:
     return Tokenizer.from_files(data / "encoder.json", data / "vocab.bpe", special_tokens=["<|endoftext|>"])
 
 
+def bpe_openai_peer(name: str):
+    """bpe-openai's (Rust) Encoding of ``name`` (tiktoken's API, its ids equal tiktoken's), or None where it is not
+    installed (the bench extra installs it) or has no such encoding (it has none for gpt2)."""
+    try:
+        import bpe_openai
+
+        return bpe_openai.get_encoding(name)
+    except (ImportError, ValueError):
+        return None
+
+
+class QuicktokPeer:
+    """quicktok's (C++) BasicTokenizer loaded with ``enc``'s merges and pattern, written in its model format (as
+    minbpe's: a merge per line, the parts named by ids, a single byte's id being its value, the n-th merge's
+    256 + n). Its own regex engine splits the text; ``ids(text)`` gives tiktoken's ids back, to count the messages
+    where its pieces differ from tiktoken's."""
+
+    def __init__(self, enc: Encoding, folder: Path):
+        import quicktok
+
+        minbpe_id = {bytes([b]): b for b in range(256)}
+        lines = ["quicktok v1", enc.pat_str, "0"]
+        for n, (left, right) in enumerate(enc.merges):
+            lines.append(f"{minbpe_id[left]} {minbpe_id[right]}")
+            minbpe_id[left + right] = 256 + n
+        path = folder / f"{enc.name}.model"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        self.tokenizer = quicktok.BasicTokenizer()
+        self.tokenizer.load(str(path))
+        self.encode = self.tokenizer.encode
+        self._token_id = {minbpe: enc.token_ids[token] for token, minbpe in minbpe_id.items()}
+
+    @classmethod
+    def of(cls, enc: Encoding, folder: Path) -> QuicktokPeer | None:
+        """The peer, or None where quicktok is not installed (the bench extra installs it)."""
+        try:
+            return cls(enc, folder)
+        except ImportError:
+            return None
+
+    def ids(self, text: str) -> list[int]:
+        return list(map(self._token_id.__getitem__, self.encode(text)))
+
+
 def heap_crossover(merge_ranks, lengths=(8, 16, 32, 64, 256, 1024, 4096)) -> list[tuple[int, float, float]]:
     """(piece length, rescan seconds, heap seconds): where bpe.HEAP_THRESHOLD should sit on this machine.
 
@@ -217,46 +265,71 @@ def special_rows(names, labels, size, repeat):
             allowed = {"<|endoftext|>"}
             assert fresh(name).encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all")
             assert fresh(name).encode(text, allowed_special=allowed) == oracle.encode(text, allowed_special=allowed)
-            best = alternated({
+            timed = {
                 "tik ordinary": lambda: lambda: oracle.encode_ordinary(text),
                 "ours ordinary": lambda: partial(fresh(name).encode_ordinary, text),
                 "tik all": lambda: lambda: oracle.encode(text, allowed_special="all"),
                 "ours all": lambda: partial(fresh(name).encode, text, allowed_special="all"),
                 "tik set": lambda: lambda: oracle.encode(text, allowed_special=allowed),
                 "ours set": lambda: partial(fresh(name).encode, text, allowed_special=allowed),
-            }, repeat)
+            }
+            peer = bpe_openai_peer(name)
+            if peer is not None:
+                assert peer.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all")
+                timed["bpe-openai all"] = lambda: lambda: peer.encode(text, allowed_special="all")
+            best = alternated(timed, repeat)
+            by_peer = best["tik all"] / best["bpe-openai all"] if peer is not None else None
             rows.append((label, name, text.count("<|endoftext|>"),
-                         *(best[f"tik {kind}"] / best[f"ours {kind}"] for kind in ("ordinary", "all", "set"))))
+                         *(best[f"tik {kind}"] / best[f"ours {kind}"] for kind in ("ordinary", "all", "set")), by_peer))
             print(f"done special {label} {name}", file=sys.stderr, flush=True)
     return rows
 
 
 def short_rows(names, labels, count, repeat):
-    """(language, encoding, ratios of the first pass, the warm pass, encode_batch, encode_ordinary_batch)."""
+    """(language, encoding, ratios of the first pass, the warm pass, encode_batch, encode_ordinary_batch; then
+    tiktoken's time / each extra peer's, a call each, None where it is not installed: bpe-openai, quicktok; and
+    the share of messages where quicktok's ids differ from tiktoken's)."""
     import tiktoken
 
     per_language = -(-count // len(labels))
     rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        peers = {name: (bpe_openai_peer(name), QuicktokPeer.of(get_encoding(name), Path(folder))) for name in names}
     for seed, label in enumerate(labels):
         # (messages are ordinary text: encode's default refuses a special token's text)
         text = (SHARED / "corpus" / f"{label}.txt").read_text(encoding="utf-8", errors="ignore")
         text = text.replace("<|endoftext|>", "")
         for name in names:
             oracle = tiktoken.get_encoding(name)
-            firsts, warms, batches, ordinary_batches = [], [], [], []
+            bpe_openai, quicktok = peers[name]
+            firsts, warms, batches, ordinary_batches, by_bpe_openai, by_quicktok = [], [], [], [], [], []
+            quicktok_differs = None
             for attempt in range(repeat):
                 # new messages every attempt: new to both sides
                 messages = messages_of(text, per_language, seed=1000 * attempt + seed)
                 ours = fresh(name)
-                best = alternated({
+                timed = {
                     "tik": lambda: lambda: [oracle.encode(m) for m in messages],
                     "first": lambda: lambda: [ours.encode(m) for m in messages],
                     "warm": lambda: lambda: [ours.encode(m) for m in messages],
-                }, 1)
+                }
+                # the extra peers keep no cache: their every pass is a first one
+                if bpe_openai is not None:
+                    timed["bpe-openai"] = lambda: lambda: [bpe_openai.encode(m) for m in messages]
+                if quicktok is not None:
+                    timed["quicktok"] = lambda: lambda: [quicktok.encode(m) for m in messages]
+                best = alternated(timed, 1)
                 # (the warm pass is the second pass of one Encoding: timed once per attempt, after the first)
                 firsts.append(best["tik"] / best["first"])
                 warms.append(best["tik"] / best["warm"])
-                assert [ours.encode(m) for m in messages] == [oracle.encode(m) for m in messages]
+                expected = [oracle.encode(m) for m in messages]
+                assert [ours.encode(m) for m in messages] == expected
+                if bpe_openai is not None:
+                    by_bpe_openai.append(best["tik"] / best["bpe-openai"])
+                    assert [bpe_openai.encode(m) for m in messages] == expected
+                if quicktok is not None:
+                    by_quicktok.append(best["tik"] / best["quicktok"])
+                    quicktok_differs = sum(map(list.__ne__, map(quicktok.ids, messages), expected)) / len(messages)
                 messages = messages_of(text, per_language, seed=1000 * attempt + seed + 500)
                 best = alternated({
                     "tik batch": lambda: lambda: oracle.encode_batch(messages),
@@ -268,9 +341,9 @@ def short_rows(names, labels, count, repeat):
                 ordinary_batches.append(best["tik ordinary"] / best["ours ordinary"])
                 assert fresh(name).encode_batch(messages) == oracle.encode_batch(messages)
             # the median attempt: each one's messages are new, so none can be re-timed
-            middle = lambda ratios: sorted(ratios)[len(ratios) // 2]  # noqa: E731
+            middle = lambda ratios: sorted(ratios)[len(ratios) // 2] if ratios else None  # noqa: E731
             rows.append((label, name, per_language, middle(firsts), middle(warms), middle(batches),
-                         middle(ordinary_batches)))
+                         middle(ordinary_batches), middle(by_bpe_openai), middle(by_quicktok), quicktok_differs))
             print(f"done short {label} {name}", file=sys.stderr, flush=True)
     return rows
 
@@ -426,17 +499,27 @@ def main() -> None:
     if not args.no_special:
         print("\nSpecial tokens allowed: documents joined by <|endoftext|>, a fresh Encoding each call (ratio = "
               "tiktoken's time / ours, best of --repeat, alternated)\n")
-        print("| text | encoding | <\\|endoftext\\|> | encode_ordinary | encode, \"all\" | encode, a set |")
-        print("|---|---|---|---|---|---|")
+        print("| text | encoding | <\\|endoftext\\|> | encode_ordinary | encode, \"all\" | encode, a set "
+              "| peer: bpe-openai, \"all\" |")
+        print("|---|---|---|---|---|---|---|")
         for label, name, n_special, *ratios in special_rows(names, labels, size, args.repeat):
-            print(f"| {label} | {name} | {n_special:,} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
+            cells = ["–" if r is None else f"{r:.2f}×" for r in ratios]
+            print(f"| {label} | {name} | {n_special:,} | " + " | ".join(cells) + " |", flush=True)
     if not args.no_short:
         print(f"\nShort new texts: {args.messages:,} messages of 20-2,000 characters over the texts, each language "
               "alone (ratio = tiktoken's time / ours, the median of --repeat attempts on new messages)\n")
-        print("| text | encoding | messages | first pass, a call each | warm pass | encode_batch | encode_ordinary_batch |")
-        print("|---|---|---|---|---|---|---|")
-        for label, name, count, *ratios in short_rows(names, labels, args.messages, args.repeat):
-            print(f"| {label} | {name} | {count:,} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
+        print("| text | encoding | messages | first pass, a call each | warm pass | encode_batch | encode_ordinary_batch "
+              "| peer: bpe-openai, a call each | peer: quicktok, a call each |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        differs = []
+        for label, name, count, *ratios, quicktok_differs in short_rows(names, labels, args.messages, args.repeat):
+            cells = ["–" if r is None else f"{r:.2f}×" for r in ratios]
+            print(f"| {label} | {name} | {count:,} | " + " | ".join(cells) + " |", flush=True)
+            if quicktok_differs is not None:
+                differs.append(f"{label} {name} {quicktok_differs:.0%}")
+        print("\nThe peers' columns are tiktoken's time / the peer's, on the same messages (bpe-openai's ids are "
+              "tiktoken's, asserted; it has no gpt2). quicktok splits with its own regex engine, and its ids differ "
+              "from tiktoken's on this share of the messages: " + (", ".join(differs) or "not installed") + ".")
     if not args.no_decode:
         print("\nDecoding: the text's ids in one call; the short messages' ids, a call each and in one decode_batch "
               "(ratio = tiktoken's time / ours, best of --repeat, alternated)\n")
