@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokenizer.cs336
+import tokenizer.fast.core
 from conftest import CORPUS, CORPUS_FILES, ENCODINGS_DIR, FUZZ_EXAMPLES, corpus_text
 from tokenizer import Encoding, Tokenizer, bpe, train_bpe
 from tokenizer.pretokenize import GPT2_PATTERN, compile_pattern
@@ -28,6 +29,15 @@ GPT2_VOCAB = ENCODINGS_DIR / "gpt2" / "encoder.json"
 GPT2_MERGES = ENCODINGS_DIR / "gpt2" / "vocab.bpe"
 BYTES = {i: bytes([i]) for i in range(256)}
 split_pretokens = compile_pattern(GPT2_PATTERN).split
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cut_from_the_first_long_piece():
+    # The fast core cuts long non-ASCII pieces where no merge crosses only after meeting several (a new Tokenizer
+    # here meets a few): from the first one in this module, so that its tests run that path too.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tokenizer.fast.core, "UNCROSSABLE_AFTER", 1)
+        yield
 
 
 @pytest.fixture(scope="module")

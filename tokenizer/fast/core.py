@@ -59,9 +59,12 @@ BATCH_MIN_BYTES = 1 << 11
 # NumPy calls and go through the piece cache.
 ARRAY_MIN_CHARS = 1 << 13
 
-# A long non-ASCII piece is cut where no merge can cross (uncrossable.py) only while at least half of the first
-# this many fell apart: a vocabulary that knows a script well (o200k_base on Chinese) cuts few of its pieces, and
-# there the cutting was measured to cost more than the cached parts save; one that knows it poorly cuts nearly all.
+# A long non-ASCII piece is cut where no merge can cross (uncrossable.py) from the UNCROSSABLE_AFTER-th such piece
+# on (the table of those pairs costs a scan of the vocabulary), and only while at least half of the first
+# UNCROSSABLE_TRIAL cut fell apart: a vocabulary that knows a script well (o200k_base on Chinese) cuts few of its
+# pieces, and there the cutting was measured to cost more than the cached parts save; one that knows it poorly
+# cuts nearly all.
+UNCROSSABLE_AFTER = 16
 UNCROSSABLE_TRIAL = 64
 
 # decode_bytes looks up this many ids per itemgetter: a tuple of one call's every token would outgrow the
@@ -110,7 +113,8 @@ class FastCore:
         self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
         self._part_cache.encode_piece = self._merge_to_ids
         self._uncrossable: bytearray | None | Literal[False] = None  # built on first need; False: not worth it
-        self._uncrossable_tried = self._uncrossable_cut = 0  # long non-ASCII pieces cut so far, and how many fell apart
+        self._uncrossable_met = 0  # long non-ASCII pieces met before the table was built
+        self._uncrossable_tried = self._uncrossable_cut = 0  # such pieces cut since, and how many fell apart
         self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
         self._tables_soon: Callable[[], tuple[PairTable, PieceTable] | None] | None = None  # loading begun
         self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
@@ -174,12 +178,17 @@ class FastCore:
         return self._merge_to_ids(data)
 
     def _split_uncrossable(self, data: bytes) -> list[bytes]:
-        """``data`` cut where no merge can cross (:func:`tokenizer.fast.uncrossable.split_uncrossable`). The
-        first ``UNCROSSABLE_TRIAL`` pieces decide whether cutting is kept: a vocabulary that knows the script
-        well (o200k_base and Chinese) has few such pairs, and there the cutting costs more than it saves."""
+        """``data`` cut where no merge can cross (:func:`tokenizer.fast.uncrossable.split_uncrossable`), once this
+        core has met ``UNCROSSABLE_AFTER`` such pieces (before that, ``[data]``: the table costs a vocabulary
+        scan, which a few pieces, say the accented words of an English text, do not repay). The next
+        ``UNCROSSABLE_TRIAL`` pieces decide whether cutting is kept: a vocabulary that knows the script well
+        (o200k_base and Chinese) has few such pairs, and there the cutting costs more than it saves."""
         from .uncrossable import split_uncrossable, uncrossable_pairs
 
         if self._uncrossable is None:
+            self._uncrossable_met += 1
+            if self._uncrossable_met < UNCROSSABLE_AFTER:
+                return [data]
             self._uncrossable = uncrossable_pairs(self.merge_ranks)
         parts = split_uncrossable(data, self._uncrossable)
         if self._uncrossable_tried < UNCROSSABLE_TRIAL:
