@@ -229,7 +229,10 @@ class FastCore:
 
     def _encode_through_cache_alone(self, text: str) -> list[int]:
         try:
-            return self._encode_pieces(self._pretokenizer.split(text))
+            pieces = self._pretokenizer.split(text)
+            if len(text) < BATCH_MIN_CHARS:  # _encode_pieces' one pass, without counting the pieces' characters
+                return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
+            return self._encode_pieces(pieces)
         except UnicodeEncodeError:
             # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
             return self._encode_pieces(self._pretokenizer.split(replace_surrogates(text)))
