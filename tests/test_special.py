@@ -72,3 +72,15 @@ def test_overlapping_specials_longest_first():
     # only the short one allowed: the long one is not matched, and the text is split into two singles
     ids = enc.encode("<|endoftext|><|endoftext|>", allowed_special={"<|endoftext|>"}, disallowed_special=())
     assert ids == [single, single]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base", "o200k_harmony"])
+def test_the_default_call_answers_as_the_general_path(name):
+    # encode(text) with its defaults takes a short path when the text holds no special token; the same refusal
+    # or ids as the general path (the same sets given explicitly), with many special tokens (harmony) or few
+    enc = get_encoding(name)
+    every = frozenset(enc.special_tokens_set)
+    texts = ["hello world", "", "a <|endoftext|> b", "<|endoftext", *sorted(every)[:12], "x" + sorted(every)[-1]]
+    for text in texts:
+        assert outcome(enc, text, set(), "all") == outcome(enc, text, frozenset(), every)
+    assert enc.encode("hello world") == tiktoken.get_encoding(name).encode("hello world")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, I
 
 from . import bpe, saving, streaming, unstable
 from .core import ReferenceCore, interleave
-from .pretokenize import GPT2_PATTERN, special_token_regex, special_tokens_in
+from .pretokenize import FEW_SPECIAL_TOKENS, GPT2_PATTERN, special_token_regex, special_tokens_in
 
 if TYPE_CHECKING:
     import numpy as np
@@ -260,6 +260,12 @@ class Encoding:
         >>> enc.encode("hello <|endoftext|>", disallowed_special=())
         [31373, 1279, 91, 437, 1659, 5239, 91, 29]
         """
+        if (type(allowed_special) in (set, frozenset) and not allowed_special and disallowed_special == "all"
+                and type(text) is str and len(self._special_tokens) <= FEW_SPECIAL_TOKENS
+                and not any(map(text.__contains__, self._special_tokens))):
+            # the default (no special token allowed, each one's text refused) on text that holds none: the
+            # commonest call, answered without building the sets of special_token_sets
+            return self.core.encode_ordinary_texts([text])[0]
         allowed, disallowed = self.special_token_sets(
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
