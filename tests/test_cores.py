@@ -99,3 +99,27 @@ def test_the_fast_core_keeps_cutting_long_pieces_only_where_they_fall_apart(name
     oracle = tiktoken.get_encoding(name)
     assert ours == [oracle.encode_ordinary(message) for message in messages]
     assert ours == get_encoding(name, core="reference").encode_ordinary_batch(messages)
+
+
+def test_a_mid_size_text_whose_pieces_the_cache_holds_skips_the_array_path():
+    # A conversation encoded again at every turn: once its messages have been encoded, the whole (over
+    # ARRAY_MIN_CHARS) goes through the piece cache, and the array path's tables are never loaded; on a new
+    # Encoding the same text takes the array path. Both give tiktoken's ids.
+    import tiktoken
+
+    text = corpus_text("en_docs.txt", 100_000).replace("<|endoftext|>", "")
+    messages = [text[at : at + 1500] for at in range(0, 45_000, 1500)]
+    conversation = "\n".join(messages)
+    assert tokenizer.fast.core.ARRAY_MIN_CHARS <= len(conversation) < tokenizer.fast.core.CACHE_PATH_MAX_CHARS
+    expected = tiktoken.get_encoding("cl100k_base").encode(conversation)
+
+    def fresh() -> Encoding:
+        enc = get_encoding("cl100k_base")
+        return Encoding("copy", pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens={})
+
+    cold = fresh()
+    assert cold.encode(conversation) == expected and cold.core._pair_table is not None
+    warm = fresh()
+    for message in messages:
+        warm.encode(message)
+    assert warm.encode(conversation) == expected and warm.core._pair_table is None

@@ -59,6 +59,15 @@ BATCH_MIN_BYTES = 1 << 11
 # NumPy calls and go through the piece cache.
 ARRAY_MIN_CHARS = 1 << 13
 
+# A text of ARRAY_MIN_CHARS or more but fewer than this goes through the piece cache instead of the array path
+# when the cache already holds at least CACHE_SAMPLE_HITS of the pieces of a sample of CACHE_SAMPLE_CHARS (its
+# beginning and middle): measured on mid-size texts whose pieces the cache held, the array path's fixed cost
+# in batch BPE rounds outweighed the cache's look-ups up to about this length; on a cold cache the array path is
+# the faster one at every length.
+CACHE_PATH_MAX_CHARS = 1 << 18
+CACHE_SAMPLE_CHARS = 1 << 11
+CACHE_SAMPLE_HITS = 0.95
+
 # A long non-ASCII piece is cut where no merge can cross (uncrossable.py) from the UNCROSSABLE_AFTER-th such piece
 # on (the table of those pairs costs a scan of the vocabulary), and only while at least half of the first
 # UNCROSSABLE_TRIAL cut fell apart: a vocabulary that knows a script well (o200k_base on Chinese) cuts few of its
@@ -125,7 +134,8 @@ class FastCore:
         own; the others through the piece cache, the pieces they all lack in it encoded together."""
         if len(texts) == 1:
             text = texts[0]
-            ids = self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None
+            long = len(text) >= ARRAY_MIN_CHARS and not self._cache_knows(text)
+            ids = self._encode_long(text) if long else None
             return [self._encode_through_cache_alone(text) if ids is None else ids]
         if sum(map(len, texts)) >= ARRAY_MIN_CHARS:
             done = self._encode_joined(texts)
@@ -161,6 +171,19 @@ class FastCore:
         return b"".join(map(self.bytes_by_id.__getitem__, ids))  # (of one id, itemgetter gives the item, not a tuple)
 
     # ---- short texts: the piece cache ----------------------------------------------------------------------
+
+    def _cache_knows(self, text: str) -> bool:
+        """Whether the piece cache holds nearly every piece of ``text`` (under ``CACHE_PATH_MAX_CHARS``), judged
+        on a sample of its beginning and middle: a conversation encoded again at every turn, say (its end, the
+        newest message, is new). Such a text is faster through the cache than by the array path, whose batch BPE
+        costs the same every time."""
+        if not self._cache or len(text) >= CACHE_PATH_MAX_CHARS:
+            return False
+        width = CACHE_SAMPLE_CHARS // 2
+        middle = (len(text) - width) // 2
+        windows = (text[:width], text[middle : middle + width])
+        sample = list(chain.from_iterable(map(self._pretokenizer.split, windows)))
+        return sum(map(self._cache.__contains__, sample)) >= CACHE_SAMPLE_HITS * len(sample)
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         """One pre-token -> ids. Raises UnicodeEncodeError on a lone surrogate (handled by the callers)."""
