@@ -2,7 +2,7 @@
 
     python bench/bench_encode.py [--mb 4] [--repeat 3] [--encodings gpt2,cl100k_base,o200k_base]
                                  [--texts en_docs,de_manpages,...] [--no-fresh-process] [--no-pathological]
-                                 [--no-long] [--no-special] [--no-short] [--no-decode] [--messages 7587]
+                                 [--no-long] [--no-special] [--no-short] [--no-mid] [--no-decode] [--messages 7587]
 
 Texts: the first N MB of each ../shared/corpus file named. Ours is timed these ways:
 
@@ -30,6 +30,10 @@ and pattern) in the short-texts table, with the share of messages where its own 
 Short new texts (--no-short to skip): --messages messages of 20 to 2,000 characters (lengths log-uniform) cut from
 the six texts, each language timed alone: a fresh Encoding encodes each message in its own call (first pass),
 then again (warm), and a fresh one takes them all in one ``encode_batch`` and one ``encode_ordinary_batch``.
+
+Mid-size texts (--no-mid to skip): new texts of 16k, 64k and 256k characters, each encoded by an Encoding with
+an empty piece cache whose tables are loaded (the array path), and a conversation: 100 short messages, the whole of it encoded again at
+each turn by one Encoding (once it passes 8k characters, through the piece cache, which holds its pieces).
 
 Decoding (--no-decode to skip): ``decode``, ``decode_bytes`` of each text's ids in one call, ``decode`` of each
 short message's ids in a call of its own, and ``decode_batch`` of the short messages' ids.
@@ -352,6 +356,50 @@ def short_rows(names, labels, count, repeat):
     return rows
 
 
+MID_SIZES = (16_000, 64_000, 256_000)
+
+
+def mid_rows(names, labels, repeat):
+    """(text, encoding, ratio at each of MID_SIZES, ratio on a conversation): texts of a mid size, each new and
+    encoded by an Encoding with an empty piece cache whose tables are loaded (what a process that has encoded
+    a long text before meets; one call each, ``repeat`` texts of each size); and a conversation of 100 short
+    messages, all of it encoded again at each turn by a fresh Encoding."""
+    import tiktoken
+
+    rows = []
+    for seed, label in enumerate(labels):
+        text = (SHARED / "corpus" / f"{label}.txt").read_text(encoding="utf-8", errors="ignore")
+        text = text.replace("<|endoftext|>", "")
+        rng = random.Random(seed)
+        for name in names:
+            oracle = tiktoken.get_encoding(name)
+            ratios = []
+            for size in MID_SIZES:
+                texts = [text[at : at + size] for at in (rng.randrange(len(text) - size) for _ in range(repeat))]
+                t_tik = t_ours = 0.0
+                for one in texts:  # alternated; for each text an Encoding whose tables are loaded, its cache empty
+                    t0 = time.perf_counter()
+                    expected = oracle.encode_ordinary(one)
+                    t_tik += time.perf_counter() - t0
+                    ours = fresh(name)
+                    ours.core.batch_table()
+                    t0 = time.perf_counter()
+                    ids = ours.encode_ordinary(one)
+                    t_ours += time.perf_counter() - t0
+                    assert ids == expected
+                ratios.append(t_tik / t_ours)
+            messages = messages_of(text, 100, seed=seed)
+            turns = ["\n".join(messages[: i + 1]) for i in range(len(messages))]
+            best = alternated({
+                "tik": lambda: lambda: [oracle.encode_ordinary(turn) for turn in turns],
+                "ours": lambda: partial(list, map(fresh(name).encode_ordinary, turns)),
+            }, repeat)
+            assert list(map(fresh(name).encode_ordinary, turns)) == [oracle.encode_ordinary(t) for t in turns]
+            rows.append((label, name, *ratios, best["tik"] / best["ours"]))
+            print(f"done mid {label} {name}", file=sys.stderr, flush=True)
+    return rows
+
+
 def decode_rows(names, labels, size, count, repeat):
     """(text, encoding, ratios of decode, decode_bytes, decode of each short message, decode_batch of them)."""
     import tiktoken
@@ -423,6 +471,7 @@ def main() -> None:
     parser.add_argument("--no-special", action="store_true", help="skip the special-tokens-allowed table")
     parser.add_argument("--no-short", action="store_true", help="skip the short-new-texts table")
     parser.add_argument("--no-decode", action="store_true", help="skip the decoding table")
+    parser.add_argument("--no-mid", action="store_true", help="skip the mid-size texts table")
     parser.add_argument("--messages", type=int, default=7587, help="short messages, over all the texts")
     args = parser.parse_args()
     import tiktoken
@@ -524,6 +573,15 @@ def main() -> None:
         print("\nThe peers' columns are tiktoken's time / the peer's, on the same messages (bpe-openai's ids are "
               "tiktoken's, asserted; it has no gpt2). quicktok splits with its own regex engine, and its ids differ "
               "from tiktoken's on this share of the messages: " + (", ".join(differs) or "not installed") + ".")
+    if not args.no_mid:
+        print("\nMid-size texts: new texts of each size, each by an Encoding with an empty piece cache and its "
+              "tables loaded (one call, --repeat texts); a conversation of 100 short messages, all of it encoded "
+              "again at each turn by a fresh Encoding (ratio = tiktoken's time / ours)\n")
+        print("| text | encoding | " + " | ".join(f"{size // 1000}k characters" for size in MID_SIZES)
+              + " | a conversation, each turn |")
+        print("|---|---|" + "---|" * (len(MID_SIZES) + 1))
+        for label, name, *ratios in mid_rows(names, labels, args.repeat):
+            print(f"| {label} | {name} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
     if not args.no_decode:
         print("\nDecoding: the text's ids in one call; the short messages' ids, a call each and in one decode_batch "
               "(ratio = tiktoken's time / ours, best of --repeat, alternated)\n")
