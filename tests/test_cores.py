@@ -104,7 +104,8 @@ def test_the_fast_core_keeps_cutting_long_pieces_only_where_they_fall_apart(name
 def test_a_mid_size_text_whose_pieces_the_cache_holds_skips_the_array_path():
     # A conversation encoded again at every turn: once its messages have been encoded, the whole (over
     # ARRAY_MIN_CHARS) goes through the piece cache, and the array path's tables are never loaded; on a new
-    # Encoding the same text takes the array path. Both give tiktoken's ids.
+    # Encoding the same text takes the array path. Both give tiktoken's ids; so do the messages joined by a
+    # special token, and in one batch.
     import tiktoken
 
     text = corpus_text("en_docs.txt", 100_000).replace("<|endoftext|>", "")
@@ -123,3 +124,16 @@ def test_a_mid_size_text_whose_pieces_the_cache_holds_skips_the_array_path():
     for message in messages:
         warm.encode(message)
     assert warm.encode(conversation) == expected and warm.core._pair_table is None
+    # the same for the messages joined by a special token, and for all of them in one batch
+    oracle = tiktoken.get_encoding("cl100k_base")
+    joined = "<|endoftext|>".join(messages)
+    special = Encoding("copy", pat_str=warm.pat_str, mergeable_ranks=dict(warm.token_ids),
+                       special_tokens={"<|endoftext|>": 100257})
+    for message in messages:
+        special.encode(message)
+    assert special.encode(joined, allowed_special="all") == oracle.encode(joined, allowed_special="all")
+    assert special.encode_ordinary_batch(messages) == oracle.encode_ordinary_batch(messages)
+    assert special.core._pair_table is None
+    cold = fresh()
+    assert cold.encode_ordinary_batch(messages) == oracle.encode_ordinary_batch(messages)
+    assert cold.core._pair_table is not None

@@ -134,10 +134,13 @@ class FastCore:
         own; the others through the piece cache, the pieces they all lack in it encoded together."""
         if len(texts) == 1:
             text = texts[0]
-            long = len(text) >= ARRAY_MIN_CHARS and not self._cache_knows(text)
+            long = len(text) >= ARRAY_MIN_CHARS and not self._cache_knows(texts, len(text))
             ids = self._encode_long(text) if long else None
             return [self._encode_through_cache_alone(text) if ids is None else ids]
-        if sum(map(len, texts)) >= ARRAY_MIN_CHARS:
+        total = sum(map(len, texts))
+        if total >= ARRAY_MIN_CHARS:
+            if self._cache_knows(texts, total):
+                return self._encode_through_cache(texts)
             done = self._encode_joined(texts)
             if done is not None:
                 return done
@@ -151,7 +154,10 @@ class FastCore:
         """The ids of ``texts[0]``, ``between[0]``, ``texts[1]``... (the stretches of a text between its special
         tokens, and their ids): long enough together, by one run of the array path over all the stretches, the
         ids in between put in place in the array."""
-        if len(texts) > 1 and sum(map(len, texts)) >= ARRAY_MIN_CHARS:
+        total = sum(map(len, texts))
+        if len(texts) > 1 and total >= ARRAY_MIN_CHARS:
+            if self._cache_knows(texts, total):
+                return interleave(self._encode_through_cache(texts), between)
             ids = self._encode_joined(texts, between)
             if ids is not None:
                 return ids
@@ -172,13 +178,14 @@ class FastCore:
 
     # ---- short texts: the piece cache ----------------------------------------------------------------------
 
-    def _cache_knows(self, text: str) -> bool:
-        """Whether the piece cache holds nearly every piece of ``text`` (under ``CACHE_PATH_MAX_CHARS``), judged
-        on a sample of its beginning and middle: a conversation encoded again at every turn, say (its end, the
-        newest message, is new). Such a text is faster through the cache than by the array path, whose batch BPE
-        costs the same every time."""
-        if not self._cache or len(text) >= CACHE_PATH_MAX_CHARS:
+    def _cache_knows(self, texts: list[str], total: int) -> bool:
+        """Whether the piece cache holds nearly every piece of ``texts`` (``total`` characters together, under
+        ``CACHE_PATH_MAX_CHARS``), judged on a sample of the beginning and middle of them laid end to end: a
+        conversation encoded again at every turn, say (its end, the newest message, is new). Such texts are
+        faster through the cache than by the array path, whose batch BPE costs the same every time."""
+        if not self._cache or total >= CACHE_PATH_MAX_CHARS:
             return False
+        text = texts[0] if len(texts) == 1 else "".join(texts)
         width = CACHE_SAMPLE_CHARS // 2
         middle = (len(text) - width) // 2
         windows = (text[:width], text[middle : middle + width])
