@@ -5,7 +5,8 @@ three routes, each chosen by a measured size (the thresholds below):
 
 - **a long text** (``ARRAY_MIN_CHARS`` or more) never becomes piece strings: its pieces are found by array
   rules, grouped into distinct ones, looked up and BPE-encoded all at once in NumPy
-  (:mod:`tokenizer.fast.array_encode`);
+  (:mod:`tokenizer.fast.array_encode`), unless it is under ``CACHE_PATH_MAX_CHARS`` and the piece cache already
+  holds nearly all its pieces (a conversation encoded again at every turn): then the cache is faster;
 - **short texts** go through a piece cache: text repeats its pieces (" the", ",", " of"), so each distinct
   piece is BPE-encoded once and later found in a dict, one lookup per piece done by ``map`` in C. The pieces
   a call lacks are collected first and, when they are many, encoded together by batch BPE
