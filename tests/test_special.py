@@ -76,8 +76,8 @@ def test_overlapping_specials_longest_first():
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base", "o200k_harmony"])
 def test_the_default_call_answers_as_the_general_path(name):
-    # encode(text) with its defaults takes a short path when the text holds no special token; the same refusal
-    # or ids as the general path (the same sets given explicitly), with many special tokens (harmony) or few
+    # encode(text) with its defaults takes the sets special_token_sets made once; the same refusal or ids as the
+    # same sets given explicitly (built at the call), with many special tokens (harmony) or few
     enc = get_encoding(name)
     every = frozenset(enc.special_tokens_set)
     texts = ["hello world", "", "a <|endoftext|> b", "<|endoftext", *sorted(every)[:12], "x" + sorted(every)[-1]]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, I
 
 from . import bpe, saving, streaming, unstable
 from .core import ReferenceCore, interleave
-from .pretokenize import FEW_SPECIAL_TOKENS, GPT2_PATTERN, special_token_regex, special_tokens_in
+from .pretokenize import GPT2_PATTERN, special_token_regex, special_tokens_in
 
 if TYPE_CHECKING:
     import numpy as np
@@ -169,6 +169,7 @@ class Encoding:
         for text, idx in reversed(self._special_tokens.items()):
             self._decoder[idx] = text.encode("utf-8")
         self._special_token_values = frozenset(self._special_tokens.values())
+        self._refused_by_default = (frozenset(), frozenset(self._special_tokens))  # special_token_sets' default
         self.max_token_value = max(self._decoder, default=-1)
         # The decoder again as a list by id, for the cores' decode_bytes: a list is indexed faster than a dict is
         # looked up. Its second half is None, and so is an unused id: a negative id (which a list would take from
@@ -260,12 +261,6 @@ class Encoding:
         >>> enc.encode("hello <|endoftext|>", disallowed_special=())
         [31373, 1279, 91, 437, 1659, 5239, 91, 29]
         """
-        if (type(allowed_special) in (set, frozenset) and not allowed_special and disallowed_special == "all"
-                and type(text) is str and len(self._special_tokens) <= FEW_SPECIAL_TOKENS
-                and not any(map(text.__contains__, self._special_tokens))):
-            # the default (no special token allowed, each one's text refused) on text that holds none: the
-            # commonest call, answered without building the sets of special_token_sets
-            return self.core.encode_ordinary_texts([text])[0]
         allowed, disallowed = self.special_token_sets(
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
@@ -309,6 +304,8 @@ class Encoding:
         >>> enc.special_token_sets(allowed_special="all")
         (frozenset({'<|endoftext|>'}), frozenset())
         """
+        if disallowed_special == "all" and type(allowed_special) in (set, frozenset) and not allowed_special:
+            return self._refused_by_default  # encode's default, by far the commonest call: made once
         if allowed_special == "all":
             allowed = frozenset(self._special_tokens)
         elif isinstance(allowed_special, str):
