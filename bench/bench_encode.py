@@ -32,8 +32,9 @@ the six texts, each language timed alone: a fresh Encoding encodes each message 
 then again (warm), and a fresh one takes them all in one ``encode_batch`` and one ``encode_ordinary_batch``.
 
 Mid-size texts (--no-mid to skip): new texts of 16k, 64k and 256k characters, each encoded by an Encoding with
-an empty piece cache whose tables are loaded (the array path), and a conversation: 100 short messages, the whole of it encoded again at
-each turn by one Encoding (once it passes 8k characters, through the piece cache, which holds its pieces).
+an empty piece cache whose tables are loaded (the array path), and a conversation: 100 short messages, the whole
+of it encoded again at each turn by one fresh Encoding (once it passes 8k characters, through the piece cache,
+which holds its pieces).
 
 Decoding (--no-decode to skip): ``decode``, ``decode_bytes`` of each text's ids in one call, ``decode`` of each
 short message's ids in a call of its own, and ``decode_batch`` of the short messages' ids.
