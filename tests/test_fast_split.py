@@ -194,3 +194,24 @@ def test_custom_pattern_runs_on_regex():
     assert pre.split("ab中, c") == pre.split_reference("ab中, c") == ["ab中", ",", " ", "c"]
     assert all(compile_fast(p).uses_stdlib for p in (R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN))
     assert not compile_fast(r"\p{L}+|\P{L}").uses_stdlib
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(text=st.lists(st.sampled_from(["a", "B", " ", "  ", "\n", "\r\n", "'s", "1234", "!", "/", "é", "中", "\u0301",
+                                      "😀", "𝐀", "\ud800", "\x00"])).map("".join),
+       cuts=st.lists(st.integers(0, 40), min_size=2, max_size=10),
+       pattern=st.sampled_from(sorted(OPENAI_PATTERNS) + [r"\p{L}+|\P{L}"]))
+def test_piece_lengths_between_places_equal_the_split_of_each_slice(text, cuts, pattern):
+    # re between two places of the text (not a copy of the slice): each place must act as the string's end
+    # (whitespace before it, "\s+(?!\S)", "$") and its start, astral characters stood in for on the whole text
+    bounds = sorted(min(cut, len(text)) for cut in cuts)
+    firsts, ends = bounds[:-1], bounds[1:]
+    pre = compile_fast(pattern)
+    expected = [[len(piece) for piece in pre.split(text[a:b])] for a, b in zip(firsts, ends)]
+    assert pre.piece_lengths_between(text, firsts, ends) == expected
+
+
+def test_has_astral():
+    assert not stdlib_patterns.has_astral("") and not stdlib_patterns.has_astral("plain ascii")
+    assert not stdlib_patterns.has_astral("é中\uffff\ud800\udfff")  # lone surrogates are not astral characters
+    assert stdlib_patterns.has_astral("a😀") and stdlib_patterns.has_astral("\U0010ffff") and stdlib_patterns.has_astral("\U00010000")

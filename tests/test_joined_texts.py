@@ -137,3 +137,41 @@ def test_a_call_of_many_short_texts_runs_the_array_path_once(monkeypatch):
     text = "<|endoftext|>".join(corpus_text("en_docs.txt", 100_000).split("<|endoftext|>"))
     assert enc.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("weights", ["hashed", "every row one hash"])
+def test_repeated_edges_are_split_once_each_and_exactly(monkeypatch, weights):
+    # many texts whose edges repeat (and one longer than a row of the grouping), split as each would be alone;
+    # with every hash equal, the grouping falls back to comparing whole rows and gives the same starts
+    from tokenizer.fast import array_split
+
+    if weights != "hashed":
+        monkeypatch.setattr(array_split, "_ROW_WEIGHTS", np.zeros_like(array_split._ROW_WEIGHTS))
+    parts = ["\nThe end.\n", "\nthe start \n\n", "'s it\n", "x" * 40 + "\n", "\n\u0301a 12345\t", "😀 b\r\n"]
+    texts = [parts[i % len(parts)] + parts[(i * 7) % len(parts)] for i in range(60)]
+    text = "".join(texts)
+    lengths = np.array([len(t) for t in texts])
+    firsts = np.cumsum(lengths) - lengths
+    calls = []
+    split = compile_fast(O200K_PATTERN)
+    monkeypatch.setattr(type(split), "piece_lengths_between", lambda self, text, a, b: calls.append(len(a)) or
+                        [[len(p) for p in self.split(text[x:y])] for x, y in zip(a, b)])
+    for pattern in (GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN):
+        expected = [int(first + start) for first, one in zip(firsts, texts)
+                    for start in piece_starts(code_points(one), pattern)]
+        assert piece_starts_of_texts(text, code_points(text), firsts, pattern).tolist() == expected
+    assert calls and max(calls) < 2 * len(parts) ** 2  # each distinct edge once, not one per text
+
+
+def test_distinct_segments_against_a_dict():
+    from tokenizer.fast.array_split import DISTINCT_ROW_CHARS, _distinct_segments
+
+    text = "ab\x00a\x00ab" + "y" * (DISTINCT_ROW_CHARS + 3) + "ab\U0010ffff"
+    points = code_points(text)
+    firsts = np.array([0, 3, 0, 5, 7, 7, 8, 9, 7 + DISTINCT_ROW_CHARS + 3, 0, 2, 4])
+    lengths = np.array([2, 1, 1, 2, DISTINCT_ROW_CHARS + 3, DISTINCT_ROW_CHARS + 3, 1, DISTINCT_ROW_CHARS, 3, 3, 1, 1])
+    kept, copy_of = _distinct_segments(points, firsts, lengths)
+    segments = [text[a : a + n] for a, n in zip(firsts, lengths)]
+    assert [segments[kept[c]] for c in copy_of] == segments  # each segment's kept one equals it
+    short = {s for s in segments if len(s) <= DISTINCT_ROW_CHARS}
+    assert len([k for k in kept if lengths[k] <= DISTINCT_ROW_CHARS]) == len(short)  # and once each

@@ -98,6 +98,12 @@ from .stdlib_patterns import code_point_runs, compile_fast
 
 CODE_POINTS = 0x110000
 
+# The edges of texts split alone (piece_starts_of_texts) are grouped into distinct ones as rows of this many code
+# points: wider than nearly every edge of real text.
+DISTINCT_ROW_CHARS = 16
+# Odd 64-bit weights, one a column, that hash those rows: multiples of 2**64 divided by the golden ratio.
+_ROW_WEIGHTS = np.arange(1, DISTINCT_ROW_CHARS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
+
 # One byte per code point: the classes the patterns test, and the few characters they name.
 LETTER, NUMBER, SPACE, LINE_BREAK, BLANK, APOSTROPHE = 1, 2, 4, 8, 16, 32  # BLANK is U+0020 only
 JOINS_LETTERS = 64  # a letter, or whitespace but CR and LF: what cl100k lets run into a letter run
@@ -202,31 +208,69 @@ def piece_starts_of_texts(text: str, code_points: np.ndarray, firsts: np.ndarray
     order = np.argsort(edge_firsts, kind="stable")
     edge_firsts, edge_ends = edge_firsts[order], edge_ends[order]
     starts[_segment_positions(edge_firsts, edge_ends - edge_firsts)] = False
-    edge_lengths = compile_fast(pat_str).piece_lengths_between(text, edge_firsts.tolist(), edge_ends.tolist())
-    counts = np.fromiter(map(len, edge_lengths), np.int64, count=len(edge_lengths))
-    lengths = np.fromiter(chain.from_iterable(edge_lengths), np.int64, count=int(counts.sum()))
-    # each piece's start: its edge's first, plus the lengths of the pieces before it in its edge
-    offsets = np.cumsum(lengths) - lengths
-    edge_of = np.repeat(np.arange(len(counts)), counts)
-    starts[edge_firsts[edge_of] + offsets - offsets[(np.cumsum(counts) - counts)[edge_of]]] = True
+    starts[_edge_piece_starts(text, code_points, edge_firsts, edge_ends, pat_str)] = True
     return np.flatnonzero(starts).astype(np.int64, copy=False)
+
+
+def _edge_piece_starts(text: str, code_points: np.ndarray, firsts: np.ndarray, ends: np.ndarray, pat_str: str):
+    """Where the pieces of each edge ``text[firsts[i]:ends[i]]``, split alone by the regex, start (places in
+    ``text``). The edges of many texts repeat (".\n", "\nThe"): each distinct one is split once."""
+    kept, copy_of = _distinct_segments(code_points, firsts, ends - firsts)
+    piece_lengths = compile_fast(pat_str).piece_lengths_between(text, firsts[kept].tolist(), ends[kept].tolist())
+    counts = np.fromiter(map(len, piece_lengths), np.int64, count=len(piece_lengths))
+    lengths = np.fromiter(chain.from_iterable(piece_lengths), np.int64, count=int(counts.sum()))
+    # each piece's offset in its edge: the lengths of the pieces before it there
+    first_pieces = np.cumsum(counts) - counts
+    offsets = np.cumsum(lengths) - lengths
+    offsets -= np.repeat(offsets[first_pieces], counts)
+    # every edge takes the pieces of the distinct one it equals
+    edge_counts = counts[copy_of]
+    edge_of = np.repeat(np.arange(len(firsts)), edge_counts)
+    return firsts[edge_of] + offsets[_segment_positions(first_pieces[copy_of], edge_counts)]
+
+
+def _distinct_segments(code_points: np.ndarray, firsts: np.ndarray, lengths: np.ndarray):
+    """``(kept, copy_of)``: the indices of one of each distinct text among the segments of ``code_points`` at
+    ``firsts``, ``lengths`` long, and for each segment the index in ``kept`` of the one it equals. Segments of up
+    to ``DISTINCT_ROW_CHARS`` characters are compared as rows of their code points (padded with a value no code
+    point has); a longer one, rare in edges, is kept as it is."""
+    short = np.flatnonzero(lengths <= DISTINCT_ROW_CHARS)
+    long = np.flatnonzero(lengths > DISTINCT_ROW_CHARS)
+    rows = np.full((len(short), DISTINCT_ROW_CHARS), CODE_POINTS, np.uint32)
+    places = _segment_positions(firsts[short], lengths[short])
+    row_of = np.repeat(np.arange(len(short)), lengths[short])
+    rows[row_of, places - firsts[short][row_of]] = code_points[places]
+    # rows grouped by a hash (uint64 arithmetic wraps), then checked whole against their group's first
+    _, first_of, short_copy_of = np.unique(rows @ _ROW_WEIGHTS, return_index=True, return_inverse=True)
+    if not (rows == rows[first_of[short_copy_of]]).all():  # two distinct rows, one hash: sort the rows' bytes
+        whole_rows = rows.view(np.dtype((np.void, rows.itemsize * DISTINCT_ROW_CHARS))).ravel()
+        _, first_of, short_copy_of = np.unique(whole_rows, return_index=True, return_inverse=True)
+    copy_of = np.empty(len(firsts), np.int64)
+    copy_of[short] = short_copy_of.ravel()
+    copy_of[long] = len(first_of) + np.arange(len(long))
+    return np.concatenate([short[first_of], long]), copy_of
 
 
 def _safe_cuts_within(code_points: np.ndarray, begin: np.ndarray, limit: np.ndarray, step: int) -> np.ndarray:
     """For each of ``begin``: the first of ``begin``, ``begin + step``, ... short of ``limit`` (exclusive) where
-    :mod:`tokenizer.cuts`' rule allows a cut, or ``limit`` if none; looked for in windows that double in width.
-    The rule is :func:`_is_cut`'s, on o200k's classes (they hold every class it asks about, for every pattern)."""
+    :mod:`tokenizer.cuts`' rule allows a cut, or ``limit`` if none; looked for in windows that double in width
+    (from 8: most texts' edges are shorter). The rule is :func:`_is_cut`'s, on o200k's classes (they hold every
+    class it asks about, for every pattern)."""
     table = o200k_class_table()
     todo = np.flatnonzero(begin * step < limit * step)
+    last = len(code_points) - 1
 
     def look(window: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        row_limit = limit[rows][:, None]
-        valid = window * step < row_limit * step
-        # (outside the text: its last place inside, read for nothing; the verdict is masked out)
-        inside = np.where(valid, window, row_limit - step)
-        return valid, valid & _cut_rule(table[code_points[inside - 1]], table[code_points[inside]])
+        valid = window * step < limit[rows][:, None] * step
+        # the classes of the window's places and of the one before each, read once as width + 1 characters in
+        # text order (a place clipped into the text is outside its row: its verdict is masked out)
+        width = window.shape[1]
+        span = (window[:, :1] - 1 if step > 0 else window[:, :1] - width) + np.arange(width + 1)
+        classes = table[code_points[np.clip(span, 0, last, out=span)]]
+        cuts = _cut_rule(classes[:, :-1], classes[:, 1:])
+        return valid, valid & (cuts if step > 0 else cuts[:, ::-1])
 
-    return _first_hits(limit.astype(np.int64, copy=True), todo, begin[todo].astype(np.int64), step, look)
+    return _first_hits(limit.astype(np.int64, copy=True), todo, begin[todo].astype(np.int64), step, look, width=8)
 
 
 def classes_of(code_points: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -509,12 +553,13 @@ def _nearest_cut(classes: np.ndarray, begin: np.ndarray, step: int) -> np.ndarra
     return _first_hits(found_at, np.arange(len(begin)), begin.astype(np.int64), step, look)
 
 
-def _first_hits(found_at: np.ndarray, todo: np.ndarray, at: np.ndarray, step: int, look) -> np.ndarray:
+def _first_hits(
+    found_at: np.ndarray, todo: np.ndarray, at: np.ndarray, step: int, look, width: int = 16
+) -> np.ndarray:
     """The search both cut finders share: from each ``at`` (the rows ``todo`` of ``found_at``), places ``at``,
-    ``at + step``, ... in windows that double in width; ``look(window, rows)`` gives which places are valid and
-    which are cuts. The first cut of a row is written to ``found_at``; a row whose window runs past its valid
-    places keeps what ``found_at`` held."""
-    width = 16
+    ``at + step``, ... in windows that double in width from ``width``; ``look(window, rows)`` gives which places
+    are valid and which are cuts. The first cut of a row is written to ``found_at``; a row whose window runs past
+    its valid places keeps what ``found_at`` held."""
     while len(todo):
         window = at[:, None] + step * np.arange(width)
         valid, hit = look(window, todo)
