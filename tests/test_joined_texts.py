@@ -154,8 +154,9 @@ def test_repeated_edges_are_split_once_each_and_exactly(monkeypatch, weights):
     firsts = np.cumsum(lengths) - lengths
     calls = []
     split = compile_fast(O200K_PATTERN)
-    monkeypatch.setattr(type(split), "piece_lengths_between", lambda self, text, a, b: calls.append(len(a)) or
-                        [[len(p) for p in self.split(text[x:y])] for x, y in zip(a, b)])
+    counted = type(split).piece_lengths_between
+    monkeypatch.setattr(type(split), "piece_lengths_between",
+                        lambda self, text, a, b: calls.append(len(a)) or counted(self, text, a, b))
     for pattern in (GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN):
         expected = [int(first + start) for first, one in zip(firsts, texts)
                     for start in piece_starts(code_points(one), pattern)]

@@ -89,7 +89,6 @@ any pattern but OpenAI's: :func:`piece_starts` returns ``None`` for any other, a
 from __future__ import annotations
 
 from functools import cache
-from itertools import chain
 
 import numpy as np
 
@@ -216,9 +215,8 @@ def _edge_piece_starts(text: str, code_points: np.ndarray, firsts: np.ndarray, e
     """Where the pieces of each edge ``text[firsts[i]:ends[i]]``, split alone by the regex, start (places in
     ``text``). The edges of many texts repeat (".\n", "\nThe"): each distinct one is split once."""
     kept, copy_of = _distinct_segments(code_points, firsts, ends - firsts)
-    piece_lengths = compile_fast(pat_str).piece_lengths_between(text, firsts[kept].tolist(), ends[kept].tolist())
-    counts = np.fromiter(map(len, piece_lengths), np.int64, count=len(piece_lengths))
-    lengths = np.fromiter(chain.from_iterable(piece_lengths), np.int64, count=int(counts.sum()))
+    counts, lengths = compile_fast(pat_str).piece_lengths_between(text, firsts[kept].tolist(), ends[kept].tolist())
+    counts, lengths = np.array(counts, np.int64), np.array(lengths, np.int64)
     # each piece's offset in its edge: the lengths of the pieces before it there
     first_pieces = np.cumsum(counts) - counts
     offsets = np.cumsum(lengths) - lengths

@@ -116,15 +116,18 @@ class FastPretokenizer:
             return self._findall(text)
         return unmask(text, self._findall(stand_in_astral(text)))
 
-    def piece_lengths_between(self, text: str, firsts: list[int], ends: list[int]) -> list[list[int]]:
-        """The lengths of the pieces of each ``text[first:end]``, split alone: for the short edges of the texts of
-        one call (:func:`tokenizer.fast.array_split.piece_starts_of_texts`). ``re`` runs on ``text`` itself
-        between the two places, which it treats as the ends of the string (OpenAI's patterns look neither
-        behind nor at line starts): no copy of each stretch is made."""
+    def piece_lengths_between(self, text: str, firsts: list[int], ends: list[int]) -> tuple[list[int], list[int]]:
+        """``(counts, lengths)``: how many pieces each ``text[first:end]`` has, split alone, and the lengths of all
+        those pieces, one stretch after another. For the short edges of the texts of one call
+        (:func:`tokenizer.fast.array_split.piece_starts_of_texts`): ``re`` runs on ``text`` itself between the
+        two places, which it treats as the ends of the string (OpenAI's patterns look neither behind nor at line
+        starts), so no copy of each stretch is made."""
         if not self.uses_stdlib:
-            return [list(map(len, self.split(text[first:end]))) for first, end in zip(firsts, ends)]
-        plain = stand_in_astral(text) if has_astral(text) else text  # (the stand-ins keep every length)
-        return [list(map(len, pieces)) for pieces in map(self._findall, repeat(plain), firsts, ends)]
+            pieces = [self.split(text[first:end]) for first, end in zip(firsts, ends)]
+        else:
+            plain = stand_in_astral(text) if has_astral(text) else text  # (the stand-ins keep every length)
+            pieces = list(map(self._findall, repeat(plain), firsts, ends))
+        return list(map(len, pieces)), list(map(len, chain.from_iterable(pieces)))
 
 
 @cache
