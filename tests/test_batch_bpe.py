@@ -323,6 +323,7 @@ def test_a_batch_of_texts_runs_one_batch(monkeypatch):
     texts = [many_pieces_text(40) + f" text{i}qq" for i in range(5)]  # each text alone is too small for a batch
     expected = [get_encoding("gpt2").encode_ordinary(t) for t in texts]
     monkeypatch.setattr(fast_core, "BATCH_MIN_BYTES", 1)  # (this test is about how many batches, not their size)
+    monkeypatch.setattr(fast_core, "BATCH_MIN_CHARS", 1)  # (nor about how short a call may be for one pass)
     enc = fresh_encoding("gpt2")
     calls = []
     real = batch_bpe.encode_pieces

@@ -137,3 +137,24 @@ def test_a_mid_size_text_whose_pieces_the_cache_holds_skips_the_array_path():
     cold = fresh()
     assert cold.encode_ordinary_batch(messages) == oracle.encode_ordinary_batch(messages)
     assert cold.core._pair_table is not None
+
+
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_a_short_call_of_several_texts_takes_the_one_pass_of_a_short_text(name, monkeypatch):
+    # a chat message between special tokens, or a small batch, as short together as one short text: each text in
+    # one pass over its pieces (a new piece encoded on the spot), not the collect-then-fill of long calls; the
+    # ids of tiktoken and of the reference core
+    import tiktoken
+
+    enc = get_encoding(name)
+    oracle, reference = tiktoken.get_encoding(name), get_encoding(name, core="reference")
+    fresh = Encoding("copy", pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens=enc.special_tokens)
+    monkeypatch.setattr(fresh.core, "_add_missing", lambda pieces: pytest.fail("a short call collected its pieces"))
+    text = corpus_text("de_manpages.txt", 200_000)
+    turns = [text[at : at + 700] for at in range(0, 7000, 700)]
+    assert sum(map(len, turns)) < min(tokenizer.fast.core.ARRAY_MIN_CHARS, tokenizer.fast.core.BATCH_MIN_CHARS)
+    chat = "".join(f"<|endoftext|>user\n{turn}" for turn in turns[:3]) + "<|endoftext|>"
+    assert fresh.encode(chat, allowed_special="all") == oracle.encode(chat, allowed_special="all")
+    assert fresh.encode_ordinary_batch(turns) == oracle.encode_ordinary_batch(turns)
+    assert fresh.encode_ordinary_batch(turns) == reference.encode_ordinary_batch(turns)
+    assert fresh.encode_ordinary_batch(["", turns[0], ""]) == [[], oracle.encode_ordinary(turns[0]), []]

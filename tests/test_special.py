@@ -83,4 +83,7 @@ def test_the_default_call_answers_as_the_general_path(name):
     texts = ["hello world", "", "a <|endoftext|> b", "<|endoftext", *sorted(every)[:12], "x" + sorted(every)[-1]]
     for text in texts:
         assert outcome(enc, text, set(), "all") == outcome(enc, text, frozenset(), every)
+        # and allowed_special="all", whose sets are made once too
+        assert outcome(enc, text, "all", "all") == outcome(enc, text, every, frozenset())
+    assert enc.special_token_sets(allowed_special="all") == (every, frozenset())
     assert enc.encode("hello world") == tiktoken.get_encoding(name).encode("hello world")

@@ -170,6 +170,7 @@ class Encoding:
             self._decoder[idx] = text.encode("utf-8")
         self._special_token_values = frozenset(self._special_tokens.values())
         self._refused_by_default = (frozenset(), frozenset(self._special_tokens))  # special_token_sets' default
+        self._all_allowed = (frozenset(self._special_tokens), frozenset())  # and its allowed_special="all"
         self.max_token_value = max(self._decoder, default=-1)
         # The decoder again as a list by id, for the cores' decode_bytes: a list is indexed faster than a dict is
         # looked up. Its second half is None, and so is an unused id: a negative id (which a list would take from
@@ -306,6 +307,8 @@ class Encoding:
         """
         if disallowed_special == "all" and type(allowed_special) in (set, frozenset) and not allowed_special:
             return self._refused_by_default  # encode's default, by far the commonest call: made once
+        if allowed_special == "all" and disallowed_special == "all":
+            return self._all_allowed  # the next commonest (chat templates, documents joined), made once too
         if allowed_special == "all":
             allowed = frozenset(self._special_tokens)
         elif isinstance(allowed_special, str):

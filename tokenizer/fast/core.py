@@ -132,7 +132,8 @@ class FastCore:
 
     def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
         """The ids of each text, special tokens as plain text: long texts by array operations, each on its
-        own; the others through the piece cache, the pieces they all lack in it encoded together."""
+        own; the others through the piece cache, the pieces they all lack in it encoded together, unless the
+        call is as short as one short text: then as such a text, one pass each."""
         if len(texts) == 1:
             text = texts[0]
             long = len(text) >= ARRAY_MIN_CHARS and not self._cache_knows(texts, len(text))
@@ -145,6 +146,9 @@ class FastCore:
             done = self._encode_joined(texts)
             if done is not None:
                 return done
+        if total < BATCH_MIN_CHARS:
+            # as short together as one short text (a chat message between special tokens, say): one pass each
+            return list(map(self._encode_through_cache_alone, texts))
         done = [self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None for text in texts]
         if not any(ids is None for ids in done):
             return done
