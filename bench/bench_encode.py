@@ -29,7 +29,8 @@ and pattern) in the short-texts table, with the share of messages where its own 
 
 Short new texts (--no-short to skip): --messages messages of 20 to 2,000 characters (lengths log-uniform) cut from
 the six texts, each language timed alone: a fresh Encoding encodes each message in its own call (first pass),
-then again (warm), and a fresh one takes them all in one ``encode_batch`` and one ``encode_ordinary_batch``.
+then again (warm), and a fresh one takes them all in one ``encode_batch`` and one ``encode_ordinary_batch``. Then
+other new messages, each as a chat template's turn between two ``<|endoftext|>``, with ``allowed_special="all"``.
 
 Mid-size texts (--no-mid to skip): new texts of 16k, 64k and 256k characters, each encoded by an Encoding with
 an empty piece cache whose tables are loaded (the array path), and a conversation: 100 short messages, the whole
@@ -357,6 +358,38 @@ def short_rows(names, labels, count, repeat):
     return rows
 
 
+def turn_rows(names, labels, count, repeat):
+    """(language, encoding, turns, ratios of the first pass and the warm pass): short messages each between two
+    ``<|endoftext|>`` (a chat template's turn: ``"<|endoftext|>user\\n" + message + "<|endoftext|>"``), a call each
+    with ``allowed_special="all"``; the median of ``repeat`` attempts on new messages, a fresh Encoding each."""
+    import tiktoken
+
+    per_language = -(-count // len(labels))
+    rows = []
+    for seed, label in enumerate(labels):
+        text = (SHARED / "corpus" / f"{label}.txt").read_text(encoding="utf-8", errors="ignore")
+        text = text.replace("<|endoftext|>", "")
+        for name in names:
+            oracle = tiktoken.get_encoding(name)
+            firsts, warms = [], []
+            for attempt in range(repeat):
+                turns = [f"<|endoftext|>user\n{m}<|endoftext|>"
+                         for m in messages_of(text, per_language, seed=1000 * attempt + seed + 700)]
+                ours = fresh(name)
+                best = alternated({
+                    "tik": lambda: lambda: [oracle.encode(t, allowed_special="all") for t in turns],
+                    "first": lambda: lambda: [ours.encode(t, allowed_special="all") for t in turns],
+                    "warm": lambda: lambda: [ours.encode(t, allowed_special="all") for t in turns],
+                }, 1)
+                assert [ours.encode(t, allowed_special="all") for t in turns] == [
+                    oracle.encode(t, allowed_special="all") for t in turns]
+                firsts.append(best["tik"] / best["first"])
+                warms.append(best["tik"] / best["warm"])
+            rows.append((label, name, per_language, sorted(firsts)[repeat // 2], sorted(warms)[repeat // 2]))
+            print(f"done turns {label} {name}", file=sys.stderr, flush=True)
+    return rows
+
+
 MID_SIZES = (16_000, 64_000, 256_000)
 
 
@@ -574,6 +607,13 @@ def main() -> None:
         print("\nThe peers' columns are tiktoken's time / the peer's, on the same messages (bpe-openai's ids are "
               "tiktoken's, asserted; it has no gpt2). quicktok splits with its own regex engine, and its ids differ "
               "from tiktoken's on this share of the messages: " + (", ".join(differs) or "not installed") + ".")
+        print("\nShort messages between special tokens: each new message as a chat template's turn, "
+              "\"<|endoftext|>user\\n\" + message + \"<|endoftext|>\", a call each with allowed_special=\"all\" "
+              "(ratio = tiktoken's time / ours, the median of --repeat attempts on new messages)\n")
+        print("| text | encoding | turns | first pass, a call each | warm pass |")
+        print("|---|---|---|---|---|")
+        for label, name, count, *ratios in turn_rows(names, labels, args.messages, args.repeat):
+            print(f"| {label} | {name} | {count:,} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
     if not args.no_mid:
         print("\nMid-size texts: new texts of each size, each by an Encoding with an empty piece cache and its "
               "tables loaded (one call, --repeat texts); a conversation of 100 short messages, all of it encoded "

@@ -311,6 +311,29 @@ def test_batches_use_the_pool_when_threads_run_in_parallel(monkeypatch):
     assert sizes == [3]
 
 
+@pytest.mark.parametrize("core", ["fast", "reference"])
+def test_text_that_is_not_a_str_is_a_clear_type_error(core):
+    # tiktoken raises a TypeError too, worded from deep inside; ours names the method, what it got and, for
+    # bytes, what to do; one exception, not one chained to the failure it explains
+    enc = get_encoding("gpt2", core=core)
+    decode_first = 'decode it first, e.g. data.decode("utf-8")'
+    calls = [
+        (lambda: enc.encode(b"hello"), f"encode takes text (str), got bytes: {decode_first}"),
+        (lambda: enc.encode(bytearray(b"x"), allowed_special="all"), "encode takes text (str), got bytearray: "),
+        (lambda: enc.encode(None), "encode takes text (str), got NoneType"),
+        (lambda: enc.encode_ordinary(123), "encode_ordinary takes text (str), got int"),
+        (lambda: enc.encode_batch(["a", b"b"]), f"encode_batch takes text (str), got bytes at index 1: {decode_first}"),
+        (lambda: enc.encode_batch(["a", 3], allowed_special="all"), "encode_batch takes text (str), got int at index 1"),
+        (lambda: enc.encode_ordinary_batch([["a"]]), "encode_ordinary_batch takes text (str), got list at index 0"),
+    ]
+    for call, message in calls:
+        with pytest.raises(TypeError) as raised:
+            call()
+        assert str(raised.value).startswith(message)
+        assert raised.value.__suppress_context__
+    assert enc.encode("hello") == tiktoken.get_encoding("gpt2").encode("hello")
+
+
 @pytest.mark.parametrize("bad, error", [(0, ValueError), (-2, ValueError), ("8", TypeError)])
 def test_bad_num_threads_raises_like_tiktoken(bad, error):
     ours, theirs = get_encoding("gpt2"), tiktoken.get_encoding("gpt2")

@@ -242,7 +242,11 @@ class Encoding:
         >>> enc.encode_ordinary("hello world<|endoftext|>")
         [31373, 995, 27, 91, 437, 1659, 5239, 91, 29]
         """
-        return self.core.encode_ordinary_texts([text])[0]
+        try:
+            return self.core.encode_ordinary_texts([text])[0]
+        except (TypeError, AttributeError):
+            check_texts([text], "encode_ordinary")
+            raise
 
     def encode(
         self,
@@ -265,10 +269,14 @@ class Encoding:
         allowed, disallowed = self.special_token_sets(
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
-        self.check_disallowed_special(text, disallowed)
-        if not allowed:
-            return self.core.encode_ordinary_texts([text])[0]
-        stretches, specials = self._cut_at_special_tokens(text, allowed)
+        try:
+            self.check_disallowed_special(text, disallowed)
+            if not allowed:
+                return self.core.encode_ordinary_texts([text])[0]
+            stretches, specials = self._cut_at_special_tokens(text, allowed)
+        except (TypeError, AttributeError):
+            check_texts([text], "encode")
+            raise
         return self.core.encode_ordinary_joined(stretches, specials)
 
     def _cut_at_special_tokens(self, text: str, allowed: AbstractSet[str]) -> tuple[list[str], list[int]]:
@@ -360,12 +368,16 @@ class Encoding:
             return map_batch(encode, text, num_threads=num_threads)
         check_num_threads(num_threads)
         texts = list(text)
-        for one in texts:
-            self.check_disallowed_special(one, disallowed)
-        if not allowed:
-            return self.core.encode_ordinary_texts(texts)
-        # Every stretch between special tokens, of every text, encoded together; then put back in place.
-        cuts = [self._cut_at_special_tokens(one, allowed) for one in texts]
+        try:
+            for one in texts:
+                self.check_disallowed_special(one, disallowed)
+            if not allowed:
+                return self.core.encode_ordinary_texts(texts)
+            # Every stretch between special tokens, of every text, encoded together; then put back in place.
+            cuts = [self._cut_at_special_tokens(one, allowed) for one in texts]
+        except (TypeError, AttributeError):
+            check_texts(texts, "encode_batch")
+            raise
         stretch_ids = iter(self.core.encode_ordinary_texts([s for stretches, _ in cuts for s in stretches]))
         return [interleave([next(stretch_ids) for _ in stretches], specials) for stretches, specials in cuts]
 
@@ -378,7 +390,12 @@ class Encoding:
         if THREADS_RUN_IN_PARALLEL:
             return map_batch(self.encode_ordinary, text, num_threads=num_threads)
         check_num_threads(num_threads)
-        return self.core.encode_ordinary_texts(list(text))
+        texts = list(text)
+        try:
+            return self.core.encode_ordinary_texts(texts)
+        except (TypeError, AttributeError):
+            check_texts(texts, "encode_ordinary_batch")
+            raise
 
     def encode_to_numpy(
         self,
@@ -752,6 +769,23 @@ def map_batch(func: Callable[[T], R], items: Iterable[T], *, num_threads: int | 
         with ThreadPoolExecutor(num_threads) as pool:
             return list(pool.map(func, items))
     return list(map(func, items))
+
+
+def check_texts(texts: Sequence[object], method: str) -> None:
+    """Raise a ``TypeError`` that names what ``method`` was given instead of text, if any of ``texts`` is not a
+    ``str`` (the encoding methods call this only once a call has failed: a correct call pays nothing).
+
+    >>> check_texts(["fine", b"raw"], "encode_batch")
+    Traceback (most recent call last):
+    TypeError: encode_batch takes text (str), got bytes at index 1: decode it first, e.g. data.decode("utf-8")
+    """
+    for at, text in enumerate(texts):
+        if not isinstance(text, str):
+            where = f" at index {at}" if method.endswith("_batch") else ""
+            given = f"{method} takes text (str), got {type(text).__name__}{where}"
+            if isinstance(text, (bytes, bytearray, memoryview)):
+                given += ': decode it first, e.g. data.decode("utf-8")'
+            raise TypeError(given) from None  # (not the failure it explains, from deep inside the call)
 
 
 def check_num_threads(num_threads) -> None:
