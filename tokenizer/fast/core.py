@@ -148,7 +148,7 @@ class FastCore:
                 return done
         if total < BATCH_MIN_CHARS:
             # as short together as one short text (a chat message between special tokens, say): one pass each
-            return list(map(self._encode_through_cache_alone, texts))
+            return [self._encode_through_cache_alone(text) if text else [] for text in texts]
         done = [self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None for text in texts]
         if not any(ids is None for ids in done):
             return done
