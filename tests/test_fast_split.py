@@ -210,6 +210,9 @@ def test_piece_lengths_between_places_equal_the_split_of_each_slice(text, cuts, 
     pieces = [pre.split(text[a:b]) for a, b in zip(firsts, ends)]
     expected = [len(each) for each in pieces], [len(piece) for each in pieces for piece in each]
     assert pre.piece_lengths_between(text, firsts, ends) == expected
+    # told (as the array split tells it from the code points) whether the stretches hold an astral character
+    stretches_astral = any(stdlib_patterns.has_astral(text[a:b]) for a, b in zip(firsts, ends))
+    assert pre.piece_lengths_between(text, firsts, ends, astral=stretches_astral) == expected
 
 
 def test_has_astral():

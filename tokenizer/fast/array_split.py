@@ -93,7 +93,7 @@ from functools import cache
 import numpy as np
 
 from ..patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
-from .stdlib_patterns import code_point_runs, compile_fast
+from .stdlib_patterns import BMP_END, code_point_runs, compile_fast
 
 CODE_POINTS = 0x110000
 
@@ -215,7 +215,10 @@ def _edge_piece_starts(text: str, code_points: np.ndarray, firsts: np.ndarray, e
     """Where the pieces of each edge ``text[firsts[i]:ends[i]]``, split alone by the regex, start (places in
     ``text``). The edges of many texts repeat (".\n", "\nThe"): each distinct one is split once."""
     kept, copy_of = _distinct_segments(code_points, firsts, ends - firsts)
-    counts, lengths = compile_fast(pat_str).piece_lengths_between(text, firsts[kept].tolist(), ends[kept].tolist())
+    astral = bool((code_points[_segment_positions(firsts[kept], ends[kept] - firsts[kept])] >= BMP_END).any())
+    counts, lengths = compile_fast(pat_str).piece_lengths_between(
+        text, firsts[kept].tolist(), ends[kept].tolist(), astral=astral
+    )
     counts, lengths = np.array(counts, np.int64), np.array(lengths, np.int64)
     # each piece's offset in its edge: the lengths of the pieces before it there
     first_pieces = np.cumsum(counts) - counts

@@ -116,17 +116,21 @@ class FastPretokenizer:
             return self._findall(text)
         return unmask(text, self._findall(stand_in_astral(text)))
 
-    def piece_lengths_between(self, text: str, firsts: list[int], ends: list[int]) -> tuple[list[int], list[int]]:
+    def piece_lengths_between(
+        self, text: str, firsts: list[int], ends: list[int], *, astral: bool | None = None
+    ) -> tuple[list[int], list[int]]:
         """``(counts, lengths)``: how many pieces each ``text[first:end]`` has, split alone, and the lengths of all
         those pieces, one stretch after another. For the short edges of the texts of one call
         (:func:`tokenizer.fast.array_split.piece_starts_of_texts`): ``re`` runs on ``text`` itself between the
         two places, which it treats as the ends of the string (OpenAI's patterns look neither behind nor at line
-        starts), so no copy of each stretch is made."""
-        if not self.uses_stdlib:
-            pieces = [self.split(text[first:end]) for first, end in zip(firsts, ends)]
+        starts), so no copy of each stretch is made. ``astral`` says whether any stretch holds a character beyond
+        the BMP (None: look); those are split as copies, each with its stand-ins."""
+        if astral is None:
+            astral = has_astral(text)
+        if self.uses_stdlib and not astral:
+            pieces = list(map(self._findall, repeat(text), firsts, ends))
         else:
-            plain = stand_in_astral(text) if has_astral(text) else text  # (the stand-ins keep every length)
-            pieces = list(map(self._findall, repeat(plain), firsts, ends))
+            pieces = [self.split(text[first:end]) for first, end in zip(firsts, ends)]
         return list(map(len, pieces)), list(map(len, chain.from_iterable(pieces)))
 
 
