@@ -213,7 +213,7 @@ def piece_starts_of_texts(text: str, code_points: np.ndarray, firsts: np.ndarray
 
 def _edge_piece_starts(text: str, code_points: np.ndarray, firsts: np.ndarray, ends: np.ndarray, pat_str: str):
     """Where the pieces of each edge ``text[firsts[i]:ends[i]]``, split alone by the regex, start (places in
-    ``text``). The edges of many texts repeat (".\n", "\nThe"): each distinct one is split once."""
+    ``text``). The edges of many texts repeat (".\\n", "\\nThe"): each distinct one is split once."""
     kept, copy_of = _distinct_segments(code_points, firsts, ends - firsts)
     astral = bool((code_points[_segment_positions(firsts[kept], ends[kept] - firsts[kept])] >= BMP_END).any())
     counts, lengths = compile_fast(pat_str).piece_lengths_between(

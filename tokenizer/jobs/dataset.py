@@ -40,6 +40,7 @@ from typing import BinaryIO, Iterable, Iterator
 
 import numpy as np
 
+from ..core import interleave
 from ..cuts import safe_byte_cuts
 from ..encoding import Encoding
 from ..registry import get_encoding
@@ -160,8 +161,14 @@ class PieceEncoder:
     def ids(self, piece: tuple) -> list[int]:
         enc = self.enc
         if piece[0] == "documents":
+            documents = piece[1]
+            if not documents:
+                return []
+            # each document's ids then <|endoftext|>, laid end to end by chain in C (not a Python loop over ids)
             eot = enc.eot_token
-            return [i for ids in enc.encode_ordinary_batch(piece[1], num_threads=1) for i in (*ids, eot)]
+            ids = interleave(enc.encode_ordinary_batch(documents, num_threads=1), [eot] * (len(documents) - 1))
+            ids.append(eot)
+            return ids
         _, data, offset = piece
         return self.text_ids(decode_utf8(data, offset, self.name, self.errors))
 
