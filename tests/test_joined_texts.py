@@ -176,3 +176,29 @@ def test_distinct_segments_against_a_dict():
     assert [segments[kept[c]] for c in copy_of] == segments  # each segment's kept one equals it
     short = {s for s in segments if len(s) <= DISTINCT_ROW_CHARS}
     assert len([k for k in kept if lengths[k] <= DISTINCT_ROW_CHARS]) == len(short)  # and once each
+
+
+@settings(max_examples=FUZZ_SHARE, deadline=None)
+@given(text=st.lists(st.sampled_from(["a", "Z", "1", " ", "  ", "\n", "\t", ",", "'", "\u0301", "中", "😀", "-"]),
+                     min_size=1, max_size=60).map("".join),
+       bounds=st.lists(st.tuples(st.integers(0, 70), st.integers(0, 70)), min_size=1, max_size=12))
+def test_safe_cuts_within_is_the_first_cut_a_plain_scan_finds(text, bounds):
+    # the windowed search (8 wide, then doubling, each class read once) against a scan place by place with the
+    # same two-character rule, forward and backward, with limits anywhere (an empty range gives the limit)
+    from tokenizer.fast.array_split import _cut_rule, _safe_cuts_within, o200k_class_table
+
+    points = code_points(text)
+    classes = o200k_class_table()[points]
+    n = len(points)
+    for step in (1, -1):
+        if step > 0:  # from begin (at least 1) up to limit (at most n), exclusive
+            pairs = [(1 + a % n, 1 + b % n) for a, b in bounds]
+        else:  # from begin (at most n - 1) down to limit (at least 0), exclusive
+            pairs = [(a % n, b % n) for a, b in bounds]
+        begin, limit = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+        expected = []
+        for at, end in pairs:
+            while at * step < end * step and not _cut_rule(classes[at - 1], classes[at]):
+                at += step
+            expected.append(at if at * step < end * step else end)
+        assert _safe_cuts_within(points, begin, limit, step).tolist() == expected
