@@ -388,3 +388,17 @@ def build_help_flags(command: str) -> str:
 
     parser = build_parser("t")
     return parser._subparsers._group_actions[0].choices[command].format_help()
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7])
+def test_a_batch_of_documents_is_each_documents_ids_then_endoftext(count):
+    # what a worker writes for a batch of .jsonl/.parquet records: tiktoken's ids of each document, each followed
+    # by <|endoftext|> (an empty document is that token alone; an empty batch, nothing)
+    from tokenizer import get_encoding
+    from tokenizer.jobs.dataset import PieceEncoder
+
+    oracle = tiktoken.get_encoding("gpt2")
+    documents = (["", "hello <|endoftext|> world", corpus_text("de_manpages.txt", 3000)] * 3)[:count]
+    expected = [i for doc in documents for i in [*oracle.encode_ordinary(doc), oracle.eot_token]]
+    ids = PieceEncoder(get_encoding("gpt2"), "x").ids(("documents", documents))
+    assert ids == expected and len(ids) >= count
