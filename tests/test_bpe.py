@@ -159,3 +159,31 @@ def test_uncrossable_pairs_of_a_table_without_merges():
     table = uncrossable.uncrossable_pairs({bytes([b]): b for b in range(256)})
     assert set(table) == {1}
     assert uncrossable.split_uncrossable("é中".encode(), table) == [bytes([b]) for b in "é中".encode()]
+
+
+def carry_on_reference(parts: list[bytes], ranks: dict[bytes, int]) -> list[bytes]:
+    """merge_reference's loop started from ``parts`` instead of single bytes: what merge_from must give."""
+    parts = list(parts)
+    while len(parts) > 1:
+        pair_ranks = [ranks.get(a + b, float("inf")) for a, b in zip(parts, parts[1:])]
+        best = min(pair_ranks)
+        if best == float("inf"):
+            break
+        i = pair_ranks.index(best)
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+    return parts
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(small_pieces, rank_tables, st.lists(st.integers(1, 39), max_size=12), st.integers(0, 80))
+def test_merge_from_carries_on_from_any_parts_both_ways(piece, ranks, cuts, threshold):
+    # any cutting of a piece, through the rescanning loop and (threshold low) the heap, as the plain loop does
+    places = sorted({c for c in cuts if c < len(piece)})
+    parts = [piece[a:b] for a, b in zip([0, *places], [*places, len(piece)]) if a < b]
+    saved = bpe.HEAP_THRESHOLD_NON_ASCII
+    try:
+        bpe.HEAP_THRESHOLD_NON_ASCII = threshold
+        assert bpe.merge_from(parts, ranks) == carry_on_reference(parts, ranks)
+    finally:
+        bpe.HEAP_THRESHOLD_NON_ASCII = saved
+    assert bpe.merge_from([piece[i : i + 1] for i in range(len(piece))], ranks) == bpe.merge_reference(piece, ranks)

@@ -85,8 +85,9 @@ def test_a_lone_surrogate_is_u_fffd_in_both_cores():
 @pytest.mark.parametrize("name, keeps_cutting", [("gpt2", True), ("o200k_base", False)])
 def test_the_fast_core_keeps_cutting_long_pieces_only_where_they_fall_apart(name, keeps_cutting):
     # gpt2 knows few Chinese tokens: nearly every long Chinese piece falls apart where no merge can cross, and the
-    # cached parts pay. o200k_base knows many: few do, and after its trial the fast core merges pieces whole.
-    # Both ways, the ids are the reference core's and tiktoken's, before and after the decision.
+    # cached parts pay. o200k_base knows many: few do, and after its trial the fast core starts pieces whole from
+    # their characters (characters_first.py). Both ways, the ids are the reference core's and tiktoken's, before
+    # and after the decision.
     import tiktoken
 
     text = corpus_text("zh_manpages.txt", 60_000)

@@ -19,9 +19,10 @@ pairs instead (``vocab.bpe`` line numbers), because each GPT-2 token is produced
 re-typing it: a rank limit (``recover_merges`` rebuilds a ``.tiktoken`` file's merges with it) and a callback
 per merge (``python -m tokenizer explain`` shows the steps with it). ``merge`` is the same function made fast:
 it remembers the rank of every adjacent pair and only re-ranks the two neighbours of each merge, and for long
-pieces (a million ``a``) it switches to a heap so the work is O(n log n) instead of O(n²). Tests check all
-three give identical output; the fast core (:mod:`tokenizer.fast`) merges many pieces at once and is tested
-equal to ``merge_reference`` too.
+pieces (a million ``a``) it switches to a heap so the work is O(n log n) instead of O(n²). ``merge_from`` is
+that loop carried on from parts a caller has already merged (characters whose merges are known to come first).
+Tests check they all give identical output; the fast core (:mod:`tokenizer.fast`) merges many pieces at once
+and is tested equal to ``merge_reference`` too.
 
 This module knows nothing of text, patterns or ids: it turns one piece of bytes into token bytes.
 :mod:`tokenizer.pretokenize` cuts text into pieces; :mod:`tokenizer.encoding` maps tokens to ids.
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import heapq
 from itertools import repeat
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 # A rank larger than any real one: "this pair cannot be merged".
 _NO_MERGE = float("inf")
@@ -114,8 +115,28 @@ def merge(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[bytes]:
     """
     if len(piece) > HEAP_THRESHOLD or (len(piece) > HEAP_THRESHOLD_NON_ASCII and not piece.isascii()):
         return merge_heap(piece, merge_ranks)
+    return _merge_parts(list(map(_SINGLE_BYTES.__getitem__, piece)), merge_ranks)
+
+
+def merge_from(parts: list[bytes], merge_ranks: Mapping[bytes, int]) -> list[bytes]:
+    """BPE carried on from ``parts`` (a piece already cut into parts, some of them merged): the loop of
+    :func:`merge` starting where a caller that knows some merges are safe to do first has left off
+    (:mod:`tokenizer.fast.characters_first`). ``merge(piece)`` is ``merge_from`` of the piece's single bytes.
+
+    >>> merge_from([b"he", b"l", b"l", b"o"], {b"he": 0, b"ll": 1, b"llo": 2, b"hello": 3})
+    [b'hello']
+    """
+    if len(parts) > HEAP_THRESHOLD_NON_ASCII:
+        starts = [0]
+        for part in parts[:-1]:
+            starts.append(starts[-1] + len(part))
+        return merge_heap(b"".join(parts), merge_ranks, part_starts=starts)
+    return _merge_parts(list(parts), merge_ranks)
+
+
+def _merge_parts(parts: list[bytes], merge_ranks: Mapping[bytes, int]) -> list[bytes]:
+    """The rescanning loop of :func:`merge` on ``parts`` (a list it may change)."""
     get = merge_ranks.get
-    parts = list(map(_SINGLE_BYTES.__getitem__, piece))
     # ranks[i] is the rank of joining parts[i] and parts[i+1]
     ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(_NO_MERGE)))
     while ranks:
@@ -134,26 +155,37 @@ def merge(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[bytes]:
     return parts
 
 
-def merge_heap(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[bytes]:
+def merge_heap(
+    piece: bytes, merge_ranks: Mapping[bytes, int], *, part_starts: Sequence[int] | None = None
+) -> list[bytes]:
     """Same result as :func:`merge_reference` in O(n log n): for very long pieces.
 
     Parts form a doubly linked list over byte offsets (``nxt``/``prv``); the heap holds candidate pairs as
     ``(rank, start)``. Ordering by start makes equal ranks merge leftmost first, as in the reference. A heap
     entry goes stale when either of its parts has since been merged into something else; it is recognised on
-    pop by re-checking that the pair still exists with the same bytes, and skipped.
+    pop by re-checking that the pair still exists with the same bytes, and skipped. ``part_starts`` (0 first,
+    increasing) starts from those parts instead of single bytes, as :func:`merge_from`.
     """
     n = len(piece)
     if n < 2:
         return [piece] if piece else []
     get = merge_ranks.get
-    nxt = list(range(1, n + 1))  # nxt[s]: start of the part after the one starting at s (n = end)
-    prv = list(range(-1, n - 1))  # prv[s]: start of the part before (-1 = none)
-    alive = [True] * n  # alive[s]: a part currently starts at s
-    heap = []
-    for s in range(n - 1):
-        r = get(piece[s : s + 2])
-        if r is not None:
-            heap.append((r, s, s + 2))
+    if part_starts is None:
+        nxt = list(range(1, n + 1))  # nxt[s]: start of the part after the one starting at s (n = end)
+        prv = list(range(-1, n - 1))  # prv[s]: start of the part before (-1 = none)
+        alive = [True] * n  # alive[s]: a part currently starts at s
+        heap = []
+        for s in range(n - 1):
+            r = get(piece[s : s + 2])
+            if r is not None:
+                heap.append((r, s, s + 2))
+    else:
+        nxt, prv, alive = [n] * n, [-1] * n, [False] * n
+        ends = [*part_starts[1:], n]
+        for before, s, end in zip([-1, *part_starts], part_starts, ends):
+            nxt[s], prv[s], alive[s] = end, before, True
+        pairs = ((s, nxt[t]) for s, t in zip(part_starts, ends) if t < n)
+        heap = [(r, s, end) for s, end in pairs if (r := get(piece[s:end])) is not None]
     heapq.heapify(heap)
 
     def push_pair(s: int) -> None:

@@ -11,7 +11,9 @@ three routes, each chosen by a measured size (the thresholds below):
   piece is BPE-encoded once and later found in a dict, one lookup per piece done by ``map`` in C. The pieces
   a call lacks are collected first and, when they are many, encoded together by batch BPE
   (:mod:`tokenizer.fast.batch_bpe`, its pair table read from disk by :mod:`tokenizer.fast.table_cache`);
-- **a few new short pieces** are merged one by one by :func:`tokenizer.bpe.merge`, whose fixed cost is lowest.
+- **a few new short pieces** are merged one by one by :func:`tokenizer.bpe.merge`, whose fixed cost is lowest
+  (a long non-ASCII one cut first where no merge can cross, :mod:`tokenizer.fast.uncrossable`, or started from
+  its characters' own merges, :mod:`tokenizer.fast.characters_first`).
 
 All the texts of one call (a batch, or the stretches between special tokens) are handled together: one
 grouping, one batch of BPE. The pieces come from :func:`tokenizer.fast.stdlib_patterns.compile_fast`, the
@@ -40,6 +42,7 @@ from .stdlib_patterns import compile_fast
 if TYPE_CHECKING:
     from .array_encode import TokenTables
     from .batch_bpe import PairTable
+    from .characters_first import CharactersFirst
     from .piece_arrays import PieceTable
 
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
@@ -69,11 +72,11 @@ CACHE_PATH_MAX_CHARS = 1 << 18
 CACHE_SAMPLE_CHARS = 1 << 11
 CACHE_SAMPLE_HITS = 0.95
 
-# A long non-ASCII piece is cut where no merge can cross (uncrossable.py) from the UNCROSSABLE_AFTER-th such piece
-# on (the table of those pairs costs a scan of the vocabulary), and only while at least half of the first
-# UNCROSSABLE_TRIAL cut fell apart: a vocabulary that knows a script well (o200k_base on Chinese) cuts few of its
-# pieces, and there the cutting was measured to cost more than the cached parts save; one that knows it poorly
-# cuts nearly all.
+# A long non-ASCII piece is cut where no merge can cross (uncrossable.py), and one that still needs BPE starts from
+# its characters (characters_first.py), from the UNCROSSABLE_AFTER-th such piece on (their tables cost a scan of
+# the vocabulary); it is cut only while at least half of the first UNCROSSABLE_TRIAL cut fell apart: a vocabulary
+# that knows a script well (o200k_base on Chinese) cuts few of its pieces, and there the cutting was measured to
+# cost more than the cached parts save; one that knows it poorly cuts nearly all.
 UNCROSSABLE_AFTER = 16
 UNCROSSABLE_TRIAL = 64
 
@@ -123,7 +126,8 @@ class FastCore:
         self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
         self._part_cache.encode_piece = self._merge_to_ids
         self._uncrossable: bytearray | None | Literal[False] = None  # built on first need; False: not worth it
-        self._uncrossable_met = 0  # long non-ASCII pieces met before the table was built
+        self._characters: CharactersFirst | None = None  # built with it
+        self._non_ascii_met = 0  # long non-ASCII pieces met before they were built
         self._uncrossable_tried = self._uncrossable_cut = 0  # such pieces cut since, and how many fell apart
         self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
         self._tables_soon: Callable[[], tuple[PairTable, PieceTable] | None] | None = None  # loading begun
@@ -204,27 +208,45 @@ class FastCore:
             idx = self.token_ids.get(data)
             if idx is not None:
                 return (idx,)  # a whole piece that is a token is that token, as in tiktoken
-        if len(data) >= 8 and self._uncrossable is not False and not piece.isascii():
+        if len(data) >= 8 and not piece.isascii() and self._knows_non_ascii():
             # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
             # into short parts no merge can cross; those repeat, so cache them.
-            parts = self._split_uncrossable(data)
-            if len(parts) > 1:
-                return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
+            if self._uncrossable is not False:
+                parts = self._split_uncrossable(data)
+                if len(parts) > 1:
+                    return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
+            if 2 * len(data) >= 3 * len(piece):  # mostly characters of several bytes
+                return self._merge_characters_first(piece)
         return self._merge_to_ids(data)
 
+    def _merge_characters_first(self, piece: str) -> tuple[int, ...]:
+        """BPE of a piece mostly of characters of several bytes, started from each character's own merges
+        (:mod:`tokenizer.fast.characters_first`): fewer parts than plain BPE's single bytes, measured faster from
+        about 1.5 bytes a character on, not below (an accented word)."""
+        token_ids = self.token_ids
+        return tuple([token_ids[part] for part in self._characters.merge(piece)])
+
+    def _knows_non_ascii(self) -> bool:
+        """Whether the tables for long non-ASCII pieces are built (``_uncrossable``, ``_characters``); they are
+        once this core has met ``UNCROSSABLE_AFTER`` such pieces (each scans the vocabulary, which a few pieces,
+        say the accented words of an English text, do not repay)."""
+        if self._characters is None:
+            self._non_ascii_met += 1
+            if self._non_ascii_met < UNCROSSABLE_AFTER:
+                return False
+            from .characters_first import CharactersFirst
+            from .uncrossable import uncrossable_pairs
+
+            self._characters = CharactersFirst(self.merge_ranks)
+            self._uncrossable = uncrossable_pairs(self.merge_ranks, self._characters.pair_guard)
+        return True
+
     def _split_uncrossable(self, data: bytes) -> list[bytes]:
-        """``data`` cut where no merge can cross (:func:`tokenizer.fast.uncrossable.split_uncrossable`), once this
-        core has met ``UNCROSSABLE_AFTER`` such pieces (before that, ``[data]``: the table costs a vocabulary
-        scan, which a few pieces, say the accented words of an English text, do not repay). The next
+        """``data`` cut where no merge can cross (:func:`tokenizer.fast.uncrossable.split_uncrossable`). The first
         ``UNCROSSABLE_TRIAL`` pieces decide whether cutting is kept: a vocabulary that knows the script well
         (o200k_base and Chinese) has few such pairs, and there the cutting costs more than it saves."""
-        from .uncrossable import split_uncrossable, uncrossable_pairs
+        from .uncrossable import split_uncrossable
 
-        if self._uncrossable is None:
-            self._uncrossable_met += 1
-            if self._uncrossable_met < UNCROSSABLE_AFTER:
-                return [data]
-            self._uncrossable = uncrossable_pairs(self.merge_ranks)
         parts = split_uncrossable(data, self._uncrossable)
         if self._uncrossable_tried < UNCROSSABLE_TRIAL:
             self._uncrossable_tried += 1
