@@ -140,3 +140,13 @@ def test_equals_bpe_on_the_corpora_pieces():
                 assert rule.merge(piece) == bpe.merge(piece.encode(), enc.merge_ranks), (name, piece)
                 checked += 1
         assert checked > 300
+
+
+def test_the_cache_of_characters_stays_bounded(monkeypatch):
+    import tokenizer.fast.characters_first as module
+
+    monkeypatch.setattr(module, "CHARACTER_CACHE_LIMIT", 8)
+    rule = CharactersFirst(get_encoding("o200k_base").merge_ranks)
+    text = "".join(map(chr, range(0x4E00, 0x4E40)))  # 64 new characters in one piece
+    assert rule.merge(text) == bpe.merge_reference(text.encode(), get_encoding("o200k_base").merge_ranks)
+    assert 0 < len(rule._characters) <= 8

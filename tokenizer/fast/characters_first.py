@@ -37,6 +37,10 @@ from .uncrossable import NO_PAIR, TokenArrays, lowest_pair_ranks, token_arrays
 
 _SINGLE_BYTES = [bytes([b]) for b in range(256)]
 
+# The cache of characters is emptied when it holds this many (text of every code point would otherwise keep a
+# million entries): real text uses a few thousand.
+CHARACTER_CACHE_LIMIT = 1 << 16
+
 
 # What is known of one character, as a plain tuple (read by index: faster than a named tuple's attributes):
 # its first byte, its last byte, BPE of its bytes alone, the highest rank of those merges (-1: none), its single
@@ -104,6 +108,8 @@ class CharactersFirst:
             ending = min(self._ending_guard.get(data[:cut], NO_PAIR) for cut in range(1, len(data)))
             starting = min(self._starting_guard.get(data[cut:], NO_PAIR) for cut in range(1, len(data)))
             found = (data[0], data[-1], tuple(alone), highest, single_bytes, highest < ending, highest < starting)
+        if len(self._characters) >= CHARACTER_CACHE_LIMIT:
+            self._characters.clear()
         self._characters[character] = found
         return found
 
