@@ -237,8 +237,10 @@ class FastCore:
             from .characters_first import CharactersFirst
             from .uncrossable import uncrossable_pairs
 
-            self._characters = CharactersFirst(self.merge_ranks)
-            self._uncrossable = uncrossable_pairs(self.merge_ranks, self._characters.pair_guard)
+            characters = CharactersFirst(self.merge_ranks)
+            # (the table first: another thread that sees _characters set finds it there)
+            self._uncrossable = uncrossable_pairs(self.merge_ranks, characters.pair_guard)
+            self._characters = characters
         return True
 
     def _split_uncrossable(self, data: bytes) -> list[bytes]:
