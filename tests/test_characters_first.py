@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import tokenizer.bpe as bpe
 from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
 from tokenizer import get_encoding
-from tokenizer.fast.characters_first import CharactersFirst, _partial_character_ranks
-from tokenizer.fast.uncrossable import NO_PAIR, lowest_pair_ranks, token_arrays, uncrossable_pairs
+from tokenizer.fast.characters_first import CharactersFirst
+from tokenizer.fast.uncrossable import NO_PAIR, lowest_pair_ranks, uncrossable_pairs
 
 NAMES = ["gpt2", "cl100k_base", "o200k_base"]
 
@@ -42,60 +42,41 @@ def test_docstring_example_and_the_rule_by_hand():
     low = ranks | {b"a" + zhong[:1]: 100}
     assert CharactersFirst(low).start("a中") == [b"a", *[bytes([b]) for b in zhong]]
     assert CharactersFirst(low).merge("a中") == bpe.merge_reference("a中".encode(), low) == [b"a\xe4", b"\xb8", b"\xad"]
+    # a token holding all of "中" and the byte before it, ranked below the merges that make "中": "中" finished
+    # first would let it join that byte before the byte's own merge (c3 a9: "é") comes; so it starts as bytes
+    feng = "é中".encode()  # c3 a9 e4 b8 ad
+    wide = bytes_ | {zhong[:2]: 256, feng[1:]: 257, feng[:2]: 258, zhong: 259}
+    assert CharactersFirst(wide).start("é中") == [bytes([b]) for b in feng]
+    assert CharactersFirst(wide).merge("é中") == bpe.merge_reference(feng, wide) == [feng[:2], zhong]
     # the same from the right: ad + "b" at rank 100
     right = ranks | {zhong[2:] + b"b": 100}
     assert CharactersFirst(right).merge("中b") == bpe.merge_reference("中b".encode(), right)
     assert CharactersFirst(right).start("中b") == [*[bytes([b]) for b in zhong], b"b"]
 
 
-def plain_tables(ranks: dict[bytes, int]):
-    """lowest_pair_ranks and the partial-character tables by a plain scan of every token."""
+def plain_pair_ranks(ranks: dict[bytes, int]) -> list[int]:
+    """lowest_pair_ranks by a plain scan of every token."""
     lowest = [NO_PAIR] * 65536
-    ending: dict[bytes, int] = {}
-    starting: dict[bytes, int] = {}
-
-    def is_lead(b):
-        return b >= 0xC0
-
-    def is_continuation(b):
-        return 0x80 <= b < 0xC0
-
     for token, rank in ranks.items():
         for a, b in zip(token, token[1:]):
             lowest[a << 8 | b] = min(lowest[a << 8 | b], rank)
-        for k in range(1, len(token)):  # a proper suffix of the token that is a proper beginning of a character
-            tail = token[-k:]
-            if is_lead(tail[0]) and all(map(is_continuation, tail[1:])):
-                size = 2 if tail[0] < 0xE0 else 3 if tail[0] < 0xF0 else 4
-                if k < size:
-                    ending[tail] = min(ending.get(tail, NO_PAIR), rank)
-            head = token[:k]
-            if k <= 3 and all(map(is_continuation, head)):
-                starting[head] = min(starting.get(head, NO_PAIR), rank)
-    return lowest, ending, starting
+    return lowest
 
 
 @settings(max_examples=max(FUZZ_EXAMPLES // 2, 50), deadline=None)
 @given(st.lists(st.binary(min_size=1, max_size=6), max_size=40), st.randoms(use_true_random=False))
-def test_tables_equal_a_plain_scan(tokens, rnd):
-    # random byte strings (partial characters, lone continuation bytes, bytes that are no UTF-8) with random ranks
+def test_the_pair_table_equals_a_plain_scan(tokens, rnd):
+    # random byte strings (partial characters, lone continuation bytes, bytes that are no UTF-8) at random ranks
     ranks = {bytes([b]): b for b in range(256)}
     for token in tokens:
         ranks.setdefault(token, rnd.randrange(256, 400))
-    lowest, ending, starting = plain_tables(ranks)
-    arrays = token_arrays(ranks)
-    assert lowest_pair_ranks(ranks, arrays) == lowest
-    assert _partial_character_ranks(ranks, arrays) == (ending, starting)
+    lowest = plain_pair_ranks(ranks)
+    assert lowest_pair_ranks(ranks) == lowest
     assert uncrossable_pairs(ranks) == bytearray(r == NO_PAIR for r in lowest)
 
 
-def test_tables_of_a_real_vocabulary_equal_a_plain_scan():
-    ranks = get_encoding("cl100k_base").merge_ranks
-    lowest, ending, starting = plain_tables(ranks)
-    rule = rule_for("cl100k_base")
-    assert rule.pair_guard == lowest
-    assert (rule._ending_guard, rule._starting_guard) == (ending, starting)
-    assert ending and starting  # cl100k_base has tokens that end or begin inside a character
+def test_the_pair_table_of_a_real_vocabulary_equals_a_plain_scan():
+    assert rule_for("cl100k_base").pair_guard == plain_pair_ranks(get_encoding("cl100k_base").merge_ranks)
 
 
 # Characters of 1 to 4 bytes, some sharing their first bytes (so merges inside them and across their edges

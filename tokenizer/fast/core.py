@@ -74,10 +74,14 @@ CACHE_SAMPLE_HITS = 0.95
 
 # A long non-ASCII piece is cut where no merge can cross (uncrossable.py), and one that still needs BPE starts from
 # its characters (characters_first.py), from the UNCROSSABLE_AFTER-th such piece on (their tables cost a scan of
-# the vocabulary); it is cut only while at least half of the first UNCROSSABLE_TRIAL cut fell apart: a vocabulary
-# that knows a script well (o200k_base on Chinese) cuts few of its pieces, and there the cutting was measured to
-# cost more than the cached parts save; one that knows it poorly cuts nearly all.
+# the vocabulary). The next UNCROSSABLE_TRIAL pieces decide whether cutting goes on. It stops if fewer than half
+# of them fell apart: a vocabulary that knows a script well (o200k_base on Chinese) cuts few of its pieces, and
+# there the cutting was measured to cost more than the cached parts save. It stops too if they are mostly of
+# characters of several bytes and their parts average more than UNCROSSABLE_PART_BYTES: cl100k_base cuts Chinese
+# into parts of two characters or more, which repeat less, and started from their characters those pieces were
+# measured faster; gpt2 cuts it into single characters (kept), and German into short words (kept: mostly ASCII).
 UNCROSSABLE_AFTER = 16
+UNCROSSABLE_PART_BYTES = 4
 UNCROSSABLE_TRIAL = 64
 
 # decode_bytes looks up this many ids per itemgetter: a tuple of one call's every token would outgrow the
@@ -95,6 +99,29 @@ class _PieceCache(dict):
             self.clear()
         ids = self[piece] = self.encode_piece(piece)
         return ids
+
+
+class _CuttingTrial:
+    """The first ``UNCROSSABLE_TRIAL`` long non-ASCII pieces cut where no merge can cross: whether cutting pays
+    (see ``UNCROSSABLE_TRIAL``)."""
+
+    __slots__ = ("pieces", "fell_apart", "parts", "bytes", "characters")
+
+    def __init__(self) -> None:
+        self.pieces = self.fell_apart = self.parts = self.bytes = self.characters = 0
+
+    def keeps_cutting(self, parts: list[bytes], data: bytes, characters: int) -> bool:
+        """Count one more piece; False once the trial is over and says cutting does not pay."""
+        self.pieces += 1
+        self.fell_apart += len(parts) > 1
+        self.parts += len(parts)
+        self.bytes += len(data)
+        self.characters += characters
+        if self.pieces < UNCROSSABLE_TRIAL:
+            return True
+        few_fell_apart = self.fell_apart < UNCROSSABLE_TRIAL // 2
+        wide_characters = 2 * self.bytes >= 3 * self.characters
+        return not (few_fell_apart or (wide_characters and self.bytes > UNCROSSABLE_PART_BYTES * self.parts))
 
 
 class FastCore:
@@ -128,7 +155,7 @@ class FastCore:
         self._uncrossable: bytearray | None | Literal[False] = None  # built on first need; False: not worth it
         self._characters: CharactersFirst | None = None  # built with it
         self._non_ascii_met = 0  # long non-ASCII pieces met before they were built
-        self._uncrossable_tried = self._uncrossable_cut = 0  # such pieces cut since, and how many fell apart
+        self._cutting_trial = _CuttingTrial()
         self._pair_table: PairTable | None | Literal[False] = None  # False: this vocabulary has none
         self._tables_soon: Callable[[], tuple[PairTable, PieceTable] | None] | None = None  # loading begun
         self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
@@ -212,7 +239,7 @@ class FastCore:
             # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
             # into short parts no merge can cross; those repeat, so cache them.
             if self._uncrossable is not False:
-                parts = self._split_uncrossable(data)
+                parts = self._split_uncrossable(data, len(piece))
                 if len(parts) > 1:
                     return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
             if 2 * len(data) >= 3 * len(piece):  # mostly characters of several bytes
@@ -235,26 +262,24 @@ class FastCore:
             if self._non_ascii_met < UNCROSSABLE_AFTER:
                 return False
             from .characters_first import CharactersFirst
-            from .uncrossable import uncrossable_pairs
+            from .uncrossable import pair_tables
 
-            characters = CharactersFirst(self.merge_ranks)
+            lowest, uncrossable = pair_tables(self.merge_ranks)
             # (the table first: another thread that sees _characters set finds it there)
-            self._uncrossable = uncrossable_pairs(self.merge_ranks, characters.pair_guard)
-            self._characters = characters
+            self._uncrossable = uncrossable
+            self._characters = CharactersFirst(self.merge_ranks, lowest)
         return True
 
-    def _split_uncrossable(self, data: bytes) -> list[bytes]:
-        """``data`` cut where no merge can cross (:func:`tokenizer.fast.uncrossable.split_uncrossable`). The first
-        ``UNCROSSABLE_TRIAL`` pieces decide whether cutting is kept: a vocabulary that knows the script well
-        (o200k_base and Chinese) has few such pairs, and there the cutting costs more than it saves."""
+    def _split_uncrossable(self, data: bytes, characters: int) -> list[bytes]:
+        """``data`` (``characters`` long as text) cut where no merge can cross
+        (:func:`tokenizer.fast.uncrossable.split_uncrossable`); the first ``UNCROSSABLE_TRIAL`` pieces decide
+        whether cutting goes on (:class:`_CuttingTrial`)."""
         from .uncrossable import split_uncrossable
 
         parts = split_uncrossable(data, self._uncrossable)
-        if self._uncrossable_tried < UNCROSSABLE_TRIAL:
-            self._uncrossable_tried += 1
-            self._uncrossable_cut += len(parts) > 1
-            if self._uncrossable_tried == UNCROSSABLE_TRIAL and self._uncrossable_cut < UNCROSSABLE_TRIAL // 2:
-                self._uncrossable = False  # cut too few of the trial's pieces: merge the later ones whole
+        trial = self._cutting_trial
+        if trial.pieces < UNCROSSABLE_TRIAL and not trial.keeps_cutting(parts, data, characters):
+            self._uncrossable = False  # merge the later pieces whole (from their characters, if wide)
         return parts
 
     def _merge_to_ids(self, data: bytes) -> tuple[int, ...]:
