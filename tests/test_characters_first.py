@@ -1,6 +1,6 @@
 """The characters-first rule (tokenizer/fast/characters_first.py): BPE started from characters merged alone is
 BPE of the bytes, held to bpe.merge_reference on real vocabularies, on random ones built so that merges cross
-characters' edges at every rank, and on the corpora; its tables against plain scans of the vocabulary."""
+characters' edges at every rank, and on the corpora; its pair table against a plain scan of the vocabulary."""
 
 from __future__ import annotations
 
