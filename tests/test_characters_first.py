@@ -41,7 +41,8 @@ def test_docstring_example_and_the_rule_by_hand():
     # joins "a" + e4 first, as the reference does
     low = ranks | {b"a" + zhong[:1]: 100}
     assert CharactersFirst(low).start("a中") == [b"a", *[bytes([b]) for b in zhong]]
-    assert CharactersFirst(low).merge("a中") == bpe.merge_reference("a中".encode(), low) == [b"a\xe4", b"\xb8", b"\xad"]
+    expected = [b"a\xe4", b"\xb8", b"\xad"]
+    assert CharactersFirst(low).merge("a中") == bpe.merge_reference("a中".encode(), low) == expected
     # a token holding all of "中" and the byte before it, ranked below the merges that make "中": "中" finished
     # first would let it join that byte before the byte's own merge (c3 a9: "é") comes; so it starts as bytes
     feng = "é中".encode()  # c3 a9 e4 b8 ad
@@ -96,7 +97,8 @@ def test_equals_the_reference_on_random_vocabularies_that_cross_characters(text,
         for _ in range(12):
             if len(data) > 1:
                 start = rnd.randrange(len(data) - 1)
-                ranks.setdefault(data[start : rnd.randrange(start + 2, min(len(data), start + 8) + 1)], rnd.randrange(256, 300))
+                end = rnd.randrange(start + 2, min(len(data), start + 8) + 1)
+                ranks.setdefault(data[start:end], rnd.randrange(256, 300))
     rule = CharactersFirst(ranks)
     assert b"".join(rule.start(text)) == text.encode()
     assert rule.merge(text) == bpe.merge_reference(text.encode(), ranks)

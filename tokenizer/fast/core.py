@@ -120,8 +120,15 @@ class _CuttingTrial:
         if self.pieces < UNCROSSABLE_TRIAL:
             return True
         few_fell_apart = self.fell_apart < UNCROSSABLE_TRIAL // 2
-        wide_characters = 2 * self.bytes >= 3 * self.characters
-        return not (few_fell_apart or (wide_characters and self.bytes > UNCROSSABLE_PART_BYTES * self.parts))
+        long_parts = self.bytes > UNCROSSABLE_PART_BYTES * self.parts
+        long_wide_parts = long_parts and _mostly_wide(self.bytes, self.characters)
+        return not (few_fell_apart or long_wide_parts)
+
+
+def _mostly_wide(byte_count: int, character_count: int) -> bool:
+    """Text mostly of characters of several bytes (1.5 bytes a character or more): where BPE started from the
+    characters (characters_first.py) was measured faster than from the bytes, not below (an accented word)."""
+    return 2 * byte_count >= 3 * character_count
 
 
 class FastCore:
@@ -242,14 +249,13 @@ class FastCore:
                 parts = self._split_uncrossable(data, len(piece))
                 if len(parts) > 1:
                     return tuple(chain.from_iterable(map(self._part_cache.__getitem__, parts)))
-            if 2 * len(data) >= 3 * len(piece):  # mostly characters of several bytes
+            if _mostly_wide(len(data), len(piece)):
                 return self._merge_characters_first(piece)
         return self._merge_to_ids(data)
 
     def _merge_characters_first(self, piece: str) -> tuple[int, ...]:
         """BPE of a piece mostly of characters of several bytes, started from each character's own merges
-        (:mod:`tokenizer.fast.characters_first`): fewer parts than plain BPE's single bytes, measured faster from
-        about 1.5 bytes a character on, not below (an accented word)."""
+        (:mod:`tokenizer.fast.characters_first`): fewer parts than plain BPE's single bytes."""
         token_ids = self.token_ids
         return tuple([token_ids[part] for part in self._characters.merge(piece)])
 

@@ -5,6 +5,9 @@ pair (every merge makes a token, which would contain it). So BPE of a piece is B
 concatenated. Byte-level vocabularies with few tokens for a script (GPT-2 and Chinese) have many such pairs:
 a long Chinese sentence, one unique piece, falls apart into short parts that repeat and can be cached.
 
+The same scan gives, for every byte pair, the lowest rank of a token that holds it (:func:`lowest_pair_ranks`):
+no merge below that rank can join across the pair, which :mod:`tokenizer.fast.characters_first` relies on.
+
 This is a speed rule, not a BPE rule: :func:`tokenizer.bpe.merge_reference` on the whole piece is the oracle
 the tests hold it to.
 """
