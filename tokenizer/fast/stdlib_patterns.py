@@ -18,6 +18,10 @@ scripts, rare CJK) is split as a copy in which each of those characters is repla
 character in exactly the same classes. The pieces keep their lengths, and the caller cuts the real text by
 them (:func:`stand_in_astral`).
 
+And one more: where a quantifier can never need to give back what it took, it is spelled possessive
+(:data:`POSSESSIVE_SPELLINGS`), so that ``re`` keeps no place to backtrack to for it. tiktoken's own spellings of
+the gpt2 and cl100k patterns are possessive already; o200k's is not.
+
 What this module does not do: spell any other pattern (only the escapes OpenAI's patterns use are known), or
 split text itself (that is :mod:`tokenizer.pretokenize`, whose ``regex`` path stays the reference).
 """
@@ -29,11 +33,37 @@ from bisect import bisect_right
 from functools import cache
 from itertools import chain, repeat
 
-from ..patterns import OPENAI_PATTERNS, unmask
+from ..patterns import O200K_PATTERN, OPENAI_PATTERNS, R50K_PATTERN, unmask
 from ..pretokenize import compile_pattern
 from .unicode16 import RANGES
 
 BMP_END = 0x10000
+
+_UPPER = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"  # o200k's letters of a word's capitalised head
+_LOWER = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"  # and of its tail
+_CONTRACTION = "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+# Each pattern spelled with a possessive quantifier (``?+``, ``++``, ``*+``, ``{1,3}+``) wherever giving back
+# cannot change a match, for one of two reasons: everything after it in its alternative may match nothing (so
+# the first, greediest try always completes the alternative), or what comes next cannot start with what it would
+# give back (" ?" before a class without the space). The greedy ones left must backtrack: o200k's optional
+# leading character may be a mark, which the letter classes after it also take; its upper-case run gives back
+# its last letter when that letter (a mark, or Lm, Lo) must start the lower-case run; "\s*" gives back a newline
+# to "[\r\n]+"; "\s+(?!\S)" gives back a space. The tests hold the split to the pattern as written (``regex``),
+# on every code point in context. Measured on the split of short messages: o200k's 9-13% faster, gpt2's 4-9%.
+POSSESSIVE_SPELLINGS = {
+    O200K_PATTERN: "|".join(
+        [
+            rf"""[^\r\n\p{{L}}\p{{N}}]?{_UPPER}*{_LOWER}++{_CONTRACTION}?+""",
+            rf"""[^\r\n\p{{L}}\p{{N}}]?{_UPPER}++{_LOWER}*+{_CONTRACTION}?+""",
+            r"""\p{N}{1,3}+""",
+            r""" ?+[^\s\p{L}\p{N}]++[\r\n/]*+""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]
+    ),
+    R50K_PATTERN: R50K_PATTERN.replace(" ?", " ?+"),
+}
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 # What the patterns write, token by token: a property, \s or \S, a class's opening or closing bracket, $,
 # any other escape (kept as it is), any other character. (A string: `re` compiles it on first use.)
@@ -66,7 +96,9 @@ def _bmp_class_body(name: str) -> str:
 
 
 def stdlib_pattern_text(pat_str: str) -> str:
-    """``pat_str`` with its ``\\p{...}``, ``\\s``, ``\\S`` and ``$`` spelled for ``re`` (BMP classes only)."""
+    """``pat_str`` with its ``\\p{...}``, ``\\s``, ``\\S`` and ``$`` spelled for ``re`` (BMP classes only), and
+    possessive where that changes nothing (:data:`POSSESSIVE_SPELLINGS`)."""
+    pat_str = POSSESSIVE_SPELLINGS.get(pat_str, pat_str)
     out = []
     in_class = False
     bodies: dict[str, str] = {}  # a pattern names each class several times
