@@ -282,7 +282,8 @@ class Encoding:
     def _cut_at_special_tokens(self, text: str, allowed: AbstractSet[str]) -> tuple[list[str], list[int]]:
         """``(stretches, specials)``: the text between the ``allowed`` special tokens (one stretch more than
         there are special tokens), and the special tokens' ids."""
-        present = special_tokens_in(text, frozenset(allowed))
+        # one token allowed (gpt2's only one): no need to ask which are present first
+        present = allowed if len(allowed) == 1 else special_tokens_in(text, frozenset(allowed))
         if len(present) == 1:
             # one token to find: str.split finds it left to right without overlaps, as the regex would
             (token,) = present

@@ -196,9 +196,18 @@ class FastCore:
     def encode_ordinary_joined(self, texts: list[str], between: list[int]) -> list[int]:
         """The ids of ``texts[0]``, ``between[0]``, ``texts[1]``... (the stretches of a text between its special
         tokens, and their ids): long enough together, by one run of the array path over all the stretches, the
-        ids in between put in place in the array."""
+        ids in between put in place in the array; short together (a chat turn), each stretch in one pass through
+        the piece cache, the ids in between appended as they come."""
         total = sum(map(len, texts))
-        if len(texts) > 1 and total >= ARRAY_MIN_CHARS:
+        if total < ARRAY_MIN_CHARS:
+            encode = self._encode_through_cache_alone
+            ids = encode(texts[0]) if texts[0] else []
+            for special, text in zip(between, texts[1:]):
+                ids.append(special)
+                if text:
+                    ids += encode(text)
+            return ids
+        if len(texts) > 1:
             if self._cache_knows(texts, total):
                 return interleave(self._encode_through_cache(texts), between)
             ids = self._encode_joined(texts, between)
