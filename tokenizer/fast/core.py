@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from itertools import chain, compress, filterfalse, repeat
+from itertools import chain, compress, count, filterfalse, repeat
 from operator import is_not, itemgetter, not_
 from typing import TYPE_CHECKING, Callable, Iterator, Literal, Mapping, Sequence
 
@@ -302,18 +302,21 @@ class FastCore:
         return tuple([token_ids[part] for part in bpe.merge(data, self.merge_ranks)])
 
     def _encode_pieces(self, pieces: list[str]) -> list[int]:
-        """The ids of one text's pre-tokens: one cache lookup each. A short text: a missing piece is encoded on
-        the spot. A long one: the lookup is tried first, and if pieces are missing they are encoded together
-        (:meth:`_add_missing`) before it runs again."""
+        """The ids of a long text's pre-tokens: one cache lookup each, tried first; the pieces missing are encoded
+        together (:meth:`_add_missing`) and put in their places (looked up again, all of them, when they are
+        most: a pass in C then beats a Python loop over them)."""
         cache = self._cache
-        if sum(map(len, pieces)) < BATCH_MIN_CHARS:
-            return list(chain.from_iterable(map(cache.__getitem__, pieces)))
         found = list(map(cache.get, pieces))
         if not all(found):  # a piece's ids are never empty: a falsy entry is a missing piece
-            if not self._add_missing(list(compress(pieces, map(not_, found)))):
+            missing = list(compress(count(), map(not_, found)))
+            if not self._add_missing(list(map(pieces.__getitem__, missing))):
                 half = len(pieces) // 2
                 return self._encode_pieces(pieces[:half]) + self._encode_pieces(pieces[half:])
-            found = list(map(cache.__getitem__, pieces))
+            if 2 * len(missing) > len(pieces):
+                found = list(map(cache.__getitem__, pieces))
+            else:
+                for at in missing:
+                    found[at] = cache[pieces[at]]
         return list(chain.from_iterable(found))
 
     def _encode_through_cache(self, texts: list[str]) -> list[list[int]]:
@@ -327,14 +330,16 @@ class FastCore:
         return list(map(self._encode_through_cache_alone, texts))
 
     def _encode_through_cache_alone(self, text: str) -> list[int]:
+        """One text's ids through the piece cache: a short text in one pass, each missing piece encoded on the
+        spot; a long one by :meth:`_encode_pieces`."""
         try:
             pieces = self._pretokenizer.split(text)
-            if len(text) < BATCH_MIN_CHARS:  # _encode_pieces' one pass, without counting the pieces' characters
+            if len(text) < BATCH_MIN_CHARS:
                 return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
             return self._encode_pieces(pieces)
         except UnicodeEncodeError:
             # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
-            return self._encode_pieces(self._pretokenizer.split(replace_surrogates(text)))
+            return self._encode_through_cache_alone(replace_surrogates(text))
 
     def _add_missing(self, pieces: list[str]) -> bool:
         """Put in the cache every piece of ``pieces`` it lacks, encoded together (:meth:`_fill_cache`); False,
