@@ -52,7 +52,8 @@ def test_long_texts_take_the_array_path(tiktoken_encodings, monkeypatch):
     monkeypatch.setattr(array_encode, "encode_split_text", lambda *a: calls.append(1) or real(*a))
     text = "hello world " * fast_core.ARRAY_MIN_CHARS
     assert enc.encode_ordinary(text) == tiktoken_encodings["gpt2"].encode_ordinary(text)
-    assert calls == [1] and not enc.core._cache, "a long text makes no piece strings"
+    # no piece strings, but for the few characters after its last safe cut (the checkpoint's rest: " ")
+    assert calls == [1] and set(enc.core._cache) == {" "}, "a long text makes no piece strings"
     enc.encode_ordinary("hello world")
     assert calls == [1] and enc.core._cache, "a short one goes through the piece cache"
 

@@ -84,6 +84,14 @@ UNCROSSABLE_AFTER = 16
 UNCROSSABLE_PART_BYTES = 4
 UNCROSSABLE_TRIAL = 64
 
+# A text of PREFIX_MIN_CHARS or more (and under PREFIX_MAX_CHARS) leaves a checkpoint: the text up to its last
+# safe cut (tokenizer.cuts) and the ids of that part. A later text that begins with that part, and still has a
+# safe cut there (the character after it decides), reuses those ids and encodes only the rest: a conversation
+# or a document encoded again each time it grows. Shorter texts leave none (finding the cut and copying the ids
+# cost more than encoding them again saves); the maximum bounds what the checkpoint holds.
+PREFIX_MIN_CHARS = 1 << 13
+PREFIX_MAX_CHARS = 1 << 20
+
 # decode_bytes looks up this many ids per itemgetter: a tuple of one call's every token would outgrow the
 # processor's caches on a long list (measured several times slower per id at half a million ids).
 DECODE_CHUNK_IDS = 1 << 12
@@ -167,6 +175,7 @@ class FastCore:
         self._tables_soon: Callable[[], tuple[PairTable, PieceTable] | None] | None = None  # loading begun
         self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
         self._token_tables: TokenTables | None | Literal[False] = None  # False: no array path here
+        self._checkpoint: tuple[str, tuple[int, ...]] = ("", ())  # (a text's part, its ids): PREFIX_MIN_CHARS
 
     def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
         """The ids of each text, special tokens as plain text: long texts by array operations, each on its
@@ -174,9 +183,9 @@ class FastCore:
         call is as short as one short text: then as such a text, one pass each."""
         if len(texts) == 1:
             text = texts[0]
-            long = len(text) >= ARRAY_MIN_CHARS and not self._cache_knows(texts, len(text))
-            ids = self._encode_long(text) if long else None
-            return [self._encode_through_cache_alone(text) if ids is None else ids]
+            if PREFIX_MIN_CHARS <= len(text) < PREFIX_MAX_CHARS:
+                return [self._encode_after_checkpoint(text)]
+            return [self._encode_one(text)]
         total = sum(map(len, texts))
         if total >= ARRAY_MIN_CHARS:
             if self._cache_knows(texts, total):
@@ -192,6 +201,35 @@ class FastCore:
             return done
         rest = iter(self._encode_through_cache([text for text, ids in zip(texts, done) if ids is None]))
         return [next(rest) if ids is None else ids for ids in done]
+
+    def _encode_one(self, text: str) -> list[int]:
+        """One text's ids: by the array path when it is long and the piece cache does not already know it."""
+        long = len(text) >= ARRAY_MIN_CHARS and not self._cache_knows([text], len(text))
+        ids = self._encode_long(text) if long else None
+        return self._encode_through_cache_alone(text) if ids is None else ids
+
+    def _encode_after_checkpoint(self, text: str) -> list[int]:
+        """One text's ids, those of the checkpoint's part reused where ``text`` begins with it (see
+        ``PREFIX_MIN_CHARS``); the checkpoint then moves to this text's last safe cut. Exact because at a safe
+        cut ``split(a + b) == split(a) + split(b)``, and BPE runs inside each piece."""
+        from ..cuts import has_safe_cuts, safe_cuts
+
+        if not has_safe_cuts(self.pat_str):
+            return self._encode_one(text)
+        part, part_ids = self._checkpoint  # read once: another thread may move it meanwhile
+        start = len(part)
+        if not (part and text.startswith(part) and self._safe_cut_at(text, start)):
+            start, part_ids = 0, ()
+        cut = next(safe_cuts(text, start + 1, pattern=self.pat_str, reverse=True), start)
+        ids = [*part_ids, *self._encode_one(text[start:cut])]
+        self._checkpoint = (text[:cut], tuple(ids))
+        return ids + self._encode_one(text[cut:])
+
+    def _safe_cut_at(self, text: str, at: int) -> bool:
+        """Whether ``text`` may be cut at ``at`` (0 < at <= len(text)) without changing its pieces."""
+        from ..cuts import safe_cuts
+
+        return at == len(text) or next(safe_cuts(text, at, pattern=self.pat_str), None) == at
 
     def encode_ordinary_joined(self, texts: list[str], between: list[int]) -> list[int]:
         """The ids of ``texts[0]``, ``between[0]``, ``texts[1]``... (the stretches of a text between its special
