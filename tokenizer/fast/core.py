@@ -15,6 +15,10 @@ three routes, each chosen by a measured size (the thresholds below):
   (a long non-ASCII one cut first where no merge can cross, :mod:`tokenizer.fast.uncrossable`, or started from
   its characters' own merges, :mod:`tokenizer.fast.characters_first`).
 
+A long text alone also leaves a *checkpoint*: its part up to its last safe cut (:mod:`tokenizer.cuts`) and
+that part's ids. A later text that begins with that part (a conversation, a document, encoded again as it
+grows) reuses them and encodes only the rest (``PREFIX_MIN_CHARS``).
+
 All the texts of one call (a batch, or the stretches between special tokens) are handled together: one
 grouping, one batch of BPE. The pieces come from :func:`tokenizer.fast.stdlib_patterns.compile_fast`, the
 standard library's faster ``re`` running OpenAI's patterns.
