@@ -41,11 +41,7 @@ def build_shards(folder: Path, megabytes: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    paragraphs = []
-    for path in sorted(CORPUS.glob("*.txt")):
-        text = path.read_bytes().decode("utf-8", errors="ignore").replace("<|endoftext|>", "\n\n")
-        paragraphs.append([p for p in text.split("\n\n") if p.strip()])
-    order = (doc for group in zip(*(iter_forever(p) for p in paragraphs)) for doc in group)  # endless
+    order = documents_in_turns()
     shard_bytes = min(SHARD_MB * 1e6, megabytes * 1e6 / 8)  # at least 8 shards, to spread over the workers
     folder.mkdir(parents=True, exist_ok=True)
     total, shard, docs, size = 0, 0, [], 0
@@ -65,9 +61,29 @@ def build_shards(folder: Path, megabytes: int) -> None:
     (folder / "READY").write_text(json.dumps({"text_bytes": total, "shards": shard}) + "\n")
 
 
+def documents_in_turns():
+    """Endless documents: the paragraphs of every ``CORPUS`` file, the files taken in turns (each starting over
+    when it runs out)."""
+    paragraphs = []
+    for path in sorted(CORPUS.glob("*.txt")):
+        text = path.read_bytes().decode("utf-8", errors="ignore").replace("<|endoftext|>", "\n\n")
+        paragraphs.append([p for p in text.split("\n\n") if p.strip()])
+    return (doc for group in zip(*(iter_forever(p) for p in paragraphs)) for doc in group)
+
+
 def iter_forever(items):
     while True:
         yield from items
+
+
+def ready_shards(data: Path, megabytes: float, build) -> int:
+    """The bytes of text in the shards of folder ``data``, built first by ``build(data, megabytes)`` unless a
+    finished build (its READY file) is there."""
+    if not (data / "READY").is_file():
+        print(f"building {megabytes:g} MB of shards in {data} ...", file=sys.stderr)
+        build(data, megabytes)
+    print(f"shards: {data}", file=sys.stderr)
+    return json.loads((data / "READY").read_text())["text_bytes"]
 
 
 def run_once(data: Path, engine: str, workers: int, encoding: str) -> tuple[float, dict]:
@@ -105,11 +121,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="where the shards are built (default: a temp folder by size)")
     args = parser.parse_args()
     data = args.data or Path(tempfile.gettempdir()) / f"bench-dataset-shards-{args.mb}mb"
-    if not (data / "READY").is_file():
-        print(f"building {args.mb} MB of shards in {data} ...", file=sys.stderr)
-        build_shards(data, args.mb)
-    text_bytes = json.loads((data / "READY").read_text())["text_bytes"]
-    print(f"shards: {data}", file=sys.stderr)
+    text_bytes = ready_shards(data, args.mb, build_shards)
 
     load_before = os.getloadavg()
     best: dict[tuple[str, int], float] = {}

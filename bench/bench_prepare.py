@@ -28,8 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_dataset import documents_in_turns, ready_shards
+
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
 SHARDS = 8
 
 # The peer, run as `python -c PEER DATA OUT ENCODING`: a prepare script as a tiktoken user writes it.
@@ -54,11 +55,7 @@ for shard in sorted(data.glob("*.jsonl")):
 
 def build_shards(folder: Path, megabytes: float) -> None:
     """``megabytes`` MB of documents (the corpus's paragraphs, its files taken in turns) in ``SHARDS`` JSONL files."""
-    files = []
-    for path in sorted(CORPUS.glob("*.txt")):
-        text = path.read_bytes().decode("utf-8", errors="ignore").replace("<|endoftext|>", "\n\n")
-        files.append([p for p in text.split("\n\n") if p.strip()])
-    turns = (doc for group in zip(*(cycle(p) for p in files)) for doc in group)
+    turns = documents_in_turns()
     per_shard = megabytes * 1e6 / SHARDS
     folder.mkdir(parents=True, exist_ok=True)
     total = 0
@@ -71,11 +68,6 @@ def build_shards(folder: Path, megabytes: float) -> None:
                 size += len(doc.encode("utf-8"))
         total += size
     (folder / "READY").write_text(json.dumps({"text_bytes": total}) + "\n")
-
-
-def cycle(items):
-    while True:
-        yield from items
 
 
 def run(name: str, command: list) -> tuple[float, Path]:
@@ -107,10 +99,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="where the shards are built (default: a temp folder by size)")
     args = parser.parse_args()
     data = args.data or Path(tempfile.gettempdir()) / f"bench-prepare-shards-{args.mb:g}mb"
-    if not (data / "READY").is_file():
-        print(f"building {args.mb:g} MB of JSONL shards in {data} ...", file=sys.stderr)
-        build_shards(data, args.mb)
-    text_bytes = json.loads((data / "READY").read_text())["text_bytes"]
+    text_bytes = ready_shards(data, args.mb, build_shards)
 
     commands = {("tiktoken", "threads: its default"): [sys.executable, "-c", PEER, data, None, args.encoding]}
     for workers in [int(w) for w in args.workers.split(",")]:
