@@ -65,6 +65,9 @@ from pathlib import Path
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")  # HF tokenizers: one thread, like the others
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Every row runs the fast core with BPE in Python, whatever this process has encoded before; the "compiled BPE"
+# columns turn the compiled kernel on for their calls (with_compiled_bpe), loaded before they are timed.
+os.environ["TOKENIZER_COMPILED_BPE"] = "0"
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared")  # as tests/conftest.py
@@ -236,6 +239,25 @@ def documents_joined(label: str, text: str) -> str:
     return "<|endoftext|>".join(paragraph for paragraph in text.split("\n\n") if paragraph)
 
 
+def with_compiled_bpe(call):
+    """``call`` run with the compiled BPE kernel on (tokenizer/fast/compiled_bpe.py): a fresh Encoding takes it at
+    its first new piece (the kernel loaded before: compiled_bpe_available)."""
+    def run():
+        os.environ["TOKENIZER_COMPILED_BPE"] = "1"
+        try:
+            return call()
+        finally:
+            os.environ["TOKENIZER_COMPILED_BPE"] = "0"
+    return run
+
+
+def compiled_bpe_available() -> bool:
+    """Load the compiled BPE kernel now (numba, the train extra); False if it cannot come."""
+    from tokenizer.fast import compiled_bpe
+
+    return compiled_bpe.wait_until_loaded() is not None
+
+
 def messages_of(text: str, count: int, seed: int) -> list[str]:
     """``count`` messages of 20 to 2,000 characters (log-uniform) taken one after another from ``text``, after a
     random gap each, so that no two share text."""
@@ -296,10 +318,13 @@ def special_rows(names, labels, size, repeat):
 
 
 def short_rows(names, labels, count, repeat):
-    """(language, encoding, ratios of the first pass, the warm pass, encode_batch, encode_ordinary_batch; then
-    tiktoken's time / each extra peer's, a call each, None where it is not installed: bpe-openai, quicktok; and
-    the share of messages where quicktok's ids differ from tiktoken's)."""
+    """(language, encoding, ratios of the first pass, the first pass with compiled BPE, the warm pass,
+    encode_batch, encode_batch with compiled BPE, encode_ordinary_batch; then tiktoken's time / each extra peer's,
+    a call each, None where it is not installed: bpe-openai, quicktok; and the share of messages where quicktok's
+    ids differ from tiktoken's). The compiled columns are None without numba."""
     import tiktoken
+
+    compiled = compiled_bpe_available()
 
     per_language = -(-count // len(labels))
     rows = []
@@ -313,16 +338,19 @@ def short_rows(names, labels, count, repeat):
             oracle = tiktoken.get_encoding(name)
             bpe_openai, quicktok = peers[name]
             firsts, warms, batches, ordinary_batches, by_bpe_openai, by_quicktok = [], [], [], [], [], []
+            compiled_firsts, compiled_batches = [], []
             quicktok_differs = None
             for attempt in range(repeat):
                 # new messages every attempt: new to both sides
                 messages = messages_of(text, per_language, seed=1000 * attempt + seed)
-                ours = fresh(name)
+                ours, ours_compiled = fresh(name), fresh(name)
                 timed = {
                     "tik": lambda: lambda: [oracle.encode(m) for m in messages],
                     "first": lambda: lambda: [ours.encode(m) for m in messages],
                     "warm": lambda: lambda: [ours.encode(m) for m in messages],
                 }
+                if compiled:
+                    timed["first compiled"] = lambda: with_compiled_bpe(lambda: [ours_compiled.encode(m) for m in messages])
                 # the extra peers keep no cache: their every pass is a first one
                 if bpe_openai is not None:
                     timed["bpe-openai"] = lambda: lambda: [bpe_openai.encode(m) for m in messages]
@@ -334,6 +362,10 @@ def short_rows(names, labels, count, repeat):
                 warms.append(best["tik"] / best["warm"])
                 expected = [oracle.encode(m) for m in messages]
                 assert [ours.encode(m) for m in messages] == expected
+                if compiled:
+                    compiled_firsts.append(best["tik"] / best["first compiled"])
+                    assert [ours_compiled.encode(m) for m in messages] == expected
+                    assert ours_compiled.core.uses_compiled_bpe and not ours.core.uses_compiled_bpe
                 if bpe_openai is not None:
                     by_bpe_openai.append(best["tik"] / best["bpe-openai"])
                     assert [bpe_openai.encode(m) for m in messages] == expected
@@ -341,28 +373,38 @@ def short_rows(names, labels, count, repeat):
                     by_quicktok.append(best["tik"] / best["quicktok"])
                     quicktok_differs = sum(map(list.__ne__, map(quicktok.ids, messages), expected)) / len(messages)
                 messages = messages_of(text, per_language, seed=1000 * attempt + seed + 500)
-                best = alternated({
+                timed = {
                     "tik batch": lambda: lambda: oracle.encode_batch(messages),
                     "ours batch": lambda: partial(fresh(name).encode_batch, messages),
                     "tik ordinary": lambda: lambda: oracle.encode_ordinary_batch(messages),
                     "ours ordinary": lambda: partial(fresh(name).encode_ordinary_batch, messages),
-                }, 1)
+                }
+                if compiled:
+                    timed["compiled batch"] = lambda: with_compiled_bpe(partial(fresh(name).encode_batch, messages))
+                best = alternated(timed, 1)
+                if compiled:
+                    compiled_batches.append(best["tik batch"] / best["compiled batch"])
+                    assert with_compiled_bpe(partial(fresh(name).encode_batch, messages))() == oracle.encode_batch(messages)
                 batches.append(best["tik batch"] / best["ours batch"])
                 ordinary_batches.append(best["tik ordinary"] / best["ours ordinary"])
                 assert fresh(name).encode_batch(messages) == oracle.encode_batch(messages)
             # the median attempt: each one's messages are new, so none can be re-timed
             middle = lambda ratios: sorted(ratios)[len(ratios) // 2] if ratios else None  # noqa: E731
-            rows.append((label, name, per_language, middle(firsts), middle(warms), middle(batches),
-                         middle(ordinary_batches), middle(by_bpe_openai), middle(by_quicktok), quicktok_differs))
+            rows.append((label, name, per_language, middle(firsts), middle(compiled_firsts), middle(warms),
+                         middle(batches), middle(compiled_batches), middle(ordinary_batches), middle(by_bpe_openai),
+                         middle(by_quicktok), quicktok_differs))
             print(f"done short {label} {name}", file=sys.stderr, flush=True)
     return rows
 
 
 def turn_rows(names, labels, count, repeat):
-    """(language, encoding, turns, ratios of the first pass and the warm pass): short messages each between two
-    ``<|endoftext|>`` (a chat template's turn: ``"<|endoftext|>user\\n" + message + "<|endoftext|>"``), a call each
-    with ``allowed_special="all"``; the median of ``repeat`` attempts on new messages, a fresh Encoding each."""
+    """(language, encoding, turns, ratios of the first pass, the first pass with compiled BPE (None without
+    numba) and the warm pass): short messages each between two ``<|endoftext|>`` (a chat template's turn:
+    ``"<|endoftext|>user\\n" + message + "<|endoftext|>"``), a call each with ``allowed_special="all"``; the median
+    of ``repeat`` attempts on new messages, a fresh Encoding each."""
     import tiktoken
+
+    compiled = compiled_bpe_available()
 
     per_language = -(-count // len(labels))
     rows = []
@@ -371,21 +413,29 @@ def turn_rows(names, labels, count, repeat):
         text = text.replace("<|endoftext|>", "")
         for name in names:
             oracle = tiktoken.get_encoding(name)
-            firsts, warms = [], []
+            firsts, compiled_firsts, warms = [], [], []
             for attempt in range(repeat):
                 turns = [f"<|endoftext|>user\n{m}<|endoftext|>"
                          for m in messages_of(text, per_language, seed=1000 * attempt + seed + 700)]
-                ours = fresh(name)
-                best = alternated({
+                ours, ours_compiled = fresh(name), fresh(name)
+                timed = {
                     "tik": lambda: lambda: [oracle.encode(t, allowed_special="all") for t in turns],
                     "first": lambda: lambda: [ours.encode(t, allowed_special="all") for t in turns],
                     "warm": lambda: lambda: [ours.encode(t, allowed_special="all") for t in turns],
-                }, 1)
-                assert [ours.encode(t, allowed_special="all") for t in turns] == [
-                    oracle.encode(t, allowed_special="all") for t in turns]
+                }
+                if compiled:
+                    timed["first compiled"] = lambda: with_compiled_bpe(
+                        lambda: [ours_compiled.encode(t, allowed_special="all") for t in turns])
+                best = alternated(timed, 1)
+                expected = [oracle.encode(t, allowed_special="all") for t in turns]
+                assert [ours.encode(t, allowed_special="all") for t in turns] == expected
                 firsts.append(best["tik"] / best["first"])
                 warms.append(best["tik"] / best["warm"])
-            rows.append((label, name, per_language, sorted(firsts)[repeat // 2], sorted(warms)[repeat // 2]))
+                if compiled:
+                    assert [ours_compiled.encode(t, allowed_special="all") for t in turns] == expected
+                    compiled_firsts.append(best["tik"] / best["first compiled"])
+            middle = lambda ratios: sorted(ratios)[len(ratios) // 2] if ratios else None  # noqa: E731
+            rows.append((label, name, per_language, middle(firsts), middle(compiled_firsts), middle(warms)))
             print(f"done turns {label} {name}", file=sys.stderr, flush=True)
     return rows
 
@@ -595,9 +645,10 @@ def main() -> None:
     if not args.no_short:
         print(f"\nShort new texts: {args.messages:,} messages of 20-2,000 characters over the texts, each language "
               "alone (ratio = tiktoken's time / ours, the median of --repeat attempts on new messages)\n")
-        print("| text | encoding | messages | first pass, a call each | warm pass | encode_batch | encode_ordinary_batch "
+        print("| text | encoding | messages | first pass, a call each | first pass, compiled BPE | warm pass "
+              "| encode_batch | encode_batch, compiled BPE | encode_ordinary_batch "
               "| peer: bpe-openai, a call each | peer: quicktok, a call each |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         differs = []
         for label, name, count, *ratios, quicktok_differs in short_rows(names, labels, args.messages, args.repeat):
             cells = ["–" if r is None else f"{r:.2f}×" for r in ratios]
@@ -610,10 +661,11 @@ def main() -> None:
         print("\nShort messages between special tokens: each new message as a chat template's turn, "
               "\"<|endoftext|>user\\n\" + message + \"<|endoftext|>\", a call each with allowed_special=\"all\" "
               "(ratio = tiktoken's time / ours, the median of --repeat attempts on new messages)\n")
-        print("| text | encoding | turns | first pass, a call each | warm pass |")
-        print("|---|---|---|---|---|")
+        print("| text | encoding | turns | first pass, a call each | first pass, compiled BPE | warm pass |")
+        print("|---|---|---|---|---|---|")
         for label, name, count, *ratios in turn_rows(names, labels, args.messages, args.repeat):
-            print(f"| {label} | {name} | {count:,} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
+            cells = ["–" if r is None else f"{r:.2f}×" for r in ratios]
+            print(f"| {label} | {name} | {count:,} | " + " | ".join(cells) + " |", flush=True)
     if not args.no_mid:
         print("\nMid-size texts: new texts of each size, each by an Encoding with an empty piece cache and its "
               "tables loaded (one call, --repeat texts); a conversation of 100 short messages, all of it encoded "

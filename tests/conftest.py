@@ -7,6 +7,7 @@
   ``$TIKTOKEN_CACHE_DIR`` seeded from those files, unless set), at them, so the whole suite runs offline:
   ``python -m pytest`` is the whole command.
 - Under ``CI=true`` a skipped test counts as a failure: a test that does not run cannot fail.
+- The fast core's compiled BPE is off (``$TOKENIZER_COMPILED_BPE=0``) unless a test turns it on.
 - ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (100 unless ``$FUZZ_EXAMPLES`` says otherwise; CI's
   exhaustive run reruns every fuzz test with 1,000).
 - Two tiers. ``python -m pytest`` runs the everyday tier: every fast path against its oracle on real samples,
@@ -44,6 +45,10 @@ if str(REPO) not in sys.path:
 os.environ.setdefault("TOKENIZER_DATA_DIR", str(ENCODINGS_DIR))
 # A private download cache: tests never touch the user's ~/.cache.
 os.environ.setdefault("TOKENIZER_CACHE_DIR", tempfile.mkdtemp(prefix="tokenizer-cache-"))
+# The fast core's compiled BPE comes to a process only after much new text (tokenizer/fast/compiled_bpe.py), so
+# which BPE a test met would depend on the tests before it in its worker: off, unless asked for (the tests of
+# the kernel ask for it; TOKENIZER_COMPILED_BPE=1 runs the whole suite with it).
+os.environ.setdefault("TOKENIZER_COMPILED_BPE", "0")
 
 
 def pytest_configure(config):

@@ -10,7 +10,9 @@ What is here is only for speed; every function in it has an oracle at the packag
 - ``array_split``: where the patterns cut a text, found by NumPy array rules instead of a regex;
 - ``piece_arrays``, ``batch_bpe``, ``array_encode``: many pieces looked up and merged at once in NumPy;
 - ``uncrossable``: byte pairs no token holds, where a long piece can be cut into short, cacheable parts;
-- ``table_cache``, ``vocab_cache``: the batch BPE tables and the parsed vocabulary files, kept on disk.
+- ``table_cache``, ``vocab_cache``: the batch BPE tables and the parsed vocabulary files, kept on disk;
+- ``bpe_kernel``, ``compiled_bpe``: ``bpe.merge`` compiled by numba (the ``train`` extra), and how a process that
+  meets much new text loads it in the background.
 
 What is not here: the rules themselves (pre-tokenization patterns, BPE, special tokens, decoding live in the
 readable modules above this folder), training (:mod:`tokenizer.training`) and file jobs (:mod:`tokenizer.jobs`).

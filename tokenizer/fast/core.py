@@ -13,7 +13,9 @@ three routes, each chosen by a measured size (the thresholds below):
   (:mod:`tokenizer.fast.batch_bpe`, its pair table read from disk by :mod:`tokenizer.fast.table_cache`);
 - **a few new short pieces** are merged one by one by :func:`tokenizer.bpe.merge`, whose fixed cost is lowest
   (a long non-ASCII one cut first where no merge can cross, :mod:`tokenizer.fast.uncrossable`, or started from
-  its characters' own merges, :mod:`tokenizer.fast.characters_first`).
+  its characters' own merges, :mod:`tokenizer.fast.characters_first`); once the process has the compiled kernel
+  (:mod:`tokenizer.fast.compiled_bpe`, which the core tells how much it merged in Python), a call's new pieces
+  are collected and all of them go to it in one call instead.
 
 A long text alone also leaves a *checkpoint*: its part up to its last safe cut (:mod:`tokenizer.cuts`) and
 that part's ids. A later text that begins with that part (a conversation, a document, encoded again as it
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Literal, Mapping, Sequence
 
 from .. import bpe
 from ..core import interleave
+from . import compiled_bpe
 from ..pretokenize import replace_surrogates
 from .stdlib_patterns import compile_fast
 
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from .array_encode import TokenTables
     from .batch_bpe import PairTable
     from .characters_first import CharactersFirst
+    from .bpe_kernel import CompiledBPE
     from .piece_arrays import PieceTable
 
 # The cache is emptied when it reaches this many pieces: memory stays bounded on endless streams.
@@ -95,6 +99,14 @@ UNCROSSABLE_TRIAL = 64
 # cost more than encoding them again saves); the maximum bounds what the checkpoint holds.
 PREFIX_MIN_CHARS = 1 << 13
 PREFIX_MAX_CHARS = 1 << 20
+
+# A core whose compiled kernel waits for the tables' check on disk (table_cache.read_tables_soon) looks again
+# after merging this many more bytes in Python (a few milliseconds of BPE; the check takes tens).
+REPORT_AGAIN_BYTES = 1 << 10
+
+# A cache fill of this many pieces or more pauses Python's cycle collector (_garbage_collection_paused); a
+# smaller one gains less than pausing costs.
+GC_PAUSE_MIN_PIECES = 1 << 10
 
 # decode_bytes looks up this many ids per itemgetter: a tuple of one call's every token would outgrow the
 # processor's caches on a long list (measured several times slower per id at half a million ids).
@@ -180,6 +192,11 @@ class FastCore:
         self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
         self._token_tables: TokenTables | None | Literal[False] = None  # False: no array path here
         self._checkpoint: tuple[str, tuple[int, ...]] = ("", ())  # (a text's part, its ids): PREFIX_MIN_CHARS
+        # Bytes merged in Python since the last report to compiled_bpe (the first new piece reports at once, so
+        # that a core made after the kernel was loaded takes it then), and the kernel with this vocabulary's
+        # pair table, once both are here: new pieces then go to it (_fill_cache).
+        self._unreported_bytes = compiled_bpe.REPORT_BYTES
+        self._compiled: CompiledBPE | None = None
 
     def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
         """The ids of each text, special tokens as plain text: long texts by array operations, each on its
@@ -293,6 +310,9 @@ class FastCore:
             idx = self.token_ids.get(data)
             if idx is not None:
                 return (idx,)  # a whole piece that is a token is that token, as in tiktoken
+        self._unreported_bytes += len(data)
+        if self._unreported_bytes >= compiled_bpe.REPORT_BYTES:
+            self._report_python_bpe()
         if len(data) >= 8 and not piece.isascii() and self._knows_non_ascii():
             # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
             # into short parts no merge can cross; those repeat, so cache them.
@@ -303,6 +323,21 @@ class FastCore:
             if _mostly_wide(len(data), len(piece)):
                 return self._merge_characters_first(piece)
         return self._merge_to_ids(data)
+
+    def _report_python_bpe(self) -> None:
+        """Tell :mod:`tokenizer.fast.compiled_bpe` how much this core merged in Python; take the compiled kernel
+        if it is loaded, with this vocabulary's tables (without them, Python BPE stays). Tables still being
+        checked on disk are not waited for: the core looks again after ``REPORT_AGAIN_BYTES``."""
+        kernel = compiled_bpe.merged_in_python(self._unreported_bytes)
+        self._unreported_bytes = 0
+        if kernel is not None and self._compiled is None:
+            if self._pair_table is None and not self._begin_loading_tables().ready():
+                self._unreported_bytes = compiled_bpe.REPORT_BYTES - REPORT_AGAIN_BYTES
+                return
+            pairs = self._batch_table()
+            if pairs is not None:
+                self._compiled = kernel.CompiledBPE(pairs, self._token_table,
+                                                    whole_piece_tokens=self.whole_piece_tokens)
 
     def _merge_characters_first(self, piece: str) -> tuple[int, ...]:
         """BPE of a piece mostly of characters of several bytes, started from each character's own merges
@@ -376,9 +411,17 @@ class FastCore:
         spot; a long one by :meth:`_encode_pieces`."""
         try:
             pieces = self._pretokenizer.split(text)
-            if len(text) < BATCH_MIN_CHARS:
+            if len(text) >= BATCH_MIN_CHARS:
+                return self._encode_pieces(pieces)
+            if self._compiled is None:
                 return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
-            return self._encode_pieces(pieces)
+            # With the compiled kernel: every piece looked up, those missing encoded by one call to it, and
+            # all looked up again (both passes in C).
+            found = list(map(self._cache.get, pieces))
+            if not all(found):  # a piece's ids are never empty: a falsy entry is a missing piece
+                self._fill_cache(list(set(compress(pieces, map(not_, found)))))
+                found = map(self._cache.__getitem__, pieces)
+            return list(chain.from_iterable(found))
         except UnicodeEncodeError:
             # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
             return self._encode_through_cache_alone(replace_surrogates(text))
@@ -395,28 +438,41 @@ class FastCore:
 
     def _fill_cache(self, pieces: list[str]) -> None:
         """Put the ids of ``pieces`` (distinct, none in the cache) in the piece cache: a piece that is a token by
-        a look-up, the others by BPE, in one batch (:func:`tokenizer.fast.batch_bpe.encode_pieces`) when they
-        hold enough bytes to repay its fixed cost, else one by one."""
+        a look-up, the others by BPE: the compiled kernel's when this core has it, else in one batch
+        (:func:`tokenizer.fast.batch_bpe.encode_pieces`) when they hold enough bytes to repay its fixed cost,
+        else one by one."""
         cache = self._cache
         if len(cache) + len(pieces) > PIECE_CACHE_LIMIT:
             cache.clear()
+        if self._compiled is None:
+            self._report_python_bpe()  # (takes the kernel if this process has it by now)
+        if len(pieces) < GC_PAUSE_MIN_PIECES:
+            self._encode_into_cache(pieces)
+            return
         with _garbage_collection_paused():
-            data = list(map(str.encode, pieces))  # a lone surrogate raises UnicodeEncodeError: see the callers
-            if self.whole_piece_tokens:
-                # a whole piece that is a token is that token, as in tiktoken; the others go to BPE
-                whole = list(map(self.token_ids.get, data))
-                is_token = list(map(is_not, whole, repeat(None)))
-                cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
-                needs_bpe = list(map(not_, is_token))
-                pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
-            table = self._batch_table() if sum(map(len, data)) >= BATCH_MIN_BYTES else None
-            if table is None:
-                for piece in pieces:
-                    cache[piece]  # noqa: B018 - __missing__ encodes and stores it
-                return
-            from .batch_bpe import encode_pieces  # NumPy is imported only once a batch is worth it
+            self._encode_into_cache(pieces)
 
-            cache.update(zip(pieces, encode_pieces(data, table)))
+    def _encode_into_cache(self, pieces: list[str]) -> None:
+        cache = self._cache
+        data = list(map(str.encode, pieces))  # a lone surrogate raises UnicodeEncodeError: see the callers
+        if self._compiled is not None:  # (the whole-piece rule included)
+            cache.update(zip(pieces, self._compiled.encode(data)))
+            return
+        if self.whole_piece_tokens:
+            # a whole piece that is a token is that token, as in tiktoken; the others go to BPE
+            whole = list(map(self.token_ids.get, data))
+            is_token = list(map(is_not, whole, repeat(None)))
+            cache.update(zip(compress(pieces, is_token), zip(compress(whole, is_token))))
+            needs_bpe = list(map(not_, is_token))
+            pieces, data = list(compress(pieces, needs_bpe)), list(compress(data, needs_bpe))
+        table = self._batch_table() if sum(map(len, data)) >= BATCH_MIN_BYTES else None
+        if table is None:
+            for piece in pieces:
+                cache[piece]  # noqa: B018 - __missing__ encodes and stores it
+            return
+        from .batch_bpe import encode_pieces  # NumPy is imported only once a batch is worth it
+
+        cache.update(zip(pieces, encode_pieces(data, table)))
 
     # ---- long texts: the array path ------------------------------------------------------------------------
 
@@ -533,6 +589,11 @@ class FastCore:
 
             self._tables_soon = load_tables_soon(self.merge_ranks, self.token_ids, source=self.vocabulary_source)
         return self._tables_soon
+
+    @property
+    def uses_compiled_bpe(self) -> bool:
+        """Whether this core's new pieces go to the compiled BPE kernel (:mod:`tokenizer.fast.compiled_bpe`)."""
+        return self._compiled is not None
 
     def batch_table(self) -> PairTable | None:
         """The pair table of batch BPE (loaded or built now if not yet), for code that runs batch BPE itself;

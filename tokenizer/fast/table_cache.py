@@ -129,7 +129,7 @@ def load_tables_soon(
 ) -> Callable[[], tuple[PairTable, PieceTable] | None]:
     """:func:`load_or_build_tables`, begun now and finished by calling the function returned: where ``source``
     names tables on disk, their file is checked meanwhile (:func:`read_tables_soon`), while the caller splits
-    its text, say."""
+    its text, say. The function's ``ready()`` says whether calling it would not wait for that check."""
     digest = remembered_digest(source) if source else None
     reading = read_tables_soon(table_path(digest), digest) if digest else None
 
@@ -139,6 +139,9 @@ def load_tables_soon(
             return found
         return _find_or_build(merge_ranks, token_ids, source)
 
+    # whether calling it now would not wait for the check (hashing or building, when that is needed, is done in
+    # the call itself)
+    tables.ready = reading.ready if reading else lambda: True
     return tables
 
 
@@ -241,7 +244,11 @@ def read_tables_soon(path: Path, digest: str) -> Callable[[], tuple[PairTable, P
     not even for a moment."""
     mapped = _map_file(path, digest)
     if mapped is None:
-        return lambda: None
+        def nothing() -> None:
+            return None
+
+        nothing.ready = lambda: True
+        return nothing
     header, data = mapped
     crc: list[int] = []
     checking = threading.Thread(target=lambda: crc.append(zlib.crc32(data)), name="tables check", daemon=True)
@@ -261,6 +268,7 @@ def read_tables_soon(path: Path, digest: str) -> Callable[[], tuple[PairTable, P
             return None  # not a header of ours
         return _tables_of(numbers, arrays)
 
+    tables.ready = lambda: not checking.is_alive()  # whether calling it now would not wait
     return tables
 
 

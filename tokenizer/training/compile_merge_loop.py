@@ -20,11 +20,11 @@ What this module does not do: load the loop into the trainer's process, or decid
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from .. import numba_cache
 from . import merge_loop_cache
 
 # Exit statuses: compiled and cached (or found so); numba is not installed; compiled, but numba found no
@@ -34,33 +34,17 @@ COMPILED, NO_NUMBA, NOT_CACHED = 0, 3, 4
 
 def log_path() -> Path:
     """Where the program's stderr goes: beside the machine code, in the cache folder."""
-    return merge_loop_cache.folder() / "compile.log"
+    return numba_cache.log_path(merge_loop_cache.folder())
 
 
 def start() -> subprocess.Popen:
-    """Start the program in a new process and return it; its stderr goes to :func:`log_path`.
-
-    The new process imports this package from where this process did (put first on its path, unless it is on
-    the path already, as an installed package's folder is). Nothing of the caller's is inherited that could
-    keep the caller's own reader waiting: stdin and stdout are closed, stderr is the log file (a process that
-    outlives the caller must not hold the caller's stderr pipe open)."""
-    root = str(Path(__file__).resolve().parents[2])
-    program = (f"import sys; root = {root!r}\n"
-               "if root not in sys.path: sys.path.insert(0, root)\n"
-               f"from {__name__} import main; sys.exit(main())")
-    log = log_path()
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        stderr = open(log, "wb")
-    except OSError:  # a read-only cache folder: numba will look for another one; its words are lost
-        stderr = open(os.devnull, "wb")
-    with stderr:
-        return subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=stderr)
+    """Start the program in a new process and return it (:func:`tokenizer.numba_cache.start_program`); its
+    stderr goes to :func:`log_path`."""
+    return numba_cache.start_program(__name__, merge_loop_cache.folder())
 
 
 def main() -> int:
-    with _one_at_a_time(merge_loop_cache.folder() / "compiling.lock"):
+    with numba_cache.one_at_a_time(merge_loop_cache.folder()):
         if merge_loop_cache.is_marked():
             return COMPILED
         from .compiled_merges import load_kernel, warm_up
@@ -74,22 +58,6 @@ def main() -> int:
         with contextlib.suppress(OSError):  # written elsewhere by numba; only the next check costs more
             merge_loop_cache.mark()
     return COMPILED
-
-
-@contextlib.contextmanager
-def _one_at_a_time(lock: Path):
-    """Hold ``lock`` (an exclusive ``flock``) for the block; without ``fcntl`` or a writable folder, nothing."""
-    try:
-        import fcntl
-
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        f = open(lock, "ab")
-    except (ImportError, OSError):
-        yield
-        return
-    with f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
 
 
 if __name__ == "__main__":

@@ -39,9 +39,9 @@ them).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from .. import numba_cache
 from . import merge_loop_cache
 # The merger's scalars state[...] and what state[STATUS] says after merge_until: shared with the merger, whose
 # module does not import numba (numba reads these as constants when it compiles).
@@ -50,27 +50,14 @@ from .merge_state import (
     NUM_CANDIDATES, NUM_PAIRS, NUM_TOKENS, SLOTS_USED, STATUS, THRESHOLD,
 )
 
-_CACHE_FOLDER = str(merge_loop_cache.folder())
+_CACHE_FOLDER = merge_loop_cache.folder()
 _uncached: list[str] = []  # the functions numba found no writable cache folder for
 
 
 def _compiled(function):
-    """``function`` compiled on first call, its machine code cached on disk for later processes.
-
-    Numba picks a function's cache folder when it wraps it, from its ``config.CACHE_DIR`` (what
-    ``$NUMBA_CACHE_DIR`` sets); that is pointed at this package's folder for the moment of wrapping only, so
-    other numba code in the process keeps its own. Where that folder cannot be written numba tries its next
-    places (beside this file, its user cache folder); where none can, the function is compiled anew in every
-    process."""
-    default = numba.config.CACHE_DIR
-    numba.config.CACHE_DIR = _CACHE_FOLDER
-    try:
-        return numba.njit(cache=True, nogil=True)(function)
-    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
-        _uncached.append(function.__name__)
-        return numba.njit(nogil=True)(function)
-    finally:
-        numba.config.CACHE_DIR = default
+    """``function`` compiled on first call, its machine code cached in the merge loop's folder
+    (:func:`tokenizer.numba_cache.compiled`)."""
+    return numba_cache.compiled(function, _CACHE_FOLDER, _uncached)
 
 
 @_compiled

@@ -1,0 +1,247 @@
+"""The compiled BPE kernel (tokenizer/fast/bpe_kernel.py) against its oracles, bpe.merge with the whole-piece
+rule and tiktoken, and how it comes into a process (tokenizer/fast/compiled_bpe.py)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.fast.compiled_bpe as compiled_bpe
+from conftest import CORPUS, CORPUS_FILES, FUZZ_EXAMPLES, REPO
+from test_batch_bpe import fresh_encoding, letters, mixed_texts, oracle, small_tables, small_vocab
+from tokenizer import get_encoding
+from tokenizer.fast.batch_bpe import build_pair_table
+from tokenizer.fast.piece_arrays import PieceTable
+from tokenizer.pretokenize import compile_pattern
+
+ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
+
+
+@functools.cache
+def kernel():
+    """The kernel, loaded once per worker (the first load in a session compiles it: a few seconds)."""
+    loaded = compiled_bpe.wait_until_loaded()
+    assert loaded is not None, compiled_bpe.unavailable
+    return loaded
+
+
+@functools.cache
+def openai_compiled(name: str, whole_piece_tokens: bool = True):
+    enc = get_encoding(name)
+    tables = enc.core.batch_table(), PieceTable(enc.token_ids)
+    return kernel().CompiledBPE(*tables, whole_piece_tokens=whole_piece_tokens)
+
+
+def whole_piece_oracle(pieces: list[bytes], enc) -> list[tuple[int, ...]]:
+    """tiktoken's rule: a piece that is a token is that token, else bpe.merge's tokens."""
+    return [(enc.token_ids[p],) if p in enc.token_ids else ids
+            for p, ids in zip(pieces, oracle(pieces, enc.merge_ranks, enc.token_ids))]
+
+
+@pytest.fixture
+def compiled_on(monkeypatch):
+    """Cores made in the test take the kernel at their first new piece."""
+    monkeypatch.setenv("TOKENIZER_COMPILED_BPE", "1")
+    return kernel()
+
+
+# ---- the kernel against bpe.merge ---------------------------------------------------------------------------
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.lists(letters, max_size=40), small_tables, st.booleans())
+def test_equals_merge_on_random_tie_heavy_tables(pieces, merge_ranks, whole_piece_tokens):
+    token_ids = small_vocab(merge_ranks)
+    table = build_pair_table(merge_ranks, token_ids)
+    compiled = kernel().CompiledBPE(table, PieceTable(token_ids), whole_piece_tokens=whole_piece_tokens)
+    expected = oracle(pieces, merge_ranks, token_ids)
+    if whole_piece_tokens:
+        expected = [(token_ids[p],) if p in token_ids else ids for p, ids in zip(pieces, expected)]
+    assert compiled.encode(pieces) == expected
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_every_distinct_piece_of_the_corpora(name):
+    enc = get_encoding(name)
+    split = compile_pattern(enc.pat_str).split_reference
+    pieces = set()
+    for path in [CORPUS / file for file in CORPUS_FILES]:
+        pieces.update(split(path.read_text(encoding="utf-8", errors="replace")[:200_000]))
+    data = sorted(p.encode("utf-8") for p in pieces)
+    assert openai_compiled(name).encode(data) == whole_piece_oracle(data, enc)
+    assert openai_compiled(name, False).encode(data) == oracle(data, enc.merge_ranks, enc.token_ids)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_every_token_is_found_whole_and_nothing_longer(name):
+    # every token by the token table's key (pieces of every length: short keys, words, long ones hashed whole)
+    enc = get_encoding(name)
+    tokens = list(enc.token_ids)
+    assert openai_compiled(name).encode(tokens) == [(enc.token_ids[t],) for t in tokens]
+    # a token with a byte more is not found whole unless it is a token itself: BPE then
+    longer = [t + b"\x00" for t in tokens[::50]] + [b"\x00" + t for t in tokens[::50]]
+    assert openai_compiled(name).encode(longer) == whole_piece_oracle(longer, enc)
+
+
+def test_a_token_found_by_its_key_must_have_the_same_bytes():
+    # the table's entry for "abcdefghijk" holds other bytes of the same length: as after a 64-bit key collision
+    vocabulary = {bytes([b]): b for b in range(256)} | {b"abcdefghijk": 256, b"ab": 257}
+    arrays = dict(PieceTable(vocabulary).arrays)
+    arrays["blob"] = arrays["blob"].copy()
+    at = bytes(arrays["blob"]).rindex(b"abcdefghijk")  # (the single bytes a, b, ... spell it too)
+    arrays["blob"][at + 10] = ord("z")
+    tables = build_pair_table({b"ab": 0}, vocabulary), PieceTable.from_arrays(arrays)
+    compiled = kernel().CompiledBPE(*tables, whole_piece_tokens=True)
+    assert compiled.encode([b"abcdefghijk", b"ab"]) == [(257, *b"cdefghijk"), (257,)]
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=30), st.sampled_from(ENCODINGS))
+def test_equals_merge_on_openai_ranks(texts, name):
+    enc = get_encoding(name)
+    pieces = [t.encode("utf-8", "surrogatepass") for t in texts]
+    assert openai_compiled(name).encode(pieces) == whole_piece_oracle(pieces, enc)
+
+
+def test_long_runs_and_empty_pieces():
+    enc = get_encoding("cl100k_base")
+    pieces = [b"", b"a" * 3000, b" " * 999, b"", "中".encode() * 500, b"x" + b"\xff" * 300]
+    assert openai_compiled("cl100k_base").encode(pieces) == whole_piece_oracle(pieces, enc)
+
+
+# ---- the fast core with the kernel, against tiktoken -----------------------------------------------------------
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_messages_first_pass_and_warm_equal_tiktoken(name, compiled_on):
+    import tiktoken
+
+    oracle_encoding = tiktoken.get_encoding(name)
+    for path in [CORPUS / file for file in CORPUS_FILES]:
+        text = path.read_text(encoding="utf-8", errors="ignore")[:60_000]
+        messages = [text[at : at + length] for at, length in zip(range(0, 60_000, 600), [20, 300, 1999, 7] * 25)]
+        ours = fresh_encoding(name)
+        expected = [oracle_encoding.encode_ordinary(m) for m in messages]
+        assert [ours.encode_ordinary(m) for m in messages] == expected, path.name
+        assert ours.core.uses_compiled_bpe, "the kernel ran"
+        assert [ours.encode_ordinary(m) for m in messages] == expected, path.name
+        assert fresh_encoding(name).encode_ordinary_batch(messages) == expected, path.name
+        whole = text[:50_000]
+        assert fresh_encoding(name).encode(whole, allowed_special="all") == \
+            oracle_encoding.encode(whole, allowed_special="all"), path.name
+
+
+@functools.cache
+def _one_compiled_encoding(name: str):
+    return fresh_encoding(name)
+
+
+def emptied_compiled_encoding(name: str):
+    """One Encoding per name for this file's fuzz test (not test_batch_bpe's: once it takes the kernel it keeps
+    it), its piece cache emptied before each example."""
+    enc = _one_compiled_encoding(name)
+    enc.core._cache.clear()
+    return enc
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.lists(mixed_texts, min_size=1, max_size=6), st.sampled_from(ENCODINGS))
+def test_fuzz_texts_equal_tiktoken(texts, name):
+    import tiktoken
+
+    oracle_encoding = tiktoken.get_encoding(name)
+    saved = os.environ.get("TOKENIZER_COMPILED_BPE")
+    os.environ["TOKENIZER_COMPILED_BPE"] = "1"  # hypothesis: no fixtures per example
+    try:
+        kernel()
+        ours = emptied_compiled_encoding(name)
+        assert [ours.encode(t, allowed_special="all") for t in texts] == \
+            [oracle_encoding.encode(t, allowed_special="all") for t in texts]
+        assert ours.encode_ordinary_batch(texts) == oracle_encoding.encode_ordinary_batch(texts)
+    finally:
+        os.environ["TOKENIZER_COMPILED_BPE"] = saved or "0"
+
+
+def test_the_kernel_is_compiled_once_whatever_table_it_is_given():
+    # a table built in memory (writable arrays) and one read from disk (read-only) run the same machine code
+    get_encoding("gpt2").encode_ordinary("warm")
+    enc = get_encoding("o200k_base")
+    built = kernel().CompiledBPE(build_pair_table(enc.merge_ranks, enc.token_ids), PieceTable(enc.token_ids),
+                                 whole_piece_tokens=True)
+    assert built.encode([b" hello", b" wonderful"]) == openai_compiled("o200k_base").encode([b" hello", b" wonderful"])
+    assert len(kernel().merge_pieces.signatures) == 1
+
+
+# ---- how the kernel comes into a process -------------------------------------------------------------------------
+
+def run_python(program: str, **env: str) -> str:
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(REPO), **env})
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+PROGRAM = """
+import sys
+from tokenizer import get_encoding
+from tokenizer.fast import compiled_bpe
+
+def new_words(first, count):  # distinct made-up words (i in base 26), one call each
+    for i in range(first, first + count):
+        n, word = i * 7919 + 1, " "
+        while n:
+            n, letter = divmod(n, 26)
+            word += chr(97 + letter)
+        enc.encode_ordinary(word)
+
+enc = get_encoding("gpt2")
+new_words(0, {count})
+if {wait}:
+    compiled_bpe.wait_until_loaded()
+    new_words(10**7, 4000)  # enough new bytes for the core to report again, and take the kernel
+print("numba" in sys.modules, enc.core.uses_compiled_bpe, compiled_bpe.unavailable)
+"""
+
+
+def test_a_small_job_never_loads_the_kernel():
+    assert run_python(PROGRAM.format(count=200, wait=False), TOKENIZER_COMPILED_BPE="auto") == "False False None"
+
+
+def test_a_large_job_loads_it_and_the_cores_take_it():
+    # LOAD_AFTER_BYTES of new words in Python, then the kernel (waited for here, to see it taken)
+    count = compiled_bpe.LOAD_AFTER_BYTES // 4
+    assert run_python(PROGRAM.format(count=count, wait=True), TOKENIZER_COMPILED_BPE="auto") == "True True None"
+
+
+def test_off_keeps_python_and_on_loads_at_the_first_new_piece():
+    assert run_python(PROGRAM.format(count=5, wait=False), TOKENIZER_COMPILED_BPE="0").startswith("False False")
+    # "on": loading begins at the first new piece; waited for, the core takes it at its next report
+    out = run_python(PROGRAM.format(count=5, wait=True), TOKENIZER_COMPILED_BPE="1")
+    assert out == "True True None"
+
+
+def test_without_numba_the_cores_stay_in_python():
+    program = ("import importlib.util; find_spec = importlib.util.find_spec\n"
+               "importlib.util.find_spec = lambda name, *a: None if name == 'numba' else find_spec(name, *a)\n"
+               + PROGRAM.format(count=20, wait=True))
+    out = run_python(program, TOKENIZER_COMPILED_BPE="1")
+    assert out.startswith("False False numba is not installed"), out
+
+
+def test_a_fork_waits_for_the_loading_thread():
+    # the child encodes with the kernel the parent loaded, and neither hangs
+    program = PROGRAM.format(count=5, wait=False) + """
+import os
+compiled_bpe.start_loading()
+pid = os.fork()
+if pid == 0:
+    enc2 = get_encoding("gpt2")
+    os._exit(0 if compiled_bpe.merged_in_python(0) is not None else 3)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+    assert run_python(program, TOKENIZER_COMPILED_BPE="1").splitlines()[-1] == "0"

@@ -1,0 +1,198 @@
+"""The compiled BPE kernel on its way into this process, and a core's way of calling it.
+
+The fast core merges a piece it has never seen with :func:`tokenizer.bpe.merge`, in Python: about 10 µs for
+an English word, several times that for a long piece of Chinese. The same merges compiled by numba
+(:mod:`tokenizer.fast.bpe_kernel`) take about a tenth of that, but getting the kernel costs once per process
+what a few hundred thousand bytes of Python BPE cost: importing numba and loading the kernel's machine code
+from disk (or, the first time on a machine, compiling it). So the kernel comes only to a process that has
+shown it needs it, and never makes anything wait:
+
+1. each core tells :func:`merged_in_python` how many bytes it merged in Python, every ``REPORT_BYTES``;
+2. once the process has merged ``LOAD_AFTER_BYTES`` (about what loading costs), a thread imports the kernel
+   and runs it once, so that numba loads its machine code from disk (:func:`start_loading`). The first time
+   on a machine (per kernel source, numba and Python version: :mod:`tokenizer.numba_cache`) there is none:
+   the compile program (:func:`main`) first compiles it in a process of its own (several seconds), which
+   takes nothing from this process's GIL;
+3. :func:`merged_in_python` answers at once with the kernel once it is loaded, else None; the core then sends
+   its new pieces to the kernel's :class:`tokenizer.fast.bpe_kernel.CompiledBPE` instead of ``bpe.merge``.
+
+``$TOKENIZER_COMPILED_BPE`` changes step 2: ``0`` (or ``off``) never loads the kernel and keeps every core in
+Python; ``1`` (or ``on``) loads it at the first new piece, for a program that knows it will meet a lot of new
+text; unset (or ``auto``) is as above. Without numba (it comes with the ``train`` extra) nothing is loaded and
+the cores keep merging in Python. A process that forks while the thread is importing waits for it first
+(:func:`os.register_at_fork`): a child must not inherit an import half done.
+
+What this module does not do: the whole-piece rule, caching, or choosing between kernel and ``bpe.merge``
+(the fast core, :mod:`tokenizer.fast.core`, does all three); it imports neither numba nor NumPy until it loads (nor anything slow to import: the fast core imports it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+import threading
+import warnings
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
+
+# The compile program's exit statuses: compiled and cached (or found so); numba is not installed; compiled, but
+# numba found no folder it could write, so every process would compile it again.
+COMPILED, NO_NUMBA, NOT_CACHED = 0, 3, 4
+
+# A core reports the bytes it merged in Python at its first new piece, then every this many bytes (a report
+# costs a function call; this many bytes of Python BPE cost tens of milliseconds).
+REPORT_BYTES = 1 << 14
+
+# The process starts loading the kernel once its cores have merged this many bytes in Python: about what
+# importing numba and loading the machine code cost (measured: a few tenths of a second, against 1-3 µs a byte
+# of Python BPE), so a process never spends much more on loading than it spent without the kernel.
+LOAD_AFTER_BYTES = 1 << 18
+
+# While the thread loads, the interpreter switches threads this often (seconds; Python's default is 0.005). Numba
+# releases the GIL thousands of times while it loads machine code (each call into LLVM); at the default, each
+# time the thread waited up to 5 ms for a busy encoder to hand it back, and loading took 20 s instead of one.
+LOADING_SWITCH_INTERVAL = 0.0005
+
+_merged_bytes = 0  # bytes merged in Python by every core of this process, as reported
+_kernel: ModuleType | None = None  # the loaded kernel module
+_thread: threading.Thread | None = None  # the thread loading it, once started
+_process: subprocess.Popen | None = None  # the compile program, while it runs
+unavailable: str | None = None  # why the kernel will not come, once known
+
+
+def merged_in_python(byte_count: int) -> ModuleType | None:
+    """Note that a core merged ``byte_count`` more bytes in Python; return the kernel if it is loaded (at once,
+    never waiting), starting to load it once the process has merged ``LOAD_AFTER_BYTES`` (see the module's
+    docstring for ``$TOKENIZER_COMPILED_BPE``)."""
+    global _merged_bytes
+    _merged_bytes += byte_count
+    mode = mode_asked()
+    if mode == "off":
+        return None
+    if _kernel is None and _thread is None and (mode == "on" or _merged_bytes >= LOAD_AFTER_BYTES):
+        if _process is None:
+            start_loading()
+        elif _process.poll() is not None:
+            _compile_program_ended()
+    return _kernel
+
+
+def mode_asked() -> str:
+    """What ``$TOKENIZER_COMPILED_BPE`` asks: "off", "on" or "auto" (unset, or a value it does not know)."""
+    asked = os.environ.get("TOKENIZER_COMPILED_BPE", "").strip().lower()
+    return {"0": "off", "off": "off", "1": "on", "on": "on"}.get(asked, "auto")
+
+
+def start_loading() -> None:
+    """Start getting the kernel, unless it is loaded, on its way, or cannot come: the thread that loads it if
+    its machine code is on disk, else the compile program (:func:`main`) in a process of its own, after which
+    the thread loads it (:func:`merged_in_python` looks)."""
+    global _process, unavailable
+    if _kernel is not None or _thread is not None or _process is not None or unavailable:
+        return
+    if importlib.util.find_spec("numba") is None:
+        unavailable = "numba is not installed (pip install 'gpt2-numpy[train]')"
+        return
+    from .. import numba_cache  # (only now: it reads versions and starts processes)
+
+    if numba_cache.is_marked(numba_cache.folder("bpe_kernel")):
+        _start_thread()
+    else:
+        _process = numba_cache.start_program(__name__, numba_cache.folder("bpe_kernel"))
+
+
+def wait_until_loaded() -> ModuleType | None:
+    """Get the kernel now if it is not here (waiting for it, compiling it if need be); None if it cannot come.
+    For benchmarks and tests, and for a program that knows it will meet a lot of new text."""
+    start_loading()
+    if _process is not None:
+        _process.wait()
+        _compile_program_ended()
+    if _thread is not None:
+        _thread.join()
+    return _kernel
+
+
+def _compile_program_ended() -> None:
+    """The compile program ended: load what it compiled, or say why there is nothing to load."""
+    global _process, unavailable
+    status, _process = _process.returncode, None
+    if status == COMPILED:
+        _start_thread()
+        return
+    from .. import numba_cache
+
+    log = numba_cache.log_path(numba_cache.folder("bpe_kernel"))
+    why = {NO_NUMBA: "numba is not installed where it ran",
+           NOT_CACHED: "numba found no cache folder it can write"}.get(status, f"exit status {status}")
+    unavailable = f"compiling the BPE kernel failed ({why}; its log: {log})"
+    warnings.warn(f"{unavailable}; encoding goes on with BPE in Python (same ids, slower)", RuntimeWarning,
+                  stacklevel=4)
+
+
+def _start_thread() -> None:
+    global _thread
+    _thread = threading.Thread(target=_load, name="load-bpe-kernel", daemon=True)
+    _thread.start()
+
+
+def _load() -> None:
+    global _kernel, unavailable
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(LOADING_SWITCH_INTERVAL)
+    try:
+        from . import bpe_kernel
+
+        _warm_up(bpe_kernel)
+        _kernel = bpe_kernel
+    except Exception as e:  # a damaged cache file numba cannot read, say: the cores go on in Python
+        unavailable = f"loading the compiled BPE failed: {e!r}"
+    finally:
+        if sys.getswitchinterval() == LOADING_SWITCH_INTERVAL:  # (unless someone else set it meanwhile)
+            sys.setswitchinterval(interval)
+
+
+def _warm_up(kernel: ModuleType) -> None:
+    """Call the kernel once on a tiny table, so that numba loads (or compiles) its machine code now."""
+    from .batch_bpe import build_pair_table
+    from .piece_arrays import PieceTable
+
+    vocabulary = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abababababababababab": 257}
+    tables = build_pair_table({b"ab": 0}, vocabulary), PieceTable(vocabulary)
+    for whole_piece_tokens in (True, False):
+        compiled = kernel.CompiledBPE(*tables, whole_piece_tokens=whole_piece_tokens)
+        assert compiled.encode([b"abab", b"x", b"ab" * 10]) == [(256, 256), (120,), (257,) if whole_piece_tokens else (256,) * 10]
+
+
+def _wait_before_fork() -> None:
+    if _thread is not None and _thread is not threading.current_thread():
+        _thread.join()
+
+
+os.register_at_fork(before=_wait_before_fork)
+
+
+def main() -> int:
+    """The compile program (:func:`tokenizer.numba_cache.start_program` runs it in a process of its own):
+    compile the kernel into its cache folder and mark the folder."""
+    from .. import numba_cache
+
+    folder = numba_cache.folder("bpe_kernel")
+    with numba_cache.one_at_a_time(folder):
+        if numba_cache.is_marked(folder):
+            return COMPILED
+        try:
+            from . import bpe_kernel
+        except ImportError:
+            return NO_NUMBA
+        _warm_up(bpe_kernel)
+        if not bpe_kernel.CACHED_ON_DISK:
+            return NOT_CACHED
+        with contextlib.suppress(OSError):  # written elsewhere by numba; only the next check costs more
+            numba_cache.mark(folder)
+    return COMPILED
