@@ -31,6 +31,9 @@ Short new texts (--no-short to skip): --messages messages of 20 to 2,000 charact
 the six texts, each language timed alone: a fresh Encoding encodes each message in its own call (first pass),
 then again (warm), and a fresh one takes them all in one ``encode_batch`` and one ``encode_ordinary_batch``. Then
 other new messages, each as a chat template's turn between two ``<|endoftext|>``, with ``allowed_special="all"``.
+Every row runs with BPE in Python (``TOKENIZER_COMPILED_BPE=0``); the "compiled BPE" columns (numba installed)
+time the same first pass and ``encode_batch`` as a process that has loaded the compiled kernel
+(tokenizer/fast/compiled_bpe.py) meets them: a fresh Encoding (piece cache empty) with its tables loaded.
 
 Mid-size texts (--no-mid to skip): new texts of 16k, 64k and 256k characters, each encoded by an Encoding with
 an empty piece cache whose tables are loaded (the array path), and a conversation: 100 short messages, the whole
@@ -239,6 +242,13 @@ def documents_joined(label: str, text: str) -> str:
     return "<|endoftext|>".join(paragraph for paragraph in text.split("\n\n") if paragraph)
 
 
+def fresh_with_tables(name: str) -> Encoding:
+    """A fresh Encoding whose batch BPE tables are loaded (as in a process that has the compiled kernel)."""
+    enc = fresh(name)
+    enc.core.batch_table()
+    return enc
+
+
 def with_compiled_bpe(call):
     """``call`` run with the compiled BPE kernel on (tokenizer/fast/compiled_bpe.py): a fresh Encoding takes it at
     its first new piece (the kernel loaded before: compiled_bpe_available)."""
@@ -343,7 +353,7 @@ def short_rows(names, labels, count, repeat):
             for attempt in range(repeat):
                 # new messages every attempt: new to both sides
                 messages = messages_of(text, per_language, seed=1000 * attempt + seed)
-                ours, ours_compiled = fresh(name), fresh(name)
+                ours, ours_compiled = fresh(name), fresh_with_tables(name)
                 timed = {
                     "tik": lambda: lambda: [oracle.encode(m) for m in messages],
                     "first": lambda: lambda: [ours.encode(m) for m in messages],
@@ -380,7 +390,7 @@ def short_rows(names, labels, count, repeat):
                     "ours ordinary": lambda: partial(fresh(name).encode_ordinary_batch, messages),
                 }
                 if compiled:
-                    timed["compiled batch"] = lambda: with_compiled_bpe(partial(fresh(name).encode_batch, messages))
+                    timed["compiled batch"] = lambda: with_compiled_bpe(partial(fresh_with_tables(name).encode_batch, messages))
                 best = alternated(timed, 1)
                 if compiled:
                     compiled_batches.append(best["tik batch"] / best["compiled batch"])
@@ -417,7 +427,7 @@ def turn_rows(names, labels, count, repeat):
             for attempt in range(repeat):
                 turns = [f"<|endoftext|>user\n{m}<|endoftext|>"
                          for m in messages_of(text, per_language, seed=1000 * attempt + seed + 700)]
-                ours, ours_compiled = fresh(name), fresh(name)
+                ours, ours_compiled = fresh(name), fresh_with_tables(name)
                 timed = {
                     "tik": lambda: lambda: [oracle.encode(t, allowed_special="all") for t in turns],
                     "first": lambda: lambda: [ours.encode(t, allowed_special="all") for t in turns],
