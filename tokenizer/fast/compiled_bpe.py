@@ -82,6 +82,18 @@ def merged_in_python(byte_count: int) -> ModuleType | None:
     return _kernel
 
 
+def status() -> str:
+    """Where the kernel stands in this process: "loaded", "loading", "compiling", "not asked for" (the process has
+    not merged enough in Python, or ``$TOKENIZER_COMPILED_BPE`` is 0), or why it will not come."""
+    if _kernel is not None:
+        return "loaded"
+    if unavailable:
+        return unavailable
+    if _thread is not None:
+        return "loading"
+    return "compiling" if _process is not None else "not asked for"
+
+
 def mode_asked() -> str:
     """What ``$TOKENIZER_COMPILED_BPE`` asks: "off", "on" or "auto" (unset, or a value it does not know)."""
     asked = os.environ.get("TOKENIZER_COMPILED_BPE", "").strip().lower()

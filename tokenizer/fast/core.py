@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Literal, Mapping, Sequence
 
 from .. import bpe
 from ..core import interleave
-from . import compiled_bpe
 from ..pretokenize import replace_surrogates
+from . import compiled_bpe
 from .stdlib_patterns import compile_fast
 
 if TYPE_CHECKING:
@@ -192,10 +192,11 @@ class FastCore:
         self._token_table: PieceTable | None = None  # every token by its bytes, loaded with the pair table
         self._token_tables: TokenTables | None | Literal[False] = None  # False: no array path here
         self._checkpoint: tuple[str, tuple[int, ...]] = ("", ())  # (a text's part, its ids): PREFIX_MIN_CHARS
-        # Bytes merged in Python since the last report to compiled_bpe (the first new piece reports at once, so
-        # that a core made after the kernel was loaded takes it then), and the kernel with this vocabulary's
-        # pair table, once both are here: new pieces then go to it (_fill_cache).
-        self._unreported_bytes = compiled_bpe.REPORT_BYTES
+        # Bytes merged in Python since the last report to compiled_bpe, and how many make the next report (none
+        # for the first: a core made after the kernel was loaded takes it at its first new piece); the kernel
+        # with this vocabulary's tables, once both are here: new pieces then go to it (_fill_cache).
+        self._unreported_bytes = 0
+        self._report_at = 0
         self._compiled: CompiledBPE | None = None
 
     def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
@@ -311,7 +312,7 @@ class FastCore:
             if idx is not None:
                 return (idx,)  # a whole piece that is a token is that token, as in tiktoken
         self._unreported_bytes += len(data)
-        if self._unreported_bytes >= compiled_bpe.REPORT_BYTES:
+        if self._unreported_bytes >= self._report_at:
             self._report_python_bpe()
         if len(data) >= 8 and not piece.isascii() and self._knows_non_ascii():
             # Long non-ASCII pieces (a Chinese sentence is one piece) rarely repeat, but often fall apart
@@ -329,10 +330,10 @@ class FastCore:
         if it is loaded, with this vocabulary's tables (without them, Python BPE stays). Tables still being
         checked on disk are not waited for: the core looks again after ``REPORT_AGAIN_BYTES``."""
         kernel = compiled_bpe.merged_in_python(self._unreported_bytes)
-        self._unreported_bytes = 0
+        self._unreported_bytes, self._report_at = 0, compiled_bpe.REPORT_BYTES
         if kernel is not None and self._compiled is None:
             if self._pair_table is None and not self._begin_loading_tables().ready():
-                self._unreported_bytes = compiled_bpe.REPORT_BYTES - REPORT_AGAIN_BYTES
+                self._report_at = REPORT_AGAIN_BYTES
                 return
             pairs = self._batch_table()
             if pairs is not None:
@@ -453,6 +454,7 @@ class FastCore:
             self._encode_into_cache(pieces)
 
     def _encode_into_cache(self, pieces: list[str]) -> None:
+        """:meth:`_fill_cache`'s work, without the cache's bound or the collector's pause."""
         cache = self._cache
         data = list(map(str.encode, pieces))  # a lone surrogate raises UnicodeEncodeError: see the callers
         if self._compiled is not None:  # (the whole-piece rule included)
