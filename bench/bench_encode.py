@@ -36,7 +36,8 @@ time the same first pass and ``encode_batch`` as a process that has loaded the c
 (tokenizer/fast/compiled_bpe.py) meets them: a fresh Encoding (piece cache empty) with its tables loaded.
 
 Mid-size texts (--no-mid to skip): new texts of 16k, 64k and 256k characters, each encoded by an Encoding with
-an empty piece cache whose tables are loaded (the array path), and a conversation: 100 short messages, the whole
+an empty piece cache whose tables are loaded (the array path; again with compiled BPE, which then merges the
+array path's segments), and a conversation: 100 short messages, the whole
 of it encoded again at each turn by one fresh Encoding (once it passes 8k characters, through the piece cache,
 which holds its pieces).
 
@@ -454,12 +455,14 @@ MID_SIZES = (16_000, 64_000, 256_000)
 
 
 def mid_rows(names, labels, repeat):
-    """(text, encoding, ratio at each of MID_SIZES, ratio on a conversation): texts of a mid size, each new and
-    encoded by an Encoding with an empty piece cache whose tables are loaded (what a process that has encoded
-    a long text before meets; one call each, ``repeat`` texts of each size); and a conversation of 100 short
-    messages, all of it encoded again at each turn by a fresh Encoding."""
+    """(text, encoding, ratio at each of MID_SIZES, the same with compiled BPE (None without numba), ratio on a
+    conversation): texts of a mid size, each new and encoded by an Encoding with an empty piece cache whose
+    tables are loaded (what a process that has encoded a long text before meets; one call each, ``repeat``
+    texts of each size); and a conversation of 100 short messages, all of it encoded again at each turn by a
+    fresh Encoding."""
     import tiktoken
 
+    compiled = compiled_bpe_available()
     rows = []
     for seed, label in enumerate(labels):
         text = (SHARED / "corpus" / f"{label}.txt").read_text(encoding="utf-8", errors="ignore")
@@ -467,21 +470,27 @@ def mid_rows(names, labels, repeat):
         rng = random.Random(seed)
         for name in names:
             oracle = tiktoken.get_encoding(name)
-            ratios = []
+            ratios, compiled_ratios = [], []
             for size in MID_SIZES:
                 texts = [text[at : at + size] for at in (rng.randrange(len(text) - size) for _ in range(repeat))]
-                t_tik = t_ours = 0.0
+                t_tik = t_ours = t_compiled = 0.0
                 for one in texts:  # alternated; for each text an Encoding whose tables are loaded, its cache empty
                     t0 = time.perf_counter()
                     expected = oracle.encode_ordinary(one)
                     t_tik += time.perf_counter() - t0
-                    ours = fresh(name)
-                    ours.core.batch_table()
+                    ours = fresh_with_tables(name)
                     t0 = time.perf_counter()
                     ids = ours.encode_ordinary(one)
                     t_ours += time.perf_counter() - t0
                     assert ids == expected
+                    if compiled:
+                        ours = fresh_with_tables(name)
+                        t0 = time.perf_counter()
+                        ids = with_compiled_bpe(partial(ours.encode_ordinary, one))()
+                        t_compiled += time.perf_counter() - t0
+                        assert ids == expected and ours.core.uses_compiled_bpe
                 ratios.append(t_tik / t_ours)
+                compiled_ratios.append(t_tik / t_compiled if compiled else None)
             messages = messages_of(text, 100, seed=seed)
             turns = ["\n".join(messages[: i + 1]) for i in range(len(messages))]
             best = alternated({
@@ -489,7 +498,7 @@ def mid_rows(names, labels, repeat):
                 "ours": lambda: partial(list, map(fresh(name).encode_ordinary, turns)),
             }, repeat)
             assert list(map(fresh(name).encode_ordinary, turns)) == [oracle.encode_ordinary(t) for t in turns]
-            rows.append((label, name, *ratios, best["tik"] / best["ours"]))
+            rows.append((label, name, *ratios, *compiled_ratios, best["tik"] / best["ours"]))
             print(f"done mid {label} {name}", file=sys.stderr, flush=True)
     return rows
 
@@ -680,11 +689,12 @@ def main() -> None:
         print("\nMid-size texts: new texts of each size, each by an Encoding with an empty piece cache and its "
               "tables loaded (one call, --repeat texts); a conversation of 100 short messages, all of it encoded "
               "again at each turn by a fresh Encoding (ratio = tiktoken's time / ours)\n")
-        print("| text | encoding | " + " | ".join(f"{size // 1000}k characters" for size in MID_SIZES)
-              + " | a conversation, each turn |")
-        print("|---|---|" + "---|" * (len(MID_SIZES) + 1))
+        print("| text | encoding | " + " | ".join(f"{size // 1000}k characters" for size in MID_SIZES) + " | "
+              + " | ".join(f"{size // 1000}k, compiled BPE" for size in MID_SIZES) + " | a conversation, each turn |")
+        print("|---|---|" + "---|" * (2 * len(MID_SIZES) + 1))
         for label, name, *ratios in mid_rows(names, labels, args.repeat):
-            print(f"| {label} | {name} | " + " | ".join(f"{r:.2f}×" for r in ratios) + " |", flush=True)
+            cells = ["–" if r is None else f"{r:.2f}×" for r in ratios]
+            print(f"| {label} | {name} | " + " | ".join(cells) + " |", flush=True)
     if not args.no_decode:
         print("\nDecoding: the text's ids in one call; the short messages' ids, a call each and in one decode_batch "
               "(ratio = tiktoken's time / ours, best of --repeat, alternated)\n")

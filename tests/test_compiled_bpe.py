@@ -53,7 +53,7 @@ def compiled_on(monkeypatch):
 
 # ---- the kernel against bpe.merge ---------------------------------------------------------------------------
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)  # (a table built per example)
 @given(st.lists(letters, max_size=40), small_tables, st.booleans())
 def test_equals_merge_on_random_tie_heavy_tables(pieces, merge_ranks, whole_piece_tokens):
     token_ids = small_vocab(merge_ranks)
@@ -146,6 +146,22 @@ def emptied_compiled_encoding(name: str):
     enc = _one_compiled_encoding(name)
     enc.core._cache.clear()
     return enc
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_long_texts_through_the_array_path_equal_tiktoken(name, compiled_on, monkeypatch):
+    import tiktoken
+
+    oracle_encoding = tiktoken.get_encoding(name)
+    calls = []
+    merge_blob = kernel().CompiledBPE.encode_blob
+    monkeypatch.setattr(kernel().CompiledBPE, "encode_blob", lambda self, *a: calls.append(1) or merge_blob(self, *a))
+    ours = fresh_encoding(name)
+    for path in [CORPUS / file for file in CORPUS_FILES]:
+        text = path.read_text(encoding="utf-8", errors="ignore")[:100_000]
+        assert ours.encode(text, allowed_special="all") == oracle_encoding.encode(text, allowed_special="all"), path.name
+        assert ours.encode_ordinary(text[1:]) == oracle_encoding.encode_ordinary(text[1:]), path.name
+    assert ours.core.uses_compiled_bpe and len(calls) >= len(CORPUS_FILES), "the kernel merged the array path's segments"
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)

@@ -10,7 +10,8 @@ for a long text met for the first time, those per-piece steps are the cost. Here
 3. a piece that is itself a token is that token (tiktoken's rule): found for all at once in a
    :class:`tokenizer.fast.piece_arrays.PieceTable` of the vocabulary;
 4. the others are cut into segments where no merge can cross, and each distinct segment is BPE-encoded once,
-   all together (:func:`tokenizer.fast.batch_bpe.encode_blob`); a segment of one byte is that byte's token;
+   all together (:func:`tokenizer.fast.batch_bpe.encode_blob`, or the compiled kernel where the process has it:
+   :attr:`TokenTables.merge`); a segment of one byte is that byte's token;
 5. the ids are laid out in text order: each piece takes its distinct piece's ids.
 
 Text a vocabulary hardly knows is the worst case: random code points are many distinct pieces, each mostly
@@ -36,7 +37,7 @@ caller keeps the per-piece path for them).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -47,10 +48,13 @@ from .piece_arrays import (PADDING, KeyedPieces, PieceTable, byte_offsets, code_
 
 class TokenTables(NamedTuple):
     """What encoding needs of a vocabulary: its tokens by bytes (None: no whole-piece rule, every piece goes
-    through BPE, as in CS336's tokenizer), and batch BPE's pair table."""
+    through BPE, as in CS336's tokenizer), batch BPE's pair table, and what merges the segments that need BPE:
+    ``merge(blob, lengths) -> (ids, sizes)`` as :func:`tokenizer.fast.batch_bpe.encode_blob` gives them (None:
+    that function; the compiled kernel's ``CompiledBPE.encode_blob`` where the process has it)."""
 
     tokens: PieceTable | None
     pairs: PairTable
+    merge: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
 
 
 def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables: TokenTables) -> np.ndarray:
@@ -92,7 +96,7 @@ def _encode_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, ta
     made), one piece after another, and how many each has. A piece that is a token is that token; the others
     are BPE-encoded."""
     whole = None if tables.tokens is None else tables.tokens.find(blob, starts, lengths, keyed)
-    return _encode_by_segments(blob, starts, lengths, tables.pairs, whole)
+    return _encode_by_segments(blob, starts, lengths, tables.pairs, whole, tables.merge)
 
 
 def _runs(firsts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -108,9 +112,10 @@ def _runs(firsts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 
 def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pairs: PairTable,
-                        whole: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+                        whole: np.ndarray | None, merge=None) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, sizes)`` of the pieces ``(starts, lengths)`` of ``blob``: the token ``whole[i]`` for a piece
-    whose ``whole[i] >= 0``, BPE for the others (as :func:`encode_blob` gives it). The pieces are cut first into
+    whose ``whole[i] >= 0``, BPE for the others (by ``merge``, as :func:`encode_blob` gives it, which is the
+    default). The pieces are cut first into
     segments where no token holds the bytes on both sides (no merge crosses there: a piece's ids are its
     segments' ids): a long piece of a script the vocabulary knows little of is new, but its segments repeat.
     Each distinct segment is encoded once. A piece that is a token is one segment, whose id is known.
@@ -176,7 +181,10 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
         distinct = np.concatenate([alone, to_group[representatives]])
         distinct_starts, distinct_lengths = segment_starts[distinct], segment_lengths[distinct]
         distinct_laid = _laid_end_to_end(laid, distinct_starts, distinct_lengths)[: int(distinct_lengths.sum())]
-        bpe_ids, bpe_sizes = encode_blob(distinct_laid, distinct_lengths, pairs)
+        if merge is None:
+            bpe_ids, bpe_sizes = encode_blob(distinct_laid, distinct_lengths, pairs)
+        else:
+            bpe_ids, bpe_sizes = merge(distinct_laid, distinct_lengths)
         segment_sizes = bpe_sizes[group]
         bpe_firsts = np.cumsum(bpe_sizes) - bpe_sizes
         ids[_runs(segment_starts, segment_sizes)] = bpe_ids[_runs(bpe_firsts[group], segment_sizes)]

@@ -217,6 +217,18 @@ class CompiledBPE:
         id_ends = id_ends.tolist()
         return list(map(flat.__getitem__, map(slice, chain((0,), id_ends), id_ends)))
 
+    def encode_blob(self, blob: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, sizes)``: plain BPE (no whole-piece rule) of the pieces laid end to end in ``blob`` (uint8)
+        with these lengths, as :func:`tokenizer.fast.batch_bpe.encode_blob` gives it: for the array path, whose
+        segments are parts of pieces."""
+        ends = np.cumsum(lengths, dtype=np.int64)
+        ids = np.empty(len(blob), dtype=np.int32)
+        id_ends = np.empty(len(lengths), dtype=np.int64)
+        blob = np.ascontiguousarray(blob, dtype=np.uint8).view()
+        blob.flags.writeable = False  # (the one type the kernel is compiled for)
+        written = merge_pieces(blob, ends, False, *self._tables[1:], ids, id_ends)
+        return ids[:written], np.diff(id_ends, prepend=0)
+
 
 def _read_only(array_and_type: tuple[np.ndarray, type]) -> np.ndarray:
     """The array as a C-contiguous array of that type, read-only (a view: the table's own flags are kept)."""

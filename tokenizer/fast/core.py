@@ -339,6 +339,8 @@ class FastCore:
             if pairs is not None:
                 self._compiled = kernel.CompiledBPE(pairs, self._token_table,
                                                     whole_piece_tokens=self.whole_piece_tokens)
+                if self._token_tables:
+                    self._token_tables = None  # (made again with the kernel for the array path's BPE)
 
     def _merge_characters_first(self, piece: str) -> tuple[int, ...]:
         """BPE of a piece mostly of characters of several bytes, started from each character's own merges
@@ -566,13 +568,16 @@ class FastCore:
 
     def _array_tables(self) -> TokenTables | None:
         """The tables of the array path, built on first need; None if there is none for this vocabulary."""
+        if self._compiled is None and self.whole_piece_tokens and self._batch_table() is not None:
+            self._report_python_bpe()  # (the tables loaded: takes the kernel for the BPE if this process has it)
         if self._token_tables is None:
             from .array_encode import TokenTables
 
             # Without the whole-piece rule (CS336's tokenizer) every piece would go through BPE: there the
             # piece cache, which remembers whole pieces, was measured faster; so only tiktoken's rule takes it.
             pairs = self._batch_table() if self.whole_piece_tokens else None
-            self._token_tables = TokenTables(self._token_table, pairs) if pairs is not None else False
+            merge = self._compiled.encode_blob if self._compiled is not None else None
+            self._token_tables = TokenTables(self._token_table, pairs, merge) if pairs is not None else False
         return self._token_tables or None
 
     def _batch_table(self) -> PairTable | None:
