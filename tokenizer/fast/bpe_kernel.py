@@ -13,16 +13,17 @@ whether it holds): the piece is looked up in the vocabulary's token table
 and above 16 bytes all its words), and the bytes of the entry found are compared, so a collision cannot give a
 wrong id.
 
-A piece that needs BPE is first cut where no token holds the two bytes on either side (the table's ``boundary_rank`` says so):
-no merge can cross such a cut, so each segment is merged on its own. A segment keeps its parts in a small array
+A piece that needs BPE is first cut where no token holds the two bytes on either side (the table's
+``boundary_rank`` says so): no merge can cross such a cut, so each segment is merged on its own. A segment keeps its parts in a small array
 and looks for the lowest pair by scanning it; a segment is short (an English word, a few characters of another
 script), so the scan costs less than keeping a heap would.
 
-:class:`CompiledBPE` holds the arguments for one vocabulary and calls the kernel on a list of byte strings.
+:class:`CompiledBPE` holds the arguments for one vocabulary and calls the kernel on a list of byte strings (or,
+for the array path, on pieces laid end to end).
 
 Only :mod:`tokenizer.fast.compiled_bpe` imports this module, and only when numba is installed (the ``train``
-extra); the machine code is cached on disk (:func:`tokenizer.numba_cache.folder`), so only the first process on
-a machine compiles it (about a second) and later ones load it.
+extra); the machine code is cached on disk (:func:`tokenizer.numba_cache.folder`): compiled once per machine by
+that module's compile program (several seconds), loaded by later processes (under a second).
 
 What it does not do: pre-tokenization, caching, or building the tables.
 """

@@ -1,4 +1,4 @@
-"""The compiled BPE kernel on its way into this process, and a core's way of calling it.
+"""The compiled BPE kernel on its way into a process that needs it, never making it wait.
 
 The fast core merges a piece it has never seen with :func:`tokenizer.bpe.merge`, in Python: about 10 µs for
 an English word, several times that for a long piece of Chinese. The same merges compiled by numba
@@ -22,8 +22,9 @@ text; unset (or ``auto``) is as above. Without numba (it comes with the ``train`
 the cores keep merging in Python. A process that forks while the thread is importing waits for it first
 (:func:`os.register_at_fork`): a child must not inherit an import half done.
 
-What this module does not do: the whole-piece rule, caching, or choosing between kernel and ``bpe.merge``
-(the fast core, :mod:`tokenizer.fast.core`, does all three); it imports neither numba nor NumPy until it loads (nor anything slow to import: the fast core imports it).
+What this module does not do: encode (the kernel, :mod:`tokenizer.fast.bpe_kernel`, does), cache, or choose
+between the kernel and ``bpe.merge`` (the fast core, :mod:`tokenizer.fast.core`, does). It imports neither numba
+nor NumPy until it loads, nor anything slow to import: the fast core imports it.
 """
 
 from __future__ import annotations
@@ -133,15 +134,15 @@ def wait_until_loaded() -> ModuleType | None:
 def _compile_program_ended() -> None:
     """The compile program ended: load what it compiled, or say why there is nothing to load."""
     global _process, unavailable
-    status, _process = _process.returncode, None
-    if status == COMPILED:
+    exit_status, _process = _process.returncode, None
+    if exit_status == COMPILED:
         _start_thread()
         return
     from .. import numba_cache
 
     log = numba_cache.log_path(numba_cache.folder("bpe_kernel"))
     why = {NO_NUMBA: "numba is not installed where it ran",
-           NOT_CACHED: "numba found no cache folder it can write"}.get(status, f"exit status {status}")
+           NOT_CACHED: "numba found no cache folder it can write"}.get(exit_status, f"exit status {exit_status}")
     unavailable = f"compiling the BPE kernel failed ({why}; its log: {log})"
     warnings.warn(f"{unavailable}; encoding goes on with BPE in Python (same ids, slower)", RuntimeWarning,
                   stacklevel=4)
@@ -176,9 +177,9 @@ def _warm_up(kernel: ModuleType) -> None:
 
     vocabulary = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abababababababababab": 257}
     tables = build_pair_table({b"ab": 0}, vocabulary), PieceTable(vocabulary)
-    for whole_piece_tokens in (True, False):
+    for whole_piece_tokens, last in ((True, (257,)), (False, (256,) * 10)):
         compiled = kernel.CompiledBPE(*tables, whole_piece_tokens=whole_piece_tokens)
-        assert compiled.encode([b"abab", b"x", b"ab" * 10]) == [(256, 256), (120,), (257,) if whole_piece_tokens else (256,) * 10]
+        assert compiled.encode([b"abab", b"x", b"ab" * 10]) == [(256, 256), (120,), last]
 
 
 def _wait_before_fork() -> None:
