@@ -243,6 +243,12 @@ def documents_joined(label: str, text: str) -> str:
     return "<|endoftext|>".join(paragraph for paragraph in text.split("\n\n") if paragraph)
 
 
+def middle(ratios: list[float]) -> float | None:
+    """The median of ``ratios`` (the middle attempt: each one's messages are new, so none can be re-timed);
+    None if there are none (a peer or the compiled kernel not installed)."""
+    return sorted(ratios)[len(ratios) // 2] if ratios else None
+
+
 def fresh_with_tables(name: str) -> Encoding:
     """A fresh Encoding whose batch BPE tables are loaded (as in a process that has the compiled kernel)."""
     enc = fresh(name)
@@ -399,8 +405,6 @@ def short_rows(names, labels, count, repeat):
                 batches.append(best["tik batch"] / best["ours batch"])
                 ordinary_batches.append(best["tik ordinary"] / best["ours ordinary"])
                 assert fresh(name).encode_batch(messages) == oracle.encode_batch(messages)
-            # the median attempt: each one's messages are new, so none can be re-timed
-            middle = lambda ratios: sorted(ratios)[len(ratios) // 2] if ratios else None  # noqa: E731
             rows.append((label, name, per_language, middle(firsts), middle(compiled_firsts), middle(warms),
                          middle(batches), middle(compiled_batches), middle(ordinary_batches), middle(by_bpe_openai),
                          middle(by_quicktok), quicktok_differs))
@@ -445,7 +449,6 @@ def turn_rows(names, labels, count, repeat):
                 if compiled:
                     assert [ours_compiled.encode(t, allowed_special="all") for t in turns] == expected
                     compiled_firsts.append(best["tik"] / best["first compiled"])
-            middle = lambda ratios: sorted(ratios)[len(ratios) // 2] if ratios else None  # noqa: E731
             rows.append((label, name, per_language, middle(firsts), middle(compiled_firsts), middle(warms)))
             print(f"done turns {label} {name}", file=sys.stderr, flush=True)
     return rows

@@ -164,6 +164,32 @@ def test_long_texts_through_the_array_path_equal_tiktoken(name, compiled_on, mon
     assert ours.core.uses_compiled_bpe and len(calls) >= len(CORPUS_FILES), "the kernel merged the array path's segments"
 
 
+def test_merges_only_rule_through_a_core_with_the_kernel(compiled_on):
+    # CS336's rule (no whole-piece tokens): "abc" is a token but BPE gives "ab" "c"; the reference core agrees
+    from tokenizer import Encoding
+
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc", 258: b" ab"}
+    merges = [(b"a", b"b"), (b" ", b"ab")]
+    text = " ".join(["abc"] + [f"ab{i}" for i in range(3000)])
+    fast = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=False)
+    reference = Encoding.from_vocab_merges(vocab, merges, whole_piece_tokens=False, core="reference")
+    fast.core.batch_table()
+    fast.encode("ab1 ab2")  # (the first new piece takes the kernel; "abc" is new to it after that)
+    assert fast.core.uses_compiled_bpe
+    texts = ["abc ab1", text[:5000], "abc", text]
+    assert [fast.encode(t) for t in texts] == [reference.encode(t) for t in texts]
+    assert fast.encode("abc") == [256, 99]
+
+
+def test_an_unknown_mode_is_auto_with_a_warning(monkeypatch):
+    monkeypatch.setenv("TOKENIZER_COMPILED_BPE", "maybe")
+    with pytest.warns(RuntimeWarning, match="TOKENIZER_COMPILED_BPE='maybe'"):
+        assert compiled_bpe.mode_asked() == "auto"
+    for value, mode in (("TRUE", "on"), (" no ", "off"), ("", "auto")):
+        monkeypatch.setenv("TOKENIZER_COMPILED_BPE", value)
+        assert compiled_bpe.mode_asked() == mode
+
+
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(st.lists(mixed_texts, min_size=1, max_size=6), st.sampled_from(ENCODINGS))
 def test_fuzz_texts_equal_tiktoken(texts, name):

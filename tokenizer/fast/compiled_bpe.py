@@ -96,9 +96,19 @@ def status() -> str:
 
 
 def mode_asked() -> str:
-    """What ``$TOKENIZER_COMPILED_BPE`` asks: "off", "on" or "auto" (unset, or a value it does not know)."""
+    """What ``$TOKENIZER_COMPILED_BPE`` asks: "off" (0, off, false, no), "on" (1, on, true, yes) or "auto" (unset,
+    empty or auto). Any other value counts as auto, with a warning that names the variable (once per value)."""
     asked = os.environ.get("TOKENIZER_COMPILED_BPE", "").strip().lower()
-    return {"0": "off", "off": "off", "1": "on", "on": "on"}.get(asked, "auto")
+    mode = _MODES.get(asked)
+    if mode is None:
+        mode = _MODES[asked] = "auto"
+        warnings.warn(f"TOKENIZER_COMPILED_BPE={asked!r} is not one of 0, 1, off, on, auto (or false, true, no, "
+                      "yes): taken as auto", RuntimeWarning, stacklevel=3)
+    return mode
+
+
+_MODES = {"": "auto", "auto": "auto", **dict.fromkeys(("0", "off", "false", "no"), "off"),
+          **dict.fromkeys(("1", "on", "true", "yes"), "on")}
 
 
 def start_loading() -> None:
