@@ -114,7 +114,9 @@ def test_fuzz_round_trip(text):
         assert ours.decode(ours.encode_ordinary(text)) == text
 
 
-@pytest.mark.parametrize("name", ["gpt2", "p50k_base", "cl100k_base", "o200k_base"])
+# r50k_base and p50k_base split as gpt2 does and hold its tokens under the same ids (p50k adds runs of 2 to 25
+# spaces, which no single character is): a character alone is encoded alike by all three
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
 def test_every_code_point_alone_equals_tiktoken(name):
     ours, oracle = both(name)
     mismatches = []
