@@ -48,8 +48,8 @@ def test_docstring_examples():
 def test_long_texts_take_the_array_path(tiktoken_encodings, monkeypatch):
     enc = fresh("gpt2")
     calls = []
-    real = array_encode.encode_split_text
-    monkeypatch.setattr(array_encode, "encode_split_text", lambda *a: calls.append(1) or real(*a))
+    real = array_encode.encode_split_pieces
+    monkeypatch.setattr(array_encode, "encode_split_pieces", lambda *a: calls.append(1) or real(*a))
     text = "hello world " * fast_core.ARRAY_MIN_CHARS
     assert enc.encode_ordinary(text) == tiktoken_encodings["gpt2"].encode_ordinary(text)
     # no piece strings, but for the few characters after its last safe cut (the checkpoint's rest: " ")

@@ -272,6 +272,37 @@ def test_a_large_job_loads_it_and_the_cores_take_it():
     assert run_python(PROGRAM.format(count=count, wait=True), TOKENIZER_COMPILED_BPE="auto") == "True True loaded"
 
 
+ARRAY_PROGRAM = """
+import sys
+from tokenizer import get_encoding
+from tokenizer.fast import compiled_bpe
+compiled_bpe.ARRAY_CHARACTERS_PER_BYTE = {per_byte}
+text = open({path!r}, encoding="utf-8").read()[:2 * {size}]
+enc = get_encoding("o200k_base")
+enc.encode_ordinary(text[:{size}])
+before = compiled_bpe.status()
+if {wait}:
+    import tiktoken
+    compiled_bpe.wait_until_loaded()
+    assert enc.encode_ordinary(text[{size}:]) == tiktoken.get_encoding("o200k_base").encode_ordinary(text[{size}:])
+print("numba" in sys.modules, before, enc.core.uses_compiled_bpe, compiled_bpe.status())
+"""
+
+
+def test_a_one_off_long_text_does_not_load_it_but_a_long_job_of_them_does():
+    # the array path (no Python BPE at all) counts its characters too, at ARRAY_CHARACTERS_PER_BYTE a byte: a
+    # script's 2 MB stays far below the load; a job of long texts (here each character made worth a byte, so
+    # that 300,000 of them are one) loads it, and the core's array path merges with the kernel from then on
+    path = str(CORPUS / "en_docs.txt")
+    one_off = ARRAY_PROGRAM.format(per_byte=compiled_bpe.ARRAY_CHARACTERS_PER_BYTE, path=path, size=2_000_000,
+                                   wait=False)
+    assert run_python(one_off, TOKENIZER_COMPILED_BPE="auto") == "False not asked for False not asked for"
+    assert compiled_bpe.LOAD_AFTER_BYTES < 300_000
+    long_job = ARRAY_PROGRAM.format(per_byte=1, path=path, size=300_000, wait=True)
+    out = run_python(long_job, TOKENIZER_COMPILED_BPE="auto")
+    assert out in ("True loading True loaded", "True compiling True loaded"), out
+
+
 def test_off_keeps_python_and_on_loads_at_the_first_new_piece():
     assert run_python(PROGRAM.format(count=5, wait=False), TOKENIZER_COMPILED_BPE="0") == "False False not asked for"
     # "on": loading begins at the first new piece; waited for, the core takes it at its next report

@@ -490,7 +490,6 @@ class FastCore:
             self._begin_loading_tables()  # the tables' file is checked while the text is split
         import numpy as np
 
-        from .array_encode import encode_split_text
         from .array_split import piece_starts
         from .piece_arrays import code_points
 
@@ -511,7 +510,7 @@ class FastCore:
         tables = self._array_tables()
         if tables is None:
             return None
-        return encode_split_text(text, points, starts, tables).tolist()
+        return self._encode_split_pieces(text, points, starts, tables)[0].tolist()
 
     def _encode_joined(self, texts: list[str], between: list[int] | None = None) -> list | None:
         """The ids of each of ``texts`` by one run of the array path over all of them laid end to end (the
@@ -525,7 +524,6 @@ class FastCore:
             self._begin_loading_tables()  # the tables' file is checked while the texts are split
         import numpy as np
 
-        from .array_encode import encode_split_pieces
         from .array_split import piece_starts_of_texts
         from .piece_arrays import code_points
 
@@ -554,7 +552,7 @@ class FastCore:
         tables = self._array_tables()
         if tables is None:
             return None
-        ids, sizes = encode_split_pieces(text, points, starts, tables)
+        ids, sizes = self._encode_split_pieces(text, points, starts, tables)
         # where each text's ids begin: before its first piece's (an empty text's: where the next nonempty one's
         # begin), found by the number of nonempty texts before each
         nonempty_firsts = np.append((np.cumsum(sizes) - sizes)[np.searchsorted(starts, firsts)], len(ids))
@@ -565,6 +563,16 @@ class FastCore:
         every_id = ids.tolist()
         bounds = begins.tolist() + [len(every_id)]
         return list(map(every_id.__getitem__, map(slice, bounds, bounds[1:])))
+
+    def _encode_split_pieces(self, text: str, points, starts, tables: TokenTables):
+        """:func:`tokenizer.fast.array_encode.encode_split_pieces`; without the compiled kernel, the text's
+        characters are counted toward loading it (:func:`tokenizer.fast.compiled_bpe.encoded_by_arrays`: a long
+        job of long texts or batches repays it; the core takes it at its next call, in :meth:`_array_tables`)."""
+        from .array_encode import encode_split_pieces
+
+        if tables.merge is None:
+            compiled_bpe.encoded_by_arrays(len(text))
+        return encode_split_pieces(text, points, starts, tables)
 
     def _array_tables(self) -> TokenTables | None:
         """The tables of the array path, built on first need; None if there is none for this vocabulary."""
