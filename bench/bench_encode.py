@@ -21,7 +21,9 @@ Texts: the first N MB of each ../shared/corpus file named. Ours is timed these w
 
 Special tokens allowed (--no-special to skip): documents joined by ``<|endoftext|>`` (en_docs is that already;
 for the other texts, their paragraphs joined so), encoded by a fresh Encoding with ``allowed_special="all"`` and
-with ``{"<|endoftext|>"}``, beside ``encode_ordinary`` of the same text; best of --repeat, alternated with tiktoken.
+with ``{"<|endoftext|>"}``, beside ``encode_ordinary`` of the same text, and with ``"all"`` again with compiled
+BPE (a fresh Encoding as the others, its kernel taken once its tables load); best of --repeat, alternated with
+tiktoken.
 
 Extra peers, where the bench extra installs them: bpe-openai (Rust, tiktoken's API and ids; no gpt2) in the
 special-tokens and short-texts tables, and quicktok (C++, minbpe's model format, loaded with each encoding's merges
@@ -32,7 +34,7 @@ the six texts, each language timed alone: a fresh Encoding encodes each message 
 then again (warm), and a fresh one takes them all in one ``encode_batch`` and one ``encode_ordinary_batch``. Then
 other new messages, each as a chat template's turn between two ``<|endoftext|>``, with ``allowed_special="all"``.
 Every row runs with BPE in Python (``TOKENIZER_COMPILED_BPE=0``); the "compiled BPE" columns (numba installed)
-time the same first pass and ``encode_batch`` as a process that has loaded the compiled kernel
+time the same first pass, ``encode_batch`` and ``encode_ordinary_batch`` as a process that has loaded the compiled kernel
 (tokenizer/fast/compiled_bpe.py) meets them: a fresh Encoding (piece cache empty) with its tables loaded.
 
 Mid-size texts (--no-mid to skip): new texts of 16k, 64k and 256k characters, each encoded by an Encoding with
@@ -303,9 +305,11 @@ def alternated(timed: dict, repeat: int) -> dict:
 
 
 def special_rows(names, labels, size, repeat):
-    """(text, encoding, ratios of ordinary, "all" and a set): documents joined by <|endoftext|>."""
+    """(text, encoding, ratios of ordinary, "all", a set, "all" with compiled BPE (None without numba), and
+    bpe-openai's "all"): documents joined by <|endoftext|>."""
     import tiktoken
 
+    compiled = compiled_bpe_available()
     rows = []
     for label in labels:
         text = documents_joined(label, read_prefix(f"{label}.txt", 0, size))
@@ -322,21 +326,30 @@ def special_rows(names, labels, size, repeat):
                 "tik set": lambda: lambda: oracle.encode(text, allowed_special=allowed),
                 "ours set": lambda: partial(fresh(name).encode, text, allowed_special=allowed),
             }
+            if compiled:
+                with_kernel = fresh(name)
+                assert with_compiled_bpe(partial(with_kernel.encode, text, allowed_special="all"))() == \
+                    oracle.encode(text, allowed_special="all")
+                assert with_kernel.core.uses_compiled_bpe
+                timed["ours compiled"] = lambda: with_compiled_bpe(partial(fresh(name).encode, text,
+                                                                           allowed_special="all"))
             peer = bpe_openai_peer(name)
             if peer is not None:
                 assert peer.encode(text, allowed_special="all") == oracle.encode(text, allowed_special="all")
                 timed["bpe-openai all"] = lambda: lambda: peer.encode(text, allowed_special="all")
             best = alternated(timed, repeat)
+            by_compiled = best["tik all"] / best["ours compiled"] if compiled else None
             by_peer = best["tik all"] / best["bpe-openai all"] if peer is not None else None
             rows.append((label, name, text.count("<|endoftext|>"),
-                         *(best[f"tik {kind}"] / best[f"ours {kind}"] for kind in ("ordinary", "all", "set")), by_peer))
+                         *(best[f"tik {kind}"] / best[f"ours {kind}"] for kind in ("ordinary", "all", "set")),
+                         by_compiled, by_peer))
             print(f"done special {label} {name}", file=sys.stderr, flush=True)
     return rows
 
 
 def short_rows(names, labels, count, repeat):
     """(language, encoding, ratios of the first pass, the first pass with compiled BPE, the warm pass,
-    encode_batch, encode_batch with compiled BPE, encode_ordinary_batch; then tiktoken's time / each extra peer's,
+    encode_batch, encode_batch with compiled BPE, encode_ordinary_batch, the same with compiled BPE; then tiktoken's time / each extra peer's,
     a call each, None where it is not installed: bpe-openai, quicktok; and the share of messages where quicktok's
     ids differ from tiktoken's). The compiled columns are None without numba."""
     import tiktoken
@@ -355,7 +368,7 @@ def short_rows(names, labels, count, repeat):
             oracle = tiktoken.get_encoding(name)
             bpe_openai, quicktok = peers[name]
             firsts, warms, batches, ordinary_batches, by_bpe_openai, by_quicktok = [], [], [], [], [], []
-            compiled_firsts, compiled_batches = [], []
+            compiled_firsts, compiled_batches, compiled_ordinary_batches = [], [], []
             quicktok_differs = None
             for attempt in range(repeat):
                 # new messages every attempt: new to both sides
@@ -398,15 +411,21 @@ def short_rows(names, labels, count, repeat):
                 }
                 if compiled:
                     timed["compiled batch"] = lambda: with_compiled_bpe(partial(fresh_with_tables(name).encode_batch, messages))
+                    timed["compiled ordinary"] = lambda: with_compiled_bpe(
+                        partial(fresh_with_tables(name).encode_ordinary_batch, messages))
                 best = alternated(timed, 1)
                 if compiled:
                     compiled_batches.append(best["tik batch"] / best["compiled batch"])
+                    compiled_ordinary_batches.append(best["tik ordinary"] / best["compiled ordinary"])
                     assert with_compiled_bpe(partial(fresh(name).encode_batch, messages))() == oracle.encode_batch(messages)
+                    assert with_compiled_bpe(partial(fresh(name).encode_ordinary_batch, messages))() == \
+                        oracle.encode_ordinary_batch(messages)
                 batches.append(best["tik batch"] / best["ours batch"])
                 ordinary_batches.append(best["tik ordinary"] / best["ours ordinary"])
                 assert fresh(name).encode_batch(messages) == oracle.encode_batch(messages)
             rows.append((label, name, per_language, middle(firsts), middle(compiled_firsts), middle(warms),
-                         middle(batches), middle(compiled_batches), middle(ordinary_batches), middle(by_bpe_openai),
+                         middle(batches), middle(compiled_batches), middle(ordinary_batches),
+                         middle(compiled_ordinary_batches), middle(by_bpe_openai),
                          middle(by_quicktok), quicktok_differs))
             print(f"done short {label} {name}", file=sys.stderr, flush=True)
     return rows
@@ -659,8 +678,8 @@ def main() -> None:
         print("\nSpecial tokens allowed: documents joined by <|endoftext|>, a fresh Encoding each call (ratio = "
               "tiktoken's time / ours, best of --repeat, alternated)\n")
         print("| text | encoding | <\\|endoftext\\|> | encode_ordinary | encode, \"all\" | encode, a set "
-              "| peer: bpe-openai, \"all\" |")
-        print("|---|---|---|---|---|---|---|")
+              "| encode, \"all\", compiled BPE | peer: bpe-openai, \"all\" |")
+        print("|---|---|---|---|---|---|---|---|")
         for label, name, n_special, *ratios in special_rows(names, labels, size, args.repeat):
             cells = ["–" if r is None else f"{r:.2f}×" for r in ratios]
             print(f"| {label} | {name} | {n_special:,} | " + " | ".join(cells) + " |", flush=True)
@@ -669,8 +688,8 @@ def main() -> None:
               "alone (ratio = tiktoken's time / ours, the median of --repeat attempts on new messages)\n")
         print("| text | encoding | messages | first pass, a call each | first pass, compiled BPE | warm pass "
               "| encode_batch | encode_batch, compiled BPE | encode_ordinary_batch "
-              "| peer: bpe-openai, a call each | peer: quicktok, a call each |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "| encode_ordinary_batch, compiled BPE | peer: bpe-openai, a call each | peer: quicktok, a call each |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         differs = []
         for label, name, count, *ratios, quicktok_differs in short_rows(names, labels, args.messages, args.repeat):
             cells = ["–" if r is None else f"{r:.2f}×" for r in ratios]
