@@ -10,12 +10,11 @@ shown it needs it, and never makes anything wait:
 1. each core tells :func:`merged_in_python` how many bytes it merged in Python, every ``REPORT_BYTES``, and
    :func:`encoded_by_arrays` how many characters its array path (long texts, batches) encoded with batch BPE's
    NumPy rounds, which the kernel also beats, by less;
-2. once the process has merged ``LOAD_AFTER_BYTES`` (about what loading costs), or their worth, a thread imports
-   the kernel
-   and runs it once, so that numba loads its machine code from disk (:func:`start_loading`). The first time
-   on a machine (per kernel source, numba and Python version: :mod:`tokenizer.numba_cache`) there is none:
-   the compile program (:func:`main`) first compiles it in a process of its own (several seconds), which
-   takes nothing from this process's GIL;
+2. once the process has merged ``LOAD_AFTER_BYTES`` (about what loading costs), or their worth, a thread
+   imports the kernel and runs it once, so that numba loads its machine code from disk (:func:`start_loading`).
+   The first time on a machine (per kernel source, numba and Python version: :mod:`tokenizer.numba_cache`)
+   there is none: the compile program (:func:`main`) first compiles it in a process of its own (several
+   seconds), which takes nothing from this process's GIL;
 3. :func:`merged_in_python` answers at once with the kernel once it is loaded, else None; the core then sends
    its new pieces to the kernel's :class:`tokenizer.fast.bpe_kernel.CompiledBPE` instead of ``bpe.merge``.
 
