@@ -331,3 +331,14 @@ _, status = os.waitpid(pid, 0)
 print(os.waitstatus_to_exitcode(status))
 """
     assert run_python(program, TOKENIZER_COMPILED_BPE="1").splitlines()[-1] == "0"
+
+
+@pytest.mark.parametrize("after", [0.0, 0.3])
+def test_a_process_may_end_while_the_kernel_loads(after):
+    # a one-off script with the kernel asked for at once ends before (or while) the thread has loaded it: the
+    # interpreter's exit leaves the daemon thread, cleanly (exit status 0, nothing on stderr)
+    program = PROGRAM.format(count=5, wait=False) + f"import time\ntime.sleep({after})\n"
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "TOKENIZER_COMPILED_BPE": "1"})
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.split()[-1] in ("loading", "compiling")
