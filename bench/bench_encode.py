@@ -34,8 +34,9 @@ the six texts, each language timed alone: a fresh Encoding encodes each message 
 then again (warm), and a fresh one takes them all in one ``encode_batch`` and one ``encode_ordinary_batch``. Then
 other new messages, each as a chat template's turn between two ``<|endoftext|>``, with ``allowed_special="all"``.
 Every row runs with BPE in Python (``TOKENIZER_COMPILED_BPE=0``); the "compiled BPE" columns (numba installed)
-time the same first pass, ``encode_batch`` and ``encode_ordinary_batch`` as a process that has loaded the compiled kernel
-(tokenizer/fast/compiled_bpe.py) meets them: a fresh Encoding (piece cache empty) with its tables loaded.
+time the same first pass, ``encode_batch`` and ``encode_ordinary_batch`` as a process that has loaded the
+compiled kernel (tokenizer/fast/compiled_bpe.py) meets them: a fresh Encoding (piece cache empty) with its
+tables loaded.
 
 Mid-size texts (--no-mid to skip): new texts of 16k, 64k and 256k characters, each encoded by an Encoding with
 an empty piece cache whose tables are loaded (the array path; again with compiled BPE, which then merges the
@@ -417,9 +418,11 @@ def short_rows(names, labels, count, repeat):
                 if compiled:
                     compiled_batches.append(best["tik batch"] / best["compiled batch"])
                     compiled_ordinary_batches.append(best["tik ordinary"] / best["compiled ordinary"])
-                    assert with_compiled_bpe(partial(fresh(name).encode_batch, messages))() == oracle.encode_batch(messages)
-                    assert with_compiled_bpe(partial(fresh(name).encode_ordinary_batch, messages))() == \
-                        oracle.encode_ordinary_batch(messages)
+                    for method, expected in (("encode_batch", oracle.encode_batch(messages)),
+                                             ("encode_ordinary_batch", oracle.encode_ordinary_batch(messages))):
+                        with_kernel = fresh(name)
+                        assert with_compiled_bpe(partial(getattr(with_kernel, method), messages))() == expected
+                        assert with_kernel.core.uses_compiled_bpe, method
                 batches.append(best["tik batch"] / best["ours batch"])
                 ordinary_batches.append(best["tik ordinary"] / best["ours ordinary"])
                 assert fresh(name).encode_batch(messages) == oracle.encode_batch(messages)

@@ -11,7 +11,7 @@
 - ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (100 unless ``$FUZZ_EXAMPLES`` says otherwise; CI's
   exhaustive run reruns every fuzz test with 1,000).
 - Two tiers. ``python -m pytest`` runs the everyday tier: every fast path against its oracle on real samples,
-  and every command in this process (the ``cli`` fixture), in about three minutes and a half on two cores.
+  and every command in this process (the ``cli`` fixture), in about three and a half to four minutes on two cores.
   ``python -m pytest -m exhaustive`` runs the rest, listed in :data:`EXHAUSTIVE` below: sweeps over every code
   point, whole corpora and whole matrices, every command again in its own process, the browser, Ray,
   TensorFlow, installing the package. CI runs both.

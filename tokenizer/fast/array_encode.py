@@ -115,9 +115,9 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
                         whole: np.ndarray | None, merge=None) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, sizes)`` of the pieces ``(starts, lengths)`` of ``blob``: the token ``whole[i]`` for a piece
     whose ``whole[i] >= 0``, BPE for the others (by ``merge``, as :func:`encode_blob` gives it, which is the
-    default). The pieces are cut first into
-    segments where no token holds the bytes on both sides (no merge crosses there: a piece's ids are its
-    segments' ids): a long piece of a script the vocabulary knows little of is new, but its segments repeat.
+    default). The pieces are cut first into segments where no token holds the bytes on both sides (no merge
+    crosses there: a piece's ids are its segments' ids): a long piece of a script the vocabulary knows little of
+    is new, but its segments repeat.
     Each distinct segment is encoded once. A piece that is a token is one segment, whose id is known.
 
     A segment of one byte is that byte's token, and text the vocabulary hardly knows (random code points, a

@@ -14,9 +14,9 @@ and above 16 bytes all its words), and the bytes of the entry found are compared
 wrong id.
 
 A piece that needs BPE is first cut where no token holds the two bytes on either side (the table's
-``boundary_rank`` says so): no merge can cross such a cut, so each segment is merged on its own. A segment keeps its parts in a small array
-and looks for the lowest pair by scanning it; a segment is short (an English word, a few characters of another
-script), so the scan costs less than keeping a heap would.
+``boundary_rank`` says so): no merge can cross such a cut, so each segment is merged on its own. A segment keeps
+its parts in a small array and looks for the lowest pair by scanning it; a segment is short (an English word, a
+few characters of another script), so the scan costs less than keeping a heap would.
 
 :class:`CompiledBPE` holds the arguments for one vocabulary and calls the kernel on a list of byte strings (or,
 for the array path, on pieces laid end to end).
