@@ -1,4 +1,5 @@
-"""tokenizer.fast.array_split against the `regex` reference: the same piece starts on fuzz, corpora and every code point.
+"""tokenizer.fast.array_split against the `regex` reference: the same piece starts on fuzz, corpora and every BMP code
+point in many contexts (every code point in one context: test_every_code_point.py).
 
 The oracle is ``compile_pattern(p).split_reference(text)`` (the pattern itself on `regex`, with tiktoken's Unicode
 16.0 classes); its pieces give starts by their cumulative lengths.
@@ -161,13 +162,6 @@ def test_corpus_equals_reference(filename):
     # o200k's regex fallback is for rare material: a rule that made common text hard would stay exact but slow
     segments = hard_segments(code_points(text))
     assert (segments[:, 1] - segments[:, 0]).sum() < len(text) / 1000
-
-
-# (one pattern per splitting rule set: gpt2's and r50k's are the same rules; 15 MB of text each)
-@pytest.mark.parametrize("pattern", [R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN], ids=["r50k", "cl100k", "o200k"])
-def test_every_code_point_in_context_equals_reference(pattern):
-    text = every_code_point_text(EVERY_CONTEXT, EVERY_CHARACTER)
-    assert array_starts(text, pattern) == reference_starts(text, pattern)
 
 
 @pytest.mark.parametrize("pattern", SUPPORTED, ids=SUPPORTED_IDS)

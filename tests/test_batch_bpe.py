@@ -247,19 +247,6 @@ def test_cold_calls_equal_tiktoken_on_every_corpus(name):
         assert fresh_encoding(name).encode_ordinary(text) == oracle.encode_ordinary(text), path.name
 
 
-@pytest.mark.parametrize("name", ENCODINGS)
-def test_every_code_point_alone_through_the_batch(name, always_batch):
-    import tiktoken
-
-    oracle = tiktoken.get_encoding(name)
-    ours = fresh_encoding(name)
-    for start in range(0, 0x110000, 0x10000):
-        texts = [chr(cp) for cp in range(start, start + 0x10000)]
-        # (tiktoken's own batch method starts threads: slower here than a loop)
-        assert ours.encode_ordinary_batch(texts) == [oracle.encode_ordinary(t) for t in texts], hex(start)
-        ours.core._cache.clear()
-
-
 newer_letters = st.sampled_from([chr(a) for a, _ in NEWER_THAN_TIKTOKEN] + [chr(b) for _, b in NEWER_THAN_TIKTOKEN])
 mixed_texts = st.lists(
     st.one_of(
