@@ -97,8 +97,8 @@ from .stdlib_patterns import BMP_END, code_point_runs, compile_fast
 
 CODE_POINTS = 0x110000
 
-# The edges of texts split alone (piece_starts_of_texts) are grouped into distinct ones as rows of this many code
-# points: wider than nearly every edge of real text.
+# The ends of texts split alone (piece_starts_of_texts) are grouped into distinct ones as rows of this many code
+# points: wider than nearly every end of real text.
 DISTINCT_ROW_CHARS = 16
 # Odd 64-bit weights, one a column, that hash those rows: multiples of 2**64 divided by the golden ratio.
 _ROW_WEIGHTS = np.arange(1, DISTINCT_ROW_CHARS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
@@ -186,55 +186,70 @@ def piece_starts_of_texts(text: str, code_points: np.ndarray, firsts: np.ndarray
     text split alone: text ``i`` runs from ``firsts[i]`` to the next one's first (the last to the end); none is
     empty, the first begins at 0. ``None`` if ``pat_str`` has no array form.
 
-    One array split runs over the whole: its starts are each text's own except near where two texts meet, for a
-    text's end behaves as the end of the string only when it is one (its whitespace, a greedy run, a contraction
-    reach into the next text). So each text is split by the rules between its first and last safe cut
-    (:mod:`tokenizer.cuts`: the split of ``a + b`` is ``split(a) + split(b)`` there, and the rule looks at two
-    characters, both inside the text); what lies before its first cut and after its last is split by the regex
-    alone, as is a text with no cut inside. Those edges are a few characters each."""
+    One array split runs over the whole, a short separator put before each text but the first (see
+    :func:`_with_separators`): the separator ends every piece before it, so each text's pieces start where it
+    starts and, since nothing in the patterns looks back, are its own from there on, but near its end: a text's
+    end behaves as the end of the string only when it is one (its whitespace, a greedy run, a contraction reach
+    into what follows). So what lies after a text's last safe cut (:mod:`tokenizer.cuts`: the split of ``a +
+    b`` is ``split(a) + split(b)`` there, and the rule looks at two characters, both inside the text) is split
+    by the regex alone, as is a text with no cut inside. Those ends are a few characters each."""
     splitter = _SPLITTERS.get(pat_str)
     if splitter is None:
         return None
     table, starts_of = splitter
-    starts = starts_of(code_points, classes_of(code_points, table()))
+    joined, separators = _with_separators(code_points, firsts)
+    starts = np.delete(starts_of(joined, classes_of(joined, table())), separators)
     ends = np.append(firsts[1:], len(code_points))
-    first_cuts = _safe_cuts_within(code_points, firsts + 1, ends, 1)
     last_cuts = _safe_cuts_within(code_points, ends - 1, firsts, -1)
-    cut = first_cuts < ends
-    # the edges split by the regex: before the first cut and after the last, or the whole text if it has none
-    edge_firsts = np.concatenate([firsts, last_cuts[cut]])
-    edge_ends = np.concatenate([np.where(cut, first_cuts, ends), ends[cut]])
-    order = np.argsort(edge_firsts, kind="stable")
-    edge_firsts, edge_ends = edge_firsts[order], edge_ends[order]
-    starts[_segment_positions(edge_firsts, edge_ends - edge_firsts)] = False
-    starts[_edge_piece_starts(text, code_points, edge_firsts, edge_ends, pat_str)] = True
+    # the ends split by the regex: after the last cut, or the whole text if it has none
+    starts[_segment_positions(last_cuts, ends - last_cuts)] = False
+    starts[_end_piece_starts(text, code_points, last_cuts, ends, pat_str)] = True
     return np.flatnonzero(starts).astype(np.int64, copy=False)
 
 
-def _edge_piece_starts(text: str, code_points: np.ndarray, firsts: np.ndarray, ends: np.ndarray, pat_str: str):
-    """Where the pieces of each edge ``text[firsts[i]:ends[i]]``, split alone by the regex, start (places in
-    ``text``). The edges of many texts repeat (".\\n", "\\nThe"): each distinct one is split once."""
+def _with_separators(code_points: np.ndarray, firsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(joined, places)``: ``code_points`` with a separator before each of ``firsts`` but the first, and the
+    places of the separators' code points in ``joined``.
+
+    The separator makes a piece start at the character ``y`` after it, in every OpenAI pattern, whatever comes
+    before it. Before whitespace it is a letter: a piece that holds a letter holds no whitespace after it (a
+    contraction would need ``y`` to be an apostrophe). Before anything else it is a letter, then a line break:
+    the letter ends any piece before the break (which only ever follows an "other" character or whitespace in a
+    piece), and a piece that holds a line break goes on only with whitespace, or with "/" after punctuation, which
+    the letter is not; no word takes a line break as its first character."""
+    later = firsts[1:]
+    spaced = (class_table()[code_points[later]] & SPACE) != 0
+    counts = np.where(spaced, 1, 2)
+    at = np.repeat(later, counts)
+    values = np.full(len(at), ord("\n"), np.uint32)
+    values[np.cumsum(counts) - counts] = ord("a")
+    return np.insert(code_points, at, values), at + np.arange(len(at))
+
+
+def _end_piece_starts(text: str, code_points: np.ndarray, firsts: np.ndarray, ends: np.ndarray, pat_str: str):
+    """Where the pieces of each end ``text[firsts[i]:ends[i]]``, split alone by the regex, start (places in
+    ``text``). The ends of many texts repeat (".\\n", "!\\n"): each distinct one is split once."""
     kept, copy_of = _distinct_segments(code_points, firsts, ends - firsts)
     astral = bool((code_points[_segment_positions(firsts[kept], ends[kept] - firsts[kept])] >= BMP_END).any())
     counts, lengths = compile_fast(pat_str).piece_lengths_between(
         text, firsts[kept].tolist(), ends[kept].tolist(), astral=astral
     )
     counts, lengths = np.array(counts, np.int64), np.array(lengths, np.int64)
-    # each piece's offset in its edge: the lengths of the pieces before it there
+    # each piece's offset in its end: the lengths of the pieces before it there
     first_pieces = np.cumsum(counts) - counts
     offsets = np.cumsum(lengths) - lengths
     offsets -= np.repeat(offsets[first_pieces], counts)
-    # every edge takes the pieces of the distinct one it equals
-    edge_counts = counts[copy_of]
-    edge_of = np.repeat(np.arange(len(firsts)), edge_counts)
-    return firsts[edge_of] + offsets[_segment_positions(first_pieces[copy_of], edge_counts)]
+    # every end takes the pieces of the distinct one it equals
+    end_counts = counts[copy_of]
+    end_of = np.repeat(np.arange(len(firsts)), end_counts)
+    return firsts[end_of] + offsets[_segment_positions(first_pieces[copy_of], end_counts)]
 
 
 def _distinct_segments(code_points: np.ndarray, firsts: np.ndarray, lengths: np.ndarray):
     """``(kept, copy_of)``: the indices of one of each distinct text among the segments of ``code_points`` at
     ``firsts``, ``lengths`` long, and for each segment the index in ``kept`` of the one it equals. Segments of up
     to ``DISTINCT_ROW_CHARS`` characters are compared as rows of their code points (padded with a value no code
-    point has); a longer one, rare in edges, is kept as it is."""
+    point has); a longer one, rare in texts' ends, is kept as it is."""
     short = np.flatnonzero(lengths <= DISTINCT_ROW_CHARS)
     long = np.flatnonzero(lengths > DISTINCT_ROW_CHARS)
     rows = np.full((len(short), DISTINCT_ROW_CHARS), CODE_POINTS, np.uint32)
@@ -255,7 +270,7 @@ def _distinct_segments(code_points: np.ndarray, firsts: np.ndarray, lengths: np.
 def _safe_cuts_within(code_points: np.ndarray, begin: np.ndarray, limit: np.ndarray, step: int) -> np.ndarray:
     """For each of ``begin``: the first of ``begin``, ``begin + step``, ... short of ``limit`` (exclusive) where
     :mod:`tokenizer.cuts`' rule allows a cut, or ``limit`` if none; looked for in windows that double in width
-    (from 8: most texts' edges are shorter). The rule is :func:`_is_cut`'s, on o200k's classes (they hold every
+    (from 8: most texts' ends are shorter). The rule is :func:`_is_cut`'s, on o200k's classes (they hold every
     class it asks about, for every pattern)."""
     table = o200k_class_table()
     todo = np.flatnonzero(begin * step < limit * step)

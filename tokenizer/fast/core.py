@@ -541,7 +541,7 @@ class FastCore:
             points = code_points(text)
         lengths = np.fromiter(map(len, nonempty), dtype=np.int64, count=len(nonempty))
         firsts = np.cumsum(lengths) - lengths
-        with _garbage_collection_paused():  # the texts' edges are split into thousands of short-lived lists
+        with _garbage_collection_paused():  # the texts' ends are split into thousands of short-lived lists
             starts = piece_starts_of_texts(text, points, firsts, self.pat_str)
         if starts is None:
             pieces = list(chain.from_iterable(map(self._pretokenizer.split, nonempty)))
@@ -628,7 +628,7 @@ def _join_bytes(bytes_by_id: list[bytes | None], ids: Sequence[int], count: int)
 def _garbage_collection_paused() -> Iterator[None]:
     """Pause Python's cycle collector, then restore it as it was. A cache fill makes tens of thousands of
     tuples, all kept (the cache holds them); each collection they set off would walk the whole cache again,
-    to free nothing, since tuples of ints make no cycles. The lists of pieces a call's edges are split into
+    to free nothing, since tuples of ints make no cycles. The lists of pieces a call's texts' ends are split into
     make no cycles either."""
     was_enabled = gc.isenabled()
     gc.disable()

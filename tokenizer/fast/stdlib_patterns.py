@@ -152,7 +152,7 @@ class FastPretokenizer:
         self, text: str, firsts: list[int], ends: list[int], *, astral: bool | None = None
     ) -> tuple[list[int], list[int]]:
         """``(counts, lengths)``: how many pieces each ``text[first:end]`` has, split alone, and the lengths of all
-        those pieces, one stretch after another. For the short edges of the texts of one call
+        those pieces, one stretch after another. For the short ends of the texts of one call
         (:func:`tokenizer.fast.array_split.piece_starts_of_texts`): ``re`` runs on ``text`` itself between the
         two places, which it treats as the ends of the string (OpenAI's patterns look neither behind nor at line
         starts), so no copy of each stretch is made. ``astral`` says whether any stretch holds a character beyond
