@@ -65,6 +65,28 @@ def test_starts_of_texts_laid_end_to_end_are_each_texts_own(texts, pattern):
     assert [len(piece) for one in texts for piece in split(one)] == np.diff(expected + [len(text)]).tolist()
 
 
+# What may end a text and what may begin the next: the separator the array split puts between them must cut
+# every pair (a letter before whitespace; a letter and a line break before anything else)
+MEETING = ["a", "ab", "A", "'", "'s", "s", "'ll", " ", "  ", "\t", "\n", "\n\n", "\r", "\r\n", " \n", "\n ", "1", "1234",
+           "!", ".\n", "/", "\n/", " /", "$", "\u0301", "e\u0301", "\xa0", "\u3000", "中", "ʰB", "ǅ", "😀", "x.", "a\n",
+           ". ", " a", " '", "\u0301\u0301"]
+
+
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN],
+                         ids=["gpt2", "r50k", "cl100k", "o200k"])
+def test_every_end_before_every_start_splits_as_each_text_alone(pattern):
+    # each text with a safe cut inside ("d|,"): what is before a text's last cut is not split again by the regex
+    texts = [one for end in MEETING for start in MEETING for one in (f"and, {end}", f"{start}and, so")]
+    text = "".join(texts)
+    lengths = np.array([len(t) for t in texts])
+    firsts = np.cumsum(lengths) - lengths
+    expected = [int(first + start) for first, one in zip(firsts, texts)
+                for start in piece_starts(code_points(one), pattern)]
+    assert piece_starts_of_texts(text, code_points(text), firsts, pattern).tolist() == expected
+    split = compile_fast(pattern).split
+    assert [len(piece) for one in texts for piece in split(one)] == np.diff(expected + [len(text)]).tolist()
+
+
 @settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(st.lists(edges, max_size=8), st.lists(st.sampled_from(SPECIALS), max_size=8), st.sampled_from(ENCODINGS))
 def test_fuzz_special_tokens_spliced_in(stretches, specials, name):
