@@ -295,11 +295,11 @@ def messages_of(text: str, count: int, seed: int) -> list[str]:
 
 def alternated(timed: dict, repeat: int) -> dict:
     """Best seconds of each of ``timed`` (label -> a function that prepares the call, say makes a fresh Encoding,
-    and returns the call to time), run in turn ``repeat`` times."""
+    and returns the call to time), run in turn ``repeat`` times, each after a garbage collection."""
     best = dict.fromkeys(timed, float("inf"))
     for _ in range(repeat):
         for label, prepare in timed.items():
-            fn = None  # (the last call's Encoding, whose tables are large, is not collected inside the next call)
+            fn = None  # (the last call's Encoding, large tables and cycles, is not collected inside the next one)
             fn = prepare()
             gc.collect()
             t0 = time.perf_counter()

@@ -109,6 +109,13 @@ def test_docstring_examples():
     assert result.failed == 0 and result.attempted > 0
 
 
+def test_both_class_tables_call_the_same_code_points_whitespace():
+    # the separators between joined texts and the safe cuts read whitespace from o200k's table for every pattern
+    o200k_whitespace = (o200k_class_table() & 3) == array_split.SPACE_KIND
+    assert np.array_equal(o200k_whitespace, (array_split.class_table() & array_split.SPACE) != 0)
+    assert o200k_whitespace.sum() == 25  # White_Space: tab to CR, space, U+0085, U+00A0, U+1680, U+2000-U+200A...
+
+
 def test_supported_patterns():
     assert [p for p in OPENAI_PATTERNS if has_array_split(p)] == SUPPORTED
     assert not has_array_split(r"\p{L}+|\P{L}")

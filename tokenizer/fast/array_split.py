@@ -218,7 +218,8 @@ def _with_separators(code_points: np.ndarray, firsts: np.ndarray) -> tuple[np.nd
     piece), and a piece that holds a line break goes on only with whitespace, or with "/" after punctuation, which
     the letter is not; no word takes a line break as its first character."""
     later = firsts[1:]
-    spaced = (class_table()[code_points[later]] & SPACE) != 0
+    # (o200k's classes, which the safe cuts read too, whatever the pattern: its kind says whitespace as the others)
+    spaced = (o200k_class_table()[code_points[later]] & 3) == SPACE_KIND
     counts = np.where(spaced, 1, 2)
     at = np.repeat(later, counts)
     values = np.full(len(at), ord("\n"), np.uint32)
