@@ -1,14 +1,13 @@
 """array_counts: pre-token counts of many texts by array operations equal those of splitting each text alone.
 
-The reference is ``Counter`` over ``compile_pattern(pattern).split_reference(text)`` for each text. The array
-split comes from :mod:`tokenizer.fast.array_split` when it is there, and always also from a stand-in that takes the
-piece starts from the reference split's lengths: so the joining, the cuts at the texts' edges, the byte
-offsets, the distinct counting and the strings made at the end are tested whichever split is used.
+The reference is ``Counter`` over ``compile_pattern(pattern).split_reference(text)`` for each text. The texts' piece
+starts come from :func:`tokenizer.fast.array_split.piece_starts_of_texts`, and also from a stand-in that takes them
+from the reference split of each text: so the byte offsets, the distinct counting and the strings made at the end
+are tested whichever split is used.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import tempfile
@@ -22,49 +21,37 @@ from hypothesis import strategies as st
 
 from tokenizer.training import array_counts
 from tokenizer.training import train as train_mod
-from tokenizer.training.array_counts import count_texts, edge_cuts, is_safe_ascii_cut
-from tokenizer.cuts import safe_cuts
+from tokenizer.training.array_counts import count_texts
 from tokenizer.patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, OPENAI_PATTERNS, R50K_PATTERN
-from tokenizer.fast.piece_arrays import code_points
 from tokenizer.pretokenize import compile_pattern
 from tokenizer.training.train import count_pretokens
 
 EOT = "<|endoftext|>"
 
 
-def starts_from_reference_split(points: np.ndarray, pat_str: str) -> np.ndarray:
-    """A stand-in for ``array_split.piece_starts``: where the reference split's pieces start."""
-    lengths = np.array([len(p) for p in compile_pattern(pat_str).split_reference(points.tobytes().decode("utf-32-le"))],
-                       dtype=np.int64)
-    return np.cumsum(lengths) - lengths
+def starts_from_reference_split(text: str, points: np.ndarray, firsts: np.ndarray, pat_str: str) -> np.ndarray:
+    """A stand-in for ``array_split.piece_starts_of_texts``: where the reference split of each text starts its
+    pieces."""
+    split = compile_pattern(pat_str).split_reference
+    bounds = [*firsts.tolist(), len(text)]
+    lengths = [len(piece) for begin, end in zip(bounds, bounds[1:]) for piece in split(text[begin:end])]
+    return np.cumsum(lengths, dtype=np.int64) - lengths
 
 
-SPLITS = ["stand-in"] + (["array_split"] if importlib.util.find_spec("tokenizer.fast.array_split") else [])
-
-
-@pytest.fixture(params=SPLITS, scope="module")
+@pytest.fixture(params=["stand-in", "array_split"], scope="module")
 def split_patterns(request):
-    """The patterns counted by arrays, with the array split in use (the stand-in: OpenAI's four)."""
+    """The patterns counted by arrays, with the split in use."""
     with pytest.MonkeyPatch.context() as patched:
         if request.param == "stand-in":
-            patched.setattr(array_counts, "piece_starts", starts_from_reference_split)
-            patched.setattr(array_counts, "has_array_split", lambda pat_str: pat_str in OPENAI_PATTERNS)
+            patched.setattr(array_counts, "piece_starts_of_texts", starts_from_reference_split)
         patterns = [p for p in OPENAI_PATTERNS if array_counts.has_array_counts(p)]
-        assert patterns  # the array path is really taken
+        assert len(patterns) == len(OPENAI_PATTERNS)  # the array path is really taken, for each
         yield patterns
 
 
 def reference_counts(texts: list[str], pattern: str) -> Counter:
     split = compile_pattern(pattern).split_reference
     return Counter(piece for text in texts for piece in split(text))
-
-
-def array_and_edge_counts(texts: list[str], pattern: str) -> tuple[Counter, int]:
-    """The counts of count_texts with its edges split alone, and how many pre-tokens the arrays counted."""
-    counts, edges = count_texts(texts, pattern)
-    total = Counter(counts)
-    total.update(reference_counts(edges, pattern))
-    return total, sum(counts.values())
 
 
 # Ties, seams and every class the patterns test: letters of several scripts, digits, apostrophes, spaces of
@@ -79,7 +66,7 @@ texts_strategy = st.lists(st.lists(st.sampled_from(PARTS), max_size=25).map("".j
 @given(texts=texts_strategy)
 def test_fuzz_counts_equal_the_reference(split_patterns, texts):
     for pattern in split_patterns:
-        assert array_and_edge_counts(texts, pattern)[0] == reference_counts(texts, pattern)
+        assert count_texts(texts, pattern) == reference_counts(texts, pattern)
 
 
 @pytest.mark.parametrize("filename", ["en_docs.txt", "de_manpages.txt", "ru_manpages.txt", "ja_manpages.txt"])
@@ -92,42 +79,12 @@ def test_corpus_counts_equal_the_reference(split_patterns, filename):
     pieces = [whole[a:b] for a, b in zip([0] + cuts, cuts + [len(whole)])]
     for pattern in split_patterns:
         for batch in (texts, pieces):
-            counts, by_arrays = array_and_edge_counts(batch, pattern)
-            assert counts == reference_counts(batch, pattern)
-            assert by_arrays > 0.9 * sum(counts.values())  # nearly all of it counted by arrays
-
-
-def test_ascii_cuts_are_safe_cuts():
-    # every pair of ASCII characters the rule here calls safe is a safe cut of tokenizer.cuts, for each pattern
-    ascii = np.arange(128, dtype=np.uint32)
-    x, y = np.repeat(ascii, 128), np.tile(ascii, 128)
-    safe = is_safe_ascii_cut(x, y)
-    assert 0 < safe.sum() < len(safe)
-    for pattern in OPENAI_PATTERNS:
-        for a, b in zip(x[safe].tolist(), y[safe].tolist()):
-            assert 1 in safe_cuts(chr(a) + chr(b), pattern=pattern), (chr(a), chr(b))
-    assert not is_safe_ascii_cut(np.array([ord("a"), 0x4E2D, ord(" ")]), np.array([0x4E2D, ord(" "), ord(" ")])).any()
-
-
-@settings(max_examples=FUZZ_SHARE, deadline=None)
-@given(texts=st.lists(st.text(alphabet="ab ,'\n中", max_size=80), max_size=6))
-def test_edge_cuts_are_each_texts_first_and_last(texts):
-    points = code_points("".join(texts))
-    lengths = np.array([len(t) for t in texts], dtype=np.int64)
-    ends = np.cumsum(lengths)
-    begins = ends - lengths
-    first, last, found = edge_cuts(points, begins, ends)
-    for i, text in enumerate(texts):
-        cuts = [c for c in range(1, len(text)) if is_safe_ascii_cut(np.array([ord(text[c - 1])]), np.array([ord(text[c])]))[0]]
-        assert bool(found[i]) == bool(cuts)
-        if cuts:
-            assert (first[i] - begins[i], last[i] - begins[i]) == (cuts[0], cuts[-1])
+            assert count_texts(batch, pattern) == reference_counts(batch, pattern)
 
 
 def test_lone_surrogates_are_left_to_the_regex_path(split_patterns):
-    texts = ["ab \ud800 cd", "plain text here"]
-    counts, edges = count_texts(texts, split_patterns[0])
-    assert counts == {} and edges == texts
+    assert count_texts(["ab \ud800 cd", "plain text here"], split_patterns[0]) is None
+    assert count_texts(["", ""], split_patterns[0]) == {}
 
 
 def write(text: str, suffix: str = ".txt") -> str:

@@ -29,10 +29,9 @@ How it runs, in two phases:
    and add to a ``Counter`` of pre-token -> occurrences; the counters are added up.
    Memory therefore grows with the number of distinct pre-tokens, not with the size of the corpus. A pattern
    with an array split (:mod:`tokenizer.training.array_counts`) is counted by array operations, the texts of a range
-   together, only the distinct pre-tokens and each text's edges becoming strings. Otherwise (and for those
-   edges), with GPT-2's pattern a worker first counts coarse pieces (a word with its leading space, or
-   whitespace) with a simple regex, then splits each *distinct* piece once with the real pattern (see
-   ``_GPT2_COARSE``).
+   together, only the distinct pre-tokens becoming strings. Otherwise, with GPT-2's pattern a worker first
+   counts coarse pieces (a word with its leading space, or whitespace) with a simple regex, then splits each
+   *distinct* piece once with the real pattern (see ``_GPT2_COARSE``).
 2. Merging (:func:`learn_merges`). The distinct pre-tokens are laid end to end in flat arrays of token ids
    with their counts; every adjacent pair gets an id, a count and the list of places it occurs, and a merge
    rewrites the occurrences of the best pair and recounts the pairs around them. A small job runs a few NumPy
@@ -315,9 +314,8 @@ def _count_ranges(
     """Pre-token counts of the byte ranges ``(path, start, end)`` (each begins and ends at a safe boundary).
 
     With a pattern that has array counts (:mod:`tokenizer.training.array_counts`) the texts of each range are counted
-    together by array operations, and only their edges (next to where they begin and end) are split here as
-    strings; with another pattern, or text with a lone surrogate, every text is split here. ``report(bytes)``
-    is called after each range."""
+    together by array operations; with another pattern, or texts with a lone surrogate, every text is split here.
+    ``report(bytes)`` is called after each range."""
     key = (pattern, specials)
     fns = _worker_cache.get(key)
     if fns is None:
@@ -332,9 +330,11 @@ def _count_ranges(
         documents = _range_documents(path, start, end, text_field)
         for texts in _batches(text for document in documents for text in split_specials(document)):
             if by_arrays:
-                array_counts, texts = count_texts(texts, pattern)
-                exact.update(array_counts)
-            for text, n in Counter(texts).items():  # edges repeat ("\n\n" before many a special token)
+                array_counts = count_texts(texts, pattern)
+                if array_counts is not None:
+                    exact.update(array_counts)
+                    continue
+            for text, n in Counter(texts).items():  # texts repeat ("\n\n" between two special tokens)
                 pieces = coarse(text) if coarse else split(text)
                 if n == 1:
                     counts.update(pieces)
