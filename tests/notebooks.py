@@ -9,6 +9,9 @@ makes: neither the page nor the code can change without the notebook showing it.
 
     python tests/notebooks.py docs/01-characters-to-bpe.md     # (re)writes docs/01-characters-to-bpe.ipynb
 
+A cell that prints a measurement (a speed, a time) says so with the comment ``# output varies`` in its code: it
+runs, and the notebook keeps no output of it, so that the notebook stays what any run makes.
+
 What it does not do: run a Jupyter kernel (the cells run with ``exec`` in one namespace).
 """
 
@@ -24,6 +27,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 BLOCK = re.compile(r"^```python\n(.*?)^```\n", re.S | re.M)
+VARIES = "# output varies"  # in a cell's code: its output differs from run to run, and is not kept
 
 
 def cells_of(markdown: str) -> list[dict]:
@@ -90,8 +94,9 @@ def run_notebook(cells: list[dict]) -> list[dict]:
     for cell in cells:
         if cell["cell_type"] == "code":
             count += 1
-            cell = {**cell, "execution_count": count,
-                    "outputs": run_cell("".join(cell["source"]), namespace, count)}
+            source = "".join(cell["source"])
+            outputs = run_cell(source, namespace, count)
+            cell = {**cell, "execution_count": count, "outputs": [] if VARIES in source else outputs}
         ran.append(cell)
     return ran
 

@@ -23,6 +23,7 @@ import pytest
 import tiktoken
 
 import tokenizer
+import tokenizer.cli
 from conftest import CORPUS, PROG, REPO
 from tokenizer import get_encoding
 from tokenizer.encoding import Encoding
@@ -30,6 +31,14 @@ from tokenizer.training.train import train_bpe
 
 COMMANDS = ["encode", "decode", "count", "encode-file", "encode-dataset", "stats", "show", "explain", "compare",
             "train", "parity", "serve"]
+
+
+@pytest.fixture(autouse=True)
+def stats_in_one_pass(monkeypatch):
+    """stats times each encoding over at least a second by default: the tests here check its table, in one timed
+    pass (its --min_seconds default set to 0 for commands run in this process); test_stats_times_over_min_seconds
+    checks the timing."""
+    monkeypatch.setattr(tokenizer.cli, "STATS_MIN_SECONDS", 0.0)
 
 
 def start(*args, cwd, **options) -> subprocess.Popen:
@@ -268,6 +277,18 @@ def test_count_and_stats_equal_encode(cli, tmp_path):
     assert "825 GB" in out
 
 
+def test_stats_times_over_min_seconds(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(tokenizer.cli, "STATS_MIN_SECONDS", 1.0)
+    (tmp_path / "small.txt").write_bytes(corpus_prefix("en_dictionary.txt", 5_000))
+    out = cli("stats", "small.txt", "--encodings", "gpt2", "--min_seconds", "0.2").stdout
+    assert "(each speed timed over at least 0.2 s of encoding, after a warm-up pass)" in out
+    assert "(each speed timed over one pass)" in cli("stats", "small.txt", "--encodings", "gpt2",
+                                                    "--min-seconds", "0").stdout
+    assert "at least S seconds" in cli("stats", "--help").stdout and "default 1;" in cli("stats", "--help").stdout
+    stderr = cli("stats", "small.txt", "--min_seconds", "-1", status=2).stderr
+    assert "expected a number of seconds, 0 or more, got '-1'" in stderr
+
+
 def test_count_streams_in_bounded_memory(tmp_path):
     """count reads in chunks: 24 MB of text costs little more memory than 0.1 MB (the old count read the whole
     file and held every id: over 1 GB for 55 MB)."""
@@ -322,6 +343,12 @@ def test_train_saves_a_loadable_tokenizer(cli, tmp_path, fmt):
               "--out", "tok", "--format", fmt, "--num_workers", "2").stdout
     for expected in ["trained 143 merges (400 tokens)", "peak memory:", "longest token:", "bytes/token"]:
         assert expected in out
+    # the longest learned token, and a word that special tokens (longer here) were left out
+    vocab_bytes = [token for token in tokenizer.load(tmp_path / "tok").token_byte_values()]
+    longest = max(vocab_bytes, key=len)
+    assert len(longest) < len(b"<|endoftext|>")
+    assert (f"longest token: {longest!r} ({len(longest)} bytes; special tokens left out: '<|endoftext|>' is 13 "
+            "bytes)") in out
     enc = tokenizer.load(tmp_path / "tok")
     text = (tmp_path / "corpus.txt").read_text(encoding="utf-8")[:20_000]
     ids = enc.encode(text, allowed_special="all")

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokenizer import get_encoding
-from tokenizer.jobs.dataset import encode_file, format_duration, id_dtype, iter_chunks
+from tokenizer.jobs.dataset import encode_file, file_stats, format_duration, id_dtype, iter_chunks
 from tokenizer.patterns import GPT2_PATTERN
 
 REPO = Path(__file__).resolve().parents[1]
@@ -190,3 +190,19 @@ def test_ctrl_c_while_the_pool_starts_leaves_no_worker(tmp_path):
     for p in alive:
         p.kill()
     assert not alive, f"{len(alive)} worker process(es) left running after Ctrl-C"
+
+
+def test_file_stats_times_repeated_passes_after_a_warm_up(tmp_path):
+    """min_seconds: the speed is timed over at least that much encoding (the file encoded again, from its start,
+    as often as needed) after the counting pass; the counts stay those of one pass."""
+    data = corpus_bytes("en_dictionary.txt", 20_000)
+    (tmp_path / "small.txt").write_bytes(data)
+    tokens = len(get_encoding("gpt2").encode(data.decode("utf-8")))
+    once = file_stats(tmp_path / "small.txt", "gpt2")
+    assert (once["bytes"], once["tokens"], once["timed_bytes"]) == (len(data), tokens, len(data))
+    steady = file_stats(tmp_path / "small.txt", "gpt2", min_seconds=0.2)
+    assert (steady["bytes"], steady["tokens"]) == (len(data), tokens)
+    assert steady["timed_seconds"] >= 0.2 and steady["timed_bytes"] > 2 * len(data)  # 20 kB take far less
+    assert steady["mb_per_s"] == pytest.approx(steady["timed_bytes"] / 1e6 / steady["timed_seconds"])
+    (tmp_path / "empty.txt").write_bytes(b"")
+    assert file_stats(tmp_path / "empty.txt", "gpt2", min_seconds=5)["timed_seconds"] == 0  # nothing to time

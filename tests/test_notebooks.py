@@ -39,6 +39,14 @@ def test_a_failing_cell_fails_the_notebook():
     assert ran[3]["outputs"][0]["data"] == {"text/plain": ["2"]}
 
 
+def test_a_cell_whose_output_varies_runs_and_keeps_no_output():
+    page = "```python\nimport time\nstarted = time.perf_counter()  # output varies\nprint(started)\n```\n"
+    (cell,) = run_notebook(cells_of(page))
+    assert cell["outputs"] == [] and cell["execution_count"] == 1
+    with pytest.raises(ZeroDivisionError):  # it still runs
+        run_notebook(cells_of("```python\n1 / 0  # output varies\n```\n"))
+
+
 def test_an_expected_exception_is_printed_so_run_all_goes_on():
     page = "```python\n>>> int('x')\nTraceback (most recent call last):\n  ...\nValueError: bad\n\n```\n"
     (cell,) = run_notebook(cells_of(page))

@@ -91,6 +91,16 @@ def positive_int(value: str) -> int:
     return number
 
 
+def seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, 0 or more, got {value!r}")
+    return number
+
+
 def port_number(value: str) -> int:
     if not value.isdigit() or int(value) > 65535:
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535 (0: any free port), got {value!r}")
@@ -259,6 +269,11 @@ def encode_dataset(args) -> None:
     )
 
 
+# stats times each encoding over at least this long, after a warm-up pass: one pass over a small file lasts a
+# fraction of a second and carries the process's first-encode costs, so its figure swings several-fold between runs.
+STATS_MIN_SECONDS = 1.0
+
+
 def stats(args) -> None:
     paths = find_inputs(args.files)
     encs = [open_encoding(name) for name in args.encodings]
@@ -269,7 +284,8 @@ def stats(args) -> None:
         for path in readable:
             for enc in encs:
                 s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
-                                       errors=args.errors, text_field=args.text_field, progress=show_progress())
+                                       errors=args.errors, text_field=args.text_field, progress=show_progress(),
+                                       min_seconds=args.min_seconds)
                 rows.append(
                     f"| {path.name} | {enc.name} | {s['bytes']:,} | {s['tokens']:,} | {s['bytes_per_token']:.3f} | "
                     f"{s['mb_per_s']:.2f} | {dataset.format_duration(s['pile_seconds']) if s['bytes'] else '-'} |"
@@ -277,7 +293,9 @@ def stats(args) -> None:
     print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
     print("|---|---|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
-    print("\nThe Pile projection is for one process; encode-file --workers N divides it by up to N.")
+    timing = (f"each speed timed over at least {args.min_seconds:g} s of encoding, after a warm-up pass"
+              if args.min_seconds else "each speed timed over one pass")
+    print(f"\nThe Pile projection is for one process ({timing}); encode-file --workers N divides it by up to N.")
 
 
 def show(args) -> None:
@@ -368,8 +386,22 @@ def train_on(paths: list[Path], source: str, args) -> None:
     print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) from {source} in {took}; "
           f"saved as {args.format} in {args.out}")
     print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
-    print(f"longest token: {longest!r} ({len(longest)} bytes)")
+    print(longest_token_line(longest, specials))
     print(f"on the training text: {n_tokens:,} tokens, {n_bytes / max(n_tokens, 1):.3f} bytes/token")
+
+
+def longest_token_line(longest: bytes, specials: list[str]) -> str:
+    """What train says of the longest token it learned: special tokens are added whole, not learned, so they
+    are left out, and the line says so (CS336's ``max(vocab.values(), key=len)`` would give one of them).
+
+    >>> longest_token_line(b" accomplishment", ["<|endoftext|>"])
+    "longest token: b' accomplishment' (15 bytes; special tokens left out: '<|endoftext|>' is 13 bytes)"
+    """
+    said = f"longest token: {longest!r} ({len(longest)} bytes"
+    if not specials:
+        return said + ")"
+    special = max(specials, key=lambda token: len(token.encode("utf-8")))
+    return said + f"; special tokens left out: {special!r} is {len(special.encode('utf-8'))} bytes)"
 
 
 def saved_tokenizer_files(folder: Path) -> list[str]:
@@ -632,6 +664,10 @@ def build_parser(prog: str) -> Parser:
                 "FILE [FILE ...] [options]", needs=[("files", "FILE")])
     p.add_argument("files", nargs="*", metavar="FILE", help=INPUTS_HELP)
     add_encoding(p, several=True)
+    add_flag(p, "min_seconds", type=seconds, default=STATS_MIN_SECONDS, metavar="S",
+             help=f"time each encoding over at least S seconds, encoding the file again as often as needed after "
+             f"a warm-up pass, so the speed is a steady figure (default {STATS_MIN_SECONDS:g}; 0: time the one "
+             "counting pass)")
     add_specials(p)
     add_errors(p)
     add_text_field(p)

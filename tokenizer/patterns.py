@@ -18,7 +18,9 @@ This module does not split anything (that is :mod:`tokenizer.pretokenize`) and h
 
 from __future__ import annotations
 
-# GPT-2 as released in encoder.py (CS336 uses this form too).
+# GPT-2 as released in encoder.py. CS336's handout writes the contractions grouped, without possessives:
+# '(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ -- the same splits (after "'" one
+# letter decides which contraction can match, so their order does not matter), tested on the corpora.
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 # The same splits, as tiktoken writes it for gpt2/r50k/p50k (possessive: no backtracking on long runs).
 R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""

@@ -359,6 +359,7 @@ def file_stats(
     errors: str = "strict",
     text_field: str = "text",
     progress: bool = False,
+    min_seconds: float = 0.0,
 ) -> dict:
     """Tokens, bytes/token and single-process throughput of one encoding on one input (``"-"``: standard input).
 
@@ -367,6 +368,12 @@ def file_stats(
     (without the ``<|endoftext|>`` that :func:`encode_file` ends it with); ``bytes`` are those of the texts
     encoded. ``allowed_special``, ``disallowed_special``, ``errors`` and ``text_field``
     are :func:`encode_file`'s; ``progress`` shows a bar in MB.
+
+    ``min_seconds``: 0 times the counting pass itself. More makes the speed a steady figure: the counting pass
+    is then a warm-up (a process's first encode builds tables and fills caches, which on a small file can make
+    the figure several times too low), and the input is encoded again, from its start and over again as often as
+    needed, until the encoding timed adds up to ``min_seconds`` (``timed_bytes`` in ``timed_seconds``). The
+    input is read again for that, so standard input must have been saved to a file first.
     """
     enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
     allowed, disallowed = resolve_specials(enc, allowed_special)
@@ -380,29 +387,70 @@ def file_stats(
     bar = ProgressBar([input_size(path)], desc=f"{Path(name).name} ({enc.name})", enabled=progress)
     try:
         for piece, done in input_pieces(path, enc, split_at, text_field=text_field, errors=errors):
-            start = time.perf_counter()
-            if piece[0] == "text":
-                n_tokens += len(encoder.ids(piece))
-            else:
-                n_tokens += sum(len(encoder.text_ids(text)) for text in piece[1])
-            seconds += time.perf_counter() - start
-            if piece[0] == "text":
-                n_bytes += len(piece[1])
-            else:  # surrogatepass: a JSON document may hold a lone surrogate, which encode takes as it is
-                n_bytes += sum(len(text.encode("utf-8", "surrogatepass")) for text in piece[1])
+            piece_tokens, piece_bytes, piece_seconds = _timed_encode(encoder, piece)
+            n_tokens += piece_tokens
+            n_bytes += piece_bytes
+            seconds += piece_seconds
             bar.set(0, done)
     finally:
         bar.close()
-    mb_per_s = n_bytes / 1e6 / max(seconds, 1e-9)
+    timed_bytes = n_bytes
+    if min_seconds > 0 and n_bytes:
+        timed_bytes, seconds = 0, 0.0
+        while seconds < min_seconds:
+            for piece, _ in input_pieces(path, enc, split_at, text_field=text_field, errors=errors):
+                piece_bytes, piece_seconds = _timed_encode_again(encoder, piece)
+                timed_bytes += piece_bytes
+                seconds += piece_seconds
+                if seconds >= min_seconds:  # a large input need not be read whole again
+                    break
+    mb_per_s = timed_bytes / 1e6 / max(seconds, 1e-9)
     return {
         "file": input_name(path),
         "encoding": enc.name,
         "bytes": n_bytes,
         "tokens": n_tokens,
         "bytes_per_token": n_bytes / n_tokens if n_tokens else 0.0,
+        "timed_bytes": timed_bytes,
+        "timed_seconds": seconds,
         "mb_per_s": mb_per_s,
         "pile_seconds": THE_PILE_BYTES / (mb_per_s * 1e6) if n_bytes else float("inf"),
     }
+
+
+def _timed_encode(encoder: PieceEncoder, piece: tuple) -> tuple[int, int, float]:
+    """``(tokens, bytes, seconds)`` of encoding one piece of :func:`input_pieces` (only the encoding timed)."""
+    start = time.perf_counter()
+    if piece[0] == "text":
+        n_tokens = len(encoder.ids(piece))
+    else:
+        n_tokens = sum(len(encoder.text_ids(text)) for text in piece[1])
+    seconds = time.perf_counter() - start
+    if piece[0] == "text":
+        n_bytes = len(piece[1])
+    else:  # surrogatepass: a JSON document may hold a lone surrogate, which encode takes as it is
+        n_bytes = sum(len(text.encode("utf-8", "surrogatepass")) for text in piece[1])
+    return n_tokens, n_bytes, seconds
+
+
+def _timed_encode_again(encoder: PieceEncoder, piece: tuple) -> tuple[int, float]:
+    """``(bytes, seconds)`` of encoding a piece that was encoded before, each of its texts in two halves.
+
+    Why halves: an encoding keeps the ids of the last long text it encoded, to reuse them for a text that begins
+    with it (a conversation encoded again as it grows). The same text encoded again would time that reuse, not
+    encoding; no half begins with the half encoded before it.
+    """
+    start = time.perf_counter()
+    if piece[0] == "text":
+        texts = [decode_utf8(piece[1], piece[2], encoder.name, encoder.errors)]
+    else:
+        texts = piece[1]
+    for text in texts:
+        middle = len(text) // 2
+        encoder.text_ids(text[:middle])
+        encoder.text_ids(text[middle:])
+    seconds = time.perf_counter() - start
+    return sum(len(text.encode("utf-8", "surrogatepass")) for text in texts), seconds
 
 
 def format_duration(seconds: float) -> str:
