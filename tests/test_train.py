@@ -9,6 +9,7 @@ on random (tie-heavy) texts and on slices of real corpora, whatever the number o
 from __future__ import annotations
 
 import doctest
+import inspect
 import json
 import os
 import re
@@ -806,6 +807,19 @@ def test_any_file_split_of_the_documents_gives_the_same_merges(documents, tmp_pa
     (tmp_path / "second.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in documents[half:]))
     assert train_bpe([tmp_path / "first.txt", tmp_path / "second.jsonl"], 700, [EOT], text_field="body",
                      num_workers=2, chunk_size=7000, progress=False) == expected
+
+
+def test_the_package_gives_train_bpe_itself_with_its_signature_and_help():
+    import pydoc
+
+    import tokenizer
+
+    assert tokenizer.train_bpe is train_bpe and "train_bpe" in dir(tokenizer)
+    assert inspect.signature(tokenizer.train_bpe) == inspect.signature(train_bpe)
+    assert tokenizer.train_bpe.__doc__ == train_bpe.__doc__
+    assert "train_bpe(inputs: 'str | os.PathLike" in pydoc.render_doc(tokenizer.train_bpe, renderer=pydoc.plaintext)
+    # imported on first use: `import tokenizer` alone does not import the trainer
+    assert run_python("import sys, tokenizer; print('tokenizer.training.train' in sys.modules)").split() == ["False"]
 
 
 def test_docstring_examples():

@@ -35,11 +35,19 @@ __all__ = [
 ]
 
 
-def train_bpe(*args, **kwargs):
-    """Train a byte-level BPE tokenizer; see :func:`tokenizer.training.train.train_bpe`."""
-    from .training.train import train_bpe as _train_bpe
+def __getattr__(name: str):
+    """``tokenizer.train_bpe`` is :func:`tokenizer.training.train.train_bpe` itself (its signature and help),
+    imported on first use, so that ``import tokenizer`` does not import what training needs (NumPy, workers)."""
+    if name == "train_bpe":
+        from .training.train import train_bpe
 
-    return _train_bpe(*args, **kwargs)
+        globals()["train_bpe"] = train_bpe  # asked once
+        return train_bpe
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"train_bpe"})
 
 
 def load(path):
