@@ -1,7 +1,7 @@
 """A readable GPT-2 compatible byte-level BPE tokenizer with tiktoken's API and exact tiktoken ids.
 
 Start with ``bpe.py`` (the algorithm), then ``pretokenize.py`` (how text is cut before BPE) and
-``encoding.py`` (the ``Encoding`` class that joins them).
+``encoding.py`` (the ``Encoding`` class that joins them); ``training/reference.py`` is how the merges are learned.
 
 >>> import tokenizer
 >>> enc = tokenizer.get_encoding("gpt2")
