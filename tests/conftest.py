@@ -107,6 +107,7 @@ EXHAUSTIVE = {
                       "test_compiled_merges_with_64_bit_weights_equal_numpys",
                       "test_a_large_job_compiles_in_the_background_and_a_later_one_loads_it",
                       "test_without_numba_the_numpy_merge_loop_runs"),
+    "test_hand_worked_merges.py": ("test_the_compiled_loop_learns_the_hand_worked_merges",),
 }
 
 

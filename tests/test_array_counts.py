@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokenizer.training import array_counts
-from tokenizer.training import train as train_mod
+from tokenizer.training import counting
 from tokenizer.training.array_counts import count_texts
 from tokenizer.patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, OPENAI_PATTERNS, R50K_PATTERN
 from tokenizer.pretokenize import compile_pattern
@@ -120,7 +120,7 @@ def test_jsonl_documents_with_lone_surrogates_count_as_before(split_patterns):
 
 def test_texts_are_counted_in_bounded_batches(monkeypatch, split_patterns):
     # many documents are counted a batch at a time, and the counts do not depend on where the batches end
-    monkeypatch.setattr(train_mod, "_BATCH_CHARS", 100)
+    monkeypatch.setattr(counting, "_BATCH_CHARS", 100)
     docs = [f"Document {i}: some words, some more words.\n" for i in range(200)]
     path = write("\n".join(json.dumps({"text": d}) for d in docs), suffix=".jsonl")
     try:

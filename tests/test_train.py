@@ -9,6 +9,7 @@ on random (tie-heavy) texts and on slices of real corpora, whatever the number o
 from __future__ import annotations
 
 import doctest
+import inspect
 import json
 import os
 import re
@@ -29,7 +30,7 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS, FUZZ_EXAMPLES
 from tokenizer.training import train as train_mod
-from tokenizer.training import compile_merge_loop, compiled_merges
+from tokenizer.training import compile_merge_loop, compiled_merges, counting, fast_merges, merge_tables, reference
 from tokenizer.training.compiled_loop_loader import CompiledLoopLoader
 from tokenizer.encoding import Encoding
 from tokenizer.jobs import inputs
@@ -363,7 +364,7 @@ def learned_by_every_loop(counts, num_merges: int) -> list:
     """The merges of each loop learn_merges can run: NumPy, compiled, and NumPy switching to compiled after
     the first merge (the job counted as large, so that the switch is tried)."""
     results = [learn_merges(counts, num_merges, compiled=False), learn_merges(counts, num_merges, compiled=True)]
-    with mock.patch.object(train_mod, "COMPILED_LOOP_MIN_WORK", 0):
+    with mock.patch.object(fast_merges, "COMPILED_LOOP_MIN_WORK", 0):
         results.append(learn_merges(counts, num_merges, loader=StubLoader(ready_at=2)))
     return results
 
@@ -382,7 +383,7 @@ def merges_of(merger: compiled_merges.CompiledMerger, done: int) -> list[tuple[b
 )
 def test_compiled_merges_equal_the_reference_when_its_arrays_grow(counts, num_merges):
     # no room beyond the start: the compiled loop grows its arrays before (almost) every merge
-    words = train_mod._FlatWords(counts)
+    words = merge_tables.FlatWords(counts)
     merger = compiled_merges.CompiledMerger(compiled_merges.load_kernel(), words.tok, words.nxt, words.prv,
                                             words.weight, 256 + num_merges, headroom=0)
     done = merger.merge(num_merges, np.zeros((0, 2), np.int32))
@@ -400,7 +401,7 @@ def test_compiled_and_numpy_merges_equal_on_real_text(name):
 def test_compiled_merges_with_64_bit_weights_equal_numpys():
     counts = oracle_pretokens(corpus_slice("de_manpages.txt", 0, 300_000), [EOT])
     counts = {piece: n * 2**32 + i for i, (piece, n) in enumerate(counts.items())}
-    assert train_mod._FlatWords(counts).weight.dtype == np.int64
+    assert merge_tables.FlatWords(counts).weight.dtype == np.int64
     numpy, compiled, switching = learned_by_every_loop(counts, 800)
     assert len(numpy) == 800 and numpy == compiled == switching
 
@@ -431,8 +432,8 @@ def test_a_large_job_compiles_in_the_background_and_a_later_one_loads_it(tmp_pat
     # the compile program (unless a test before it left the folder marked) and merges meanwhile; then, the
     # folder marked, a later process loads the loop from numba's cache without compiling anything.
     (tmp_path / "corpus.txt").write_text(corpus_slice("en_docs.txt", 0, 100_000), encoding="utf-8")
-    first = ("import time; from tokenizer.training import train, merge_loop_cache\n"
-             "train.COMPILED_LOOP_MIN_WORK = 0\n"
+    first = ("import time; from tokenizer.training import fast_merges, train, merge_loop_cache\n"
+             "fast_merges.COMPILED_LOOP_MIN_WORK = 0\n"
              f"path = {str(tmp_path / 'corpus.txt')!r}\n"
              "counts = train.count_pretokens(path)\n"
              "expected = train.learn_merges(counts, 700, compiled=False)\n"
@@ -443,8 +444,8 @@ def test_a_large_job_compiles_in_the_background_and_a_later_one_loads_it(tmp_pat
              "assert merge_loop_cache.is_marked()\n"
              "print(train.learn_merges(counts, 700) == expected)")
     assert run_python(first).split() == ["True"]
-    later = ("import time; from tokenizer.training import train, train_kernel\n"
-             "train.COMPILED_LOOP_MIN_WORK = 0\n"
+    later = ("import time; from tokenizer.training import fast_merges, train, train_kernel\n"
+             "fast_merges.COMPILED_LOOP_MIN_WORK = 0\n"
              "train.LOADER.start_loading()\n"
              "while train.LOADER.kernel() is None:\n"
              "    time.sleep(0.05)\n"
@@ -479,7 +480,7 @@ def test_when_the_compile_program_fails_its_log_is_shown_and_numpy_merges(tmp_pa
     assert "compiling the merge loop failed (exit status 1)" in loader.unavailable
     assert "numba said no" in str(caught[0].message)
     counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
-    monkeypatch.setattr(train_mod, "COMPILED_LOOP_MIN_WORK", 0)
+    monkeypatch.setattr(fast_merges, "COMPILED_LOOP_MIN_WORK", 0)
     assert learn_merges(counts, 20, loader=loader) == learn_merges_reference(counts, 20)
 
 
@@ -491,7 +492,7 @@ def test_without_numba_the_numpy_merge_loop_runs(monkeypatch):
     loader.start_compiling()
     assert "numba is not installed" in loader.unavailable and loader.kernel() is None
     counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
-    monkeypatch.setattr(train_mod, "COMPILED_LOOP_MIN_WORK", 0)
+    monkeypatch.setattr(fast_merges, "COMPILED_LOOP_MIN_WORK", 0)
     assert learn_merges(counts, 20, loader=loader) == learn_merges_reference(counts, 20)
     with pytest.raises(ImportError, match=r"needs numba: pip install 'gpt2-numpy\[train\]'"):
         learn_merges(counts, 20, compiled=True)
@@ -521,8 +522,8 @@ def test_whitespace_class_is_regex_white_space():
     everything = "".join(map(chr, range(0x110000)))
     expected = set(regex.findall(r"\s", everything))
     assert len(expected) == 25
-    assert set(train_mod._WHITESPACE_SET) == expected
-    assert set(regex.findall(f"[{train_mod.WHITESPACE}]", everything)) == expected
+    assert set(counting._WHITESPACE_SET) == expected
+    assert set(regex.findall(f"[{counting.WHITESPACE}]", everything)) == expected
 
 
 def test_progress_bars(capsys):
@@ -808,8 +809,22 @@ def test_any_file_split_of_the_documents_gives_the_same_merges(documents, tmp_pa
                      num_workers=2, chunk_size=7000, progress=False) == expected
 
 
+def test_the_package_gives_train_bpe_itself_with_its_signature_and_help():
+    import pydoc
+
+    import tokenizer
+
+    assert tokenizer.train_bpe is train_bpe and "train_bpe" in dir(tokenizer)
+    assert inspect.signature(tokenizer.train_bpe) == inspect.signature(train_bpe)
+    assert tokenizer.train_bpe.__doc__ == train_bpe.__doc__
+    assert "train_bpe(inputs: 'str | os.PathLike" in pydoc.render_doc(tokenizer.train_bpe, renderer=pydoc.plaintext)
+    # imported on first use: `import tokenizer` alone does not import the trainer
+    assert run_python("import sys, tokenizer; print('tokenizer.training.train' in sys.modules)").split() == ["False"]
+
+
 def test_docstring_examples():
-    assert doctest.testmod(train_mod).failed == 0
+    for module in (train_mod, reference):
+        assert doctest.testmod(module).failed == 0
 
 
 def test_files_are_separate_documents(tmp_path):
@@ -856,7 +871,7 @@ def test_bad_inputs_name_file_and_line(tmp_path, monkeypatch):
 @pytest.mark.parametrize("ready_at", [1, 2, None], ids=["compiled", "switching", "numpy"])
 def test_resume_from_a_checkpoint_gives_the_uninterrupted_merges(documents, tmp_path, monkeypatch, ready_at):
     # the job counted as large, with the compiled loop there from the start, after the first merge, or never
-    monkeypatch.setattr(train_mod, "COMPILED_LOOP_MIN_WORK", 0)
+    monkeypatch.setattr(fast_merges, "COMPILED_LOOP_MIN_WORK", 0)
     monkeypatch.setattr(train_mod, "LOADER", StubLoader(ready_at))
     (tmp_path / "corpus.txt").write_text("\n\n".join(documents), encoding="utf-8")
     path, state = tmp_path / "corpus.txt", tmp_path / "state"

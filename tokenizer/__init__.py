@@ -1,7 +1,7 @@
 """A readable GPT-2 compatible byte-level BPE tokenizer with tiktoken's API and exact tiktoken ids.
 
 Start with ``bpe.py`` (the algorithm), then ``pretokenize.py`` (how text is cut before BPE) and
-``encoding.py`` (the ``Encoding`` class that joins them).
+``encoding.py`` (the ``Encoding`` class that joins them); ``training/reference.py`` is how the merges are learned.
 
 >>> import tokenizer
 >>> enc = tokenizer.get_encoding("gpt2")
@@ -35,11 +35,19 @@ __all__ = [
 ]
 
 
-def train_bpe(*args, **kwargs):
-    """Train a byte-level BPE tokenizer; see :func:`tokenizer.training.train.train_bpe`."""
-    from .training.train import train_bpe as _train_bpe
+def __getattr__(name: str):
+    """``tokenizer.train_bpe`` is :func:`tokenizer.training.train.train_bpe` itself (its signature and help),
+    imported on first use, so that ``import tokenizer`` does not import what training needs (NumPy, workers)."""
+    if name == "train_bpe":
+        from .training.train import train_bpe
 
-    return _train_bpe(*args, **kwargs)
+        globals()["train_bpe"] = train_bpe  # asked once
+        return train_bpe
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"train_bpe"})
 
 
 def load(path):

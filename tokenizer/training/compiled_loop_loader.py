@@ -21,7 +21,7 @@ another CPU), the thread compiles the loop itself; the trainer still does not wa
 while it does.
 
 What this module does not do: decide whether a job is large enough to want the loop, or switch loops (the
-trainer, :func:`tokenizer.training.train.learn_merges`, does both); compile in this process's main thread.
+trainer, :func:`tokenizer.training.fast_merges.learn_merges`, does both); compile in this process's main thread.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ class CompiledMerger:
     """The merge state of one training run; ``merge`` learns merges until a given number is reached.
 
     ``kernel`` runs the merges (:func:`load_kernel`'s module). ``tok``, ``nxt``, ``prv``, ``weight`` are the slot arrays
-    as ``train.learn_merges`` lays them out (single bytes in ``tok``; they are rewritten in place); ``num_ids``
+    as ``fast_merges.learn_merges`` lays them out (single bytes in ``tok``; they are rewritten in place); ``num_ids``
     bounds the token ids (256 + the number of merges). ``headroom`` is how much the arrays hold beyond the
     start (tests make it 0 to exercise growing).
     """

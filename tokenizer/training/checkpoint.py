@@ -1,0 +1,66 @@
+"""The training state kept in a checkpoint folder, so that a stopped run can go on and end with the same merges.
+
+The folder holds ``counts.pickle`` (the pre-token counts, written once), ``merges.json`` (the merges so far, as
+pairs of token ids) and ``settings.json`` (what the run was made with, written last: the state is complete).
+Each file is replaced atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from collections import Counter
+
+def checkpoint_settings(paths: list[str], specials: list[str], pattern: str, text_field: str) -> dict:
+    """What a checkpoint must have been made with to be resumed."""
+    return {
+        "inputs": [[os.path.abspath(p), os.path.getsize(p)] for p in paths],
+        "special_tokens": specials,
+        "pattern": pattern,
+        "text_field": text_field,
+    }
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old content or the new one, never a part."""
+    partial = path + ".partial"
+    with open(partial, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(partial, path)
+
+
+def start_checkpoint(folder: str, settings: dict, counts: Counter) -> None:
+    """Keep a new run's state in ``folder``: its counts, no merges yet, and its ``settings``."""
+    os.makedirs(folder, exist_ok=True)
+    for name in ("merges.json", "settings.json"):  # a previous run's state no longer applies
+        if os.path.exists(os.path.join(folder, name)):
+            os.remove(os.path.join(folder, name))
+    write_atomically(os.path.join(folder, "counts.pickle"), pickle.dumps(dict(counts), pickle.HIGHEST_PROTOCOL))
+    write_atomically(os.path.join(folder, "merges.json"), b"[]")
+    write_atomically(os.path.join(folder, "settings.json"), json.dumps(settings).encode())  # last: complete
+
+
+def load_checkpoint(folder: str, settings: dict) -> tuple[dict, list[tuple[int, int]]]:
+    """(pre-token counts, merge ids so far) from a checkpoint folder made with the same ``settings``."""
+    try:
+        with open(os.path.join(folder, "settings.json"), "rb") as f:
+            saved = json.load(f)
+        with open(os.path.join(folder, "merges.json"), "rb") as f:
+            replay = [tuple(pair) for pair in json.load(f)]
+        with open(os.path.join(folder, "counts.pickle"), "rb") as f:
+            counts = pickle.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no training state to resume in {folder!r}: start without resume") from None
+    changed = [key for key in settings if saved.get(key) != settings[key]]
+    if changed:
+        raise ValueError(f"the training state in {folder!r} was made with other {', '.join(changed)}: "
+                         "start without resume, or resume with the same ones")
+    return counts, replay
+
+
+def save_merges(folder: str, merge_ids: list[tuple[int, int]]) -> None:
+    """Keep the merges so far, as pairs of token ids, in the checkpoint ``folder``."""
+    write_atomically(os.path.join(folder, "merges.json"), json.dumps(merge_ids).encode())
