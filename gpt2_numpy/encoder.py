@@ -24,8 +24,10 @@ What this module is not: fast. Python string work over every pre-token (saved on
 words) runs an order of magnitude slower than :class:`tokenizer.Encoding`, the same vocabulary through the fast
 core (docs/performance-notes.md has the figures). Long texts and the product's hot paths (``gpt2 --score``, the
 playground, the tokenizer's commands) use that ``Encoding``, exposed here as :attr:`Encoder.encoding`; a prompt
-(``gpt2 "prompt"``, picoGPT's ``main``) goes through :meth:`Encoder.encode`, as in picoGPT. The files are read (and checked) by
-:mod:`tokenizer.vocab_files`; the checkout's ``encoder.py`` (picoGPT's file) re-exports this module.
+(``gpt2 "prompt"``, picoGPT's ``main``) goes through :meth:`Encoder.encode`, as in picoGPT.
+
+The files are read (and checked) by :mod:`tokenizer.vocab_files`; the checkout's ``encoder.py`` (picoGPT's
+file) re-exports this module.
 """
 
 from __future__ import annotations
