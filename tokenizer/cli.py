@@ -18,7 +18,8 @@ Every command follows the same rules:
   ``encode "'quoted'"``. Text that starts with a dash goes after ``--``: ``encode -- "-x"``.
 * **Special tokens: the API's rule.** Text that spells a special token (``<|endoftext|>``) is an error unless
   ``--allowed_special all|TOKEN,...`` makes it the special token or ``--disallowed_special none|TOKEN,...``
-  lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``.
+  lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``. ``explain``,
+  a teaching tool, shows it as its id unless told otherwise (:data:`tokenizer.teach.TEACHING_SPECIAL_RULE`).
 * **Inputs** are files, folders, quoted globs or ``-`` (standard input), found and read by
   :mod:`tokenizer.jobs.inputs` for every file command: ``.jsonl``, ``.jsonl.gz`` and ``.parquet`` hold one
   document per record (``--text_field``), any other file is text; bad input is named by file and line.
