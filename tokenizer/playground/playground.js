@@ -10,7 +10,7 @@ const RULES = {
   disallowed: "disallowed: text such as <|endoftext|> is an error, tiktoken's default (encode(text))",
   text: "plain text: <|endoftext|> is encoded as ordinary text, < | end ... (encode(text, disallowed_special=()))",
 };
-const state = { names: [], model: null, answer: null, selected: null, seq: 0, timer: null, specialDefault: "allowed" };
+const state = { names: [], model: null, answer: null, selected: null, seq: 0, timer: null, specialDefault: null };
 
 // ---- talking to the server ---------------------------------------------------------------------------------
 
@@ -158,14 +158,16 @@ function drawMerges(story) {
       `${story.tokens.length} token${story.tokens.length > 1 ? "s" : ""}: ` +
       story.tokens.map((t) => `${t.shown} = ${t.id}`).join(", "),
   ];
+  // a pre-token that is a token: tiktoken's shortcut takes it whole, and OpenAI's bpe() merges reach it too
+  const reached = story.steps.length && story.steps[story.steps.length - 1].result === token.shown;
   if (story.special) lines.push("A special token: no merges build it; the special-token rule turned its text into its id.");
-  else if (story.whole && story.steps.length) {
-    const reached = story.steps[story.steps.length - 1].result === token.shown;
-    lines.push("It is itself a token, so encode takes it whole (tiktoken's shortcut); " + (reached
-      ? "the merges OpenAI's bpe() makes, below, lead there too: each token is made by one merge of two earlier ones."
-      : "the merges alone, below, do not build it: no merge of this vocabulary makes this token."));
-  }
-  else if (!story.steps.length) lines.push("A single byte: no merges.");
+  else if (story.whole && reached) {
+    lines.push("It is itself a token, so encode takes it whole (tiktoken's shortcut); the merges OpenAI's bpe() "
+      + "makes, below, lead there too: each token is made by one merge of two earlier ones.");
+  } else if (story.whole && story.steps.length) {
+    lines.push("It is itself a token, so encode takes it whole; the merges alone, below, do not build it: "
+      + "no merge of this vocabulary makes this token.");
+  } else if (!story.steps.length) lines.push("A single byte: no merges.");
   const notes = lines.map((line) => {
     const p = document.createElement("p");
     p.textContent = line;
