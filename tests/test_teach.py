@@ -138,6 +138,12 @@ def test_explain_shows_merges_and_the_whole_token_shortcut(cli):
     assert "' c' + 'ap' -> ' cap'" in out and "ids [1451, 274]" in out
     # a merge under its two names, never a bare rank: vocab.bpe's merge #13 makes token 269
     assert "' ' + 'c' -> ' c'  (merge #13, token id 269)" in out and "rank 269" not in out
+    # the notebook view names the same two numbers in its columns
+    from tokenizer.teach import explain
+
+    table = explain(" capes")._repr_html_()
+    assert "<th>merge #</th><th>token id</th>" in table and "rank" not in table
+    assert "<td>&#x27; c&#x27;</td><td>13</td><td>269</td>" in table
 
 
 def test_merge_number_is_the_place_in_the_merge_list():
