@@ -9,7 +9,7 @@ One file per idea, in the order a run uses them:
   (``load_encoder_hparams_and_params``), written as a Hugging Face folder (``save_hf``);
 - ``tfcheckpoint.py`` and ``crc32c.py``: TensorFlow's checkpoint format read with NumPy, CRCs checked;
 - ``hfmodel.py``: Hugging Face GPT-2 folders (safetensors) read and written by hand;
-- ``encoder.py``: OpenAI's ``encoder.py`` interface (``get_encoder``, ``Encoder``) over ``tokenizer``;
+- ``encoder.py``: OpenAI's ``encoder.py`` (``get_encoder``, ``Encoder`` and its ``bpe()`` loop, running);
 - ``model.py``: the readable forward pass (``gpt2``) and picoGPT's full-recompute loop (``generate_reference``);
 - ``kvcache.py``: the fast path: KV-cached decoding, batches, sampling (``generate``, ``generate_batch``);
 - ``scoring.py``: a text's negative log-likelihood, perplexity's ingredient (``token_nlls``, ``score``);

@@ -1,16 +1,32 @@
-"""GPT-2's text <-> ids, with the interface of OpenAI's ``encoder.py`` (as picoGPT uses it).
+"""GPT-2's text <-> ids as OpenAI's ``encoder.py`` does it (the file picoGPT uses), and runs here.
 
     >>> enc = get_encoder("124M", "models")
     >>> enc.encode("Not all heroes wear capes.")
     [3673, 477, 10281, 5806, 1451, 274, 13]
+    >>> enc.bpe("Ġcapes")
+    'Ġcap es'
 
 ``encoder.json`` maps each token, written through GPT-2's byte->unicode map (``"Ġworld"`` is ``b" world"``),
-to its id; ``vocab.bpe`` lists the merges in priority order. The files are read (and checked) by
-:mod:`tokenizer.vocab_files`; this module only exposes them under OpenAI's names (``encoder``, ``decoder``,
-``bpe_ranks``, ``byte_encoder``, ``byte_decoder``). The encoding itself is :class:`tokenizer.Encoding`, the
-same BPE core as everything else here.
+to its id; ``vocab.bpe`` lists the merges in the order they were learned. OpenAI's algorithm works on those
+strings directly:
 
-What it does not do: tokenize by itself, or know about the model. The checkout's ``encoder.py`` (picoGPT's
+1. ``pat`` cuts the text into pre-tokens (``" heroes"``), each written with ``byte_encoder`` (``"Ġheroes"``);
+2. :meth:`Encoder.bpe` splits the word into its characters and, again and again, joins the adjacent pair
+   (:func:`get_pairs`) that comes first in ``vocab.bpe`` (``bpe_ranks``: pair -> 0-based line among the
+   merges), until no pair is a merge; the answer, parts joined by spaces, is kept in ``cache``;
+3. ``encoder`` gives each part's id.
+
+That loop is the same algorithm as :func:`tokenizer.bpe.merge_reference` (which ranks the merged bytes,
+``b" c"`` -> token id 269, rather than the pair ``("Ġ", "c")`` -> merge #13) and gives the same ids as the
+fast core: tests check both, and ``docs/04-three-spellings-of-bpe.md`` sets them side by side.
+
+What this module is not: fast. Python string work over every pre-token (saved only by ``cache`` for repeated
+words) runs an order of magnitude slower than :class:`tokenizer.Encoding`, the same vocabulary through the fast
+core (docs/performance-notes.md has the figures). Long texts and the product's hot paths (``gpt2 --score``, the
+playground, the tokenizer's commands) use that ``Encoding``, exposed here as :attr:`Encoder.encoding`; a prompt
+(``gpt2 "prompt"``, picoGPT's ``main``) goes through :meth:`Encoder.encode`, as in picoGPT.
+
+The files are read (and checked) by :mod:`tokenizer.vocab_files`; the checkout's ``encoder.py`` (picoGPT's
 file) re-exports this module.
 """
 
@@ -19,25 +35,32 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import regex
+
 import tokenizer
-from tokenizer import Encoding, merge
-from tokenizer.pretokenize import GPT2_PATTERN
-from tokenizer.vocab_files import (
-    bytes_to_unicode,
-    gpt2_merges,
-    gpt2_str_to_token,
-    gpt2_vocab,
-    read_encoder_json,
-    read_vocab_bpe,
-    token_to_gpt2_str,
-)
+from tokenizer import Encoding
+from tokenizer.pretokenize import GPT2_PATTERN, replace_surrogates
+from tokenizer.vocab_files import bytes_to_unicode, gpt2_merges, gpt2_vocab, read_encoder_json, read_vocab_bpe
 
 PACKAGED = Path(tokenizer.__file__).resolve().parent / "data"  # GPT-2's encoder.json and vocab.bpe, shipped
 GPT2_MODEL_NAMES = ("124M", "355M", "774M", "1558M")  # every size uses the same vocabulary: the packaged files
 
 
+def get_pairs(word: tuple[str, ...]) -> set[tuple[str, str]]:
+    """The adjacent pairs of symbols in ``word`` (a tuple of strings), as a set.
+
+    >>> sorted(get_pairs(("Ġ", "c", "a", "p")))
+    [('a', 'p'), ('c', 'a'), ('Ġ', 'c')]
+    """
+    return set(zip(word, word[1:]))
+
+
 class Encoder:
-    """GPT-2's tokenizer from its two files, with OpenAI's attribute names."""
+    """GPT-2's tokenizer from its two files, as OpenAI's ``encoder.py`` holds and runs it.
+
+    ``encoder`` is ``encoder.json`` (token string -> id), ``bpe_merges`` the pairs of ``vocab.bpe`` in order,
+    ``errors`` how :meth:`decode` handles bytes that are not UTF-8 (``"replace"``: U+FFFD).
+    """
 
     def __init__(self, encoder: dict[str, int], bpe_merges: list[tuple[str, str]], errors: str = "replace"):
         self.encoder = encoder  # token string (byte->unicode mapped) -> id
@@ -45,28 +68,79 @@ class Encoder:
         self.errors = errors  # how to handle bytes that are not valid UTF-8 when decoding
         self.byte_encoder = bytes_to_unicode()  # byte -> printable character
         self.byte_decoder = {v: k for k, v in self.byte_encoder.items()}
-        self.bpe_ranks = dict(zip(bpe_merges, range(len(bpe_merges))))  # (left, right) -> priority
+        self.bpe_ranks = dict(zip(bpe_merges, range(len(bpe_merges))))  # (left, right) -> 0-based merge index
+        self.cache: dict[str, str] = {}  # pre-token string -> bpe()'s answer, filled as words are met
+        self.pat = regex.compile(GPT2_PATTERN)  # GPT-2's pre-tokenizer, as OpenAI wrote it
         token_ids, specials = gpt2_vocab(encoder)
+        self.special_ids = set(specials.values())  # ids whose string is special-token text, not mapped bytes
         vocab = {i: t for t, i in token_ids.items()} | {i: s.encode("utf-8") for s, i in specials.items()}
-        merges = gpt2_merges(bpe_merges)
-        self._encoding = Encoding.from_vocab_merges(vocab, merges, specials, name="gpt2-files", pat_str=GPT2_PATTERN)
+        self._encoding = Encoding.from_vocab_merges(vocab, gpt2_merges(bpe_merges), specials, name="gpt2-files",
+                                                    pat_str=GPT2_PATTERN)
 
     def bpe(self, token: str) -> str:
-        """OpenAI's ``bpe``: a byte->unicode mapped pre-token split into tokens, joined by spaces."""
-        data = gpt2_str_to_token(token)
-        return " ".join(token_to_gpt2_str(part) for part in merge(data, self._encoding.merge_ranks))
+        """One pre-token (byte->unicode mapped, ``"Ġcapes"``) -> its tokens, joined by spaces (``"Ġcap es"``).
+
+        Start from the characters; while some adjacent pair is a merge, join every occurrence of the pair
+        learned first (lowest ``bpe_ranks``), left to right. ``cache`` remembers each word's answer.
+
+        >>> enc = get_encoder("124M", "models")
+        >>> enc.bpe("Ġheroes"), enc.bpe("Ġcapes")
+        ('Ġheroes', 'Ġcap es')
+        """
+        if token in self.cache:
+            return self.cache[token]
+        word = tuple(token)
+        pairs = get_pairs(word)
+        while pairs:
+            # the pair learned first; a pair that is no merge ranks after every merge
+            bigram = min(pairs, key=lambda pair: self.bpe_ranks.get(pair, float("inf")))
+            if bigram not in self.bpe_ranks:
+                break
+            first, second = bigram
+            new_word: list[str] = []
+            i = 0
+            while i < len(word):
+                if i + 1 < len(word) and word[i] == first and word[i + 1] == second:
+                    new_word.append(first + second)
+                    i += 2
+                else:
+                    new_word.append(word[i])
+                    i += 1
+            word = tuple(new_word)
+            pairs = get_pairs(word)
+        joined = " ".join(word)
+        self.cache[token] = joined
+        return joined
 
     def encode(self, text: str) -> list[int]:
-        """Text -> ids. Like OpenAI's encoder, ``<|endoftext|>`` in the text is plain text here."""
-        return self._encoding.encode_ordinary(text)
+        """Text -> ids, by OpenAI's algorithm: ``pat``, ``byte_encoder``, :meth:`bpe`, ``encoder``.
+
+        ``<|endoftext|>`` in the text is plain text here, as in OpenAI's encoder. A lone surrogate (which UTF-8
+        cannot hold; OpenAI's raised) becomes U+FFFD, as in tiktoken. For long texts use :attr:`encoding`
+        (``enc.encoding.encode_ordinary(text)``): the same ids, many times faster.
+        """
+        bpe_tokens: list[int] = []
+        for piece in self.pat.findall(replace_surrogates(text)):
+            word = "".join(self.byte_encoder[b] for b in piece.encode("utf-8"))
+            bpe_tokens.extend(self.encoder[part] for part in self.bpe(word).split(" "))
+        return bpe_tokens
 
     def decode(self, tokens) -> str:
-        """Ids -> text (invalid UTF-8 handled by ``errors``, ``"replace"`` by default)."""
-        return self._encoding.decode(tokens, errors=self.errors)
+        """Ids -> text: each id's string back to its bytes through ``byte_decoder``, then UTF-8 (invalid bytes
+        handled by ``errors``). A special token's string is its own text (OpenAI's files hold only
+        ``<|endoftext|>``, whose characters the byte map leaves alone)."""
+        data = bytearray()
+        for token in tokens:
+            if token not in self.decoder:
+                raise KeyError(f"token id {token!r} is not in this vocabulary (ids 0 to {len(self.decoder) - 1})")
+            text = self.decoder[token]
+            data += text.encode("utf-8") if token in self.special_ids else bytes(self.byte_decoder[c] for c in text)
+        return data.decode("utf-8", errors=self.errors)
 
     @property
     def encoding(self) -> Encoding:
-        """The :class:`tokenizer.Encoding` doing the work (tiktoken's API)."""
+        """The same vocabulary as a :class:`tokenizer.Encoding` (tiktoken's API, the fast core): what long texts
+        and hot paths use. ``enc.encoding.encode_ordinary(text) == enc.encode(text)``."""
         return self._encoding
 
 

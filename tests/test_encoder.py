@@ -1,16 +1,32 @@
-"""gpt2_numpy/encoder.py (the checkout's encoder.py): OpenAI's Encoder interface, as a thin face on the tokenizer
-core."""
+"""gpt2_numpy/encoder.py (the checkout's encoder.py): OpenAI's ``encoder.py``, its algorithm (``get_pairs``,
+``bpe`` over ``bpe_ranks``, ``cache``) running, checked against tiktoken's GPT-2 (OpenAI's ids: the oracle),
+:func:`tokenizer.bpe.merge_reference` and the fast core."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
 import pytest
+import tiktoken
+from hypothesis import given, settings, strategies as st
 
 from gpt2_numpy import encoder
-from conftest import corpus_text
-from tokenizer import get_encoding
+from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
+from tokenizer import get_encoding, merge_reference
+from tokenizer.pretokenize import GPT2_PATTERN, compile_pattern
+from tokenizer.vocab_files import token_to_gpt2_str
+
+
+@pytest.fixture(scope="module")
+def gpt2_encoder():
+    return encoder.get_encoder("124M", "models")
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    return tiktoken.get_encoding("gpt2")
 
 
 def test_openai_interface(tmp_path):
@@ -19,15 +35,83 @@ def test_openai_interface(tmp_path):
     assert enc.decode([3673, 477, 10281, 5806, 1451, 274, 13]) == "Not all heroes wear capes."
     assert enc.encoder["Ġworld"] == 995 and enc.decoder[995] == "Ġworld"
     assert enc.byte_encoder[ord(" ")] == "Ġ" and enc.byte_decoder["Ġ"] == ord(" ")
-    assert enc.bpe_ranks[("Ġ", "t")] == 0
-    assert enc.bpe("Ġcapes") == "Ġcap es"
+    assert enc.bpe_ranks[("Ġ", "t")] == 0 and enc.bpe_ranks[("Ġ", "c")] == 13  # the 0-based merge index
+    assert enc.encoder["Ġc"] == 269 == 256 + enc.bpe_ranks[("Ġ", "c")]  # the token that merge makes
+    assert enc.pat.findall("Not all heroes") == ["Not", " all", " heroes"]
+    assert enc.errors == "replace"
     assert enc.encode("<|endoftext|>") == [27, 91, 437, 1659, 5239, 91, 29]  # plain text, as in OpenAI's encoder
+    assert enc.decode([50256]) == "<|endoftext|>"
 
 
-def test_same_ids_as_core_on_corpus():
-    enc = encoder.get_encoder("124M", "models")
-    text = corpus_text("en_docs.txt", 500_000) + corpus_text("ru_manpages.txt", 200_000)
-    assert enc.encode(text) == get_encoding("gpt2").encode_ordinary(text)
+def with_empty_cache(enc):
+    """A copy of ``enc`` sharing its tables, with a cache of its own (building one from the files takes a second)."""
+    fresh = copy.copy(enc)
+    fresh.cache = {}
+    return fresh
+
+
+def test_bpe_is_openais_loop_and_fills_the_cache(gpt2_encoder):
+    enc = with_empty_cache(gpt2_encoder)
+    assert encoder.get_pairs(("Ġ", "h", "e", "h")) == {("Ġ", "h"), ("h", "e"), ("e", "h")}
+    assert encoder.get_pairs(("a",)) == set()
+    assert enc.cache == {}
+    assert enc.bpe("Ġcapes") == "Ġcap es" and enc.bpe("Ġheroes") == "Ġheroes"
+    assert enc.cache == {"Ġcapes": "Ġcap es", "Ġheroes": "Ġheroes"}
+    enc.cache["Ġcapes"] = "Ġc apes"  # a cached answer is returned as it is: bpe() looks there first
+    assert enc.bpe("Ġcapes") == "Ġc apes"
+    assert enc.bpe("a") == "a" and enc.bpe("") == ""
+    # every occurrence of the best pair is joined in one pass, left to right: "aaa" -> "aa a"
+    assert enc.bpe("zzz") == "zz z"  # as merge_reference: the leftmost pair of equal rank first
+    assert merge_reference(b"zzz", get_encoding("gpt2").merge_ranks) == [b"zz", b"z"]
+    # encode() runs bpe(): what is in the cache is what it encodes
+    fresh = with_empty_cache(gpt2_encoder)
+    fresh.cache["Ġheroes"] = "Ġhero es"
+    assert fresh.encode(" heroes") == [fresh.encoder["Ġhero"], fresh.encoder["es"]]
+
+
+def expected_bpe(oracle, piece: str) -> str:
+    """OpenAI's ``bpe()`` answer for a pre-token, from tiktoken's GPT-2: the piece's tokens, written as in its files."""
+    return " ".join(token_to_gpt2_str(oracle.decode_single_token_bytes(i)) for i in oracle.encode_ordinary(piece))
+
+
+def check_against_oracles(enc, oracle, text: str) -> None:
+    """``enc.encode(text)`` is tiktoken's, the fast core's and merge_reference's; each pre-token's ``bpe()`` string
+    is tiktoken's tokens written through the byte map."""
+    ids = enc.encode(text)
+    assert ids == oracle.encode_ordinary(text)
+    assert ids == enc.encoding.encode_ordinary(text)
+    gpt2 = get_encoding("gpt2")
+    reference = []
+    for piece in compile_pattern(GPT2_PATTERN).split(text):
+        data = piece.encode("utf-8", errors="surrogatepass")
+        word = token_to_gpt2_str(data)
+        tokens = merge_reference(data, gpt2.merge_ranks)
+        assert enc.bpe(word) == " ".join(map(token_to_gpt2_str, tokens)) == expected_bpe(oracle, piece)
+        reference += [gpt2.token_ids[t] for t in tokens]
+    assert ids == reference
+
+
+def test_same_as_openai_on_a_sample_of_each_corpus(gpt2_encoder, oracle):
+    for name in CORPUS_FILES:
+        text = corpus_text(name, 6_000)
+        check_against_oracles(gpt2_encoder, oracle, text)
+
+
+def test_same_as_openai_on_every_corpus(gpt2_encoder, oracle):
+    enc = with_empty_cache(gpt2_encoder)
+    for name in CORPUS_FILES:
+        text = corpus_text(name, 2_000_000)
+        assert enc.encode(text) == oracle.encode_ordinary(text) == enc.encoding.encode_ordinary(text), name
+        sample = corpus_text(name, 200_000)
+        check_against_oracles(enc, oracle, sample)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(st.text(max_size=100))
+def test_same_as_openai_on_any_text(gpt2_encoder, oracle, text):
+    check_against_oracles(gpt2_encoder, oracle, text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+    assert gpt2_encoder.encode(text) == oracle.encode_ordinary(text)  # lone surrogates too: U+FFFD, as tiktoken
+    assert gpt2_encoder.decode(oracle.encode_ordinary(text)) == oracle.decode(oracle.encode_ordinary(text))
 
 
 def test_reads_files_from_model_folder(tmp_path):
@@ -74,3 +158,10 @@ def test_broken_vocab_files_are_refused_naming_the_file(tmp_path):
     (folder / "vocab.bpe").write_bytes(b"#version: 0.2\n\xff\xfe e\n")
     with pytest.raises(ValueError, match=r"vocab\.bpe: not UTF-8"):
         encoder.get_encoder("broken", tmp_path)
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(encoder)
+    assert result.failed == 0 and result.attempted >= 4

@@ -499,6 +499,11 @@ class ByteEncoder:
     def decode(self, ids):
         return b"".join(cli.token_bytes(self, i) for i in ids).decode("utf-8", errors="replace")
 
+    @property
+    def encoding(self):
+        """The fast twin the command encodes files with (Encoder.encoding): the same ids."""
+        return types.SimpleNamespace(encode_ordinary=self.encode)
+
 
 def test_decode_stream_holds_back_split_characters():
     encoder = ByteEncoder()

@@ -170,4 +170,4 @@ def test_the_checkout_faces_are_the_package():
 
     assert gpt2.gpt2 is model.gpt2 and gpt2.generate is kvcache.generate
     assert utils.load_encoder_hparams_and_params is checkpoints.load_encoder_hparams_and_params
-    assert encoder.get_encoder is package_encoder.get_encoder
+    assert encoder.get_encoder is package_encoder.get_encoder and encoder.get_pairs is package_encoder.get_pairs

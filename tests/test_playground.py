@@ -175,11 +175,24 @@ def repr_bytes(data: bytes) -> str:
 def test_explain_a_known_word(playground):
     story = playground.answer("/api/explain", {"text": "Not all heroes wear capes.", "token": "4"})
     assert story["pre_token"] == " capes" and story["first"] == 4 and not story["whole"]
-    assert [(s["rank"], s["left"], s["right"], s["result"], s["builds"]) for s in story["steps"]] == [
-        (269, "' '", "'c'", "' c'", 0), (274, "'e'", "'s'", "'es'", 1), (499, "'a'", "'p'", "'ap'", 0),
-        (1451, "' c'", "'ap'", "' cap'", 0)]
+    # each merge by its place in vocab.bpe (from 0) and the id of the token it makes, never a bare rank
+    assert [(s["merge"], s["id"], s["left"], s["right"], s["result"], s["builds"]) for s in story["steps"]] == [
+        (13, 269, "' '", "'c'", "' c'", 0), (18, 274, "'e'", "'s'", "'es'", 1), (243, 499, "'a'", "'p'", "'ap'", 0),
+        (1195, 1451, "' c'", "'ap'", "' cap'", 0)]
+    assert all("rank" not in step for step in story["steps"])
     whole = playground.answer("/api/explain", {"text": "Not all heroes wear capes.", "token": "2"})
     assert whole["pre_token"] == " heroes" and whole["whole"] and whole["steps"][-1]["result"] == "' heroes'"
+    # the same six merges explain prints under tiktoken's shortcut, and OpenAI's bpe() makes
+    assert [s["result"] for s in whole["steps"]] == ["'he'", "'es'", "'ro'", "' he'", "' hero'", "' heroes'"]
+
+
+def test_the_page_starts_with_the_teaching_tools_special_token_rule(playground):
+    from tokenizer.teach import TEACHING_SPECIAL_RULE
+
+    info = playground.answer("/api/encodings", {})
+    assert info["special_default"] == TEACHING_SPECIAL_RULE == info["special_rules"][0]
+    ids = [t["id"] for t in playground.answer("/api/encode", {"text": "a<|endoftext|>"})["tokens"]]
+    assert ids == [64, 50256]  # no special field: the same rule as explain's
 
 
 def test_compare_marks_the_tokens_split_differently(playground):
@@ -510,16 +523,18 @@ def test_click_a_token_to_read_its_merges(browser, server):
     browser.get(server.url + "?text=" + quote("Not all heroes wear capes."))
     wait_for(lambda: page_shows(browser, "Not all heroes wear capes.", "gpt2"))
     browser.find_elements("css selector", "#tokens [data-token-id]")[4].click()  # ' cap'
-    rows = wait_for(lambda: browser.find_elements("css selector", "#merge-steps tr[data-rank]"))
+    rows = wait_for(lambda: browser.find_elements("css selector", "#merge-steps tr[data-merge]"))
     cells = [[td.text for td in row.find_elements("tag name", "td")] for row in rows]
-    assert cells == [["1", "269", "' ' + 'c'", "' c'"], ["2", "274", "'e' + 's'", "'es'"],
-                     ["3", "499", "'a' + 'p'", "'ap'"], ["4", "1451", "' c' + 'ap'", "' cap'"]]
+    assert cells == [["1", "' ' + 'c'", "' c'", "13", "269"], ["2", "'e' + 's'", "'es'", "18", "274"],
+                     ["3", "'a' + 'p'", "'ap'", "243", "499"], ["4", "' c' + 'ap'", "' cap'", "1195", "1451"]]
     assert [row.get_attribute("class") for row in rows] == ["builds", "other", "builds", "builds"]
     trace = browser.find_element("id", "merge-trace").text
     assert "Token 4: id 1451, ' cap'" in trace and "3 of the pre-token's 4 merges built this token" in trace
     browser.find_elements("css selector", "#tokens [data-token-id]")[2].click()  # ' heroes', a token itself
     wait_for(lambda: "' heroes'" in browser.find_element("id", "merge-trace").text)
-    assert "itself a token, so encode takes it whole" in browser.find_element("id", "merge-trace").text
+    trace = browser.find_element("id", "merge-trace").text
+    assert "itself a token, so encode takes it whole" in trace and "the merges OpenAI's bpe() makes" in trace
+    assert len(browser.find_elements("css selector", "#merge-steps tr[data-merge]")) == 6
 
 
 def test_a_shared_link_opens_the_same_view(browser, server):
@@ -588,7 +603,7 @@ def test_screenshot(browser, tmp_path):
         wait_for(lambda: page_shows(browser, text, "gpt2")
                  and browser.find_elements("css selector", "#compare-rows .compare-row"))
         browser.find_elements("css selector", "#tokens [data-token-id]")[4].click()
-        wait_for(lambda: browser.find_elements("css selector", "#merge-steps tr[data-rank]"))
+        wait_for(lambda: browser.find_elements("css selector", "#merge-steps tr[data-merge]"))
         assert not browser.find_element("id", "next").is_displayed()
         path = Path(os.environ.get("PLAYGROUND_SCREENSHOT") or tmp_path / "playground.png")
         assert browser.save_screenshot(str(path))

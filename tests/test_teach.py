@@ -128,9 +128,62 @@ def test_explain_ids_add_up_to_encode(cli, encoding):
 
 def test_explain_shows_merges_and_the_whole_token_shortcut(cli):
     out = cli("explain", "Not all heroes wear capes.").stdout
-    assert "pre-token ' heroes'" in out and "is itself a token" in out and "id 10281" in out
+    heroes = out.split("pre-token ' heroes'")[1].split("pre-token")[0]
+    # tiktoken's shortcut and the six merges OpenAI's bpe() makes, which end at the same token
+    assert "is itself a token (id 10281): encode takes it whole" in heroes and "the merges reach it too" in heroes
+    assert re.findall(r"step +\d: (.*) -> (.*?)  \(", heroes) == [
+        ("'h' + 'e'", "'he'"), ("'e' + 's'", "'es'"), ("'r' + 'o'", "'ro'"), ("' ' + 'he'", "' he'"),
+        ("' he' + 'ro'", "' hero'"), ("' hero' + 'es'", "' heroes'")]
+    assert heroes.rstrip().endswith("tokens ' heroes' = ids [10281]")
     assert "' c' + 'ap' -> ' cap'" in out and "ids [1451, 274]" in out
-    assert "rank    269" in out  # ' ' + 'c' is GPT-2's merge #269 (its id too)
+    # a merge under its two names, never a bare rank: vocab.bpe's merge #13 makes token 269
+    assert "' ' + 'c' -> ' c'  (merge #13, token id 269)" in out and "rank 269" not in out
+    # the notebook view names the same two numbers in its columns
+    from tokenizer.teach import explain
+
+    table = explain(" capes")._repr_html_()
+    assert "<th>merge #</th><th>token id</th>" in table and "rank" not in table
+    assert "<td>&#x27; c&#x27;</td><td>13</td><td>269</td>" in table
+
+
+def test_merge_number_is_the_place_in_the_merge_list():
+    from gpt2_numpy.encoder import PACKAGED
+    from tokenizer import Encoding
+    from tokenizer.teach import merge_number
+    from tokenizer.vocab_files import gpt2_str_to_token, read_vocab_bpe
+
+    lines = read_vocab_bpe(PACKAGED / "vocab.bpe")  # OpenAI's bpe_ranks: the 0-based line of each merge
+    gpt2 = get_encoding("gpt2")
+    for line in (0, 13, 10_025, len(lines) - 1):
+        token = gpt2_str_to_token("".join(lines[line]))
+        assert merge_number(gpt2, token) == line and gpt2.token_ids[token] == 256 + line == gpt2.merge_ranks[token]
+    for name in ("cl100k_base", "o200k_base"):  # tiktoken's ranks: the merged tokens of lower rank, counted
+        enc = get_encoding(name)
+        for token in (b" the", max(enc.merge_ranks, key=enc.merge_ranks.get)):
+            rank = enc.merge_ranks[token]
+            assert merge_number(enc, token) == sum(len(t) > 1 and r < rank for t, r in enc.merge_ranks.items())
+    trained = Encoding.from_vocab_merges({i: bytes([i]) for i in range(256)} | {300: b"ab", 256: b"abc"},
+                                         [(b"a", b"b"), (b"ab", b"c")])
+    assert merge_number(trained, b"ab") == 0 and merge_number(trained, b"abc") == 1  # ids 300 and 256
+
+
+def test_the_teaching_tools_share_one_special_token_rule(cli):
+    from tokenizer import teach
+
+    text = "Hi<|endoftext|> there"
+    assert teach.TEACHING_SPECIAL_RULE == "allowed"
+    # the command and the functions, without options, show special-token text as its one id
+    assert cli("explain", text).stdout == repr(teach.explain(text)) + "\n"
+    assert "special token '<|endoftext|>' = id 50256" in repr(teach.explain(text))
+    assert "encode() refuses special-token text unless allowed_special names it" in repr(teach.explain(text))
+    assert 50256 in teach.show(text).ids and 50256 in teach.compare(text).ids["gpt2"]
+    # tiktoken's rule is one option away, in both
+    stderr = cli("explain", text, "--allowed_special", "none", "--disallowed_special", "all", status=2).stderr
+    assert "'<|endoftext|>'" in stderr and "--allowed_special all" in stderr
+    with pytest.raises(ValueError, match="special token .<|endoftext|>., which is disallowed"):
+        teach.explain(text, allowed_special=set(), disallowed_special="all")
+    assert "special token '" not in cli("explain", text, "--disallowed_special", "none",
+                                        "--allowed_special", "none").stdout
 
 
 # ---- compare ----------------------------------------------------------------------------------------------

@@ -4,16 +4,25 @@ A pre-token (one piece of text such as ``" hello"``) is first written as its UTF
 
     b" hello" -> [b" ", b"h", b"e", b"l", b"l", b"o"]
 
-Training learned an ordered list of merges; ``merge_ranks`` maps the bytes a merge produces to its position
-in that list (lower = learned earlier = applied first). Encoding repeats one step: among all adjacent pairs
-of parts, find the pair whose concatenation has the lowest rank and join it. When no adjacent pair is in
+Training learned an ordered list of merges; ``merge_ranks`` maps the bytes a merge produces to its rank, a
+number that only orders the merges (lower = learned earlier = applied first). Two tables of this shape exist:
+
+* tiktoken's (every OpenAI encoding, ``Encoding.merge_ranks`` of gpt2): the rank is the token's id, and the
+  table also holds the 256 single bytes (ranks no pair of parts can join into). ``b" c"`` -> 269: the token id,
+  not the merge's place in ``vocab.bpe`` (13).
+* a merge list's (``Encoding.from_vocab_merges``, a trained tokenizer): the rank is the merge's 0-based place
+  in the list, and single bytes are not in it. ``b" t"`` -> 0 while its id is 256.
+
+Either works here, as only the order matters. Encoding repeats one step: among all adjacent pairs of parts,
+find the pair whose concatenation has the lowest rank and join it. When no adjacent pair joins into a key of
 ``merge_ranks`` the parts are final tokens:
 
     [b" ", b"h", b"e", b"l", b"l", b"o"] -> [b" h", b"e", b"l", b"l", b"o"] -> ... -> [b" hello"]
 
 When two pairs have the same rank (the same merge at two places) the leftmost goes first. This is
 tiktoken's formulation; for GPT-2's files it gives exactly the ids of OpenAI's ``encoder.py``, which ranks
-pairs instead (``vocab.bpe`` line numbers), because each GPT-2 token is produced by one merge.
+pairs instead (``bpe_ranks``: the 0-based merge lines of ``vocab.bpe``), because each GPT-2 token is produced
+by one merge (docs/04-three-spellings-of-bpe.md sets the spellings side by side).
 
 ``merge_reference`` is that loop, written to be read. Tools that replay BPE use it through two hooks instead of
 re-typing it: a rank limit (``recover_merges`` rebuilds a ``.tiktoken`` file's merges with it) and a callback

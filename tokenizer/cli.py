@@ -18,7 +18,8 @@ Every command follows the same rules:
   ``encode "'quoted'"``. Text that starts with a dash goes after ``--``: ``encode -- "-x"``.
 * **Special tokens: the API's rule.** Text that spells a special token (``<|endoftext|>``) is an error unless
   ``--allowed_special all|TOKEN,...`` makes it the special token or ``--disallowed_special none|TOKEN,...``
-  lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``.
+  lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``. ``explain``,
+  a teaching tool, shows it as its id unless told otherwise (:data:`tokenizer.teach.TEACHING_SPECIAL_RULE`).
 * **Inputs** are files, folders, quoted globs or ``-`` (standard input), found and read by
   :mod:`tokenizer.jobs.inputs` for every file command: ``.jsonl``, ``.jsonl.gz`` and ``.parquet`` hold one
   document per record (``--text_field``), any other file is text; bad input is named by file and line.
@@ -569,12 +570,22 @@ def add_encoding(p, *, several: bool = False) -> None:
                        "or the folder of a saved tokenizer (train --out DIR)")
 
 
-def add_specials(p) -> None:
-    add_flag(p, "allowed_special", default="none", metavar="all|none|TOKEN,...",
-                   help="special tokens to encode as their ids (default none)")
-    add_flag(p, "disallowed_special", default="all", metavar="all|none|TOKEN,...",
-                   help="special tokens whose text is an error (default all but the allowed ones); "
+def add_specials(p, rule: dict | None = None) -> None:
+    """``--allowed_special`` and ``--disallowed_special``; their defaults are ``rule`` (``Encoding.encode``'s
+    two arguments, as in :data:`tokenizer.teach.SPECIAL_RULES`), tiktoken's (refused) without one."""
+    rule = rule or teach.SPECIAL_RULES["disallowed"]
+    allowed, disallowed = (flag_spelling(rule[name]) for name in ("allowed_special", "disallowed_special"))
+    add_flag(p, "allowed_special", default=allowed, metavar="all|none|TOKEN,...",
+                   help=f"special tokens to encode as their ids (default {allowed})")
+    add_flag(p, "disallowed_special", default=disallowed, metavar="all|none|TOKEN,...",
+                   help=f"special tokens whose text is an error (default {disallowed}"
+                   f"{' but the allowed ones' if disallowed == 'all' else ''}); "
                    "none: any other special-token text is encoded as plain text")
+
+
+def flag_spelling(tokens) -> str:
+    """``allowed_special``/``disallowed_special`` as the flags write them: ``all``, ``none`` or a comma list."""
+    return tokens if tokens == "all" else ",".join(sorted(tokens)) or "none"
 
 
 def add_errors(p) -> None:
@@ -686,7 +697,7 @@ def build_parser(prog: str) -> Parser:
     p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash); "
                    "- reads it from stdin, as UTF-8, exactly (a final newline included)")
     add_encoding(p)
-    add_specials(p)
+    add_specials(p, teach.SPECIAL_RULES[teach.TEACHING_SPECIAL_RULE])  # special-token text shown as its id
 
     p = command("compare", compare, "Token counts and splits of TEXT under several encodings.", "TEXT [options]",
                 needs=[("text", "TEXT")])

@@ -654,8 +654,12 @@ class Encoding:
 
     @property
     def merge_ranks(self) -> Mapping[bytes, int]:
-        """Merge priority of each token (lower merges first; single bytes are never made by a merge): what
-        :func:`tokenizer.bpe.merge` needs. Read-only."""
+        """Merge priority of each token, lower merging first: what :func:`tokenizer.bpe.merge` needs. Read-only.
+
+        Two numberings, one order. For tiktoken's files (every OpenAI encoding) it is :attr:`token_ids` itself: a
+        token's rank is its id, and the 256 single bytes are in it (never made by a merge). For an encoding from
+        :meth:`from_vocab_merges` it is the merge's 0-based place in ``merges`` (``vocab.bpe``'s line for GPT-2's
+        files: ``b" c"`` -> 13, where its id is 269), without the single bytes."""
         return MappingProxyType(self._merge_ranks)
 
     @property

@@ -13,7 +13,10 @@ JSON API, which scripts may use too (GET with a query, or POST a JSON object of 
     GET /api/next?text=...                             GPT-2's 10 likeliest next tokens (gpt2 --serve)
 
 ``special`` (``allowed``, ``disallowed`` or ``text``) is the special-token rule of :meth:`Encoding.encode`:
-special-token text becomes its id, is an error (tiktoken's default), or is encoded as plain text. A mistake
+special-token text becomes its id (the teaching tools' default, :data:`tokenizer.teach.TEACHING_SPECIAL_RULE`),
+is an error (tiktoken's default), or is encoded as plain text. Each merge of the trace is named by its place
+among the encoding's merges (``merge``, from 0: for gpt2 its line of ``vocab.bpe``) and by the id of the token it
+makes (``id``; OpenAI's encodings also rank merges by it), never by a bare rank. A mistake
 (unknown encoding or field, text over :data:`MAX_CHARS`, a malformed query) is answered with a 4xx status and
 ``{"error": "one line that says what to pass instead"}``.
 
@@ -37,8 +40,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from .encoding import Encoding
 from .registry import get_encoding, list_encoding_names
-from .teach import (COMPARED, merge_story, pre_tokens, show_bytes, split_differences, token_spans, token_texts,
-                    visible_whitespace)
+from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, merge_number, merge_story, pre_tokens,
+                    show_bytes, split_differences, token_spans, token_texts, visible_whitespace)
 from .vocab_files import token_to_gpt2_str
 
 MAX_CHARS = 20_000  # longest text the API takes: every answer stays well under a second
@@ -50,12 +53,6 @@ PAGE_FILES = {  # URL path -> (file in PAGE_DIR, content type); nothing else is 
     "/": ("index.html", "text/html; charset=utf-8"),
     "/playground.js": ("playground.js", "text/javascript; charset=utf-8"),
     "/playground.css": ("playground.css", "text/css; charset=utf-8"),
-}
-# the special-token rule by its name on the page -> Encoding.encode's arguments
-SPECIAL_RULES = {
-    "allowed": dict(allowed_special="all", disallowed_special=()),
-    "disallowed": dict(allowed_special=set(), disallowed_special="all"),
-    "text": dict(allowed_special=set(), disallowed_special=()),
 }
 
 
@@ -136,7 +133,7 @@ class Playground:
 
     @staticmethod
     def special(fields) -> dict:
-        rule = fields.get("special", "allowed")
+        rule = fields.get("special", TEACHING_SPECIAL_RULE)
         if rule not in SPECIAL_RULES:
             raise ApiError(HTTPStatus.BAD_REQUEST, f"special={rule!r}; pass allowed (special-token text becomes "
                            "its id), disallowed (it is an error) or text (it is plain text)")
@@ -157,6 +154,7 @@ class Playground:
     def encodings(self, fields) -> dict:
         return {"encodings": self.names, "default": self.names[0],
                 "compare": [name for name, _ in COMPARED], "special_rules": list(SPECIAL_RULES),
+                "special_default": TEACHING_SPECIAL_RULE,
                 "model": self.model.name if self.model else None, "max_chars": MAX_CHARS}
 
     def encode(self, fields) -> dict:
@@ -235,7 +233,8 @@ def piece_answer(piece, enc: Encoding, first: int, index: int) -> dict:
                        f"the pre-token holding token {index} is {len(data):,} bytes; the merge trace replays BPE "
                        f"step by step for pre-tokens up to {MAX_EXPLAIN_BYTES:,} bytes")
     story = merge_story(piece.text, enc)
-    steps = [{"rank": s.rank, "left": show_bytes(s.left), "right": show_bytes(s.right),
+    steps = [{"merge": merge_number(enc, s.left + s.right), "id": enc.token_ids[s.left + s.right],
+              "left": show_bytes(s.left), "right": show_bytes(s.right),
               "result": show_bytes(s.left + s.right), "gpt2": [token_to_gpt2_str(s.left), token_to_gpt2_str(s.right)],
               "builds": built}
              for s, built in zip(story.steps, story.builds)]

@@ -5,9 +5,16 @@
     python -m tokenizer compare "        return x  # indented"  # gpt2 vs GPT-4 vs GPT-4o
 
 ``explain`` replays BPE with :func:`merge_steps`: :func:`tokenizer.bpe.merge_reference` reporting every
-merge as it happens (its ``on_merge`` hook), so the steps shown are the reference's own. It also
-shows the shortcut :class:`tokenizer.Encoding` takes: a pre-token that is itself a token (``" heroes"``) is that
-token, without running any merges.
+merge as it happens (its ``on_merge`` hook), so the steps shown are the reference's own. Each merge is named
+twice, never by a bare "rank": ``merge #13`` is its place among the encoding's merges (0-based; for gpt2 the
+merge lines of ``vocab.bpe``, the ``bpe_ranks`` of OpenAI's ``encoder.py``) and ``token id 269`` the token it
+makes (for OpenAI's encodings also the rank BPE orders merges by, their ``merge_ranks``). A pre-token that is
+itself a token (``" heroes"``) shows both views, which agree: tiktoken's shortcut takes it whole, and the
+merges OpenAI's ``bpe()`` makes end at the same token, because each token of OpenAI's files is made by exactly
+one merge of two tokens made before it.
+
+Special tokens: these tools (the functions here, the ``explain`` command and the playground) show special-token
+text as its one id unless told otherwise (:data:`TEACHING_SPECIAL_RULE`), where tiktoken's ``encode`` refuses it.
 
 :class:`CharTokenizer` is the other end of the design space: one id per character (as in char-level
 language models), a vocabulary of a few dozen ids, and text several times longer in ids than with BPE.
@@ -17,7 +24,8 @@ from __future__ import annotations
 
 import codecs
 import html
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from functools import lru_cache
 from itertools import accumulate
 from typing import Iterator, Mapping, NamedTuple
 
@@ -31,9 +39,31 @@ _BACKGROUNDS = [43, 46, 42, 45, 44, 41]
 _RESET = "\x1b[0m"
 COMPARED = [("gpt2", "GPT-2"), ("cl100k_base", "GPT-4"), ("o200k_base", "GPT-4o")]
 
+# A special-token rule, by the name the playground gives it, -> the arguments of Encoding.encode.
+SPECIAL_RULES = {
+    "allowed": dict(allowed_special="all", disallowed_special=()),  # special-token text becomes its id
+    "disallowed": dict(allowed_special=frozenset(), disallowed_special="all"),  # it is an error: tiktoken's encode
+    "text": dict(allowed_special=frozenset(), disallowed_special=()),  # it is encoded as plain text
+}
+TEACHING_SPECIAL_RULE = "allowed"
+"""The one default special-token rule of the teaching tools: :func:`show`, :func:`explain`, :func:`compare` (and the
+functions they print with), the ``explain`` command and the playground.
+
+``allowed``: ``<|endoftext|>`` in the text is shown as the one token it is, id 50256. tiktoken's ``encode``
+refuses such text by default, because text from a user that holds a special token's spelling could otherwise
+pose as that token to a model (end a document, or a chat turn, where the user chose). A teaching tool shows what
+the text becomes, on the learner's own text, for no model: hiding the token behind an error would hide the
+lesson, and ``explain`` says on the token's line that ``encode`` refuses it unless allowed. Pass
+``allowed_special``/``disallowed_special`` (``--allowed_special``, ``--disallowed_special``; the playground's
+selector) for the other rules."""
+TEACHING_ALLOWED = SPECIAL_RULES[TEACHING_SPECIAL_RULE]["allowed_special"]
+TEACHING_DISALLOWED = SPECIAL_RULES[TEACHING_SPECIAL_RULE]["disallowed_special"]
+
 
 class MergeStep(NamedTuple):
-    """One BPE merge: the pair joined, its rank (priority: lower merged first) and the parts afterwards."""
+    """One BPE merge: the pair joined, its rank and the parts afterwards. ``rank`` is the encoding's
+    ``merge_ranks`` value, the order of merges (lower first): for OpenAI's encodings the token id of
+    ``left + right``, for a trained one its merge number. Show it as :func:`merge_number` and the token id."""
 
     rank: int
     left: bytes
@@ -50,6 +80,35 @@ def merge_steps(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[MergeSte
     steps: list[MergeStep] = []
     merge_reference(piece, merge_ranks, on_merge=lambda *step: steps.append(MergeStep(*step)))
     return steps
+
+
+def merge_number(enc: Encoding, token: bytes) -> int:
+    """The place (0-based) among ``enc``'s merges of the merge that makes ``token``: for gpt2 its merge line in
+    ``vocab.bpe`` (OpenAI's ``bpe_ranks``), for a trained encoding its place in the trainer's list.
+
+    >>> gpt2 = get_encoding("gpt2")
+    >>> merge_number(gpt2, b" c"), gpt2.token_ids[b" c"]
+    (13, 269)
+    """
+    rank = enc.merge_ranks[token]
+    single_byte_ranks, merged_ranks = _rank_order(enc)
+    if not single_byte_ranks:  # the ranks are merge numbers already (Encoding.from_vocab_merges)
+        return rank
+    return bisect_left(merged_ranks, rank)  # tiktoken's ranks: count the merged tokens that come before
+
+
+@lru_cache(maxsize=8)
+def _rank_order(enc: Encoding) -> tuple[list[int], list[int]]:
+    """The sorted ranks of ``enc``'s single bytes and of its merged tokens."""
+    single, merged = [], []
+    for token, rank in enc.merge_ranks.items():
+        (single if len(token) == 1 else merged).append(rank)
+    return sorted(single), sorted(merged)
+
+
+def merge_names(enc: Encoding, step: MergeStep) -> str:
+    """A merge under its two numbers, each saying what it is: ``"merge #13, token id 269"``."""
+    return f"merge #{merge_number(enc, step.left + step.right)}, token id {enc.token_ids[step.left + step.right]}"
 
 
 def show_bytes(token: bytes) -> str:
@@ -90,13 +149,15 @@ def _visible(text: str) -> str:
 
 
 def render_show(
-    text: str, encoding: str | Encoding = "gpt2", color: bool = False, *, allowed_special="all", disallowed_special=()
+    text: str, encoding: str | Encoding = "gpt2", color: bool = False, *,
+    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
 ) -> str:
     """The text with token boundaries marked (colours, or ``|`` without), then the ids and a count. A token
     that holds part of a character shows its bytes (:func:`token_pieces`).
 
     ``encoding`` is a registered name or an :class:`Encoding`; ``allowed_special`` and ``disallowed_special``
-    mean what they mean for :meth:`Encoding.encode` (by default special-token text shows as its token).
+    mean what they mean for :meth:`Encoding.encode`; by default special-token text shows as its token
+    (:data:`TEACHING_SPECIAL_RULE` says why).
     """
     enc = _as_encoding(encoding)
     ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
@@ -129,7 +190,8 @@ class PreToken(NamedTuple):
 
 
 def pre_tokens(
-    text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all", disallowed_special=()
+    text: str, encoding: str | Encoding = "gpt2", *,
+    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
 ) -> list[PreToken]:
     """``text`` cut as encode cuts it: allowed special tokens first, then the pattern's pre-tokens, each with its
     ids (so the ids of all of them, in order, are ``encode``'s). Raises encode's error for a disallowed special
@@ -164,9 +226,10 @@ def pre_tokens(
 class MergeStory(NamedTuple):
     """How BPE turns one pre-token into tokens: its bytes, each merge in order, and which token each merge built.
 
-    ``whole`` says encode took the pre-token whole, as it is itself a token (the merges end there too, for
-    OpenAI's encodings); ``builds[n]`` is the index, among ``tokens``, of the token that ``steps[n]`` made
-    part of (or all of).
+    ``whole`` says encode took the pre-token whole, as it is itself a token (tiktoken's shortcut). ``steps`` are
+    the merges all the same: those OpenAI's ``bpe()`` makes, which end at that same token for every encoding
+    whose tokens are each made by one merge (OpenAI's, and any the trainer makes). ``builds[n]`` is the index,
+    among ``tokens``, of the token that ``steps[n]`` made part of (or all of).
     """
 
     data: bytes
@@ -199,7 +262,8 @@ def merge_story(piece: str, encoding: str | Encoding = "gpt2") -> MergeStory:
 
 
 def explain_lines(
-    text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all", disallowed_special=()
+    text: str, encoding: str | Encoding = "gpt2", *,
+    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
 ) -> Iterator[str]:
     """What encode does to ``text``, one line per step: special tokens, pre-tokens, merges, ids.
 
@@ -208,9 +272,12 @@ def explain_lines(
     enc = _as_encoding(encoding)
     pieces = pre_tokens(text, enc, allowed_special=allowed_special, disallowed_special=disallowed_special)
     yield f"encoding {enc.name}: special tokens first, then the pattern cuts pre-tokens, then BPE merges each"
+    yield "(merge #N: the merge's place among the encoding's merges, from 0; token id: the id of the token it makes,"
+    yield " which is also the merge's rank in OpenAI's encodings: merges apply in that order)"
     for piece in pieces:
         if piece.special:
             yield f"\nspecial token {piece.text!r} = id {piece.ids[0]}"
+            yield "  (allowed here; encode() refuses special-token text unless allowed_special names it)"
         else:
             yield from _explain_piece(enc, piece.text)
 
@@ -220,13 +287,15 @@ def _explain_piece(enc, piece: str) -> Iterator[str]:
     data = story.data
     yield f"\npre-token {piece!r}: {len(data)} byte{'s' if len(data) != 1 else ''} {' '.join(f'{b:02x}' for b in data)}"
     token_ids = enc.token_ids
-    if story.whole:
-        yield f"  is itself a token: encode takes it whole, no merges needed = id {token_ids[data]}"
-        return
+    if story.whole and len(data) > 1:
+        merged = story.steps[-1].parts if story.steps else ()
+        yield f"  is itself a token (id {token_ids[data]}): encode takes it whole, without merging"
+        yield ("  and the merges reach it too, as OpenAI's bpe() makes them:" if merged == (data,) else
+               f"  (the merges alone end at {' '.join(map(show_bytes, merged))}: no merge builds this token)")
     for n, step in enumerate(story.steps, 1):
         yield (
-            f"  merge {n:>2}: rank {step.rank:>6}  {show_bytes(step.left)} + {show_bytes(step.right)}"
-            f" -> {show_bytes(step.left + step.right)}"
+            f"  step {n:>2}: {show_bytes(step.left)} + {show_bytes(step.right)} -> {show_bytes(step.left + step.right)}"
+            f"  ({merge_names(enc, step)})"
         )
     ids = [token_ids[p] for p in story.tokens]
     yield f"  tokens {' '.join(show_bytes(p) for p in story.tokens)} = ids {ids}"
@@ -236,7 +305,8 @@ def _explain_piece(enc, piece: str) -> Iterator[str]:
 
 
 def compare_lines(
-    text: str, encodings=COMPARED, *, allowed_special="all", disallowed_special=()
+    text: str, encodings=COMPARED, *,
+    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
 ) -> Iterator[str]:
     """Token counts and splits of ``text`` under several encodings, and the longest whitespace token each used.
 
@@ -360,14 +430,17 @@ class Explained:
                 continue
             story = merge_story(piece.text, self.encoding)
             merges = "".join(
-                f"<tr><td>{n}</td><td>{s.rank}</td><td>{html.escape(show_bytes(s.left))} + "
-                f"{html.escape(show_bytes(s.right))}</td><td>{html.escape(show_bytes(s.left + s.right))}</td></tr>"
+                f"<tr><td>{n}</td><td>{html.escape(show_bytes(s.left))} + {html.escape(show_bytes(s.right))}</td>"
+                f"<td>{html.escape(show_bytes(s.left + s.right))}</td>"
+                f"<td>{merge_number(self.encoding, s.left + s.right)}</td>"
+                f"<td>{self.encoding.token_ids[s.left + s.right]}</td></tr>"
                 for n, s in enumerate(story.steps, 1)
             )
-            note = " (itself a token: encode takes it whole)" if story.whole else ""
+            note = " (itself a token: encode takes it whole; the merges lead to it too)" if story.whole else ""
             rows.append(
                 f"<p><b>{head}</b>: {len(story.data)} bytes, ids {list(piece.ids)}{note}</p>"
-                f"<table><tr><th>merge</th><th>rank</th><th>pair</th><th>result</th></tr>{merges}</table>"
+                "<table><tr><th>step</th><th>pair</th><th>result</th><th>merge #</th><th>token id</th></tr>"
+                f"{merges}</table>"
             )
         return f'<div style="font-family:monospace">{"".join(rows)}</div>'
 
@@ -396,7 +469,10 @@ class Compared:
         return _html_block("\n".join(rows))
 
 
-def show(text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all", disallowed_special=()) -> Shown:
+def show(
+    text: str, encoding: str | Encoding = "gpt2", *,
+    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
+) -> Shown:
     """The tokens of ``text``, for a notebook or the REPL (arguments as :func:`render_show`'s).
 
     >>> show("hello world").ids
@@ -406,13 +482,19 @@ def show(text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all",
     return Shown(text, enc, allowed_special=allowed_special, disallowed_special=disallowed_special)
 
 
-def explain(text: str, encoding: str | Encoding = "gpt2", *, allowed_special="all", disallowed_special=()) -> Explained:
+def explain(
+    text: str, encoding: str | Encoding = "gpt2", *,
+    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
+) -> Explained:
     """Each pre-token of ``text`` and its merges, for a notebook or the REPL (arguments as :func:`render_show`'s)."""
     enc = _as_encoding(encoding)
     return Explained(text, enc, allowed_special=allowed_special, disallowed_special=disallowed_special)
 
 
-def compare(text: str, encodings=COMPARED, *, allowed_special="all", disallowed_special=()) -> Compared:
+def compare(
+    text: str, encodings=COMPARED, *,
+    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
+) -> Compared:
     """``text`` under several encodings, for a notebook or the REPL (arguments as :func:`compare_lines`'s;
     ``encodings`` may also be plain names)."""
     labelled = [item if isinstance(item, tuple) else (item, dict(COMPARED).get(getattr(item, "name", item), ""))

@@ -10,7 +10,7 @@ const RULES = {
   disallowed: "disallowed: text such as <|endoftext|> is an error, tiktoken's default (encode(text))",
   text: "plain text: <|endoftext|> is encoded as ordinary text, < | end ... (encode(text, disallowed_special=()))",
 };
-const state = { names: [], model: null, answer: null, selected: null, seq: 0, timer: null };
+const state = { names: [], model: null, answer: null, selected: null, seq: 0, timer: null, specialDefault: null };
 
 // ---- talking to the server ---------------------------------------------------------------------------------
 
@@ -66,7 +66,7 @@ function readUrl() {
 
 function writeUrl(s) {
   const query = new URLSearchParams({ text: s.text, encoding: s.encoding });
-  if (s.special !== "allowed") query.set("special", s.special);
+  if (s.special !== state.specialDefault) query.set("special", s.special);
   if (s.view !== "text") query.set("view", s.view);
   if (s.compare.length) query.set("compare", s.compare.join(","));
   history.replaceState(null, "", `?${query}`);
@@ -158,9 +158,16 @@ function drawMerges(story) {
       `${story.tokens.length} token${story.tokens.length > 1 ? "s" : ""}: ` +
       story.tokens.map((t) => `${t.shown} = ${t.id}`).join(", "),
   ];
+  // a pre-token that is a token: tiktoken's shortcut takes it whole, and OpenAI's bpe() merges reach it too
+  const reached = story.steps.length && story.steps[story.steps.length - 1].result === token.shown;
   if (story.special) lines.push("A special token: no merges build it; the special-token rule turned its text into its id.");
-  else if (story.whole) lines.push("It is itself a token, so encode takes it whole; the merges below lead there too.");
-  else if (!story.steps.length) lines.push("A single byte: no merges.");
+  else if (story.whole && reached) {
+    lines.push("It is itself a token, so encode takes it whole (tiktoken's shortcut); the merges OpenAI's bpe() "
+      + "makes, below, lead there too: each token is made by one merge of two earlier ones.");
+  } else if (story.whole && story.steps.length) {
+    lines.push("It is itself a token, so encode takes it whole; the merges alone, below, do not build it: "
+      + "no merge of this vocabulary makes this token.");
+  } else if (!story.steps.length) lines.push("A single byte: no merges.");
   const notes = lines.map((line) => {
     const p = document.createElement("p");
     p.textContent = line;
@@ -169,23 +176,26 @@ function drawMerges(story) {
   const table = document.createElement("table");
   table.id = "merge-steps";
   const head = document.createElement("tr");
-  ["#", "rank", "pair", "result"].forEach((name) => cell(head, name, "th"));
+  ["step", "pair", "result", "merge #", "token id"].forEach((name) => cell(head, name, "th"));
   table.append(head);
   story.steps.forEach((step, n) => {
     const row = document.createElement("tr");
     row.className = step.builds === index ? "builds" : "other";
-    row.dataset.rank = step.rank;
+    row.dataset.merge = step.merge;
     cell(row, String(n + 1));
-    cell(row, String(step.rank));
     cell(row, `${step.left} + ${step.right}`);
     cell(row, step.result);
+    cell(row, String(step.merge));
+    cell(row, String(step.id));
     table.append(row);
   });
   const built = story.steps.filter((step) => step.builds === index).length;
   if (story.steps.length) {
     const p = document.createElement("p");
     p.className = "hint";
-    p.textContent = `${built} of the pre-token's ${story.steps.length} merges built this token (highlighted).`;
+    p.textContent = `${built} of the pre-token's ${story.steps.length} merges built this token (highlighted). `
+      + "merge #: the merge's place among the encoding's merges, from 0 (gpt2: its line of vocab.bpe); "
+      + "token id: the token it makes, which OpenAI's encodings also rank merges by.";
     notes.push(p);
   }
   box.replaceChildren(...notes, ...(story.steps.length ? [table] : []));
@@ -257,6 +267,8 @@ async function start() {
   }
   state.names = info.encodings;
   state.model = info.model;
+  state.specialDefault = info.special_default;
+  $("special").value = info.special_default;
   const fill = (select, names, blank) => {
     select.replaceChildren(...(blank ? [""] : []).concat(names).map((name) => new Option(name || "(none)", name)));
   };
