@@ -21,7 +21,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = sorted((REPO / "docs").glob("[0-9][0-9]-*.md"))  # the walkthroughs
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
-EXPECTED_DOCS = ["01-characters-to-bpe.md", "03-gpt2-vocab-files.md", "06-ids-to-next-token.md"]
+EXPECTED_DOCS = ["01-characters-to-bpe.md", "02-unicode-regex-special-tokens.md", "03-gpt2-vocab-files.md",
+                 "04-three-spellings-of-bpe.md", "05-training-cs336.md", "06-ids-to-next-token.md"]
 
 
 def python_blocks(markdown: str) -> list[tuple[int, str]]:
@@ -101,3 +102,4 @@ def test_the_readme_states_the_python_version_pyproject_requires():
     required = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
     stated = set(re.findall(r"Python ≥ ?(3\.\d+)", (REPO / "README.md").read_text(encoding="utf-8")))
     assert required == ">=3.11" and stated == {"3.11"}
+

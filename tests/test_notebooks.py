@@ -14,7 +14,8 @@ from notebooks import cells_of, dumps, notebook, run_notebook
 from tokenizer import get_encoding
 from tokenizer.teach import compare, compare_lines, explain, explain_lines, pre_tokens, render_show, show
 
-NOTEBOOKS = ["01-characters-to-bpe", "02-unicode-regex-special-tokens", "05-training-cs336"]
+NOTEBOOKS = ["01-characters-to-bpe", "02-unicode-regex-special-tokens", "03-gpt2-vocab-files",
+             "04-three-spellings-of-bpe", "05-training-cs336"]
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
