@@ -24,6 +24,10 @@ Every command follows the same rules:
   document per record (``--text_field``), any other file is text; bad input is named by file and line.
 * **Files are UTF-8**: invalid bytes are an error naming the byte offset, unless ``--errors replace`` (U+FFFD).
   Files are read in chunks, with a progress bar in MB, so memory does not grow with the file.
+* **Outputs** follow one rule (:mod:`tokenizer.outputs`), checked before any work: an empty path, a device or
+  FIFO, a folder where a file goes (or the reverse) or a place that cannot be written is a mistake; an existing
+  output is replaced only with ``--force``; a symlink is written through; ``encode-file --out -`` writes the ids
+  to standard output. What is written appears whole or not at all.
 * ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or the folder of a saved tokenizer
   (``train --out DIR``); list options take comma lists; flags are spelt ``--vocab_size`` or ``--vocab-size``.
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
