@@ -344,6 +344,25 @@ def test_compare_prints_only_what_it_computed(cli):
     assert f"gpt2 {counts['gpt2'] / counts['cl100k_base']:.2f}x as many" in out
 
 
+def test_outputs_are_checked_before_any_work(cli, tmp_path):
+    """Issue 42's output mistakes as a user types them, each one line and exit 2 with nothing written (each is
+    tested in detail, with devices and symlinks, in test_outputs.py)."""
+    (tmp_path / "de.txt").write_text("Grüße aus Köln. " * 50, encoding="utf-8")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "emptydir").mkdir()
+    train = ["train", "--input", "de.txt", "--vocab_size", "300", "--out"]
+    for args, said in [(["encode-file", "de.txt", "--out", "fifo"], "--out fifo is a FIFO (named pipe)"),
+                       (["encode-file", "de.txt", "--out", ""], "--out '': an empty path"),
+                       (["encode-dataset", "de.txt", "--out", ""], "--out '': an empty path"),
+                       ([*train, ""], "--out '': an empty path"),
+                       (["encode-file", "de.txt", "--out", "emptydir"], "--out emptydir is a folder"),
+                       ([*train, "de.txt"], "--out de.txt is a file"),
+                       ([*train, "/proc/tk"], "--out /proc/tk: cannot write in /proc")]:
+        assert said in cli(*args, status=2).stderr, args
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["de.txt", "emptydir", "fifo"]
+    assert (tmp_path / "fifo").is_fifo() and not any((tmp_path / "emptydir").iterdir())
+
+
 # ---- Ctrl-C -------------------------------------------------------------------------------------------------
 
 
