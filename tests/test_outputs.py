@@ -9,6 +9,7 @@ subprocess runs of test_cli.py show the same commands from outside."""
 
 from __future__ import annotations
 
+import doctest
 import io
 import json
 import os
@@ -181,6 +182,11 @@ def test_an_existing_output_needs_force_or_overwrite_everywhere(workdir, capsysb
     assert not [p for p in workdir.iterdir() if p.name.startswith(".")]  # no hidden partial left
 
 
+def test_docstring_examples():
+    result = doctest.testmod(outputs)
+    assert result.attempted >= 2 and result.failed == 0
+
+
 def test_written_beside_and_renamed_nothing_left_on_failure_or_ctrl_c(tmp_path):
     target = tmp_path / "a" / "b" / "out.bin"
     for error in (ValueError("bad input"), KeyboardInterrupt()):
@@ -199,6 +205,16 @@ def test_written_beside_and_renamed_nothing_left_on_failure_or_ctrl_c(tmp_path):
         (partial / "vocab.bpe").write_text("whole")
     assert listing(tmp_path) == ["tok"] and (tmp_path / "tok" / "vocab.bpe").read_text() == "whole"
     assert stat.S_IMODE((tmp_path / "tok").stat().st_mode) == 0o777 & ~current_umask()
+    (tmp_path / "tok" / "README").write_text("mine")
+    with pytest.raises(KeyboardInterrupt):  # into an existing folder: its files stay as they were
+        with outputs.replaced_folder_files(tmp_path / "tok") as partial:
+            (partial / "vocab.bpe").write_text("half")
+            raise KeyboardInterrupt
+    assert listing(tmp_path / "tok") == ["README", "vocab.bpe"] and (tmp_path / "tok" / "vocab.bpe").read_text() == \
+        "whole"
+    with outputs.replaced_folder_files(tmp_path / "tok", stale=lambda folder: ["vocab.bpe"]) as partial:
+        (partial / "tokenizer.json").write_text("{}")
+    assert listing(tmp_path / "tok") == ["README", "tokenizer.json"] and listing(tmp_path) == ["tok"]
 
 
 def current_umask() -> int:

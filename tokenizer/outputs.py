@@ -132,7 +132,8 @@ def replaced_file(target) -> Iterator[BinaryIO]:
 
 @contextlib.contextmanager
 def replaced_folder_files(target, *, stale: Callable[[Path], list[str]] = lambda folder: []) -> Iterator[Path]:
-    """A new, empty hidden folder beside ``target`` (checked by :func:`check_folder`) to write the files in.
+    """A new, empty hidden folder beside ``target`` (inside it, if it exists; checked by :func:`check_folder`) to
+    write the files in.
 
     When the block ends without error: a ``target`` that does not exist becomes that folder (one rename, so it
     is complete or absent); into an existing one each file is moved, replacing its namesake, and the files
@@ -142,11 +143,12 @@ def replaced_folder_files(target, *, stale: Callable[[Path], list[str]] = lambda
     """
     target = Path(target)
     made = make_folders(target.parent)
-    tmp = partial_path(target)
+    into = target.is_dir()  # then the hidden folder is made inside it: only the folder written to must be writable
+    tmp = partial_path(target) if not into else target / partial_path(target).name
     try:
         tmp.mkdir()
         yield tmp
-        if not target.exists():
+        if not into:
             os.rename(tmp, target)
             return
         written = {p.name for p in tmp.iterdir()}
