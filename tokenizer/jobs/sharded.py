@@ -69,7 +69,7 @@ def foreign_files(folder: Path) -> list[str]:
     """What a folder without a manifest holds (the first few names): files ``encode-dataset`` did not write."""
     if (folder / MANIFEST_NAME).exists():
         return []
-    names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))  # hidden: a killed task's
+    names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))  # hidden: leftovers
     return names[:3] + ["..."] * (len(names) > 3)
 
 
