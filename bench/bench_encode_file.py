@@ -39,7 +39,7 @@ def run_once(path: str, out: Path, encoding: str, workers: int) -> tuple[float, 
     """(wall seconds, CPU seconds) of one encode-file process (its workers included)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "tokenizer", "encode-file", path, "--out", str(out),
-               "--encoding", encoding, "--workers", str(workers), "--allowed_special", "all"]
+               "--encoding", encoding, "--workers", str(workers), "--allowed_special", "all", "--force"]
     cpu_before = children_cpu_seconds()
     start = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, env=env)

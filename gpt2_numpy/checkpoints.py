@@ -188,10 +188,10 @@ def _load_openai_folder(model_dir: Path) -> tuple[dict, dict]:
     return hparams, params
 
 
-def save_hf(folder, encoder, hparams: dict, params: dict) -> None:
+def save_hf(folder, encoder, hparams: dict, params: dict, *, overwrite: bool = False, flag: str | None = None) -> None:
     """Write the model as a Hugging Face GPT-2 folder (see :func:`gpt2_numpy.hfmodel.save_hf_folder`)."""
     merges = sorted(encoder.bpe_ranks, key=encoder.bpe_ranks.__getitem__)
-    hfmodel.save_hf_folder(folder, hparams, params, encoder.encoder, merges)
+    hfmodel.save_hf_folder(folder, hparams, params, encoder.encoder, merges, overwrite=overwrite, flag=flag)
 
 
 def latest_checkpoint(model_dir) -> Path | None:

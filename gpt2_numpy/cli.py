@@ -26,7 +26,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tokenizer.outputs import check_folder
+
 from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, save_hf
+from .hfmodel import hf_model_files
 from .kvcache import iter_generate_batch, sampling_temperature
 from .models_dir import default_models_dir
 from .scoring import token_nlls
@@ -115,6 +118,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("save_hf", metavar="DIR", default=None,
            help="write the model to the new folder DIR in Hugging Face's layout "
            "(transformers.GPT2LMHeadModel.from_pretrained(DIR) loads it)")
+    option("force", action="store_true", help="with --save_hf, replace the model files already in DIR")
     option("serve", action="store_true",
            help="serve the tokenizer playground (a web page) with the model's next-token panel, until Ctrl-C")
     option("host", default=None, help="with --serve, the address to listen on (default 127.0.0.1: this "
@@ -149,10 +153,13 @@ def check_command_line(parser, args) -> None:
         if folder_layout(folder) is None:
             raise ValueError(f"--model {args.model}: the folder holds neither OpenAI's layout (checkpoint, "
                              "hparams.json, model.ckpt.*) nor Hugging Face's (config.json, model.safetensors)")
-    if args.save_hf is not None:
-        out = Path(args.save_hf)
-        if out.exists() and not (out.is_dir() and not any(out.iterdir())):
-            raise ValueError(f"--save_hf {args.save_hf} already exists and is not an empty folder; choose a new folder")
+    if args.save_hf is not None:  # the output rule, before any download (tokenizer/outputs.py)
+        try:
+            check_folder(args.save_hf, holds=hf_model_files, what="a model", overwrite=args.force, flag="--save_hf")
+        except OSError as error:
+            raise ValueError(str(error)) from None
+    elif args.force:
+        raise ValueError("--force replaces the model files in the folder of --save_hf: pass it with --save_hf")
     if args.stride is not None and args.stride <= 0:
         raise ValueError(f"--stride must be > 0, got {args.stride}")
     if args.prompt == "":
@@ -263,8 +270,9 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
         models_dir = default_models_dir() if args.models_dir is None else args.models_dir
         encoder, hparams, params = load_model(args, models_dir)
         if args.save_hf is not None:
-            save_hf(args.save_hf, encoder, hparams, params)
-            print(f"wrote {args.save_hf}", file=sys.stderr)
+            save_hf(args.save_hf, encoder, hparams, params, overwrite=args.force, flag="--save_hf")
+            # what the command made, so stdout; unless stdout carries the continuation of a PROMPT
+            print(f"wrote {args.save_hf}", file=sys.stdout if args.prompt is None else sys.stderr)
         if text is not None:
             print_score(encoder, params, hparams["n_head"], text, args.stride, args.score)
         if args.serve:

@@ -26,15 +26,15 @@ It does NOT read sharded checkpoints (``model-00001-of-00002.safetensors``) or o
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from tokenizer.outputs import check_folder, replaced_folder_files
+
 SAFETENSORS = "model.safetensors"
+HF_MODEL_FILES = ("config.json", SAFETENSORS, "vocab.json", "merges.txt")  # what save_hf_folder writes
 PYTORCH_BIN = "pytorch_model.bin"
 # safetensors dtype names this reads; F16/BF16 weights are widened to float32 (a copy).
 SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "F64": "<f8"}
@@ -214,13 +214,13 @@ def read_hf_vocab(folder: Path) -> tuple[dict[str, int], list[tuple[str, str]]] 
     return None
 
 
-def save_hf_folder(folder, hparams: dict, params: dict, vocab: dict[str, int], merges) -> None:
+def save_hf_folder(folder, hparams: dict, params: dict, vocab: dict[str, int], merges, *,
+                   overwrite: bool = False, flag: str | None = None) -> None:
     """Write a folder ``transformers.GPT2LMHeadModel.from_pretrained`` loads: config.json,
-    model.safetensors, vocab.json, merges.txt. Written in a temporary sibling and renamed, so it
-    is complete or absent; an existing non-empty ``folder`` is refused."""
-    folder = Path(folder)
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise FileExistsError(f"{folder} already exists and is not an empty folder; choose a new folder")
+    model.safetensors, vocab.json, merges.txt (:data:`HF_MODEL_FILES`), by the project's output rule
+    (:mod:`tokenizer.outputs`): checked first, written beside the folder and moved in once complete. A
+    folder that already holds any of those files is refused unless ``overwrite``; other files in it stay."""
+    folder = check_folder(folder, holds=hf_model_files, what="a model", overwrite=overwrite, flag=flag)
     config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": hparams["n_vocab"],
               "n_positions": hparams["n_ctx"], "n_ctx": hparams["n_ctx"], "n_embd": hparams["n_embd"],
               "n_head": hparams["n_head"], "n_layer": hparams["n_layer"], "activation_function": "gelu_new",
@@ -231,16 +231,14 @@ def save_hf_folder(folder, hparams: dict, params: dict, vocab: dict[str, int], m
         for key in picogpt_keys(name):
             node = node[key]
         tensors[name] = node
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
-        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        write_safetensors(tmp / SAFETENSORS, tensors, {"format": "pt"})  # transformers asks for "pt"
-        (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-        (tmp / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
-        if folder.exists():
-            folder.rmdir()  # empty, checked above
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with replaced_folder_files(folder) as partial:
+        (partial / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        write_safetensors(partial / SAFETENSORS, tensors, {"format": "pt"})  # transformers asks for "pt"
+        (partial / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+        (partial / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges),
+                                            encoding="utf-8")
+
+
+def hf_model_files(folder: Path) -> list[str]:
+    """The files of :data:`HF_MODEL_FILES` that ``folder`` holds (what :func:`save_hf_folder` would replace)."""
+    return [name for name in HF_MODEL_FILES if (folder / name).exists()]

@@ -166,9 +166,10 @@ def test_special_token_text_is_an_error_unless_allowed(cli, special_file, comman
     stderr = cli(command, target, status=2).stderr
     assert "'<|endoftext|>'" in stderr and "--allowed_special all" in stderr and "--disallowed_special none" in stderr
     assert "allowed_special={" not in stderr  # the advice is in flags, not Python arguments
+    again = ["--force"] if command == "encode-file" else []  # its output is written each time
     cli(command, target, "--allowed_special", "all")
-    cli(command, target, "--allowed-special", "<|endoftext|>")  # the dashed spelling works too
-    cli(command, target, "--disallowed_special", "none")
+    cli(command, target, "--allowed-special", "<|endoftext|>", *again)  # the dashed spelling works too
+    cli(command, target, "--disallowed_special", "none", *again)
 
 
 def test_allowed_special_gives_the_id_and_disallowed_none_plain_text(cli, special_file, tmp_path):
@@ -185,7 +186,7 @@ def test_allowed_special_gives_the_id_and_disallowed_none_plain_text(cli, specia
                                         "--allowed_special", "none").stdout  # explain allows them by default
     for flags, ids in ((["--allowed_special", "all"], as_special), (["--disallowed_special", "none"], as_text)):
         assert f": {len(ids)} tokens" in cli("count", special_file, *flags).stdout
-        cli("encode-file", special_file, "--out", "out.bin", *flags)
+        cli("encode-file", special_file, "--out", "out.bin", "--force", *flags)
         assert np.fromfile(tmp_path / "out.bin", dtype="<u2").tolist() == ids
 
 
@@ -370,6 +371,25 @@ def test_compare_prints_only_what_it_computed(cli):
     counts = {name: len(get_encoding(name).encode("        return x")) for name in ("gpt2", "cl100k_base")}
     assert "spaces before 'return'" not in out and f"fewest tokens: cl100k_base ({counts['cl100k_base']})" in out
     assert f"gpt2 {counts['gpt2'] / counts['cl100k_base']:.2f}x as many" in out
+
+
+def test_outputs_are_checked_before_any_work(cli, tmp_path):
+    """Issue 42's output mistakes as a user types them, each one line and exit 2 with nothing written (each is
+    tested in detail, with devices and symlinks, in test_outputs.py)."""
+    (tmp_path / "de.txt").write_text("Grüße aus Köln. " * 50, encoding="utf-8")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "emptydir").mkdir()
+    train = ["train", "--input", "de.txt", "--vocab_size", "300", "--out"]
+    for args, said in [(["encode-file", "de.txt", "--out", "fifo"], "--out fifo is a FIFO (named pipe)"),
+                       (["encode-file", "de.txt", "--out", ""], "--out '': an empty path"),
+                       (["encode-dataset", "de.txt", "--out", ""], "--out '': an empty path"),
+                       ([*train, ""], "--out '': an empty path"),
+                       (["encode-file", "de.txt", "--out", "emptydir"], "--out emptydir is a folder"),
+                       ([*train, "de.txt"], "--out de.txt is a file"),
+                       ([*train, "/proc/tk"], "--out /proc/tk: cannot write in /proc")]:
+        assert said in cli(*args, status=2).stderr, args
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["de.txt", "emptydir", "fifo"]
+    assert (tmp_path / "fifo").is_fifo() and not any((tmp_path / "emptydir").iterdir())
 
 
 # ---- Ctrl-C -------------------------------------------------------------------------------------------------

@@ -122,13 +122,16 @@ def test_missing_input_and_missing_or_unwritable_output(tmp_path):
     with pytest.raises(FileNotFoundError, match="input file not found"):
         encode_file(tmp_path / "nope.txt", tmp_path / "out.bin", progress=False)
     (tmp_path / "in.txt").write_text("hello", encoding="utf-8")
-    with pytest.raises(FileNotFoundError, match="output folder does not exist"):
-        encode_file(tmp_path / "in.txt", tmp_path / "no" / "out.bin", progress=False)
-    with pytest.raises(OSError, match="cannot write the output /proc/tokenizer-test.bin"):
+    with pytest.raises(PermissionError, match="/proc/tokenizer-test.bin: cannot write in /proc"):
         encode_file(tmp_path / "in.txt", "/proc/tokenizer-test.bin", workers=1, progress=False)
     with pytest.raises(ValueError, match="not special tokens"):
         encode_file(tmp_path / "in.txt", tmp_path / "out.bin", allowed_special={"<|nope|>"}, progress=False)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+    (tmp_path / "bad.txt").write_bytes(b"ok \xff")  # fails while encoding: the folders made for it go too
+    with pytest.raises(ValueError, match="byte 3"):
+        encode_file(tmp_path / "bad.txt", tmp_path / "no" / "out.bin", workers=1, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "in.txt"]
+    encode_file(tmp_path / "in.txt", tmp_path / "no" / "out.bin", workers=1, progress=False)  # folders made
+    assert np.fromfile(tmp_path / "no" / "out.bin", dtype=np.uint16).tolist() == [31373]
 
 
 def test_dtype_follows_vocab_size():

@@ -194,7 +194,10 @@ def test_foreign_files_and_manifests_are_never_trusted(shard_dir, tmp_path):
     out.mkdir()
     (out / "a_docs.bin").write_bytes(b"\x00\x01" * 50)  # someone else's file, where an output goes
     (out / ".b_ja.bin.0123.partial").write_bytes(b"\x00\x01")  # a killed task's leftover
-    assert encode_dataset([shard_dir], out, workers=1, progress=False)["encoded"] == 4
+    with pytest.raises(FileExistsError, match=r"holds files but no manifest of encode-dataset \(a_docs.bin\); "
+                       "pass overwrite=True to write into it"):  # a folder of files that are not ours
+        encode_dataset([shard_dir], out, workers=1, progress=False)
+    assert encode_dataset([shard_dir], out, workers=1, progress=False, overwrite=True)["encoded"] == 4
     assert outputs(out) == outputs(reference)
 
     # a manifest that does not parse, or lists the outputs of another encoding: everything is redone
@@ -269,7 +272,7 @@ def test_missing_inputs_and_unwritable_output(tmp_path):
         encode_dataset(["-"], tmp_path / "out")
     (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
     (tmp_path / "file").write_text("")
-    with pytest.raises(OSError, match="cannot create the output folder"):
+    with pytest.raises(NotADirectoryError, match="file is not a folder"):
         encode_dataset([tmp_path / "a.jsonl"], tmp_path / "file" / "out")
     assert not (tmp_path / "out").exists()
 

@@ -94,7 +94,7 @@ def test_save_hf_round_trip(params, tmp_path):
     assert hparams_back == hparams
     assert_same_params(params_back, params)
     assert GPT2TokenizerFast.from_pretrained(tmp_path / "out")(TEXT)["input_ids"] == encoder.encode(TEXT)
-    with pytest.raises(FileExistsError, match="already exists"):  # never written over
+    with pytest.raises(FileExistsError, match="already holds a model"):  # never written over
         checkpoints.save_hf(tmp_path / "out", encoder, hparams, params)
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder left
 

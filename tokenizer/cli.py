@@ -25,6 +25,10 @@ Every command follows the same rules:
   document per record (``--text_field``), any other file is text; bad input is named by file and line.
 * **Files are UTF-8**: invalid bytes are an error naming the byte offset, unless ``--errors replace`` (U+FFFD).
   Files are read in chunks, with a progress bar in MB, so memory does not grow with the file.
+* **Outputs** follow one rule (:mod:`tokenizer.outputs`), checked before any work: an empty path, a device or
+  FIFO, a folder where a file goes (or the reverse) or a place that cannot be written is a mistake; an existing
+  output is replaced only with ``--force``; a symlink is written through; ``encode-file --out -`` writes the ids
+  to standard output. What is written appears whole or not at all.
 * ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or the folder of a saved tokenizer
   (``train --out DIR``); list options take comma lists; flags are spelt ``--vocab_size`` or ``--vocab-size``.
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
@@ -56,12 +60,12 @@ import sys
 import time
 from pathlib import Path
 
-from . import serve, teach
+from . import outputs, serve, teach
 from .jobs import dataset, inputs, parity, sharded
 from .jobs.engines import ENGINES
 from .encoding import Encoding
 from .loading import load_encoding
-from .saving import SAVE_FORMATS
+from .saving import SAVE_FORMATS, save_encoding, saved_tokenizer_files
 from .registry import get_encoding, list_encoding_names
 from .training.train import train_bpe
 
@@ -238,17 +242,18 @@ def count(args) -> None:
 def encode_file(args) -> None:
     if args.out is None and inputs.is_stdin(args.input):
         raise UsageError("encode-file - reads standard input: name the output with --out FILE.bin")
-    out = Path(args.out) if args.out is not None else Path(args.input).with_suffix(".bin")
+    out = args.out if args.out is not None else str(Path(args.input).with_suffix(".bin"))
     enc = open_encoding(args.encoding)
     allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
     s = dataset.encode_file(args.input, out, encoding=enc, workers=args.workers, allowed_special=allowed,
                             disallowed_special=disallowed, errors=args.errors, text_field=args.text_field,
-                            progress=show_progress())
-    print(
-        f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {s['bytes']:,} bytes, "
-        f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
-        f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {enc.name})"
-    )
+                            progress=show_progress(), overwrite=args.force,
+                            flag="--out" if args.out is not None else "the output")
+    summary = (f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {s['bytes']:,} bytes, "
+               f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
+               f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {enc.name})")
+    # the summary is the command's result, unless the ids themselves went to stdout (--out -)
+    print(summary, file=sys.stderr if out == outputs.STDOUT else sys.stdout)
 
 
 def encode_dataset(args) -> None:
@@ -258,7 +263,7 @@ def encode_dataset(args) -> None:
     try:
         m = sharded.encode_dataset(args.inputs, args.out, encoding=enc, text_field=args.text_field,
                                    engine=args.engine, address=args.address, workers=args.workers,
-                                   progress=show_progress())
+                                   progress=show_progress(), overwrite=args.force, flag="--out")
     except ImportError as e:  # --engine ray without Ray, or .parquet without pyarrow
         raise UsageError(str(e)) from None
     t = m["totals"]
@@ -333,47 +338,76 @@ def train(args) -> None:
     if args.resume and inputs.STDIN in found:
         raise UsageError("--resume reads the inputs again, and standard input cannot be read twice: save it to a "
                          "file and train on the file")
-    source = inputs.input_name(found[0]) if len(found) == 1 else f"{len(found)} files"
-    with inputs.stdin_as_file(found) as paths:  # read in parallel, then again for the figures below
-        train_on(paths, source, args)
-
-
-def train_on(paths: list[Path], source: str, args) -> None:
-    specials = list(dict.fromkeys(args.special_tokens))  # in the order given, duplicates dropped
-    checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
-    if args.resume and not checkpoint.is_dir():
-        raise UsageError(f"--resume: no training state in {checkpoint} (drop --resume to start from the beginning)")
-    existing = saved_tokenizer_files(Path(args.out))
-    if existing and not (args.force or args.resume):
-        raise UsageError(f"--out {args.out} already holds a tokenizer ({', '.join(existing)}); pass --force to "
-                         "replace it, or choose another --out")
     if args.address is not None and args.engine != "ray":
         raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
+    checkpoint = check_train_outputs(args)
+    source = inputs.input_name(found[0]) if len(found) == 1 else f"{len(found)} files"
+    with inputs.stdin_as_file(found) as paths:  # read in parallel, then again for the figures below
+        train_on(paths, source, args, checkpoint)
+
+
+def check_train_outputs(args) -> Path:
+    """``--out DIR`` and ``DIR.checkpoint`` (where the state is kept until the tokenizer is saved), checked
+    before any work (:mod:`tokenizer.outputs`); returns the checkpoint folder."""
+    outputs.check_folder(args.out, holds=saved_tokenizer_files, what="a tokenizer", overwrite=args.force or args.resume,
+                         flag="--out")
+    checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
+    outputs.check_folder(checkpoint, overwrite=True, flag=f"--out {args.out}: its state folder")
+    if args.resume and not is_resumable(checkpoint):
+        raise UsageError(f"--resume: no training state in {checkpoint} (drop --resume to start from the beginning)")
+    if is_resumable(checkpoint) and not (args.resume or args.force):
+        raise UsageError(f"{checkpoint} holds the training state of a run that stopped: pass --resume to continue "
+                         "it, or --force to start over")
+    return checkpoint
+
+
+def is_resumable(checkpoint: Path) -> bool:
+    """Whether ``checkpoint`` holds a training state to resume (its settings are written last)."""
+    return (checkpoint / "settings.json").is_file()
+
+
+def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
+    specials = list(dict.fromkeys(args.special_tokens))  # in the order given, duplicates dropped
+    kept = f"the training state is kept in {checkpoint}: run the same command with --resume to continue"
+    made = outputs.make_folders(checkpoint.parent)
+    fresh = not checkpoint.exists()
     clock = RunClock(checkpoint, resume=args.resume)
     try:
         vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
                                   num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
                                   resume=args.resume, checkpoint_every=args.checkpoint_every, engine=args.engine,
                                   address=args.address)
+        seconds = time.perf_counter() - clock.start
+        enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
+        save_encoding(enc, args.out, args.format, overwrite=True, flag="--out")  # checked by check_train_outputs
     except BaseException as e:
-        if not (checkpoint / "settings.json").is_file():  # no state kept: no folder left holding only the note
+        if is_resumable(checkpoint):  # the counts are kept: the run can go on from there, and is told so
+            if isinstance(e, KeyboardInterrupt):
+                raise Interrupted(kept) from None
+            if isinstance(e, OSError):  # e.g. a full disk
+                raise UsageError(f"{e}; {kept}") from None
+        elif fresh:  # no state kept: nothing left of this run
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            outputs.remove_folders(made)
+        else:
             clock.forget()
-        elif isinstance(e, KeyboardInterrupt):  # the counts are kept: the run can go on from there
-            raise Interrupted(f"the training state is kept in {checkpoint}: run the same command with --resume "
-                              "to continue") from None
         if isinstance(e, ImportError):  # --engine ray without Ray
             raise UsageError(str(e)) from None
         raise
-    seconds = time.perf_counter() - clock.start
-    enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
-    for name in existing:  # --force: another format's files would be found before the new ones
-        (Path(args.out) / name).unlink()
-    enc.save(args.out, format=args.format)
-    shutil.rmtree(checkpoint)
+    try:
+        shutil.rmtree(checkpoint)
+        print_training_summary(paths, source, args, vocab, merges, enc, seconds, clock)
+    except KeyboardInterrupt:  # e.g. while the training text is encoded again for the summary
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        raise Interrupted(f"the tokenizer is saved in {args.out}; only the summary was cut short") from None
 
+
+def print_training_summary(paths: list[Path], source: str, args, vocab, merges, enc: Encoding, seconds: float,
+                           clock: RunClock) -> None:
     # Peak resident memory of this process and of the counting workers (Linux reports KiB).
     peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                    resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    specials = sorted(enc.special_tokens_set)
     special_bytes = {s.encode("utf-8") for s in specials}
     longest = max((t for t in vocab.values() if t not in special_bytes), key=len)
     n_tokens = n_bytes = 0
@@ -403,14 +437,6 @@ def longest_token_line(longest: bytes, specials: list[str]) -> str:
         return said + ")"
     special = max(specials, key=lambda token: len(token.encode("utf-8")))
     return said + f"; special tokens left out: {special!r} is {len(special.encode('utf-8'))} bytes)"
-
-
-def saved_tokenizer_files(folder: Path) -> list[str]:
-    """The files of a saved tokenizer in ``folder`` (what :func:`tokenizer.loading.load_encoding` looks for)."""
-    if not folder.is_dir():
-        return []
-    names = ["tokenizer.json", "encoder.json", "vocab.bpe", "vocab.json", "merges.txt", "encoding.json"]
-    return [n for n in names if (folder / n).is_file()] + sorted(p.name for p in folder.glob("*.tiktoken"))
 
 
 class RunClock:
@@ -648,7 +674,10 @@ def build_parser(prog: str) -> Parser:
     p.add_argument("input", nargs="?", metavar="INPUT",
                    help="one file: UTF-8 text, or .jsonl, .jsonl.gz or .parquet, whose documents each become "
                    "encode_ordinary(text) + <|endoftext|>; or - for standard input (with --out)")
-    add_flag(p, "out", metavar="OUT.bin", help="the output file (default: INPUT with .bin)")
+    add_flag(p, "out", metavar="OUT.bin", help="the output file (default: INPUT with .bin); - writes the ids to "
+             "standard output")
+    add_flag(p, "force", action="store_true", help="replace the output file if it exists (without it, "
+             "encode-file refuses to write over one)")
     add_encoding(p)
     add_flag(p, "workers", type=positive_int, metavar="N", help="worker processes (default: all CPUs)")
     add_specials(p)
@@ -662,6 +691,8 @@ def build_parser(prog: str) -> Parser:
                 "INPUT [INPUT ...] --out DIR [options]", needs=[("inputs", "INPUT"), ("out", "--out")])
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="shard files, folders of them or quoted globs")
     add_flag(p, "out", metavar="DIR", help="the output folder (created if missing); required")
+    add_flag(p, "force", action="store_true", help="write into a folder that holds other files and no "
+             "manifest (without it, encode-dataset refuses)")
     add_encoding(p)
     add_text_field(p)
     add_flag(p, "engine", choices=ENGINES, default="local",

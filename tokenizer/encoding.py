@@ -610,10 +610,11 @@ class Encoding:
 
     # ---- saving --------------------------------------------------------------------------------------------
 
-    def save(self, path, format: str = "gpt2") -> None:  # noqa: A002
-        """Write this encoding's files to ``path`` in ``format`` ("gpt2", "tiktoken" or "hf"); read them back
-        with :func:`tokenizer.load`. See :func:`tokenizer.saving.save_encoding`."""
-        saving.save_encoding(self, path, format=format)
+    def save(self, path, format: str = "gpt2", *, overwrite: bool = False) -> None:  # noqa: A002
+        """Write this encoding's files to the folder ``path`` in ``format`` ("gpt2", "tiktoken" or "hf"); read
+        them back with :func:`tokenizer.load`. A folder that holds a saved tokenizer already is refused
+        (``FileExistsError``) unless ``overwrite=True``. See :func:`tokenizer.saving.save_encoding`."""
+        saving.save_encoding(self, path, format=format, overwrite=overwrite)
 
     # ---- about the vocabulary ------------------------------------------------------------------------------
 

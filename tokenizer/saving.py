@@ -27,6 +27,7 @@ import json
 import re
 from pathlib import Path
 
+from . import outputs
 from .pretokenize import GPT2_PATTERN, R50K_PATTERN
 from .vocab_files import token_to_gpt2_str
 
@@ -38,18 +39,22 @@ HF_FILE = "tokenizer.json"
 GPT2_PATTERNS = (GPT2_PATTERN, R50K_PATTERN)  # the same pattern, spelled for `regex` and as tiktoken spells it
 
 
-def save_encoding(enc, path, format: str = "gpt2") -> None:  # noqa: A002 - the keyword Encoding.save takes
-    """Write ``enc`` (an :class:`~tokenizer.encoding.Encoding`) into the directory ``path`` (created if needed)
+def save_encoding(enc, path, format: str = "gpt2", *, overwrite: bool = False,  # noqa: A002 - Encoding.save's
+                  flag: str | None = None) -> None:
+    """Write ``enc`` (an :class:`~tokenizer.encoding.Encoding`) into the folder ``path`` (created if needed)
     in ``format``: ``"gpt2"``, ``"tiktoken"`` or ``"hf"`` (see the module's docstring).
 
-    The merges written are ``enc.merges``: the ones the encoding was made from. Everything is checked before
-    the directory is created, so an encoding a format cannot hold leaves nothing behind.
+    The merges written are ``enc.merges``: the ones the encoding was made from. A folder that already holds a
+    saved tokenizer (:func:`saved_tokenizer_files`) is refused unless ``overwrite``; then its tokenizer files
+    are replaced, those of another format removed (loading would find them first), other files left alone.
+    The destination is checked (:func:`tokenizer.outputs.check_folder`; ``flag`` names it on a command line)
+    and the encoding converted before anything is written, and the files are written beside the folder and
+    moved in once all are complete, so an error or Ctrl-C leaves nothing behind.
     """
     if format not in SAVE_FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {', '.join(SAVE_FORMATS)}")
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise NotADirectoryError(f"{folder}: save_encoding writes a directory of files; this is a file")
+    folder = outputs.check_folder(path, holds=saved_tokenizer_files, what="a tokenizer", overwrite=overwrite,
+                                  flag=flag)
     if format == "tiktoken":
         _check_ids_are_priorities(enc)
         files = {TIKTOKEN_FILE: _tiktoken_lines(enc), TIKTOKEN_META_FILE: _tiktoken_meta(enc)}
@@ -57,9 +62,18 @@ def save_encoding(enc, path, format: str = "gpt2") -> None:  # noqa: A002 - the 
         files = dict(zip(GPT2_FILES, _gpt2_files(enc)))
     else:
         files = {HF_FILE: json.dumps(_hf_tokenizer_json(enc), ensure_ascii=False, indent=1)}
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8", newline="\n")
+    with outputs.replaced_folder_files(folder, stale=saved_tokenizer_files) as partial:
+        for name, text in files.items():
+            (partial / name).write_text(text, encoding="utf-8", newline="\n")
+
+
+def saved_tokenizer_files(folder) -> list[str]:
+    """The files of a saved tokenizer in ``folder`` (what :func:`tokenizer.loading.load_encoding` looks for)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    names = [HF_FILE, *GPT2_FILES, "vocab.json", "merges.txt", TIKTOKEN_META_FILE]
+    return [n for n in names if (folder / n).is_file()] + sorted(p.name for p in folder.glob("*.tiktoken"))
 
 
 def _tiktoken_lines(enc) -> str:

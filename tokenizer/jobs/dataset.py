@@ -33,7 +33,6 @@ import hashlib
 import math
 import os
 import time
-import uuid
 from collections import deque
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
@@ -43,6 +42,7 @@ import numpy as np
 from ..core import interleave
 from ..cuts import safe_byte_cuts
 from ..encoding import Encoding
+from ..outputs import check_file, replaced_file
 from ..registry import get_encoding
 from .engines import LocalEngine, ProgressBar, open_engine
 from .inputs import decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records
@@ -219,15 +219,11 @@ class DocumentCount:
         return self.closed + self.open
 
 
-def partial_path(out_path: Path) -> Path:
-    """Where ``out_path`` is written until it is complete: a hidden name of its own, never mistaken for it."""
-    return out_path.with_name(f".{out_path.name}.{uuid.uuid4().hex}.partial")
-
-
 def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disallowed_special=(),
                  errors: str | None = "strict", text_field: str = "text", chunk_bytes: int = CHUNK_BYTES,
                  engine: LocalEngine | None = None, report=lambda done: None) -> dict:
-    """Encode one input into ``out_path`` (flat little-endian ids, :func:`id_dtype`), atomically; returns
+    """Encode one input into ``out_path`` (flat little-endian ids, :func:`id_dtype`), atomically
+    (:func:`tokenizer.outputs.replaced_file`: checked by the caller; ``"-"`` is standard output); returns
     ``{"dtype", "documents", "tokens", "bytes", "sha256"}`` of what was written (``bytes``: of the input).
 
     ``allowed_special`` and ``disallowed_special`` are :meth:`Encoding.encode`'s, for text inputs; ``errors``
@@ -249,24 +245,14 @@ def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disall
             done.append(read)
             yield piece
 
-    tmp = partial_path(out_path)
-    try:
-        out = open(tmp, "wb")
-    except OSError as e:
-        raise OSError(f"cannot write the output {out_path}: {e.strerror or e}") from None
     sha, written, read = hashlib.sha256(), 0, 0
-    try:
-        with out:
-            for data in (engine or LocalEngine(1)).map_ordered(encoder, pieces()):
-                out.write(data)
-                sha.update(data)
-                written += len(data)
-                read = done.popleft()
-                report(read)
-        os.replace(tmp, out_path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with replaced_file(out_path) as out:
+        for data in (engine or LocalEngine(1)).map_ordered(encoder, pieces()):
+            out.write(data)
+            sha.update(data)
+            written += len(data)
+            read = done.popleft()
+            report(read)
     return {"dtype": encoder.dtype.name, "documents": documents.total, "tokens": written // encoder.dtype.itemsize,
             "bytes": read, "sha256": sha.hexdigest()}
 
@@ -287,8 +273,11 @@ def encode_file(
     progress: bool = True,
     chunk_bytes: int = CHUNK_BYTES,
     start_method: str | None = None,
+    overwrite: bool = False,
+    flag: str | None = None,
 ) -> dict:
-    """Encode one input (a file, or ``"-"`` for standard input) into ``out_path``; returns statistics.
+    """Encode one input (a file, or ``"-"`` for standard input) into ``out_path`` (a file, or ``"-"`` for
+    standard output); returns statistics.
 
     For a text, the output equals ``encode(whole text)`` written with :func:`id_dtype`, whatever ``workers``
     (default: all CPUs), ``chunk_bytes`` and ``start_method`` (multiprocessing's: "fork", "spawn", ...; None for
@@ -296,9 +285,12 @@ def encode_file(
     text). ``encoding`` is a registered name or an :class:`Encoding` (e.g. a trained one). ``allowed_special``
     is as in :func:`resolve_specials`; ``disallowed_special``, when given, replaces the disallowed set it
     implies (as in :meth:`Encoding.encode`). ``errors`` is :func:`tokenizer.jobs.inputs.decode_utf8`'s. Raises
-    ``FileNotFoundError`` for a missing input or output folder, ``ValueError`` for bad input; no output file is
-    left in either case (nor after Ctrl-C).
+    ``FileNotFoundError`` for a missing input, ``ValueError`` for bad input, and the errors of
+    :func:`tokenizer.outputs.check_file` for an output that cannot be written or exists (unless ``overwrite``;
+    ``flag`` names it on a command line), before any work; no output file is left in any case (nor after
+    Ctrl-C).
     """
+    given_out = os.fspath(out_path)
     out_path = Path(out_path)
     if not is_stdin(input_path):
         input_path = Path(input_path)
@@ -309,8 +301,7 @@ def encode_file(
             raise FileNotFoundError(f"input file not found: {input_path}")
         if out_path.exists() and out_path.resolve() == input_path.resolve():
             raise ValueError(f"the output {out_path} is the input file; choose another --out")
-    if not out_path.parent.is_dir():
-        raise FileNotFoundError(f"output folder does not exist: {out_path.parent} (create it first)")
+    out_path = check_file(given_out, overwrite=overwrite, flag=flag, stdout_ok=True)
     enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
     allowed, disallowed = resolve_specials(enc, allowed_special)
     if disallowed_special is not None:
@@ -334,7 +325,7 @@ def encode_file(
     n_bytes, n_tokens = written["bytes"], written["tokens"]
     return {
         "input": input_name(input_path),
-        "out": str(out_path),
+        "out": "stdout" if given_out == "-" else given_out,
         "encoding": enc.name,
         "dtype": written["dtype"],
         "workers": workers,

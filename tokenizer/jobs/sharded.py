@@ -23,7 +23,6 @@ and time), or shuffle, deduplicate or filter documents.
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from pathlib import Path
 
@@ -31,7 +30,8 @@ from .dataset import check_documents_can_end, encode_input, id_dtype
 from ..encoding import Encoding
 from .engines import ProgressBar, open_engine
 from .inputs import find_inputs, input_stem, refuse_stdin
-from .manifest import encoding_fingerprint, input_identity, is_complete, read_manifest, write_manifest
+from .manifest import MANIFEST_NAME, encoding_fingerprint, input_identity, is_complete, read_manifest, write_manifest
+from ..outputs import check_folder, make_folders, remove_folders
 from ..registry import get_encoding
 
 
@@ -65,6 +65,14 @@ def output_names(shards: list[Path]) -> list[str]:
     return names
 
 
+def foreign_files(folder: Path) -> list[str]:
+    """What a folder without a manifest holds (the first few names): files ``encode-dataset`` did not write."""
+    if (folder / MANIFEST_NAME).exists():
+        return []
+    names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))  # hidden: leftovers
+    return names[:3] + ["..."] * (len(names) > 3)
+
+
 def remove_partials(outputs: list[Path]) -> None:
     """Delete the temporary files of tasks that were killed (a retried task writes a new one): never trusted,
     never left behind."""
@@ -83,6 +91,8 @@ def encode_dataset(
     address: str | None = None,
     workers: int | None = None,
     progress: bool = True,
+    overwrite: bool = False,
+    flag: str | None = None,
 ) -> dict:
     """Encode the shards named by ``inputs`` (files, folders, globs) into ``out_dir``; returns the manifest,
     plus ``"encoded"`` and ``"skipped"`` (shard counts of this run) and ``"seconds"``.
@@ -92,9 +102,14 @@ def encode_dataset(
     (``address`` of a cluster, or a local one started for the job); ``workers`` how many shards are encoded
     at once. Shards already complete in ``out_dir`` (proved by its manifest) are skipped.
 
+    ``out_dir`` is checked before any work (:func:`tokenizer.outputs.check_folder`; ``flag`` names it on a
+    command line): a folder that holds files but no manifest (not an ``encode-dataset`` output) is refused
+    unless ``overwrite``.
+
     Raises ``FileNotFoundError`` for inputs that are not there, ``ValueError`` for bad input (the message names
     the file and line or row), ``OSError`` when ``out_dir`` cannot be written; no partial ``.bin`` is
-    left, and the manifest lists only the shards whose outputs are complete.
+    left, the manifest lists only the shards whose outputs are complete, and a run that completed none leaves
+    no manifest (nor the folder, if it made it).
     """
     start = time.perf_counter()
     enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
@@ -102,13 +117,8 @@ def encode_dataset(
     refuse_stdin(shards, "encode-dataset's manifest recognises each input by its path, size and time")
     for shard in shards:
         check_documents_can_end(enc, shard)
-    out_dir = Path(out_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OSError(f"cannot create the output folder {out_dir}: {e.strerror or e}") from None
-    if not os.access(out_dir, os.W_OK | os.X_OK):
-        raise PermissionError(f"cannot write to the output folder {out_dir}: permission denied; pass another --out")
+    out_dir = check_folder(out_dir, holds=foreign_files, what="files but no manifest of encode-dataset",
+                           overwrite=overwrite, flag=flag, overwrite_does="write into it")
     dtype = id_dtype(enc.n_vocab)
     settings = {"encoding": enc.name, "encoding_sha256": encoding_fingerprint(enc), "dtype": dtype.name,
                 "text_field": text_field}
@@ -126,10 +136,12 @@ def encode_dataset(
     def save(complete: bool) -> dict:
         return write_manifest(out_dir, settings, [e for e in entries if e is not None], complete=complete)
 
-    save(complete=not todo)  # first: no claim on a shard about to be redone
-    sizes = [identities[n]["input_size"] for n in todo]
-    bar = ProgressBar(sizes, desc=f"encoding {len(todo)} of {len(shards)} shards", enabled=progress)
+    made = make_folders(out_dir)
+    had_manifest = (out_dir / MANIFEST_NAME).exists()
+    bar = ProgressBar([identities[n]["input_size"] for n in todo], desc=f"encoding {len(todo)} of {len(shards)} "
+                      "shards", enabled=progress)
     try:
+        save(complete=not todo)  # first: no claim on a shard about to be redone
         if todo:
             with open_engine(engine, address=address, workers=workers) as runner:
                 tasks = [(str(shards[n]), str(outputs[n])) for n in todo]
@@ -138,6 +150,11 @@ def encode_dataset(
                     n = todo[k]
                     entries[n] = {**identities[n], **result}
                     save(complete=all(e is not None for e in entries))
+    except BaseException:
+        if not had_manifest and all(e is None for e in entries):  # nothing done: no manifest of nothing left
+            (out_dir / MANIFEST_NAME).unlink(missing_ok=True)
+            remove_folders(made)
+        raise
     finally:
         bar.close()
         remove_partials(outputs)
