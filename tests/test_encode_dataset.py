@@ -118,7 +118,7 @@ def test_local_and_ray_give_tiktoken_ids_byte_identical(shard_dir, tmp_path, ray
     manifest = assert_consistent(tmp_path / "local")
     assert manifest["complete"] and manifest["settings"]["dtype"] == dtype
     for entry, shard in zip(manifest["shards"], sorted(shard_dir.iterdir())):
-        assert entry["input"] == str(shard.resolve()) and entry["bytes"] == shard.stat().st_size
+        assert entry["input"] == str(shard.resolve()) and entry["file_bytes"] == shard.stat().st_size
         ids = np.fromfile(tmp_path / "local" / entry["output"], dtype=dtype).tolist()
         assert ids == expected_ids(shard, encoding), shard.name
         assert entry["tokens"] == len(ids)

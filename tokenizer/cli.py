@@ -228,10 +228,16 @@ def encode_file(args) -> None:
                             disallowed_special=disallowed, errors=args.errors, text_field=args.text_field,
                             progress=show_progress())
     print(
-        f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {s['bytes']:,} bytes, "
+        f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {text_bytes(s)}, "
         f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
         f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {enc.name})"
     )
+
+
+def text_bytes(figures: dict) -> str:
+    """"N bytes" of text (UTF-8: what every bytes/token is of), and the file's size where it differs."""
+    stored = figures.get("file_bytes")
+    return f"{figures['bytes']:,} bytes" + (f" ({stored:,} file bytes)" if stored not in (None, figures["bytes"]) else "")
 
 
 def encode_dataset(args) -> None:
@@ -247,7 +253,7 @@ def encode_dataset(args) -> None:
     t = m["totals"]
     print(
         f"{args.out}: {t['tokens']:,} tokens ({m['settings']['dtype']}) in {t['shards']} shard"
-        f"{'s' if t['shards'] != 1 else ''} from {t['bytes']:,} bytes, {t['documents']:,} documents; "
+        f"{'s' if t['shards'] != 1 else ''} from {text_bytes(t)}, {t['documents']:,} documents; "
         f"encoded {m['encoded']}, already complete {m['skipped']} ({m['seconds']:.1f} s, {args.engine} engine, "
         f"{enc.name}); see {Path(args.out) / 'manifest.json'}"
     )
