@@ -7,9 +7,11 @@
 
 `main(argv)` parses the arguments (argparse: text arrives exactly as typed), loads the model
 (`checkpoints.load_encoder_hparams_and_params`, which downloads a missing size into the models folder
-of `models_dir.default_models_dir`), and prints. Exit status: 0 done; 1 a download failed or a model
-file is missing or damaged; 2 a mistake on the command line or in its input (one line, before any
-download where it can be told then); 130 Ctrl-C.
+of `models_dir.default_models_dir`), and prints. Exit status, the rule both commands share
+(`tokenizer.command_line`): 0 done; 1 a download failed or a model file is missing or damaged (a damaged
+file of a downloaded size is moved aside, so the next run fetches it again); 2 a mistake on the command
+line or in its input (one line, before any download where it can be told then; an option that needs
+another, such as --stride without --score, is one); 130 Ctrl-C; 141 the reader went away (| head).
 
 What it does not do: hold model code. The forward pass is model.py's, decoding kvcache.py's,
 scoring scoring.py's; the playground's server is the tokenizer's (`tokenizer/serve.py`), handed the
@@ -25,8 +27,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, cannot_listen, run_guarded,
-                                    unrecognized)
+from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, cannot_listen, error_message,
+                                    run_guarded, unrecognized)
+from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_utf8_file
 
 from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, save_hf
@@ -246,9 +249,9 @@ def serve_playground(args, hparams, params) -> None:
     for name in args.encoding or ["gpt2"]:
         try:
             encodings.append(load_encoding(name) if os.path.isdir(name) else get_encoding(name))
-        except (ValueError, KeyError, OSError) as error:
-            message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
-            raise CommandError(f"--encoding {name}: {message}", 2) from None
+        except (ValueError, KeyError, OSError) as error:  # a download that failed is no mistake of the user's
+            status = EXIT_FAILED if isinstance(error, (DownloadError, ChecksumError)) else EXIT_MISTAKE
+            raise CommandError(f"--encoding {name}: {error_message(error)}", status) from None
     try:
         model = NextTokens(params, hparams["n_head"], name=Path(args.model).name)
     except ValueError as error:
@@ -267,7 +270,7 @@ def serve_playground(args, hparams, params) -> None:
 def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     """`gpt2 PROMPT [options]` (see the module's docstring and --help). Returns the exit status:
     0 done, 1 a download or a model file failed, 2 a mistake in the command line or its input,
-    130 interrupted (Ctrl-C)."""
+    130 interrupted (Ctrl-C), 141 the reader of stdout went away."""
     parser = command_line_parser(prog)
     argv = sys.argv[1:] if argv is None else list(argv)
     args, unknown = parser.parse_known_args(argv)
