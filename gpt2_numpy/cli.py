@@ -221,7 +221,7 @@ def load_model(args, models_dir):
     try:
         return load_encoder_hparams_and_params(args.model, models_dir)
     except (ValueError, OSError) as error:
-        raise CommandError(str(error), 1) from None
+        raise CommandError(error_message(error), EXIT_FAILED) from None
 
 
 def generate_text(encoder, hparams, params, args) -> None:

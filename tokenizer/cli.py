@@ -510,9 +510,6 @@ def tiktoken_side(enc: Encoding):
 # ---- the parser -------------------------------------------------------------------------------------------
 
 
-Parser = OneLineParser
-
-
 def add_encoding(p, *, several: bool = False) -> None:
     if several:
         add_flag(p, "encodings", type=names_list, default=["gpt2", "cl100k_base", "o200k_base"],
@@ -547,15 +544,15 @@ def add_text_field(p) -> None:
              help="the field (.jsonl) or column (.parquet) holding each document's text (default text)")
 
 
-def build_parser(prog: str) -> Parser:
-    parser = Parser(prog=prog, allow_abbrev=False,
+def build_parser(prog: str) -> OneLineParser:
+    parser = OneLineParser(prog=prog, allow_abbrev=False,
                     description="Encode, decode, count, train and look inside byte-level BPE tokenizers: GPT-2's, "
                     "GPT-4's (cl100k_base), GPT-4o's (o200k_base) or your own.",
                     epilog=f"{prog} COMMAND --help shows each command's options. Flags may also be spelt with "
                     "dashes: --vocab-size for --vocab_size.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
 
-    def command(name: str, run, summary: str, usage: str, *, needs=()) -> Parser:
+    def command(name: str, run, summary: str, usage: str, *, needs=()) -> OneLineParser:
         # Required arguments are checked after parsing (see main), not by argparse, which would report a
         # missing one before a misspelt flag: "train --vocab_sise 300" should name --vocab_sise.
         p = commands.add_parser(name, help=summary, description=summary, allow_abbrev=False,
