@@ -663,3 +663,12 @@ def test_a_version_1_manifest_is_still_read(tmp_path):
     again = encode_dataset([tmp_path / "in"], tmp_path / "out", progress=False, workers=1)
     assert (again["encoded"], again["skipped"]) == (1, 1)
     assert [e["bytes"] for e in again["shards"]] == [len("plain text"), len("é".encode())]
+
+
+def test_the_input_readers_examples_run():
+    import doctest
+
+    from tokenizer import text_input
+
+    result = doctest.testmod(text_input)
+    assert result.failed == 0 and result.attempted >= 3
