@@ -139,7 +139,7 @@ def main() -> None:
     load_after = os.getloadavg()
     totals = manifests[0]["totals"]
 
-    print(f"encode-dataset, {text_bytes / 1e6:.0f} MB of text ({totals['bytes'] / 1e6:.0f} MB of files) in "
+    print(f"encode-dataset, {text_bytes / 1e6:.0f} MB of text ({totals['file_bytes'] / 1e6:.0f} MB of files) in "
           f"{totals['shards']} shards (.jsonl and .parquet), {totals['tokens']:,} tokens, {args.encoding}; best of "
           f"{args.repeat}; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, on "
           f"{os.cpu_count()} cores")

@@ -147,7 +147,10 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
             tokenizer = encoder.Encoder(*vocab) if vocab else encoder.get_encoder(folder.name, folder.parent)
             return tokenizer, hparams, params
         if layout == "openai":
-            hparams, params = _load_openai_folder(folder)
+            try:
+                hparams, params = _load_openai_folder(folder)
+            except CheckpointError as error:  # a folder of the user's: nothing to fetch it from
+                raise CheckpointError(f"{error}; replace it with a good copy", path=error.path) from None
             return encoder.get_encoder(folder.name, folder.parent), hparams, params
         if folder.is_dir():
             raise ValueError(f"{folder} holds neither OpenAI's layout (checkpoint, hparams.json, model.ckpt.*) "
@@ -157,8 +160,25 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
     model_dir = Path(models_dir) / model_size
     if latest_checkpoint(model_dir) is None or not all((model_dir / n).is_file() for n in NEEDED_FILES):
         download_gpt2_files(model_size, model_dir)
-    hparams, params = _load_openai_folder(model_dir)
+    try:
+        hparams, params = _load_openai_folder(model_dir)
+    except CheckpointError as error:
+        raise _set_aside(error, model_dir) from None
     return encoder.get_encoder(model_size, models_dir), hparams, params
+
+
+def _set_aside(error: CheckpointError, model_dir: Path) -> CheckpointError:
+    """A damaged file of a downloaded size is renamed ``NAME.damaged`` (kept, for a look), so that the next run
+    finds it missing and downloads it afresh; the error says so."""
+    if error.path is None or not error.path.is_file():
+        return CheckpointError(f"{error}; delete {model_dir} and run again to download it afresh")
+    aside = error.path.with_name(error.path.name + ".damaged")
+    try:
+        os.replace(error.path, aside)
+    except OSError:
+        return CheckpointError(f"{error}; delete it and run again to download it afresh", path=error.path)
+    return CheckpointError(f"{error}; it was moved aside to {aside.name}: run again to download it afresh",
+                           path=aside)
 
 
 def folder_layout(folder: Path) -> str | None:

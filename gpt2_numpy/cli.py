@@ -7,9 +7,11 @@
 
 `main(argv)` parses the arguments (argparse: text arrives exactly as typed), loads the model
 (`checkpoints.load_encoder_hparams_and_params`, which downloads a missing size into the models folder
-of `models_dir.default_models_dir`), and prints. Exit status: 0 done; 1 a download failed or a model
-file is missing or damaged; 2 a mistake on the command line or in its input (one line, before any
-download where it can be told then); 130 Ctrl-C.
+of `models_dir.default_models_dir`), and prints. Exit status, the rule both commands share
+(`tokenizer.command_line`): 0 done; 1 a download failed or a model file is missing or damaged (a damaged
+file of a downloaded size is moved aside, so the next run fetches it again); 2 a mistake on the command
+line or in its input (one line, before any download where it can be told then; an option that needs
+another, such as --stride without --score, is one); 130 Ctrl-C; 141 the reader went away (| head).
 
 What it does not do: hold model code. The forward pass is model.py's, decoding kvcache.py's,
 scoring scoring.py's; the playground's server is the tokenizer's (`tokenizer/serve.py`), handed the
@@ -21,12 +23,15 @@ import argparse
 import codecs
 import math
 import os
-import shlex
 import sys
 import textwrap
 from pathlib import Path
 
 from tokenizer.outputs import check_folder
+from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, cannot_listen, error_message,
+                                    run_guarded, unrecognized)
+from tokenizer.download import ChecksumError, DownloadError
+from tokenizer.text_input import argument_text, read_utf8_file
 
 from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, save_hf
 from .hfmodel import hf_model_files
@@ -58,13 +63,6 @@ def decode_stream(encoder, token_ids):
     yield utf8.decode(b"", final=True)
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit 2) that points at --help."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 class PathFriendlyFormatter(argparse.HelpFormatter):
     """Help text wrapped only at spaces, so a path such as ~/.cache/gpt2-numpy stays whole to copy."""
 
@@ -86,13 +84,11 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
         allow_abbrev=False,  # a misspelt flag is an error, never a guess
     )
     def option(name, **options):  # --name, and its dashed spelling (--top-k) kept out of the help text
-        parser.add_argument(f"--{name}", **options)
-        if "_" in name:
-            hidden = {"dest": name, **options, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
-            parser.add_argument(f"--{name.replace('_', '-')}", **hidden)
+        add_flag(parser, name, **options)
 
     parser.add_argument("prompt", nargs="?", help="the text to continue, used exactly as given")
-    option("n_tokens_to_generate", type=int, default=40, metavar="N", help="how many tokens to add (default: 40)")
+    option("n_tokens_to_generate", type=int, default=None, metavar="N",
+           help=f"how many tokens to add (default: {DEFAULT_NEW_TOKENS})")
     option("model", default="124M", metavar="PATH_OR_SIZE",
            help=f"which GPT-2: a size ({', '.join(MODEL_SIZES)}; default: 124M), or a folder in OpenAI's layout "
            "(checkpoint, hparams.json, model.ckpt.*) or Hugging Face's (config.json, model.safetensors, "
@@ -108,7 +104,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("top_k", type=int, default=None, metavar="K", help="sample only among the K most likely tokens")
     option("top_p", type=float, default=None, metavar="P",
            help="sample only among the fewest most likely tokens whose probability reaches P")
-    option("seed", type=int, default=None, help="seed the sampling, for a reproducible run")
+    option("seed", type=seed_number, default=None, help="seed the sampling, for a reproducible run (0 to 2**32 - 1)")
     option("stream", action="store_true", help="print each token as soon as it is generated")
     option("score", metavar="FILE", default=None,
            help="print the tokens, perplexity and bits per byte of the UTF-8 text in FILE")
@@ -130,6 +126,28 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def seed_number(value: str) -> int:
+    """``--seed``: what NumPy's generator takes, a whole number from 0 up."""
+    try:
+        seed = int(value)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 2**32:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**32 - 1, got {value!r}")
+    return seed
+
+
+# Options that mean something only with another (by dest): one without it is a mistake, never silently ignored.
+NEEDS = {"stride": "score", "host": "serve", "port": "serve", "encoding": "serve", "stream": "prompt",
+         "n_tokens_to_generate": "prompt", "temperature": "prompt", "top_k": "prompt", "top_p": "prompt",
+         "seed": "prompt"}
+DEFAULT_NEW_TOKENS = 40
+
+
+def flag_name(dest: str) -> str:
+    return "a PROMPT" if dest == "prompt" else f"--{dest}"
+
+
 def check_command_line(parser, args) -> None:
     """Every mistake that can be told before any download or model work (ValueError: one line, exit 2)."""
     wants = [flag for flag, given in (("PROMPT", args.prompt is not None), ("--score", args.score is not None),
@@ -141,9 +159,16 @@ def check_command_line(parser, args) -> None:
         raise ValueError("--score scores a file; give it no PROMPT")
     if args.serve and len(wants) > 1:
         raise ValueError(f"--serve runs until Ctrl-C; give it no {' or '.join(w for w in wants if w != '--serve')}")
-    serve_only = [f"--{name}" for name in ("host", "port", "encoding") if getattr(args, name) is not None]
-    if serve_only and not args.serve:
-        raise ValueError(f"{', '.join(serve_only)} go with --serve (the playground)")
+    def given(dest):
+        return getattr(args, dest) not in (None, False)
+
+    stray = [dest for dest, needed in NEEDS.items() if given(dest) and not given(needed)]
+    if stray:
+        needed = NEEDS[stray[0]]
+        alone = " and ".join(flag_name(dest) for dest in stray if NEEDS[dest] == needed)
+        verb = "goes" if " and " not in alone else "go"
+        raise ValueError(f"{alone} {verb} with {flag_name(needed)}, which is not given: add {flag_name(needed)}, "
+                         f"or drop {alone}")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise ValueError(f"--port {args.port}: expected a port from 0 to 65535 (0: any free port)")
     if args.model not in MODEL_SIZES:
@@ -164,6 +189,8 @@ def check_command_line(parser, args) -> None:
         raise ValueError(f"--stride must be > 0, got {args.stride}")
     if args.prompt == "":
         raise ValueError(f"the prompt is empty; give some text to continue, e.g. {parser.prog} 'Hello, world'")
+    if args.n_tokens_to_generate is None:
+        args.n_tokens_to_generate = DEFAULT_NEW_TOKENS
     if args.n_tokens_to_generate < 0:
         raise ValueError(f"n_tokens_to_generate must be >= 0, got {args.n_tokens_to_generate}")
     sampling_temperature(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
@@ -172,12 +199,9 @@ def check_command_line(parser, args) -> None:
 def read_score_file(path: str) -> str:
     """The text of --score's FILE, or ValueError (exit 2) saying why it cannot be scored."""
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except UnicodeDecodeError as error:
-        raise ValueError(f"--score {path} is not UTF-8 text ({error})") from None
+        text = read_utf8_file(path, what=f"--score {path}")
     except OSError as error:
-        raise ValueError(f"--score {path}: {error.strerror or error}; pass a UTF-8 text file") from None
+        raise ValueError(f"{error}; pass a UTF-8 text file") from None
     if not text:
         raise ValueError(f"--score {path}: the file is empty; give a text of at least two tokens")
     return text
@@ -203,7 +227,7 @@ def load_model(args, models_dir):
     try:
         return load_encoder_hparams_and_params(args.model, models_dir)
     except (ValueError, OSError) as error:
-        raise CommandError(str(error), 1) from None
+        raise CommandError(error_message(error), EXIT_FAILED) from None
 
 
 def generate_text(encoder, hparams, params, args) -> None:
@@ -231,9 +255,9 @@ def serve_playground(args, hparams, params) -> None:
     for name in args.encoding or ["gpt2"]:
         try:
             encodings.append(load_encoding(name) if os.path.isdir(name) else get_encoding(name))
-        except (ValueError, KeyError, OSError) as error:
-            message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
-            raise CommandError(f"--encoding {name}: {message}", 2) from None
+        except (ValueError, KeyError, OSError) as error:  # a download that failed is no mistake of the user's
+            status = EXIT_FAILED if isinstance(error, (DownloadError, ChecksumError)) else EXIT_MISTAKE
+            raise CommandError(f"--encoding {name}: {error_message(error)}", status) from None
     try:
         model = NextTokens(params, hparams["n_head"], name=Path(args.model).name)
     except ValueError as error:
@@ -242,8 +266,7 @@ def serve_playground(args, hparams, params) -> None:
     try:
         server = PlaygroundServer(Playground(encodings, model=model), host, port)
     except OSError as error:
-        raise CommandError(f"cannot listen on {host}:{port} ({error.strerror or error}); pass another --port, "
-                           "or --port 0 for any free one", 2) from None
+        raise CommandError(cannot_listen(error, host, port), EXIT_MISTAKE) from None
     with server:
         print(f"the tokenizer playground is at {server.url} with {model.name}'s next tokens (Ctrl-C stops it)",
               flush=True)
@@ -253,42 +276,37 @@ def serve_playground(args, hparams, params) -> None:
 def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     """`gpt2 PROMPT [options]` (see the module's docstring and --help). Returns the exit status:
     0 done, 1 a download or a model file failed, 2 a mistake in the command line or its input,
-    130 interrupted (Ctrl-C)."""
+    130 interrupted (Ctrl-C), 141 the reader of stdout went away."""
     parser = command_line_parser(prog)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        hint = ""
-        if args.prompt is None and unknown[0].startswith("-"):  # most likely a prompt that starts with a dash
-            hint = f"; a prompt that starts with a dash goes after --: {parser.prog} -- {shlex.quote(unknown[0])}"
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+        parser.error(unrecognized(unknown, argv, prog=parser.prog, text="prompt", text_given=args.prompt is not None))
     try:
+        if args.prompt is not None:
+            args.prompt = argument_text(args.prompt, "the prompt")
         check_command_line(parser, args)
         text = read_score_file(args.score) if args.score is not None else None
     except ValueError as error:
         parser.error(str(error))
-    try:
-        models_dir = default_models_dir() if args.models_dir is None else args.models_dir
-        encoder, hparams, params = load_model(args, models_dir)
-        if args.save_hf is not None:
-            save_hf(args.save_hf, encoder, hparams, params, overwrite=args.force, flag="--save_hf")
-            # what the command made, so stdout; unless stdout carries the continuation of a PROMPT
-            print(f"wrote {args.save_hf}", file=sys.stdout if args.prompt is None else sys.stderr)
-        if text is not None:
-            print_score(encoder, params, hparams["n_head"], text, args.stride, args.score)
-        if args.serve:
-            serve_playground(args, hparams, params)
-        if args.prompt is not None:
-            generate_text(encoder, hparams, params, args)
-    except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted", file=sys.stderr)
-        return 130
-    except CommandError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return error.status
-    except ValueError as error:  # bad input found once the model is known (e.g. a prompt too long for it)
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:  # e.g. --save_hf into a folder that cannot be written
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    # exit statuses: tokenizer.command_line's rule, the same as gpt2-tokenizer's
+    errors = [(CommandError, lambda error: error.status),
+              (ValueError, EXIT_MISTAKE),  # bad input found once the model is known (a prompt too long for it)
+              (OSError, EXIT_FAILED)]  # e.g. --save_hf into a folder that cannot be written
+    return run_guarded(parser.prog, lambda: run(args, text), errors=errors)
+
+
+def run(args, text: str | None) -> None:
+    """The work the command line asked for, once it was checked."""
+    models_dir = default_models_dir() if args.models_dir is None else args.models_dir
+    encoder, hparams, params = load_model(args, models_dir)
+    if args.save_hf is not None:
+        save_hf(args.save_hf, encoder, hparams, params, overwrite=args.force, flag="--save_hf")
+        # what the command made, so stdout; unless stdout carries the continuation of a PROMPT
+        print(f"wrote {args.save_hf}", file=sys.stdout if args.prompt is None else sys.stderr)
+    if text is not None:
+        print_score(encoder, params, hparams["n_head"], text, args.stride, args.score)
+    if args.serve:
+        serve_playground(args, hparams, params)
+    if args.prompt is not None:
+        generate_text(encoder, hparams, params, args)

@@ -217,10 +217,11 @@ def check_fits_context(n_prompt, n_new, n_ctx):
             f"the prompt is too long: {n_prompt} tokens, and the model's context holds n_ctx={n_ctx} tokens "
             f"in all, the prompt's and n_tokens_to_generate={n_new} new ones together; shorten the prompt "
             f"to {fits}")
+    # a shorter prompt helps only while the new tokens alone fit
+    shorter = f", or shorten the prompt to at most {n_ctx - n_new} tokens" if n_new < n_ctx else ""
     raise ValueError(
         f"prompt of {n_prompt} tokens + n_tokens_to_generate={n_new} = {n_prompt + n_new} exceeds the "
-        f"model's context of n_ctx={n_ctx} tokens; ask for at most {n_ctx - n_prompt} new tokens, or "
-        f"shorten the prompt to at most {n_ctx - n_new} tokens")
+        f"model's context of n_ctx={n_ctx} tokens; ask for at most {n_ctx - n_prompt} new tokens{shorter}")
 
 
 # ----------------------------------------------------------------------- sampling

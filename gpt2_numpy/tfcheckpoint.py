@@ -56,7 +56,11 @@ DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i2", 6: "i1", 9: "<i8", 10
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read; the message names the file."""
+    """A checkpoint file that cannot be read; the message names the file, ``path`` is it (None: not one file)."""
+
+    def __init__(self, message: str, *, path: Path | None = None):
+        super().__init__(message)
+        self.path = path
 
 
 @dataclass(frozen=True)
@@ -219,7 +223,7 @@ def read_index(index_path) -> tuple[int, dict[str, TensorEntry]]:
         raise CheckpointError(f"cannot read the checkpoint index {index_path} ({exc.strerror or exc})") from exc
     except (ValueError, IndexError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"cannot read the checkpoint index {index_path}: {exc or 'it ends too early'}; "
-                              f"the file is damaged or not a TensorFlow checkpoint: download it again") from exc
+                              f"the file is damaged or not a TensorFlow checkpoint", path=index_path) from exc
     return header.get(1, [1])[-1], tensors
 
 
@@ -258,11 +262,11 @@ def read_checkpoint(prefix, *, verify_data: bool = True) -> dict[str, np.ndarray
                                   f"{list(entry.shape)} needs {n_values * entry.dtype.itemsize}; the file is damaged")
         if entry.offset + entry.size > len(shard):
             raise CheckpointError(f"the checkpoint data file {path} is {len(shard)} bytes, too short for tensor "
-                                  f"{name} (bytes {entry.offset}..{entry.offset + entry.size}); it is truncated: "
-                                  f"download it again")
+                                  f"{name} (bytes {entry.offset}..{entry.offset + entry.size}); it is truncated",
+                                  path=path)
         raw = shard[entry.offset : entry.offset + entry.size]
         if verify_data and crc32c(raw) != unmask(entry.crc32c):
             raise CheckpointError(f"the checkpoint data file {path} is damaged: tensor {name} fails its CRC-32C "
-                                  f"check; download it again")
+                                  "check", path=path)
         tensors[name] = raw.view(entry.dtype).reshape(entry.shape)
     return tensors

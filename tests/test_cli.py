@@ -366,7 +366,7 @@ def test_train_vocab_size_too_small(cli):
 
 def test_compare_prints_only_what_it_computed(cli):
     out = cli("compare", "hi", "--encodings", "gpt2").stdout
-    assert out == "gpt2  GPT-2       1 tokens  longest whitespace token:  0 chars\n      |hi|\n"
+    assert out == "gpt2  GPT-2       1 token   longest whitespace token:  0 chars\n      |hi|\n"
     out = cli("compare", "        return x").stdout
     counts = {name: len(get_encoding(name).encode("        return x")) for name in ("gpt2", "cl100k_base")}
     assert "spaces before 'return'" not in out and f"fewest tokens: cl100k_base ({counts['cl100k_base']})" in out
@@ -530,7 +530,7 @@ def test_encode_and_decode_read_stdin_for_a_dash(capsys, monkeypatch):
         assert run_main(capsys, monkeypatch, "decode", "-", stdin=typed.encode())[:2] == (0, text + "\n")
     assert run_main(capsys, monkeypatch, "encode", "--", "-x")[1] == "12 87\n"  # a text that starts with a dash
     status, _, err = run_main(capsys, monkeypatch, "encode", "-", stdin=b"ok \xff")
-    assert status == 2 and "stdin is not valid UTF-8 (byte 3" in err
+    assert status == 2 and "encode -: stdin is not valid UTF-8: byte 3 is b'\\xff'" in err
     assert run_main(capsys, monkeypatch, "decode", "-", "995")[0] == 2
     assert run_main(capsys, monkeypatch, "show", "-", "--color", "never", stdin=b"hi there")[1].startswith(
         "hi| there")
@@ -597,3 +597,127 @@ def test_stats_prints_nothing_before_it_fails(capsys, monkeypatch, tmp_path):
     assert (status, out) == (2, "") and "not valid UTF-8" in err
     status, out, _ = run_main(capsys, monkeypatch, "stats", str(tmp_path / "ok.txt"), "--encodings", "gpt2")
     assert status == 0 and out.startswith("| file | encoding |") and "| ok.txt | gpt2 | 9 | 2 |" in out
+
+
+# ---- issue 42: every mistake told before any work, in one line; one meaning of "bytes" ------------------------
+
+
+@pytest.mark.parametrize("args", [["stats", "a.txt", "--encodings", ""], ["stats", "a.txt", "--encodings", ","],
+                                  ["compare", "hi", "--encodings", ""], ["serve", "--encoding", ","],
+                                  ["train", "--input", "", "--vocab_size", "300", "--out", "d"]])
+def test_an_empty_list_option_is_a_mistake_not_a_traceback(cli, tmp_path, args):
+    (tmp_path / "a.txt").write_text("hi", encoding="utf-8")
+    assert "expected a comma list of names" in cli(*args, status=2).stderr
+
+
+def test_count_checks_every_input_before_it_prints_any(capsys, monkeypatch, tmp_path):
+    for name, data in (("a", b"hello"), ("b", b"world"), ("c", b"x\xff")):
+        (tmp_path / name).write_bytes(data)
+    status, out, err = run_main(capsys, monkeypatch, "count", *(str(tmp_path / n) for n in "abc"))
+    assert (status, out) == (2, "") and "c is not valid UTF-8: byte 1" in err
+
+
+def test_a_read_that_fails_names_the_file(capsys, monkeypatch):
+    if not os.path.exists("/proc/self/mem"):
+        pytest.skip("needs Linux's /proc/self/mem (opens, then fails to read)")
+    status, out, err = run_main(capsys, monkeypatch, "count", "/proc/self/mem")
+    assert (status, out) == (2, "") and "cannot read /proc/self/mem: " in err and "Errno" not in err
+
+
+def test_dash_text_arguments_and_bytes_that_are_not_utf8_are_told(capsys, monkeypatch):
+    status, _, err = run_main(capsys, monkeypatch, "encode", "-x")
+    assert status == 2 and f"goes after --: {PROG} encode -- -x" in err
+    status, _, err = run_main(capsys, monkeypatch, "encode", "--", "hi", "--encoding", "gpt2")
+    assert status == 2 and "everything after -- is the TEXT" in err
+    # an argument's bytes b"ok \xff" reach Python as "ok \udcff": refused, as on stdin, never read as U+FFFD
+    status, out, err = run_main(capsys, monkeypatch, "encode", "ok \udcff")
+    assert (status, out) == (2, "") and "TEXT is not valid UTF-8: byte 3 is b'\\xff'" in err
+
+
+def test_serve_blames_a_host_that_is_no_address(capsys, monkeypatch):
+    status, out, err = run_main(capsys, monkeypatch, "serve", "--host", "256.1.1.1", "--port", "0")
+    assert (status, out) == (2, "") and "--host 256.1.1.1: not an address of this machine" in err
+    assert "another --port" not in err
+
+
+def test_a_failed_download_exits_1_as_gpt2s_does(capsys, monkeypatch):
+    import tokenizer.cli
+    from tokenizer.download import DownloadError
+
+    def offline(name):
+        raise DownloadError(f"cannot download {name}'s vocabulary: no network")
+
+    monkeypatch.setattr(tokenizer.cli, "get_encoding", offline)
+    status, out, err = run_main(capsys, monkeypatch, "encode", "hi")
+    assert (status, out) == (1, "") and err == f"{PROG}: error: cannot download gpt2's vocabulary: no network\n"
+
+
+class GoneReader(io.StringIO):
+    """A stdout whose reader went away (``| head``): every write is a broken pipe."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_gone_away_is_141_in_this_process_too(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdout", GoneReader())
+    from tokenizer.cli import main
+
+    assert main(["encode", "hello"], prog=PROG) == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_train_bpe_draws_no_bars_when_stderr_is_no_terminal(capsys, tmp_path):
+    (tmp_path / "t.txt").write_text("low lower lowest newer " * 20, encoding="utf-8")
+    train_bpe(tmp_path / "t.txt", 270, num_workers=1)
+    assert capsys.readouterr().err == ""  # capsys: stderr is not a terminal
+
+
+def test_bytes_mean_the_texts_utf8_bytes_in_every_command(cli, tmp_path):
+    """count, stats, encode-file and encode-dataset (and its manifest) give one "bytes" for the same documents,
+    whether the file is .jsonl or .jsonl.gz: the text's UTF-8 bytes; the file's size is file_bytes."""
+    docs = ["naïve \"quoted\" text", "中文 and \\ back", "ok"]
+    data = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
+    (tmp_path / "d.jsonl").write_bytes(data)
+    (tmp_path / "z.jsonl.gz").write_bytes(__import__("gzip").compress(data))
+    text_bytes = sum(len(d.encode()) for d in docs)
+    for name in ("d.jsonl", "z.jsonl.gz"):
+        assert f" {text_bytes:,} bytes, " in cli("count", name).stdout
+        assert f"| {text_bytes:,} |" in cli("stats", name, "--encodings", "gpt2").stdout
+        file_bytes = (tmp_path / name).stat().st_size
+        out = cli("encode-file", name, "--out", f"{name}.bin").stdout
+        assert f"from {text_bytes:,} bytes ({file_bytes:,} file bytes)," in out
+    cli("encode-dataset", "d.jsonl", "z.jsonl.gz", "--out", "ds")
+    manifest = json.loads((tmp_path / "ds" / "manifest.json").read_text())
+    assert [e["bytes"] for e in manifest["shards"]] == [text_bytes, text_bytes]
+    assert manifest["totals"]["file_bytes"] == sum((tmp_path / n).stat().st_size for n in ("d.jsonl", "z.jsonl.gz"))
+
+
+def test_a_version_1_manifest_is_still_read(tmp_path):
+    """A manifest written before "bytes" meant the text: its text shards are kept (their bytes were the text's
+    already), its JSON-lines shards redone, and the manifest rewritten in the new version."""
+    from tokenizer.jobs.manifest import FORMAT_1
+    from tokenizer.jobs.sharded import encode_dataset
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("plain text", encoding="utf-8")
+    (tmp_path / "in" / "b.jsonl").write_text(json.dumps({"text": "é"}) + "\n", encoding="utf-8")
+    encode_dataset([tmp_path / "in"], tmp_path / "out", progress=False, workers=1)
+    path = tmp_path / "out" / "manifest.json"
+    old = json.loads(path.read_text())
+    old["format"] = FORMAT_1
+    for entry in old["shards"]:
+        entry["bytes"] = entry.pop("file_bytes")
+    path.write_text(json.dumps(old))
+    again = encode_dataset([tmp_path / "in"], tmp_path / "out", progress=False, workers=1)
+    assert (again["encoded"], again["skipped"]) == (1, 1)
+    assert [e["bytes"] for e in again["shards"]] == [len("plain text"), len("é".encode())]
+
+
+def test_the_input_readers_examples_run():
+    import doctest
+
+    from tokenizer import text_input
+
+    result = doctest.testmod(text_input)
+    assert result.failed == 0 and result.attempted >= 3

@@ -118,7 +118,7 @@ def test_local_and_ray_give_tiktoken_ids_byte_identical(shard_dir, tmp_path, ray
     manifest = assert_consistent(tmp_path / "local")
     assert manifest["complete"] and manifest["settings"]["dtype"] == dtype
     for entry, shard in zip(manifest["shards"], sorted(shard_dir.iterdir())):
-        assert entry["input"] == str(shard.resolve()) and entry["bytes"] == shard.stat().st_size
+        assert entry["input"] == str(shard.resolve()) and entry["file_bytes"] == shard.stat().st_size
         ids = np.fromfile(tmp_path / "local" / entry["output"], dtype=dtype).tolist()
         assert ids == expected_ids(shard, encoding), shard.name
         assert entry["tokens"] == len(ids)
@@ -237,7 +237,7 @@ def test_outputs_of_shards_with_the_same_name_do_not_collide(tmp_path):
 @pytest.mark.parametrize("bad,message", [
     ({"b.jsonl": '{"text": "ok"}\n{"body": "x"}\n'}, r'b\.jsonl line 2: no "text" field \(its fields: "body"\)'),
     ({"b.jsonl": '{"text": "ok"}\n\n{"text": 3}\n'}, r'b\.jsonl line 3: "text" holds a number, not text'),
-    ({"b.jsonl": b'{"text": "ok"}\n{"text": "caf\xe9"}\n'}, r"b\.jsonl line 2: not valid UTF-8"),
+    ({"b.jsonl": b'{"text": "ok"}\n{"text": "caf\xe9"}\n'}, r"b\.jsonl line 2 is not valid UTF-8: byte 13"),
     ({"b.jsonl": '{"text": "ok"}\nnot json\n'}, r"b\.jsonl line 2: not JSON"),
     ({"b.parquet": ["ok", None]}, r'b\.parquet row 2: "text" holds a null, not text'),
     ({"b.parquet": {"body": ["x"]}}, r'b\.parquet: no "text" column \(its columns: "body"\)'),

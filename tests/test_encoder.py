@@ -156,7 +156,7 @@ def test_broken_vocab_files_are_refused_naming_the_file(tmp_path):
         with pytest.raises(ValueError, match=r"broken[/\\]vocab\.bpe: no merges"):
             encoder.get_encoder("broken", tmp_path)
     (folder / "vocab.bpe").write_bytes(b"#version: 0.2\n\xff\xfe e\n")
-    with pytest.raises(ValueError, match=r"vocab\.bpe: not UTF-8"):
+    with pytest.raises(ValueError, match=r"vocab\.bpe is not valid UTF-8: byte 14"):
         encoder.get_encoder("broken", tmp_path)
 
 

@@ -582,7 +582,14 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["hi", "--top_p", "1.5"], "top_p must be"),
     (["hi", "--temperature", "0", "--top_k", "5"], "temperature 0 means greedy"),
     (["hi", "--temperature", "0", "--seed", "3"], "temperature 0 means greedy"),
-    (["hi", "--seed", "x"], "invalid int value: 'x'"),
+    (["hi", "--seed", "x"], "--seed: expected a whole number from 0 to 2**32 - 1, got 'x'"),
+    (["hi", "--seed", "-1"], "--seed: expected a whole number from 0 to 2**32 - 1, got '-1'"),
+    # an option that needs another is a mistake without it, never silently ignored: one rule
+    (["--score", "f.txt", "--temperature", "1"], "--temperature goes with a PROMPT, which is not given"),
+    (["--save_hf", "out", "--stream"], "--stream goes with a PROMPT"),
+    (["--serve", "--n_tokens_to_generate", "5"], "--n_tokens_to_generate goes with a PROMPT"),
+    (["hi", "--stride", "5"], "--stride goes with --score, which is not given: add --score, or drop --stride"),
+    (["hi", "--host", "::1", "--port", "80"], "--host and --port go with --serve"),
 ])
 def test_bad_command_lines_are_one_line_and_exit_2_before_loading(fake_model, argv, named):
     status, out, err = run_main(argv)
@@ -673,7 +680,7 @@ def test_a_prompt_that_starts_with_a_dash_is_pointed_at_double_dash(fake_model):
     assert status == 2 and "goes after --" not in err
 
 
-@pytest.mark.parametrize("content, named", [("", "the file is empty"), (b"\xff\xfe", "is not UTF-8 text")])
+@pytest.mark.parametrize("content, named", [("", "the file is empty"), (b"\xff\xfe", "is not valid UTF-8: byte 0")])
 def test_score_of_an_empty_or_binary_file_says_so_before_loading(fake_model, tmp_path, content, named):
     path = tmp_path / "essay.txt"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -692,7 +699,7 @@ def test_score_of_a_one_token_file_says_two_are_needed(fake_model, tmp_path):
 
 @pytest.mark.parametrize("argv, named", [
     (["hi", "--serve"], "--serve runs until Ctrl-C; give it no PROMPT"),
-    (["hi", "--port", "8000"], "--port go with --serve"),
+    (["hi", "--port", "8000"], "--port goes with --serve"),
     (["--serve", "--port", "70000"], "expected a port from 0 to 65535"),
 ])
 def test_serve_mistakes_are_one_line_and_exit_2(fake_model, argv, named):
@@ -716,3 +723,77 @@ def test_a_damaged_checkpoint_exits_1_and_a_model_folder_of_nothing_exits_2(tmp_
     (tmp_path / "empty").mkdir()
     status, _, err = run_main(["hi", "--model", str(tmp_path / "empty")])
     assert status == 2 and "holds neither OpenAI's layout" in err
+
+
+def test_a_host_that_is_no_address_is_blamed_not_the_port(fake_model):
+    status, out, err = run_main(["--serve", "--host", "256.1.1.1", "--port", "0"])
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "--host 256.1.1.1: not an address of this machine" in err and "another --port" not in err
+
+
+def test_too_many_new_tokens_never_asks_for_a_negative_prompt(fake_model):
+    status, out, err = run_main(["hi", "--n_tokens_to_generate", str(N_CTX + 10)])
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert f"ask for at most {N_CTX - 2} new tokens" in err and "shorten" not in err and " -" not in err, err
+
+
+def test_options_after_double_dash_and_a_prompt_that_is_not_utf8_are_told(fake_model):
+    status, _, err = run_main(["--", "hi", "--temperature", "1"])
+    assert status == 2 and "everything after -- is the prompt" in err and "put the options before --" in err
+    status, _, err = run_main(["ok \udcff"])  # how Python hands over the bytes b"ok \xff" of an argument
+    assert status == 2 and "the prompt is not valid UTF-8: byte 3 is b'\\xff'" in err and fake_model.loads == []
+
+
+class GoneReader(io.StringIO):
+    """A stdout whose reader went away (``| head``): every write is a broken pipe."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_that_goes_away_ends_gpt2_quietly_with_141(fake_model, monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", GoneReader())
+    monkeypatch.setattr(sys, "stderr", err)
+    assert cli.main(["hi", "--n_tokens_to_generate", "3", "--stream"]) == 141
+    assert err.getvalue() == ""
+
+
+@pytest.mark.exhaustive
+def test_gpt2_stream_into_head_exits_like_gpt2_tokenizer(tmp_path):
+    """`gpt2 PROMPT --stream | head -c 5` on a tiny checkpoint: quiet, and the status of SIGPIPE, as the other
+    command gives (a process of its own: the exhaustive tier)."""
+    models = tmp_path / "models"
+    write_tiny_checkpoint(models / "124M", n_ctx=64, n_embd=32, n_head=2, seed=3)
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "GPT2_MODELS_DIR": str(models)}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "gpt2.py"), "Hello", "--stream", "--n_tokens_to_generate",
+                             "60"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.read(1)
+    proc.stdout.close()
+    assert proc.wait(timeout=300) == 141
+    assert proc.stderr.read() == b""
+
+
+def test_a_damaged_checkpoint_of_a_size_is_moved_aside_so_a_rerun_downloads_it(tmp_path, monkeypatch):
+    from gpt2_numpy import checkpoints
+
+    model_dir = tmp_path / "124M"
+    write_tiny_checkpoint(model_dir, n_ctx=64, n_embd=32, n_head=2, seed=3)
+    data = model_dir / "model.ckpt.data-00000-of-00001"
+    good = data.read_bytes()
+    body = bytearray(good)
+    body[len(body) // 2] ^= 0x10
+    data.write_bytes(bytes(body))
+    status, out, err = run_main(["hi", "--models_dir", str(tmp_path)])
+    assert status == 1 and out == "" and err.count("\n") == 1 and "is damaged" in err
+    assert "moved aside to model.ckpt.data-00000-of-00001.damaged" in err and "run again" in err
+    assert not data.exists() and (model_dir / "model.ckpt.data-00000-of-00001.damaged").exists()
+    fetched = []
+
+    def download(model_size, folder):  # the rerun fetches what is missing: here, the good file
+        fetched.append(model_size)
+        data.write_bytes(good)
+
+    monkeypatch.setattr(checkpoints, "download_gpt2_files", download)
+    assert run_main(["hi", "--models_dir", str(tmp_path), "--n_tokens_to_generate", "2"])[0] == 0
+    assert fetched == ["124M"]

@@ -533,3 +533,21 @@ def test_pretokens_are_our_split():
     assert [i for p in pieces for i in enc.encode(p, allowed_special="all")] == enc.encode(text, allowed_special="all")
     split = compile_pattern(enc.pat_str).split
     assert parity.pretokens(enc, text) == split(text)
+
+
+
+def test_parity_offline_checks_against_tiktokens_engine_on_the_checksummed_tables(tmp_path, monkeypatch):
+    """No network and nothing in tiktoken's cache: parity still runs, tiktoken's engine on the tables this project
+    read from its own checksummed files, and says so (it was a raw HTTPSConnectionPool error, exit 2). In this
+    process: tiktoken's fetch is made to fail here."""
+    from conftest import check_command, run_command
+
+    def unreachable(name):
+        raise ConnectionError(f"HTTPSConnectionPool(host='openaipublic.blob.core.windows.net'): {name}")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", unreachable)
+    (tmp_path / "t.txt").write_text("Hello, world! naïve 🙂 <|endoftext|>", encoding="utf-8")
+    args = ["parity", "t.txt", "--encoding", "gpt2,cl100k_base", "--allowed_special", "all"]
+    out = check_command(run_command(args, cwd=tmp_path, own_process=False), 0).stdout
+    assert "tiktoken engine with gpt2's tables (tiktoken could not fetch its own files: offline?)" in out
+    assert out.rstrip().endswith("identical: 2 checks")

@@ -34,7 +34,8 @@ Every command follows the same rules:
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
   before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file (``train`` names
   the folder its state is kept in, for ``--resume``). ``parity`` exits with 1 when the ids differ, so other
-  projects can run it in their CI. A reader that goes away (``| head``) ends a command quietly, with the
+  projects can run it in their CI; a download that fails exits with 1 too (:mod:`tokenizer.command_line`: the
+  rule of both commands). A TEXT argument, like stdin, must be UTF-8. A reader that goes away (``| head``) ends a command quietly, with the
   status of a process killed by SIGPIPE (141).
 
 Why argparse and not fire: fire parses every argument as a Python literal when it can, so ``"Hello, world"``
@@ -55,12 +56,15 @@ import json
 import os
 import resource
 import shutil
-import signal
 import sys
 import time
 from pathlib import Path
 
 from . import outputs, serve, teach
+from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag, cannot_listen,
+                           run_guarded, unrecognized)
+from .download import ChecksumError, DownloadError
+from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, inputs, parity, sharded
 from .jobs.engines import ENGINES
 from .encoding import Encoding
@@ -70,20 +74,20 @@ from .registry import get_encoding, list_encoding_names
 from .training.train import train_bpe
 
 
-class UsageError(Exception):
-    """An error in what the user asked for: printed as one line, exit status 2."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C, with what to do next: printed after "interrupted; ", exit status 130."""
-
-
 # ---- argument types ---------------------------------------------------------------------------------------
 
 
 def comma_list(value: str) -> list[str]:
     """``"a, b,,c"`` -> ``["a", "b", "c"]``: how every list option is written."""
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def names_list(value: str) -> list[str]:
+    """A comma list that must name something (``--encodings ''`` is a mistake, not an empty table)."""
+    names = comma_list(value)
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a comma list of names, got {value!r}")
+    return names
 
 
 def positive_int(value: str) -> int:
@@ -171,19 +175,10 @@ def show_progress() -> bool:
 # ---- the commands -----------------------------------------------------------------------------------------
 
 
-def read_stdin_text(command: str) -> str:
-    """``-`` as a text argument: all of stdin, as UTF-8, exactly as read (newlines and a final one included)."""
-    data = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{command} -: stdin is not valid UTF-8 (byte {e.start} is {data[e.start:e.start + 1]!r}); "
-                         "convert it to UTF-8") from None
-
-
 def text_argument(args, command: str) -> str:
-    """The TEXT argument; ``-`` reads stdin (``echo -n - | ... -`` for a lone dash)."""
-    return read_stdin_text(command) if args.text == "-" else args.text
+    """The TEXT argument, as typed (in UTF-8, as stdin must be); ``-`` reads stdin (``echo -n - | ... -`` for a
+    lone dash), as UTF-8, exactly as read (newlines and a final one included)."""
+    return read_stdin_text(f"{command} -: stdin") if args.text == "-" else argument_text(args.text, "TEXT")
 
 
 def encode(args) -> None:
@@ -220,7 +215,7 @@ def decode(args) -> None:
     if "-" in words:
         if words != ["-"]:
             raise UsageError("decode -: reads the ids from stdin; pass no other ids with it")
-        words = [read_stdin_text("decode")]
+        words = [read_stdin_text("decode -: stdin")]
     ids = parse_ids(words)
     enc = open_encoding(args.encoding)
     print(enc.decode(ids))
@@ -230,13 +225,13 @@ def count(args) -> None:
     paths = find_inputs(args.files)
     enc = open_encoding(args.encoding)
     allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
+    lines = []  # printed once every input is read: a bad one (not UTF-8, a bad record) leaves no half answer
     for path in paths:  # standard input is read as it comes, once
         s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
                                errors=args.errors, text_field=args.text_field, progress=show_progress())
-        print(
-            f"{s['file']}: {s['tokens']:,} tokens, {s['bytes']:,} bytes, {s['bytes_per_token']:.3f} bytes/token "
-            f"({enc.name}, {s['mb_per_s']:.1f} MB/s)"
-        )
+        lines.append(f"{s['file']}: {s['tokens']:,} tokens, {s['bytes']:,} bytes, {s['bytes_per_token']:.3f} "
+                     f"bytes/token ({enc.name}, {s['mb_per_s']:.1f} MB/s)")
+    print("\n".join(lines))
 
 
 def encode_file(args) -> None:
@@ -249,11 +244,17 @@ def encode_file(args) -> None:
                             disallowed_special=disallowed, errors=args.errors, text_field=args.text_field,
                             progress=show_progress(), overwrite=args.force,
                             flag="--out" if args.out is not None else "the output")
-    summary = (f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {s['bytes']:,} bytes, "
+    summary = (f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {text_bytes(s)}, "
                f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
                f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {enc.name})")
     # the summary is the command's result, unless the ids themselves went to stdout (--out -)
     print(summary, file=sys.stderr if out == outputs.STDOUT else sys.stdout)
+
+
+def text_bytes(figures: dict) -> str:
+    """"N bytes" of text (UTF-8: what every bytes/token is of), and the file's size where it differs."""
+    stored = figures.get("file_bytes")
+    return f"{figures['bytes']:,} bytes" + (f" ({stored:,} file bytes)" if stored not in (None, figures["bytes"]) else "")
 
 
 def encode_dataset(args) -> None:
@@ -269,7 +270,7 @@ def encode_dataset(args) -> None:
     t = m["totals"]
     print(
         f"{args.out}: {t['tokens']:,} tokens ({m['settings']['dtype']}) in {t['shards']} shard"
-        f"{'s' if t['shards'] != 1 else ''} from {t['bytes']:,} bytes, {t['documents']:,} documents; "
+        f"{'s' if t['shards'] != 1 else ''} from {text_bytes(t)}, {t['documents']:,} documents; "
         f"encoded {m['encoded']}, already complete {m['skipped']} ({m['seconds']:.1f} s, {args.engine} engine, "
         f"{enc.name}); see {Path(args.out) / 'manifest.json'}"
     )
@@ -543,8 +544,7 @@ def serve_playground(args) -> None:
     try:
         server = serve.PlaygroundServer(serve.Playground(encs), args.host, args.port)
     except OSError as e:
-        raise UsageError(f"cannot listen on {args.host}:{args.port} ({e.strerror or e}); pass another --port, "
-                         "or --port 0 for any free one") from None
+        raise UsageError(cannot_listen(e, args.host, args.port)) from None
     with server:
         print(f"the tokenizer playground is at {server.url} (Ctrl-C stops it)", flush=True)
         server.serve_forever()
@@ -570,24 +570,9 @@ def tiktoken_side(enc: Encoding):
 # ---- the parser -------------------------------------------------------------------------------------------
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse, with a mistake reported as one line (what is wrong, where to look) instead of the usage text."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def add_flag(p: Parser, name: str, **options) -> None:
-    """``--name``, and its dashed spelling (``--vocab-size`` for ``--vocab_size``) kept out of the help text."""
-    p.add_argument(f"--{name}", **options)
-    if "_" in name:
-        hidden = {**options, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, **hidden)
-
-
 def add_encoding(p, *, several: bool = False) -> None:
     if several:
-        add_flag(p, "encodings", type=comma_list, default=["gpt2", "cl100k_base", "o200k_base"],
+        add_flag(p, "encodings", type=names_list, default=["gpt2", "cl100k_base", "o200k_base"],
                        metavar="E1,E2", help="comma list of encodings (names or saved folders) "
                        "(default: gpt2,cl100k_base,o200k_base)")
     else:
@@ -629,15 +614,15 @@ def add_text_field(p) -> None:
              help="the field (.jsonl) or column (.parquet) holding each document's text (default text)")
 
 
-def build_parser(prog: str) -> Parser:
-    parser = Parser(prog=prog, allow_abbrev=False,
+def build_parser(prog: str) -> OneLineParser:
+    parser = OneLineParser(prog=prog, allow_abbrev=False,
                     description="Encode, decode, count, train and look inside byte-level BPE tokenizers: GPT-2's, "
                     "GPT-4's (cl100k_base), GPT-4o's (o200k_base) or your own.",
                     epilog=f"{prog} COMMAND --help shows each command's options. Flags may also be spelt with "
                     "dashes: --vocab-size for --vocab_size.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
 
-    def command(name: str, run, summary: str, usage: str, *, needs=()) -> Parser:
+    def command(name: str, run, summary: str, usage: str, *, needs=()) -> OneLineParser:
         # Required arguments are checked after parsing (see main), not by argparse, which would report a
         # missing one before a misspelt flag: "train --vocab_sise 300" should name --vocab_sise.
         p = commands.add_parser(name, help=summary, description=summary, allow_abbrev=False,
@@ -740,7 +725,7 @@ def build_parser(prog: str) -> Parser:
     p = command("train", train, "Train a byte-level BPE tokenizer on UTF-8 text files and save it.",
                 "--input FILE|DIR|GLOB|-[,...] --vocab_size N --out DIR [options]",
                 needs=[("input", "--input"), ("vocab_size", "--vocab_size"), ("out", "--out")])
-    add_flag(p, "input", type=comma_list, action="extend", metavar="INPUT",
+    add_flag(p, "input", type=names_list, action="extend", metavar="INPUT",
              help=f"the training text, repeat or comma list: {INPUTS_HELP}; each file and document is "
                   "separate; required")
     add_text_field(p)
@@ -772,7 +757,7 @@ def build_parser(prog: str) -> Parser:
                 "INPUT [INPUT ...] [options]  (or --fuzz N without INPUT)")
     p.add_argument("inputs", nargs="*", metavar="INPUT",
                    help=INPUTS_HELP)
-    add_flag(p, "encoding", type=comma_list, action="extend", metavar="NAME|DIR",
+    add_flag(p, "encoding", type=names_list, action="extend", metavar="NAME|DIR",
              help="encodings to check, registered names or saved folders; repeat or comma list "
              f"(default: {','.join(parity.DEFAULT_ENCODINGS)}; with --ids, gpt2)")
     add_flag(p, "against", metavar="tiktoken|DIR",
@@ -802,7 +787,7 @@ def build_parser(prog: str) -> Parser:
     add_flag(p, "host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine "
              "only; the playground has no login)")
     add_flag(p, "port", type=port_number, default=8000, help="the port (default 8000; 0: any free port)")
-    add_flag(p, "encoding", type=comma_list, action="extend", metavar="NAME|DIR",
+    add_flag(p, "encoding", type=names_list, action="extend", metavar="NAME|DIR",
              help="the page's first encoding, and saved tokenizer folders to offer besides the registered "
              "encodings; repeat or comma list (default gpt2)")
     add_flag(p, "model", help=argparse.SUPPRESS)  # moved to gpt2 --serve: says so, then exits 2
@@ -811,34 +796,24 @@ def build_parser(prog: str) -> Parser:
 
 
 def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
-    """Run one command; returns the exit status (0, 1 when parity finds a difference, 2 for a mistake, 130 for
-    Ctrl-C, 141 when the reader of stdout went away, as for a process killed by SIGPIPE)."""
+    """Run one command; returns the exit status (:mod:`tokenizer.command_line`'s rule: 0; 1 when parity finds a
+    difference or a download failed; 2 for a mistake; 130 for Ctrl-C; 141 when the reader of stdout went away,
+    as for a process killed by SIGPIPE)."""
     prog = prog or Path(sys.argv[0]).name
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(prog)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # reported by the command's parser, whose --help lists what it takes
-        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        text = getattr(args, "text", None)
+        args.parser.error(unrecognized(unknown, argv, prog=args.parser.prog, text="TEXT", text_given=text is not None)
+                          if "text" in vars(args) else f"unrecognized arguments: {' '.join(unknown)}")
     missing = [label for dest, label in args.needs if getattr(args, dest) in (None, [])]
     if missing:
         args.parser.error(f"the following arguments are required: {', '.join(missing)}")
-    try:
-        status = args.run(args)
-        sys.stdout.flush()  # here, so that a reader gone away is seen here, not at exit
-    except KeyboardInterrupt as e:
-        said = f"; {e}" if isinstance(e, Interrupted) else ""
-        print(f"{prog}: interrupted{said}", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        # The reader went away (| head): stop quietly, as Unix tools do, killed by SIGPIPE (128 + 13 in a shell),
-        # an exit status no command gives otherwise (parity's 1 means "different"). Python ignores SIGPIPE, so
-        # it is said with the status; stdout goes to /dev/null so the exit's flush raises nothing more.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + signal.SIGPIPE
-    except (UsageError, ValueError, KeyError, OSError) as e:
-        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"{prog}: error: {cli_wording(message)}", file=sys.stderr)
-        return 2
-    return status or 0
+    # a download that failed, or a vocabulary file that fails its checksum: the command line was fine
+    errors = [(DownloadError, EXIT_FAILED), (ChecksumError, EXIT_FAILED),
+              (UsageError, EXIT_MISTAKE), (ValueError, EXIT_MISTAKE), (KeyError, EXIT_MISTAKE), (OSError, EXIT_MISTAKE)]
+    return run_guarded(prog, lambda: args.run(args), errors=errors, wording=cli_wording)
 
 
 def cli_wording(message: str) -> str:

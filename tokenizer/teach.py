@@ -322,7 +322,8 @@ def compare_lines(
         texts = token_pieces(enc, ids)
         spaces = max((len(t) for t in texts if t and t.isspace()), default=0)
         counts[enc.name] = len(ids)
-        yield f"{enc.name:<{width}}  {label:<6}  {len(ids):>5} tokens  longest whitespace token: {spaces:>2} chars"
+        tokens, chars = ("token " if len(ids) == 1 else "tokens"), ("char" if spaces == 1 else "chars")
+        yield f"{enc.name:<{width}}  {label:<6}  {len(ids):>5} {tokens}  longest whitespace token: {spaces:>2} {chars}"
         yield f"{'':<{width}}  |{'|'.join(map(_visible, texts))}|"
     fewest = min(counts, key=counts.get)
     if len(counts) > 1 and counts[fewest]:

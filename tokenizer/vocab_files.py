@@ -23,6 +23,8 @@ from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
 
+from .text_input import read_utf8_file
+
 
 @lru_cache(maxsize=None)
 def bytes_to_unicode() -> dict[int, str]:
@@ -132,10 +134,8 @@ def read_json_object(path: str | os.PathLike, what: str) -> dict:
 
 
 def _read_utf8(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}); is this the right file?") from None
+    text = read_utf8_file(path, advice="a vocabulary file is UTF-8 text: is this the right file?")
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads it: a vocab.bpe saved on Windows
 
 
 def read_encoder_json(path: str | os.PathLike) -> dict[str, int]:

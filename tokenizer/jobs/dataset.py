@@ -146,6 +146,15 @@ def input_pieces(path, enc: Encoding, split_at, *, text_field: str = "text", err
     yield ("documents", batch), input_size(path)  # the last batch, maybe empty: the whole file is read
 
 
+def text_bytes(piece: tuple) -> int:
+    """The UTF-8 bytes of the text a piece holds: what "bytes" means in every figure (bytes/token, MB/s), however
+    the file held it (JSON escapes, gzip). surrogatepass: a JSON document may hold a lone surrogate, which encode
+    takes as it is."""
+    if piece[0] == "text":
+        return len(piece[1])
+    return sum(len(text.encode("utf-8", "surrogatepass")) for text in piece[1])
+
+
 class PieceEncoder:
     """The ids of one piece of an input (:func:`input_pieces`): what a worker runs. It holds the encoding and the
     rule, so they reach each worker once."""
@@ -224,7 +233,8 @@ def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disall
                  engine: LocalEngine | None = None, report=lambda done: None) -> dict:
     """Encode one input into ``out_path`` (flat little-endian ids, :func:`id_dtype`), atomically
     (:func:`tokenizer.outputs.replaced_file`: checked by the caller; ``"-"`` is standard output); returns
-    ``{"dtype", "documents", "tokens", "bytes", "sha256"}`` of what was written (``bytes``: of the input).
+    ``{"dtype", "documents", "tokens", "bytes", "file_bytes", "sha256"}`` of what was written (``bytes``: the UTF-8
+    bytes of the text encoded; ``file_bytes``: of the input as stored, compressed or not).
 
     ``allowed_special`` and ``disallowed_special`` are :meth:`Encoding.encode`'s, for text inputs; ``errors``
     is :func:`tokenizer.jobs.inputs.decode_utf8`'s; ``engine`` a local engine whose workers encode the pieces
@@ -237,11 +247,14 @@ def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disall
     encoded_as_special = enc.special_tokens_set if allowed_special == "all" else set(allowed_special)
     documents = DocumentCount(EOT if EOT in encoded_as_special else None)
     done: deque[int] = deque()  # the input bytes read by each piece in flight, oldest first
+    n_text_bytes = 0
 
     def pieces():
+        nonlocal n_text_bytes
         for piece, read in input_pieces(path, enc, encoded_as_special, text_field=text_field, errors=errors,
                                         chunk_bytes=chunk_bytes):
             documents.add(piece)
+            n_text_bytes += text_bytes(piece)
             done.append(read)
             yield piece
 
@@ -254,7 +267,7 @@ def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disall
             read = done.popleft()
             report(read)
     return {"dtype": encoder.dtype.name, "documents": documents.total, "tokens": written // encoder.dtype.itemsize,
-            "bytes": read, "sha256": sha.hexdigest()}
+            "bytes": n_text_bytes, "file_bytes": read, "sha256": sha.hexdigest()}
 
 
 # ---- encode-file ------------------------------------------------------------------------------------------
@@ -277,7 +290,9 @@ def encode_file(
     flag: str | None = None,
 ) -> dict:
     """Encode one input (a file, or ``"-"`` for standard input) into ``out_path`` (a file, or ``"-"`` for
-    standard output); returns statistics.
+    standard output); returns statistics: ``bytes`` (the UTF-8 bytes of the text encoded, as :func:`file_stats`
+    counts them; bytes/token and MB/s are of those), ``file_bytes`` (the input as stored), ``tokens``,
+    ``documents``, ``seconds``, ...
 
     For a text, the output equals ``encode(whole text)`` written with :func:`id_dtype`, whatever ``workers``
     (default: all CPUs), ``chunk_bytes`` and ``start_method`` (multiprocessing's: "fork", "spawn", ...; None for
@@ -330,6 +345,7 @@ def encode_file(
         "dtype": written["dtype"],
         "workers": workers,
         "bytes": n_bytes,
+        "file_bytes": written["file_bytes"],
         "tokens": n_tokens,
         "documents": written["documents"],
         "bytes_per_token": n_bytes / n_tokens if n_tokens else 0.0,
@@ -417,11 +433,7 @@ def _timed_encode(encoder: PieceEncoder, piece: tuple) -> tuple[int, int, float]
     else:
         n_tokens = sum(len(encoder.text_ids(text)) for text in piece[1])
     seconds = time.perf_counter() - start
-    if piece[0] == "text":
-        n_bytes = len(piece[1])
-    else:  # surrogatepass: a JSON document may hold a lone surrogate, which encode takes as it is
-        n_bytes = sum(len(text.encode("utf-8", "surrogatepass")) for text in piece[1])
-    return n_tokens, n_bytes, seconds
+    return n_tokens, text_bytes(piece), seconds
 
 
 def _timed_encode_again(encoder: PieceEncoder, piece: tuple) -> tuple[int, float]:

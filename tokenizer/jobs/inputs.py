@@ -45,6 +45,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
+from .. import text_input
+
 STDIN = Path("-")
 RECORD_FORMATS = {".jsonl.gz": "jsonl", ".jsonl": "jsonl", ".parquet": "parquet"}
 FOLDER_SUFFIXES = (".txt", *RECORD_FORMATS)  # what a folder given as input is searched for
@@ -173,7 +175,12 @@ def open_input(path: str | os.PathLike):
     except OSError as e:
         raise OSError(f"cannot read {input_name(path)}: {e.strerror or e}") from None
     with f:
-        yield f
+        try:
+            yield f
+        except OSError as e:  # a read that fails (a device, a bad disk, not gzip): said with the file's name
+            if e.filename is not None or str(e).startswith("cannot read "):
+                raise
+            raise OSError(f"cannot read {input_name(path)}: {e.strerror or e}") from None
 
 
 def input_size(path: str | os.PathLike) -> int | None:
@@ -195,13 +202,13 @@ def decode_utf8(data: bytes, offset: int, path, errors: str | None = "strict") -
     """
     if errors not in ("strict", "replace", None):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    try:
-        return data.decode("utf-8", errors=errors or "strict")
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{input_name(path)} is not valid UTF-8: byte {offset + e.start} is {data[e.start:e.start + 1]!r} "
-            f"({e.reason}); convert the file to UTF-8{_REPLACE_ADVICE if errors else ''}"
-        ) from None
+    if errors == "replace":
+        return data.decode("utf-8", errors="replace")
+    return text_input.decode_utf8(data, input_name(path), offset=offset, advice=_utf8_advice(errors))
+
+
+def _utf8_advice(errors: str | None) -> str:
+    return "convert the file to UTF-8" + (_REPLACE_ADVICE if errors else "")
 
 
 _REPLACE_ADVICE = ", or pass --errors replace (errors='replace') to read invalid bytes as U+FFFD"
@@ -270,11 +277,13 @@ def _jsonl_records(path: Path, text_field: str, errors: str | None, start: int, 
 
 def _record_text(line: bytes, text_field: str, errors: str | None, where) -> str:
     """The document of one JSON line; ``where()`` names the line, worked out only for an error."""
-    try:
-        decoded = line.decode("utf-8", errors=errors or "strict")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{where()}: not valid UTF-8 (byte {e.start} of the line is {line[e.start:e.start + 1]!r}); "
-                         f"convert the file to UTF-8{_REPLACE_ADVICE if errors else ''}") from None
+    if errors == "replace":
+        decoded = line.decode("utf-8", errors="replace")
+    else:  # where() is worked out only for an error; the byte is counted within the line
+        try:
+            decoded = line.decode("utf-8")
+        except UnicodeDecodeError:
+            decoded = text_input.decode_utf8(line, where(), advice=_utf8_advice(errors))
     try:
         record = json.loads(decoded)
     except json.JSONDecodeError as e:

@@ -2,7 +2,8 @@
 
 The manifest lists, for each input shard whose output is complete, the input (its path, size and modification
 time), the output file, its dtype, how many documents (a ``.txt`` shard's: the non-blank stretches between
-``<|endoftext|>``, not the separators) and tokens it holds, the input's size in bytes and the
+``<|endoftext|>``, not the separators) and tokens it holds, ``bytes`` (the UTF-8 bytes of its text, the one
+meaning of "bytes" in every command), ``file_bytes`` (the input as stored: compressed, JSON-escaped) and the
 output's SHA-256; then the totals; and the settings every output was made with (the encoding, by name and by a
 hash of its tables, and the text field). It is written by the job's driver only, atomically (a temporary file
 renamed over the old one), after each shard that completes, so an interrupted job leaves a manifest that
@@ -11,7 +12,8 @@ claims exactly the shards that are there.
 Resuming trusts an output only when the manifest lists it with the same settings and the same input (path,
 size, modification time), and the file has the recorded size and SHA-256. Anything else — no manifest, a
 manifest that does not parse, another encoding's, an output that was deleted, truncated, edited or put there
-by someone else — is redone. Computing the SHA-256 of the outputs reads them once; that is the price of
+by someone else — is redone. A manifest of version 1 (whose ``bytes`` were the file's) is still read: its text
+shards keep their entries (there the two are the same), its JSON-lines and parquet shards are redone. Computing the SHA-256 of the outputs reads them once; that is the price of
 never trusting a stale file.
 
 What this module does not do: encode, or decide which shards a job has.
@@ -24,8 +26,11 @@ import json
 import os
 from pathlib import Path
 
+from .inputs import input_format
+
 MANIFEST_NAME = "manifest.json"
-FORMAT = "gpt2-numpy encode-dataset manifest, version 1"
+FORMAT = "gpt2-numpy encode-dataset manifest, version 2"
+FORMAT_1 = "gpt2-numpy encode-dataset manifest, version 1"  # "bytes" was the input file's size
 
 
 def encoding_fingerprint(enc) -> str:
@@ -59,9 +64,13 @@ def read_manifest(folder: Path, settings: dict) -> dict[str, dict]:
     try:
         with open(folder / MANIFEST_NAME, encoding="utf-8") as f:
             manifest = json.load(f)
-        if manifest.get("format") != FORMAT or manifest.get("settings") != settings:
+        if manifest.get("format") not in (FORMAT, FORMAT_1) or manifest.get("settings") != settings:
             return {}
-        return {entry["input"]: entry for entry in manifest["shards"]}
+        entries = {entry["input"]: entry for entry in manifest["shards"]}
+        if manifest["format"] == FORMAT_1:
+            entries = {name: {**entry, "file_bytes": entry["bytes"]} for name, entry in entries.items()
+                       if input_format(name) == "text"}
+        return entries
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}  # missing, unreadable or not ours: nothing in the folder is trusted
 
@@ -82,7 +91,7 @@ def is_complete(entry: dict | None, identity: dict, output: Path, itemsize: int)
 
 def write_manifest(folder: Path, settings: dict, entries: list[dict], *, complete: bool) -> dict:
     """Replace ``folder``'s manifest (atomically) with ``entries`` (in input order) and their totals."""
-    totals = {key: sum(entry[key] for entry in entries) for key in ("documents", "tokens", "bytes")}
+    totals = {key: sum(entry[key] for entry in entries) for key in ("documents", "tokens", "bytes", "file_bytes")}
     manifest = {"format": FORMAT, "settings": settings, "complete": complete, "shards": entries,
                 "totals": {"shards": len(entries), **totals}}
     path = folder / MANIFEST_NAME

@@ -145,8 +145,9 @@ class ParityReport:
 
 
 def tiktoken_counterpart(enc: Encoding):
-    """tiktoken's encoding of ``enc``'s name; for a name tiktoken does not have (a trained tokenizer), tiktoken's
-    BPE engine loaded with ``enc``'s tables. Returns ``(encoding, label)``.
+    """tiktoken's encoding of ``enc``'s name; for a name tiktoken does not have (a trained tokenizer), or one whose
+    files tiktoken cannot fetch (offline, nothing in its cache), tiktoken's BPE engine loaded with ``enc``'s tables
+    (read from this project's checksummed files), the label saying so. Returns ``(encoding, label)``.
 
     tiktoken is optional: ``ImportError`` with what to do when it is missing.
     """
@@ -158,11 +159,12 @@ def tiktoken_counterpart(enc: Encoding):
             "version whose ids this project matches); or compare with another saved tokenizer (--against DIR) or "
             "check a dataset of ids (--ids FILE.bin)"
         ) from None
+    offline = ""
     if enc.name in tiktoken.list_encoding_names():
         try:
             return tiktoken.get_encoding(enc.name), f"tiktoken {enc.name}"
-        except Exception as e:  # a download or cache failure inside tiktoken, told in one line
-            raise ValueError(f"tiktoken could not load {enc.name}: {e}") from None
+        except Exception:  # no network, and tiktoken's cache lacks the file: its engine on our checksummed tables
+            offline = " (tiktoken could not fetch its own files: offline?)"
     ranks = {token: enc.encode_single_token(token) for token in enc.token_byte_values()}
     merged = list(enc.merge_ranks)
     if sorted(merged, key=ranks.__getitem__) != sorted(merged, key=enc.merge_ranks.__getitem__):
@@ -172,7 +174,7 @@ def tiktoken_counterpart(enc: Encoding):
         )
     engine = tiktoken.Encoding(enc.name, pat_str=enc.pat_str, mergeable_ranks=ranks,
                                special_tokens=enc.special_tokens)
-    return engine, f"tiktoken engine with {enc.name}'s tables"
+    return engine, f"tiktoken engine with {enc.name}'s tables{offline}"
 
 
 # ---- inputs -------------------------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def train_bpe(
     pattern: str = GPT2_PATTERN,
     text_field: str = "text",
     num_workers: int | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     checkpoint: str | os.PathLike | None = None,
     resume: bool = False,
@@ -95,7 +95,8 @@ def train_bpe(
     ``special_tokens`` are strings; each gets an id after the merges, in the order given (duplicates are
     dropped). ``pattern`` is the pre-tokenization regex (``regex`` package syntax). ``num_workers`` processes
     count pre-tokens (default: ``os.cpu_count()``); ``chunk_size`` is the target size in bytes of the pieces of
-    the files they get. ``progress`` shows tqdm bars. The result does not depend on ``num_workers`` or
+    the files they get. ``progress`` shows tqdm bars (default: when stderr is a terminal, so a log or a notebook's
+    captured stderr gets none; ``True`` or ``False`` decides). The result does not depend on ``num_workers`` or
     ``chunk_size``.
 
     ``checkpoint`` is a folder where the training state is kept: the pre-token counts once counted, and the
@@ -128,6 +129,8 @@ def train_bpe(
         which = repr(paths[0]) if len(paths) == 1 else f"all {len(paths)} inputs"
         raise ValueError(f"training file is empty: {which} (nothing to learn merges from)")
 
+    if progress is None:
+        progress = sys.stderr.isatty()
     num_merges = vocab_size - minimum
     # A file's size bounds the bytes of its distinct pre-tokens (a compressed file's need not: learn_merges
     # starts the compiled loop's way in for it once the counts say so).

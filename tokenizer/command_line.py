@@ -1,0 +1,122 @@
+"""What both commands (``gpt2-tokenizer`` and ``gpt2``) share about being a command: the parser whose mistakes
+are one line, flags spelt with underscores or dashes, the exit statuses, and how a run ends on Ctrl-C, on a
+reader that went away (``| head``) or on an error.
+
+    parser = OneLineParser(prog="gpt2", allow_abbrev=False)
+    add_flag(parser, "top_k", type=int)                 # --top_k, and --top-k kept out of the help text
+    return run_guarded(prog, lambda: work(args), errors=[(UsageError, EXIT_MISTAKE)])
+
+The exit statuses, one rule for both commands:
+
+* 0 done; 1 the command line was fine but the work failed: a download, a damaged file (``parity``: the ids
+  differ); 2 a mistake in what was asked (a flag, a missing or unreadable input, bad input), said before any
+  work where it can be; 130 Ctrl-C; 141 the reader of stdout went away, as for a process killed by SIGPIPE.
+
+Every error is one line, ``PROG: error: WHAT; what to do``, never a traceback.
+
+What this module does not do: declare any command's flags, or read input (:mod:`tokenizer.text_input`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import sys
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the work could not be done (a download, a damaged file), or parity found a difference
+EXIT_MISTAKE = 2
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130, as a shell reports a process Ctrl-C stopped
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # 141
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for: printed as one line, exit status 2."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what to do next: printed after "interrupted; ", exit status 130."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with a mistake reported as one line (what is wrong, where to look) instead of the usage text."""
+
+    def error(self, message: str):
+        self.exit(EXIT_MISTAKE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def add_flag(parser: argparse.ArgumentParser, name: str, **options) -> None:
+    """``--name``, and its dashed spelling (``--vocab-size`` for ``--vocab_size``) kept out of the help text."""
+    dest = options.pop("dest", name)
+    parser.add_argument(f"--{name}", dest=dest, **options)
+    if "_" in name:
+        hidden = {**options, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=dest, **hidden)
+
+
+def unrecognized(unknown: list[str], argv: list[str], *, prog: str, text: str, text_given: bool) -> str:
+    """The message for arguments argparse did not take, with the likely reason: a ``text`` (the PROMPT, the
+    TEXT) that starts with a dash goes after ``--``; after ``--`` everything is text, so options go before it."""
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    if "--" in argv:
+        after = argv[argv.index("--") + 1:]
+        if any(word in after for word in unknown):
+            return (f"{message}; everything after -- is the {text}, one argument: put the options before --, "
+                    f"and quote a {text} of several words")
+    if not text_given and unknown[0].startswith("-"):  # most likely a text that starts with a dash
+        return f"{message}; a {text} that starts with a dash goes after --: {prog} -- {shlex.quote(unknown[0])}"
+    return message
+
+
+def error_message(error: BaseException) -> str:
+    """One line for an error: a ``KeyError``'s message without its quotes, an ``OSError`` without ``[Errno N]``
+    and with the file it names."""
+    if isinstance(error, KeyError) and error.args:
+        return str(error.args[0])
+    if isinstance(error, OSError) and error.strerror and error.filename is not None:
+        return f"{error.filename}: {error.strerror}"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)
+
+
+def cannot_listen(error: OSError, host: str, port: int) -> str:
+    """Why a server could not start on ``host:port``, blaming the one that is wrong, and what to pass instead."""
+    reason = error.strerror or str(error)
+    if isinstance(error, socket.gaierror) or error.errno == getattr(os, "EADDRNOTAVAIL", None):
+        return (f"--host {host}: not an address of this machine ({reason}); pass 127.0.0.1 (this machine only), "
+                "0.0.0.0 (every network) or one of its own addresses")
+    return f"cannot listen on {host}:{port} ({reason}); pass another --port, or --port 0 for any free one"
+
+
+def run_guarded(prog: str, body, *, errors: list[tuple[type, int]], wording=lambda message: message) -> int:
+    """``body()`` (its exit status, None for 0), ended the way every command ends: Ctrl-C is one line and 130
+    (with what to do next, for :class:`Interrupted`); a reader that went away ends it quietly with 141; an
+    error of a class in ``errors`` (``(class, status)`` pairs, the first that matches; a status may be a
+    function of the error) is one line, ``wording(message)``, and that status. Anything else is a
+    bug, and keeps its traceback."""
+    try:
+        status = body()
+        sys.stdout.flush()  # here, so that a reader gone away is seen here, not at exit
+    except KeyboardInterrupt as e:
+        said = f"; {e}" if isinstance(e, Interrupted) else ""
+        print(f"{prog}: interrupted{said}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # Stop quietly, as Unix tools do, with the status of a process killed by SIGPIPE (141 in a shell), which
+        # no command gives otherwise. Python ignores SIGPIPE, so it is said with the status; stdout goes to
+        # /dev/null so the exit's flush raises nothing more.
+        with contextlib.suppress(OSError, ValueError):  # a stdout without a file (a test's) needs nothing
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except Exception as e:
+        status = next((code for kind, code in errors if isinstance(e, kind)), None)
+        if status is None:
+            raise
+        print(f"{prog}: error: {wording(error_message(e))}", file=sys.stderr)
+        return status(e) if callable(status) else status
+    return status or EXIT_OK
