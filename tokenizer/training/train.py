@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Iterable
 
 from .checkpoint import checkpoint_settings, load_checkpoint, save_merges, start_checkpoint
