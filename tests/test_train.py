@@ -517,14 +517,6 @@ def test_same_result_for_any_workers_and_chunk_size():
     assert len(results[0][1]) == 600 - 257
 
 
-def test_whitespace_class_is_regex_white_space():
-    everything = "".join(map(chr, range(0x110000)))
-    expected = set(regex.findall(r"\s", everything))
-    assert len(expected) == 25
-    assert set(train_mod._WHITESPACE_SET) == expected
-    assert set(regex.findall(f"[{train_mod.WHITESPACE}]", everything)) == expected
-
-
 def test_progress_bars(capsys):
     text = "hello world " * 100
     path = write(text)
