@@ -10,12 +10,19 @@
 So a download never lands in the current folder by accident: ``./models`` is used only when it is
 passed by name (``--models_dir models``, ``models_dir="models"``).
 
+It also names GPT-2's sizes (:data:`MODEL_SIZES`), the subfolders a size is looked for in.
+
 What it does not do: create the folder, or look inside it; the checkpoint readers do that.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from tokenizer.user_cache import user_cache_root
+
+# The sizes OpenAI released, each a subfolder of the models folder; every one uses the same vocabulary.
+MODEL_SIZES = ("124M", "355M", "774M", "1558M")
 
 # The repository's own models/ folder, recognised by the README.md it ships with; an installed package
 # has no such folder beside it.
@@ -28,5 +35,4 @@ def default_models_dir() -> Path:
         return Path(os.environ["GPT2_MODELS_DIR"]).expanduser()
     if (CHECKOUT_MODELS_DIR / "README.md").is_file():
         return CHECKOUT_MODELS_DIR
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache).expanduser() / "gpt2-numpy" / "models"
+    return user_cache_root() / "gpt2-numpy" / "models"

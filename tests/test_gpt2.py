@@ -496,8 +496,15 @@ class ByteEncoder:
         self.encoded.append(text)
         return list(text.encode("utf-8"))
 
+    @property
+    def encoding(self):  # the tiktoken face, as gpt2_numpy.encoder.Encoder's
+        return self
+
+    def decode_single_token_bytes(self, token):
+        return bytes([self.byte_decoder[self.decoder[token]]])
+
     def decode(self, ids):
-        return b"".join(cli.token_bytes(self, i) for i in ids).decode("utf-8", errors="replace")
+        return b"".join(map(self.decode_single_token_bytes, ids)).decode("utf-8", errors="replace")
 
 
 def test_decode_stream_holds_back_split_characters():
