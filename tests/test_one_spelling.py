@@ -4,8 +4,11 @@ second spelling that drifts (or a user that stops sharing the one object) fails 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -15,11 +18,13 @@ import regex
 import gpt2_numpy.encoder as gpt2_encoder
 from conftest import REPO
 from gpt2_numpy import checkpoints, cli, models_dir
-from tokenizer import Encoding, bytes_to_unicode, get_encoding, user_cache
+from tokenizer import Encoding, bytes_to_unicode, get_encoding, numba_cache, user_cache
 from tokenizer.cuts import safe_cuts
-from tokenizer.fast import array_split
+from tokenizer.fast import array_split, compiled_bpe
+from tokenizer.kernel_loader import KernelLoader
 from tokenizer.patterns import GPT2_PATTERN, WHITESPACE, WHITESPACE_CLASS
 from tokenizer.pretokenize import special_token_regex
+from tokenizer.training import compiled_loop_loader
 from tokenizer.training.train import count_pretokens, train_bpe
 
 EVERY_CHARACTER = "".join(map(chr, range(0x110000)))
@@ -87,6 +92,35 @@ def test_a_special_token_that_is_a_prefix_of_another_in_encoding_and_training(tm
         assert count_pretokens(path, order, num_workers=1) == Counter({"x": 1, " x": 2, "y": 3, "z": 3, " ": 1})
         vocab, merges = train_bpe(path, 256 + 2 + 1, order, num_workers=1, progress=False)
         assert merges == [(b" ", b"x")] and {s.encode() for s in PREFIXED} <= set(vocab.values())
+
+
+# ---- one kernel loader ---------------------------------------------------------------------------------------
+
+def test_both_compiled_kernels_come_through_the_one_loader():
+    assert type(compiled_bpe.LOADER) is KernelLoader and isinstance(compiled_loop_loader.LOADER, KernelLoader)
+    assert {compiled_bpe.LOADER.name, compiled_loop_loader.LOADER.name} == set(numba_cache.KERNELS)
+
+
+def test_a_fork_waits_for_every_loaders_thread(tmp_path, monkeypatch):
+    # (the fast core's loader had the guard and the trainer's had not: now both have it, from the one class)
+    monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path))
+    numba_cache.folder("merge_loop").mkdir(parents=True)
+    numba_cache.mark(numba_cache.folder("merge_loop"))  # as if compiled: start_loading starts the thread at once
+    loaded = threading.Event()
+
+    def slow_load():
+        time.sleep(0.3)
+        loaded.set()
+        return numba_cache
+
+    loader = KernelLoader("merge_loop", title="a stand-in", program="-", load=slow_load, without="-")
+    loader.start_loading()
+    assert loader.status() == "loading"
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if loaded.is_set() else 3)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert loader.kernel() is numba_cache and loader.status() == "loaded"
 
 
 # ---- one list of model sizes, one cache root ------------------------------------------------------------------
