@@ -4,8 +4,9 @@
 2. else, when this package runs from a checkout of the repository (the folder above ``gpt2_numpy/``
    holds ``models/README.md``; ``pip install -e .`` counts), that checkout's ``models/`` folder, whatever
    the current folder is;
-3. else (a regular install) the user's cache folder: ``$XDG_CACHE_HOME/gpt2-numpy/models``, or
-   ``~/.cache/gpt2-numpy/models`` when ``XDG_CACHE_HOME`` is unset.
+3. else (a regular install) ``gpt2-numpy/models`` in the user's cache folder, the one the tokenizer's cache
+   shares (:func:`tokenizer.user_cache.user_cache_root`): ``$XDG_CACHE_HOME/gpt2-numpy/models``, or
+   ``~/.cache/gpt2-numpy/models`` when ``XDG_CACHE_HOME`` is unset, empty or not an absolute path.
 
 So a download never lands in the current folder by accident: ``./models`` is used only when it is
 passed by name (``--models_dir models``, ``models_dir="models"``).
