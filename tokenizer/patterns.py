@@ -11,20 +11,19 @@ older characters whose category 17.0 changed (U+0295 ʕ went from lowercase lett
 moves o200k's case split). :func:`mask_newer` stands in for both — U+FFFF (never assigned: "other" in every
 version) for a new character, a character of the old category for a recategorised one — so that ``regex``
 splits as tiktoken does. :mod:`tokenizer.fast.unicode16` holds the classes tiktoken sees, generated from these
-tables (:func:`code_point_runs` reads them).
+tables.
 
-Whitespace is one such class, and the one other modules spell most often: :data:`WHITESPACE` is the set every
-module uses (the trainer's coarse split, the safe cuts, the unstable tokens, the array split's class tables), and
-:data:`WHITESPACE_CLASS` the same characters as the inside of a character class.
+Whitespace is one such class, and the one other modules spell most often: :data:`WHITESPACE` is the set they
+all use (the trainer's coarse split, the safe cuts, the unstable tokens), and :data:`WHITESPACE_CLASS` the same
+characters as the inside of a character class; the fast tier's class tables, generated from the same ``regex``
+tables, are tested equal to it.
 
 This module does not split anything (that is :mod:`tokenizer.pretokenize`) and holds no fast path.
 """
 
 from __future__ import annotations
 
-from functools import cache
-
-from .fast.unicode16 import RANGES
+import regex
 
 # GPT-2 as released in encoder.py (CS336 uses this form too).
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -74,30 +73,14 @@ NEWER_THAN_TIKTOKEN = [
 # stand-in that has the old category in both).
 RECATEGORISED_SINCE_TIKTOKEN = {0x0295: ("Ll", "Lo", 0x0296)}
 
-
-
-@cache
-def code_point_runs(name: str) -> tuple[tuple[int, int], ...]:
-    """The inclusive ``(first, last)`` runs of ``\\p{name}`` (``"White_Space"`` for ``\\s``) as tiktoken sees them
-    (Unicode 16.0, :mod:`tokenizer.fast.unicode16`).
-
-    >>> code_point_runs("N")[:2]
-    ((48, 57), (178, 179))
-    """
-    runs = []
-    for cell in RANGES[name].split():
-        first, _, last = cell.partition("-")
-        runs.append((int(first, 16), int(last or first, 16)))
-    return tuple(runs)
-
-
-# Whitespace: what \s means in the patterns, to tiktoken and to `regex` alike: Unicode's White_Space, 25 code points
-# (tab to CR, space, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000). Python's
-# str.isspace and the standard library's \s also take "\x1c".."\x1f", so neither may stand for it. As a set of
-# characters, and as the inside of a character class for `re` or `regex`, e.g. rf"[^{WHITESPACE_CLASS}]" (none of
-# the characters is special inside a class).
-WHITESPACE_CLASS = "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in code_point_runs("White_Space"))
-WHITESPACE = frozenset(chr(c) for a, b in code_point_runs("White_Space") for c in range(a, b + 1))
+# Whitespace: what \s means in the patterns, to `regex` and to tiktoken alike: Unicode's White_Space, 25 code points
+# (tab to CR, space, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; none above
+# U+3000, which the tests check on every code point, as they check the fast tier's tables against tiktoken).
+# Python's str.isspace and the standard library's \s also take "\x1c".."\x1f", so neither may stand for it. As a
+# set of characters, and as the inside of a character class for `re` or `regex`, e.g. rf"[^{WHITESPACE_CLASS}]"
+# (none of the characters is special inside a class).
+WHITESPACE = frozenset(regex.findall(r"\s", "".join(map(chr, range(0x3001)))))
+WHITESPACE_CLASS = "".join(sorted(WHITESPACE))
 
 # The same characters as the inside of a `regex` character class, e.g. rf"[{NEWER_CLASS}]".
 NEWER_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in NEWER_THAN_TIKTOKEN)

@@ -92,8 +92,8 @@ from functools import cache
 
 import numpy as np
 
-from ..patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN, code_point_runs
-from .stdlib_patterns import BMP_END, compile_fast
+from ..patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
+from .stdlib_patterns import BMP_END, code_point_runs, compile_fast
 
 CODE_POINTS = 0x110000
 

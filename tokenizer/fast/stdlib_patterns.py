@@ -33,7 +33,7 @@ from bisect import bisect_right
 from functools import cache
 from itertools import chain, repeat
 
-from ..patterns import O200K_PATTERN, OPENAI_PATTERNS, R50K_PATTERN, code_point_runs, unmask
+from ..patterns import O200K_PATTERN, OPENAI_PATTERNS, R50K_PATTERN, unmask
 from ..pretokenize import compile_pattern
 from .unicode16 import RANGES
 
@@ -68,6 +68,20 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 # What the patterns write, token by token: a property, \s or \S, a class's opening or closing bracket, $,
 # any other escape (kept as it is), any other character. (A string: `re` compiles it on first use.)
 _TOKEN = r"(?s)\\p\{(\w+)\}|\\([sS])|(\[\^?)|(\])|(\$)|\\.|."
+
+
+@cache
+def code_point_runs(name: str) -> tuple[tuple[int, int], ...]:
+    """The inclusive ``(first, last)`` runs of ``\\p{name}`` (``"White_Space"`` for ``\\s``) in Unicode 16.0.
+
+    >>> code_point_runs("N")[:2]
+    ((48, 57), (178, 179))
+    """
+    runs = []
+    for cell in RANGES[name].split():
+        first, _, last = cell.partition("-")
+        runs.append((int(first, 16), int(last or first, 16)))
+    return tuple(runs)
 
 
 def _bmp_class_body(name: str) -> str:
