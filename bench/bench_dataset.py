@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+from shared_data import CORPUS, REPO
+
 SHARD_MB = 25
 THE_PILE_BYTES = 825e9
 

@@ -77,8 +77,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # columns turn the compiled kernel on for their calls (with_compiled_bpe), loaded before they are timed.
 os.environ["TOKENIZER_COMPILED_BPE"] = "0"
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared")  # as tests/conftest.py
+from shared_data import REPO, SHARED  # noqa: E402
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TOKENIZER_DATA_DIR", str(SHARED / "encodings"))
 

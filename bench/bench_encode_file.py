@@ -26,8 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_FILE = REPO.parent / "shared" / "corpus" / "en_docs.txt"
+from shared_data import CORPUS, REPO
+
+DEFAULT_FILE = CORPUS / "en_docs.txt"
 
 
 def children_cpu_seconds() -> float:

@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared")  # as tests/conftest.py
+from shared_data import REPO, SHARED
+
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TOKENIZER_DATA_DIR", str(SHARED / "encodings"))
 

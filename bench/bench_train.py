@@ -35,11 +35,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-# the shared data beside the checkout, or $TOKENIZER_SHARED_DIR (as the tests find it)
-CORPUS = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared") / "corpus"
+from shared_data import CORPUS, REPO
+
 EOT = "<|endoftext|>"
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 MB = 1_000_000

@@ -35,12 +35,11 @@ from pathlib import Path
 import numpy as np
 
 from . import hfmodel
-from .models_dir import default_models_dir
+from .models_dir import MODEL_SIZES, default_models_dir
 from .tfcheckpoint import CheckpointError, read_checkpoint
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
 
-MODEL_SIZES = ("124M", "355M", "774M", "1558M")
 CHECKPOINT_FILES = (
     "checkpoint",
     "encoder.json",

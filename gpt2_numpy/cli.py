@@ -48,18 +48,13 @@ class CommandError(Exception):
         self.status = status
 
 
-def token_bytes(encoder, token_id):
-    """The raw bytes of one token (a GPT-2 token can hold part of a UTF-8 character)."""
-    return bytes(encoder.byte_decoder[c] for c in encoder.decoder[token_id])
-
-
 def decode_stream(encoder, token_ids):
     """Yield the text of token_ids piece by piece as they arrive, holding back the bytes
     of a character split across tokens until it is complete (invalid bytes become U+FFFD,
     as in encoder.decode)."""
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    for token_id in token_ids:
-        yield utf8.decode(token_bytes(encoder, token_id))
+    for token_id in token_ids:  # (a GPT-2 token can hold part of a UTF-8 character)
+        yield utf8.decode(encoder.encoding.decode_single_token_bytes(token_id))
     yield utf8.decode(b"", final=True)
 
 
@@ -214,7 +209,7 @@ def print_score(encoder, params, n_head, text, stride, path):
     if len(ids) < 2:
         raise ValueError(f"--score {path} holds {len(ids)} token; the first has no context, so give at least two")
     nlls, positions = token_nlls(ids, params, n_head, stride=stride)  # [n_scored], [n_scored]
-    predicted_bytes = sum(len(token_bytes(encoder, ids[i])) for i in positions)
+    predicted_bytes = sum(len(encoder.encoding.decode_single_token_bytes(ids[i])) for i in positions)
     print(f"tokens: {len(ids)} ({len(positions)} predicted)")
     print(f"mean NLL: {nlls.mean():.4f} nats/token")
     print(f"perplexity: {math.exp(nlls.mean()):.4f}")

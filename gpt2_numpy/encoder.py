@@ -38,12 +38,16 @@ from pathlib import Path
 import regex
 
 import tokenizer
-from tokenizer import Encoding
+from tokenizer import Encoding, get_encoding
+from tokenizer.download import sha256_file
 from tokenizer.pretokenize import GPT2_PATTERN, replace_surrogates
+from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
 from tokenizer.vocab_files import bytes_to_unicode, gpt2_merges, gpt2_vocab, read_encoder_json, read_vocab_bpe
 
+from .models_dir import MODEL_SIZES
+
 PACKAGED = Path(tokenizer.__file__).resolve().parent / "data"  # GPT-2's encoder.json and vocab.bpe, shipped
-GPT2_MODEL_NAMES = ("124M", "355M", "774M", "1558M")  # every size uses the same vocabulary: the packaged files
+GPT2_MODEL_NAMES = MODEL_SIZES  # every size uses the same vocabulary: the packaged files
 
 
 def get_pairs(word: tuple[str, ...]) -> set[tuple[str, str]]:
@@ -62,7 +66,10 @@ class Encoder:
     ``errors`` how :meth:`decode` handles bytes that are not UTF-8 (``"replace"``: U+FFFD).
     """
 
-    def __init__(self, encoder: dict[str, int], bpe_merges: list[tuple[str, str]], errors: str = "replace"):
+    def __init__(self, encoder: dict[str, int], bpe_merges: list[tuple[str, str]], errors: str = "replace", *,
+                 encoding: Encoding | None = None):
+        """``encoding``: the :class:`tokenizer.Encoding` of these very files, if the caller has it (GPT-2's
+        shared one, say); else one is built from them."""
         self.encoder = encoder  # token string (byte->unicode mapped) -> id
         self.decoder = {v: k for k, v in encoder.items()}  # id -> token string
         self.errors = errors  # how to handle bytes that are not valid UTF-8 when decoding
@@ -73,9 +80,7 @@ class Encoder:
         self.pat = regex.compile(GPT2_PATTERN)  # GPT-2's pre-tokenizer, as OpenAI wrote it
         token_ids, specials = gpt2_vocab(encoder)
         self.special_ids = set(specials.values())  # ids whose string is special-token text, not mapped bytes
-        vocab = {i: t for t, i in token_ids.items()} | {i: s.encode("utf-8") for s, i in specials.items()}
-        self._encoding = Encoding.from_vocab_merges(vocab, gpt2_merges(bpe_merges), specials, name="gpt2-files",
-                                                    pat_str=GPT2_PATTERN)
+        self._encoding = encoding or _encoding_of(encoder, bpe_merges)
 
     def bpe(self, token: str) -> str:
         """One pre-token (byte->unicode mapped, ``"Ġcapes"``) -> its tokens, joined by spaces (``"Ġcap es"``).
@@ -144,12 +149,30 @@ class Encoder:
         return self._encoding
 
 
+def _encoding_of(encoder: dict[str, int], bpe_merges: list[tuple[str, str]]) -> Encoding:
+    """A new :class:`tokenizer.Encoding` of an ``encoder.json`` table and ``vocab.bpe`` merges."""
+    token_ids, specials = gpt2_vocab(encoder)
+    vocab = {i: t for t, i in token_ids.items()} | {i: s.encode("utf-8") for s, i in specials.items()}
+    return Encoding.from_vocab_merges(vocab, gpt2_merges(bpe_merges), specials, name="gpt2-files",
+                                      pat_str=GPT2_PATTERN)
+
+
+def holds_gpt2_vocabulary(folder: str | os.PathLike) -> bool:
+    """Are ``folder``'s ``encoder.json`` and ``vocab.bpe`` GPT-2's own, byte for byte (their sha256 are those of
+    the files OpenAI published, which this package ships)?"""
+    folder = Path(folder)
+    return (sha256_file(folder / "encoder.json") == GPT2_ENCODER_JSON.sha256
+            and sha256_file(folder / "vocab.bpe") == GPT2_VOCAB_BPE.sha256)
+
+
 def get_encoder(model_name: str, models_dir: str | os.PathLike) -> Encoder:
     """The encoder stored with a model (``{models_dir}/{model_name}/encoder.json`` and ``vocab.bpe``).
 
     For GPT-2's own model names (124M, 355M, 774M, 1558M) a folder without the files falls back to GPT-2's
     vocabulary shipped in ``tokenizer/data``: every size shares it. Any other name must be a folder holding both
-    files; FileNotFoundError says which is missing (a typo in the name is not silently GPT-2).
+    files; FileNotFoundError says which is missing (a typo in the name is not silently GPT-2). Files that are
+    GPT-2's own (:func:`holds_gpt2_vocabulary`) encode with ``get_encoding("gpt2")``, shared with the rest of the
+    process; any other vocabulary gets an Encoding of its own.
     """
     folder = Path(models_dir) / model_name
     missing = [name for name in ("encoder.json", "vocab.bpe") if not (folder / name).is_file()]
@@ -161,4 +184,7 @@ def get_encoder(model_name: str, models_dir: str | os.PathLike) -> Encoder:
             f"{folder}: no tokenizer files there (the {what}). Pass the folder that holds encoder.json and "
             f"vocab.bpe, or one of GPT-2's model names {', '.join(GPT2_MODEL_NAMES)} for GPT-2's own vocabulary"
         )
-    return Encoder(encoder=read_encoder_json(folder / "encoder.json"), bpe_merges=read_vocab_bpe(folder / "vocab.bpe"))
+    # GPT-2's own files (any size's) get the process's shared GPT-2 Encoding; other files, one of their own
+    shared = get_encoding("gpt2") if folder == PACKAGED or holds_gpt2_vocabulary(folder) else None
+    return Encoder(encoder=read_encoder_json(folder / "encoder.json"), bpe_merges=read_vocab_bpe(folder / "vocab.bpe"),
+                   encoding=shared)

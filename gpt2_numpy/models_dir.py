@@ -4,11 +4,14 @@
 2. else, when this package runs from a checkout of the repository (the folder above ``gpt2_numpy/``
    holds ``models/README.md``; ``pip install -e .`` counts), that checkout's ``models/`` folder, whatever
    the current folder is;
-3. else (a regular install) the user's cache folder: ``$XDG_CACHE_HOME/gpt2-numpy/models``, or
-   ``~/.cache/gpt2-numpy/models`` when ``XDG_CACHE_HOME`` is unset.
+3. else (a regular install) ``gpt2-numpy/models`` in the user's cache folder, the one the tokenizer's cache
+   shares (:func:`tokenizer.user_cache.user_cache_root`): ``$XDG_CACHE_HOME/gpt2-numpy/models``, or
+   ``~/.cache/gpt2-numpy/models`` when ``XDG_CACHE_HOME`` is unset, empty or not an absolute path.
 
 So a download never lands in the current folder by accident: ``./models`` is used only when it is
 passed by name (``--models_dir models``, ``models_dir="models"``).
+
+It also names GPT-2's sizes (:data:`MODEL_SIZES`), the subfolders a size is looked for in.
 
 What it does not do: create the folder, or look inside it; the checkpoint readers do that.
 """
@@ -16,6 +19,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from tokenizer.user_cache import user_cache_root
+
+# The sizes OpenAI released, each a subfolder of the models folder; every one uses the same vocabulary.
+MODEL_SIZES = ("124M", "355M", "774M", "1558M")
 
 # The repository's own models/ folder, recognised by the README.md it ships with; an installed package
 # has no such folder beside it.
@@ -28,5 +36,4 @@ def default_models_dir() -> Path:
         return Path(os.environ["GPT2_MODELS_DIR"]).expanduser()
     if (CHECKOUT_MODELS_DIR / "README.md").is_file():
         return CHECKOUT_MODELS_DIR
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache).expanduser() / "gpt2-numpy" / "models"
+    return user_cache_root() / "gpt2-numpy" / "models"

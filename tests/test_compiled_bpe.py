@@ -27,7 +27,7 @@ ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
 def kernel():
     """The kernel, loaded once per worker (the first load in a session compiles it: a few seconds)."""
     loaded = compiled_bpe.wait_until_loaded()
-    assert loaded is not None, compiled_bpe.unavailable
+    assert loaded is not None, compiled_bpe.status()
     return loaded
 
 

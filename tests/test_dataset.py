@@ -13,12 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import CORPUS
 from tokenizer import get_encoding
 from tokenizer.jobs.dataset import encode_file, file_stats, format_duration, id_dtype, iter_chunks
 from tokenizer.patterns import GPT2_PATTERN
-
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("TOKENIZER_SHARED_DIR", REPO.parent / "shared")) / "corpus"
 
 
 def corpus_bytes(name: str, limit: int) -> bytes:

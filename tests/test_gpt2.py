@@ -3,7 +3,6 @@ logits against HF transformers, the KV-cached decoder against picoGPT's full-rec
 batching, sampling, and the gpt2 command (gpt2_numpy/cli.py)."""
 import io
 import os
-import re
 import subprocess
 import sys
 import types
@@ -496,13 +495,19 @@ class ByteEncoder:
         self.encoded.append(text)
         return list(text.encode("utf-8"))
 
-    def decode(self, ids):
-        return b"".join(cli.token_bytes(self, i) for i in ids).decode("utf-8", errors="replace")
-
     @property
     def encoding(self):
-        """The fast twin the command encodes files with (Encoder.encoding): the same ids."""
-        return types.SimpleNamespace(encode_ordinary=self.encode)
+        """The tiktoken face, as gpt2_numpy.encoder.Encoder's (Encoder.encoding): the same ids."""
+        return self
+
+    def encode_ordinary(self, text):  # what the command encodes a --score file with
+        return self.encode(text)
+
+    def decode_single_token_bytes(self, token):
+        return bytes([self.byte_decoder[self.decoder[token]]])
+
+    def decode(self, ids):
+        return b"".join(map(self.decode_single_token_bytes, ids)).decode("utf-8", errors="replace")
 
 
 def test_decode_stream_holds_back_split_characters():

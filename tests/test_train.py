@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS, FUZZ_EXAMPLES
 from tokenizer.training import train as train_mod
-from tokenizer.training import compile_merge_loop, compiled_merges, counting, fast_merges, merge_tables, reference
+from tokenizer import numba_cache
+from tokenizer.training import compile_merge_loop, compiled_merges, fast_merges, merge_loop_cache, merge_tables, reference
 from tokenizer.training.compiled_loop_loader import CompiledLoopLoader
 from tokenizer.encoding import Encoding
 from tokenizer.jobs import inputs
@@ -460,14 +461,15 @@ def test_a_large_job_compiles_in_the_background_and_a_later_one_loads_it(tmp_pat
 
 def test_when_the_compile_program_fails_its_log_is_shown_and_numpy_merges(tmp_path, monkeypatch):
     monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path))  # no mark there
-    log = tmp_path / "compile.log"
-    log.write_text("numba said no")
+    log = numba_cache.log_path(merge_loop_cache.folder())
 
-    def failing_program():
+    def failing_program(module, cache_folder):
+        assert (module, cache_folder) == (compile_merge_loop.__name__, merge_loop_cache.folder())
+        log.parent.mkdir(parents=True)
+        log.write_text("numba said no")
         return subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
 
-    monkeypatch.setattr(compile_merge_loop, "start", failing_program)
-    monkeypatch.setattr(compile_merge_loop, "log_path", lambda: log)
+    monkeypatch.setattr(numba_cache, "start_program", failing_program)
     monkeypatch.setattr(compiled_merges, "loaded_kernel", lambda: None)  # as in a process that has not loaded it
     loader = CompiledLoopLoader()
     loader.start_compiling()
@@ -516,14 +518,6 @@ def test_same_result_for_any_workers_and_chunk_size():
         os.unlink(path)
     assert all(r == results[0] for r in results[1:])
     assert len(results[0][1]) == 600 - 257
-
-
-def test_whitespace_class_is_regex_white_space():
-    everything = "".join(map(chr, range(0x110000)))
-    expected = set(regex.findall(r"\s", everything))
-    assert len(expected) == 25
-    assert set(counting._WHITESPACE_SET) == expected
-    assert set(regex.findall(f"[{counting.WHITESPACE}]", everything)) == expected
 
 
 def test_progress_bars(capsys):

@@ -72,15 +72,15 @@ from collections.abc import Collection, Iterator
 
 import regex
 
-from .patterns import NEWER_CLASS, OPENAI_PATTERNS
+from .patterns import NEWER_CLASS, OPENAI_PATTERNS, WHITESPACE_CLASS
 
 _COVERED = frozenset(OPENAI_PATTERNS)
 
 # The rule, as zero-width matches at the cuts. \udc80-\udcff: bytes that are not UTF-8 (see the docstring).
 _LETTER_OR_DIGIT = rf"[[\p{{L}}\p{{N}}]--[{NEWER_CLASS}]]"  # to tiktoken
 _NOT_IN_A_WORD = r"[^\p{L}\p{N}\p{M}'\udc80-\udcff]"
-_NOT_WHITESPACE = r"[^\s\udc80-\udcff]"
-_SPACE_NOT_NEWLINE = r"[\s--[\r\n]]"
+_NOT_WHITESPACE = rf"[^{WHITESPACE_CLASS}\udc80-\udcff]"
+_SPACE_NOT_NEWLINE = rf"[[{WHITESPACE_CLASS}]--[\r\n]]"
 _RULE = rf"(?<={_LETTER_OR_DIGIT})(?={_NOT_IN_A_WORD})|(?<={_NOT_WHITESPACE})(?={_SPACE_NOT_NEWLINE})"
 _SAFE_CUT = regex.compile("(?V1)" + _RULE)
 _SAFE_CUT_FROM_THE_END = regex.compile("(?rV1)" + _RULE)

@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 
 from .encoding import Encoding
-from .pretokenize import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
+from .patterns import OPENAI_PATTERNS
+from .pretokenize import GPT2_PATTERN
 from .saving import GPT2_FILES, HF_FILE, TIKTOKEN_META_FILE, hf_regex
 
 HF_GPT2_FILES = ("vocab.json", "merges.txt")  # GPT-2's two files under Hugging Face's names
@@ -173,7 +174,7 @@ def _hf_pattern(pre: dict | None, file: Path) -> str | None:
 
 def _known_pattern(regex_in_file: str) -> str:
     """The project's own spelling of a pattern read back from a tokenizer.json (so fast paths apply)."""
-    for pat in (GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN):
+    for pat in OPENAI_PATTERNS:
         if hf_regex(pat) == regex_in_file:
             return pat
     return regex_in_file

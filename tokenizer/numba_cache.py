@@ -13,11 +13,12 @@ checks the rest itself (the CPU it compiled for, the file's time stamp) and comp
 
 Compiling takes seconds to tens of seconds, so it happens once per machine in a process of its own
 (:func:`start_program`, running the kernel's compile program), out of the way of the process that wants the
-kernel; the program marks the folder (:func:`mark`) once numba has written it, and later processes, seeing the
-mark (:func:`is_marked`), only load.
+kernel; the program (:func:`compile_once`) marks the folder (:func:`mark`) once numba has written it, and later
+processes, seeing the mark (:func:`is_marked`), only load.
 
 What this module does not do: import numba at import time (:func:`folder` is for code that must not pay for
-it), or decide when a kernel is compiled or loaded (each kernel's loader does).
+it), or decide when a kernel is compiled or loaded (:mod:`tokenizer.kernel_loader` brings a kernel in, when its
+user asks).
 """
 
 from __future__ import annotations
@@ -30,11 +31,16 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Callable, Iterator
 
 from .user_cache import cache_dir
 
 _MARK = "compiled"
+
+# A compile program's exit statuses: compiled and cached (or found so); numba is not installed; compiled, but numba
+# found no folder it could write, so every process would compile it again.
+COMPILED, NO_NUMBA, NOT_CACHED = 0, 3, 4
 
 # Each kernel's name (its folder's) and the files, in this package, its machine code depends on.
 KERNELS = {
@@ -94,6 +100,27 @@ def start_program(module: str, cache_folder: Path) -> subprocess.Popen:
     with stderr:
         return subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=stderr)
+
+
+def compile_once(kernel: str, compile_kernel: Callable[[], ModuleType | None]) -> int:
+    """A compile program's work, returning its exit status: under the lock of ``kernel``'s folder, unless another
+    program has marked it meanwhile, ``compile_kernel()`` (import the kernel module and run every function, so
+    that numba compiles them; None, or ImportError, without numba), then mark the folder."""
+    cache_folder = folder(kernel)
+    with one_at_a_time(cache_folder):
+        if is_marked(cache_folder):
+            return COMPILED
+        try:
+            module = compile_kernel()
+        except ImportError:
+            return NO_NUMBA
+        if module is None:
+            return NO_NUMBA
+        if not module.CACHED_ON_DISK:
+            return NOT_CACHED
+        with contextlib.suppress(OSError):  # written elsewhere by numba; only the next check costs more
+            mark(cache_folder)
+    return COMPILED
 
 
 @contextlib.contextmanager

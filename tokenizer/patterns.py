@@ -13,10 +13,17 @@ version) for a new character, a character of the old category for a recategorise
 splits as tiktoken does. :mod:`tokenizer.fast.unicode16` holds the classes tiktoken sees, generated from these
 tables.
 
+Whitespace is one such class, and the one other modules spell most often: :data:`WHITESPACE` is the set they
+all use (the trainer's coarse split, the safe cuts, the unstable tokens), and :data:`WHITESPACE_CLASS` the same
+characters as the inside of a character class; the fast tier's class tables, generated from the same ``regex``
+tables, are tested equal to it.
+
 This module does not split anything (that is :mod:`tokenizer.pretokenize`) and holds no fast path.
 """
 
 from __future__ import annotations
+
+import regex
 
 # GPT-2 as released in encoder.py. CS336's handout writes the contractions grouped, without possessives:
 # '(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ -- the same splits (after "'" one
@@ -67,6 +74,15 @@ NEWER_THAN_TIKTOKEN = [
 # point's classes in tiktoken and in `regex`: code point -> (category to tiktoken, category to `regex`, a
 # stand-in that has the old category in both).
 RECATEGORISED_SINCE_TIKTOKEN = {0x0295: ("Ll", "Lo", 0x0296)}
+
+# Whitespace: what \s means in the patterns, to `regex` and to tiktoken alike: Unicode's White_Space, 25 code points
+# (tab to CR, space, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; none above
+# U+3000, which the tests check on every code point, as they check the fast tier's tables against tiktoken).
+# Python's str.isspace and the standard library's \s also take "\x1c".."\x1f", so neither may stand for it. As a
+# set of characters, and as the inside of a character class for `re` or `regex`, e.g. rf"[^{WHITESPACE_CLASS}]"
+# (none of the characters is special inside a class).
+WHITESPACE = frozenset(regex.findall(r"\s", "".join(map(chr, range(0x3001)))))
+WHITESPACE_CLASS = "".join(sorted(WHITESPACE))
 
 # The same characters as the inside of a `regex` character class, e.g. rf"[{NEWER_CLASS}]".
 NEWER_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in NEWER_THAN_TIKTOKEN)

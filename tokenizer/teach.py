@@ -31,6 +31,7 @@ from typing import Iterator, Mapping, NamedTuple
 
 from .bpe import merge_reference
 from .encoding import Encoding
+from .patterns import WHITESPACE
 from .pretokenize import compile_pattern, special_token_regex
 from .registry import get_encoding
 
@@ -320,7 +321,7 @@ def compare_lines(
     for enc, label in encodings:
         ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
         texts = token_pieces(enc, ids)
-        spaces = max((len(t) for t in texts if t and t.isspace()), default=0)
+        spaces = max((len(t) for t in texts if t and WHITESPACE.issuperset(t)), default=0)
         counts[enc.name] = len(ids)
         tokens, chars = ("token " if len(ids) == 1 else "tokens"), ("char" if spaces == 1 else "chars")
         yield f"{enc.name:<{width}}  {label:<6}  {len(ids):>5} {tokens}  longest whitespace token: {spaces:>2} {chars}"

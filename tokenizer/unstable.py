@@ -31,15 +31,13 @@ from __future__ import annotations
 import weakref
 from bisect import bisect_left
 
-import regex
-
 from . import bpe
+from .patterns import WHITESPACE
 from .pretokenize import compile_pattern, special_token_regex
 
 # `enc` below is always a tokenizer.encoding.Encoding, which calls in here; it is not imported (annotations are
 # never evaluated here), so the import graph keeps one direction: encoding -> unstable.
 
-_WHITESPACE = regex.compile(r"\p{White_Space}")  # Rust's char::is_whitespace (str.isspace adds \x1c-\x1f)
 # Per encoding: its ordinary tokens sorted by bytes, and their ids in the same order (built on first use).
 _sorted_tokens: "weakref.WeakKeyDictionary[Encoding, tuple[list[bytes], list[int]]]" = weakref.WeakKeyDictionary()
 
@@ -77,7 +75,7 @@ def encode_with_unstable(enc: Encoding, text: str, allowed: frozenset[str]) -> t
     # "\n\n" followed by a letter splits as "\n" + "\n" + letter: a trailing whitespace character may
     # become its own piece.
     size = _last_char_size(unstable)
-    if 0 < size < len(unstable) and _WHITESPACE.match(unstable[-size:].decode("utf-8")):
+    if 0 < size < len(unstable) and unstable[-size:].decode("utf-8") in WHITESPACE:
         completions[tuple(_bpe_ids(enc, unstable[:-size]) + _bpe_ids(enc, unstable[-size:]))] = None
     return stable, sorted(map(list, completions))
 

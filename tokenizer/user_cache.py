@@ -1,9 +1,9 @@
 """Where this package keeps what it downloads or builds once: vocabulary files and batch BPE's pair tables.
 
-``$TOKENIZER_CACHE_DIR`` if set, else ``gpt2-tokenizer`` in the user's cache folder (``$XDG_CACHE_HOME`` or
-``~/.cache``): never inside the checkout. This module names the folder, and says how a file is saved in it
-(:func:`save_quietly`: whole or not at all, and never an error, since a cache only saves time) and how one
-begins (:func:`file_header`, :func:`read_file_header`: what it is, then a JSON header).
+``$TOKENIZER_CACHE_DIR`` if set, else ``gpt2-tokenizer`` in the user's cache folder (:func:`user_cache_root`:
+``$XDG_CACHE_HOME`` or ``~/.cache``, which :mod:`gpt2_numpy.models_dir` shares): never inside the checkout. This
+module names the folder, and says how a file is saved in it (:func:`save_quietly`: whole or not at all, and never
+an error, since a cache only saves time) and how one begins (:func:`file_header`, :func:`read_file_header`: what it is, then a JSON header).
 """
 
 from __future__ import annotations
@@ -15,12 +15,18 @@ from contextlib import suppress
 from pathlib import Path
 
 
+def user_cache_root() -> Path:
+    """The user's cache folder, where this package and :mod:`gpt2_numpy` each keep a folder of their own:
+    ``$XDG_CACHE_HOME``, or ``~/.cache`` when it is unset, empty or not an absolute path (the XDG rule)."""
+    xdg = Path(os.environ.get("XDG_CACHE_HOME", "")).expanduser()
+    return xdg if xdg.is_absolute() else Path("~/.cache").expanduser()
+
+
 def cache_dir() -> Path:
     """The folder for downloaded vocabulary files and saved pair tables."""
     if os.environ.get("TOKENIZER_CACHE_DIR"):
         return Path(os.environ["TOKENIZER_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpt2-tokenizer"
+    return user_cache_root() / "gpt2-tokenizer"
 
 
 def save_quietly(path: Path, chunks: list) -> None:

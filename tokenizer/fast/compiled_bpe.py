@@ -11,41 +11,34 @@ shown it needs it, and never makes anything wait:
    :func:`encoded_by_arrays` how many characters its array path (long texts, batches) encoded with batch BPE's
    NumPy rounds, which the kernel also beats, by less;
 2. once the process has merged ``LOAD_AFTER_BYTES`` (about what loading costs), or their worth, a thread
-   imports the kernel and runs it once, so that numba loads its machine code from disk (:func:`start_loading`).
-   The first time on a machine (per kernel source, numba and Python version: :mod:`tokenizer.numba_cache`)
-   there is none: the compile program (:func:`main`) first compiles it in a process of its own (several
-   seconds), which takes nothing from this process's GIL;
+   imports the kernel and runs it once, so that numba loads its machine code from disk (:func:`start_loading`,
+   through the process's :class:`tokenizer.kernel_loader.KernelLoader` of it). The first time on a machine (per
+   kernel source, numba and Python version: :mod:`tokenizer.numba_cache`) there is none: the compile program
+   (:func:`main`) first compiles it in a process of its own (several seconds), which takes nothing from this
+   process's GIL;
 3. :func:`merged_in_python` answers at once with the kernel once it is loaded, else None; the core then sends
    its new pieces to the kernel's :class:`tokenizer.fast.bpe_kernel.CompiledBPE` instead of ``bpe.merge``.
 
 ``$TOKENIZER_COMPILED_BPE`` changes step 2: ``0`` (or ``off``) never loads the kernel and keeps every core in
 Python; ``1`` (or ``on``) loads it at the first new piece, for a program that knows it will meet a lot of new
 text; unset (or ``auto``) is as above. Without numba (it comes with the ``train`` extra) nothing is loaded and
-the cores keep merging in Python. A process that forks while the thread is importing waits for it first
-(:func:`os.register_at_fork`): a child must not inherit an import half done.
+the cores keep merging in Python. A process that forks while the thread is importing waits for it first (the
+loader's fork guard): a child must not inherit an import half done.
 
-What this module does not do: encode (the kernel, :mod:`tokenizer.fast.bpe_kernel`, does), cache, or choose
-between the kernel and ``bpe.merge`` (the fast core, :mod:`tokenizer.fast.core`, does). It imports neither numba
-nor NumPy until it loads, nor anything slow to import: the fast core imports it.
+What this module does not do: encode (the kernel, :mod:`tokenizer.fast.bpe_kernel`, does), cache, choose between
+the kernel and ``bpe.merge`` (the fast core, :mod:`tokenizer.fast.core`, does), or run the compile program and the
+loading thread itself (:mod:`tokenizer.kernel_loader` does, for both compiled kernels). It imports neither numba nor
+NumPy until it loads, nor anything slow to import: the fast core imports it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import os
-import sys
-import threading
 import warnings
 from types import ModuleType
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import subprocess
-
-# The compile program's exit statuses: compiled and cached (or found so); numba is not installed; compiled, but
-# numba found no folder it could write, so every process would compile it again.
-COMPILED, NO_NUMBA, NOT_CACHED = 0, 3, 4
+from .. import numba_cache
+from ..kernel_loader import KernelLoader
 
 # A core reports the bytes it merged in Python at its first new piece, then every this many bytes (a report
 # costs a function call; this many bytes of Python BPE cost tens of milliseconds).
@@ -62,16 +55,7 @@ LOAD_AFTER_BYTES = 1 << 18
 # of a few megabytes does not reach.
 ARRAY_CHARACTERS_PER_BYTE = 64
 
-# While the thread loads, the interpreter switches threads this often (seconds; Python's default is 0.005). Numba
-# releases the GIL thousands of times while it loads machine code (each call into LLVM); at the default, each
-# time the thread waited up to 5 ms for a busy encoder to hand it back, and loading took 20 s instead of one.
-LOADING_SWITCH_INTERVAL = 0.0005
-
 _merged_bytes = 0  # bytes merged in Python by every core of this process (or their worth), as reported
-_kernel: ModuleType | None = None  # the loaded kernel module
-_thread: threading.Thread | None = None  # the thread loading it, once started
-_process: subprocess.Popen | None = None  # the compile program, while it runs
-unavailable: str | None = None  # why the kernel will not come, once known
 
 
 def merged_in_python(byte_count: int) -> ModuleType | None:
@@ -83,12 +67,9 @@ def merged_in_python(byte_count: int) -> ModuleType | None:
     mode = mode_asked()
     if mode == "off":
         return None
-    if _kernel is None and _thread is None and (mode == "on" or _merged_bytes >= LOAD_AFTER_BYTES):
-        if _process is None:
-            start_loading()
-        elif _process.poll() is not None:
-            _compile_program_ended()
-    return _kernel
+    if mode == "on" or _merged_bytes >= LOAD_AFTER_BYTES:
+        start_loading()
+    return LOADER.kernel()
 
 
 def encoded_by_arrays(character_count: int) -> ModuleType | None:
@@ -100,13 +81,7 @@ def encoded_by_arrays(character_count: int) -> ModuleType | None:
 def status() -> str:
     """Where the kernel stands in this process: "loaded", "loading", "compiling", "not asked for" (the process has
     not merged enough in Python, or ``$TOKENIZER_COMPILED_BPE`` is 0), or why it will not come."""
-    if _kernel is not None:
-        return "loaded"
-    if unavailable:
-        return unavailable
-    if _thread is not None:
-        return "loading"
-    return "compiling" if _process is not None else "not asked for"
+    return LOADER.status()
 
 
 def mode_asked() -> str:
@@ -129,69 +104,22 @@ def start_loading() -> None:
     """Start getting the kernel, unless it is loaded, on its way, or cannot come: the thread that loads it if
     its machine code is on disk, else the compile program (:func:`main`) in a process of its own, after which
     the thread loads it (:func:`merged_in_python` looks)."""
-    global _process, unavailable
-    if _kernel is not None or _thread is not None or _process is not None or unavailable:
-        return
-    if importlib.util.find_spec("numba") is None:
-        unavailable = "numba is not installed (pip install 'gpt2-numpy[train]')"
-        return
-    from .. import numba_cache  # (only now: it reads versions and starts processes)
-
-    if numba_cache.is_marked(numba_cache.folder("bpe_kernel")):
-        _start_thread()
-    else:
-        _process = numba_cache.start_program(__name__, numba_cache.folder("bpe_kernel"))
+    LOADER.start_compiling()
+    LOADER.start_loading()
 
 
 def wait_until_loaded() -> ModuleType | None:
     """Get the kernel now if it is not here (waiting for it, compiling it if need be); None if it cannot come.
     For benchmarks and tests, and for a program that knows it will meet a lot of new text."""
-    start_loading()
-    if _process is not None:
-        _process.wait()
-        _compile_program_ended()
-    if _thread is not None:
-        _thread.join()
-    return _kernel
+    return LOADER.wait()
 
 
-def _compile_program_ended() -> None:
-    """The compile program ended: load what it compiled, or say why there is nothing to load."""
-    global _process, unavailable
-    exit_status, _process = _process.returncode, None
-    if exit_status == COMPILED:
-        _start_thread()
-        return
-    from .. import numba_cache
+def _load() -> ModuleType:
+    """Import the kernel and run it once (in the loading thread, or the compile program)."""
+    from . import bpe_kernel
 
-    log = numba_cache.log_path(numba_cache.folder("bpe_kernel"))
-    why = {NO_NUMBA: "numba is not installed where it ran",
-           NOT_CACHED: "numba found no cache folder it can write"}.get(exit_status, f"exit status {exit_status}")
-    unavailable = f"compiling the BPE kernel failed ({why}; its log: {log})"
-    warnings.warn(f"{unavailable}; encoding goes on with BPE in Python (same ids, slower)", RuntimeWarning,
-                  stacklevel=4)
-
-
-def _start_thread() -> None:
-    global _thread
-    _thread = threading.Thread(target=_load, name="load-bpe-kernel", daemon=True)
-    _thread.start()
-
-
-def _load() -> None:
-    global _kernel, unavailable
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(LOADING_SWITCH_INTERVAL)
-    try:
-        from . import bpe_kernel
-
-        _warm_up(bpe_kernel)
-        _kernel = bpe_kernel
-    except Exception as e:  # a damaged cache file numba cannot read, say: the cores go on in Python
-        unavailable = f"loading the compiled BPE failed: {e!r}"
-    finally:
-        if sys.getswitchinterval() == LOADING_SWITCH_INTERVAL:  # (unless someone else set it meanwhile)
-            sys.setswitchinterval(interval)
+    _warm_up(bpe_kernel)
+    return bpe_kernel
 
 
 def _warm_up(kernel: ModuleType) -> None:
@@ -206,30 +134,12 @@ def _warm_up(kernel: ModuleType) -> None:
         assert compiled.encode([b"abab", b"x", b"ab" * 10]) == [(256, 256), (120,), last]
 
 
-def _wait_before_fork() -> None:
-    if _thread is not None and _thread is not threading.current_thread():
-        _thread.join()
-
-
-os.register_at_fork(before=_wait_before_fork)
-
-
 def main() -> int:
     """The compile program (:func:`tokenizer.numba_cache.start_program` runs it in a process of its own):
     compile the kernel into its cache folder and mark the folder."""
-    from .. import numba_cache
+    return numba_cache.compile_once("bpe_kernel", _load)
 
-    folder = numba_cache.folder("bpe_kernel")
-    with numba_cache.one_at_a_time(folder):
-        if numba_cache.is_marked(folder):
-            return COMPILED
-        try:
-            from . import bpe_kernel
-        except ImportError:
-            return NO_NUMBA
-        _warm_up(bpe_kernel)
-        if not bpe_kernel.CACHED_ON_DISK:
-            return NOT_CACHED
-        with contextlib.suppress(OSError):  # written elsewhere by numba; only the next check costs more
-            numba_cache.mark(folder)
-    return COMPILED
+
+# The loader of this process.
+LOADER = KernelLoader("bpe_kernel", title="the BPE kernel", program=__name__, load=_load,
+                       without="encoding goes on with BPE in Python (same ids, slower)")

@@ -43,13 +43,12 @@ from ..core import interleave
 from ..cuts import safe_byte_cuts
 from ..encoding import Encoding
 from ..outputs import check_file, replaced_file
-from ..registry import get_encoding
+from ..registry import ENDOFTEXT as EOT, get_encoding
 from .engines import LocalEngine, ProgressBar, open_engine
 from .inputs import decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records
 
 CHUNK_BYTES = 1 << 20  # large enough that per-chunk overhead vanishes, small enough to spread over workers
 THE_PILE_BYTES = 825e9  # CS336's question: how long would tokenizing the Pile (825 GB) take?
-EOT = "<|endoftext|>"
 
 
 def id_dtype(n_vocab: int) -> np.dtype:

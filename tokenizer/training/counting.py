@@ -17,14 +17,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
-import regex
-
 from .array_counts import count_texts, has_array_counts
 from .chunks import find_chunk_boundaries, line_boundaries
 from ..fast.stdlib_patterns import compile_fast
 from ..jobs.engines import ENGINES, ProgressBar, open_engine
 from ..jobs.inputs import input_format, read_records, read_text
-from ..pretokenize import GPT2_PATTERN, R50K_PATTERN
+from ..patterns import WHITESPACE, WHITESPACE_CLASS
+from ..pretokenize import GPT2_PATTERN, R50K_PATTERN, special_token_regex
 
 # Chunks handed to the workers are about this many bytes (they end at the next safe cut after it).
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
@@ -35,23 +34,19 @@ def _splitter(pattern: str):
     return compile_fast(pattern).split
 
 
-# Unicode White_Space, which is what \s means in the `regex` package (the standard library's \s also takes
-# \x1c-\x1f). Tests check this set against `regex`.
-WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-_WHITESPACE_SET = frozenset(regex.findall(r"\s", "".join(map(chr, range(0x3001)))))
 # Coarse GPT-2 pieces: an optional space + a run of non-space characters, or whitespace cut the way GPT-2's
 # pattern cuts it. Every GPT-2 pre-token lies inside one coarse piece, whitespace pieces are pre-tokens
 # already, and how a non-space piece splits does not depend on what is around it (no GPT-2 alternative
 # reads past a non-space run into whitespace, and the lookahead only follows whitespace). So counting
 # coarse pieces first and splitting each *distinct* one once gives the same counts, faster.
-_GPT2_COARSE = re.compile(f"[ ]?[^{WHITESPACE}]+|[{WHITESPACE}]+(?![^{WHITESPACE}])|[{WHITESPACE}]")
+_GPT2_COARSE = re.compile("[ ]?[^{0}]+|[{0}]+(?![^{0}])|[{0}]".format(WHITESPACE_CLASS))
 _TWO_LEVEL_PATTERNS = (GPT2_PATTERN, R50K_PATTERN)
 
 
 def _split_pieces(pieces: Counter, split) -> Counter:
     """Pre-token counts from coarse GPT-2 piece counts: each distinct piece is split once."""
     counts: Counter = Counter()
-    ws = _WHITESPACE_SET
+    ws = WHITESPACE
     for piece, c in pieces.items():
         if piece[-1] in ws:  # whitespace pieces are pre-tokens already
             counts[piece] += c
@@ -66,11 +61,10 @@ def _split_pieces(pieces: Counter, split) -> Counter:
 
 
 def _special_splitter(specials: Sequence[str]):
-    """A function text -> list of the pieces between special tokens (longest special first where they overlap)."""
+    """A function text -> list of the pieces between special tokens, found as encoding finds them."""
     if not specials:
         return lambda text: [text]
-    alternatives = "|".join(re.escape(s) for s in sorted(specials, key=len, reverse=True))
-    return re.compile(alternatives).split
+    return special_token_regex(frozenset(specials)).split
 
 
 _worker_cache: dict[tuple[str, tuple[str, ...]], tuple] = {}
