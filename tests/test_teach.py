@@ -177,6 +177,11 @@ def test_the_teaching_tools_share_one_special_token_rule(cli):
     assert "special token '<|endoftext|>' = id 50256" in repr(teach.explain(text))
     assert "encode() refuses special-token text unless allowed_special names it" in repr(teach.explain(text))
     assert 50256 in teach.show(text).ids and 50256 in teach.compare(text).ids["gpt2"]
+    assert "50256" in cli("show", text).stdout and "50256" not in cli("encode", text, status=2).stdout
+    assert cli("compare", text).stdout == "".join(line + "\n" for line in teach.compare_lines(text))
+    for command in ("show", "explain", "compare"):  # tiktoken's rule, one option away
+        stderr = cli(command, text, "--allowed_special", "none", "--disallowed_special", "all", status=2).stderr
+        assert "'<|endoftext|>'" in stderr and "--allowed_special all" in stderr
     # tiktoken's rule is one option away, in both
     stderr = cli("explain", text, "--allowed_special", "none", "--disallowed_special", "all", status=2).stderr
     assert "'<|endoftext|>'" in stderr and "--allowed_special all" in stderr

@@ -18,8 +18,9 @@ Every command follows the same rules:
   ``encode "'quoted'"``. Text that starts with a dash goes after ``--``: ``encode -- "-x"``.
 * **Special tokens: the API's rule.** Text that spells a special token (``<|endoftext|>``) is an error unless
   ``--allowed_special all|TOKEN,...`` makes it the special token or ``--disallowed_special none|TOKEN,...``
-  lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``. ``explain``,
-  a teaching tool, shows it as its id unless told otherwise (:data:`tokenizer.teach.TEACHING_SPECIAL_RULE`).
+  lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``. ``show``,
+  ``explain`` and ``compare``, teaching tools, show it as its id unless told otherwise, as
+  :mod:`tokenizer.teach`'s functions do (:data:`tokenizer.teach.TEACHING_SPECIAL_RULE`).
 * **Inputs** are files, folders, quoted globs or ``-`` (standard input), found and read by
   :mod:`tokenizer.jobs.inputs` for every file command: ``.jsonl``, ``.jsonl.gz`` and ``.parquet`` hold one
   document per record (``--text_field``), any other file is text; bad input is named by file and line.
@@ -581,6 +582,11 @@ def add_encoding(p, *, several: bool = False) -> None:
                        "or the folder of a saved tokenizer (train --out DIR)")
 
 
+# show, explain and compare are teaching tools: special-token text is shown as its one id, as tokenizer.teach's
+# functions show it (one rule, teach.TEACHING_SPECIAL_RULE); the commands that encode keep tiktoken's rule
+TEACHING = teach.SPECIAL_RULES[teach.TEACHING_SPECIAL_RULE]
+
+
 def add_specials(p, rule: dict | None = None) -> None:
     """``--allowed_special`` and ``--disallowed_special``; their defaults are ``rule`` (``Encoding.encode``'s
     two arguments, as in :data:`tokenizer.teach.SPECIAL_RULES`), tiktoken's (refused) without one."""
@@ -706,21 +712,21 @@ def build_parser(prog: str) -> OneLineParser:
     add_encoding(p)
     add_flag(p, "color", type=color_choice, default=None, metavar="auto|always|never",
                    help="colours: auto (default: on a terminal, unless NO_COLOR is set), always or never")
-    add_specials(p)
+    add_specials(p, TEACHING)
 
     p = command("explain", explain, "Each pre-token of TEXT and its BPE merges, step by step.", "TEXT [options]",
                 needs=[("text", "TEXT")])
     p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash); "
                    "- reads it from stdin, as UTF-8, exactly (a final newline included)")
     add_encoding(p)
-    add_specials(p, teach.SPECIAL_RULES[teach.TEACHING_SPECIAL_RULE])  # special-token text shown as its id
+    add_specials(p, TEACHING)
 
     p = command("compare", compare, "Token counts and splits of TEXT under several encodings.", "TEXT [options]",
                 needs=[("text", "TEXT")])
     p.add_argument("text", nargs="?", metavar="TEXT", help="the text, as typed (after -- if it starts with a dash); "
                    "- reads it from stdin, as UTF-8, exactly (a final newline included)")
     add_encoding(p, several=True)
-    add_specials(p)
+    add_specials(p, TEACHING)
 
     p = command("train", train, "Train a byte-level BPE tokenizer on UTF-8 text files and save it.",
                 "--input FILE|DIR|GLOB|-[,...] --vocab_size N --out DIR [options]",
