@@ -103,3 +103,16 @@ def test_the_readme_states_the_python_version_pyproject_requires():
     stated = set(re.findall(r"Python ≥ ?(3\.\d+)", (REPO / "README.md").read_text(encoding="utf-8")))
     assert required == ">=3.11" and stated == {"3.11"}
 
+
+LOCAL_LINK = re.compile(r"\]\((?!https?://|#)([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_every_local_link_in_the_readme_and_docs_leads_to_a_file():
+    """A walkthrough renamed or a page moved must not leave a link to nothing behind it."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    checked = 0
+    for page in pages:
+        for target in LOCAL_LINK.findall(page.read_text(encoding="utf-8")):
+            assert (page.parent / target).exists(), f"{page.relative_to(REPO)} links to {target}, which does not exist"
+            checked += 1
+    assert checked >= 10  # the README's curriculum alone links every walkthrough
