@@ -31,7 +31,8 @@ from hypothesis import strategies as st
 from conftest import CORPUS, FUZZ_EXAMPLES
 from tokenizer.training import train as train_mod
 from tokenizer import numba_cache
-from tokenizer.training import compile_merge_loop, compiled_merges, fast_merges, merge_loop_cache, merge_tables, reference
+from tokenizer.training import (compile_merge_loop, compiled_merges, fast_merges, merge_loop_cache, merge_tables,
+                                reference)
 from tokenizer.training.compiled_loop_loader import CompiledLoopLoader
 from tokenizer.encoding import Encoding
 from tokenizer.jobs import inputs

@@ -33,11 +33,11 @@ Every command follows the same rules:
 * ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or the folder of a saved tokenizer
   (``train --out DIR``); list options take comma lists; flags are spelt ``--vocab_size`` or ``--vocab-size``.
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
-  before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file (``train`` names
-  the folder its state is kept in, for ``--resume``). ``parity`` exits with 1 when the ids differ, so other
-  projects can run it in their CI; a download that fails exits with 1 too (:mod:`tokenizer.command_line`: the
-  rule of both commands). A TEXT argument, like stdin, must be UTF-8. A reader that goes away (``| head``) ends a command quietly, with the
-  status of a process killed by SIGPIPE (141).
+  before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file (``train`` names the
+  folder its state is kept in, for ``--resume``). ``parity`` exits with 1 when the ids differ, so other projects can
+  run it in their CI; a download that fails exits with 1 too (:mod:`tokenizer.command_line`: the rule of both
+  commands). A TEXT argument, like stdin, must be UTF-8. A reader that goes away (``| head``) ends a command
+  quietly, with the status of a process killed by SIGPIPE (141).
 
 Why argparse and not fire: fire parses every argument as a Python literal when it can, so ``"Hello, world"``
 arrives as the tuple ``('Hello', 'world')``, ``1e3`` as the float ``1000.0``, ``'quoted'`` without its quotes
@@ -255,7 +255,8 @@ def encode_file(args) -> None:
 def text_bytes(figures: dict) -> str:
     """"N bytes" of text (UTF-8: what every bytes/token is of), and the file's size where it differs."""
     stored = figures.get("file_bytes")
-    return f"{figures['bytes']:,} bytes" + (f" ({stored:,} file bytes)" if stored not in (None, figures["bytes"]) else "")
+    said = f"{figures['bytes']:,} bytes"
+    return said + (f" ({stored:,} file bytes)" if stored not in (None, figures["bytes"]) else "")
 
 
 def encode_dataset(args) -> None:
@@ -351,8 +352,8 @@ def train(args) -> None:
 def check_train_outputs(args) -> Path:
     """``--out DIR`` and ``DIR.checkpoint`` (where the state is kept until the tokenizer is saved), checked
     before any work (:mod:`tokenizer.outputs`); returns the checkpoint folder."""
-    outputs.check_folder(args.out, holds=saved_tokenizer_files, what="a tokenizer", overwrite=args.force or args.resume,
-                         flag="--out")
+    outputs.check_folder(args.out, holds=saved_tokenizer_files, what="a tokenizer",
+                         overwrite=args.force or args.resume, flag="--out")
     checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
     outputs.check_folder(checkpoint, overwrite=True, flag=f"--out {args.out}: its state folder")
     if args.resume and not is_resumable(checkpoint):

@@ -2,8 +2,9 @@
 
 ``$TOKENIZER_CACHE_DIR`` if set, else ``gpt2-tokenizer`` in the user's cache folder (:func:`user_cache_root`:
 ``$XDG_CACHE_HOME`` or ``~/.cache``, which :mod:`gpt2_numpy.models_dir` shares): never inside the checkout. This
-module names the folder, and says how a file is saved in it (:func:`save_quietly`: whole or not at all, and never
-an error, since a cache only saves time) and how one begins (:func:`file_header`, :func:`read_file_header`: what it is, then a JSON header).
+module names the folder, and says how a file is saved in it (:func:`save_quietly`: whole or not at all, and never an
+error, since a cache only saves time) and how one begins (:func:`file_header`, :func:`read_file_header`: what it is,
+then a JSON header).
 """
 
 from __future__ import annotations

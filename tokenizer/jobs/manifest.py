@@ -9,12 +9,12 @@ hash of its tables, and the text field). It is written by the job's driver only,
 renamed over the old one), after each shard that completes, so an interrupted job leaves a manifest that
 claims exactly the shards that are there.
 
-Resuming trusts an output only when the manifest lists it with the same settings and the same input (path,
-size, modification time), and the file has the recorded size and SHA-256. Anything else — no manifest, a
-manifest that does not parse, another encoding's, an output that was deleted, truncated, edited or put there
-by someone else — is redone. A manifest of version 1 (whose ``bytes`` were the file's) is still read: its text
-shards keep their entries (there the two are the same), its JSON-lines and parquet shards are redone. Computing the SHA-256 of the outputs reads them once; that is the price of
-never trusting a stale file.
+Resuming trusts an output only when the manifest lists it with the same settings and the same input (path, size,
+modification time), and the file has the recorded size and SHA-256. Anything else — no manifest, a manifest that
+does not parse, another encoding's, an output that was deleted, truncated, edited or put there by someone else — is
+redone. A manifest of version 1 (whose ``bytes`` were the file's) is still read: its text shards keep their entries
+(there the two are the same), its JSON-lines and parquet shards are redone. Computing the SHA-256 of the outputs
+reads them once; that is the price of never trusting a stale file.
 
 What this module does not do: encode, or decide which shards a job has.
 """
