@@ -6,7 +6,8 @@
 - Points the tokenizer (``$TOKENIZER_DATA_DIR``, unless set) and tiktoken, the oracle (a private
   ``$TIKTOKEN_CACHE_DIR`` seeded from those files, unless set), at them, so the whole suite runs offline:
   ``python -m pytest`` is the whole command.
-- Under ``CI=true`` a skipped test counts as a failure: a test that does not run cannot fail.
+- Under ``CI=true`` a test that did not run counts as a failure, a test file skipped whole and a passing
+  ``xfail`` too (tests/ci_outcomes.py): a test that does not run cannot fail.
 - The fast core's compiled BPE is off (``$TOKENIZER_COMPILED_BPE=0``) unless a test turns it on.
 - ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (100 unless ``$FUZZ_EXAMPLES`` says otherwise; CI's
   exhaustive run reruns every fuzz test with 1,000).
@@ -29,11 +30,12 @@ from pathlib import Path
 
 import pytest
 
+from ci_outcomes import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 - hooks
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared").absolute()
 CORPUS = SHARED / "corpus"
 ENCODINGS_DIR = SHARED / "encodings"
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
 # For the many fuzz tests of the array paths, each example of which runs several paths and their oracles: a
 # quarter of the budget each keeps the suite within its time.
@@ -123,15 +125,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.exhaustive)
         if getattr(item.obj, "is_hypothesis_test", False):
             item.add_marker(pytest.mark.fuzz)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
-        report.outcome = "failed"
-        report.longrepr = f"skipped under CI=true, which counts as a failure: {report.longrepr}"
 
 
 def corpus_text(name: str, limit: int | None = None) -> str:
