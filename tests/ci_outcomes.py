@@ -1,7 +1,7 @@
 """Under ``CI=true`` (or 1, yes) a test that did not run is a failure: a test that does not run cannot fail.
 
 A pytest plugin: tests/conftest.py takes its hooks, and ``-p ci_outcomes`` (with tests/ on the path) loads it
-anywhere else, as tests/test_ci_outcomes.py does. Under CI it fails:
+anywhere else, as tests/test_suite_rules.py does. Under CI it fails:
 
 - a skipped test: ``pytest.skip()``, a ``skip`` or ``skipif`` mark, ``pytest.importorskip`` inside a test;
 - a test file skipped whole, by ``pytest.importorskip`` or ``pytest.skip(allow_module_level=True)`` at its

@@ -63,6 +63,8 @@ def pytest_configure(config):
             "files in encodings/ and the test corpora in corpus/, which every developer and CI have beside the "
             "checkout as ../shared; put a copy there, or set TOKENIZER_SHARED_DIR to one"
         )
+    if not CORPUS_FILES:
+        raise pytest.UsageError(f"no corpus files (*.txt) in {CORPUS}; the tests loop over them")
     if "TIKTOKEN_CACHE_DIR" not in os.environ:
         tiktoken_cache = tempfile.mkdtemp(prefix="tiktoken-cache-")
         subprocess.run([sys.executable, str(ENCODINGS_DIR / "seed_tiktoken_cache.py"), tiktoken_cache],
@@ -135,10 +137,8 @@ def corpus_text(name: str, limit: int | None = None) -> str:
     return data.decode("utf-8", errors="ignore")
 
 
+# A test looping over the corpora must not pass by looping over nothing: no corpus, no run (pytest_configure).
 CORPUS_FILES = sorted(p.name for p in CORPUS.glob("*.txt"))
-# A test looping over the corpora must not pass by looping over nothing: no corpus, no run.
-if not CORPUS_FILES:
-    raise pytest.UsageError(f"no corpus files (*.txt) in {CORPUS}; the tests loop over them")
 
 
 PROG = "python -m tokenizer"

@@ -1,5 +1,6 @@
-"""The rule "under CI=true a test that did not run is a failure" (tests/ci_outcomes.py), run on a folder of tiny
-tests in a pytest of its own: each way of not running, with CI=true and without."""
+"""The suite's own rules, each in a pytest of its own: under CI=true a test that did not run is a failure
+(tests/ci_outcomes.py), on a folder of tiny tests, each way of not running, with CI=true and without; and
+without the shared data folder, pytest stops with one line that says where it must be (tests/conftest.py)."""
 
 import os
 import re
@@ -9,6 +10,12 @@ import textwrap
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
+
+
+def pytest_env(**variables) -> dict:
+    """This process's environment for a pytest of its own: none of this run's own variables (an xdist worker's
+    PYTEST_XDIST_WORKER, say), and ``variables`` on top."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}, **variables}
 
 TINY_TESTS = {
     "test_import_skipped.py": """
@@ -60,7 +67,7 @@ def outcomes(folder: Path, ci: str) -> tuple[int, dict[str, str]]:
     """pytest's exit status on ``folder`` with $CI set to ``ci``, and each test's (or file's) outcome."""
     for name, source in TINY_TESTS.items():
         (folder / name).write_text(textwrap.dedent(source))
-    env = {**os.environ, "CI": ci, "PYTHONPATH": str(TESTS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env = pytest_env(CI=ci, PYTHONPATH=str(TESTS), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     # the project's xfail_strict (pyproject.toml, checked below) without its other options
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "ci_outcomes", "-o", "xfail_strict=true", "-rA",
                           "--continue-on-collection-errors", "-p", "no:cacheprovider", str(folder)],
@@ -100,3 +107,15 @@ def test_outside_ci_a_skip_is_a_skip_and_a_passing_xfail_still_fails(tmp_path, p
         "test_cases.py::test_xfail_that_fails": "XFAIL",
     }, found
     assert pytestconfig.getini("xfail_strict") is True  # pyproject.toml: as the runs above had it
+
+
+def test_without_the_shared_folder_pytest_stops_with_one_line(tmp_path):
+    """Where conftest.py looks for it ($TOKENIZER_SHARED_DIR) holds nothing: one line naming the folder and what it
+    holds, before any test file is read (it says so as itself, not as an ImportError of conftest.py)."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "tests/test_bpe.py"],
+                         cwd=TESTS.parent, env=pytest_env(TOKENIZER_SHARED_DIR=str(tmp_path)), capture_output=True,
+                         text=True, timeout=120)
+    said = (run.stdout + run.stderr).strip()  # pytest adds an empty line
+    assert run.returncode == 4 and "\n" not in said, said  # 4: pytest's "usage error"
+    assert said.startswith(f"ERROR: the tests need the shared data folder at {tmp_path} (missing: "), said
+    assert "encodings/" in said and "corpus/" in said and "TOKENIZER_SHARED_DIR" in said
