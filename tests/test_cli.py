@@ -533,13 +533,13 @@ def test_ctrl_c_in_train_names_the_checkpoint_and_resume(capsys, monkeypatch, tm
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     """``encode - | head -c 10``: the command stops at once, says nothing, and exits as SIGPIPE would (141),
     not with 1 (parity's "different") or a traceback."""
-    proc = start("encode", "-", cwd=tmp_path, stdin=subprocess.PIPE)
-    proc.stdin.write(corpus_prefix("en_dictionary.txt", 400_000).decode())  # ids: far more than a pipe holds
-    proc.stdin.close()
-    assert len(proc.stdout.read(10)) == 10
-    proc.stdout.close()
-    assert proc.wait(timeout=120) == 141
-    assert proc.stderr.read() == ""
+    with start("encode", "-", cwd=tmp_path, stdin=subprocess.PIPE) as proc:  # closes its pipes at the end
+        proc.stdin.write(corpus_prefix("en_dictionary.txt", 400_000).decode())  # ids: far more than a pipe holds
+        proc.stdin.close()
+        assert len(proc.stdout.read(10)) == 10
+        proc.stdout.close()
+        assert proc.wait(timeout=120) == 141
+        assert proc.stderr.read() == ""
 
 
 def test_stats_prints_nothing_before_it_fails(capsys, monkeypatch, tmp_path):
