@@ -141,6 +141,21 @@ def corpus_text(name: str, limit: int | None = None) -> str:
 CORPUS_FILES = sorted(p.name for p in CORPUS.glob("*.txt"))
 
 
+def interrupt(proc: subprocess.Popen, *, timeout: float = 60) -> tuple:
+    """Ctrl-C as a terminal sends it: SIGINT to the process group of ``proc`` (started with
+    ``start_new_session=True``: the command and its workers); its ``(stdout, stderr)`` once it has ended. One still
+    running ``timeout`` seconds later is killed, group and all, and the test fails: no test leaves a process
+    running (which would otherwise be found, and warned of, only when the test run ends)."""
+    assert os.getpgid(proc.pid) == proc.pid, "start the command with start_new_session=True"
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError(f"{proc.args} still ran {timeout} s after Ctrl-C; killed") from None
+
+
 PROG = "python -m tokenizer"
 
 

@@ -23,7 +23,7 @@ import pytest
 import tiktoken
 
 import tokenizer
-from conftest import CORPUS, PROG, REPO
+from conftest import CORPUS, PROG, REPO, interrupt
 from tokenizer import get_encoding
 from tokenizer.encoding import Encoding
 from tokenizer.training.train import train_bpe
@@ -344,12 +344,6 @@ def test_compare_prints_only_what_it_computed(cli):
 
 
 # ---- Ctrl-C -------------------------------------------------------------------------------------------------
-
-
-def interrupt(proc: subprocess.Popen) -> tuple[str, str]:
-    """Ctrl-C as a terminal sends it: SIGINT to the whole process group (the command and its workers)."""
-    os.killpg(proc.pid, signal.SIGINT)
-    return proc.communicate(timeout=60)
 
 
 def test_ctrl_c_during_encode_file_is_one_line_and_leaves_no_file(tmp_path):
