@@ -6,7 +6,8 @@ anywhere else, as tests/test_suite_rules.py does. Under CI it fails:
 - a skipped test: ``pytest.skip()``, a ``skip`` or ``skipif`` mark, ``pytest.importorskip`` inside a test;
 - a test file skipped whole, by ``pytest.importorskip`` or ``pytest.skip(allow_module_level=True)`` at its
   top: pytest then reports no test of it at all, only its skipped collection, which fails instead;
-- a test that ends itself with ``pytest.xfail()``, which stops it where it stands, as a skip does;
+- a test that ends itself with ``pytest.xfail()``, which stops it where it stands, as a skip does, and one
+  marked ``xfail(run=False)``, which never starts;
 - a test marked ``xfail`` that passed (its mark says ``strict=False``; pyproject.toml's ``xfail_strict = true``
   fails the others everywhere): the mark hides a fixed bug, or one that was never there.
 
@@ -33,6 +34,8 @@ def why_it_did_not_count(item: pytest.Item, report: pytest.TestReport) -> str | 
         return f"passed, though marked xfail ({xfail_reason or 'no reason given'}): remove the mark"
     if report.skipped and xfail_reason is None:
         return f"skipped ({skip_reason(report.longrepr)})"
+    if report.skipped and xfail_reason.startswith("[NOTRUN]"):
+        return f"never ran: its xfail mark says run=False ({xfail_reason})"
     if report.skipped and item.get_closest_marker("xfail") is None:
         return f"stopped by pytest.xfail() ({xfail_reason})"
     return None
