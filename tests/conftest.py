@@ -6,7 +6,8 @@
 - Points the tokenizer (``$TOKENIZER_DATA_DIR``, unless set) and tiktoken, the oracle (a private
   ``$TIKTOKEN_CACHE_DIR`` seeded from those files, unless set), at them, so the whole suite runs offline:
   ``python -m pytest`` is the whole command.
-- Under ``CI=true`` a skipped test counts as a failure: a test that does not run cannot fail.
+- Under ``CI=true`` a test that did not run counts as a failure, a test file skipped whole and a passing
+  ``xfail`` too (tests/ci_outcomes.py): a test that does not run cannot fail.
 - The fast core's compiled BPE is off (``$TOKENIZER_COMPILED_BPE=0``) unless a test turns it on.
 - ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (100 unless ``$FUZZ_EXAMPLES`` says otherwise; CI's
   exhaustive run reruns every fuzz test with 1,000).
@@ -29,11 +30,12 @@ from pathlib import Path
 
 import pytest
 
+from ci_outcomes import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 - hooks
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TOKENIZER_SHARED_DIR") or REPO.parent / "shared").absolute()
 CORPUS = SHARED / "corpus"
 ENCODINGS_DIR = SHARED / "encodings"
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
 # For the many fuzz tests of the array paths, each example of which runs several paths and their oracles: a
 # quarter of the budget each keeps the suite within its time.
@@ -61,6 +63,8 @@ def pytest_configure(config):
             "files in encodings/ and the test corpora in corpus/, which every developer and CI have beside the "
             "checkout as ../shared; put a copy there, or set TOKENIZER_SHARED_DIR to one"
         )
+    if not CORPUS_FILES:
+        raise pytest.UsageError(f"no corpus files (*.txt) in {CORPUS}; the tests loop over them")
     if "TIKTOKEN_CACHE_DIR" not in os.environ:
         tiktoken_cache = tempfile.mkdtemp(prefix="tiktoken-cache-")
         subprocess.run([sys.executable, str(ENCODINGS_DIR / "seed_tiktoken_cache.py"), tiktoken_cache],
@@ -126,15 +130,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.fuzz)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
-        report.outcome = "failed"
-        report.longrepr = f"skipped under CI=true, which counts as a failure: {report.longrepr}"
-
-
 def corpus_text(name: str, limit: int | None = None) -> str:
     """A corpus file (or its first ``limit`` bytes, cut at a character boundary) as text."""
     data = (CORPUS / name).read_bytes()
@@ -143,10 +138,23 @@ def corpus_text(name: str, limit: int | None = None) -> str:
     return data.decode("utf-8", errors="ignore")
 
 
+# A test looping over the corpora must not pass by looping over nothing: no corpus, no run (pytest_configure).
 CORPUS_FILES = sorted(p.name for p in CORPUS.glob("*.txt"))
-# A test looping over the corpora must not pass by looping over nothing: no corpus, no run.
-if not CORPUS_FILES:
-    raise pytest.UsageError(f"no corpus files (*.txt) in {CORPUS}; the tests loop over them")
+
+
+def interrupt(proc: subprocess.Popen, *, timeout: float = 60) -> tuple:
+    """Ctrl-C as a terminal sends it: SIGINT to the process group of ``proc`` (started with
+    ``start_new_session=True``: the command and its workers); its ``(stdout, stderr)`` once it has ended. One still
+    running ``timeout`` seconds later is killed, group and all, and the test fails: no test leaves a process
+    running (which would otherwise be found, and warned of, only when the test run ends)."""
+    assert os.getpgid(proc.pid) == proc.pid, "start the command with start_new_session=True"
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError(f"{proc.args} still ran {timeout} s after Ctrl-C; killed") from None
 
 
 PROG = "python -m tokenizer"

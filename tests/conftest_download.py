@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 import sys
 import threading
-import time
 from collections import defaultdict, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -30,7 +29,8 @@ FAULTS = {
     "short": "announce a Content-Length larger than the body that follows, then close",
     "500": "answer 500 Internal Server Error",
     "ignore-range": "answer 200 with the whole file even though a range was asked for",
-    "stall": "wait `stall_seconds` before answering (to trigger client timeouts)",
+    "stall": "answer only once the client has asked for the path again (it gave up waiting: a client timeout), "
+             "the server closes, or `stall_seconds` pass",
 }
 
 
@@ -40,7 +40,9 @@ class FileServer:
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.requests: list[tuple[str, str | None]] = []  # (path, Range header or None)
-        self.stall_seconds = 1.0
+        self.stall_seconds = 60.0  # only a bound: a stall ends when the client asks again
+        self._asked = threading.Condition()  # told of each request, and of closing
+        self._closed = False
         self._faults: dict[str, deque[str]] = defaultdict(deque)
         self._httpd = _QuietServer(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True  # a stalled handler must not hold up the test run
@@ -65,8 +67,23 @@ class FileServer:
         return [rng for p, rng in self.requests if p == path]
 
     def close(self) -> None:
+        with self._asked:
+            self._closed = True
+            self._asked.notify_all()
         self._httpd.shutdown()
         self._httpd.server_close()
+
+    def _record(self, path: str, range_header: str | None) -> int:
+        """Note a request; return how many there have been for ``path``."""
+        with self._asked:
+            self.requests.append((path, range_header))
+            self._asked.notify_all()
+            return len(self.requests_for(path))
+
+    def _stall(self, path: str, asked: int) -> None:
+        """Wait until ``path`` is asked for more than ``asked`` times, the server closes, or ``stall_seconds``."""
+        with self._asked:
+            self._asked.wait_for(lambda: self._closed or len(self.requests_for(path)) > asked, self.stall_seconds)
 
     def _next_fault(self, path: str) -> str | None:
         queue = self._faults[path]
@@ -85,10 +102,10 @@ def _make_handler(server: FileServer):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             range_header = self.headers.get("Range")
-            server.requests.append((path, range_header))
+            asked = server._record(path, range_header)
             fault = server._next_fault(path)
             if fault == "stall":
-                time.sleep(server.stall_seconds)
+                server._stall(path, asked)
             if fault == "500":
                 return self._plain(500, b"scripted failure\n")
             body = server.files.get(path)

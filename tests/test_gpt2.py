@@ -401,15 +401,36 @@ def eot_params(params):
     return p
 
 
+def with_ids_swapped(params, a, b):
+    """A copy whose ids ``a`` and ``b`` trade embeddings (tied: in and out), so it is the same model with the two
+    ids renamed: whatever it gave as ``a`` it gives as ``b``, and the reverse."""
+    p = {**params, "wte": params["wte"].copy()}
+    p["wte"][[a, b]] = p["wte"][[b, a]]
+    return p
+
+
 def test_stop_at_eot(params):
     p = eot_params(params)
     assert gpt2.generate(PROMPT, p, N_HEAD, 4) == [kvcache.EOT_ID] * 4
     assert gpt2.generate(PROMPT, p, N_HEAD, 4, stop_at_eot=True) == []
-    # in a batch, a row that stops does not stop the others
     mixed = gpt2.generate_batch([PROMPT, PROMPT], p, N_HEAD, 3, stop_at_eot=True)
     assert mixed == [[], []]
     normal = gpt2.generate_batch([PROMPT, [5, 6]], params, N_HEAD, 3, stop_at_eot=True)
     assert normal == [gpt2.generate(PROMPT, params, N_HEAD, 3), gpt2.generate([5, 6], params, N_HEAD, 3)]
+
+
+def test_a_row_that_stops_at_eot_does_not_stop_the_others(params):
+    """One row says <|endoftext|> at its second step, the other never does: the first ends there, the other
+    still gets every token it was asked for, in either order."""
+    stops, goes_on = [5, 6], [464, 3290, 318, 257, 1332]
+    second = gpt2.generate(stops, params, N_HEAD, 2)[1]
+    p = with_ids_swapped(params, second, kvcache.EOT_ID)  # the stopping row's second token is now EOT
+    first = gpt2.generate(stops, p, N_HEAD, 2)[0]
+    assert gpt2.generate(stops, p, N_HEAD, 2) == [first, kvcache.EOT_ID] and first != kvcache.EOT_ID
+    full = gpt2.generate(goes_on, p, N_HEAD, 5)
+    assert kvcache.EOT_ID not in full  # the other row never stops by itself
+    assert gpt2.generate_batch([stops, goes_on], p, N_HEAD, 5, stop_at_eot=True) == [[first], full]
+    assert gpt2.generate_batch([goes_on, stops], p, N_HEAD, 5, stop_at_eot=True) == [full, [first]]
 
 
 # ----------------------------------------------------------------------- decoding weights

@@ -99,6 +99,18 @@ def test_save_hf_round_trip(params, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder left
 
 
+def test_cli_save_hf_writes_a_folder_transformers_loads(hf_folder, params, tmp_path):
+    """`gpt2 --model FOLDER --save_hf DIR` (FOLDER as transformers wrote it): transformers loads DIR, its logits
+    are ours, and its tokenizer gives GPT-2's ids."""
+    out = tmp_path / "out"
+    assert run_main(["--model", str(hf_folder), "--save_hf", str(out)])[0] == 0
+    model = GPT2LMHeadModel.from_pretrained(out).eval()
+    encoder = __import__("encoder").get_encoder("", VOCAB)
+    ids = encoder.encode(TEXT)[:40]
+    assert np.abs(gpt2.gpt2(ids, **params, n_head=N_HEAD) - hf_logits(model, ids)).max() <= 1e-4
+    assert GPT2TokenizerFast.from_pretrained(out)(TEXT)["input_ids"] == encoder.encode(TEXT)
+
+
 def test_openai_folder_by_path_and_cli_save_hf(tmp_path):
     """`gpt2 --model FOLDER --save-hf DIR` from an OpenAI-layout folder, then generating from DIR."""
     from tiny_checkpoint import write_tiny_checkpoint

@@ -9,7 +9,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import numpy as np
 import pytest
 import tiktoken
 
-from conftest import REPO, run_command
+from conftest import REPO, interrupt, run_command
 from gpt2_numpy.model import gpt2
 from gpt2_numpy.next_tokens import NextTokens
 from tokenizer import Encoding, get_encoding, merge_reference
@@ -328,8 +327,7 @@ def test_serve_command_serves_then_ctrl_c_is_one_line_and_130(tmp_path):
         with urllib.request.urlopen(url + "api/encode?text=hello%20world", timeout=60) as response:
             assert [t["id"] for t in json.load(response)["tokens"]] == [31373, 995]
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = interrupt(proc)
     assert (proc.returncode, stdout, stderr) == (130, "", f"{PROG}: interrupted\n")
 
 
@@ -355,8 +353,7 @@ def test_gpt2_serve_loads_a_checkpoint_folder_for_next_tokens(tmp_path):
     try:
         answer, name = next_tokens_from(url, "The cat sat on")
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = interrupt(proc)
     assert name == "124M" and (proc.returncode, stderr) == (130, "python -m gpt2_numpy: interrupted\n")
     assert_next_tokens_of(answer, params, "The cat sat on")
 
@@ -373,8 +370,7 @@ def test_gpt2_serve_by_size_reads_the_models_folder_not_the_current_one(tmp_path
     try:
         answer, _ = next_tokens_from(url, "The cat sat on")
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.communicate(timeout=60)
+        interrupt(proc)
     assert_next_tokens_of(answer, params, "The cat sat on")
 
 

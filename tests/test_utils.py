@@ -11,7 +11,6 @@ checkout's utils.py.
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import gpt2_numpy.encoder  # noqa: E402
 from gpt2_numpy import checkpoints, models_dir  # noqa: E402
 from tokenizer import download  # noqa: E402
 from tokenizer.download import DownloadError  # noqa: E402
+from conftest import interrupt  # noqa: E402
 from conftest_download import file_server  # noqa: E402,F401 - a fixture, used by name
 from tiny_checkpoint import write_tiny_checkpoint  # noqa: E402
 
@@ -422,16 +422,13 @@ def test_ctrl_c_during_a_download_is_one_line_and_exit_130(file_server, tiny, tm
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": file_server.url}
     models = tmp_path / "models"
     command = [sys.executable, str(ROOT / "gpt2.py"), "hello", "--models_dir", str(models)]
-    child = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while not file_server.requests and time.monotonic() < deadline:  # wait until it is waiting
-            time.sleep(0.05)
-        assert file_server.requests, "the child never asked for the file"
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=30)
-    finally:
-        child.kill()
+    child = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not file_server.requests and time.monotonic() < deadline:  # wait until it is waiting
+        time.sleep(0.05)
+    out, err = interrupt(child)
+    assert file_server.requests, "the child never asked for the file"
     assert child.returncode == 130
     assert b"Traceback" not in err and last_line(err) == "gpt2.py: interrupted"
     assert [line for line in err.decode().replace("\r", "\n").splitlines() if "interrupted" in line] == \
