@@ -7,7 +7,7 @@ One file per idea, in the order a run uses them:
 - ``models_dir.py``: where checkpoints live (``$GPT2_MODELS_DIR``, a checkout's ``models/``, the user cache);
 - ``checkpoints.py``: a model by size or folder: OpenAI's files downloaded and read as picoGPT's params tree
   (``load_encoder_hparams_and_params``), written as a Hugging Face folder (``save_hf``);
-- ``tfcheckpoint.py`` and ``crc32c.py``: TensorFlow's checkpoint format read with NumPy, CRCs checked;
+- ``tfcheckpoint.py`` and ``crc32c.py``: TensorFlow's checkpoint format read (CRCs checked) and written with NumPy;
 - ``hfmodel.py``: Hugging Face GPT-2 folders (safetensors) read and written by hand;
 - ``encoder.py``: OpenAI's ``encoder.py`` interface (``get_encoder``, ``Encoder``) over ``tokenizer``;
 - ``model.py``: the forward pass, one function per idea (``gelu`` ... ``attention``, ``mha``, ``gpt2``), and
