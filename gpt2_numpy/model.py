@@ -84,7 +84,7 @@ def causal_mask(n_seq, n_before=0):  # -> [n_seq, n_before + n_seq]
     may look (itself and every position before it), -1e10 where it may not (softmax weight 0).
     gpt2() has no earlier positions; kvcache.py's decoder has the cached ones."""
     sees = np.tri(n_seq, n_before + n_seq, k=n_before, dtype=np.float32)  # 1 on and below the diagonal
-    return (1 - sees) * -1e10  # [n_seq, n_before + n_seq]
+    return (sees - 1) * 1e10  # [n_seq, n_before + n_seq]: 0 (not -0) where it may look
 
 
 def attention(q, k, v, mask):  # q [..., n_q, d], k, v [..., n_k, d], mask [..., n_q, n_k] -> [..., n_q, d]

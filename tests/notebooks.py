@@ -5,7 +5,9 @@ cells: prose into markdown cells, each ``>>>`` example and each plain code block
 outputs that running the cells in order gives (a value's ``repr``, and its ``_repr_html_`` when it has one, as
 Jupyter shows it). An example that expects an exception becomes ``try``/``except`` that prints it, so "Run all"
 goes to the end. tests/test_notebooks.py runs the cells again and checks the notebook is exactly what this
-makes: neither the page nor the code can change without the notebook showing it.
+makes: neither the page nor the code can change without the notebook showing it. A cell that prints a timing
+says so with the comment ``# timing: ...`` (``VARIES``): its printed numbers are compared as ``N``
+(:func:`comparable`), the rest of its output as it is.
 
     python tests/notebooks.py docs/01-characters-to-bpe.md     # (re)writes docs/01-characters-to-bpe.ipynb
 
@@ -24,6 +26,8 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 BLOCK = re.compile(r"^```python\n(.*?)^```\n", re.S | re.M)
+VARIES = "# timing:"  # in a cell whose printed figures differ from run to run (a measured time)
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def cells_of(markdown: str) -> list[dict]:
@@ -101,6 +105,18 @@ def notebook(markdown: str) -> dict:
             "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                          "language_info": {"name": "python"}},
             "nbformat": 4, "nbformat_minor": 4}
+
+
+def comparable(nb: dict) -> dict:
+    """The notebook with every number printed by a ``VARIES`` cell replaced by ``N``: what must not change."""
+    cells = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and VARIES in "".join(cell["source"]):
+            outputs = [{**out, "text": [NUMBER.sub("N", line) for line in out["text"]]} if "text" in out else out
+                       for out in cell["outputs"]]
+            cell = {**cell, "outputs": outputs}
+        cells.append(cell)
+    return {**nb, "cells": cells}
 
 
 def dumps(nb: dict) -> str:
