@@ -54,16 +54,16 @@ def gelu(x):  # [...] -> [...]
 
 
 def softmax(x):  # [..., n] -> [..., n], each row summing to 1
-    exp_x = np.exp(x - np.max(x, axis=-1, keepdims=True))  # minus the max: exp cannot overflow
-    return exp_x / np.sum(exp_x, axis=-1, keepdims=True)
+    exp_x = np.exp(x - x.max(axis=-1, keepdims=True))  # minus the max: exp cannot overflow
+    return exp_x / exp_x.sum(axis=-1, keepdims=True)
 
 
 def layer_norm(x, g, b, eps: float = 1e-5):  # [..., n_embd] -> [..., n_embd]
     # sums divided by n rather than np.mean and np.var, whose Python-level overhead outweighs the
-    # arithmetic on the single row a decoding step normalises
+    # arithmetic on the single row a decoding step normalises (the .sum method: less of it again)
     n = x.shape[-1]
-    centred = x - np.sum(x, axis=-1, keepdims=True) / n  # [..., n_embd], each row's mean now 0
-    variance = np.sum(centred * centred, axis=-1, keepdims=True) / n  # [..., 1]
+    centred = x - x.sum(axis=-1, keepdims=True) / n  # [..., n_embd], each row's mean now 0
+    variance = (centred * centred).sum(axis=-1, keepdims=True) / n  # [..., 1]
     return g * centred / np.sqrt(variance + eps) + b  # each row: mean 0, variance 1, then scaled
 
 
