@@ -2,8 +2,8 @@
 
 The forward pass is picoGPT's, one function per idea of the paper with a shape comment on each line;
 it lives in gpt2_numpy/model.py and is imported here under picoGPT's names. `generate` is the fast
-KV-cached loop (gpt2_numpy/kvcache.py), which gives the same tokens as picoGPT's full recompute
-(`generate_reference`).
+KV-cached loop (gpt2_numpy/kvcache.py): those same functions with a key/value cache around them, giving
+the same tokens as picoGPT's full recompute (`generate_reference`).
 
     python gpt2.py "Alan Turing theorized that computers would one day become"    # the gpt2 command
 

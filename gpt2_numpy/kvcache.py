@@ -16,9 +16,10 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
 
 It does not slide the window past the model's context (n_ctx), search beams or use a GPU.
 
-It takes only `as_float32` from model.py, whose readable layer functions these are the fast twins
-of (batched, cached); the tests hold the tokens and logits of the two equal, and both to HF
-transformers.
+The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_heads`, `attention`,
+`merge_heads`, `causal_mask`); what this module adds is the cache around them (`cached_attention`,
+`block_step`), the padding mask, and the weights' memory order. The tests hold its tokens and
+logits to model.py's full recompute, and both to HF transformers.
 """
 from __future__ import annotations
 
@@ -26,66 +27,36 @@ import math
 
 import numpy as np
 
-from .model import as_float32
+from .model import as_float32, attention, causal_mask, ffn, layer_norm, linear, merge_heads, softmax, split_heads
 
 EOT_ID = 50256  # <|endoftext|>
-MASKED = np.float32(-1e10)  # added to attention scores that must get (exactly) zero weight
+MASKED = np.float32(-1e10)  # added to the scores of padding, as model.causal_mask to later positions
 # Runs of at least this many positions (rows x new tokens) copy two weight matrices into a faster
 # memory order first; below it the copying costs more than it saves (see DecodingWeights).
 RELAYOUT_MIN_STEPS = 128
 
 
-# --------------------------------------------------------------- layers, for batches
-def gelu(x):  # [...] -> [...]
-    # as model.gelu, but x * x * x: numpy computes float32 x**3 with its slower general power
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))))
-
-
-def softmax(x):  # [..., n] -> [..., n], each row summing to 1
-    e = np.exp(x - x.max(axis=-1, keepdims=True))  # minus the max: exp cannot overflow
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def layer_norm(x, g, b, eps=1e-5):  # [..., n_embd] -> [..., n_embd]
-    # sum / n rather than np.mean and np.var, whose Python-level overhead outweighs the arithmetic
-    # on the single row a decoding step normalises
-    n = x.shape[-1]
-    x = x - x.sum(axis=-1, keepdims=True) / n  # [..., n_embd], centred on the mean
-    return g * x / np.sqrt((x * x).sum(axis=-1, keepdims=True) / n + eps) + b  # variance 1, then scaled
-
-
-def linear(x, w, b):  # [..., n_in] @ [n_in, n_out] -> [..., n_out]
-    # one 2-D product for every row of the batch, so the weights are read once, not once per row
-    return (x.reshape(-1, w.shape[0]) @ w + b).reshape(*x.shape[:-1], w.shape[1])
-
-
-def ffn(x, c_fc, c_proj):  # [..., n_embd] -> [..., n_embd]
-    return linear(gelu(linear(x, **c_fc)), **c_proj)  # through [..., 4*n_embd]
-
-
+# ------------------------------------------------------------ model.py's layers, with a cache
 def cached_attention(x, c_attn, c_proj, n_head, mask, cache, start):  # [n_batch, n_seq, n_embd] -> same
-    """Multi-head attention of the n_seq newest positions over themselves and every cached one.
+    """model.mha for the n_seq newest positions, whose queries also read every cached position.
 
     cache: (keys, values), each [n_batch, n_head, n_max, d]; the new positions' keys and values
     are written at columns start.. and the queries attend to columns 0..start + n_seq.
-    mask: [n_batch, 1, n_seq, start + n_seq] of 0 / MASKED, or None when nothing is masked.
+    mask: [n_batch, 1, n_seq, start + n_seq], 0 where a query may look and -1e10 (or twice that) where
+    not: the causal mask plus each row's padding.
     """
-    n_batch, n_seq, n_embd = x.shape
-    qkv = linear(x, **c_attn).reshape(n_batch, n_seq, 3, n_head, n_embd // n_head)  # heads apart
-    q, k, v = qkv.transpose(2, 0, 3, 1, 4)  # 3 x [n_batch, n_head, n_seq, d]
+    q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)  # 3 x [n_batch, n_seq, n_embd]
+    q, k, v = (split_heads(a, n_head) for a in (q, k, v))  # 3 x [n_batch, n_head, n_seq, d]
     keys, values = cache
-    keys[:, :, start : start + n_seq] = k  # into the preallocated buffer: no concatenation copy
-    values[:, :, start : start + n_seq] = v
-    k, v = keys[:, :, : start + n_seq], values[:, :, : start + n_seq]  # [n_batch, n_head, n_k, d]
-    scores = q @ k.swapaxes(-1, -2) / math.sqrt(q.shape[-1])  # [n_batch, n_head, n_seq, n_k]
-    if mask is not None:
-        scores += mask  # MASKED entries get weight exactly 0 in softmax
-    out = softmax(scores) @ v  # [n_batch, n_head, n_seq, d]
-    out = out.swapaxes(1, 2).reshape(n_batch, n_seq, n_embd)  # heads side by side again
-    return linear(out, **c_proj)  # [n_batch, n_seq, n_embd]
+    end = start + x.shape[1]
+    keys[:, :, start:end] = k  # into the preallocated buffer: no concatenation copy
+    values[:, :, start:end] = v
+    heads = attention(q, keys[:, :, :end], values[:, :, :end], mask)  # [n_batch, n_head, n_seq, d]
+    return linear(merge_heads(heads), **c_proj)  # [n_batch, n_seq, n_embd]
 
 
 def block_step(x, mlp, attn, ln_1, ln_2, n_head, mask, cache, start):  # [n_batch, n_seq, n_embd] -> same
+    """model.transformer_block with cached_attention in place of mha."""
     x = x + cached_attention(layer_norm(x, **ln_1), **attn, n_head=n_head, mask=mask, cache=cache, start=start)
     return x + ffn(layer_norm(x, **ln_2), **mlp)
 
@@ -184,10 +155,8 @@ class KVDecoder:
 
     def _forward(self, tokens, positions):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
         n_seq, start, p = tokens.shape[1], self.start, self.weights.params
-        query_at = start + np.arange(n_seq)  # [n_seq]: cache column of each new token
-        allowed = np.arange(start + n_seq) <= query_at[:, None]  # causal: [n_seq, n_k]
-        allowed = allowed & self.is_real[:, None, : start + n_seq]  # no padding: [n_batch, n_seq, n_k]
-        mask = None if allowed.all() else np.where(allowed, 0, MASKED).astype(np.float32)[:, None]
+        padding = np.where(self.is_real[:, : start + n_seq], np.float32(0), MASKED)  # [n_batch, n_k]
+        mask = causal_mask(n_seq, start) + padding[:, None, None, :]  # [n_batch, 1, n_seq, n_k]
         x = p["wte"][tokens] + p["wpe"][positions]  # [n_batch, n_seq] -> [n_batch, n_seq, n_embd]
         for block, cache in zip(self.blocks, self.caches):  # n_layer x
             x = block_step(x, **block, n_head=self.n_head, mask=mask, cache=cache, start=start)

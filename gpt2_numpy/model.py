@@ -11,10 +11,16 @@ of it: run everything, take the most likely next id, append, repeat.
 `params` is picoGPT's tree of arrays (from `gpt2_numpy.checkpoints.load_encoder_hparams_and_params`):
 {"wte", "wpe", "blocks": [{"ln_1", "attn", "ln_2", "mlp"}, ...], "ln_f"}.
 
-What it does not do: go fast. It holds no key/value cache, no batching and no memory-layout tricks,
-so it reads top to bottom; `kvcache.py` generates the same tokens computing each position once,
-and the tests hold the two equal, and both to HF transformers. It does not read checkpoints, turn
-text into ids or sample either.
+These functions are also what the fast decoder runs: `kvcache.py` calls `layer_norm`, `linear`,
+`ffn`, `split_heads`, `attention`, `merge_heads` and `causal_mask` from here and adds only the
+key/value cache around them (and batches of prompts). So each layer takes any leading axes
+([..., n_embd]: one sequence here, a batch of rows there), and three of them carry a speed trick,
+each commented where it is: `gelu`'s x * x * x, `layer_norm`'s sums, `linear`'s one 2-D product.
+picoGPT's loop over heads is an axis of heads (`split_heads`), so one `attention` call runs them all.
+
+What it does not do: keep a cache, batch prompts, lay weights out for speed or sample (all
+`kvcache.py`, tested to give the tokens of `generate_reference`, and both the logits of HF
+transformers). It does not read checkpoints or turn text into ids either.
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ import math
 import numpy as np
 
 __all__ = ["gpt2", "generate_reference", "as_float32", "gelu", "softmax", "layer_norm", "linear", "ffn",
-           "attention", "mha", "transformer_block"]
+           "causal_mask", "attention", "split_heads", "merge_heads", "mha", "transformer_block"]
 
 
 def as_float32(tree):
@@ -39,46 +45,78 @@ def as_float32(tree):
 # ---------------------------------------------------------------------------- model
 # Everything is float32. Constants are Python floats (math.sqrt, not np.sqrt): a NumPy float64
 # scalar would turn every array it touches into float64.
+# Every function takes any number of leading axes ([..., n_embd]): gpt2() passes one sequence,
+# kvcache.py's decoder a batch of them, or one new position per row, through the same lines.
 def gelu(x):  # [...] -> [...]
-    # GPT-2's tanh approximation of x * P(X <= x) for a standard normal X ("gelu_new" in HF)
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    # GPT-2's tanh approximation of x * P(X <= x) for a standard normal X ("gelu_new" in HF);
+    # x * x * x rather than x**3, which NumPy computes for float32 with its slower general power
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))))
 
 
 def softmax(x):  # [..., n] -> [..., n], each row summing to 1
-    exp_x = np.exp(x - np.max(x, axis=-1, keepdims=True))  # minus the max: exp cannot overflow
-    return exp_x / np.sum(exp_x, axis=-1, keepdims=True)
+    exp_x = np.exp(x - x.max(axis=-1, keepdims=True))  # minus the max: exp cannot overflow
+    return exp_x / exp_x.sum(axis=-1, keepdims=True)
 
 
-def layer_norm(x, g, b, eps: float = 1e-5):  # [n_seq, n_embd] -> [n_seq, n_embd]
-    mean = np.mean(x, axis=-1, keepdims=True)  # [n_seq, 1]
-    variance = np.var(x, axis=-1, keepdims=True)  # [n_seq, 1]
-    return g * (x - mean) / np.sqrt(variance + eps) + b  # each row: mean 0, variance 1, then scaled
+def layer_norm(x, g, b, eps: float = 1e-5):  # [..., n_embd] -> [..., n_embd]
+    # sums divided by n rather than np.mean and np.var, whose Python-level overhead outweighs the
+    # arithmetic on the single row a decoding step normalises (the .sum method: less of it again)
+    n = x.shape[-1]
+    centred = x - x.sum(axis=-1, keepdims=True) / n  # [..., n_embd], each row's mean now 0
+    variance = (centred * centred).sum(axis=-1, keepdims=True) / n  # [..., 1]
+    return g * centred / np.sqrt(variance + eps) + b  # each row: mean 0, variance 1, then scaled
 
 
-def linear(x, w, b):  # [n_seq, n_in] @ [n_in, n_out] + [n_out] -> [n_seq, n_out]
-    return x @ w + b
+def linear(x, w, b):  # [..., n_in] @ [n_in, n_out] + [n_out] -> [..., n_out]
+    # the rows of every leading axis as one 2-D product: x @ w on a batch [n_batch, n_seq, n_in]
+    # multiplies each sequence apart, reading w once per sequence instead of once
+    rows = x.reshape(-1, x.shape[-1])  # [n_rows, n_in]
+    return (rows @ w + b).reshape(*x.shape[:-1], w.shape[-1])  # [n_rows, n_out] -> [..., n_out]
 
 
-def ffn(x, c_fc, c_proj):  # [n_seq, n_embd] -> [n_seq, n_embd]
-    a = gelu(linear(x, **c_fc))  # [n_seq, n_embd] -> [n_seq, 4*n_embd]
-    return linear(a, **c_proj)  # [n_seq, 4*n_embd] -> [n_seq, n_embd]
+def ffn(x, c_fc, c_proj):  # [..., n_embd] -> [..., n_embd]
+    a = gelu(linear(x, **c_fc))  # [..., n_embd] -> [..., 4*n_embd]
+    return linear(a, **c_proj)  # [..., 4*n_embd] -> [..., n_embd]
 
 
-def attention(q, k, v, mask):  # q, k, v [n_seq, d], mask [n_seq, n_seq] -> [n_seq, d]
-    return softmax(q @ k.T / math.sqrt(q.shape[-1]) + mask) @ v
+def causal_mask(n_seq, n_before=0):  # -> [n_seq, n_before + n_seq]
+    """What the newest n_seq positions may attend to, after n_before earlier ones: 0 where position i
+    may look (itself and every position before it), -1e10 where it may not (softmax weight 0).
+    gpt2() has no earlier positions; kvcache.py's decoder has the cached ones."""
+    sees = np.tri(n_seq, n_before + n_seq, k=n_before, dtype=np.float32)  # 1 on and below the diagonal
+    return (sees - 1) * 1e10  # [n_seq, n_before + n_seq]: 0 (not -0) where it may look
 
 
-def mha(x, c_attn, c_proj, n_head):  # [n_seq, n_embd] -> [n_seq, n_embd]
-    q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)  # [n_seq, 3*n_embd] -> 3 x [n_seq, n_embd]
-    q_heads, k_heads, v_heads = (np.split(a, n_head, axis=-1) for a in (q, k, v))  # 3 x n_head x [n_seq, d]
-    causal_mask = (1 - np.tri(len(x), dtype=x.dtype)) * -1e10  # [n_seq, n_seq]: i sees 0..i only
-    heads = [attention(*qkv, causal_mask) for qkv in zip(q_heads, k_heads, v_heads)]  # n_head x [n_seq, d]
-    return linear(np.hstack(heads), **c_proj)  # [n_seq, n_embd] -> [n_seq, n_embd]
+def attention(q, k, v, mask):  # q [..., n_q, d], k, v [..., n_k, d], mask [..., n_q, n_k] -> [..., n_q, d]
+    # each query's weights over the keys (scaled so they do not grow with d) average the values;
+    # the leading axes are heads (and batch rows), each attending on its own
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # [..., n_q, n_k]
+    return softmax(scores + mask) @ v  # [..., n_q, n_k] @ [..., n_k, d] -> [..., n_q, d]
 
 
-def transformer_block(x, mlp, attn, ln_1, ln_2, n_head):  # [n_seq, n_embd] -> [n_seq, n_embd]
-    x = x + mha(layer_norm(x, **ln_1), **attn, n_head=n_head)  # [n_seq, n_embd]
-    x = x + ffn(layer_norm(x, **ln_2), **mlp)  # [n_seq, n_embd]
+def split_heads(x, n_head):  # [..., n_seq, n_embd] -> [..., n_head, n_seq, n_embd/n_head]
+    # head h owns columns h*d .. (h+1)*d of every position's vector (picoGPT: np.split into n_head
+    # arrays); here the heads become an axis, so attention() runs them all in one call
+    *lead, n_seq, n_embd = x.shape
+    return np.swapaxes(x.reshape(*lead, n_seq, n_head, n_embd // n_head), -3, -2)
+
+
+def merge_heads(x):  # [..., n_head, n_seq, d] -> [..., n_seq, n_head*d]
+    # the heads' outputs side by side again (picoGPT: np.hstack), the inverse of split_heads
+    *lead, n_head, n_seq, d = x.shape
+    return np.swapaxes(x, -3, -2).reshape(*lead, n_seq, n_head * d)
+
+
+def mha(x, c_attn, c_proj, n_head):  # [..., n_seq, n_embd] -> [..., n_seq, n_embd]
+    q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)  # [..., n_seq, 3*n_embd] -> 3 x [..., n_seq, n_embd]
+    q, k, v = (split_heads(a, n_head) for a in (q, k, v))  # 3 x [..., n_head, n_seq, d]
+    heads = attention(q, k, v, causal_mask(x.shape[-2]))  # [..., n_head, n_seq, d], one mask for every head
+    return linear(merge_heads(heads), **c_proj)  # [..., n_seq, n_embd] -> [..., n_seq, n_embd]
+
+
+def transformer_block(x, mlp, attn, ln_1, ln_2, n_head):  # [..., n_seq, n_embd] -> [..., n_seq, n_embd]
+    x = x + mha(layer_norm(x, **ln_1), **attn, n_head=n_head)  # [..., n_seq, n_embd]: positions read earlier ones
+    x = x + ffn(layer_norm(x, **ln_2), **mlp)  # [..., n_seq, n_embd]: each position on its own
     return x
 
 

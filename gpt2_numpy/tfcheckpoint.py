@@ -1,4 +1,4 @@
-"""Read a TensorFlow checkpoint (a "tensor bundle") with NumPy alone, no TensorFlow.
+"""Read a TensorFlow checkpoint (a "tensor bundle") with NumPy alone, no TensorFlow, and write one.
 
 A checkpoint ``model.ckpt`` is two kinds of file:
 
@@ -34,6 +34,9 @@ read from disk when first touched). :func:`read_checkpoint` checks every block C
 with ``verify_data=True``, every tensor's CRC too; any damage is one :class:`CheckpointError` naming
 the file.
 
+:func:`write_checkpoint` writes the same format (one data file, one data block, keys stored whole), so a
+GPT-2 in OpenAI's layout can be made without TensorFlow, as the walkthrough docs/07 does.
+
 It does NOT read compressed (Snappy) tables, partitioned variables (``slices``), string tensors, or
 TF1's older V1 checkpoint format; each is refused with an error saying so.
 """
@@ -45,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .crc32c import crc32c, unmask
+from .crc32c import crc32c, mask, unmask
 
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_BYTES = 48
@@ -270,3 +273,72 @@ def read_checkpoint(prefix, *, verify_data: bool = True) -> dict[str, np.ndarray
                                   "check", path=path)
         tensors[name] = raw.view(entry.dtype).reshape(entry.shape)
     return tensors
+
+
+# -------------------------------------------------------------------------------- writing
+# The inverse of the reader above, for what makes a checkpoint TF reads: the same table with one data
+# block (every key stored whole, so every entry is a restart point), an index block naming it, an
+# empty metaindex block, and the footer. TF writes the same records; it only compresses the keys.
+def write_varint(value: int) -> bytes:
+    """``value`` 7 bits a byte, least significant first, the top bit set on every byte but the last."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+
+def write_fields(fields: list[tuple[int, int | bytes]]) -> bytes:
+    """A protobuf message from (field number, value) pairs: an int as a varint, bytes length-delimited."""
+    out = b""
+    for number, value in fields:
+        if isinstance(value, bytes):
+            out += write_varint(number << 3 | 2) + write_varint(len(value)) + value
+        else:
+            out += write_varint(number << 3) + write_varint(value)
+    return out
+
+
+def write_block(entries: list[tuple[bytes, bytes]]) -> bytes:
+    """A block of (key, value) entries, each key whole (0 bytes shared), and its restart offsets."""
+    body, restarts = b"", []
+    for key, value in entries:
+        restarts.append(len(body))
+        body += write_varint(0) + write_varint(len(key)) + write_varint(len(value)) + key + value
+    restarts = restarts or [0]  # an empty block still has one restart point
+    return body + np.array(restarts + [len(restarts)], dtype="<u4").tobytes()
+
+
+def write_checkpoint(prefix, tensors: dict[str, np.ndarray]) -> None:
+    """Write ``tensors`` (name -> array) as the TensorFlow checkpoint ``prefix``: ``{prefix}.index`` and
+    ``{prefix}.data-00000-of-00001``, which TF (``tf.train.load_checkpoint``) and :func:`read_checkpoint`
+    read back. Names must be non-empty; dtypes those :data:`DTYPES` lists.
+
+    >>> write_checkpoint("/tmp/tiny/model.ckpt", {"model/wte": np.zeros((4, 2), np.float32)})  # doctest: +SKIP
+    """
+    dtype_numbers = {np.dtype(code): number for number, code in DTYPES.items()}
+    entries, data = [(b"", write_fields([(1, 1), (3, write_fields([(1, 1)]))]))], bytearray()  # header:
+    for name in sorted(tensors):  # 1 shard, little-endian (the default 0), version {producer 1}
+        array = np.asarray(tensors[name])
+        if not name or array.dtype.newbyteorder("<") not in dtype_numbers:
+            raise ValueError(f"cannot write tensor {name!r} of dtype {array.dtype}: give it a non-empty name and "
+                             f"one of the dtypes {sorted(str(np.dtype(c)) for c in DTYPES.values())}")
+        raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()  # row-major, as TF stores
+        shape = write_fields([(2, write_fields([(1, size)])) for size in array.shape])
+        entry = [(1, dtype_numbers[array.dtype.newbyteorder("<")]), (2, shape), (4, len(data)), (5, len(raw))]
+        crc = mask(crc32c(raw)).to_bytes(4, "little")  # field 6 is a fixed32: key, then 4 bytes
+        entries.append((name.encode("utf-8"), write_fields(entry) + write_varint(6 << 3 | 5) + crc))
+        data += raw
+    table = bytearray()
+
+    def append_block(block: bytes) -> bytes:  # the block and its trailer; returns its handle
+        handle = write_varint(len(table)) + write_varint(len(block))
+        table.extend(block + b"\0" + mask(crc32c(block + b"\0")).to_bytes(4, "little"))
+        return handle
+
+    data_handle = append_block(write_block(entries))
+    metaindex_handle = append_block(write_block([]))
+    index_handle = append_block(write_block([(entries[-1][0], data_handle)]))  # the data block's last key
+    footer = (metaindex_handle + index_handle).ljust(FOOTER_BYTES - 8, b"\0") + TABLE_MAGIC.to_bytes(8, "little")
+    Path(f"{prefix}.index").write_bytes(bytes(table) + footer)
+    data_path(prefix, 0, 1).write_bytes(bytes(data))

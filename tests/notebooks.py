@@ -5,12 +5,11 @@ cells: prose into markdown cells, each ``>>>`` example and each plain code block
 outputs that running the cells in order gives (a value's ``repr``, and its ``_repr_html_`` when it has one, as
 Jupyter shows it). An example that expects an exception becomes ``try``/``except`` that prints it, so "Run all"
 goes to the end. tests/test_notebooks.py runs the cells again and checks the notebook is exactly what this
-makes: neither the page nor the code can change without the notebook showing it.
+makes: neither the page nor the code can change without the notebook showing it. A cell that prints a timing
+says so with the comment ``# timing: ...`` (``VARIES``): its printed numbers are compared as ``N``
+(:func:`comparable`), the rest of its output as it is.
 
     python tests/notebooks.py docs/01-characters-to-bpe.md     # (re)writes docs/01-characters-to-bpe.ipynb
-
-A cell that prints a measurement (a speed, a time) says so with the comment ``# output varies`` in its code: it
-runs, and the notebook keeps no output of it, so that the notebook stays what any run makes.
 
 What it does not do: run a Jupyter kernel (the cells run with ``exec`` in one namespace).
 """
@@ -27,7 +26,8 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 BLOCK = re.compile(r"^```python\n(.*?)^```\n", re.S | re.M)
-VARIES = "# output varies"  # in a cell's code: its output differs from run to run, and is not kept
+VARIES = "# timing:"  # in a cell whose printed figures differ from run to run (a measured time)
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def cells_of(markdown: str) -> list[dict]:
@@ -96,7 +96,7 @@ def run_notebook(cells: list[dict]) -> list[dict]:
             count += 1
             source = "".join(cell["source"])
             outputs = run_cell(source, namespace, count)
-            cell = {**cell, "execution_count": count, "outputs": [] if VARIES in source else outputs}
+            cell = {**cell, "execution_count": count, "outputs": outputs}
         ran.append(cell)
     return ran
 
@@ -106,6 +106,18 @@ def notebook(markdown: str) -> dict:
             "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                          "language_info": {"name": "python"}},
             "nbformat": 4, "nbformat_minor": 4}
+
+
+def comparable(nb: dict) -> dict:
+    """The notebook with every number printed by a ``VARIES`` cell replaced by ``N``: what must not change."""
+    cells = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and VARIES in "".join(cell["source"]):
+            outputs = [{**out, "text": [NUMBER.sub("N", line) for line in out["text"]]} if "text" in out else out
+                       for out in cell["outputs"]]
+            cell = {**cell, "outputs": outputs}
+        cells.append(cell)
+    return {**nb, "cells": cells}
 
 
 def dumps(nb: dict) -> str:

@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = sorted((REPO / "docs").glob("[0-9][0-9]-*.md"))  # the walkthroughs
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 EXPECTED_DOCS = ["01-characters-to-bpe.md", "02-unicode-regex-special-tokens.md", "03-gpt2-vocab-files.md",
-                 "04-three-spellings-of-bpe.md", "05-training-cs336.md", "06-ids-to-next-token.md"]
+                 "04-three-spellings-of-bpe.md", "05-training-cs336.md", "06-ids-to-next-token.md",
+                 "07-the-model-taken-apart.md"]
 
 
 def python_blocks(markdown: str) -> list[tuple[int, str]]:

@@ -153,30 +153,77 @@ def test_float64_params_are_computed_in_float32(params):
     assert gpt2.generate(PROMPT, p64, N_HEAD, 5) == gpt2.generate(PROMPT, params, N_HEAD, 5)
 
 
-@pytest.mark.parametrize("module", [gpt2, kvcache])
-def test_gelu_and_layer_norm_match_torch(module):
+def test_gelu_and_layer_norm_match_torch():
     x = np.linspace(-6, 6, 1001, dtype=np.float32)
     expected = torch.nn.functional.gelu(torch.from_numpy(x), approximate="tanh").numpy()
-    assert module.gelu(x).dtype == np.float32
-    assert np.abs(module.gelu(x) - expected).max() < 1e-6
+    assert gpt2.gelu(x).dtype == np.float32
+    assert np.abs(gpt2.gelu(x) - expected).max() < 1e-6
     x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32) * 5 + 2
     g, b = np.full(8, 1.5, np.float32), np.full(8, -0.5, np.float32)
     expected = torch.nn.functional.layer_norm(torch.from_numpy(x), (8,), torch.from_numpy(g), torch.from_numpy(b), 1e-5)
-    assert module.layer_norm(x, g, b).dtype == np.float32
-    assert np.abs(module.layer_norm(x, g, b) - expected.numpy()).max() < 1e-5
+    assert gpt2.layer_norm(x, g, b).dtype == np.float32
+    assert np.abs(gpt2.layer_norm(x, g, b) - expected.numpy()).max() < 1e-5
 
 
-def test_fast_layers_equal_the_readable_ones(params):
-    """kvcache's batched layers compute what gpt2.py's readable ones do, row by row."""
+def test_the_layers_take_a_batch_and_give_each_row_what_it_gives_alone(params):
+    """model.py's functions take any leading axes (the decoder passes [n_batch, n_seq, n_embd]); each
+    sequence of a batch comes out as it does alone, and the heads as an axis as picoGPT's list of heads."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((3, 5, N_EMBD)).astype(np.float32)  # [n_batch, n_seq, n_embd]
     block = params["blocks"][0]
     for row in range(3):
-        np.testing.assert_allclose(kvcache.softmax(x)[row], gpt2.softmax(x[row]), rtol=1e-6, atol=1e-7)
-        np.testing.assert_allclose(kvcache.linear(x, **block["attn"]["c_attn"])[row],
+        np.testing.assert_allclose(gpt2.softmax(x)[row], gpt2.softmax(x[row]), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(gpt2.layer_norm(x, **block["ln_1"])[row], gpt2.layer_norm(x[row], **block["ln_1"]),
+                                   rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(gpt2.linear(x, **block["attn"]["c_attn"])[row],
                                    gpt2.linear(x[row], **block["attn"]["c_attn"]), rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(kvcache.ffn(x, **block["mlp"])[row], gpt2.ffn(x[row], **block["mlp"]),
+        np.testing.assert_allclose(gpt2.ffn(x, **block["mlp"])[row], gpt2.ffn(x[row], **block["mlp"]),
                                    rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(gpt2.transformer_block(x, **block, n_head=N_HEAD)[row],
+                                   gpt2.transformer_block(x[row], **block, n_head=N_HEAD), rtol=1e-5, atol=1e-4)
+    q, k, v = (x[0] for _ in range(3))  # [n_seq, n_embd]
+    heads = model.split_heads(q, N_HEAD)  # [n_head, n_seq, d]: picoGPT's np.split, as an axis
+    assert heads.shape == (N_HEAD, 5, N_EMBD // N_HEAD)
+    assert all(np.array_equal(a, b) for a, b in zip(heads, np.split(q, N_HEAD, axis=-1)))
+    assert np.array_equal(model.merge_heads(heads), q)  # picoGPT's np.hstack
+    mask = model.causal_mask(5)
+    assert np.array_equal(mask, (1 - np.tri(5, dtype=np.float32)) * -1e10)  # picoGPT's mask
+    together = gpt2.attention(heads, heads, heads, mask)  # [n_head, n_seq, d]
+    for head in range(N_HEAD):
+        np.testing.assert_allclose(together[head], gpt2.attention(heads[head], heads[head], heads[head], mask),
+                                   rtol=1e-6, atol=1e-6)
+    # after 3 cached positions, the 2 new ones see all 3 and those before them: the last rows of the full mask
+    assert np.array_equal(model.causal_mask(2, 3), model.causal_mask(5)[3:])
+
+
+def test_the_decoder_runs_model_py_functions(params):
+    """kvcache.py adds the cache around model.py's layers and defines none of its own (no twins):
+    the names it uses are model.py's objects, and a change to model.gelu changes the decoder's logits
+    exactly as it changes the full recompute's."""
+    import ast
+
+    layers = {"gelu", "softmax", "layer_norm", "linear", "ffn", "causal_mask", "attention", "split_heads",
+              "merge_heads", "mha", "transformer_block", "gpt2"}
+    source = Path(kvcache.__file__).read_text(encoding="utf-8")
+    defined = {node.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)}
+    assert defined & layers == set()
+    used = [name for name in layers if hasattr(kvcache, name)]
+    assert len(used) >= 7 and all(getattr(kvcache, name) is getattr(model, name) for name in used)
+
+    def erf_gelu(x):  # a different GELU: the decoder must pick it up through model.ffn
+        return (0.5 * x * (1 + torch.erf(torch.from_numpy(x) / np.sqrt(2)).numpy())).astype(np.float32)
+
+    def decoder_logits():
+        decoder = kvcache.KVDecoder([PROMPT], params, N_HEAD, 1)
+        return np.stack([decoder.prefill()[0], decoder.decode([7])[0]])
+
+    before = decoder_logits()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model, "gelu", erf_gelu)
+        patched = decoder_logits()
+        full = gpt2.gpt2(PROMPT + [7], **params, n_head=N_HEAD)[-2:]
+    assert np.abs(patched - before).max() > 1e-3
+    np.testing.assert_allclose(patched, full, atol=2e-5, rtol=0)
 
 
 # ---------------------------------------------------------- KV cache against the reference

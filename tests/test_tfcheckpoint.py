@@ -98,6 +98,32 @@ def damage(path, how):
     path.write_bytes(bytes(body))
 
 
+def test_written_checkpoints_read_back_in_tensorflow_and_here(tiny, many, tmp_path):
+    """write_checkpoint is read_checkpoint's inverse, and TF reads what it writes: the 5000 mixed tensors
+    (every dtype, scalars, empty ones) and GPT-2's layout, written again by it, equal TF's own files."""
+    for source in (tiny, many):
+        written = tmp_path / source.parent.name / "model.ckpt"
+        written.parent.mkdir()
+        tensors = tfcheckpoint.read_checkpoint(source)
+        tfcheckpoint.write_checkpoint(written, tensors)
+        back = assert_equal_to_tensorflow(written)
+        assert sorted(back) == sorted(tensors)
+        for name, array in tensors.items():
+            assert back[name].dtype == array.dtype and np.array_equal(back[name], array), name
+    scalar = tmp_path / "scalar.ckpt"
+    tfcheckpoint.write_checkpoint(scalar, {"pi": np.float64(3.5), "column": np.asfortranarray(np.eye(3)[:, :2])})
+    back = assert_equal_to_tensorflow(scalar)
+    assert back["pi"].shape == () and np.array_equal(back["column"], np.eye(3)[:, :2])
+
+
+def test_write_checkpoint_refuses_what_tensorflow_cannot_read(tmp_path):
+    with pytest.raises(ValueError, match="cannot write tensor 'text' of dtype <U1: give it .*float32"):
+        tfcheckpoint.write_checkpoint(tmp_path / "model.ckpt", {"text": np.array(["a"])})
+    with pytest.raises(ValueError, match="non-empty name"):
+        tfcheckpoint.write_checkpoint(tmp_path / "model.ckpt", {"": np.zeros(2)})
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
 @pytest.mark.parametrize("how", ["truncated", "flipped byte", "wrong magic"])
 @pytest.mark.parametrize("checkpoint", ["tiny", "many"])
 def test_damaged_index_is_one_error_naming_it(checkpoint, how, request, tmp_path):
