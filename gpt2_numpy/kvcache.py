@@ -16,7 +16,7 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
 
 It does not slide the window past the model's context (n_ctx), search beams or use a GPU.
 
-The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_heads`, `attention`,
+The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_qkv`, `split_heads`, `attention`,
 `merge_heads`, `causal_mask`); what this module adds is the cache around them (`cached_attention`,
 `block_step`), the padding mask, and the weights' memory order. The tests hold its tokens and
 logits to model.py's full recompute, and both to HF transformers.
@@ -27,7 +27,8 @@ import math
 
 import numpy as np
 
-from .model import as_float32, attention, causal_mask, ffn, layer_norm, linear, merge_heads, softmax, split_heads
+from .model import (as_float32, attention, causal_mask, ffn, layer_norm, linear, merge_heads, softmax,
+                    split_heads, split_qkv)
 
 EOT_ID = 50256  # <|endoftext|>
 MASKED = np.float32(-1e10)  # added to the scores of padding, as model.causal_mask to later positions
@@ -45,7 +46,7 @@ def cached_attention(x, c_attn, c_proj, n_head, mask, cache, start):  # [n_batch
     mask: [n_batch, 1, n_seq, start + n_seq], 0 where a query may look and -1e10 (or twice that) where
     not: the causal mask plus each row's padding.
     """
-    q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)  # 3 x [n_batch, n_seq, n_embd]
+    q, k, v = split_qkv(linear(x, **c_attn))  # 3 x [n_batch, n_seq, n_embd]
     q, k, v = (split_heads(a, n_head) for a in (q, k, v))  # 3 x [n_batch, n_head, n_seq, d]
     keys, values = cache
     end = start + x.shape[1]

@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 __all__ = ["gpt2", "generate_reference", "as_float32", "gelu", "softmax", "layer_norm", "linear", "ffn",
-           "causal_mask", "attention", "split_heads", "merge_heads", "mha", "transformer_block"]
+           "causal_mask", "attention", "split_qkv", "split_heads", "merge_heads", "mha", "transformer_block"]
 
 
 def as_float32(tree):
@@ -94,6 +94,13 @@ def attention(q, k, v, mask):  # q [..., n_q, d], k, v [..., n_k, d], mask [...,
     return softmax(scores + mask) @ v  # [..., n_q, n_k] @ [..., n_k, d] -> [..., n_q, d]
 
 
+def split_qkv(x):  # [..., 3*n_embd] -> 3 x [..., n_embd]
+    # each position's query, key and value come out of one product side by side: cut them apart (as
+    # picoGPT's np.split(x, 3, axis=-1), whose own Python overhead shows in a one-position decoding step)
+    n_embd = x.shape[-1] // 3
+    return x[..., :n_embd], x[..., n_embd : 2 * n_embd], x[..., 2 * n_embd :]
+
+
 def split_heads(x, n_head):  # [..., n_seq, n_embd] -> [..., n_head, n_seq, n_embd/n_head]
     # head h owns columns h*d .. (h+1)*d of every position's vector (picoGPT: np.split into n_head
     # arrays); here the heads become an axis, so attention() runs them all in one call
@@ -108,7 +115,7 @@ def merge_heads(x):  # [..., n_head, n_seq, d] -> [..., n_seq, n_head*d]
 
 
 def mha(x, c_attn, c_proj, n_head):  # [..., n_seq, n_embd] -> [..., n_seq, n_embd]
-    q, k, v = np.split(linear(x, **c_attn), 3, axis=-1)  # [..., n_seq, 3*n_embd] -> 3 x [..., n_seq, n_embd]
+    q, k, v = split_qkv(linear(x, **c_attn))  # [..., n_seq, 3*n_embd] -> 3 x [..., n_seq, n_embd]
     q, k, v = (split_heads(a, n_head) for a in (q, k, v))  # 3 x [..., n_head, n_seq, d]
     heads = attention(q, k, v, causal_mask(x.shape[-2]))  # [..., n_head, n_seq, d], one mask for every head
     return linear(merge_heads(heads), **c_proj)  # [..., n_seq, n_embd] -> [..., n_seq, n_embd]

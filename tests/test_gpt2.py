@@ -186,6 +186,10 @@ def test_the_layers_take_a_batch_and_give_each_row_what_it_gives_alone(params):
     assert heads.shape == (N_HEAD, 5, N_EMBD // N_HEAD)
     assert all(np.array_equal(a, b) for a, b in zip(heads, np.split(q, N_HEAD, axis=-1)))
     assert np.array_equal(model.merge_heads(heads), q)  # picoGPT's np.hstack
+    qkv = np.concatenate([x[0], 2 * x[0], 3 * x[0]], axis=-1)  # [n_seq, 3*n_embd]
+    assert all(np.array_equal(a, b) for a, b in zip(model.split_qkv(qkv), np.split(qkv, 3, axis=-1)))
+    batch = np.stack([qkv, 2 * qkv])  # [n_batch, n_seq, 3*n_embd]
+    assert all(np.array_equal(a, b) for a, b in zip(model.split_qkv(batch), np.split(batch, 3, axis=-1)))
     mask = model.causal_mask(5)
     assert np.array_equal(mask, (1 - np.tri(5, dtype=np.float32)) * -1e10)  # picoGPT's mask
     together = gpt2.attention(heads, heads, heads, mask)  # [n_head, n_seq, d]
@@ -202,7 +206,7 @@ def test_the_decoder_runs_model_py_functions(params):
     exactly as it changes the full recompute's."""
     import ast
 
-    layers = {"gelu", "softmax", "layer_norm", "linear", "ffn", "causal_mask", "attention", "split_heads",
+    layers = {"gelu", "softmax", "layer_norm", "linear", "ffn", "causal_mask", "attention", "split_qkv", "split_heads",
               "merge_heads", "mha", "transformer_block", "gpt2"}
     source = Path(kvcache.__file__).read_text(encoding="utf-8")
     defined = {node.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)}
