@@ -70,8 +70,8 @@ fragments = st.sampled_from(
 @given(text=st.lists(fragments, max_size=60).map("".join), chunk_bytes=st.integers(1, 40), mode=st.sampled_from(["all", "none"]))
 def test_any_chunk_size_gives_the_same_ids(tmp_path, text, chunk_bytes, mode):
     (tmp_path / "in.txt").write_bytes(text.encode("utf-8"))
-    encode_file(tmp_path / "in.txt", tmp_path / "out.bin", encoding="cl100k_base", workers=1,
-                allowed_special=mode, progress=False, chunk_bytes=chunk_bytes)
+    encode_file(tmp_path / "in.txt", tmp_path / "out.bin", encoding="cl100k_base", workers=1,  # each example again
+                allowed_special=mode, progress=False, chunk_bytes=chunk_bytes, overwrite=True)
     kwargs = {"allowed_special": "all"} if mode == "all" else {"disallowed_special": ()}
     assert read_ids(tmp_path / "out.bin", "cl100k_base") == get_encoding("cl100k_base").encode(text, **kwargs)
 
