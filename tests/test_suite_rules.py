@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 
 
@@ -87,31 +89,29 @@ def outcomes(folder: Path, ci: str) -> tuple[int, dict[str, str]]:
     return run.returncode, found
 
 
-def test_under_ci_every_test_that_did_not_run_fails(tmp_path):
-    status, found = outcomes(tmp_path, "true")
-    assert status == 1 and found == {
-        "test_import_skipped.py": "ERROR", "test_module_skipped.py": "ERROR",
-        "test_cases.py::test_runs": "PASSED",
-        # a skip mark acts before the test starts: its failure is the setup's, an error
-        "test_cases.py::test_marked_skip": "ERROR", "test_cases.py::test_skips_itself": "FAILED",
-        "test_cases.py::test_xfails_itself": "FAILED",
-        "test_cases.py::test_lenient_xfail_that_passes": "FAILED", "test_cases.py::test_xfail_that_passes": "FAILED",
-        "test_cases.py::test_xfail_that_fails": "XFAIL", "test_cases.py::test_xfail_not_run": "ERROR",
-    }, found
+# Each tiny test's outcome: (its node under CI=true, the outcome), (its node outside CI, the outcome). A skip
+# outside CI is reported by its reason, not its test.
+OUTCOMES = [
+    (("test_import_skipped.py", "ERROR"), ("test_import_skipped.py::could not import 'no_such_module_anywhere': "
+                                           "No module named 'no_such_module_anywhere'", "SKIPPED")),
+    (("test_module_skipped.py", "ERROR"), ("test_module_skipped.py::not on this machine", "SKIPPED")),
+    (("test_cases.py::test_runs", "PASSED"), ("test_cases.py::test_runs", "PASSED")),
+    # a skip mark acts before the test starts: under CI its failure is the setup's, an error
+    (("test_cases.py::test_marked_skip", "ERROR"), ("test_cases.py::marked", "SKIPPED")),
+    (("test_cases.py::test_skips_itself", "FAILED"), ("test_cases.py::called", "SKIPPED")),
+    (("test_cases.py::test_xfails_itself", "FAILED"), ("test_cases.py::test_xfails_itself", "XFAIL")),
+    (("test_cases.py::test_lenient_xfail_that_passes", "FAILED"),
+     ("test_cases.py::test_lenient_xfail_that_passes", "XPASS")),
+    (("test_cases.py::test_xfail_that_passes", "FAILED"), ("test_cases.py::test_xfail_that_passes", "FAILED")),
+    (("test_cases.py::test_xfail_that_fails", "XFAIL"), ("test_cases.py::test_xfail_that_fails", "XFAIL")),
+    (("test_cases.py::test_xfail_not_run", "ERROR"), ("test_cases.py::test_xfail_not_run", "XFAIL")),
+]
 
 
-def test_outside_ci_a_skip_is_a_skip_and_a_passing_xfail_still_fails(tmp_path, pytestconfig):
-    status, found = outcomes(tmp_path, "")
-    assert status == 1 and found == {
-        "test_import_skipped.py::could not import 'no_such_module_anywhere': No module named "
-        "'no_such_module_anywhere'": "SKIPPED",
-        "test_module_skipped.py::not on this machine": "SKIPPED",
-        "test_cases.py::test_runs": "PASSED",
-        "test_cases.py::marked": "SKIPPED", "test_cases.py::called": "SKIPPED",
-        "test_cases.py::test_xfails_itself": "XFAIL",
-        "test_cases.py::test_lenient_xfail_that_passes": "XPASS", "test_cases.py::test_xfail_that_passes": "FAILED",
-        "test_cases.py::test_xfail_that_fails": "XFAIL", "test_cases.py::test_xfail_not_run": "XFAIL",
-    }, found
+@pytest.mark.parametrize("ci", ["true", ""], ids=["under_ci", "outside_ci"])
+def test_under_ci_every_test_that_did_not_run_fails_and_a_passing_xfail_fails_everywhere(tmp_path, pytestconfig, ci):
+    status, found = outcomes(tmp_path, ci)
+    assert status == 1 and found == dict(under if ci else outside for under, outside in OUTCOMES), found
     assert pytestconfig.getini("xfail_strict") is True  # pyproject.toml: as the runs above had it
 
 
