@@ -154,8 +154,9 @@ def check_command_line(parser, args) -> None:
         raise ValueError("--score scores a file; give it no PROMPT")
     if args.serve and len(wants) > 1:
         raise ValueError(f"--serve runs until Ctrl-C; give it no {' or '.join(w for w in wants if w != '--serve')}")
-    def given(dest):
-        return getattr(args, dest) not in (None, False)
+    def given(dest):  # a value, 0 included (0 == False: `not in (None, False)` would miss --port 0)
+        value = getattr(args, dest)
+        return value is not None and value is not False
 
     stray = [dest for dest, needed in NEEDS.items() if given(dest) and not given(needed)]
     if stray:

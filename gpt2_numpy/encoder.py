@@ -42,7 +42,8 @@ from tokenizer import Encoding, get_encoding
 from tokenizer.download import sha256_file
 from tokenizer.pretokenize import GPT2_PATTERN, replace_surrogates
 from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
-from tokenizer.vocab_files import bytes_to_unicode, gpt2_merges, gpt2_vocab, read_encoder_json, read_vocab_bpe
+from tokenizer.vocab_files import (bytes_to_unicode, gpt2_merges, gpt2_vocab, is_gpt2_special_token,
+                                   read_encoder_json, read_vocab_bpe)
 
 from .models_dir import MODEL_SIZES
 
@@ -78,8 +79,8 @@ class Encoder:
         self.bpe_ranks = dict(zip(bpe_merges, range(len(bpe_merges))))  # (left, right) -> 0-based merge index
         self.cache: dict[str, str] = {}  # pre-token string -> bpe()'s answer, filled as words are met
         self.pat = regex.compile(GPT2_PATTERN)  # GPT-2's pre-tokenizer, as OpenAI wrote it
-        token_ids, specials = gpt2_vocab(encoder)
-        self.special_ids = set(specials.values())  # ids whose string is special-token text, not mapped bytes
+        # ids whose string is special-token text, not mapped bytes
+        self.special_ids = {i for text, i in encoder.items() if is_gpt2_special_token(text)}
         self._encoding = encoding or _encoding_of(encoder, bpe_merges)
 
     def bpe(self, token: str) -> str:
@@ -153,8 +154,10 @@ def _encoding_of(encoder: dict[str, int], bpe_merges: list[tuple[str, str]]) -> 
     """A new :class:`tokenizer.Encoding` of an ``encoder.json`` table and ``vocab.bpe`` merges."""
     token_ids, specials = gpt2_vocab(encoder)
     vocab = {i: t for t, i in token_ids.items()} | {i: s.encode("utf-8") for s, i in specials.items()}
+    # merges only, as bpe() applies them: a piece that is itself a token but no merge makes it (a hand-made
+    # vocabulary) keeps bpe()'s ids; for vocabularies BPE trained, the two rules agree (walkthrough 04)
     return Encoding.from_vocab_merges(vocab, gpt2_merges(bpe_merges), specials, name="gpt2-files",
-                                      pat_str=GPT2_PATTERN)
+                                      pat_str=GPT2_PATTERN, whole_piece_tokens=False)
 
 
 def holds_gpt2_vocabulary(folder: str | os.PathLike) -> bool:

@@ -12,8 +12,8 @@ of it: run everything, take the most likely next id, append, repeat.
 {"wte", "wpe", "blocks": [{"ln_1", "attn", "ln_2", "mlp"}, ...], "ln_f"}.
 
 These functions are also what the fast decoder runs: `kvcache.py` calls `layer_norm`, `linear`,
-`ffn`, `split_heads`, `attention`, `merge_heads` and `causal_mask` from here and adds only the
-key/value cache around them (and batches of prompts). So each layer takes any leading axes
+`ffn`, `split_qkv`, `split_heads`, `attention`, `merge_heads` and `causal_mask` from here and adds the
+key/value cache around them (with the padding of batched prompts and the weights' memory order). So each layer takes any leading axes
 ([..., n_embd]: one sequence here, a batch of rows there), and three of them carry a speed trick,
 each commented where it is: `gelu`'s x * x * x, `layer_norm`'s sums, `linear`'s one 2-D product.
 picoGPT's loop over heads is an axis of heads (`split_heads`), so one `attention` call runs them all.

@@ -48,6 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenizer.outputs import replaced_file
+
 from .crc32c import crc32c, mask, unmask
 
 TABLE_MAGIC = 0xDB4775248B80FB57
@@ -256,13 +258,13 @@ def read_checkpoint(prefix, *, verify_data: bool = True) -> dict[str, np.ndarray
                 shards[entry.shard_id] = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else \
                     np.zeros(0, dtype=np.uint8)
             except (OSError, ValueError) as exc:
-                raise CheckpointError(f"cannot read the checkpoint data file {path} ({exc}); "
-                                      f"download it again") from exc
+                raise CheckpointError(f"cannot read the checkpoint data file {path} ({exc})", path=path) from exc
         shard = shards[entry.shard_id]
         n_values = int(np.prod(entry.shape, dtype=np.int64))
         if entry.size != n_values * entry.dtype.itemsize:
             raise CheckpointError(f"{index_path}: tensor {name} is {entry.size} bytes, but {entry.dtype}"
-                                  f"{list(entry.shape)} needs {n_values * entry.dtype.itemsize}; the file is damaged")
+                                  f"{list(entry.shape)} needs {n_values * entry.dtype.itemsize}; the file is damaged",
+                                  path=index_path)
         if entry.offset + entry.size > len(shard):
             raise CheckpointError(f"the checkpoint data file {path} is {len(shard)} bytes, too short for tensor "
                                   f"{name} (bytes {entry.offset}..{entry.offset + entry.size}); it is truncated",
@@ -309,10 +311,19 @@ def write_block(entries: list[tuple[bytes, bytes]]) -> bytes:
     return body + np.array(restarts + [len(restarts)], dtype="<u4").tobytes()
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (a lone surrogate cannot)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def write_checkpoint(prefix, tensors: dict[str, np.ndarray]) -> None:
     """Write ``tensors`` (name -> array) as the TensorFlow checkpoint ``prefix``: ``{prefix}.index`` and
     ``{prefix}.data-00000-of-00001``, which TF (``tf.train.load_checkpoint``) and :func:`read_checkpoint`
-    read back. Names must be non-empty; dtypes those :data:`DTYPES` lists.
+    read back. Names must be non-empty UTF-8; dtypes those :data:`DTYPES` lists.
 
     >>> write_checkpoint("/tmp/tiny/model.ckpt", {"model/wte": np.zeros((4, 2), np.float32)})  # doctest: +SKIP
     """
@@ -320,8 +331,8 @@ def write_checkpoint(prefix, tensors: dict[str, np.ndarray]) -> None:
     entries, data = [(b"", write_fields([(1, 1), (3, write_fields([(1, 1)]))]))], bytearray()  # header:
     for name in sorted(tensors):  # 1 shard, little-endian (the default 0), version {producer 1}
         array = np.asarray(tensors[name])
-        if not name or array.dtype.newbyteorder("<") not in dtype_numbers:
-            raise ValueError(f"cannot write tensor {name!r} of dtype {array.dtype}: give it a non-empty name and "
+        if not name or not is_utf8(name) or array.dtype.newbyteorder("<") not in dtype_numbers:
+            raise ValueError(f"cannot write tensor {name!r} of dtype {array.dtype}: give it a non-empty UTF-8 name and "
                              f"one of the dtypes {sorted(str(np.dtype(c)) for c in DTYPES.values())}")
         raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()  # row-major, as TF stores
         shape = write_fields([(2, write_fields([(1, size)])) for size in array.shape])
@@ -340,5 +351,8 @@ def write_checkpoint(prefix, tensors: dict[str, np.ndarray]) -> None:
     metaindex_handle = append_block(write_block([]))
     index_handle = append_block(write_block([(entries[-1][0], data_handle)]))  # the data block's last key
     footer = (metaindex_handle + index_handle).ljust(FOOTER_BYTES - 8, b"\0") + TABLE_MAGIC.to_bytes(8, "little")
-    Path(f"{prefix}.index").write_bytes(bytes(table) + footer)
-    data_path(prefix, 0, 1).write_bytes(bytes(data))
+    # the data first and the index last, each whole or not at all: an index never names data that is not there
+    with replaced_file(data_path(prefix, 0, 1)) as out:
+        out.write(bytes(data))
+    with replaced_file(Path(f"{prefix}.index")) as out:
+        out.write(bytes(table) + footer)

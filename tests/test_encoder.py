@@ -127,6 +127,11 @@ def test_reads_files_from_model_folder(tmp_path):
     enc = encoder.get_encoder("tiny", tmp_path)
     assert enc.encode("hehe") == [256, 256]
     assert enc.decode([256, 257]) == "he<|endoftext|>"
+    # a token no merge makes ("hehe" is listed, but only "h e" is a merge): bpe() and the fast face agree
+    vocab["hehe"] = 258
+    (folder / "encoder.json").write_text(json.dumps(vocab))
+    enc = encoder.get_encoder("tiny", tmp_path)
+    assert enc.encode("hehe") == enc.encoding.encode_ordinary("hehe") == [256, 256]
 
 
 def test_unknown_model_name_without_files_is_an_error_not_gpt2(tmp_path, monkeypatch):

@@ -667,6 +667,8 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["--serve", "--n_tokens_to_generate", "5"], "--n_tokens_to_generate goes with a PROMPT"),
     (["hi", "--stride", "5"], "--stride goes with --score, which is not given: add --score, or drop --stride"),
     (["hi", "--host", "::1", "--port", "80"], "--host and --port go with --serve"),
+    (["--score", "f.txt", "--port", "0"], "--port goes with --serve"),  # 0 is a value, though 0 == False
+    (["--score", "f.txt", "--seed", "0"], "--seed goes with a PROMPT"),
 ])
 def test_bad_command_lines_are_one_line_and_exit_2_before_loading(fake_model, argv, named):
     status, out, err = run_main(argv)
