@@ -638,6 +638,17 @@ def test_serve_blames_a_host_that_is_no_address(capsys, monkeypatch):
     assert "another --port" not in err
 
 
+def test_an_address_this_machine_lacks_is_blamed_on_the_host_not_the_port():
+    import errno
+
+    from tokenizer.command_line import cannot_listen
+
+    lacking = OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
+    assert cannot_listen(lacking, "192.0.2.1", 8000).startswith("--host 192.0.2.1: not an address of this machine")
+    in_use = OSError(errno.EADDRINUSE, "Address already in use")
+    assert "pass another --port" in cannot_listen(in_use, "127.0.0.1", 8000)
+
+
 def test_a_failed_download_exits_1_as_gpt2s_does(capsys, monkeypatch):
     import tokenizer.cli
     from tokenizer.download import DownloadError

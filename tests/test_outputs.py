@@ -322,3 +322,33 @@ def test_save_hf_follows_the_umask_says_wrote_on_stdout_and_needs_force(tmp_path
     assert sorted(p.name for p in b.iterdir()) == ["config.json", "merges.txt", "model.safetensors", "notes.txt",
                                                    "vocab.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+
+
+def test_found_in_review_each_a_destination_told_before_any_work(workdir, capsysbinary, monkeypatch):
+    """A trailing slash names a folder; a shard's own output that is a FIFO or a folder; the destination before a
+    vocabulary that would have to be downloaded; a state folder holding files of the user's is never removed."""
+    def no_work(*args, **kwargs):
+        raise AssertionError("the output is checked before any work")
+
+    status, _, err = run(capsysbinary, "encode-file", "in.txt", "--out", "newdir/")
+    assert status == 2 and "--out newdir/ names a folder" in err and not (workdir / "newdir").exists()
+    monkeypatch.setattr(tokenizer.cli, "open_encoding", no_work)  # as a download would come first
+    (workdir / "exists.bin").write_bytes(b"")
+    status, _, err = run(capsysbinary, "encode-file", "in.txt", "--out", "exists.bin", "--encoding", "cl100k_base")
+    assert status == 2 and "already exists" in err
+    (workdir / "data").mkdir()
+    (workdir / "data" / "notes.txt").write_text("mine", encoding="utf-8")
+    status, _, err = run(capsysbinary, "encode-dataset", "in.txt", "--out", "data")
+    assert status == 2 and "files but no manifest" in err
+    monkeypatch.undo()
+    monkeypatch.chdir(workdir)
+    (workdir / "ds").mkdir()
+    os.mkfifo(workdir / "ds" / "in.bin")  # where the shard of in.txt goes
+    status, _, err = run(capsysbinary, "encode-dataset", "in.txt", "--out", "ds", "--force")
+    assert status == 2 and "FIFO" in err and stat.S_ISFIFO((workdir / "ds" / "in.bin").lstat().st_mode)
+    (workdir / "tok.checkpoint").mkdir()
+    (workdir / "tok.checkpoint" / "notes").write_text("precious", encoding="utf-8")
+    status, _, err = run(capsysbinary, "train", "--input", "in.txt", "--vocab_size", "260", "--out", "tok")
+    assert status == 2 and "holds other files (notes)" in err
+    assert (workdir / "tok.checkpoint" / "notes").read_text(encoding="utf-8") == "precious"
+    assert not (workdir / "tok").exists()

@@ -72,6 +72,7 @@ from .encoding import Encoding
 from .loading import load_encoding
 from .saving import SAVE_FORMATS, save_encoding, saved_tokenizer_files
 from .registry import get_encoding, list_encoding_names
+from .training.checkpoint import STATE_FILES
 from .training.train import train_bpe
 
 
@@ -239,12 +240,14 @@ def encode_file(args) -> None:
     if args.out is None and inputs.is_stdin(args.input):
         raise UsageError("encode-file - reads standard input: name the output with --out FILE.bin")
     out = args.out if args.out is not None else str(Path(args.input).with_suffix(".bin"))
+    flag = "--out" if args.out is not None else "the output"
+    # the destination before the vocabulary, which may have to be downloaded (encode_file checks it again)
+    outputs.check_file(out, overwrite=args.force, flag=flag, stdout_ok=True)
     enc = open_encoding(args.encoding)
     allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
     s = dataset.encode_file(args.input, out, encoding=enc, workers=args.workers, allowed_special=allowed,
                             disallowed_special=disallowed, errors=args.errors, text_field=args.text_field,
-                            progress=show_progress(), overwrite=args.force,
-                            flag="--out" if args.out is not None else "the output")
+                            progress=show_progress(), overwrite=args.force, flag=flag)
     summary = (f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {text_bytes(s)}, "
                f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
                f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {enc.name})")
@@ -262,6 +265,8 @@ def text_bytes(figures: dict) -> str:
 def encode_dataset(args) -> None:
     if args.address is not None and args.engine != "ray":
         raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
+    # the destination before the vocabulary, which may have to be downloaded (encode_dataset checks it again)
+    sharded.check_out_dir(args.out, overwrite=args.force, flag="--out")
     enc = open_encoding(args.encoding)
     try:
         m = sharded.encode_dataset(args.inputs, args.out, encoding=enc, text_field=args.text_field,
@@ -356,12 +361,21 @@ def check_train_outputs(args) -> Path:
                          overwrite=args.force or args.resume, flag="--out")
     checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
     outputs.check_folder(checkpoint, overwrite=True, flag=f"--out {args.out}: its state folder")
+    foreign = [p.name for p in checkpoint.iterdir() if not is_state_file(p.name)] if checkpoint.is_dir() else []
+    if foreign:  # the folder is removed once the tokenizer is saved: never with files of the user's in it
+        raise UsageError(f"{checkpoint}, where train keeps its state, holds other files "
+                         f"({', '.join(sorted(foreign))}); move them, or name another --out")
     if args.resume and not is_resumable(checkpoint):
         raise UsageError(f"--resume: no training state in {checkpoint} (drop --resume to start from the beginning)")
     if is_resumable(checkpoint) and not (args.resume or args.force):
         raise UsageError(f"{checkpoint} holds the training state of a run that stopped: pass --resume to continue "
                          "it, or --force to start over")
     return checkpoint
+
+
+def is_state_file(name: str) -> bool:
+    """A file of a training state folder: the trainer's state, this command's clock, or a part of either."""
+    return name.removesuffix(".partial") in (*STATE_FILES, RunClock.FILE)
 
 
 def is_resumable(checkpoint: Path) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import shlex
 import signal
@@ -87,7 +88,7 @@ def error_message(error: BaseException) -> str:
 def cannot_listen(error: OSError, host: str, port: int) -> str:
     """Why a server could not start on ``host:port``, blaming the one that is wrong, and what to pass instead."""
     reason = error.strerror or str(error)
-    if isinstance(error, socket.gaierror) or error.errno == getattr(os, "EADDRNOTAVAIL", None):
+    if isinstance(error, socket.gaierror) or error.errno == errno.EADDRNOTAVAIL:
         return (f"--host {host}: not an address of this machine ({reason}); pass 127.0.0.1 (this machine only), "
                 "0.0.0.0 (every network) or one of its own addresses")
     return f"cannot listen on {host}:{port} ({reason}); pass another --port, or --port 0 for any free one"

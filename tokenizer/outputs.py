@@ -36,6 +36,7 @@ What this module does not do: decide what a writer writes, or which files make a
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import stat
@@ -65,6 +66,8 @@ def check_file(path, *, overwrite: bool = False, flag: str | None = None, stdout
             raise ValueError(f"{where}: standard output is a terminal; redirect it (> FILE or | COMMAND)")
         return Path(STDOUT)
     target = where.target
+    if where.given.endswith(os.sep):  # "newdir/" names a folder, though realpath drops the slash
+        raise IsADirectoryError(f"{where} names a folder; name a file (e.g. {Path(path) / 'out.bin'})")
     info = where.stat()
     if info is not None:
         if stat.S_ISDIR(info.st_mode):
@@ -167,6 +170,11 @@ def replaced_folder_files(target, *, stale: Callable[[Path], list[str]] = lambda
 def partial_path(target: Path) -> Path:
     """Where ``target`` is written until it is complete: a hidden name of its own, never mistaken for it."""
     return target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
+
+
+def partial_paths(target: Path) -> list[Path]:
+    """The :func:`partial_path` siblings of ``target`` that a killed writer left behind."""
+    return sorted(target.parent.glob(f".{glob.escape(target.name)}.*.partial"))
 
 
 # ---- the checks' parts ------------------------------------------------------------------------------------

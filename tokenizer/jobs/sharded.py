@@ -31,7 +31,7 @@ from ..encoding import Encoding
 from .engines import ProgressBar, open_engine
 from .inputs import find_inputs, input_stem, refuse_stdin
 from .manifest import MANIFEST_NAME, encoding_fingerprint, input_identity, is_complete, read_manifest, write_manifest
-from ..outputs import check_folder, make_folders, remove_folders
+from ..outputs import check_file, check_folder, make_folders, partial_paths, remove_folders
 from ..registry import get_encoding
 
 
@@ -73,11 +73,18 @@ def foreign_files(folder: Path) -> list[str]:
     return names[:3] + ["..."] * (len(names) > 3)
 
 
+def check_out_dir(out_dir, *, overwrite: bool = False, flag: str | None = None) -> Path:
+    """``out_dir`` checked as :func:`encode_dataset`'s destination (:func:`tokenizer.outputs.check_folder`): a
+    folder of other files and no manifest is refused unless ``overwrite``. Returns where to write."""
+    return check_folder(out_dir, holds=foreign_files, what="files but no manifest of encode-dataset",
+                        overwrite=overwrite, flag=flag, overwrite_does="write into it")
+
+
 def remove_partials(outputs: list[Path]) -> None:
     """Delete the temporary files of tasks that were killed (a retried task writes a new one): never trusted,
     never left behind."""
     for output in outputs:
-        for stale in output.parent.glob(f".{output.name}.*.partial"):
+        for stale in partial_paths(output):
             stale.unlink(missing_ok=True)
 
 
@@ -112,18 +119,19 @@ def encode_dataset(
     no manifest (nor the folder, if it made it).
     """
     start = time.perf_counter()
-    enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
     shards = find_inputs(inputs)
     refuse_stdin(shards, "encode-dataset's manifest recognises each input by its path, size and time")
+    # the destination before the encoding, which may have to be downloaded
+    out_dir = check_out_dir(out_dir, overwrite=overwrite, flag=flag)
+    # each shard's output too: a FIFO, a folder or a link there is told now, not after its encoding
+    outputs = [check_file(out_dir / name, overwrite=True) for name in output_names(shards)]
+    enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
     for shard in shards:
         check_documents_can_end(enc, shard)
-    out_dir = check_folder(out_dir, holds=foreign_files, what="files but no manifest of encode-dataset",
-                           overwrite=overwrite, flag=flag, overwrite_does="write into it")
     dtype = id_dtype(enc.n_vocab)
     settings = {"encoding": enc.name, "encoding_sha256": encoding_fingerprint(enc), "dtype": dtype.name,
                 "text_field": text_field}
 
-    outputs = [out_dir / name for name in output_names(shards)]
     identities = [input_identity(s) for s in shards]
     remove_partials(outputs)
     recorded = read_manifest(out_dir, settings)

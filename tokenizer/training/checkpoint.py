@@ -7,10 +7,15 @@ Each file is replaced atomically.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 from collections import Counter
+
+# What a state folder holds (each written by write_atomically, so a ".partial" of one may be left by a kill)
+STATE_FILES = ("counts.pickle", "merges.json", "settings.json")
+
 
 def checkpoint_settings(paths: list[str], specials: list[str], pattern: str, text_field: str) -> dict:
     """What a checkpoint must have been made with to be resumed."""
@@ -25,11 +30,16 @@ def checkpoint_settings(paths: list[str], specials: list[str], pattern: str, tex
 def write_atomically(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a reader sees the old content or the new one, never a part."""
     partial = path + ".partial"
-    with open(partial, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(partial, path)
+    try:
+        with open(partial, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(partial, path)
+    except BaseException:  # a full disk, Ctrl-C: the old content stays, and no part is left beside it
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
 
 
 def start_checkpoint(folder: str, settings: dict, counts: Counter) -> None:
