@@ -46,7 +46,8 @@ if str(REPO) not in sys.path:
 
 os.environ.setdefault("TOKENIZER_DATA_DIR", str(ENCODINGS_DIR))
 # A private download cache: tests never touch the user's ~/.cache.
-os.environ.setdefault("TOKENIZER_CACHE_DIR", tempfile.mkdtemp(prefix="tokenizer-cache-"))
+if "TOKENIZER_CACHE_DIR" not in os.environ:  # made once: workers and the suite's own pytest runs inherit it
+    os.environ["TOKENIZER_CACHE_DIR"] = tempfile.mkdtemp(prefix="tokenizer-cache-")
 # The fast core's compiled BPE comes to a process only after much new text (tokenizer/fast/compiled_bpe.py), so
 # which BPE a test met would depend on the tests before it in its worker: off, unless asked for (the tests of
 # the kernel ask for it; TOKENIZER_COMPILED_BPE=1 runs the whole suite with it).

@@ -845,12 +845,12 @@ def test_gpt2_stream_into_head_exits_like_gpt2_tokenizer(tmp_path):
     models = tmp_path / "models"
     write_tiny_checkpoint(models / "124M", n_ctx=64, n_embd=32, n_head=2, seed=3)
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "GPT2_MODELS_DIR": str(models)}
-    proc = subprocess.Popen([sys.executable, str(ROOT / "gpt2.py"), "Hello", "--stream", "--n_tokens_to_generate",
-                             "60"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.read(1)
-    proc.stdout.close()
-    assert proc.wait(timeout=300) == 141
-    assert proc.stderr.read() == b""
+    with subprocess.Popen([sys.executable, str(ROOT / "gpt2.py"), "Hello", "--stream", "--n_tokens_to_generate",
+                           "60"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        proc.stdout.read(1)
+        proc.stdout.close()
+        assert proc.wait(timeout=300) == 141
+        assert proc.stderr.read() == b""
 
 
 def test_a_damaged_checkpoint_of_a_size_is_moved_aside_so_a_rerun_downloads_it(tmp_path, monkeypatch):

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -106,16 +105,17 @@ def test_a_fork_waits_for_every_loaders_thread(tmp_path, monkeypatch):
     monkeypatch.setenv("TOKENIZER_CACHE_DIR", str(tmp_path))
     numba_cache.folder("merge_loop").mkdir(parents=True)
     numba_cache.mark(numba_cache.folder("merge_loop"))  # as if compiled: start_loading starts the thread at once
-    loaded = threading.Event()
+    loaded, release = threading.Event(), threading.Event()
 
-    def slow_load():
-        time.sleep(0.3)
+    def slow_load():  # loading until the test lets it finish: whatever the machine's speed
+        release.wait(60)
         loaded.set()
         return numba_cache
 
     loader = KernelLoader("merge_loop", title="a stand-in", program="-", load=slow_load, without="-")
     loader.start_loading()
     assert loader.status() == "loading"
+    threading.Timer(0.05, release.set).start()  # lets it finish while the fork below waits for it
     pid = os.fork()
     if pid == 0:
         os._exit(0 if loaded.is_set() else 3)

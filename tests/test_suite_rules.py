@@ -115,6 +115,15 @@ def test_under_ci_every_test_that_did_not_run_fails_and_a_passing_xfail_fails_ev
     assert pytestconfig.getini("xfail_strict") is True  # pyproject.toml: as the runs above had it
 
 
+def test_the_suite_runs_with_the_rules_hooks():
+    """The runs above load tests/ci_outcomes.py by -p; the suite itself has them through conftest.py."""
+    import ci_outcomes
+    import conftest
+
+    assert conftest.pytest_runtest_makereport is ci_outcomes.pytest_runtest_makereport
+    assert conftest.pytest_make_collect_report is ci_outcomes.pytest_make_collect_report
+
+
 def test_without_the_shared_folder_pytest_stops_with_one_line(tmp_path):
     """Where conftest.py looks for it ($TOKENIZER_SHARED_DIR) holds nothing: one line naming the folder and what it
     holds, before any test file is read (it says so as itself, not as an ImportError of conftest.py)."""

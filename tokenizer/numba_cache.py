@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import os
-import platform
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
+
+if TYPE_CHECKING:
+    import subprocess
 
 from .user_cache import cache_dir
 
@@ -52,6 +52,11 @@ KERNELS = {
 def folder(kernel: str) -> Path:
     """The folder numba caches ``kernel``'s machine code in (a name in :data:`KERNELS`), for its sources as they
     are and these versions."""
+    # imported here, not with the module: the fast core imports this module, and a process that never
+    # compiles a kernel should not pay for these
+    import importlib.metadata
+    import platform
+
     key = hashlib.sha256()
     package = Path(__file__).parent
     for source in KERNELS[kernel]:
@@ -87,6 +92,8 @@ def start_program(module: str, cache_folder: Path) -> subprocess.Popen:
     the path already, as an installed package's folder is). Nothing of the caller's is inherited that could
     keep the caller's own reader waiting: stdin and stdout are closed, stderr is the log file (a process that
     outlives the caller must not hold the caller's stderr pipe open)."""
+    import subprocess  # here: see folder()'s imports
+
     root = str(Path(__file__).resolve().parents[1])
     program = (f"import sys; root = {root!r}\n"
                "if root not in sys.path: sys.path.insert(0, root)\n"

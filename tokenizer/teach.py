@@ -289,7 +289,7 @@ def _explain_piece(enc, piece: str) -> Iterator[str]:
     yield f"\npre-token {piece!r}: {len(data)} byte{'s' if len(data) != 1 else ''} {' '.join(f'{b:02x}' for b in data)}"
     token_ids = enc.token_ids
     if story.whole and len(data) > 1:
-        merged = story.steps[-1].parts if story.steps else ()
+        merged = story.steps[-1].parts if story.steps else tuple(bytes([b]) for b in data)  # no merge: its bytes
         yield f"  is itself a token (id {token_ids[data]}): encode takes it whole, without merging"
         yield ("  and the merges reach it too, as OpenAI's bpe() makes them:" if merged == (data,) else
                f"  (the merges alone end at {' '.join(map(show_bytes, merged))}: no merge builds this token)")

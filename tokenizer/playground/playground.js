@@ -167,7 +167,10 @@ function drawMerges(story) {
   } else if (story.whole && story.steps.length) {
     lines.push("It is itself a token, so encode takes it whole; the merges alone, below, do not build it: "
       + "no merge of this vocabulary makes this token.");
-  } else if (!story.steps.length) lines.push("A single byte: no merges.");
+  } else if (!story.bytes.includes(" ")) lines.push("A single byte: no merges.");
+  else if (story.whole) {
+    lines.push("It is itself a token, so encode takes it whole; no merge of this vocabulary builds it from its bytes.");
+  } else if (!story.steps.length) lines.push("No merge applies: each byte is a token of its own.");
   const notes = lines.map((line) => {
     const p = document.createElement("p");
     p.textContent = line;

@@ -54,15 +54,18 @@ from collections.abc import Iterable
 from .checkpoint import checkpoint_settings, load_checkpoint, save_merges, start_checkpoint
 from .chunks import find_chunk_boundaries
 from .compiled_loop_loader import LOADER
-from .counting import DEFAULT_CHUNK_SIZE, WHITESPACE, count_pretokens
-from .fast_merges import COMPILED_LOOP_MIN_WORK, learn_merges, wants_compiled_loop
+from .counting import DEFAULT_CHUNK_SIZE, count_pretokens
+from .fast_merges import learn_merges, wants_compiled_loop
 from .reference import Merges, learn_merges_reference
 from ..jobs.inputs import find_inputs, refuse_stdin
+from ..patterns import WHITESPACE_CLASS as WHITESPACE  # this module's name for it: a class's contents
 from ..pretokenize import GPT2_PATTERN
 
-__all__ = [  # train_bpe, and the names of the modules it drives that callers import from here
-    "COMPILED_LOOP_MIN_WORK", "DEFAULT_CHUNK_SIZE", "LOADER", "Merges", "Vocab", "WHITESPACE", "count_pretokens",
-    "find_chunk_boundaries", "learn_merges", "learn_merges_reference", "train_bpe",
+# train_bpe, and the names of the modules it drives that callers import from here. (The compiled loop's
+# threshold is fast_merges.COMPILED_LOOP_MIN_WORK alone: a copy here would do nothing when set.)
+__all__ = [
+    "DEFAULT_CHUNK_SIZE", "LOADER", "Merges", "Vocab", "WHITESPACE", "count_pretokens", "find_chunk_boundaries",
+    "learn_merges", "learn_merges_reference", "train_bpe",
 ]
 
 Vocab = dict[int, bytes]
