@@ -1,7 +1,7 @@
 """Where text may be cut without changing its pre-tokens: ``split(a + b) == split(a) + split(b)``.
 
 Streaming (:mod:`tokenizer.streaming`), encoding a file in parallel (:mod:`tokenizer.jobs.dataset`) and counting a
-training file in parallel (:mod:`tokenizer.training.train`) all cut text into chunks and split each chunk alone. That
+training file in parallel (:mod:`tokenizer.training.chunks`) all cut text into chunks and split each chunk alone. That
 is exact only at a *safe cut*. This module is the one place that says where those are, for OpenAI's patterns
 (:data:`tokenizer.patterns.OPENAI_PATTERNS`), as text (:func:`safe_cuts`) and as UTF-8
 bytes (:func:`safe_byte_cuts`).

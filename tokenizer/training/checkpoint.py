@@ -3,6 +3,9 @@
 The folder holds ``counts.pickle`` (the pre-token counts, written once), ``merges.json`` (the merges so far, as
 pairs of token ids) and ``settings.json`` (what the run was made with, written last: the state is complete).
 Each file is replaced atomically.
+
+What is not here: when a state is written or resumed (:func:`tokenizer.training.train.train_bpe` decides), or the
+folder's place and its removal once the tokenizer is saved (the ``train`` command's).
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ Its exit status says how it went (:data:`tokenizer.numba_cache.COMPILED`, ``NO_N
 writes to stderr (numba's warnings, a traceback) goes to :func:`tokenizer.numba_cache.log_path`, for the trainer
 to show.
 
-What this module does not do: load the loop into the trainer's process, or decide whether a job needs it
-(:mod:`tokenizer.training.compiled_loop_loader` does both).
+What this module does not do: load the loop into the trainer's process
+(:mod:`tokenizer.training.compiled_loop_loader` does), or decide whether a job needs it
+(:mod:`tokenizer.training.fast_merges` does).
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ so that the cost is paid where the caller chooses (the trainer: in a thread, whi
 :class:`CompiledMerger` holds the arrays of one training run and calls the kernel in batches, growing the
 arrays when it says so. Tests check its merges against the reference trainer's.
 
-What this module does not do: choose between the compiled loop and the NumPy one, or compile in another
-process (:mod:`tokenizer.training.compiled_loop_loader` and :mod:`tokenizer.training.compile_merge_loop`
-do); it does not merge (the kernel does) or count pre-tokens.
+What this module does not do: choose between the compiled loop and the NumPy one
+(:mod:`tokenizer.training.fast_merges` does), load it or compile it in another process
+(:mod:`tokenizer.training.compiled_loop_loader` and :mod:`tokenizer.training.compile_merge_loop` do); it does not
+merge (the kernel does) or count pre-tokens.
 """
 
 from __future__ import annotations

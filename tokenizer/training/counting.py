@@ -3,8 +3,9 @@
 Each file is cut into byte ranges (:mod:`tokenizer.training.chunks`); each range is one task of a map-reduce
 on an engine (:mod:`tokenizer.jobs.engines`): its documents are cut at special tokens, then into pre-tokens,
 and counted; the counters are added up. A pattern with an array split (:mod:`tokenizer.training.array_counts`)
-is counted by array operations; with GPT-2's pattern, coarse pieces are counted first and each distinct one is
-split once (see ``_GPT2_COARSE``).
+is counted by array operations (every OpenAI pattern has one). What the arrays cannot take (a text with a lone
+surrogate, from a JSON file) or another pattern is split here: with GPT-2's pattern coarse pieces first, each
+distinct one split once (see ``_GPT2_COARSE``).
 
 What is not here: the merges learned from the counts (:mod:`tokenizer.training.reference`,
 :mod:`tokenizer.training.fast_merges`), and finding and reading the inputs (:mod:`tokenizer.jobs.inputs`).

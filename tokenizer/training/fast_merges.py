@@ -3,6 +3,10 @@ incrementally (:func:`learn_merges`), by a NumPy loop or the same loop compiled 
 
 It exists for speed: the reference recounts every pair for every merge; this loop counts them once and then
 updates only the pairs around each merge. Tests check both learn the same merges.
+
+What is not here: the tables the NumPy loop works on (:mod:`tokenizer.training.merge_tables`), the compiled
+kernel and how it is loaded (:mod:`tokenizer.training.compiled_merges`, :mod:`tokenizer.training.compiled_loop_loader`),
+and counting (:mod:`tokenizer.training.counting`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@
 :mod:`tokenizer.training.train_kernel`, takes its arrays); :class:`PairTable` finds the most frequent pair and
 makes a merge with a few NumPy operations. :mod:`tokenizer.training.fast_merges` drives them; they learn the
 merges of :func:`tokenizer.training.reference.learn_merges_reference`.
+
+What is not here: the loop that drives them, and the choice of the compiled one (:mod:`tokenizer.training.fast_merges`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import bisect
 import itertools
 
 import numpy as np
+
+from .merge_state import CANDIDATES  # how many pairs the best one is looked for among, in both loops
 
 class FlatWords:
     """The distinct pre-tokens of two bytes or more, end to end, one slot per byte: ``tok`` (the byte, as a
@@ -38,8 +42,6 @@ class FlatWords:
         self.prv[ends - lengths] = -1
 
 
-# How many pairs the best one is looked for among (see PairTable.best).
-_CANDIDATES = 512
 
 
 class PairTable:
@@ -119,7 +121,7 @@ class PairTable:
         keep = counts >= self.threshold
         if not keep.all():
             self.candidates, counts = self.candidates[keep], counts[keep]
-        if len(counts) > 4 * _CANDIDATES:  # raise the threshold: fewer candidates to look at every merge
+        if len(counts) > 4 * CANDIDATES:  # raise the threshold: fewer candidates to look at every merge
             self._choose_candidates(self.candidates)
             counts = self.count[self.candidates]
         elif not len(counts):
@@ -133,10 +135,10 @@ class PairTable:
 
     def _choose_candidates(self, among: np.ndarray) -> None:
         """Candidates: the pairs ``among`` (a superset of those >= the threshold) with a count of at least the
-        ``_CANDIDATES``-th largest (and at least 1)."""
+        ``CANDIDATES``-th largest (and at least 1)."""
         counts = self.count[among]
         n = len(counts)
-        top = np.partition(counts, n - _CANDIDATES)[n - _CANDIDATES] if n > _CANDIDATES else 1
+        top = np.partition(counts, n - CANDIDATES)[n - CANDIDATES] if n > CANDIDATES else 1
         self.threshold = max(int(top), 1)
         self.candidates = among[counts >= self.threshold]
 
