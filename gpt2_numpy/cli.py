@@ -27,14 +27,13 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tokenizer.outputs import check_folder
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, cannot_listen, error_message,
                                     run_guarded, unrecognized)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_utf8_file
 
 from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, save_hf
-from .hfmodel import hf_model_files
+from .hfmodel import check_hf_folder
 from .kvcache import iter_generate_batch, sampling_temperature
 from .models_dir import default_models_dir
 from .scoring import token_nlls
@@ -133,8 +132,8 @@ def seed_number(value: str) -> int:
 
 
 # Options that mean something only with another (by dest): one without it is a mistake, never silently ignored.
-NEEDS = {"stride": "score", "host": "serve", "port": "serve", "encoding": "serve", "stream": "prompt",
-         "n_tokens_to_generate": "prompt", "temperature": "prompt", "top_k": "prompt", "top_p": "prompt",
+NEEDS = {"stride": "score", "force": "save_hf", "host": "serve", "port": "serve", "encoding": "serve",
+         "stream": "prompt", "n_tokens_to_generate": "prompt", "temperature": "prompt", "top_k": "prompt", "top_p": "prompt",
          "seed": "prompt"}
 DEFAULT_NEW_TOKENS = 40
 
@@ -176,11 +175,9 @@ def check_command_line(parser, args) -> None:
                              "hparams.json, model.ckpt.*) nor Hugging Face's (config.json, model.safetensors)")
     if args.save_hf is not None:  # the output rule, before any download (tokenizer/outputs.py)
         try:
-            check_folder(args.save_hf, holds=hf_model_files, what="a model", overwrite=args.force, flag="--save_hf")
+            check_hf_folder(args.save_hf, overwrite=args.force, flag="--save_hf")
         except OSError as error:
             raise ValueError(str(error)) from None
-    elif args.force:
-        raise ValueError("--force replaces the model files in the folder of --save_hf: pass it with --save_hf")
     if args.stride is not None and args.stride <= 0:
         raise ValueError(f"--stride must be > 0, got {args.stride}")
     if args.prompt == "":

@@ -214,13 +214,19 @@ def read_hf_vocab(folder: Path) -> tuple[dict[str, int], list[tuple[str, str]]] 
     return None
 
 
+def check_hf_folder(folder, *, overwrite: bool = False, flag: str | None = None) -> Path:
+    """``folder`` checked as :func:`save_hf_folder`'s destination (:func:`tokenizer.outputs.check_folder`): one
+    that holds a model's files is refused unless ``overwrite``. Returns where to write."""
+    return check_folder(folder, holds=hf_model_files, what="a model", overwrite=overwrite, flag=flag)
+
+
 def save_hf_folder(folder, hparams: dict, params: dict, vocab: dict[str, int], merges, *,
                    overwrite: bool = False, flag: str | None = None) -> None:
     """Write a folder ``transformers.GPT2LMHeadModel.from_pretrained`` loads: config.json,
     model.safetensors, vocab.json, merges.txt (:data:`HF_MODEL_FILES`), by the project's output rule
     (:mod:`tokenizer.outputs`): checked first, written beside the folder and moved in once complete. A
     folder that already holds any of those files is refused unless ``overwrite``; other files in it stay."""
-    folder = check_folder(folder, holds=hf_model_files, what="a model", overwrite=overwrite, flag=flag)
+    folder = check_hf_folder(folder, overwrite=overwrite, flag=flag)
     config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": hparams["n_vocab"],
               "n_positions": hparams["n_ctx"], "n_ctx": hparams["n_ctx"], "n_embd": hparams["n_embd"],
               "n_head": hparams["n_head"], "n_layer": hparams["n_layer"], "activation_function": "gelu_new",

@@ -316,8 +316,7 @@ def test_save_hf_follows_the_umask_says_wrote_on_stdout_and_needs_force(tmp_path
     (b / "notes.txt").write_text("mine")
     with pytest.raises(SystemExit, match="2"):
         gpt2_cli.main(["--force", "Hello"])
-    assert "--force replaces the model files in the folder of --save_hf: pass it with --save_hf" in \
-        capsys.readouterr().err
+    assert "--force goes with --save_hf, which is not given" in capsys.readouterr().err
     checkpoints.save_hf(b, encoder, hparams, tiny_params(), overwrite=True)  # what --force does
     assert sorted(p.name for p in b.iterdir()) == ["config.json", "merges.txt", "model.safetensors", "notes.txt",
                                                    "vocab.json"]

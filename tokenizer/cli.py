@@ -70,7 +70,7 @@ from .jobs import dataset, inputs, parity, sharded
 from .jobs.engines import ENGINES
 from .encoding import Encoding
 from .loading import load_encoding
-from .saving import SAVE_FORMATS, save_encoding, saved_tokenizer_files
+from .saving import SAVE_FORMATS, check_tokenizer_folder, save_encoding
 from .registry import get_encoding, list_encoding_names
 from .training.checkpoint import STATE_FILES
 from .training.train import train_bpe
@@ -357,8 +357,7 @@ def train(args) -> None:
 def check_train_outputs(args) -> Path:
     """``--out DIR`` and ``DIR.checkpoint`` (where the state is kept until the tokenizer is saved), checked
     before any work (:mod:`tokenizer.outputs`); returns the checkpoint folder."""
-    outputs.check_folder(args.out, holds=saved_tokenizer_files, what="a tokenizer",
-                         overwrite=args.force or args.resume, flag="--out")
+    check_tokenizer_folder(args.out, overwrite=args.force or args.resume, flag="--out")
     checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
     outputs.check_folder(checkpoint, overwrite=True, flag=f"--out {args.out}: its state folder")
     foreign = [p.name for p in checkpoint.iterdir() if not is_state_file(p.name)] if checkpoint.is_dir() else []

@@ -53,8 +53,7 @@ def save_encoding(enc, path, format: str = "gpt2", *, overwrite: bool = False,  
     """
     if format not in SAVE_FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {', '.join(SAVE_FORMATS)}")
-    folder = outputs.check_folder(path, holds=saved_tokenizer_files, what="a tokenizer", overwrite=overwrite,
-                                  flag=flag)
+    folder = check_tokenizer_folder(path, overwrite=overwrite, flag=flag)
     if format == "tiktoken":
         _check_ids_are_priorities(enc)
         files = {TIKTOKEN_FILE: _tiktoken_lines(enc), TIKTOKEN_META_FILE: _tiktoken_meta(enc)}
@@ -65,6 +64,12 @@ def save_encoding(enc, path, format: str = "gpt2", *, overwrite: bool = False,  
     with outputs.replaced_folder_files(folder, stale=saved_tokenizer_files) as partial:
         for name, text in files.items():
             (partial / name).write_text(text, encoding="utf-8", newline="\n")
+
+
+def check_tokenizer_folder(path, *, overwrite: bool = False, flag: str | None = None) -> Path:
+    """``path`` checked as :func:`save_encoding`'s destination (:func:`tokenizer.outputs.check_folder`): a folder
+    that holds a saved tokenizer is refused unless ``overwrite``. Returns where to write."""
+    return outputs.check_folder(path, holds=saved_tokenizer_files, what="a tokenizer", overwrite=overwrite, flag=flag)
 
 
 def saved_tokenizer_files(folder) -> list[str]:

@@ -452,7 +452,7 @@ def _timed_encode_again(encoder: PieceEncoder, piece: tuple) -> tuple[int, float
         encoder.text_ids(text[:middle])
         encoder.text_ids(text[middle:])
     seconds = time.perf_counter() - start
-    return sum(len(text.encode("utf-8", "surrogatepass")) for text in texts), seconds
+    return text_bytes(piece), seconds  # the bytes the counting pass counted
 
 
 def format_duration(seconds: float) -> str:
