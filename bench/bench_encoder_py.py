@@ -4,9 +4,10 @@ the same vocabulary through the fast core (``Encoder.encoding.encode_ordinary``)
     python bench/bench_encoder_py.py              # 300 kB of each of three corpora, 5 interleaved rounds
     python bench/bench_encoder_py.py --kb 100     # quicker
 
-Each round takes a slice of the corpus neither side has seen (both keep caches: ``bpe()`` per word, the core
-per piece), and the two run in alternating order, so machine load hits both alike. ``bpe()`` starts each round
-with an empty cache, as a new ``Encoder`` does; "warm" repeats its slice with the cache filled. The ids are
+Each round takes a new slice of the corpus, and the two run in alternating order, so machine load hits both
+alike. ``bpe()`` starts each round with an empty cache, as a new ``Encoder`` does; "warm" repeats its slice with
+the cache filled. The fast core is GPT-2's shared ``Encoding``, whose piece cache carries over from round to round
+(as it does in a process): its column is a warm figure, so the "fresh" ratio favours it. The ids are
 checked equal to tiktoken's GPT-2 on every slice. Needs ../shared (the corpora) and tiktoken's offline cache:
 TIKTOKEN_CACHE_DIR (see ../shared/encodings/seed_tiktoken_cache.py).
 """

@@ -608,6 +608,10 @@ def test_an_empty_list_option_is_a_mistake_not_a_traceback(cli, tmp_path, args):
     assert "expected a comma list of names" in cli(*args, status=2).stderr
 
 
+def test_an_empty_encoding_is_a_mistake_not_the_current_folder(cli):
+    assert "--encoding '': name an encoding" in cli("encode", "hi", "--encoding", "", status=2).stderr
+
+
 def test_count_checks_every_input_before_it_prints_any(capsys, monkeypatch, tmp_path):
     for name, data in (("a", b"hello"), ("b", b"world"), ("c", b"x\xff")):
         (tmp_path / name).write_bytes(data)

@@ -128,6 +128,8 @@ def color_choice(value: str) -> bool | None:
 def open_encoding(name_or_folder: str) -> Encoding:
     """``--encoding``: a registered name, or the folder of a saved tokenizer (a folder named like a registered
     encoding is reached as ``./NAME``)."""
+    if not name_or_folder:  # Path("") is the current folder
+        raise UsageError("--encoding '': name an encoding (gpt2, cl100k_base, ...) or a saved tokenizer's folder")
     if name_or_folder not in list_encoding_names() and Path(name_or_folder).is_dir():
         return load_encoding(name_or_folder)
     if os.sep in name_or_folder or (os.altsep and os.altsep in name_or_folder):
