@@ -133,8 +133,8 @@ def seed_number(value: str) -> int:
 
 # Options that mean something only with another (by dest): one without it is a mistake, never silently ignored.
 NEEDS = {"stride": "score", "force": "save_hf", "host": "serve", "port": "serve", "encoding": "serve",
-         "stream": "prompt", "n_tokens_to_generate": "prompt", "temperature": "prompt", "top_k": "prompt", "top_p": "prompt",
-         "seed": "prompt"}
+         "stream": "prompt", "n_tokens_to_generate": "prompt", "temperature": "prompt", "top_k": "prompt",
+         "top_p": "prompt", "seed": "prompt"}
 DEFAULT_NEW_TOKENS = 40
 
 

@@ -11,12 +11,13 @@ of it: run everything, take the most likely next id, append, repeat.
 `params` is picoGPT's tree of arrays (from `gpt2_numpy.checkpoints.load_encoder_hparams_and_params`):
 {"wte", "wpe", "blocks": [{"ln_1", "attn", "ln_2", "mlp"}, ...], "ln_f"}.
 
-These functions are also what the fast decoder runs: `kvcache.py` calls `layer_norm`, `linear`,
-`ffn`, `split_qkv`, `split_heads`, `attention`, `merge_heads` and `causal_mask` from here and adds the
-key/value cache around them (with the padding of batched prompts and the weights' memory order). So each layer takes any leading axes
-([..., n_embd]: one sequence here, a batch of rows there), and three of them carry a speed trick,
-each commented where it is: `gelu`'s x * x * x, `layer_norm`'s sums, `linear`'s one 2-D product.
-picoGPT's loop over heads is an axis of heads (`split_heads`), so one `attention` call runs them all.
+These functions are also what the fast decoder runs: `kvcache.py` calls `layer_norm`, `linear`, `ffn`,
+`split_qkv`, `split_heads`, `attention`, `merge_heads` and `causal_mask` from here and adds the
+key/value cache around them (with the padding of batched prompts and the weights' memory order). So each
+layer takes any leading axes ([..., n_embd]: one sequence here, a batch of rows there), and three of
+them carry a speed trick, each commented where it is: `gelu`'s x * x * x, `layer_norm`'s sums,
+`linear`'s one 2-D product. picoGPT's loop over heads is an axis of heads (`split_heads`), so one
+`attention` call runs them all.
 
 What it does not do: keep a cache, batch prompts, lay weights out for speed or sample (all
 `kvcache.py`, tested to give the tokens of `generate_reference`, and both the logits of HF
