@@ -332,8 +332,8 @@ def write_checkpoint(prefix, tensors: dict[str, np.ndarray]) -> None:
     for name in sorted(tensors):  # 1 shard, little-endian (the default 0), version {producer 1}
         array = np.asarray(tensors[name])
         if not name or not is_utf8(name) or array.dtype.newbyteorder("<") not in dtype_numbers:
-            raise ValueError(f"cannot write tensor {name!r} of dtype {array.dtype}: give it a non-empty name, in UTF-8, and "
-                             f"one of the dtypes {sorted(str(np.dtype(c)) for c in DTYPES.values())}")
+            raise ValueError(f"cannot write tensor {name!r} of dtype {array.dtype}: give it a non-empty name, in "
+                             f"UTF-8, and one of the dtypes {sorted(str(np.dtype(c)) for c in DTYPES.values())}")
         raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()  # row-major, as TF stores
         shape = write_fields([(2, write_fields([(1, size)])) for size in array.shape])
         entry = [(1, dtype_numbers[array.dtype.newbyteorder("<")]), (2, shape), (4, len(data)), (5, len(raw))]
