@@ -290,8 +290,11 @@ def test_a_failed_download_draws_no_bar_and_makes_no_folder(served, tmp_path, mo
 
 
 def test_get_encoding_offline_prints_only_its_error(tmp_path):
-    """Offline, with no copy anywhere: one error line, no empty progress bar before it, no empty folder."""
-    code = "import tokenizer; tokenizer.get_encoding('cl100k_base')"
+    """Offline, with no copy anywhere (a copy of the package without its data files): one error line, no empty
+    progress bar before it, no empty folder."""
+    (tmp_path / "no-data").mkdir()
+    code = (f"import pathlib, tokenizer, tokenizer.registry; tokenizer.registry.PACKAGE_DATA = "
+            f"pathlib.Path({str(tmp_path / 'no-data')!r}); tokenizer.get_encoding('cl100k_base')")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAIPUBLIC_URL": f"http://127.0.0.1:{free_port()}",
            "TOKENIZER_CACHE_DIR": str(tmp_path / "cache"), "TIKTOKEN_CACHE_DIR": str(tmp_path / "tiktoken")}
     env.pop("TOKENIZER_DATA_DIR", None)

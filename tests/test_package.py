@@ -91,11 +91,20 @@ def test_pip_install_gives_commands_that_work_from_any_folder(tmp_path, elsewher
                  "print(tokenizer.__file__, gpt2_numpy.cli.__file__)"], elsewhere).stdout.split()
     site = Path(where[0]).parents[1]
     assert all(Path(p).is_relative_to(venv) for p in where), where
-    assert sorted(p.name for p in (site / "tokenizer" / "data").iterdir()) == ["README.md", "encoder.json",
-                                                                            "vocab.bpe"]
+    assert sorted(p.name for p in (site / "tokenizer" / "data").iterdir()) == [
+        "README.md", "cl100k_base.tiktoken", "encoder.json", "o200k_base.tiktoken", "p50k_base.tiktoken",
+        "r50k_base.tiktoken", "vocab.bpe"]
     assert sorted(p.name for p in (site / "tokenizer" / "playground").iterdir()) == ["index.html", "playground.css",
                                                                                   "playground.js"]
     assert not any((site / name).exists() for name in ("tests", "bench", "docs", "models", "tools"))
+
+    # Every OpenAI encoding from the installed files alone: no variable, empty caches, nowhere to download from.
+    offline = {"TIKTOKEN_CACHE_DIR": "", "TOKENIZER_CACHE_DIR": str(tmp_path / "empty-cache"),
+               "OPENAIPUBLIC_URL": "http://127.0.0.1:9"}
+    hello = {"r50k_base": HELLO_IDS, "p50k_edit": HELLO_IDS, "gpt-4": "9906 11 1917", "o200k_harmony": "13225 11 2375"}
+    for name, ids in hello.items():
+        assert run([bin_dir / "gpt2-tokenizer", "encode", "Hello, world", "--encoding", name], elsewhere,
+                   **offline).stdout.split() == ids.split(), name
 
     # Only the two packages: no generic top-level module (gpt2, utils, encoder, crc32c, ...) that a user's file of
     # the same name, or PyPI's crc32c, could shadow or be shadowed by.

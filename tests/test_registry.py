@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
+from pathlib import Path
+from unittest import mock
 
 import pytest
 
 import tokenizer.download as download
 import tokenizer.registry as registry
-from conftest import ENCODINGS_DIR
+from conftest import ENCODINGS_DIR, corpus_text
 from conftest_download import file_server  # noqa: F401 - a fixture
 from tokenizer import get_encoding, list_encoding_names
 
@@ -26,6 +29,30 @@ def fresh_registry(monkeypatch, tmp_path):
     return tmp_path
 
 
+def every_name_and_alias() -> list[str]:
+    return [*registry.ENCODINGS, *registry.ALIASES]
+
+
+@pytest.fixture
+def without_package_data(monkeypatch, tmp_path):
+    """A copy of the package without its vocabulary files (a vendored copy, say): the caches and the download
+    are what is left."""
+    empty = tmp_path / "package-data"
+    empty.mkdir()
+    monkeypatch.setattr(registry, "PACKAGE_DATA", empty)
+
+
+@pytest.fixture
+def nothing_but_the_package(fresh_registry, monkeypatch):
+    """A user's machine: no variable set, empty caches (tiktoken's default one too), and no network (any
+    download fails the test)."""
+    for variable in ("TOKENIZER_DATA_DIR", "TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(fresh_registry / "tmp"))
+    monkeypatch.setattr(download, "download_file", lambda url, *a, **k: pytest.fail(f"tried to download {url}"))
+    return fresh_registry
+
+
 def seed_tiktoken_cache(folder, vocab, data: bytes | None = None):
     """Put ``vocab``'s file where tiktoken keeps it: named by the sha1 of its URL on OpenAI's storage."""
     key = hashlib.sha1(f"https://openaipublic.blob.core.windows.net/{vocab.remote}".encode()).hexdigest()
@@ -35,7 +62,7 @@ def seed_tiktoken_cache(folder, vocab, data: bytes | None = None):
 
 
 @pytest.mark.parametrize("variable", ["TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", None])
-def test_a_warmed_tiktoken_cache_is_used_offline(fresh_registry, monkeypatch, variable):
+def test_a_warmed_tiktoken_cache_is_used_offline(fresh_registry, without_package_data, monkeypatch, variable):
     monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")  # nothing listens there: offline
     monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
     monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
@@ -61,7 +88,7 @@ def test_the_real_tiktoken_finds_the_same_file(fresh_registry, monkeypatch):
     assert openai_public.p50k_base()["mergeable_ranks"] == get_encoding("p50k_base").token_ids
 
 
-def test_a_damaged_tiktoken_cache_file_is_passed_over(fresh_registry, monkeypatch):
+def test_a_damaged_tiktoken_cache_file_is_passed_over(fresh_registry, without_package_data, monkeypatch):
     monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")
     seeded = seed_tiktoken_cache(fresh_registry / "tiktoken-cache", registry.CL100K, b"garbage")
     with pytest.raises(OSError, match="TIKTOKEN_CACHE_DIR"):
@@ -93,6 +120,101 @@ def test_gpt2_works_offline_from_packaged_files(fresh_registry, monkeypatch):
     assert get_encoding("gpt2").encode("hello world") == [31373, 995]
 
 
+SUITE_TIKTOKEN_CACHE = os.environ["TIKTOKEN_CACHE_DIR"]  # conftest's, seeded: read before a test unsets it
+
+
+def tiktoken_encoding(name: str):
+    """tiktoken's encoding of that name or alias, from the suite's tiktoken cache whatever the test has unset."""
+    tiktoken = pytest.importorskip("tiktoken")
+    with mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": SUITE_TIKTOKEN_CACHE}):
+        return tiktoken.get_encoding(registry.ALIASES.get(name, name))
+
+
+SAMPLE = " <|endoftext|> hello\n\n  world 12345 "
+
+
+def loads_from_the_package_as_tiktoken(name: str) -> None:
+    vocab = registry.ENCODINGS[registry.ALIASES.get(name, name)].vocab
+    assert registry.vocab_file_path(vocab) == registry.PACKAGE_DATA / Path(vocab.name).name
+    sample = corpus_text("en_docs.txt", 2000) + corpus_text("zh_manpages.txt", 2000) + SAMPLE
+    expected = tiktoken_encoding(name).encode(sample, disallowed_special=())
+    assert get_encoding(name).encode(sample, disallowed_special=()) == expected, name
+
+
+def test_every_name_and_alias_is_found_in_the_package_with_no_network_and_no_setting(nothing_but_the_package):
+    assert set(registry.ALIASES.values()) <= set(registry.ENCODINGS) and len(every_name_and_alias()) == 11
+    for name in every_name_and_alias():
+        vocab = registry.ENCODINGS[registry.ALIASES.get(name, name)].vocab
+        assert registry.vocab_file_path(vocab) == registry.PACKAGE_DATA / Path(vocab.name).name
+    # two loaded from scratch (an empty user cache: the packaged file read and parsed), on both cores
+    for name in ("r50k_base", "p50k_edit"):
+        loads_from_the_package_as_tiktoken(name)
+    assert get_encoding("r50k_base", core="reference").encode(SAMPLE, allowed_special="all") == \
+        tiktoken_encoding("r50k_base").encode(SAMPLE, allowed_special="all")
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("name", every_name_and_alias())
+def test_each_name_loads_from_the_package_as_tiktoken_with_no_network_and_no_setting(nothing_but_the_package, name):
+    loads_from_the_package_as_tiktoken(name)
+
+
+def test_a_damaged_shipped_file_is_refused_in_one_line(nothing_but_the_package, monkeypatch):
+    damaged = nothing_but_the_package / "damaged-package"
+    shutil.copytree(registry.PACKAGE_DATA, damaged)
+    data = bytearray((damaged / "cl100k_base.tiktoken").read_bytes())
+    data[1000] ^= 1
+    (damaged / "cl100k_base.tiktoken").write_bytes(data)
+    monkeypatch.setattr(registry, "PACKAGE_DATA", damaged)
+    with pytest.raises(download.ChecksumError) as info:
+        get_encoding("gpt-4")
+    message = str(info.value)
+    assert "\n" not in message and str(damaged / "cl100k_base.tiktoken") in message
+    assert registry.CL100K.sha256 in message and "reinstall" in message and "TOKENIZER_DATA_DIR" in message
+    assert get_encoding("r50k_base").encode("hello world") == [31373, 995]  # the others are good
+
+
+def test_a_damaged_shipped_file_is_one_line_from_the_command_line(nothing_but_the_package, monkeypatch, capsys):
+    from tokenizer.cli import main
+
+    damaged = nothing_but_the_package / "damaged-package"
+    damaged.mkdir()
+    (damaged / "o200k_base.tiktoken").write_bytes(b"aGVsbG8= 0\n")
+    monkeypatch.setattr(registry, "PACKAGE_DATA", damaged)
+    assert main(["encode", "hi", "--encoding", "o200k_harmony"], prog="gpt2-tokenizer") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("gpt2-tokenizer") and "reinstall" in err, err
+
+
+def test_the_folders_a_user_names_win_over_the_package(nothing_but_the_package, monkeypatch):
+    """$TOKENIZER_DATA_DIR, then tiktoken's cache when a variable names it, then the package; tiktoken's default
+    cache (the temporary folder) comes after the package: nobody chose it."""
+    shipped = registry.PACKAGE_DATA / "p50k_base.tiktoken"
+    default_cache = seed_tiktoken_cache(nothing_but_the_package / "tmp" / "data-gym-cache", registry.P50K)
+    assert registry.vocab_file_path(registry.P50K) == shipped
+    for variable in ("DATA_GYM_CACHE_DIR", "TIKTOKEN_CACHE_DIR"):  # TIKTOKEN_CACHE_DIR wins over DATA_GYM's
+        named = seed_tiktoken_cache(nothing_but_the_package / variable, registry.P50K)
+        monkeypatch.setenv(variable, str(nothing_but_the_package / variable))
+        assert registry.vocab_file_path(registry.P50K) == named
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # tiktoken's cache off: the package again
+    assert registry.vocab_file_path(registry.P50K) == shipped != default_cache
+    monkeypatch.setenv("TOKENIZER_DATA_DIR", str(ENCODINGS_DIR))
+    assert registry.vocab_file_path(registry.P50K) == ENCODINGS_DIR / "p50k_base.tiktoken"
+    assert registry.vocab_file_path(registry.GPT2_VOCAB_BPE) == ENCODINGS_DIR / "gpt2" / "vocab.bpe"
+    # A damaged file there is an error, though the package holds a good one: the user chose that file.
+    damaged = nothing_but_the_package / "data"
+    damaged.mkdir()
+    (damaged / "p50k_base.tiktoken").write_bytes(b"aGVsbG8= 0\n")
+    monkeypatch.setenv("TOKENIZER_DATA_DIR", str(damaged))
+    with pytest.raises(download.ChecksumError, match="unset TOKENIZER_DATA_DIR"):
+        registry.vocab_file_path(registry.P50K)
+    # A damaged copy in a tiktoken cache a variable names is passed over (tiktoken replaces it).
+    monkeypatch.delenv("TOKENIZER_DATA_DIR")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(nothing_but_the_package / "tiktoken's"))
+    seed_tiktoken_cache(nothing_but_the_package / "tiktoken's", registry.P50K, b"garbage")
+    assert registry.vocab_file_path(registry.P50K) == shipped
+
+
 def test_data_dir_is_used(fresh_registry, monkeypatch):
     monkeypatch.setenv("TOKENIZER_DATA_DIR", str(ENCODINGS_DIR))
     monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")
@@ -111,7 +233,7 @@ def test_wrong_hash_in_data_dir_names_file_and_hashes(fresh_registry, monkeypatc
     assert download.sha256_file(data / "r50k_base.tiktoken") in message
 
 
-def test_missing_offline_says_where_to_put_the_file(fresh_registry, monkeypatch):
+def test_missing_offline_says_where_to_put_the_file(fresh_registry, without_package_data, monkeypatch):
     monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")
     with pytest.raises(OSError) as info:
         get_encoding("cl100k_base")
@@ -121,7 +243,8 @@ def test_missing_offline_says_where_to_put_the_file(fresh_registry, monkeypatch)
     assert not (fresh_registry / "cache" / "cl100k_base.tiktoken").exists()
 
 
-def test_downloads_into_cache_and_verifies(fresh_registry, monkeypatch, file_server):  # noqa: F811
+def test_downloads_into_cache_and_verifies(fresh_registry, without_package_data, monkeypatch,
+                                           file_server):  # noqa: F811
     file_server.files["/encodings/p50k_base.tiktoken"] = (ENCODINGS_DIR / "p50k_base.tiktoken").read_bytes()
     monkeypatch.setenv("OPENAIPUBLIC_URL", file_server.url)
     enc = get_encoding("p50k_base")
@@ -135,7 +258,8 @@ def test_downloads_into_cache_and_verifies(fresh_registry, monkeypatch, file_ser
     assert len(file_server.requests) == before
 
 
-def test_download_with_wrong_hash_leaves_nothing(fresh_registry, monkeypatch, file_server):  # noqa: F811
+def test_download_with_wrong_hash_leaves_nothing(fresh_registry, without_package_data, monkeypatch,
+                                                 file_server):  # noqa: F811
     file_server.files["/encodings/o200k_base.tiktoken"] = b"aGVsbG8= 0\n"
     monkeypatch.setenv("OPENAIPUBLIC_URL", file_server.url)
     with pytest.raises(ValueError, match=registry.O200K.sha256):
@@ -144,7 +268,8 @@ def test_download_with_wrong_hash_leaves_nothing(fresh_registry, monkeypatch, fi
     assert not cache.exists() or list(cache.iterdir()) == []
 
 
-def test_corrupt_user_cache_is_replaced(fresh_registry, monkeypatch, file_server):  # noqa: F811
+def test_corrupt_user_cache_is_replaced(fresh_registry, without_package_data, monkeypatch,
+                                        file_server):  # noqa: F811
     cache = fresh_registry / "cache"
     cache.mkdir(parents=True)
     (cache / "r50k_base.tiktoken").write_bytes(b"garbage")

@@ -1,20 +1,26 @@
 """Named encodings (``gpt2``, ``cl100k_base``, ...) and where their vocabulary files come from.
 
-GPT-2's ``encoder.json`` ships inside this package. The other files are looked for, in order
+Every OpenAI vocabulary file ships inside this package (``tokenizer/data/``: GPT-2's ``encoder.json`` and
+``vocab.bpe``, ``r50k_base``, ``p50k_base``, ``cl100k_base`` and ``o200k_base``'s ``.tiktoken``), so every named
+encoding loads with no network and no setting. A folder the user names is still read first
 (:func:`vocab_file_path`):
 
 1. ``$TOKENIZER_DATA_DIR/<file>`` — a folder laid out like OpenAI's (``r50k_base.tiktoken``, ...);
-2. the user cache, ``$TOKENIZER_CACHE_DIR`` or ``~/.cache/gpt2-tokenizer``;
-3. tiktoken's cache, so that a machine where tiktoken has run needs nothing more offline: the folder
-   ``$TIKTOKEN_CACHE_DIR``, else ``$DATA_GYM_CACHE_DIR``, else ``data-gym-cache`` in the temporary folder
-   (``tempfile.gettempdir()``), where tiktoken names each file by the sha1 of its URL on OpenAI's storage
-   (``TIKTOKEN_CACHE_DIR=""`` turns tiktoken's cache off, and this step with it);
-4. OpenAI's public storage (the URLs tiktoken uses; ``$OPENAIPUBLIC_URL`` replaces the host for mirrors),
+2. tiktoken's cache, when ``$TIKTOKEN_CACHE_DIR`` (else ``$DATA_GYM_CACHE_DIR``) names it, where tiktoken names
+   each file by the sha1 of its URL on OpenAI's storage;
+3. the copy in this package;
+
+and, for a copy of the package without its data files, as before they shipped:
+
+4. the user cache, ``$TOKENIZER_CACHE_DIR`` or ``~/.cache/gpt2-tokenizer``;
+5. tiktoken's default cache, ``data-gym-cache`` in the temporary folder (``tempfile.gettempdir()``);
+   ``TIKTOKEN_CACHE_DIR=""`` turns tiktoken's cache off, in steps 2 and 5;
+6. OpenAI's public storage (the URLs tiktoken uses; ``$OPENAIPUBLIC_URL`` replaces the host for mirrors),
    downloaded into the user cache.
 
-Every file is checked against its known sha256 before it is used, wherever it came from. Once parsed, a file's
-tokens are kept in the user cache under that sha256, in a form quicker to read (:mod:`tokenizer.fast.vocab_cache`),
-and a later process reads that instead.
+Every file is checked against its known sha256 (tiktoken's expected hashes) before it is used, wherever it came
+from. Once parsed, a file's tokens are kept in the user cache under that sha256, in a form quicker to read
+(:mod:`tokenizer.fast.vocab_cache`), and a later process reads that instead.
 
 More encodings can be added by name: :func:`register_encoding` in one process, or a plugin module found by
 :mod:`tokenizer.plugins` (tiktoken's ``tiktoken_ext`` idea).
@@ -300,27 +306,32 @@ def _read_vocab_file(vocab: VocabFile) -> dict[bytes, int]:
 
 
 def vocab_file_path(vocab: VocabFile) -> Path:
-    """A verified local copy of ``vocab``, the first found of (each checked against its sha256):
+    """A verified local copy of ``vocab``: the first found of the places the module's docstring lists.
 
-    1. the copy in this package (GPT-2's ``encoder.json`` and ``vocab.bpe``);
-    2. ``$TOKENIZER_DATA_DIR/<vocab.name>`` (a wrong sha256 there is an error: the user put it there);
-    3. ``<user cache>/<vocab.name>`` (:func:`tokenizer.user_cache.cache_dir`);
-    4. tiktoken's cached copy (:func:`tiktoken_cache_path`), if tiktoken has fetched it on this machine;
-    5. a download from OpenAI's storage (or ``$OPENAIPUBLIC_URL``) into the user cache.
+    A copy the user pointed at (``$TOKENIZER_DATA_DIR``) or this package's own copy with the wrong sha256 is an
+    error (:class:`tokenizer.download.ChecksumError`): the one the user chose, or the installation, is damaged,
+    and reading another copy would hide it. A damaged copy in a cache is passed over (a cache's owner replaces
+    it: tiktoken, or the download below).
     """
-    # imported here: requests and tqdm cost ~0.1 s, and the packaged GPT-2 files never need them
-    from .download import DownloadError, download_file, openai_public_url, sha256_file
+    # imported here: requests and tqdm cost ~0.1 s, and the packaged files never need them
+    from .download import DownloadError, download_file, openai_public_url
 
-    if vocab in (GPT2_ENCODER_JSON, GPT2_VOCAB_BPE):
-        return _verified(PACKAGE_DATA / Path(vocab.name).name, vocab)
     data_dir = os.environ.get("TOKENIZER_DATA_DIR")
     if data_dir and (Path(data_dir) / vocab.name).exists():
-        return _verified(Path(data_dir) / vocab.name, vocab)
-    cached = cache_dir() / vocab.name
-    if cached.exists() and sha256_file(cached) == vocab.sha256:
-        return cached
+        return _verified(Path(data_dir) / vocab.name, vocab, advice="replace it, or unset TOKENIZER_DATA_DIR")
     tiktokens = tiktoken_cache_path(vocab)
-    if tiktokens is not None and tiktokens.is_file() and sha256_file(tiktokens) == vocab.sha256:
+    named_by_user = "TIKTOKEN_CACHE_DIR" in os.environ or "DATA_GYM_CACHE_DIR" in os.environ
+    if named_by_user and _good_copy(tiktokens, vocab):
+        return tiktokens
+    shipped = PACKAGE_DATA / Path(vocab.name).name
+    if shipped.exists():
+        return _verified(shipped, vocab, advice="the installed package is damaged: reinstall it (pip install "
+                                                "--force-reinstall gpt2-numpy), or set TOKENIZER_DATA_DIR to a "
+                                                "folder holding a good copy")
+    cached = cache_dir() / vocab.name
+    if _good_copy(cached, vocab):
+        return cached
+    if not named_by_user and _good_copy(tiktokens, vocab):
         return tiktokens  # a damaged copy there is tiktoken's to replace: left alone, and downloaded below
     url = openai_public_url(vocab.remote)
     try:
@@ -328,6 +339,12 @@ def vocab_file_path(vocab: VocabFile) -> Path:
     except DownloadError as e:
         raise DownloadError(f"{e} Or set TOKENIZER_DATA_DIR to a folder that holds {vocab.name}, or "
                             "TIKTOKEN_CACHE_DIR to a tiktoken cache that holds it.") from e
+
+
+def _good_copy(path: Path | None, vocab: VocabFile) -> bool:
+    from .download import sha256_file
+
+    return path is not None and path.is_file() and sha256_file(path) == vocab.sha256
 
 
 def tiktoken_cache_path(vocab: VocabFile) -> Path | None:
@@ -352,11 +369,11 @@ def tiktoken_cache_path(vocab: VocabFile) -> Path | None:
     return Path(folder) / hashlib.sha1(url.encode()).hexdigest()
 
 
-def _verified(path: Path, vocab: VocabFile) -> Path:
+def _verified(path: Path, vocab: VocabFile, *, advice: str) -> Path:
     from .download import ChecksumError, sha256_file
 
     actual = sha256_file(path)
     if actual != vocab.sha256:
-        raise ChecksumError(f"{path}: sha256 is {actual}, expected {vocab.sha256} for {vocab.name}; the file is corrupt or not "
-                         f"OpenAI's — replace it")
+        raise ChecksumError(f"{path}: sha256 is {actual}, expected {vocab.sha256} for {vocab.name} (the file is "
+                            f"corrupt or not OpenAI's); {advice}")
     return path
