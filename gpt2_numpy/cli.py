@@ -3,7 +3,7 @@
     gpt2 "Alan Turing theorized that computers would one day become" [--stream] [--temperature 0.8 ...]
     gpt2 --score essay.txt [--stride 512]          # tokens, perplexity, bits per byte
     gpt2 --model 124M --save_hf out/gpt2           # a folder transformers loads
-    gpt2 --serve [--port 8000] [--encoding DIR]    # the tokenizer playground, with GPT-2's next-token panel
+    gpt2 --serve [--port 8000] [--encoding PATH]   # the tokenizer playground, with GPT-2's next-token panel
 
 `main(argv)` parses the arguments (argparse: text arrives exactly as typed), loads the model
 (`checkpoints.load_encoder_hparams_and_params`, which downloads a missing size into the models folder
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import codecs
 import math
-import os
 import sys
 import textwrap
 from pathlib import Path
@@ -114,9 +113,9 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("host", default=None, help="with --serve, the address to listen on (default 127.0.0.1: this "
            "machine only; the playground has no login)")
     option("port", type=int, default=None, help="with --serve, the port (default 8000; 0: any free port)")
-    option("encoding", action="append", default=None, metavar="NAME|DIR",
-           help="with --serve, the page's first encoding, or a saved tokenizer folder to offer too; repeat "
-           "for more (default gpt2)")
+    option("encoding", action="append", default=None, metavar="NAME|PATH",
+           help="with --serve, the page's first encoding, or a saved tokenizer to offer too (a tokenizer.json, its "
+           "folder, a train --out folder); repeat for more (default gpt2)")
     return parser
 
 
@@ -239,7 +238,7 @@ def generate_text(encoder, hparams, params, args) -> None:
 
 def serve_playground(args, hparams, params) -> None:
     """The tokenizer's playground, handed this model for its next-token panel; runs until Ctrl-C."""
-    from tokenizer import get_encoding, load_encoding
+    from tokenizer.encoding_argument import open_encoding
     from tokenizer.serve import Playground, PlaygroundServer
 
     from .next_tokens import NextTokens
@@ -247,7 +246,7 @@ def serve_playground(args, hparams, params) -> None:
     encodings = []
     for name in args.encoding or ["gpt2"]:
         try:
-            encodings.append(load_encoding(name) if os.path.isdir(name) else get_encoding(name))
+            encodings.append(open_encoding(name))
         except (ValueError, KeyError, OSError) as error:  # a download that failed is no mistake of the user's
             status = EXIT_FAILED if isinstance(error, (DownloadError, ChecksumError)) else EXIT_MISTAKE
             raise CommandError(f"--encoding {name}: {error_message(error)}", status) from None

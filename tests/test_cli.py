@@ -135,7 +135,7 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
     "args, message",
     [
         (["encode", "x", "--encoding", "gpt5"], "Unknown encoding 'gpt5'"),
-        (["encode", "x", "--encoding", "./no/such/folder"], "no such folder"),
+        (["encode", "x", "--encoding", "./no/such/folder"], "./no/such/folder: no such file or folder"),
         (["encode", "x", "--allowed_special", "yes"], "'yes' is not a special token of gpt2"),
         (["encode", "x", "--disallowed_special", "<|pad|>"], "pass all, none or a comma list"),
         (["compare", "x", "--allowed_special", "<|endofprompt|>"], "not a special token of gpt2"),
@@ -654,13 +654,13 @@ def test_an_address_this_machine_lacks_is_blamed_on_the_host_not_the_port():
 
 
 def test_a_failed_download_exits_1_as_gpt2s_does(capsys, monkeypatch):
-    import tokenizer.cli
+    import tokenizer.encoding_argument
     from tokenizer.download import DownloadError
 
     def offline(name):
         raise DownloadError(f"cannot download {name}'s vocabulary: no network")
 
-    monkeypatch.setattr(tokenizer.cli, "get_encoding", offline)
+    monkeypatch.setattr(tokenizer.encoding_argument, "get_encoding", offline)
     status, out, err = run_main(capsys, monkeypatch, "encode", "hi")
     assert (status, out) == (1, "") and err == f"{PROG}: error: cannot download gpt2's vocabulary: no network\n"
 

@@ -455,7 +455,6 @@ def test_special_token_text_follows_the_api_rule(cli, tmp_path):
     [
         ([], "required: INPUT (or --fuzz N)"),
         (["a.txt", "--ids", "a.bin", "--fuzz", "3"], "drop --fuzz"),
-        (["a.txt", "--ids", "a.bin", "--against", "tiktoken"], "drop --against"),
         (["a.txt", "--ids", "a.bin", "--encoding", "gpt2,cl100k_base"], "pass one --encoding"),
         (["a.txt", "--dtype", "uint16"], "pass it with --ids"),
         (["a.txt", "--dtype", "int8", "--ids", "a.bin"], "invalid choice: 'int8'"),
@@ -474,7 +473,7 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
     "args, message",
     [
         (["a.txt", "--encoding", "gpt5"], "Unknown encoding 'gpt5'"),
-        (["a.txt", "--against", "no_such_folder"], "--against no_such_folder: no such folder; pass tiktoken"),
+        (["a.txt", "--against", "no_such_folder"], "--against no_such_folder: no such file or folder; pass tiktoken, hf"),
         (["a.txt", "--ids", "missing.bin"], "ids file not found: missing.bin"),
         (["a.txt", "--ids", "odd.bin"], "odd.bin is 3 bytes, not a whole number of uint16 ids"),
         (["a.txt", "--ids", "odd.bin", "--dtype", "uint32"], "not a whole number of uint32 ids"),

@@ -417,7 +417,7 @@ def test_serve_mistakes_are_one_line_and_exit_2(tmp_path, process):
              f"cannot listen on 127.0.0.1:{port} (Address already in use); pass another --port, or --port 0"),
             ("tokenizer", ["--port", "70000"], "expected a port from 0 to 65535"),
             ("tokenizer", ["--encoding", "gpt5"], "Unknown encoding"),
-            ("tokenizer", ["--encoding", "no/such/dir"], "no such folder"),
+            ("tokenizer", ["--encoding", "no/such/dir"], "no/such/dir: no such file or folder"),
             ("tokenizer", ["--model", "124M"],
              "the next-token panel is started by the model's command: gpt2 --serve --model 124M"),
             ("gpt2_numpy", ["--model", "7B"], "--model '7B' is neither a GPT-2 size (124M, 355M, 774M, 1558M)"),

@@ -9,8 +9,8 @@
     python -m tokenizer stats FILE... [--encodings gpt2,cl100k_base,o200k_base]
     python -m tokenizer show | explain | compare "Not all heroes wear capes."
     python -m tokenizer train --input 'data/*.txt' --vocab_size N --out DIR [--special_tokens "<|endoftext|>"]
-    python -m tokenizer parity INPUT... [--encoding gpt2,cl100k_base] [--against tiktoken|DIR] [--ids FILE.bin]
-    python -m tokenizer serve [--port 8000] [--encoding DIR]   # the playground (gpt2 --serve: with GPT-2)
+    python -m tokenizer parity INPUT... [--encoding gpt2,PATH] [--against tiktoken|hf|PATH] [--ids FILE.bin]
+    python -m tokenizer serve [--port 8000] [--encoding PATH]   # the playground (gpt2 --serve: with GPT-2)
 
 Every command follows the same rules:
 
@@ -30,8 +30,10 @@ Every command follows the same rules:
   FIFO, a folder where a file goes (or the reverse) or a place that cannot be written is a mistake; an existing
   output is replaced only with ``--force``; a symlink is written through; ``encode-file --out -`` writes the ids
   to standard output. What is written appears whole or not at all.
-* ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or the folder of a saved tokenizer
-  (``train --out DIR``); list options take comma lists; flags are spelt ``--vocab_size`` or ``--vocab-size``.
+* ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or a path: a Hugging Face
+  ``tokenizer.json``, its folder, or the folder of a saved tokenizer (``train --out DIR``)
+  (:mod:`tokenizer.encoding_argument`); list options take comma lists; flags are spelt ``--vocab_size`` or
+  ``--vocab-size``.
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
   before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file (``train`` names the
   folder its state is kept in, for ``--resume``). ``parity`` exits with 1 when the ids differ, so other projects can
@@ -61,7 +63,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import outputs, serve, teach
+from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag, cannot_listen,
                            run_guarded, unrecognized)
 from .download import ChecksumError, DownloadError
@@ -69,9 +71,10 @@ from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, inputs, parity, sharded
 from .jobs.engines import ENGINES
 from .encoding import Encoding
+from .encoding_argument import WHAT_TO_PASS
 from .loading import load_encoding
 from .saving import SAVE_FORMATS, check_tokenizer_folder, save_encoding
-from .registry import get_encoding, list_encoding_names
+from .registry import list_encoding_names
 from .training.checkpoint import STATE_FILES
 from .training.train import train_bpe
 
@@ -125,21 +128,12 @@ def color_choice(value: str) -> bool | None:
     return choices[value.lower()]
 
 
-def open_encoding(name_or_folder: str) -> Encoding:
-    """``--encoding``: a registered name, or the folder of a saved tokenizer (a folder named like a registered
-    encoding is reached as ``./NAME``)."""
-    if not name_or_folder:  # Path("") is the current folder
-        raise UsageError("--encoding '': name an encoding (gpt2, cl100k_base, ...) or a saved tokenizer's folder")
-    if name_or_folder not in list_encoding_names() and Path(name_or_folder).is_dir():
-        return load_encoding(name_or_folder)
-    if os.sep in name_or_folder or (os.altsep and os.altsep in name_or_folder):
-        raise UsageError(f"--encoding {name_or_folder}: no such folder (a tokenizer saved by train --out DIR)")
-    try:
-        return get_encoding(name_or_folder)
-    except ValueError as e:
-        if "Unknown encoding" not in str(e):
-            raise
-        raise UsageError(f"{e}; or the folder of a saved tokenizer (train --out DIR)") from None
+def open_encoding(name_or_path: str) -> Encoding:
+    """``--encoding``: a registered name, or a path (a ``tokenizer.json``, its folder, a saved tokenizer's folder):
+    :func:`tokenizer.encoding_argument.open_encoding`'s rule."""
+    if not name_or_path:
+        raise UsageError(f"--encoding '': name an encoding: {WHAT_TO_PASS}")
+    return encoding_argument.open_encoding(name_or_path)
 
 
 def special_rule(enc: Encoding, allowed: str, disallowed: str) -> tuple[object, object]:
@@ -499,9 +493,8 @@ def check_parity(args) -> int:
     if not args.inputs and args.fuzz is None:
         args.parser.error("the following arguments are required: INPUT (or --fuzz N)")
     if args.ids is not None:
-        extra = next((flag for flag in ("against", "fuzz") if getattr(args, flag) is not None), None)
-        if extra:
-            args.parser.error(f"--ids checks a file of ids against this project's encoding: drop --{extra}")
+        if args.fuzz is not None:
+            args.parser.error("--ids checks a file of ids against this project's encoding: drop --fuzz")
         if args.encoding and len(args.encoding) > 1:
             args.parser.error("--ids checks one encoding (the one that wrote the ids): pass one --encoding")
     elif args.dtype is not None:
@@ -525,31 +518,31 @@ def check_parity(args) -> int:
 
 
 def parity_reports(args, paths: list[Path]) -> list:
-    """The checks ``parity`` asked for: each input with each encoding (or against ``--ids``), then the fuzz."""
-    encs = [open_encoding(name) for name in args.encoding or (["gpt2"] if args.ids else parity.DEFAULT_ENCODINGS)]
+    """The checks ``parity`` asked for: each input with each encoding against the other side, then the fuzz; with
+    ``--ids``, the file of ids against our encoding of the inputs, then (given ``--against``) our encoding against
+    that side, which together check the ids against it."""
+    names = args.encoding or (["gpt2"] if args.ids else list(parity.DEFAULT_ENCODINGS))
+    encs = [open_encoding(name) for name in names]
     rules = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs]
     options = dict(errors=args.errors, max_report=args.max_report, progress=show_progress())
+    # every other side loaded (or refused) before any work; with --ids, only one that --against names
+    others = parity_sides(args.against, names, encs) if args.ids is None or args.against is not None else []
+    reports = []
     if args.ids is not None:
         (allowed, disallowed), = rules
-        reports = parity.check_ids(paths, args.ids, encs[0], dtype=args.dtype, allowed_special=allowed,
-                                   disallowed_special=disallowed, **options)
-    else:
-        reports = []
-        folder = parity_folder(args.against)
-        # every other side loaded (or refused) before any work
-        others = [(folder, args.against) if folder else tiktoken_side(enc) for enc in encs]
-        for enc, (other, label), (allowed, disallowed) in zip(encs, others, rules):
-            for path in paths:
-                reports.append(parity.check_file(path, enc, other, other_name=label, allowed_special=allowed,
-                                                 disallowed_special=disallowed, text_field=args.text_field,
-                                                 **options))
-            if args.fuzz:  # the strings hold special-token text: checked both ways, as the parity tests do
-                for how, allowed_special in (("special tokens as ids", "all"), ("special tokens as text", set())):
-                    name = f"fuzz ({args.fuzz:,} texts, seed {args.seed}, {how})"
-                    reports.append(parity.check_texts(parity.fuzz_texts(args.fuzz, args.seed), enc, other,
-                                                      other_name=label, input_name=name,
-                                                      allowed_special=allowed_special, disallowed_special=(),
-                                                      max_report=args.max_report, progress=options["progress"]))
+        reports += parity.check_ids(paths, args.ids, encs[0], dtype=args.dtype, allowed_special=allowed,
+                                    disallowed_special=disallowed, **options)
+    for enc, (other, label), (allowed, disallowed) in zip(encs, others, rules):
+        for path in paths:
+            reports.append(parity.check_file(path, enc, other, other_name=label, allowed_special=allowed,
+                                             disallowed_special=disallowed, text_field=args.text_field, **options))
+        if args.fuzz:  # the strings hold special-token text: checked both ways, as the parity tests do
+            for how, allowed_special in (("special tokens as ids", "all"), ("special tokens as text", set())):
+                name = f"fuzz ({args.fuzz:,} texts, seed {args.seed}, {how})"
+                reports.append(parity.check_texts(parity.fuzz_texts(args.fuzz, args.seed), enc, other,
+                                                  other_name=label, input_name=name,
+                                                  allowed_special=allowed_special, disallowed_special=(),
+                                                  max_report=args.max_report, progress=options["progress"]))
     return reports
 
 
@@ -567,13 +560,28 @@ def serve_playground(args) -> None:
         server.serve_forever()
 
 
-def parity_folder(against: str | None) -> Encoding | None:
-    """``--against DIR``: the saved tokenizer in DIR; None for ``--against tiktoken`` (the default)."""
+def parity_sides(against: str | None, names: list[str], encs: list[Encoding]) -> list[tuple[object, str]]:
+    """The other side of each encoding's checks, and its label: ``--against tiktoken`` (the default): tiktoken's
+    encoding of that name, or its engine on our tables; ``hf``: Hugging Face ``tokenizers`` reading the
+    ``tokenizer.json`` the ``--encoding`` names; a path: the tokenizer saved there, read by this project."""
     if against in (None, "tiktoken"):
-        return None
-    if not Path(against).is_dir():
-        raise UsageError(f"--against {against}: no such folder; pass tiktoken or the folder of a saved tokenizer")
-    return load_encoding(against)
+        return [tiktoken_side(enc) for enc in encs]
+    if against == "hf":
+        files = []
+        for name in names:
+            try:
+                files.append(encoding_argument.tokenizer_json(name))
+            except ValueError as e:
+                raise UsageError(f"--against hf checks a Hugging Face tokenizer.json: --encoding {e}") from None
+        try:
+            return [parity.hf_counterpart(file) for file in files]
+        except ImportError as e:
+            raise UsageError(str(e)) from None
+    if not Path(against).exists():
+        raise UsageError(f"--against {against}: no such file or folder; pass tiktoken, hf, or a saved tokenizer "
+                         "(a tokenizer.json, its folder, or a folder saved by train --out)")
+    other = load_encoding(against)
+    return [(other, against)] * len(encs)
 
 
 def tiktoken_side(enc: Encoding):
@@ -590,12 +598,12 @@ def tiktoken_side(enc: Encoding):
 def add_encoding(p, *, several: bool = False) -> None:
     if several:
         add_flag(p, "encodings", type=names_list, default=["gpt2", "cl100k_base", "o200k_base"],
-                       metavar="E1,E2", help="comma list of encodings (names or saved folders) "
+                       metavar="E1,E2", help="comma list of encodings (names, tokenizer.json files or saved folders) "
                        "(default: gpt2,cl100k_base,o200k_base)")
     else:
-        add_flag(p, "encoding", default="gpt2", metavar="NAME|DIR",
+        add_flag(p, "encoding", default="gpt2", metavar="NAME|PATH",
                        help=f"a registered encoding ({', '.join(list_encoding_names())}; default gpt2) "
-                       "or the folder of a saved tokenizer (train --out DIR)")
+                       "or a path: a tokenizer.json, its folder, or a folder saved by train --out")
 
 
 # show, explain and compare are teaching tools: special-token text is shown as its one id, as tokenizer.teach's
@@ -779,15 +787,19 @@ def build_parser(prog: str) -> OneLineParser:
                 "INPUT [INPUT ...] [options]  (or --fuzz N without INPUT)")
     p.add_argument("inputs", nargs="*", metavar="INPUT",
                    help=INPUTS_HELP)
-    add_flag(p, "encoding", type=names_list, action="extend", metavar="NAME|DIR",
-             help="encodings to check, registered names or saved folders; repeat or comma list "
+    add_flag(p, "encoding", type=names_list, action="extend", metavar="NAME|PATH",
+             help="encodings to check, registered names or paths (a tokenizer.json, its folder, a saved "
+             "tokenizer's folder); repeat or comma list "
              f"(default: {','.join(parity.DEFAULT_ENCODINGS)}; with --ids, gpt2)")
-    add_flag(p, "against", metavar="tiktoken|DIR",
+    add_flag(p, "against", metavar="tiktoken|hf|PATH",
              help="the other side: tiktoken (default; for a saved tokenizer tiktoken does not know, tiktoken's "
-             "engine with its tables), or the folder of a saved tokenizer")
+             "engine with its tables); hf: Hugging Face tokenizers reading the tokenizer.json that --encoding "
+             "names (pip install tokenizers); or a saved tokenizer (a tokenizer.json, its folder, a train --out "
+             "folder) read by this project")
     add_flag(p, "ids", metavar="FILE.bin",
              help="instead, check this file of ids (nanoGPT's layout, as encode-file writes it) against "
-             "this project's encoding of the INPUTs, one after another")
+             "this project's encoding of the INPUTs, one after another; with --against, that encoding against "
+             "the other side too (--against hf: the ids against HF tokenizers)")
     add_flag(p, "dtype", choices=["uint16", "uint32"],
              help="the type of the ids in --ids (default: uint16 up to 65,536 ids, else uint32)")
     add_flag(p, "json", action="store_true", help="print the report as JSON")
@@ -809,8 +821,9 @@ def build_parser(prog: str) -> OneLineParser:
     add_flag(p, "host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine "
              "only; the playground has no login)")
     add_flag(p, "port", type=port_number, default=8000, help="the port (default 8000; 0: any free port)")
-    add_flag(p, "encoding", type=names_list, action="extend", metavar="NAME|DIR",
-             help="the page's first encoding, and saved tokenizer folders to offer besides the registered "
+    add_flag(p, "encoding", type=names_list, action="extend", metavar="NAME|PATH",
+             help="the page's first encoding, and saved tokenizers (a tokenizer.json, its folder, a saved "
+             "tokenizer's folder) to offer besides the registered "
              "encodings; repeat or comma list (default gpt2)")
     add_flag(p, "model", help=argparse.SUPPRESS)  # moved to gpt2 --serve: says so, then exits 2
     add_flag(p, "models_dir", help=argparse.SUPPRESS)

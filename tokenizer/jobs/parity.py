@@ -1,8 +1,9 @@
 """Parity: check that this tokenizer gives exactly another one's ids, and show where and why it does not.
 
-The other side is tiktoken (the oracle), another tokenizer (a saved folder), or a ``.bin`` file of ids made by
-any tool. Both sides encode the same text; while their ids agree nothing else happens, so a check runs at the
-speed of the two encoders. Where they differ, the difference is shown in the unit BPE works in: the
+The other side is tiktoken (the oracle), Hugging Face ``tokenizers`` reading the same ``tokenizer.json`` (the
+oracle for other families), another tokenizer (a saved folder), or a ``.bin`` file of ids made by any tool.
+Both sides encode the same text; while their ids agree nothing else happens, so a check runs at the speed of the
+two encoders. Where they differ, the difference is shown in the unit BPE works in: the
 *pre-token*. BPE never merges across a pre-token boundary, so each of our ids lies inside one of our
 pre-tokens (the pieces :func:`tokenizer.pretokenize.compile_pattern` cuts the text into), and a difference is
 reported as the pre-token(s) holding it, with both sides' ids and the bytes of each id:
@@ -50,6 +51,7 @@ from . import dataset
 from ..encoding import Encoding
 from ..fast.stdlib_patterns import compile_fast
 from ..pretokenize import special_token_regex
+from ..vocab_files import gpt2_str_to_token
 from .inputs import (decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records,
                      record_place)
 
@@ -175,6 +177,67 @@ def tiktoken_counterpart(enc: Encoding):
     engine = tiktoken.Encoding(enc.name, pat_str=enc.pat_str, mergeable_ranks=ranks,
                                special_tokens=enc.special_tokens)
     return engine, f"tiktoken engine with {enc.name}'s tables{offline}"
+
+
+class HFTokenizersSide:
+    """Hugging Face ``tokenizers`` reading a ``tokenizer.json``, with the two methods of tiktoken's that a check
+    calls, mapped as this project maps that file onto tiktoken's API:
+
+    * ``encode(text, allowed_special="all")`` is HF's ``encode(text, add_special_tokens=False)``: every added
+      token in the text is its id; with no special token allowed, HF's with ``encode_special_tokens=True``
+      (special added tokens are text); with some allowed, those are cut out of the text and given their ids, the
+      text between encoded as with none. ``disallowed_special`` is ours to enforce: our side encodes first.
+    * ``decode_single_token_bytes(id)``: an added token's text in UTF-8, else the vocabulary entry read through
+      GPT-2's byte<->unicode map (the byte-level families; a ``ValueError`` for any other).
+
+    A lone surrogate, which a Rust string cannot hold, is read as U+FFFD, as tiktoken and this project read it.
+    """
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.added = {token.content: idx for idx, token in tokenizer.get_added_tokens_decoder().items()}
+        self.added_ids = set(self.added.values())
+
+    def encode(self, text: str, *, allowed_special="all", disallowed_special="all") -> list[int]:
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        if allowed_special == "all":
+            return self._encode(text, specials_as_text=False)
+        if not allowed_special:
+            return self._encode(text, specials_as_text=True)
+        ids, start = [], 0
+        for m in special_token_regex(frozenset(allowed_special)).finditer(text):
+            ids += self._encode(text[start : m.start()], specials_as_text=True)
+            ids.append(self.added[m.group()])
+            start = m.end()
+        return ids + self._encode(text[start:], specials_as_text=True)
+
+    def _encode(self, text: str, *, specials_as_text: bool) -> list[int]:
+        self.tokenizer.encode_special_tokens = specials_as_text
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        text = self.tokenizer.id_to_token(token)
+        if text is None:
+            raise KeyError(token)
+        return text.encode("utf-8") if token in self.added_ids else gpt2_str_to_token(text)
+
+
+def hf_counterpart(tokenizer_json) -> tuple[HFTokenizersSide, str]:
+    """HF ``tokenizers`` reading ``tokenizer_json`` (:class:`HFTokenizersSide`), and its label.
+
+    ``tokenizers`` is optional: ``ImportError`` with what to install when it is missing; a file it refuses is a
+    ``ValueError`` naming the file.
+    """
+    try:
+        import tokenizers
+    except ImportError:
+        raise ImportError("parity against Hugging Face tokenizers needs tokenizers, which is not installed: "
+                          "pip install tokenizers") from None
+    try:
+        tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_json))
+    except Exception as e:  # tokenizers raises its own Exception for a file it cannot read
+        raise ValueError(f"{tokenizer_json}: HF tokenizers cannot read it: {e}") from None
+    return HFTokenizersSide(tokenizer), f"HF tokenizers {tokenizers.__version__}"
 
 
 # ---- inputs -------------------------------------------------------------------------------------------------
