@@ -244,3 +244,12 @@ def test_serve_offers_a_tokenizer_json(tiny):
     finally:
         interrupt(proc)
     assert load(tiny).name == "tiny"
+
+
+def test_docstring_examples():
+    import doctest
+
+    import tokenizer.encoding_argument
+
+    result = doctest.testmod(tokenizer.encoding_argument)
+    assert result.failed == 0 and result.attempted >= 2
