@@ -47,6 +47,14 @@ which holds its pieces).
 Decoding (--no-decode to skip): ``decode``, ``decode_bytes`` of each text's ids in one call, ``decode`` of each
 short message's ids in a call of its own, and ``decode_batch`` of the short messages' ids.
 
+Other families (--no-families to skip): each Hugging Face tokenizer.json in ../shared/encodings/hf (--families),
+loaded by ``tokenizer.load``, encoding the first --family-mb MB of each text (``<|endoftext|>`` removed: ordinary
+text) against HF tokenizers loaded from the same file (``Tokenizer.encode(text, add_special_tokens=False)``, one text
+per call, one thread: RAYON_NUM_THREADS=1, TOKENIZERS_PARALLELISM=false), best of --repeat each, alternated, in one
+process, a new core each call with its tables loaded (a long text takes no cache: the array path, or the regex split then array BPE, as
+the route column says); Llama 3 also against tiktoken built from its ranks and pattern. The ids are compared: a
+family whose ids differ from HF's is marked "not yet exact".
+
 Then: the pair table per encoding (pairs, build time, load time from the disk cache), and pathological inputs
 (a million spaces, "^" * 1e6, "a" * 1e6, 100k random code points), where tiktoken may fail.
 
@@ -575,6 +583,64 @@ PATHOLOGICAL = {
 }
 
 
+FAMILIES = "llama3,qwen3,deepseek_v3,gpt_oss"
+
+
+def with_fresh_core(enc: Encoding) -> Encoding:
+    """``enc`` given a new fast core (no piece cache, no checkpoint: a text encoded again is new to it), its tables
+    loaded (from the disk cache), as in a process that has encoded a long text before."""
+    from tokenizer.fast.core import FastCore
+
+    core = enc.core
+    enc.core = FastCore(core.pat_str, core.merge_ranks, core.token_ids, whole_piece_tokens=core.whole_piece_tokens,
+                        bytes_by_id=core.bytes_by_id)
+    enc.core.vocabulary_source = core.vocabulary_source
+    enc.core.batch_table()
+    return enc
+
+
+def family_rows(families, labels, size, repeat):
+    """(family, text, MB, HF MB/s, ours MB/s, ratio HF time / ours, the route ours took, whether the ids equal HF's,
+    tiktoken's time / ours or None): each family's tokenizer.json against HF tokenizers, and Llama 3 against
+    tiktoken made from its ranks and pattern."""
+    import tiktoken
+    from tokenizers import Tokenizer as HFTokenizer
+
+    import tokenizer
+
+    rows = []
+    for family in families:
+        file = SHARED / "encodings" / "hf" / family / "tokenizer.json"
+        ours = tokenizer.load(file)
+        hf = HFTokenizer.from_file(str(file))
+        peer = None
+        if family == "llama3":
+            ranks = {token: idx for token, idx in ours.token_ids.items() if idx < 128_000}
+            peer = tiktoken.Encoding("llama3", pat_str=ours.pat_str, mergeable_ranks=ranks,
+                                     special_tokens={text: idx for text, idx in ours.special_tokens.items()})
+        ours.core.batch_table()  # (the tables once into the disk cache and this core)
+        for label in labels:
+            text = read_prefix(f"{label}.txt", 0, size).replace("<|endoftext|>", "")
+            mb = len(text.encode("utf-8")) / 1e6
+            timed = {"hf": lambda: lambda: hf.encode(text, add_special_tokens=False).ids,
+                     "ours": lambda: partial(with_fresh_core(ours).encode_ordinary, text)}
+            if peer is not None:
+                timed["tiktoken"] = lambda: partial(peer.encode_ordinary, text)
+            best = alternated(timed, repeat)
+            ids = ours.encode_ordinary(text)
+            exact = ids == hf.encode(text, add_special_tokens=False).ids
+            if peer is not None:
+                assert peer.encode_ordinary(text) == ids, f"tiktoken with Llama 3's ranks differs on {label}"
+            route = ours.core.last_route.value if hasattr(ours.core, "last_route") else "?"
+            by_tiktoken = best["tiktoken"] / best["ours"] if peer is not None else None
+            rows.append((family, label, mb, mb / best["hf"], mb / best["ours"], best["hf"] / best["ours"], route,
+                         exact, by_tiktoken))
+            print(f"done family {family} {label}", file=sys.stderr, flush=True)
+        del ours, hf, peer
+        gc.collect()
+    return rows
+
+
 def time_or_failure(fn, text: str) -> tuple[float | None, list[int] | None, str]:
     """(seconds, ids, "") or (None, None, what went wrong): tiktoken panics on some inputs."""
     try:
@@ -603,6 +669,9 @@ def main() -> None:
     parser.add_argument("--no-decode", action="store_true", help="skip the decoding table")
     parser.add_argument("--no-mid", action="store_true", help="skip the mid-size texts table")
     parser.add_argument("--messages", type=int, default=7587, help="short messages, over all the texts")
+    parser.add_argument("--no-families", action="store_true", help="skip the other families' tokenizer.json table")
+    parser.add_argument("--families", default=FAMILIES, help="folders of ../shared/encodings/hf to time")
+    parser.add_argument("--family-mb", type=float, default=1.0, help="MB of each text for the families' table")
     args = parser.parse_args()
     import tiktoken
 
@@ -688,6 +757,20 @@ def main() -> None:
         for label, name, n_special, *ratios in special_rows(names, labels, size, args.repeat):
             cells = ["–" if r is None else f"{r:.2f}×" for r in ratios]
             print(f"| {label} | {name} | {n_special:,} | " + " | ".join(cells) + " |", flush=True)
+    if not args.no_families:
+        print(f"\nOther families: each tokenizer.json by tokenizer.load against HF tokenizers from the same file, "
+              f"the first {args.family_mb:g} MB of each text, one text per call, one thread (MB/s; ratio = HF's "
+              "time / ours, best of --repeat, alternated; tiktoken: made from Llama 3's ranks and pattern, its time "
+              "/ ours)\n")
+        print("| family | text | MB | HF tokenizers | ours | **ratio** | route | ids equal HF's | tiktoken's time / ours |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        family_size = int(args.family_mb * 1_000_000)
+        for family, label, mb, hf_rate, our_rate, by_hf, route, exact, by_tiktoken in family_rows(
+                args.families.split(","), labels, family_size, args.repeat):
+            tik_cell = "–" if by_tiktoken is None else f"{by_tiktoken:.2f}×"
+            exact_cell = "yes" if exact else "**no: not yet exact**"
+            print(f"| {family} | {label} | {mb:.2f} | {hf_rate:.2f} | {our_rate:.2f} | **{by_hf:.2f}×** | {route} "
+                  f"| {exact_cell} | {tik_cell} |", flush=True)
     if not args.no_short:
         print(f"\nShort new texts: {args.messages:,} messages of 20-2,000 characters over the texts, each language "
               "alone (ratio = tiktoken's time / ours, the median of --repeat attempts on new messages)\n")

@@ -28,9 +28,10 @@ from tokenizer.fast.array_split import (
 from tokenizer.patterns import (
     CL100K_PATTERN,
     GPT2_PATTERN,
+    KNOWN_PATTERNS,
+    LLAMA3_PATTERN,
     NEWER_THAN_TIKTOKEN,
     O200K_PATTERN,
-    OPENAI_PATTERNS,
     R50K_PATTERN,
     mask_newer,
 )
@@ -38,8 +39,8 @@ from tokenizer.pretokenize import compile_pattern
 
 IDS = ["gpt2", "r50k", "cl100k", "o200k"]
 # What the module promises to split; the test below fails if one of them loses its array form.
-SUPPORTED = [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN]
-SUPPORTED_IDS = ["gpt2", "r50k", "cl100k", "o200k"]
+SUPPORTED = [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN]
+SUPPORTED_IDS = ["gpt2", "r50k", "cl100k", "o200k", "llama3"]
 
 # One or two representatives of every class and every character the patterns name: letters of each case
 # (with the contraction letters in both cases, and the long s that (?i) folds to s), Lm/Lo/Lt, marks, digits
@@ -117,7 +118,7 @@ def test_both_class_tables_call_the_same_code_points_whitespace():
 
 
 def test_supported_patterns():
-    assert [p for p in OPENAI_PATTERNS if has_array_split(p)] == SUPPORTED
+    assert [p for p in KNOWN_PATTERNS if has_array_split(p)] == SUPPORTED
     assert not has_array_split(r"\p{L}+|\P{L}")
     assert piece_starts(code_points("ab"), r"\p{L}+|\P{L}") is None
 

@@ -19,10 +19,11 @@ import tokenizer.cuts as cuts
 from conftest import CORPUS_FILES, FUZZ_EXAMPLES, corpus_text
 from tokenizer import get_encoding
 from tokenizer.cuts import has_safe_cuts, last_newline_cut, next_newline_cut, safe_byte_cuts, safe_cuts
-from tokenizer.patterns import NEWER_THAN_TIKTOKEN, OPENAI_PATTERNS
+from tokenizer.patterns import KNOWN_PATTERNS, NEWER_THAN_TIKTOKEN, OPENAI_PATTERNS
 from tokenizer.pretokenize import compile_pattern
 
-IDS = ["gpt2", "r50k", "cl100k", "o200k"]
+KNOWN = tuple(KNOWN_PATTERNS)  # OpenAI's, and Llama 3's
+IDS = ["gpt2", "r50k", "cl100k", "o200k", "llama3"]
 FRAGMENTS = [
     "a", "Z", "word", " word", "9", "12345", "'", "'s", "'S", "'ll", "n't", " ", "  ", "\t", "\n", "\n\n", "\r",
     "\r\n", "\x0b", "\x85", "\u2028", "!", "?!", "...", "/", "$", "é", "e\u0301", "\u0301", "中文", "。", "\xa0",
@@ -46,7 +47,7 @@ def test_docstring_examples():
 # ---- the rule ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pattern", OPENAI_PATTERNS, ids=IDS)
+@pytest.mark.parametrize("pattern", KNOWN, ids=IDS)
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=texts)
 def test_every_cut_splits_like_the_whole(pattern, text):
@@ -65,7 +66,7 @@ def test_every_cut_splits_like_the_whole(pattern, text):
 @pytest.mark.parametrize("name", CORPUS_FILES)
 def test_corpus_cut_at_every_cut(name):
     text = corpus_text(name, 60_000)
-    for pattern in OPENAI_PATTERNS:
+    for pattern in KNOWN:
         split = compile_pattern(pattern).split_reference
         offered = list(safe_cuts(text, pattern=pattern))
         assert len(offered) > len(text) / 40, "too few cuts: the test would prove little"
@@ -79,10 +80,10 @@ def test_corpus_cut_at_every_cut(name):
 )
 def test_unsafe_cuts_are_not_offered(text, c):
     """Each of these changes some pattern's pieces; the rule must not offer it."""
-    for pattern in OPENAI_PATTERNS:
+    for pattern in KNOWN:
         assert c not in set(safe_cuts(text, pattern=pattern))
     changed = [
-        p for p in OPENAI_PATTERNS
+        p for p in KNOWN
         if compile_pattern(p).split_reference(text[:c]) + compile_pattern(p).split_reference(text[c:])
         != compile_pattern(p).split_reference(text)
     ]

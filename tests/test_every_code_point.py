@@ -18,9 +18,9 @@ from test_batch_bpe import fresh_encoding
 from test_pretokenize import both_splits
 from tokenizer import get_encoding
 from tokenizer.fast.array_split import piece_starts
-from tokenizer.patterns import GPT2_PATTERN, OPENAI_PATTERNS, R50K_PATTERN
+from tokenizer.patterns import GPT2_PATTERN, KNOWN_PATTERNS, R50K_PATTERN
 
-PATTERN_IDS = ["gpt2", "r50k", "cl100k", "o200k"]
+PATTERN_IDS = ["gpt2", "r50k", "cl100k", "o200k", "llama3"]
 # One text per code point with the neighbours that tell the classes apart most (letter or not, number, case,
 # a contraction after it); all whitespace is in the BMP, where test_fast_split and test_array_split try more.
 EVERY_CONTEXT = "a{}b1{}2{}Ab{}'s"
@@ -66,7 +66,7 @@ def split_differences(pattern: str, characters: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("pattern", OPENAI_PATTERNS, ids=PATTERN_IDS)
+@pytest.mark.parametrize("pattern", tuple(KNOWN_PATTERNS), ids=PATTERN_IDS)
 def test_every_code_point_in_context_splits_as_the_reference(pattern):
     for start in range(0, len(EVERY_CHARACTER), BLOCK):
         assert split_differences(pattern, EVERY_CHARACTER[start : start + BLOCK]) == []

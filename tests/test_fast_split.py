@@ -21,14 +21,15 @@ from hypothesis import strategies as st
 import tokenizer.fast.stdlib_patterns as stdlib_patterns
 from conftest import CORPUS_FILES, FUZZ_EXAMPLES, REPO, corpus_text
 from tokenizer import get_encoding
-from tokenizer.patterns import NEWER_THAN_TIKTOKEN, OPENAI_PATTERNS, RECATEGORISED_SINCE_TIKTOKEN
+from tokenizer.patterns import KNOWN_PATTERNS, NEWER_THAN_TIKTOKEN, RECATEGORISED_SINCE_TIKTOKEN
 from test_pretokenize import both_splits
 from tokenizer.fast.stdlib_patterns import FastPretokenizer, compile_fast
 from tokenizer.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from tokenizer.fast.stdlib_patterns import code_point_runs, stand_in_astral
 from tokenizer.fast.unicode16 import RANGES
 
-IDS = ["gpt2", "r50k", "cl100k", "o200k"]
+KNOWN = tuple(KNOWN_PATTERNS)  # OpenAI's, and Llama 3's
+IDS = ["gpt2", "r50k", "cl100k", "o200k", "llama3"]
 EVERY_CHARACTER = "".join(map(chr, range(0x110000)))  # surrogates included: Python strings may hold them
 # The \p{...} (and \s) escapes as tiktoken's patterns write them, one per RANGES key.
 ESCAPE = {name: rf"\p{{{name}}}" for name in RANGES} | {"White_Space": r"\s"}
@@ -110,7 +111,7 @@ def test_astral_stand_ins_are_in_the_same_classes():
 def test_possessive_spellings_only_add_possessive_marks():
     # The faster spellings differ from the patterns in possessive marks alone; that they split alike is the
     # every-code-point, fuzz and corpus tests' to show (each was checked to catch a possessive that gives back).
-    assert set(stdlib_patterns.POSSESSIVE_SPELLINGS) <= set(OPENAI_PATTERNS)
+    assert set(stdlib_patterns.POSSESSIVE_SPELLINGS) <= set(KNOWN)
     for pattern, spelling in stdlib_patterns.POSSESSIVE_SPELLINGS.items():
         assert spelling != pattern
         without_possessive_marks = [re.sub(r"(?<=[?+*}])\+", "", text) for text in (spelling, pattern)]
@@ -134,7 +135,7 @@ def every_code_point_differences(split, reference, context: str, characters: str
     return found
 
 
-@pytest.mark.parametrize("pattern", OPENAI_PATTERNS, ids=IDS)
+@pytest.mark.parametrize("pattern", KNOWN, ids=IDS)
 def test_every_bmp_code_point_in_every_context_equals_reference(pattern):
     pre = both_splits(pattern)
     for context in CONTEXTS:
@@ -169,7 +170,7 @@ fuzz_texts = st.one_of(
 )
 
 
-@pytest.mark.parametrize("pattern", OPENAI_PATTERNS, ids=IDS)
+@pytest.mark.parametrize("pattern", KNOWN, ids=IDS)
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=fuzz_texts)
 def test_fuzz_equals_reference(pattern, text):
@@ -180,7 +181,7 @@ def test_fuzz_equals_reference(pattern, text):
 @pytest.mark.parametrize("filename", CORPUS_FILES)
 def test_corpus_equals_reference(filename):
     text = corpus_text(filename, 1_000_000)
-    for pattern in OPENAI_PATTERNS:
+    for pattern in KNOWN:
         pre = both_splits(pattern)
         assert pre.split(text) == pre.split_reference(text), pattern
 
@@ -202,7 +203,7 @@ def test_custom_pattern_runs_on_regex():
 @given(text=st.lists(st.sampled_from(["a", "B", " ", "  ", "\n", "\r\n", "'s", "1234", "!", "/", "é", "中", "\u0301",
                                       "😀", "𝐀", "\ud800", "\x00"])).map("".join),
        cuts=st.lists(st.integers(0, 40), min_size=2, max_size=10),
-       pattern=st.sampled_from(sorted(OPENAI_PATTERNS) + [r"\p{L}+|\P{L}"]))
+       pattern=st.sampled_from(sorted(KNOWN) + [r"\p{L}+|\P{L}"]))
 def test_piece_lengths_between_places_equal_the_split_of_each_slice(text, cuts, pattern):
     # re between two places of the text (not a copy of the slice): each place must act as the string's end
     # (whitespace before it, "\s+(?!\S)", "$") and its start, astral characters stood in for on the whole text

@@ -14,7 +14,7 @@ from tokenizer import Encoding, get_encoding
 from tokenizer.fast.array_split import piece_starts, piece_starts_of_texts
 from tokenizer.fast.piece_arrays import code_points
 from tokenizer.fast.stdlib_patterns import compile_fast
-from tokenizer.patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
+from tokenizer.patterns import CL100K_PATTERN, GPT2_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, R50K_PATTERN
 
 ENCODINGS = ["gpt2", "cl100k_base", "o200k_base"]
 SPECIALS = ["<|endoftext|>", "<|fim_prefix|>", "<|endofprompt|>"]
@@ -72,8 +72,8 @@ MEETING = ["a", "ab", "A", "'", "'s", "s", "'ll", " ", "  ", "\t", "\n", "\n\n",
            "x.", "a\n", ". ", " a", " '", "\u0301\u0301"]
 
 
-@pytest.mark.parametrize("pattern", [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN],
-                         ids=["gpt2", "r50k", "cl100k", "o200k"])
+@pytest.mark.parametrize("pattern", [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN],
+                         ids=["gpt2", "r50k", "cl100k", "o200k", "llama3"])
 def test_every_end_before_every_start_splits_as_each_text_alone(pattern):
     # each text with a safe cut inside ("d|,"): what is before a text's last cut is not split again by the regex
     texts = [one for end in MEETING for start in MEETING for one in (f"and, {end}", f"{start}and, so")]

@@ -3,7 +3,7 @@
 Streaming (:mod:`tokenizer.streaming`), encoding a file in parallel (:mod:`tokenizer.jobs.dataset`) and counting a
 training file in parallel (:mod:`tokenizer.training.chunks`) all cut text into chunks and split each chunk alone. That
 is exact only at a *safe cut*. This module is the one place that says where those are, for OpenAI's patterns
-(:data:`tokenizer.patterns.OPENAI_PATTERNS`), as text (:func:`safe_cuts`) and as UTF-8
+(:data:`tokenizer.patterns.OPENAI_PATTERNS`, and the others :data:`tokenizer.patterns.KNOWN_PATTERNS` declares so), as text (:func:`safe_cuts`) and as UTF-8
 bytes (:func:`safe_byte_cuts`).
 
 The rule looks at two characters only: ``x`` just before the cut and ``y`` just after it. A cut is safe when
@@ -72,9 +72,9 @@ from collections.abc import Collection, Iterator
 
 import regex
 
-from .patterns import NEWER_CLASS, OPENAI_PATTERNS, WHITESPACE_CLASS
+from .patterns import KNOWN_PATTERNS, NEWER_CLASS, OPENAI_PATTERNS, WHITESPACE_CLASS
 
-_COVERED = frozenset(OPENAI_PATTERNS)
+_COVERED = frozenset(pattern for pattern, known in KNOWN_PATTERNS.items() if known.safe_cuts)
 
 # The rule, as zero-width matches at the cuts. \udc80-\udcff: bytes that are not UTF-8 (see the docstring).
 _LETTER_OR_DIGIT = rf"[[\p{{L}}\p{{N}}]--[{NEWER_CLASS}]]"  # to tiktoken

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from .encoding import Encoding
-from .patterns import OPENAI_PATTERNS
+from .patterns import KNOWN_PATTERNS
 from .pretokenize import GPT2_PATTERN
 from .saving import GPT2_FILES, HF_FILE, TIKTOKEN_META_FILE, hf_regex
 
@@ -174,7 +174,7 @@ def _hf_pattern(pre: dict | None, file: Path) -> str | None:
 
 def _known_pattern(regex_in_file: str) -> str:
     """The project's own spelling of a pattern read back from a tokenizer.json (so fast paths apply)."""
-    for pat in OPENAI_PATTERNS:
+    for pat in KNOWN_PATTERNS:
         if hf_regex(pat) == regex_in_file:
             return pat
     return regex_in_file

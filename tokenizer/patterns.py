@@ -23,6 +23,8 @@ This module does not split anything (that is :mod:`tokenizer.pretokenize`) and h
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import regex
 
 # GPT-2 as released in encoder.py.
@@ -52,8 +54,41 @@ O200K_PATTERN = "|".join(
     ]
 )
 
-# The patterns this package knows: they have a stdlib-re fast path (pretokenize) and proven safe cuts (cuts).
+# OpenAI's patterns (tiktoken's spellings, and GPT-2's own).
 OPENAI_PATTERNS = (GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN)
+# Llama 3's, as its tokenizer.json (and Meta's tiktoken-based tokenizer) writes it: cl100k's as tiktoken first
+# wrote it. It is not cl100k's in another spelling: a whitespace run that ends the text is cut after its last line
+# break ("a\n " -> "a", "\n", " "), where cl100k's ``\s++$`` keeps it whole ("a", "\n "); everywhere else they
+# agree (tests/test_known_patterns.py).
+LLAMA3_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
+
+@dataclass(frozen=True)
+class KnownPattern:
+    """What the package has for a pattern it knows, besides the ``regex`` split every pattern has: each known
+    pattern is split with tiktoken's Unicode 16.0 classes (see :func:`mask_newer`) and spelled for the standard
+    library's ``re`` (:mod:`tokenizer.fast.stdlib_patterns`); ``array_rules`` names its rules in
+    :mod:`tokenizer.fast.array_split` (None: it has none, and long texts are split by ``re``); ``safe_cuts`` says
+    whether :mod:`tokenizer.cuts`' rule holds for it (streaming, parallel jobs, the fast core's checkpoint)."""
+
+    array_rules: str | None
+    safe_cuts: bool
+
+
+# The one table of the patterns the package knows, and what each has: a new pattern gets the fast core's routes
+# (tokenizer/fast/core.py, FastCore.route) by being declared here, once its rules exist and are tested.
+KNOWN_PATTERNS = {
+    GPT2_PATTERN: KnownPattern(array_rules="gpt2", safe_cuts=True),
+    R50K_PATTERN: KnownPattern(array_rules="gpt2", safe_cuts=True),
+    CL100K_PATTERN: KnownPattern(array_rules="cl100k", safe_cuts=True),
+    O200K_PATTERN: KnownPattern(array_rules="o200k", safe_cuts=True),
+    LLAMA3_PATTERN: KnownPattern(array_rules="llama3", safe_cuts=True),
+}
+# A pattern not in the table: the generic routes only.
+UNKNOWN_PATTERN = KnownPattern(array_rules=None, safe_cuts=False)
 
 # Letters, digits and marks new in Unicode 17.0, which would split differently (a new CJK ideograph before "'s"
 # joins a letter run instead of a punctuation run), found by probing tiktoken with each one in context.

@@ -28,6 +28,7 @@ import regex
 from .patterns import (
     CL100K_PATTERN,
     GPT2_PATTERN,
+    KNOWN_PATTERNS,
     O200K_PATTERN,
     OPENAI_PATTERNS,
     R50K_PATTERN,
@@ -46,13 +47,13 @@ class Pretokenizer:
             self._unicode = regex.compile(pat_str)
         except regex.error as e:
             raise ValueError(f"pat_str is not a valid regular expression for the `regex` package: {e}") from e
-        self._is_openai = pat_str in OPENAI_PATTERNS  # tiktoken's Unicode 16.0 classes apply
+        self._is_openai = pat_str in KNOWN_PATTERNS  # tiktoken's Unicode 16.0 classes apply
 
     def split(self, text: str) -> list[str]:
         """The pieces, straight from the pattern (with Unicode 16.0's character classes, as tiktoken)."""
         if not self._is_openai:
             return self._unicode.findall(text)
-        # Unicode 17.0's new and recategorised characters masked (only for OpenAI's patterns, whose pieces
+        # Unicode 17.0's new and recategorised characters masked (only for the known patterns, whose pieces
         # cover the whole text, so lengths map the masked pieces back)
         if not has_newer(text):
             return self._unicode.findall(text)

@@ -43,6 +43,9 @@ cl100k (``'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[
   a run at the end of the text (``\\s++$``) is one piece after its first start;
 - contractions as for GPT-2, case-insensitive (``(?i)`` also folds the long s U+017F to s).
 
+Llama 3 (:data:`tokenizer.patterns.LLAMA3_PATTERN`, cl100k's without ``\\s++$``): cl100k's rules but the one for the
+end of the text, whose whitespace run is cut after its last line break as a run inside the text is.
+
 o200k (a word is ``[^\\r\\n\\p{L}\\p{N}]?`` then upper-case-set characters ``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*``
 then lower-case-set ones ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+`` and a contraction ``(?i:'s|...)?``, or the same with
 ``+`` and ``*`` swapped; then ``\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``), with a
@@ -88,11 +91,11 @@ any pattern but OpenAI's: :func:`piece_starts` returns ``None`` for any other, a
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
 
 import numpy as np
 
-from ..patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN
+from ..patterns import CL100K_PATTERN, GPT2_PATTERN, KNOWN_PATTERNS, O200K_PATTERN, UNKNOWN_PATTERN
 from .stdlib_patterns import BMP_END, code_point_runs, compile_fast
 
 CODE_POINTS = 0x110000
@@ -162,8 +165,13 @@ def o200k_class_table() -> np.ndarray:
 
 
 def has_array_split(pat_str: str) -> bool:
-    """Does :func:`piece_starts` know ``pat_str``?"""
-    return pat_str in _SPLITTERS
+    """Does :func:`piece_starts` know ``pat_str``? (Those :data:`tokenizer.patterns.KNOWN_PATTERNS` gives rules.)"""
+    return _splitter(pat_str) is not None
+
+
+def _splitter(pat_str: str):
+    """``(its class table, its rules)`` for ``pat_str``, or None if it has no array rules."""
+    return _SPLITTERS.get(KNOWN_PATTERNS.get(pat_str, UNKNOWN_PATTERN).array_rules)
 
 
 def piece_starts(code_points: np.ndarray, pat_str: str) -> np.ndarray | None:
@@ -172,7 +180,7 @@ def piece_starts(code_points: np.ndarray, pat_str: str) -> np.ndarray | None:
 
     ``code_points`` is ``np.frombuffer(text.encode("utf-32-le"), np.uint32)``.
     """
-    splitter = _SPLITTERS.get(pat_str)
+    splitter = _splitter(pat_str)
     if splitter is None:
         return None
     if len(code_points) == 0:
@@ -193,7 +201,7 @@ def piece_starts_of_texts(text: str, code_points: np.ndarray, firsts: np.ndarray
     into what follows). So what lies after a text's last safe cut (:mod:`tokenizer.cuts`: the split of ``a +
     b`` is ``split(a) + split(b)`` there, and the rule looks at two characters, both inside the text) is split
     by the regex alone, as is a text with no cut inside. Those ends are a few characters each."""
-    splitter = _SPLITTERS.get(pat_str)
+    splitter = _splitter(pat_str)
     if splitter is None:
         return None
     table, starts_of = splitter
@@ -353,7 +361,9 @@ def _gpt2_starts(code_points: np.ndarray, classes: np.ndarray) -> np.ndarray:
     return starts
 
 
-def _cl100k_starts(code_points: np.ndarray, classes: np.ndarray) -> np.ndarray:
+def _cl100k_starts(code_points: np.ndarray, classes: np.ndarray, *, final_space_whole: bool = True) -> np.ndarray:
+    """cl100k's rules; without ``final_space_whole``, Llama 3's (no ``\\s++$``: a whitespace run at the end of the
+    text is cut after its last line break, as inside the text)."""
     n = len(classes)
     kind = classes & KIND
     other = kind == 0
@@ -391,10 +401,13 @@ def _cl100k_starts(code_points: np.ndarray, classes: np.ndarray) -> np.ndarray:
         after = breaks[:-1] + 1 if breaks[-1] == n - 1 else breaks + 1
         after = after[classes[after] & (SPACE | LINE_BREAK) == SPACE]
         ends = _run_ends(space > line_break, after)
-        closed = ends < n  # (a run at the end of the text is one piece: see below)
-        after, ends = after[closed], ends[closed]
-        starts[after[~line_break[ends]]] = True
-    if space[-1]:
+        if final_space_whole:
+            closed = ends < n  # (a run at the end of the text is one piece: see below)
+            after, ends = after[closed], ends[closed]
+            starts[after[~line_break[ends]]] = True
+        else:  # (a run that reaches the end of the text is the last piece, \s+(?!\S))
+            starts[after[(ends == n) | ~line_break[np.minimum(ends, n - 1)]]] = True
+    if space[-1] and final_space_whole:
         # whitespace at the end of the text is one piece (\s++$): no cut inside it after its first character
         starts[_final_run_start(space) + 1 :] = False
     if len(breaks):
@@ -712,10 +725,11 @@ def _final_run_start(flags: np.ndarray) -> int:
         width *= 4
 
 
-# pattern -> (its class table, its rules); the table is looked up through the module (tests may swap it)
+# the name of a pattern's rules (tokenizer.patterns.KNOWN_PATTERNS) -> (its class table, its rules); the table is
+# looked up through the module (tests may swap it)
 _SPLITTERS = {
-    GPT2_PATTERN: (lambda: class_table(), _gpt2_starts),
-    R50K_PATTERN: (lambda: class_table(), _gpt2_starts),
-    CL100K_PATTERN: (lambda: class_table(), _cl100k_starts),
-    O200K_PATTERN: (lambda: o200k_class_table(), _o200k_starts),
+    "gpt2": (lambda: class_table(), _gpt2_starts),
+    "cl100k": (lambda: class_table(), _cl100k_starts),
+    "llama3": (lambda: class_table(), partial(_cl100k_starts, final_space_whole=False)),
+    "o200k": (lambda: o200k_class_table(), _o200k_starts),
 }

@@ -1,16 +1,21 @@
 """The fast core: ordinary text -> ids, exactly as :class:`tokenizer.core.ReferenceCore`, at tiktoken's speed.
 
-It answers the one question the ``Encoding`` face asks a core, ``encode_ordinary_texts(texts)``, by one of
-three routes, each chosen by a measured size (the thresholds below):
+It answers the questions the ``Encoding`` face asks a core, ``encode_ordinary_texts(texts)`` and
+``encode_ordinary_joined(texts, between)``, by one of the routes named in :class:`Route`, which one method,
+:meth:`FastCore.route`, chooses for every call by the call's size (the measured thresholds below), what the piece
+cache holds and what the pattern has (:data:`tokenizer.patterns.KNOWN_PATTERNS`: its array rules, its safe cuts):
 
 - **a long text** (``ARRAY_MIN_CHARS`` or more) never becomes piece strings: its pieces are found by array
   rules, grouped into distinct ones, looked up and BPE-encoded all at once in NumPy
   (:mod:`tokenizer.fast.array_encode`), unless it is under ``CACHE_PATH_MAX_CHARS`` and the piece cache already
-  holds nearly all its pieces (a conversation encoded again at every turn): then the cache is faster;
+  holds nearly all its pieces (a conversation encoded again at every turn): then the cache is faster
+  (``Route.ARRAY``; ``Route.REGEX_SPLIT_ARRAY`` where the pattern has no array rules: ``re`` splits it);
 - **short texts** go through a piece cache: text repeats its pieces (" the", ",", " of"), so each distinct
   piece is BPE-encoded once and later found in a dict, one lookup per piece done by ``map`` in C. The pieces
   a call lacks are collected first and, when they are many, encoded together by batch BPE
-  (:mod:`tokenizer.fast.batch_bpe`, its pair table read from disk by :mod:`tokenizer.fast.table_cache`);
+  (:mod:`tokenizer.fast.batch_bpe`, its pair table read from disk by :mod:`tokenizer.fast.table_cache`)
+  (``Route.PIECE_CACHE``; a call as short as one short text takes ``Route.ONE_PASS``: each piece looked up and a
+  new one encoded on the spot);
 - **a few new short pieces** are merged one by one by :func:`tokenizer.bpe.merge`, whose fixed cost is lowest
   (a long non-ASCII one cut first where no merge can cross, :mod:`tokenizer.fast.uncrossable`, or started from
   its characters' own merges, :mod:`tokenizer.fast.characters_first`); once the process has the compiled kernel
@@ -19,7 +24,7 @@ three routes, each chosen by a measured size (the thresholds below):
 
 A long text alone also leaves a *checkpoint*: its part up to its last safe cut (:mod:`tokenizer.cuts`) and
 that part's ids. A later text that begins with that part (a conversation, a document, encoded again as it
-grows) reuses them and encodes only the rest (``PREFIX_MIN_CHARS``).
+grows) reuses them and encodes only the rest (``PREFIX_MIN_CHARS``, ``Route.CHECKPOINT``).
 
 All the texts of one call (a batch, or the stretches between special tokens) are handled together: one
 grouping, one batch of BPE. The pieces come from :func:`tokenizer.fast.stdlib_patterns.compile_fast`, the
@@ -36,12 +41,14 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
+from enum import Enum
 from itertools import chain, compress, count, filterfalse, repeat
 from operator import is_not, itemgetter, not_
 from typing import TYPE_CHECKING, Callable, Iterator, Literal, Mapping, Sequence
 
 from .. import bpe
 from ..core import interleave
+from ..patterns import KNOWN_PATTERNS, UNKNOWN_PATTERN
 from ..pretokenize import replace_surrogates
 from . import compiled_bpe
 from .stdlib_patterns import compile_fast
@@ -113,6 +120,17 @@ GC_PAUSE_MIN_PIECES = 1 << 10
 DECODE_CHUNK_IDS = 1 << 12
 
 
+class Route(Enum):
+    """The ways the fast core turns a call's texts into ids: :meth:`FastCore.route` picks one for each call, and
+    the core keeps the last one taken (``FastCore.last_route``). All give the same ids; they differ in speed."""
+
+    ONE_PASS = "one pass"  # each text's pieces looked up in the piece cache, a new one encoded on the spot
+    PIECE_CACHE = "piece cache"  # the call's pieces looked up; those missing collected and encoded together
+    ARRAY = "array"  # the pattern's array rules split the texts, laid end to end; array BPE encodes the pieces
+    REGEX_SPLIT_ARRAY = "regex split, array BPE"  # as ARRAY for a pattern without array rules: ``re`` splits
+    CHECKPOINT = "checkpoint"  # one long text: the ids of the last one's part it begins with reused, then the rest
+
+
 class _PieceCache(dict):
     """piece -> token ids (tuple); a missing piece is encoded once, on first lookup (``encode_piece``)."""
 
@@ -178,6 +196,10 @@ class FastCore:
         self.whole_piece_tokens = whole_piece_tokens
         self.bytes_by_id = bytes_by_id
         self.vocabulary_source: str | None = None
+        self.last_route: Route | None = None  # the route of the last call (tests read it)
+        known = KNOWN_PATTERNS.get(pat_str, UNKNOWN_PATTERN)
+        self._array_route = Route.ARRAY if known.array_rules else Route.REGEX_SPLIT_ARRAY
+        self._has_safe_cuts = known.safe_cuts
         self._pretokenizer = compile_fast(pat_str)
         self._cache = _PieceCache()
         self._cache.encode_piece = self._encode_piece
@@ -199,45 +221,88 @@ class FastCore:
         self._report_at = 0
         self._compiled: CompiledBPE | None = None
 
-    def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
-        """The ids of each text, special tokens as plain text: long texts by array operations, each on its
-        own; the others through the piece cache, the pieces they all lack in it encoded together, unless the
-        call is as short as one short text: then as such a text, one pass each."""
+    def route(self, texts: list[str], *, checkpoint: bool = True, array: bool = True) -> Route:
+        """The route a call with ``texts`` takes: the one place that decides it, for every entry point.
+
+        One text of ``PREFIX_MIN_CHARS`` or more (and under ``PREFIX_MAX_CHARS``) takes the checkpoint where the
+        pattern has safe cuts (not the checkpoint's own parts: ``checkpoint=False``). A call of
+        ``ARRAY_MIN_CHARS`` or more together takes the array path, unless the piece cache already holds nearly all
+        its pieces (``CACHE_PATH_MAX_CHARS``) or this vocabulary has no array path (``array=False``: the array
+        path just found it cannot take these texts). The rest go through the piece cache: a call as short as one
+        short text (under ``BATCH_MIN_CHARS``) in one pass, a longer one with its missing pieces collected first.
+
+        >>> from tokenizer import get_encoding
+        >>> get_encoding("gpt2").core.route(["hello world"]).value
+        'one pass'
+        """
         if len(texts) == 1:
-            text = texts[0]
-            if PREFIX_MIN_CHARS <= len(text) < PREFIX_MAX_CHARS:
-                return [self._encode_after_checkpoint(text)]
-            return [self._encode_one(text)]
-        total = sum(map(len, texts))
+            total = len(texts[0])
+            if checkpoint and self._has_safe_cuts and PREFIX_MIN_CHARS <= total < PREFIX_MAX_CHARS:
+                return Route.CHECKPOINT
+        else:
+            total = sum(map(len, texts))
         if total >= ARRAY_MIN_CHARS:
             if self._cache_knows(texts, total):
-                return self._encode_through_cache(texts)
-            done = self._encode_joined(texts)
-            if done is not None:
-                return done
-        if total < BATCH_MIN_CHARS:
-            # as short together as one short text (a chat message between special tokens, say): one pass each
-            return [self._encode_through_cache_alone(text) if text else [] for text in texts]
-        done = [self._encode_long(text) if len(text) >= ARRAY_MIN_CHARS else None for text in texts]
-        if not any(ids is None for ids in done):
-            return done
-        rest = iter(self._encode_through_cache([text for text, ids in zip(texts, done) if ids is None]))
-        return [next(rest) if ids is None else ids for ids in done]
+                return Route.PIECE_CACHE if len(texts) > 1 or total >= BATCH_MIN_CHARS else Route.ONE_PASS
+            if array and self._has_array_path():
+                return self._array_route
+        return Route.ONE_PASS if total < BATCH_MIN_CHARS else Route.PIECE_CACHE
+
+    def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
+        """The ids of each text, special tokens as plain text, by the route :meth:`route` chooses."""
+        return self._encode_by(self.route(texts), texts)
+
+    def encode_ordinary_joined(self, texts: list[str], between: list[int]) -> list[int]:
+        """The ids of ``texts[0]``, ``between[0]``, ``texts[1]``... (the stretches of a text between its special
+        tokens, and their ids), by the route :meth:`route` chooses for the stretches: on the array path, one run
+        over all of them, the ids in between put in place in the array."""
+        route = self.route(texts)
+        if route is self._array_route and len(texts) > 1:
+            ids = self._encode_joined(texts, between)
+            if ids is not None:
+                self.last_route = route
+                return ids
+            route = self.route(texts, array=False)
+        return interleave(self._encode_by(route, texts), between)
+
+    def _encode_by(self, route: Route, texts: list[str]) -> list[list[int]]:
+        """The ids of each of ``texts`` by ``route`` (see :class:`Route`). The array path hands the call back to
+        :meth:`route` when it finds it cannot take it (no tables for this vocabulary, or a pattern of one's own
+        whose pieces skip text)."""
+        if route is Route.ONE_PASS:
+            if len(texts) == 1:
+                done = [self._encode_one_pass(texts[0])]
+            else:
+                done = [self._encode_one_pass(text) if text else [] for text in texts]
+        elif route is Route.PIECE_CACHE:
+            done = self._encode_through_cache(texts) if len(texts) > 1 else [self._encode_collected(texts[0])]
+        elif route is Route.CHECKPOINT:
+            done = [self._encode_after_checkpoint(texts[0])]
+        else:
+            if len(texts) != 1:
+                done = self._encode_joined(texts)
+            else:
+                ids = self._encode_long(texts[0])
+                done = None if ids is None else [ids]
+            if done is None:
+                return self._encode_by(self.route(texts, checkpoint=False, array=False), texts)
+        self.last_route = route
+        return done
 
     def _encode_one(self, text: str) -> list[int]:
-        """One text's ids: by the array path when it is long and the piece cache does not already know it."""
-        long = len(text) >= ARRAY_MIN_CHARS and not self._cache_knows([text], len(text))
-        ids = self._encode_long(text) if long else None
-        return self._encode_through_cache_alone(text) if ids is None else ids
+        """One text's ids by the route :meth:`route` chooses for it, the checkpoint aside (a checkpoint's parts)."""
+        return self._encode_by(self.route([text], checkpoint=False), [text])[0]
+
+    def _has_array_path(self) -> bool:
+        """Whether this core may have the array path: tiktoken's whole-piece rule, and tables not found missing."""
+        return self.whole_piece_tokens and self._token_tables is not False and self._pair_table is not False
 
     def _encode_after_checkpoint(self, text: str) -> list[int]:
         """One text's ids, those of the checkpoint's part reused where ``text`` begins with it (see
         ``PREFIX_MIN_CHARS``); the checkpoint then moves to this text's last safe cut. Exact because at a safe
         cut ``split(a + b) == split(a) + split(b)``, and BPE runs inside each piece."""
-        from ..cuts import has_safe_cuts, safe_cuts
+        from ..cuts import safe_cuts
 
-        if not has_safe_cuts(self.pat_str):
-            return self._encode_one(text)
         part, part_ids = self._checkpoint  # read once: another thread may move it meanwhile
         start = len(part)
         if not (part and text.startswith(part) and self._safe_cut_at(text, start)):
@@ -252,28 +317,6 @@ class FastCore:
         from ..cuts import safe_cuts
 
         return at == len(text) or next(safe_cuts(text, at, pattern=self.pat_str), None) == at
-
-    def encode_ordinary_joined(self, texts: list[str], between: list[int]) -> list[int]:
-        """The ids of ``texts[0]``, ``between[0]``, ``texts[1]``... (the stretches of a text between its special
-        tokens, and their ids): long enough together, by one run of the array path over all the stretches, the
-        ids in between put in place in the array; short together (a chat turn), each stretch in one pass through
-        the piece cache, the ids in between appended as they come."""
-        total = sum(map(len, texts))
-        if total < ARRAY_MIN_CHARS:
-            encode = self._encode_through_cache_alone
-            ids = encode(texts[0]) if texts[0] else []
-            for special, text in zip(between, texts[1:]):
-                ids.append(special)
-                if text:
-                    ids += encode(text)
-            return ids
-        if len(texts) > 1:
-            if self._cache_knows(texts, total):
-                return interleave(self._encode_through_cache(texts), between)
-            ids = self._encode_joined(texts, between)
-            if ids is not None:
-                return ids
-        return interleave(self.encode_ordinary_texts(texts), between)
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         """The bytes of ``ids`` joined, as :meth:`tokenizer.core.ReferenceCore.decode_bytes` (the same errors)."""
@@ -407,15 +450,20 @@ class FastCore:
                 return [list(chain.from_iterable(map(lookup, pieces))) for pieces in piece_lists]
         except UnicodeEncodeError:
             pass  # a lone surrogate somewhere: each text replaces it in its own text
-        return list(map(self._encode_through_cache_alone, texts))
+        return list(map(self._encode_one, texts))
 
-    def _encode_through_cache_alone(self, text: str) -> list[int]:
-        """One text's ids through the piece cache: a short text in one pass, each missing piece encoded on the
-        spot; a long one by :meth:`_encode_pieces`."""
+    def _encode_collected(self, text: str) -> list[int]:
+        """One long text's ids through the piece cache, its missing pieces collected first (:meth:`_encode_pieces`)."""
+        try:
+            return self._encode_pieces(self._pretokenizer.split(text))
+        except UnicodeEncodeError:  # a lone surrogate: as tiktoken, U+FFFD instead
+            return self._encode_collected(replace_surrogates(text))
+
+    def _encode_one_pass(self, text: str) -> list[int]:
+        """One short text's ids through the piece cache in one pass, each missing piece encoded on the spot (with
+        the compiled kernel: all of them by one call to it)."""
         try:
             pieces = self._pretokenizer.split(text)
-            if len(text) >= BATCH_MIN_CHARS:
-                return self._encode_pieces(pieces)
             if self._compiled is None:
                 return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
             # With the compiled kernel: every piece looked up, those missing encoded by one call to it, and
@@ -427,7 +475,7 @@ class FastCore:
             return list(chain.from_iterable(found))
         except UnicodeEncodeError:
             # A lone surrogate cannot be UTF-8: like tiktoken, replace it with U+FFFD and encode that.
-            return self._encode_through_cache_alone(replace_surrogates(text))
+            return self._encode_one_pass(replace_surrogates(text))
 
     def _add_missing(self, pieces: list[str]) -> bool:
         """Put in the cache every piece of ``pieces`` it lacks, encoded together (:meth:`_fill_cache`); False,

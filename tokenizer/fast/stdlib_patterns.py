@@ -20,7 +20,7 @@ them (:func:`stand_in_astral`).
 
 And one more: where a quantifier can never need to give back what it took, it is spelled possessive
 (:data:`POSSESSIVE_SPELLINGS`), so that ``re`` keeps no place to backtrack to for it. tiktoken's own spellings of
-the gpt2 and cl100k patterns are possessive already; o200k's is not.
+the gpt2 and cl100k patterns are possessive already; o200k's and Llama 3's are not.
 
 What this module does not do: spell any other pattern (only the escapes OpenAI's patterns use are known), or
 split text itself (that is :mod:`tokenizer.pretokenize`, whose ``regex`` path stays the reference).
@@ -33,7 +33,7 @@ from bisect import bisect_right
 from functools import cache
 from itertools import chain, repeat
 
-from ..patterns import O200K_PATTERN, OPENAI_PATTERNS, R50K_PATTERN, unmask
+from ..patterns import KNOWN_PATTERNS, LLAMA3_PATTERN, O200K_PATTERN, R50K_PATTERN, unmask
 from ..pretokenize import compile_pattern
 from .unicode16 import RANGES
 
@@ -63,6 +63,10 @@ POSSESSIVE_SPELLINGS = {
         ]
     ),
     R50K_PATTERN: R50K_PATTERN.replace(" ?", " ?+"),
+    LLAMA3_PATTERN: (
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+        r"""|\s*[\r\n]+|\s+(?!\S)|\s++"""
+    ),
 }
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 # What the patterns write, token by token: a property, \s or \S, a class's opening or closing bracket, $,
@@ -137,7 +141,7 @@ class FastPretokenizer:
 
     def __init__(self, pat_str: str):
         self.pat_str = pat_str
-        self.uses_stdlib = pat_str in OPENAI_PATTERNS
+        self.uses_stdlib = pat_str in KNOWN_PATTERNS
         if self.uses_stdlib:
             self._findall = stdlib_pattern(pat_str).findall
         else:
