@@ -47,6 +47,7 @@ from . import compiled_bpe
 from .stdlib_patterns import compile_fast
 
 if TYPE_CHECKING:
+    from ..hf_steps import TextSteps
     from .array_encode import TokenTables
     from .batch_bpe import PairTable
     from .characters_first import CharactersFirst
@@ -161,6 +162,9 @@ class FastCore:
     ``vocabulary_source`` names the vocabulary's contents when they came from a checked file (the registry
     sets it to the file's name and sha256), so that its batch BPE tables are found on disk without hashing
     every token; None (the default) hashes them.
+
+    ``text_steps`` (a ``tokenizer.json``'s steps, :class:`tokenizer.hf_steps.TextSteps`) replace the pattern:
+    every text then takes the piece cache's route, with the steps' split (:meth:`_encode_by_steps`).
     """
 
     def __init__(
@@ -171,14 +175,16 @@ class FastCore:
         *,
         whole_piece_tokens: bool = True,
         bytes_by_id: Sequence[bytes | None],
+        text_steps: TextSteps | None = None,
     ):
         self.pat_str = pat_str
+        self.text_steps = text_steps
         self.merge_ranks = merge_ranks
         self.token_ids = token_ids
         self.whole_piece_tokens = whole_piece_tokens
         self.bytes_by_id = bytes_by_id
         self.vocabulary_source: str | None = None
-        self._pretokenizer = compile_fast(pat_str)
+        self._pretokenizer = compile_fast(pat_str) if text_steps is None else text_steps
         self._cache = _PieceCache()
         self._cache.encode_piece = self._encode_piece
         self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
@@ -203,6 +209,8 @@ class FastCore:
         """The ids of each text, special tokens as plain text: long texts by array operations, each on its
         own; the others through the piece cache, the pieces they all lack in it encoded together, unless the
         call is as short as one short text: then as such a text, one pass each."""
+        if self.text_steps is not None:
+            return self._encode_by_steps(texts)
         if len(texts) == 1:
             text = texts[0]
             if PREFIX_MIN_CHARS <= len(text) < PREFIX_MAX_CHARS:
@@ -223,6 +231,14 @@ class FastCore:
             return done
         rest = iter(self._encode_through_cache([text for text, ids in zip(texts, done) if ids is None]))
         return [next(rest) if ids is None else ids for ids in done]
+
+    def _encode_by_steps(self, texts: list[str]) -> list[list[int]]:
+        """The ids of each text by a ``tokenizer.json``'s steps: each normalized and cut at its added tokens
+        (``text_steps.cut``), the stretches of all then encoded together through the piece cache, whose split
+        is the steps' own (``text_steps.split``)."""
+        cuts = [self.text_steps.cut(replace_surrogates(text)) for text in texts]
+        stretch_ids = iter(self._encode_through_cache([s for stretches, _ in cuts for s in stretches]))
+        return [interleave([next(stretch_ids) for _ in stretches], added) for stretches, added in cuts]
 
     def _encode_one(self, text: str) -> list[int]:
         """One text's ids: by the array path when it is long and the piece cache does not already know it."""
@@ -258,6 +274,8 @@ class FastCore:
         tokens, and their ids): long enough together, by one run of the array path over all the stretches, the
         ids in between put in place in the array; short together (a chat turn), each stretch in one pass through
         the piece cache, the ids in between appended as they come."""
+        if self.text_steps is not None:
+            return interleave(self._encode_by_steps(texts), between)
         total = sum(map(len, texts))
         if total < ARRAY_MIN_CHARS:
             encode = self._encode_through_cache_alone
