@@ -238,6 +238,8 @@ class Encoding:
         value = dict(value)
         if "merges" in value:
             vocab = {i: t for t, i in value["mergeable_ranks"].items()}
+            # the special tokens at their own ids (from_vocab_merges gives one missing from the vocab a new id)
+            vocab.update((i, text.encode("utf-8")) for text, i in value["special_tokens"].items())
             other = Encoding.from_vocab_merges(
                 vocab, value["merges"], value["special_tokens"], name=value["name"], pat_str=value["pat_str"],
                 whole_piece_tokens=value.get("whole_piece_tokens", True), core=value.get("core", "fast"),

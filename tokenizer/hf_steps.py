@@ -161,7 +161,7 @@ def pre_tokenizer_from_json(spec: dict | None) -> list[PreTokenizer]:
     kinds = [s.get("type") for s in specs]
     if "ByteLevel" not in kinds:
         found = f"pre-tokenizer {kinds[-1]!r}" if kinds else "no pre-tokenizer"
-        raise UnsupportedStep(f"{found} without ByteLevel: not a byte-level BPE file")
+        raise UnsupportedStep(f"{found} without ByteLevel (not byte-level BPE) is not supported")
     if kinds.index("ByteLevel") != len(kinds) - 1:
         raise UnsupportedStep("a pre-tokenizer step after ByteLevel (which has turned bytes into characters)")
     return [_pre_tokenizer_step(s) for s in specs]

@@ -172,10 +172,12 @@ def _hf_vocab(raw_vocab: dict, added: dict, file: Path) -> dict[int, bytes]:
 def _hf_merges(raw_merges: list, file: Path) -> list[tuple[bytes, bytes]]:
     """``model.merges`` (``"a b"`` strings or ``["a", "b"]`` pairs) as byte pairs."""
     pairs = [m.split(" ") if isinstance(m, str) else m for m in raw_merges]
-    for k, pair in enumerate(pairs):
-        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
-            raise ValueError(f"{file}: model.merges[{k}] is {raw_merges[k]!r}, expected two token strings")
-    halves = [half for pair in pairs for half in pair]
+    halves = [half for pair in pairs if type(pair) is list for half in pair]
+    if len(halves) != 2 * len(pairs) or set(map(len, pairs)) - {2} or set(map(type, halves)) - {str}:
+        # (checked above in C, all at once; the culprit is looked for only now)
+        for k, pair in enumerate(pairs):
+            if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+                raise ValueError(f"{file}: model.merges[{k}] is {raw_merges[k]!r}, expected two token strings")
     tokens = _gpt2_tokens(halves, lambda k: f"model.merges[{k // 2}]", file)
     return list(zip(tokens[0::2], tokens[1::2]))
 
