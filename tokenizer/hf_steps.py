@@ -181,12 +181,13 @@ def _pre_tokenizer_step(spec: dict) -> PreTokenizer:
     if kind == "Split":
         find, behavior, invert = _pattern_of(spec), spec.get("behavior", "Isolated"), bool(spec.get("invert"))
         split_by(find, behavior, invert, "")  # an unknown behavior is refused now, not at the first text
+        if behavior == "Isolated":  # (matches and gaps alike are pieces: invert changes nothing)
+            return _isolated(find)
         return lambda pieces: [p for piece in pieces for p in split_by(find, behavior, invert, piece)]
     if kind == "Digits":
-        digits = regex.compile(r"\p{Nd}" if spec.get("individual_digits") else r"\p{Nd}+")
-        return lambda pieces: [p for piece in pieces for p in split_by(digits, "Isolated", False, piece)]
+        return _isolated(regex.compile(r"\p{Nd}" if spec.get("individual_digits") else r"\p{Nd}+"))
     if kind == "ByteLevel":
-        words = regex.compile(GPT2_PATTERN) if spec.get("use_regex", True) else None
+        words = _isolated(regex.compile(GPT2_PATTERN)) if spec.get("use_regex", True) else None
         prefix = bool(spec.get("add_prefix_space"))
         return lambda pieces: _byte_level(pieces, prefix, words)
     if kind == "Metaspace":
@@ -194,13 +195,23 @@ def _pre_tokenizer_step(spec: dict) -> PreTokenizer:
     raise UnsupportedStep(f"pre-tokenizer {kind!r} is not supported")
 
 
-def _byte_level(pieces: list[str], add_prefix_space: bool, words: regex.Pattern | None) -> list[str]:
+def _isolated(find: regex.Pattern) -> PreTokenizer:
+    """``split_by(find, "Isolated", ...)`` on every piece, as one ``regex`` split in C: with the pattern in a
+    group, the split returns the gaps and the matches in order (empty ones dropped). The families' patterns
+    have no group of their own; one that has goes through :func:`split_by`."""
+    if find.groups:
+        return lambda pieces: [p for piece in pieces for p in split_by(find, "Isolated", False, piece)]
+    split = regex.compile(f"({find.pattern})", find.flags).split
+    return lambda pieces: [p for piece in pieces for p in split(piece) if p]
+
+
+def _byte_level(pieces: list[str], add_prefix_space: bool, words: PreTokenizer | None) -> list[str]:
     """HF's ByteLevel on pieces: a space put in front of each that lacks one, if asked; cut by GPT-2's pattern."""
     if add_prefix_space:
         pieces = [piece if piece.startswith(" ") else " " + piece for piece in pieces]
     if words is None:
         return pieces
-    return [p for piece in pieces for p in split_by(words, "Isolated", False, piece)]
+    return words(pieces)
 
 
 # ---- the whole pipeline --------------------------------------------------------------------------------------
