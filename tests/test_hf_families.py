@@ -290,6 +290,14 @@ def test_saved_as_hf_loads_back_to_the_same_ids_in_both_libraries(tmp_path):
     check_saved_round_trip(_loaded.get("deepseek_v3") or Family("deepseek_v3"), tmp_path / "saved")
 
 
+@pytest.mark.parametrize("fmt", ["gpt2", "tiktoken"])
+def test_steps_are_not_saved_where_a_format_cannot_hold_them(fmt, tmp_path):
+    family = _loaded.get("qwen3") or Family("qwen3")
+    with pytest.raises(ValueError, match=f"the {fmt} format cannot hold: save it as 'hf'"):
+        family.fast.save(tmp_path / "saved", format=fmt)
+    assert not (tmp_path / "saved").exists()
+
+
 @pytest.mark.exhaustive
 def test_every_family_saved_as_hf_loads_back_to_the_same_ids(family, tmp_path):
     check_saved_round_trip(family, tmp_path / "saved")

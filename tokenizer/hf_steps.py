@@ -253,7 +253,8 @@ class TextSteps:
         # sent (to another process) as the JSON it was read from: its steps are closures, which pickle cannot send
         if not self.specs:
             raise TypeError("TextSteps made by hand cannot be pickled; make them with TextSteps.from_json")
-        return (TextSteps.from_json, (self.specs["normalizer"], self.specs["pre_tokenizer"], self.specs["added_tokens"]))
+        specs = self.specs
+        return (TextSteps.from_json, (specs["normalizer"], specs["pre_tokenizer"], specs["added_tokens"]))
 
     @property
     def has_normalizer(self) -> bool:

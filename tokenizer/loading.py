@@ -152,7 +152,8 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
     try:
         return Encoding.from_vocab_merges(
             vocab, merges, specials, name=Path(file).parent.name, pat_str=pat_str or _shown_pattern(steps),
-            whole_piece_tokens=bool(model.get("ignore_merges", False)), text_steps=None if pat_str else steps, core=core,
+            whole_piece_tokens=bool(model.get("ignore_merges", False)), text_steps=None if pat_str else steps,
+            core=core,
         )
     except ValueError as e:
         raise ValueError(f"{file}: {e}") from None

@@ -54,6 +54,9 @@ def save_encoding(enc, path, format: str = "gpt2", *, overwrite: bool = False,  
     """
     if format not in SAVE_FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {', '.join(SAVE_FORMATS)}")
+    if format != "hf" and getattr(enc, "text_steps", None) is not None:
+        raise ValueError(f"{enc.name!r} runs a tokenizer.json's steps before BPE (a normalizer, several splits or "
+                         f"added tokens), which the {format} format cannot hold: save it as 'hf'")
     folder = check_tokenizer_folder(path, overwrite=overwrite, flag=flag)
     if format == "tiktoken":
         _check_ids_are_priorities(enc)
