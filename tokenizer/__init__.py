@@ -50,7 +50,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | {"train_bpe"})
 
 
-def load(path):
-    """Load an encoding saved with :meth:`Encoding.save` (gpt2, tiktoken or hf format); see
-    :func:`tokenizer.loading.load_encoding`."""
-    return load_encoding(path)
+def load(path, *, core: str = "fast"):
+    """Load an encoding saved with :meth:`Encoding.save` (gpt2, tiktoken or hf format), or a Hugging Face
+    byte-level BPE ``tokenizer.json``; see :func:`tokenizer.loading.load_encoding`."""
+    return load_encoding(path, core=core)

@@ -33,10 +33,13 @@ b'ab ab'
 from __future__ import annotations
 
 from itertools import chain
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .bpe import merge_reference
 from .pretokenize import compile_pattern, replace_surrogates
+
+if TYPE_CHECKING:
+    from .hf_steps import TextSteps
 
 
 class ReferenceCore:
@@ -45,6 +48,8 @@ class ReferenceCore:
     ``whole_piece_tokens``: a piece that is itself a token is that token (tiktoken's rule), even where the
     merges would not build it; False runs the merges alone (CS336's rule). ``bytes_by_id``: each id's bytes
     (special tokens included), None where an id is not a token; the face makes it (see ``Encoding``).
+    ``text_steps`` (:class:`tokenizer.hf_steps.TextSteps`, from a ``tokenizer.json``) replaces the pattern:
+    each text is normalized and cut at its added tokens, then each stretch split into pieces by the steps.
     """
 
     def __init__(
@@ -55,8 +60,10 @@ class ReferenceCore:
         *,
         whole_piece_tokens: bool = True,
         bytes_by_id: Sequence[bytes | None],
+        text_steps: TextSteps | None = None,
     ):
-        self.pretokenizer = compile_pattern(pat_str)
+        self.pretokenizer = compile_pattern(pat_str) if text_steps is None else text_steps
+        self.text_steps = text_steps
         self.merge_ranks = merge_ranks
         self.token_ids = token_ids
         self.whole_piece_tokens = whole_piece_tokens
@@ -65,17 +72,26 @@ class ReferenceCore:
     def encode_ordinary_texts(self, texts: list[str]) -> list[list[int]]:
         ids_of_texts = []
         for text in texts:
-            ids = []
             # A lone surrogate cannot be UTF-8: like tiktoken, U+FFFD stands in for it.
-            for piece in self.pretokenizer.split(replace_surrogates(text)):
-                whole = self.token_ids.get(piece.encode("utf-8")) if self.whole_piece_tokens else None
-                if whole is not None:
-                    ids.append(whole)  # a piece that is a token is that token
-                else:
-                    for token in merge_reference(piece.encode("utf-8"), self.merge_ranks):
-                        ids.append(self.token_ids[token])
-            ids_of_texts.append(ids)
+            text = replace_surrogates(text)
+            if self.text_steps is None:
+                ids_of_texts.append(self.encode_stretch(text))
+            else:  # a tokenizer.json's steps: normalized, cut at added tokens, each stretch then split
+                stretches, added_ids = self.text_steps.cut(text)
+                ids_of_texts.append(interleave(list(map(self.encode_stretch, stretches)), added_ids))
         return ids_of_texts
+
+    def encode_stretch(self, text: str) -> list[int]:
+        """The ids of text that holds no special or added token: its pieces, each merged."""
+        ids = []
+        for piece in self.pretokenizer.split(text):
+            whole = self.token_ids.get(piece.encode("utf-8")) if self.whole_piece_tokens else None
+            if whole is not None:
+                ids.append(whole)  # a piece that is a token is that token
+            else:
+                for token in merge_reference(piece.encode("utf-8"), self.merge_ranks):
+                    ids.append(self.token_ids[token])
+        return ids
 
     def encode_ordinary_joined(self, texts: list[str], between: list[int]) -> list[int]:
         return interleave(self.encode_ordinary_texts(texts), between)

@@ -30,6 +30,8 @@ from .pretokenize import GPT2_PATTERN, special_token_regex, special_tokens_in
 if TYPE_CHECKING:
     import numpy as np
 
+    from .hf_steps import TextSteps
+
 # Threads run this pure-Python code in parallel only on a free-threaded build (3.13t+); with the GIL they
 # only add overhead, so the batch methods use them only when this is true.
 THREADS_RUN_IN_PARALLEL = not getattr(sys, "_is_gil_enabled", lambda: True)()
@@ -88,6 +90,7 @@ class Encoding:
         pat_str: str = GPT2_PATTERN,
         whole_piece_tokens: bool = True,
         core: str = "fast",
+        text_steps: TextSteps | None = None,
     ) -> "Encoding":
         """An encoding from a vocab (id -> bytes) and merges (in priority order), as a BPE trainer returns them.
 
@@ -109,6 +112,10 @@ class Encoding:
         [257]
         >>> Encoding.from_vocab_merges(vocab, [(b"a", b"b")], whole_piece_tokens=False).encode("abc")
         [256, 99]
+
+        ``text_steps`` (a :class:`tokenizer.hf_steps.TextSteps`, as :func:`tokenizer.load` makes from a
+        ``tokenizer.json``) replaces the pattern: a normalizer, several splits, added tokens that are not
+        special. ``pat_str`` is then only shown, not used.
         """
         special_tokens = list(special_tokens)
         special_bytes = {s.encode("utf-8") for s in special_tokens}
@@ -148,11 +155,13 @@ class Encoding:
             merges=[(a, b) for a, b in merges],
             whole_piece_tokens=whole_piece_tokens,
             core=core,
+            text_steps=text_steps,
         )
         return enc
 
     def _setup(
-        self, name, pat_str, merge_ranks, token_ids, special_tokens, *, merges, whole_piece_tokens=True, core="fast"
+        self, name, pat_str, merge_ranks, token_ids, special_tokens, *, merges, whole_piece_tokens=True, core="fast",
+        text_steps=None,
     ) -> None:
         if core not in CORES:
             raise ValueError(f"core must be one of {', '.join(map(repr, CORES))}, got {core!r}")
@@ -163,6 +172,7 @@ class Encoding:
         self._mergeable_ranks = token_ids  # tiktoken's name: what its constructor takes (a rank is an id)
         self._merges = merges  # [(left, right), ...] as given to from_vocab_merges; None: recover when asked
         self._whole_piece_tokens = whole_piece_tokens  # a piece that is a token is that token (tiktoken's rule)
+        self._text_steps = text_steps  # a tokenizer.json's steps before BPE, in place of the pattern; or None
         self._special_tokens = dict(special_tokens)
         self._decoder: dict[int, bytes] = {idx: token for token, idx in token_ids.items()}
         # reversed: where two special tokens share an id (o200k_harmony's 200018) the first listed decodes it
@@ -179,7 +189,7 @@ class Encoding:
         for idx, data in self._decoder.items():
             bytes_by_id[idx] = data
         self.core_name = core
-        tables = dict(whole_piece_tokens=whole_piece_tokens, bytes_by_id=bytes_by_id)
+        tables = dict(whole_piece_tokens=whole_piece_tokens, bytes_by_id=bytes_by_id, text_steps=text_steps)
         if core == "reference":
             self.core = ReferenceCore(pat_str, merge_ranks, token_ids, **tables)
         else:
@@ -194,7 +204,7 @@ class Encoding:
         # An encoding is sent as its tables; its core's caches are not sent (they are rebuilt on use). The registry's
         # encodings are sent by name instead (tokenizer.registry.RegisteredEncoding).
         state = (self.name, self._pat_str, self._merge_ranks, self._token_ids, self._special_tokens, self._merges)
-        return (_rebuild, (*state, self._whole_piece_tokens, self.core_name))
+        return (_rebuild, (*state, self._whole_piece_tokens, self.core_name, self._text_steps))
 
     # tiktoken's pickling hooks, kept with its meaning for code that calls them (pickle itself uses __reduce__):
     # the state is the encoding's name if it is the registry's shared one, else Encoding's arguments as a dict.
@@ -209,10 +219,12 @@ class Encoding:
             return name
         state = {"name": self.name, "pat_str": self._pat_str, "mergeable_ranks": self._mergeable_ranks,
                  "special_tokens": self._special_tokens}
-        if self._merge_ranks is not self._token_ids or not self._whole_piece_tokens:
+        if self._merge_ranks is not self._token_ids or not self._whole_piece_tokens or self._text_steps:
             # not tiktoken's kind (ids are not merge priorities): what from_vocab_merges needs instead
             state["merges"] = self.merges
             state["whole_piece_tokens"] = self._whole_piece_tokens
+            if self._text_steps is not None:
+                state["text_steps"] = self._text_steps
         if self.core_name != "fast":
             state["core"] = self.core_name
         return state
@@ -226,9 +238,12 @@ class Encoding:
         value = dict(value)
         if "merges" in value:
             vocab = {i: t for t, i in value["mergeable_ranks"].items()}
+            # the special tokens at their own ids (from_vocab_merges gives one missing from the vocab a new id)
+            vocab.update((i, text.encode("utf-8")) for text, i in value["special_tokens"].items())
             other = Encoding.from_vocab_merges(
                 vocab, value["merges"], value["special_tokens"], name=value["name"], pat_str=value["pat_str"],
                 whole_piece_tokens=value.get("whole_piece_tokens", True), core=value.get("core", "fast"),
+                text_steps=value.get("text_steps"),
             )
             self.__dict__ = other.__dict__
             return
@@ -670,6 +685,12 @@ class Encoding:
         return self._whole_piece_tokens
 
     @property
+    def text_steps(self) -> TextSteps | None:
+        """What a ``tokenizer.json`` does to text before BPE (normalizer, splits, added tokens that are not
+        special), where it is more than :attr:`pat_str`; None for an encoding that one pattern splits."""
+        return self._text_steps
+
+    @property
     def token_ids(self) -> Mapping[bytes, int]:
         """The id of each ordinary (non-special) token, by its bytes. Read-only.
 
@@ -698,7 +719,8 @@ class Encoding:
 
 
 def _rebuild(
-    name, pat_str, merge_ranks, token_ids, special_tokens, merges, whole_piece_tokens=True, core="fast"
+    name, pat_str, merge_ranks, token_ids, special_tokens, merges, whole_piece_tokens=True, core="fast",
+    text_steps=None,
 ) -> Encoding:
     enc = Encoding.__new__(Encoding)
     enc._setup(
@@ -710,6 +732,7 @@ def _rebuild(
         merges=merges,
         whole_piece_tokens=whole_piece_tokens,
         core=core,
+        text_steps=text_steps,
     )
     return enc
 

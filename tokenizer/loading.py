@@ -5,16 +5,19 @@ The format is detected from the file names. Every file is validated as it is rea
 ``ValueError`` that names the file and, where there are lines, the line, so a hand-edited or truncated
 tokenizer is refused before it can produce wrong ids.
 
-This module does not find or download OpenAI's named encodings (:mod:`tokenizer.registry` does) and reads only
-the parts of a ``tokenizer.json`` that :mod:`tokenizer.saving` writes (a byte-level BPE model).
+This module does not find or download OpenAI's named encodings (:mod:`tokenizer.registry` does). Of
+``tokenizer.json`` files it reads byte-level BPE ones, with the steps :mod:`tokenizer.hf_steps` runs, and
+refuses the rest (SentencePiece-style, Unigram, WordPiece, unknown steps) in one line naming what is missing.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Callable
 
 from .encoding import Encoding
+from .hf_steps import TextSteps, UnsupportedStep, flat_steps
 from .patterns import KNOWN_PATTERNS
 from .pretokenize import GPT2_PATTERN
 from .saving import GPT2_FILES, HF_FILE, TIKTOKEN_META_FILE, hf_regex
@@ -22,6 +25,7 @@ from .saving import GPT2_FILES, HF_FILE, TIKTOKEN_META_FILE, hf_regex
 HF_GPT2_FILES = ("vocab.json", "merges.txt")  # GPT-2's two files under Hugging Face's names
 from .vocab_files import (
     gpt2_str_to_token,
+    gpt2_strs_to_tokens,
     read_gpt2_encoder_json,
     read_gpt2_vocab_bpe,
     read_json_object,
@@ -29,14 +33,14 @@ from .vocab_files import (
 )
 
 
-def load_encoding(path) -> Encoding:
+def load_encoding(path, *, core: str = "fast") -> Encoding:
     """Load an encoding written by :func:`tokenizer.saving.save_encoding`; the format is detected from the files.
 
     ``path`` may be the directory, or one file: a ``tokenizer.json`` (hf), a ``.tiktoken`` file (with an
     ``encoding.json`` beside it if there is one; without, GPT-2's pattern and no special tokens), either of
     ``encoder.json`` / ``vocab.bpe`` (gpt2, both must be in the same directory) or either of ``vocab.json`` /
     ``merges.txt`` (the same two files as Hugging Face names them, e.g. in a ``gpt2 --save_hf`` folder). Malformed files raise
-    ``ValueError`` naming the file (and the line, where there are lines).
+    ``ValueError`` naming the file (and the line, where there are lines). ``core`` is ``Encoding``'s.
 
     >>> import tempfile
     >>> from tokenizer import get_encoding
@@ -50,28 +54,28 @@ def load_encoding(path) -> Encoding:
         raise FileNotFoundError(f"no saved encoding at {p}")
     if p.is_dir():
         if (p / HF_FILE).exists():
-            return _load_hf(p / HF_FILE)
+            return _load_hf(p / HF_FILE, core)
         if any((p / name).exists() for name in GPT2_FILES):
-            return _load_gpt2(p)
+            return _load_gpt2(p, core=core)
         if any((p / name).exists() for name in HF_GPT2_FILES):
-            return _load_gpt2(p, HF_GPT2_FILES)
+            return _load_gpt2(p, HF_GPT2_FILES, core=core)
         tiktoken_files = sorted(p.glob("*.tiktoken"))
         if tiktoken_files:
-            return _load_tiktoken(tiktoken_files[0])
+            return _load_tiktoken(tiktoken_files[0], core)
         raise ValueError(f"{p}: no saved encoding here (expected {HF_FILE}, encoder.json + vocab.bpe, "
                          "vocab.json + merges.txt, or *.tiktoken)")
     if p.suffix == ".tiktoken":
-        return _load_tiktoken(p)
+        return _load_tiktoken(p, core)
     if p.name in GPT2_FILES:
-        return _load_gpt2(p.parent)
+        return _load_gpt2(p.parent, core=core)
     if p.name in HF_GPT2_FILES:
-        return _load_gpt2(p.parent, HF_GPT2_FILES)
+        return _load_gpt2(p.parent, HF_GPT2_FILES, core=core)
     if p.suffix == ".json":
-        return _load_hf(p)
+        return _load_hf(p, core)
     raise ValueError(f"{p}: unknown file type (expected a directory, tokenizer.json, *.tiktoken or encoder.json)")
 
 
-def _load_gpt2(folder: Path, files: tuple[str, str] = GPT2_FILES) -> Encoding:
+def _load_gpt2(folder: Path, files: tuple[str, str] = GPT2_FILES, *, core: str = "fast") -> Encoding:
     """OpenAI's ``encoder.json`` + ``vocab.bpe``, or the same two files under Hugging Face's names
     (``vocab.json`` + ``merges.txt``, as ``gpt2 --save_hf`` and ``transformers``' GPT2Tokenizer write them)."""
     vocab_file, merges_file = files
@@ -84,7 +88,8 @@ def _load_gpt2(folder: Path, files: tuple[str, str] = GPT2_FILES) -> Encoding:
     for text, idx in specials.items():
         vocab[idx] = text.encode("utf-8")
     try:
-        return Encoding.from_vocab_merges(vocab, merges, specials, name=folder.name, pat_str=GPT2_PATTERN)
+        return Encoding.from_vocab_merges(vocab, merges, specials, name=folder.name, pat_str=GPT2_PATTERN,
+                                          core=core)
     except ValueError as e:
         raise ValueError(f"{folder / merges_file}: {_with_line(e, header_lines=1)}") from None
 
@@ -95,7 +100,7 @@ def _with_line(e: ValueError, header_lines: int) -> str:
     return f"line {int(m.group(1)) + 1 + header_lines}: {e}" if m else str(e)
 
 
-def _load_tiktoken(file: Path) -> Encoding:
+def _load_tiktoken(file: Path, core: str = "fast") -> Encoding:
     ranks = read_tiktoken_file(file)
     meta_path = file.parent / TIKTOKEN_META_FILE
     name, pat_str, specials = file.stem, GPT2_PATTERN, {}
@@ -111,70 +116,135 @@ def _load_tiktoken(file: Path) -> Encoding:
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise ValueError(f"{file}: {len(missing)} single-byte tokens are missing (e.g. byte {missing[0]})")
-    return Encoding(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=specials)
+    return Encoding(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=specials, core=core)
 
 
-def _load_hf(file: Path) -> Encoding:
+def _load_hf(file: Path, core: str = "fast") -> Encoding:
+    """A byte-level BPE ``tokenizer.json`` (Hugging Face's format), with the steps it runs on text before BPE
+    (:mod:`tokenizer.hf_steps`). Anything that would not give exactly ``tokenizers``' ids is refused, in one
+    line naming the file and the unsupported feature."""
     data = read_json_object(file, "an HF tokenizer.json with a BPE model")
     model = data.get("model")
-    if not isinstance(model, dict) or model.get("type", "BPE") != "BPE":
+    if not isinstance(model, dict):
         raise ValueError(f"{file}: expected an HF tokenizer.json with a BPE model")
+    _check_hf_model(model, data.get("decoder"), file)
     raw_vocab, raw_merges = model.get("vocab"), model.get("merges")
     if not isinstance(raw_vocab, dict) or not isinstance(raw_merges, list):
         raise ValueError(f"{file}: model.vocab must be an object and model.merges a list")
-    specials = {}
+    added = {}  # added token text -> its entry (special or not)
     for entry in data.get("added_tokens") or []:
         if not (isinstance(entry, dict) and isinstance(entry.get("content"), str) and isinstance(entry.get("id"), int)):
             raise ValueError(f"{file}: added_tokens entries need a string 'content' and an integer 'id': {entry!r}")
-        specials[entry["content"]] = entry["id"]
-    vocab: dict[int, bytes] = {}
-    for text, idx in raw_vocab.items():
-        if not isinstance(idx, int):
-            raise ValueError(f"{file}: model.vocab[{text!r}] is {idx!r}, expected an integer id")
-        if text in specials:
-            vocab[idx] = text.encode("utf-8")
-        else:
-            vocab[idx] = gpt2_str_to_token(text, where=f"{file}: model.vocab[{text!r}]")
-    for text, idx in specials.items():
-        vocab.setdefault(idx, text.encode("utf-8"))
-    merges = []
-    for k, m in enumerate(raw_merges):
-        pair = m.split(" ") if isinstance(m, str) else m
-        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
-            raise ValueError(f"{file}: model.merges[{k}] is {m!r}, expected two token strings")
-        where = f"{file}: model.merges[{k}]"
-        merges.append((gpt2_str_to_token(pair[0], where=where), gpt2_str_to_token(pair[1], where=where)))
-    pat_str = _hf_pattern(data.get("pre_tokenizer"), file) or GPT2_PATTERN
+        added[entry["content"]] = entry
+    vocab = _hf_vocab(raw_vocab, added, file)
+    merges = _hf_merges(raw_merges, file)
+    for text, entry in added.items():
+        vocab.setdefault(entry["id"], text.encode("utf-8"))
+    specials = [text for text, entry in added.items() if entry.get("special", True)]
+    others = [entry for entry in added.values() if not entry.get("special", True)]
     try:
-        return Encoding.from_vocab_merges(vocab, merges, specials, name=Path(file).parent.name, pat_str=pat_str)
+        steps = TextSteps.from_json(data.get("normalizer"), data.get("pre_tokenizer"), others)
+    except UnsupportedStep as e:
+        raise ValueError(f"{file}: {e}; only byte-level BPE files load") from None
+    if steps.has_normalizer and any(added[t].get("normalized") for t in specials):
+        raise ValueError(f"{file}: special tokens matched after the normalizer (normalized=true) are not supported")
+    pat_str = _one_known_pattern(steps)
+    try:
+        return Encoding.from_vocab_merges(
+            vocab, merges, specials, name=Path(file).parent.name, pat_str=pat_str or _shown_pattern(steps),
+            whole_piece_tokens=bool(model.get("ignore_merges", False)), text_steps=None if pat_str else steps,
+            core=core,
+        )
     except ValueError as e:
         raise ValueError(f"{file}: {e}") from None
 
 
-def _hf_pattern(pre: dict | None, file: Path) -> str | None:
-    """The pattern of an HF pre-tokenizer written by save_encoding (ByteLevel, or Split + ByteLevel)."""
-    if not pre:
+def _hf_vocab(raw_vocab: dict, added: dict, file: Path) -> dict[int, bytes]:
+    """``model.vocab`` as id -> bytes: GPT-2 token strings converted all at once (an added token's text is
+    its own bytes)."""
+    for text, idx in raw_vocab.items():
+        if not isinstance(idx, int):
+            raise ValueError(f"{file}: model.vocab[{text!r}] is {idx!r}, expected an integer id")
+    byte_level = [text for text in raw_vocab if text not in added]
+    converted = iter(_gpt2_tokens(byte_level, lambda k: f"model.vocab[{byte_level[k]!r}]", file))
+    return {idx: text.encode("utf-8") if text in added else next(converted) for text, idx in raw_vocab.items()}
+
+
+def _hf_merges(raw_merges: list, file: Path) -> list[tuple[bytes, bytes]]:
+    """``model.merges`` (``"a b"`` strings or ``["a", "b"]`` pairs) as byte pairs."""
+    pairs = [m.split(" ") if isinstance(m, str) else m for m in raw_merges]
+    halves = [half for pair in pairs if type(pair) is list for half in pair]
+    if len(halves) != 2 * len(pairs) or set(map(len, pairs)) - {2} or set(map(type, halves)) - {str}:
+        # (checked above in C, all at once; the culprit is looked for only now)
+        for k, pair in enumerate(pairs):
+            if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+                raise ValueError(f"{file}: model.merges[{k}] is {raw_merges[k]!r}, expected two token strings")
+    tokens = _gpt2_tokens(halves, lambda k: f"model.merges[{k // 2}]", file)
+    return list(zip(tokens[0::2], tokens[1::2]))
+
+
+def _gpt2_tokens(texts: list[str], where: Callable[[int], str], file: Path) -> list[bytes]:
+    """GPT-2 token strings -> bytes, all in one pass; a bad one raises ValueError naming the file and its place
+    (``where(k)`` for the k-th string; found by a second pass, one by one, only then)."""
+    try:
+        return gpt2_strs_to_tokens(texts)
+    except ValueError:
+        for k, text in enumerate(texts):
+            gpt2_str_to_token(text, where=f"{file}: {where(k)}")
+        raise
+
+
+def _check_hf_model(model: dict, decoder: dict | None, file: Path) -> None:
+    """Refuse, naming it, any part of the model or decoder that byte-level BPE as run here cannot reproduce."""
+    kind = model.get("type", "BPE")
+    if kind != "BPE":
+        raise ValueError(f"{file}: model {kind!r} is not supported; only byte-level BPE files load")
+    if model.get("byte_fallback"):
+        raise ValueError(f"{file}: model byte_fallback=true (SentencePiece-style '▁' words with <0x..> byte tokens) "
+                         "is not supported; only byte-level BPE files load")
+    if model.get("dropout"):
+        raise ValueError(f"{file}: model dropout={model['dropout']} (random merges) is not supported; "
+                         "set it to null for exact ids")
+    for option in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(option):
+            raise ValueError(f"{file}: model {option}={model[option]!r} (WordPiece-style word marks) is not "
+                             "supported; only byte-level BPE files load")
+    if decoder is not None and decoder.get("type") != "ByteLevel":
+        raise ValueError(f"{file}: decoder {decoder.get('type')!r} is not supported; only byte-level BPE files load")
+
+
+def _one_known_pattern(steps: TextSteps) -> str | None:
+    """The project's own spelling of the one OpenAI pattern the steps amount to, if they are just that (no
+    normalizer, no added tokens that are not special, one pattern): such encodings keep the fast core's routes.
+    None when the steps do more."""
+    if steps.has_normalizer or steps.added_raw or steps.added_normalized:
         return None
-    if pre.get("type") == "ByteLevel":
-        if pre.get("add_prefix_space"):
-            raise ValueError(f"{file}: ByteLevel add_prefix_space=true changes the text; not supported")
-        return GPT2_PATTERN if pre.get("use_regex", True) else None
-    if pre.get("type") == "Sequence":
-        found = None
-        for sub in pre.get("pretokenizers", []):
-            if sub.get("type") == "Split" and isinstance(sub.get("pattern"), dict) and "Regex" in sub["pattern"]:
-                found = _known_pattern(sub["pattern"]["Regex"])
-            elif sub.get("type") == "ByteLevel":
-                found = found or _hf_pattern(sub, file)
-            else:
-                raise ValueError(f"{file}: pre-tokenizer {sub.get('type')!r} is not supported")
-        return found
-    raise ValueError(f"{file}: pre-tokenizer {pre.get('type')!r} is not supported")
+    specs = flat_steps(steps.specs.get("pre_tokenizer"))
+    *splits, byte_level = specs
+    if byte_level.get("add_prefix_space"):
+        return None
+    if not splits:
+        return GPT2_PATTERN if byte_level.get("use_regex", True) else None
+    if len(splits) > 1 or byte_level.get("use_regex", True):
+        return None
+    (split,) = splits
+    regex_in_file = (split.get("pattern") or {}).get("Regex")
+    if split.get("type") != "Split" or split.get("behavior") != "Isolated" or split.get("invert") or not regex_in_file:
+        return None
+    return _known_pattern(regex_in_file)
 
 
-def _known_pattern(regex_in_file: str) -> str:
-    """The project's own spelling of a pattern read back from a tokenizer.json (so fast paths apply)."""
+def _shown_pattern(steps: TextSteps) -> str:
+    """What ``Encoding.pat_str`` shows for an encoding whose steps are more than one pattern: the last Split's
+    regex (ByteLevel's GPT-2 pattern if there is none), for display only: the steps do the splitting."""
+    regexes = [(s.get("pattern") or {}).get("Regex") for s in flat_steps(steps.specs.get("pre_tokenizer"))]
+    return next((r for r in reversed(regexes) if r), GPT2_PATTERN)
+
+
+def _known_pattern(regex_in_file: str) -> str | None:
+    """The project's own spelling of a known pattern (:data:`tokenizer.patterns.KNOWN_PATTERNS`) read back from a
+    tokenizer.json (so fast paths apply), or None if it is not one."""
     for pat in KNOWN_PATTERNS:
         if hf_regex(pat) == regex_in_file:
             return pat
-    return regex_in_file
+    return None

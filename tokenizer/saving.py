@@ -14,7 +14,8 @@ pattern and the special tokens:
   priority, so the ids must be in merge order.
 * ``"hf"``: a ``tokenizer.json`` for ``tokenizers.Tokenizer.from_file``: a BPE model, a ByteLevel pre-tokenizer
   (GPT-2's pattern; any other pattern becomes a ``Split`` before it) and decoder, the special tokens as added
-  tokens.
+  tokens. An encoding loaded from a ``tokenizer.json`` with more steps (``Encoding.text_steps``: a normalizer,
+  several splits, added tokens that are not special) gets them written back as they were read.
 
 This module only writes; :mod:`tokenizer.loading` reads the files back into an ``Encoding``. It takes any
 object with ``Encoding``'s public surface and does not import :mod:`tokenizer.encoding` (which calls it).
@@ -53,6 +54,9 @@ def save_encoding(enc, path, format: str = "gpt2", *, overwrite: bool = False,  
     """
     if format not in SAVE_FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {', '.join(SAVE_FORMATS)}")
+    if format != "hf" and getattr(enc, "text_steps", None) is not None:
+        raise ValueError(f"{enc.name!r} runs a tokenizer.json's steps before BPE (a normalizer, several splits or "
+                         f"added tokens), which the {format} format cannot hold: save it as 'hf'")
     folder = check_tokenizer_folder(path, overwrite=overwrite, flag=flag)
     if format == "tiktoken":
         _check_ids_are_priorities(enc)
@@ -139,23 +143,32 @@ def hf_regex(pat_str: str) -> str:
 
 
 def _hf_tokenizer_json(enc) -> dict:
+    steps = enc.text_steps  # a loaded tokenizer.json's own steps, written back as they were read
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    if enc.pat_str in GPT2_PATTERNS:
-        pre_tokenizer = byte_level
+    if steps is not None:
+        pre_tokenizer, normalizer = steps.specs["pre_tokenizer"], steps.specs["normalizer"]
+    elif enc.pat_str in GPT2_PATTERNS:
+        pre_tokenizer, normalizer = byte_level, None
     else:
         split = {"type": "Split", "pattern": {"Regex": hf_regex(enc.pat_str)}, "behavior": "Isolated", "invert": False}
         pre_tokenizer = {"type": "Sequence", "pretokenizers": [split, dict(byte_level, use_regex=False)]}
+        normalizer = None
     added_tokens = [
         {"id": idx, "content": text, "single_word": False, "lstrip": False, "rstrip": False,
          "normalized": False, "special": True}
-        for text, idx in sorted(enc.special_tokens.items(), key=lambda kv: kv[1])
+        for text, idx in enc.special_tokens.items()
     ]
+    not_special = steps.specs["added_tokens"] if steps is not None else []
+    added_tokens = sorted(added_tokens + not_special, key=lambda entry: entry["id"])
+    vocab = _gpt2_vocab(enc)
+    for entry in not_special:  # an added token is not a BPE token: only in added_tokens, as it was read
+        vocab.pop(token_to_gpt2_str(entry["content"].encode("utf-8")), None)
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": added_tokens,
-        "normalizer": None,
+        "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer,
         "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
@@ -167,8 +180,9 @@ def _hf_tokenizer_json(enc) -> dict:
             "end_of_word_suffix": None,
             "fuse_unk": False,
             "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": _gpt2_vocab(enc),
+            # a piece that is a token is that token (tiktoken's rule), or the merges alone decide (CS336's)
+            "ignore_merges": enc.whole_piece_tokens,
+            "vocab": vocab,
             "merges": [list(m) for m in _gpt2_merge_strs(enc)],
         },
     }

@@ -68,7 +68,8 @@ def _encode_chunks(
     enc, chunks: Iterable[str], allowed: frozenset, disallowed: frozenset, emit_min_chars: int
 ) -> Iterator[int]:
     special_ids = enc.special_tokens
-    pattern = enc.pat_str
+    # A tokenizer.json's steps (a normalizer, several splits) have no cut known to be safe: none is tried.
+    pattern = enc.pat_str if getattr(enc, "text_steps", None) is None else ""
     encode_ordinary = enc.encode_ordinary
     allowed_regex = special_token_regex(allowed) if allowed else None
     checker = _DisallowedChecker(enc, allowed, disallowed)

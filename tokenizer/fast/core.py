@@ -26,6 +26,10 @@ A long text alone also leaves a *checkpoint*: its part up to its last safe cut (
 that part's ids. A later text that begins with that part (a conversation, a document, encoded again as it
 grows) reuses them and encodes only the rest (``PREFIX_MIN_CHARS``, ``Route.CHECKPOINT``).
 
+An encoding read from a ``tokenizer.json`` whose normalizer and pre-tokenizer are more than one known pattern
+(:mod:`tokenizer.hf_steps`: Qwen3's NFC, DeepSeek V3's three splits) takes ``Route.STEPS``: the steps cut and
+split its texts, and the pieces go through the piece cache.
+
 All the texts of one call (a batch, or the stretches between special tokens) are handled together: one
 grouping, one batch of BPE. The pieces come from :func:`tokenizer.fast.stdlib_patterns.compile_fast`, the
 standard library's faster ``re`` running OpenAI's patterns.
@@ -54,6 +58,7 @@ from . import compiled_bpe
 from .stdlib_patterns import compile_fast
 
 if TYPE_CHECKING:
+    from ..hf_steps import TextSteps
     from .array_encode import TokenTables
     from .batch_bpe import PairTable
     from .characters_first import CharactersFirst
@@ -129,6 +134,7 @@ class Route(Enum):
     ARRAY = "array"  # the pattern's array rules split the texts, laid end to end; array BPE encodes the pieces
     REGEX_SPLIT_ARRAY = "regex split, array BPE"  # as ARRAY for a pattern without array rules: ``re`` splits
     CHECKPOINT = "checkpoint"  # one long text: the ids of the last one's part it begins with reused, then the rest
+    STEPS = "tokenizer.json steps"  # normalized and split by a tokenizer.json's steps; the pieces via the cache
 
 
 class _PieceCache(dict):
@@ -179,6 +185,9 @@ class FastCore:
     ``vocabulary_source`` names the vocabulary's contents when they came from a checked file (the registry
     sets it to the file's name and sha256), so that its batch BPE tables are found on disk without hashing
     every token; None (the default) hashes them.
+
+    ``text_steps`` (a ``tokenizer.json``'s steps, :class:`tokenizer.hf_steps.TextSteps`) replace the pattern:
+    every text then takes the piece cache's route, with the steps' split (:meth:`_encode_by_steps`).
     """
 
     def __init__(
@@ -189,8 +198,10 @@ class FastCore:
         *,
         whole_piece_tokens: bool = True,
         bytes_by_id: Sequence[bytes | None],
+        text_steps: TextSteps | None = None,
     ):
         self.pat_str = pat_str
+        self.text_steps = text_steps
         self.merge_ranks = merge_ranks
         self.token_ids = token_ids
         self.whole_piece_tokens = whole_piece_tokens
@@ -200,7 +211,7 @@ class FastCore:
         known = KNOWN_PATTERNS.get(pat_str, UNKNOWN_PATTERN)
         self._array_route = Route.ARRAY if known.array_rules else Route.REGEX_SPLIT_ARRAY
         self._has_safe_cuts = known.safe_cuts
-        self._pretokenizer = compile_fast(pat_str)
+        self._pretokenizer = compile_fast(pat_str) if text_steps is None else text_steps
         self._cache = _PieceCache()
         self._cache.encode_piece = self._encode_piece
         self._part_cache = _PieceCache()  # bytes of a part of a piece -> ids (plain BPE, no whole-piece rule)
@@ -231,10 +242,15 @@ class FastCore:
         path just found it cannot take these texts). The rest go through the piece cache: a call as short as one
         short text (under ``BATCH_MIN_CHARS``) in one pass, a longer one with its missing pieces collected first.
 
+        An encoding read from a ``tokenizer.json`` whose steps are more than one known pattern (a normalizer,
+        a sequence of splits: ``text_steps``) always takes ``STEPS``.
+
         >>> from tokenizer import get_encoding
         >>> get_encoding("gpt2").core.route(["hello world"]).value
         'one pass'
         """
+        if self.text_steps is not None:
+            return Route.STEPS
         if len(texts) == 1:
             total = len(texts[0])
             if checkpoint and self._has_safe_cuts and PREFIX_MIN_CHARS <= total < PREFIX_MAX_CHARS:
@@ -278,6 +294,8 @@ class FastCore:
             done = self._encode_through_cache(texts) if len(texts) > 1 else [self._encode_collected(texts[0])]
         elif route is Route.CHECKPOINT:
             done = [self._encode_after_checkpoint(texts[0])]
+        elif route is Route.STEPS:
+            done = self._encode_by_steps(texts)
         else:
             if len(texts) != 1:
                 done = self._encode_joined(texts)
@@ -288,6 +306,14 @@ class FastCore:
                 return self._encode_by(self.route(texts, checkpoint=False, array=False), texts)
         self.last_route = route
         return done
+
+    def _encode_by_steps(self, texts: list[str]) -> list[list[int]]:
+        """The ids of each text by a ``tokenizer.json``'s steps: each normalized and cut at its added tokens
+        (``text_steps.cut``), the stretches of all then encoded together through the piece cache, whose split
+        is the steps' own (``text_steps.split``)."""
+        cuts = [self.text_steps.cut(replace_surrogates(text)) for text in texts]
+        stretch_ids = iter(self._encode_through_cache([s for stretches, _ in cuts for s in stretches]))
+        return [interleave([next(stretch_ids) for _ in stretches], added) for stretches, added in cuts]
 
     def _encode_one(self, text: str) -> list[int]:
         """One text's ids by the route :meth:`route` chooses for it, the checkpoint aside (a checkpoint's parts)."""

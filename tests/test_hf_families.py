@@ -1,0 +1,319 @@
+"""Real ``tokenizer.json`` files of other model families (../shared/encodings/hf/) give exactly HF ``tokenizers``'
+ids, on both cores, through tiktoken's API: ``encode(t, allowed_special="all")`` is HF's
+``encode(t, add_special_tokens=False)``, ``encode_ordinary(t)`` is the same with ``encode_special_tokens=True``
+(special tokens become text; added tokens that are not special stay tokens, as in HF), ``decode`` is HF's
+``decode(ids, skip_special_tokens=False)``. Also: each step of tokenizer.hf_steps against HF's own on small
+strings, the one-line refusals, and ``Encoding.save(format="hf")`` round trips.
+
+Loading a family costs seconds (a 128k-200k vocabulary), so each is loaded once per module, its reference-core
+twin made from the loaded one's tables (as pickle rebuilds an encoding)."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import pickle
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.hf_steps
+from conftest import CORPUS_FILES, ENCODINGS_DIR, FUZZ_EXAMPLES, corpus_text
+from tokenizer import Encoding
+from tokenizer.hf_steps import TextSteps, normalizer_from_json, split_by
+from tokenizer.loading import load_encoding
+from tokenizer.patterns import O200K_PATTERN
+
+tokenizers = pytest.importorskip("tokenizers")
+
+HF_DIR = ENCODINGS_DIR / "hf"
+FAMILIES = ["llama3", "qwen3", "deepseek_v3", "gpt_oss"]
+CORES = ["fast", "reference"]
+
+
+class Family:
+    """One family's file loaded three ways: HF's tokenizer, and ours on each core."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.path = HF_DIR / name / "tokenizer.json"
+        self.hf = tokenizers.Tokenizer.from_file(str(self.path))
+        self.fast = load_encoding(self.path)
+        # the same tables on the reference core: what pickle sends, rebuilt with the core changed
+        rebuild, (*tables, whole_piece_tokens, _core, text_steps) = self.fast.__reduce__()
+        self.reference = rebuild(*tables, whole_piece_tokens, "reference", text_steps)
+        assert self.reference.core_name == "reference"
+        self.added = [entry for entry in json.loads(self.path.read_text(encoding="utf-8"))["added_tokens"]]
+
+    def encoding(self, core: str) -> Encoding:
+        return self.fast if core == "fast" else self.reference
+
+    def hf_ids(self, text: str, *, specials_as_text: bool = False) -> list[int]:
+        self.hf.encode_special_tokens = specials_as_text
+        try:
+            return self.hf.encode(text, add_special_tokens=False).ids
+        finally:
+            self.hf.encode_special_tokens = False
+
+
+_loaded: dict[str, Family] = {}
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family(request) -> Family:
+    if request.param not in _loaded:
+        _loaded[request.param] = Family(request.param)
+    return _loaded[request.param]
+
+
+def corpus_samples(per_file: int, max_chars: int) -> list[str]:
+    """``per_file`` texts from each corpus (documents of en_docs, paragraphs of the others), each cut to
+    ``max_chars``; the texts of the second half of the files also in NFD, so normalizers have work."""
+    texts = []
+    for name in CORPUS_FILES:
+        raw = corpus_text(name, 400_000 if per_file < 50 else 3_000_000)
+        parts = raw.split("\n<|endoftext|>\n") if name == "en_docs.txt" else raw.split("\n\n")
+        texts += [part[:max_chars] for part in parts if part.strip()][:per_file]
+    return texts + [unicodedata.normalize("NFD", t) for t in texts[len(texts) // 2 :]]
+
+
+EVERYDAY_TEXTS = corpus_samples(per_file=4, max_chars=600)
+
+
+def test_hf_steps_doctests():
+    result = doctest.testmod(tokenizer.hf_steps)
+    assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_ids_equal_hfs_on_42_corpus_texts(family, core):
+    enc = family.encoding(core)
+    assert len(EVERYDAY_TEXTS) == 42  # 4 from each of the 7 corpora, and 14 of them in NFD
+    for text in EVERYDAY_TEXTS:
+        assert enc.encode_ordinary(text) == family.hf_ids(text, specials_as_text=True), (family.name, text[:80])
+    batch = enc.encode_batch(EVERYDAY_TEXTS[:8], allowed_special="all")
+    assert batch == [family.hf_ids(text) for text in EVERYDAY_TEXTS[:8]]
+
+
+# Text where the families' steps differ from one pattern: digits, CJK and kana, marks that NFC composes,
+# punctuation runs, mixed scripts, whitespace of every kind.
+fuzz_chars = st.sampled_from(list("aAzZ09 '\n\r\t.,!?-_/<>|") + ["e\u0301", "\u0301", "\u00e9", "\u212b", "\u00a0",
+                             "你", "好", "ア", "か", "я", "Ж", "١", "²", "\U0001f642", "\u3000", "ﬁ", "İ"])
+fuzz_texts = st.lists(fuzz_chars, max_size=40).map("".join)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(text=fuzz_texts, at=st.integers(0, 40), pick=st.integers(0, 10_000))
+def test_fuzz_ids_equal_hfs_with_added_tokens_in_the_middle(family, text, at, pick):
+    token = family.added[pick % len(family.added)]["content"]
+    text = text[:at] + token + text[at:]
+    want, want_ordinary = family.hf_ids(text), family.hf_ids(text, specials_as_text=True)
+    for core in CORES:
+        enc = family.encoding(core)
+        assert enc.encode(text, allowed_special="all") == want, core
+        assert enc.encode_ordinary(text) == want_ordinary, core
+    assert family.fast.decode(want) == family.hf.decode(want, skip_special_tokens=False)
+
+
+def test_added_tokens_special_or_not(family):
+    special = [e["content"] for e in family.added if e["special"]]
+    not_special = [e["content"] for e in family.added if not e["special"]]
+    text = f"Hi{special[0]}there {special[-1]}x" + "".join(f" a{t}b " for t in not_special[:3])
+    for core in CORES:
+        enc = family.encoding(core)
+        assert enc.encode(text, allowed_special="all") == family.hf_ids(text)
+        assert enc.encode_ordinary(text) == family.hf_ids(text, specials_as_text=True)
+        with pytest.raises(ValueError, match="disallowed"):
+            enc.encode(text)  # tiktoken's guard: a special token in text is refused unless allowed
+    assert set(family.fast.special_tokens) == set(special)
+    # a non-special added token is a token even in ordinary text, as HF keeps it with encode_special_tokens
+    for t in not_special:
+        assert family.fast.encode_ordinary(f"x{t}y")[1] == next(e["id"] for e in family.added if e["content"] == t)
+
+
+def test_decode_equals_hfs_and_qwen3_decodes_to_nfc(family):
+    for text in EVERYDAY_TEXTS[:: len(EVERYDAY_TEXTS) // 6]:
+        ids = family.fast.encode_ordinary(text)
+        assert family.fast.decode(ids) == family.hf.decode(ids, skip_special_tokens=False)
+        want = unicodedata.normalize("NFC", text) if family.name == "qwen3" else text
+        assert family.fast.decode(ids) == want
+
+
+def test_what_each_file_becomes(family):
+    """Files that are one OpenAI pattern keep its spelling (and the fast core's routes); the others run steps."""
+    steps = family.fast.text_steps
+    if family.name == "gpt_oss":
+        assert steps is None and family.fast.pat_str == O200K_PATTERN and family.fast.whole_piece_tokens
+    else:
+        assert steps is not None
+        assert steps.has_normalizer == (family.name == "qwen3")
+        assert family.fast.whole_piece_tokens == (family.name == "llama3")  # the file's ignore_merges
+
+
+def test_a_loaded_family_pickles_and_keeps_its_ids():
+    family = _loaded.get("qwen3") or Family("qwen3")  # steps, a normalizer, added tokens special and not
+    text = "Caf\u0065\u0301 123 你好 " + "".join(e["content"] for e in family.added[:3])
+    ids = family.fast.encode(text, allowed_special="all")
+    assert pickle.loads(pickle.dumps(family.fast)).encode(text, allowed_special="all") == ids
+    again = Encoding.__new__(Encoding)
+    again.__setstate__(family.fast.__getstate__())  # tiktoken's hooks: the special tokens keep their ids
+    assert again.encode(text, allowed_special="all") == ids and again.special_tokens == family.fast.special_tokens
+
+
+def test_llama2_is_refused_in_one_line_naming_file_and_feature():
+    path = HF_DIR / "llama2" / "tokenizer.json"
+    with pytest.raises(ValueError) as refused:
+        load_encoding(path)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path}: ") and "byte_fallback" in message
+    assert "SentencePiece" in message and "only byte-level BPE files load" in message
+
+
+def small_file(tmp_path, **changes) -> str:
+    """A tiny byte-level tokenizer.json (256 bytes, one merge) with ``changes`` made to its sections."""
+    from tokenizer.vocab_files import token_to_gpt2_str
+
+    vocab = {token_to_gpt2_str(bytes([b])): b for b in range(256)} | {"ab": 256}
+    data = {"version": "1.0", "added_tokens": [], "normalizer": None,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+            "post_processor": None, "decoder": {"type": "ByteLevel"},
+            "model": {"type": "BPE", "vocab": vocab, "merges": ["a b"], "ignore_merges": False}}
+    for key, value in changes.items():
+        if key in data["model"] or key in ("dropout", "byte_fallback", "continuing_subword_prefix"):
+            data["model"][key] = value
+        else:
+            data[key] = value
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("changes, feature", [
+    ({"type": "Unigram"}, "model 'Unigram'"),
+    ({"type": "WordPiece"}, "model 'WordPiece'"),
+    ({"byte_fallback": True}, "byte_fallback"),
+    ({"dropout": 0.1}, "dropout"),
+    ({"continuing_subword_prefix": "##"}, "continuing_subword_prefix"),
+    ({"normalizer": {"type": "BertNormalizer"}}, "normalizer 'BertNormalizer'"),
+    ({"pre_tokenizer": {"type": "Metaspace", "replacement": "▁"}}, "pre-tokenizer 'Metaspace'"),
+    ({"pre_tokenizer": {"type": "Whitespace"}}, "'Whitespace' without ByteLevel"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Digits"}]}},
+     "after ByteLevel"),
+    ({"decoder": {"type": "WordPiece"}}, "decoder 'WordPiece'"),
+    ({"added_tokens": [{"id": 257, "content": "<x>", "special": False, "lstrip": True}]}, "lstrip"),
+])
+def test_unsupported_features_are_refused_in_one_line(tmp_path, changes, feature):
+    path = small_file(tmp_path, **changes)
+    with pytest.raises(ValueError) as refused:
+        load_encoding(path)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path}: ") and feature in message, message
+
+
+# ---- each step against HF's own, on small strings ------------------------------------------------------------
+
+BEHAVIORS = {"Isolated": "isolated", "Removed": "removed", "MergedWithPrevious": "merged_with_previous",
+             "MergedWithNext": "merged_with_next", "Contiguous": "contiguous"}
+small_texts = st.lists(st.sampled_from(list("ab1 2-\u00e9\n")), max_size=12).map("".join)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(text=small_texts, behavior=st.sampled_from(sorted(BEHAVIORS)), invert=st.booleans(),
+       pattern=st.sampled_from([r"\d", r"\d+", r"[a-]", r"\s+(?!\S)|\s+", "-"]), literal=st.booleans())
+def test_split_cuts_as_hfs_split(text, behavior, invert, pattern, literal):
+    import regex
+
+    literal = literal and pattern == "-"
+    theirs = tokenizers.pre_tokenizers.Split(pattern if literal else tokenizers.Regex(pattern), BEHAVIORS[behavior],
+                                             invert=invert)
+    ours = split_by(regex.compile(regex.escape(pattern) if literal else pattern), behavior, invert, text)
+    assert ours == [piece for piece, _ in theirs.pre_tokenize_str(text)]
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(text=small_texts, individual=st.booleans(), prefix=st.booleans(), use_regex=st.booleans())
+def test_digits_and_byte_level_cut_as_hfs(text, individual, prefix, use_regex):
+    from tokenizer.vocab_files import token_to_gpt2_str
+
+    pre = {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": individual},
+        {"type": "ByteLevel", "add_prefix_space": prefix, "use_regex": use_regex}]}
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE())
+    hf.pre_tokenizer = tokenizers.pre_tokenizers.Sequence([
+        tokenizers.pre_tokenizers.Digits(individual_digits=individual),
+        tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=prefix, use_regex=use_regex)])
+    theirs = [piece for piece, _ in hf.pre_tokenizer.pre_tokenize_str(text)]
+    ours = [token_to_gpt2_str(p.encode("utf-8")) for p in TextSteps.from_json(None, pre).split(text)]
+    assert ours == theirs
+
+
+NORMALIZERS = [
+    ({"type": "NFC"}, tokenizers.normalizers.NFC()),
+    ({"type": "NFKC"}, tokenizers.normalizers.NFKC()),
+    ({"type": "NFD"}, tokenizers.normalizers.NFD()),
+    ({"type": "NFKD"}, tokenizers.normalizers.NFKD()),
+    ({"type": "Lowercase"}, tokenizers.normalizers.Lowercase()),
+    ({"type": "Strip", "strip_left": True, "strip_right": False}, tokenizers.normalizers.Strip(left=True, right=False)),
+    ({"type": "Prepend", "prepend": "▁"}, tokenizers.normalizers.Prepend("▁")),
+    ({"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": " "}, "content": "_"},
+                                          {"type": "Replace", "pattern": {"Regex": r"\d+"}, "content": "#"}]},
+     tokenizers.normalizers.Sequence([tokenizers.normalizers.Replace(" ", "_"),
+                                      tokenizers.normalizers.Replace(tokenizers.Regex(r"\d+"), "#")])),
+]
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(text=fuzz_texts, which=st.integers(0, len(NORMALIZERS) - 1))
+def test_normalizers_equal_hfs(text, which):
+    spec, theirs = NORMALIZERS[which]
+    assert normalizer_from_json(spec)(text) == theirs.normalize_str(text), spec
+
+
+# ---- saving ---------------------------------------------------------------------------------------------------
+
+
+def check_saved_round_trip(family: Family, folder) -> None:
+    family.fast.save(folder, format="hf")
+    again = load_encoding(folder)
+    hf_again = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    texts = EVERYDAY_TEXTS[::5] + [f"a{e['content']}b" for e in family.added[:4]]
+    for text in texts:
+        ids = family.fast.encode(text, allowed_special="all")
+        assert again.encode(text, allowed_special="all") == ids
+        assert hf_again.encode(text, add_special_tokens=False).ids == ids
+    assert again.special_tokens == family.fast.special_tokens and again.n_vocab == family.fast.n_vocab
+
+
+def test_saved_as_hf_loads_back_to_the_same_ids_in_both_libraries(tmp_path):
+    check_saved_round_trip(_loaded.get("deepseek_v3") or Family("deepseek_v3"), tmp_path / "saved")
+
+
+@pytest.mark.parametrize("fmt", ["gpt2", "tiktoken"])
+def test_steps_are_not_saved_where_a_format_cannot_hold_them(fmt, tmp_path):
+    family = _loaded.get("qwen3") or Family("qwen3")
+    with pytest.raises(ValueError, match=f"the {fmt} format cannot hold: save it as 'hf'"):
+        family.fast.save(tmp_path / "saved", format=fmt)
+    assert not (tmp_path / "saved").exists()
+
+
+@pytest.mark.exhaustive
+def test_every_family_saved_as_hf_loads_back_to_the_same_ids(family, tmp_path):
+    check_saved_round_trip(family, tmp_path / "saved")
+
+
+# ---- exhaustive: thousands of texts per family ---------------------------------------------------------------
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("core", CORES)
+def test_ids_equal_hfs_on_4515_corpus_texts(family, core):
+    texts = corpus_samples(per_file=430, max_chars=4000)
+    assert len(texts) == 4515  # 430 from each of the 7 corpora, and half of them in NFD
+    family.hf.encode_special_tokens = True
+    want = [e.ids for e in family.hf.encode_batch(texts, add_special_tokens=False)]
+    family.hf.encode_special_tokens = False
+    got = family.encoding(core).encode_ordinary_batch(texts)
+    differ = [text[:80] for text, a, b in zip(texts, got, want) if a != b]
+    assert not differ, f"{len(differ)} of {len(texts)} texts differ, e.g. {differ[:3]}"

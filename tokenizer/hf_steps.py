@@ -1,0 +1,307 @@
+"""What a Hugging Face ``tokenizer.json`` does to text before BPE, as Python: :class:`TextSteps`.
+
+tiktoken's encodings cut text with one regular expression. A ``tokenizer.json`` spells the same job as a
+pipeline of named steps, each a small JSON object, run in this order on the text between special tokens:
+
+1. **added tokens** that are not special (Qwen3's ``<think>``): found in the text and taken out whole, as
+   their own ids, before anything else touches it. Those marked ``"normalized": true`` are looked for after
+   step 2, the others before it.
+2. **the normalizer** rewrites each stretch of text: ``NFC`` (Qwen3: "e" + combining acute becomes "é", so
+   the same word gets the same ids however it was typed), ``NFKC``, ``Lowercase``, ``Replace``, ``Prepend``,
+   ``Strip``, or a ``Sequence`` of them.
+3. **the pre-tokenizer** cuts each stretch into pieces, a list of strings passed from step to step:
+
+   - ``Split`` cuts every piece with a pattern (a regex or a plain string). What happens to the matches
+     and to the stretches between them is the ``behavior``: ``Isolated`` keeps both as pieces (tiktoken's
+     ``findall`` keeps only the matches: here the text between them is encoded too), ``Removed`` drops the
+     matches, ``MergedWithPrevious`` / ``MergedWithNext`` glue each match to the piece before / after it,
+     ``Contiguous`` glues runs of matches into one piece. ``invert`` swaps what counts as a match.
+     DeepSeek V3 runs three: numbers, then CJK runs, then words and punctuation, each inside the last's pieces.
+   - ``Digits`` cuts out runs of digits (or each digit alone).
+   - ``ByteLevel`` (last): optionally adds a space in front of each piece and cuts it with GPT-2's pattern;
+     then each piece is BPE-encoded as its UTF-8 bytes. (In the file, it also writes bytes as printable
+     characters, ``" "`` as ``"Ġ"``; here pieces simply become bytes.)
+
+>>> steps = TextSteps.from_json({"type": "NFC"}, {"type": "Sequence", "pretokenizers": [
+...     {"type": "Split", "pattern": {"Regex": "\\\\d{1,3}"}, "behavior": "Isolated", "invert": False},
+...     {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]})
+>>> steps.normalize("cafe\\u0301 1234") == "caf\\u00e9 1234"
+True
+>>> steps.split("café 1234")
+['café ', '123', '4']
+
+What this module does not do: BPE itself (:mod:`tokenizer.bpe`), special tokens (the ``Encoding`` face
+handles those), the post-processor (a BOS token: tiktoken's API adds nothing), offsets, or files that are not
+byte-level (SentencePiece's ``Metaspace`` + byte fallback, Unigram, WordPiece): :func:`from_json` refuses
+any step it does not know with a ``ValueError`` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Callable
+
+import regex
+
+from .patterns import GPT2_PATTERN, WHITESPACE_CLASS
+
+# What each Split ``behavior`` is called in a tokenizer.json (and in HF's Python API, in snake case).
+BEHAVIORS = ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous")
+
+Normalizer = Callable[[str], str]
+PreTokenizer = Callable[[list[str]], list[str]]
+
+
+class UnsupportedStep(ValueError):
+    """A step of a tokenizer.json this package cannot run exactly (the message names it)."""
+
+
+# ---- normalizers ---------------------------------------------------------------------------------------------
+
+
+def normalizer_from_json(spec: dict | None) -> Normalizer | None:
+    """The normalizer a ``tokenizer.json``'s ``"normalizer"`` describes, as a function of text; None for none."""
+    if spec is None:
+        return None
+    kind = spec.get("type")
+    if kind == "Sequence":
+        steps = [step for step in map(normalizer_from_json, spec.get("normalizers", [])) if step is not None]
+        if not steps:
+            return None
+        if len(steps) == 1:
+            return steps[0]
+        return lambda text: _run_all(steps, text)
+    if kind in ("NFC", "NFD", "NFKC", "NFKD"):
+        return lambda text: unicodedata.normalize(kind, text)
+    if kind == "Lowercase":
+        return str.lower
+    if kind == "Prepend":
+        prefix = spec["prepend"]
+        return lambda text: prefix + text if text else text  # HF prepends nothing to empty text
+    if kind == "Replace":
+        find, content = _pattern_of(spec), spec["content"]
+        return lambda text: find.sub(lambda _: content, text)
+    if kind == "Strip":
+        left = f"^[{WHITESPACE_CLASS}]+" if spec.get("strip_left", True) else None
+        right = f"[{WHITESPACE_CLASS}]+$" if spec.get("strip_right", True) else None
+        strip = re.compile("|".join(filter(None, [left, right])) or "(?!)")
+        return lambda text: strip.sub("", text)
+    raise UnsupportedStep(f"normalizer {kind!r} is not supported")
+
+
+def _run_all(steps: list[Normalizer], text: str) -> str:
+    for step in steps:
+        text = step(text)
+    return text
+
+
+def _pattern_of(spec: dict) -> regex.Pattern:
+    """A Split's or Replace's ``pattern``: ``{"Regex": ...}`` (HF's Oniguruma syntax, read by ``regex``, which
+    spells the families' patterns the same way) or ``{"String": ...}`` (literal text)."""
+    pattern = spec.get("pattern") or {}
+    if "Regex" in pattern:
+        return regex.compile(pattern["Regex"])
+    if "String" in pattern:
+        return regex.compile(regex.escape(pattern["String"]))
+    raise UnsupportedStep(f"pattern {pattern!r} is neither a Regex nor a String")
+
+
+# ---- pre-tokenizers ------------------------------------------------------------------------------------------
+
+
+def split_by(find: regex.Pattern, behavior: str, invert: bool, text: str) -> list[str]:
+    """``text`` cut by the matches of ``find`` as HF's ``Split`` cuts it (see the module's docstring).
+
+    >>> [split_by(regex.compile(r"\\d"), b, False, "ab12c") for b in ("Isolated", "MergedWithPrevious")]
+    [['ab', '1', '2', 'c'], ['ab1', '2', 'c']]
+    """
+    # Every stretch of the text, with whether it is a match (after invert): matches and the gaps between.
+    stretches: list[tuple[int, int, bool]] = []
+    at = 0
+    for m in find.finditer(text):
+        if m.start() > at:
+            stretches.append((at, m.start(), invert))
+        stretches.append((m.start(), m.end(), not invert))
+        at = m.end()
+    if at < len(text) or not text:
+        stretches.append((at, len(text), invert))
+    pieces: list[list[int]] = []  # [start, end] of each piece kept
+    if behavior == "Isolated":
+        pieces = [[a, b] for a, b, _ in stretches]
+    elif behavior == "Removed":
+        pieces = [[a, b] for a, b, is_match in stretches if not is_match]
+    elif behavior in ("MergedWithPrevious", "Contiguous"):
+        previous_match = False
+        for a, b, is_match in stretches:
+            glue = (is_match and not previous_match) if behavior == "MergedWithPrevious" else is_match == previous_match
+            if glue and pieces:
+                pieces[-1][1] = b
+            else:
+                pieces.append([a, b])
+            previous_match = is_match
+    elif behavior == "MergedWithNext":
+        next_match = False
+        for a, b, is_match in reversed(stretches):
+            if is_match and not next_match and pieces:
+                pieces[-1][0] = a
+            else:
+                pieces.append([a, b])
+            next_match = is_match
+        pieces.reverse()
+    else:
+        raise UnsupportedStep(f"Split behavior {behavior!r} is not supported (expected one of {', '.join(BEHAVIORS)})")
+    return [text[a:b] for a, b in pieces if b > a]
+
+
+def pre_tokenizer_from_json(spec: dict | None) -> list[PreTokenizer]:
+    """The steps of a ``tokenizer.json``'s ``"pre_tokenizer"``, each a function from pieces to pieces. The
+    file must be byte-level: its last step is ``ByteLevel`` (which must not come before another step)."""
+    specs = flat_steps(spec)
+    kinds = [s.get("type") for s in specs]
+    if "ByteLevel" not in kinds:
+        found = f"pre-tokenizer {kinds[-1]!r}" if kinds else "no pre-tokenizer"
+        raise UnsupportedStep(f"{found} without ByteLevel (not byte-level BPE) is not supported")
+    if kinds.index("ByteLevel") != len(kinds) - 1:
+        raise UnsupportedStep("a pre-tokenizer step after ByteLevel (which has turned bytes into characters)")
+    return [_pre_tokenizer_step(s) for s in specs]
+
+
+def flat_steps(spec: dict | None) -> list[dict]:
+    """The steps of a ``"pre_tokenizer"`` in order, nested ``Sequence`` steps laid flat."""
+    if spec is None:
+        return []
+    if spec.get("type") == "Sequence":
+        return [step for sub in spec.get("pretokenizers", []) for step in flat_steps(sub)]
+    return [spec]
+
+
+def _pre_tokenizer_step(spec: dict) -> PreTokenizer:
+    kind = spec.get("type")
+    if kind == "Split":
+        find, behavior, invert = _pattern_of(spec), spec.get("behavior", "Isolated"), bool(spec.get("invert"))
+        split_by(find, behavior, invert, "")  # an unknown behavior is refused now, not at the first text
+        if behavior == "Isolated":  # (matches and gaps alike are pieces: invert changes nothing)
+            return _isolated(find)
+        return lambda pieces: [p for piece in pieces for p in split_by(find, behavior, invert, piece)]
+    if kind == "Digits":
+        return _isolated(regex.compile(r"\p{Nd}" if spec.get("individual_digits") else r"\p{Nd}+"))
+    if kind == "ByteLevel":
+        words = _isolated(regex.compile(GPT2_PATTERN)) if spec.get("use_regex", True) else None
+        prefix = bool(spec.get("add_prefix_space"))
+        return lambda pieces: _byte_level(pieces, prefix, words)
+    if kind == "Metaspace":
+        raise UnsupportedStep("pre-tokenizer 'Metaspace' (SentencePiece-style '▁' words) is not supported")
+    raise UnsupportedStep(f"pre-tokenizer {kind!r} is not supported")
+
+
+def _isolated(find: regex.Pattern) -> PreTokenizer:
+    """``split_by(find, "Isolated", ...)`` on every piece, as one ``regex`` split in C: with the pattern in a
+    group, the split returns the gaps and the matches in order (empty ones dropped). The families' patterns
+    have no group of their own; one that has goes through :func:`split_by`."""
+    if find.groups:
+        return lambda pieces: [p for piece in pieces for p in split_by(find, "Isolated", False, piece)]
+    split = regex.compile(f"({find.pattern})", find.flags).split
+    return lambda pieces: [p for piece in pieces for p in split(piece) if p]
+
+
+def _byte_level(pieces: list[str], add_prefix_space: bool, words: PreTokenizer | None) -> list[str]:
+    """HF's ByteLevel on pieces: a space put in front of each that lacks one, if asked; cut by GPT-2's pattern."""
+    if add_prefix_space:
+        pieces = [piece if piece.startswith(" ") else " " + piece for piece in pieces]
+    if words is None:
+        return pieces
+    return words(pieces)
+
+
+# ---- the whole pipeline --------------------------------------------------------------------------------------
+
+
+class TextSteps:
+    """Text -> the pieces BPE runs on, as a ``tokenizer.json`` says (see the module's docstring).
+
+    ``added_raw`` / ``added_normalized``: the non-special added tokens (text -> id) looked for before / after
+    normalization. ``specs`` keeps the JSON it was made from, so the encoding can be saved again as it was read.
+    """
+
+    def __init__(self, normalize: Normalizer | None, pre_tokenizers: list[PreTokenizer], *,
+                 added_raw: dict[str, int] | None = None, added_normalized: dict[str, int] | None = None,
+                 specs: dict | None = None):
+        self._normalize = normalize
+        self.pre_tokenizers = pre_tokenizers
+        self.added_raw = dict(added_raw or {})
+        self.added_normalized = dict(added_normalized or {})
+        self.specs = specs or {}
+        self._find_raw = _finder(self.added_raw)
+        self._find_normalized = _finder(self.added_normalized)
+
+    @classmethod
+    def from_json(cls, normalizer: dict | None, pre_tokenizer: dict | None, added_tokens: list[dict] = ()) -> TextSteps:
+        """From a ``tokenizer.json``'s ``"normalizer"``, ``"pre_tokenizer"`` and non-special ``"added_tokens"``
+        entries. Raises :class:`UnsupportedStep` for a step it cannot run exactly."""
+        added_raw, added_normalized = {}, {}
+        for entry in added_tokens:
+            for option in ("lstrip", "rstrip", "single_word"):
+                if entry.get(option):
+                    raise UnsupportedStep(f"added token {entry['content']!r} with {option}=true is not supported")
+            (added_normalized if entry.get("normalized") else added_raw)[entry["content"]] = entry["id"]
+        specs = {"normalizer": normalizer, "pre_tokenizer": pre_tokenizer, "added_tokens": list(added_tokens)}
+        return cls(normalizer_from_json(normalizer), pre_tokenizer_from_json(pre_tokenizer),
+                   added_raw=added_raw, added_normalized=added_normalized, specs=specs)
+
+    def __reduce__(self):
+        # sent (to another process) as the JSON it was read from: its steps are closures, which pickle cannot send
+        if not self.specs:
+            raise TypeError("TextSteps made by hand cannot be pickled; make them with TextSteps.from_json")
+        specs = self.specs
+        return (TextSteps.from_json, (specs["normalizer"], specs["pre_tokenizer"], specs["added_tokens"]))
+
+    @property
+    def has_normalizer(self) -> bool:
+        return self._normalize is not None
+
+    def normalize(self, text: str) -> str:
+        return text if self._normalize is None else self._normalize(text)
+
+    def split(self, text: str) -> list[str]:
+        """The pre-tokenizer's pieces of ``text`` (normalized already, with no added token in it)."""
+        pieces = [text] if text else []
+        for step in self.pre_tokenizers:
+            pieces = step(pieces)
+        return pieces
+
+    def cut(self, text: str) -> tuple[list[str], list[int]]:
+        """``(stretches, ids)``: ``text`` normalized and cut at its added tokens: one stretch more than ids, as
+        the ``Encoding`` face cuts text at special tokens; :meth:`split` then cuts each stretch into pieces.
+
+        >>> TextSteps(str.upper, [], added_raw={"<t>": 9}).cut("a<t>b")
+        (['A', 'B'], [9])
+        """
+        stretches, ids = [], []
+        raw_stretches, raw_ids = _cut_at(text, self._find_raw, self.added_raw)
+        for k, stretch in enumerate(raw_stretches):
+            more_stretches, more_ids = _cut_at(self.normalize(stretch), self._find_normalized, self.added_normalized)
+            stretches += more_stretches
+            ids += more_ids
+            if k < len(raw_ids):
+                ids.append(raw_ids[k])
+        return stretches, ids
+
+
+def _finder(tokens: dict[str, int]) -> regex.Pattern | None:
+    """A pattern finding any of ``tokens``, the longest where several start at one place (as HF's)."""
+    if not tokens:
+        return None
+    return regex.compile("|".join(map(regex.escape, sorted(tokens, key=lambda t: (-len(t), t)))))
+
+
+def _cut_at(text: str, find: regex.Pattern | None, ids_of: dict[str, int]) -> tuple[list[str], list[int]]:
+    if find is None:
+        return [text], []
+    stretches, ids, at = [], [], 0
+    for m in find.finditer(text):
+        stretches.append(text[at : m.start()])
+        ids.append(ids_of[m.group()])
+        at = m.end()
+    stretches.append(text[at:])
+    return stretches, ids
