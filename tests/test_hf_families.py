@@ -24,7 +24,7 @@ from conftest import CORPUS_FILES, ENCODINGS_DIR, FUZZ_EXAMPLES, corpus_text
 from tokenizer import Encoding
 from tokenizer.hf_steps import TextSteps, normalizer_from_json, split_by
 from tokenizer.loading import load_encoding
-from tokenizer.patterns import O200K_PATTERN
+from tokenizer.patterns import LLAMA3_PATTERN, O200K_PATTERN
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -142,14 +142,16 @@ def test_decode_equals_hfs_and_qwen3_decodes_to_nfc(family):
 
 
 def test_what_each_file_becomes(family):
-    """Files that are one OpenAI pattern keep its spelling (and the fast core's routes); the others run steps."""
+    """Files that are one known pattern keep its spelling (and the fast core's routes); the others run steps."""
     steps = family.fast.text_steps
     if family.name == "gpt_oss":
         assert steps is None and family.fast.pat_str == O200K_PATTERN and family.fast.whole_piece_tokens
+    elif family.name == "llama3":  # its own pattern, declared in tokenizer.patterns.KNOWN_PATTERNS
+        assert steps is None and family.fast.pat_str == LLAMA3_PATTERN and family.fast.whole_piece_tokens
     else:
         assert steps is not None
         assert steps.has_normalizer == (family.name == "qwen3")
-        assert family.fast.whole_piece_tokens == (family.name == "llama3")  # the file's ignore_merges
+        assert not family.fast.whole_piece_tokens  # the file's ignore_merges
 
 
 def test_a_loaded_family_pickles_and_keeps_its_ids():
