@@ -4,7 +4,8 @@ A float32 is a sign bit, 8 bits of exponent and 23 of mantissa. bf16 ("brain flo
 exponent bits and only the top 7 mantissa bits: the same range as float32 (no overflow where float32 has none),
 about 3 significant decimal digits instead of 7. A bf16 number is the top half of a float32's bits, so widening
 one back is a 16-bit shift; rounding a float32 to bf16 here is round-to-nearest, ties to even (as torch's
-``.to(torch.bfloat16)``). (f16, IEEE half, trades exponent for mantissa: 5 and 10 bits; not offered here.)
+``.to(torch.bfloat16)``). (f16, IEEE half, trades exponent for mantissa, 5 bits and 10: not offered here, as
+numba has no float16 on the CPU and widening one takes more than a shift.)
 
 Why half the bytes is the speed: generating a token multiplies one activation row by every weight matrix, and
 each weight is read from memory once and used for one multiply-add. The processor does that arithmetic much
