@@ -74,20 +74,31 @@ class DecodingWeights:
     made by the first run of at least RELAYOUT_MIN_STEPS positions, kept here, and used by every
     later run, long or short. They go when this object goes. Changing `params` in place afterwards
     is not seen.
+
+    dtype="bf16" keeps the matrices in 16 bits instead (:mod:`gpt2_numpy.half`, with numba installed): about
+    twice as fast, logits rounded; folder, the checkpoint's, keeps the converted matrices beside it.
     """
 
-    def __init__(self, params):
+    def __init__(self, params, *, dtype="f32", folder=None):
         self.params = as_float32(params)  # no copy of arrays that are float32 already
         self.n_vocab, self.n_embd = self.params["wte"].shape
         self.n_ctx = self.params["wpe"].shape[0]
         self.head = self.params["wte"].T  # [n_embd, n_vocab], a view until a long run copies it
         self.blocks_in_order = {}  # "C"/"F" -> the blocks with mlp c_proj w stored in that order
+        self.dtype = dtype
+        if dtype != "f32":  # 16-bit matrices, multiplied by a compiled kernel (gpt2_numpy/half.py)
+            from . import half
+
+            if half.missing_extra(dtype):
+                raise ValueError(half.missing_extra(dtype))
+            self.params, self.head, blocks = half.decoding_weights(self.params, folder=folder)
+            self.blocks_in_order = {"C": blocks, "F": blocks}  # stored as the kernel reads them, for any run
 
     def for_run(self, n_batch, n_new):
         """(blocks, head) for a run of n_batch rows and n_new new tokens, copying into the faster
         memory order first if the run is long enough to pay for it."""
         order = "F" if n_batch == 1 else "C"  # mlp c_proj: column-major for one row, else row-major
-        if n_batch * n_new >= RELAYOUT_MIN_STEPS:
+        if n_batch * n_new >= RELAYOUT_MIN_STEPS and self.dtype == "f32":
             if not self.head.flags.c_contiguous:
                 self.head = copy_in_order(self.params["wte"], "F").T  # column-major wte = row-major wte.T
             if order not in self.blocks_in_order:

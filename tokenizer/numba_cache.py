@@ -52,15 +52,21 @@ KERNELS = {
 def folder(kernel: str) -> Path:
     """The folder numba caches ``kernel``'s machine code in (a name in :data:`KERNELS`), for its sources as they
     are and these versions."""
+    package = Path(__file__).parent
+    return folder_for_sources(kernel, [package / source for source in KERNELS[kernel]])
+
+
+def folder_for_sources(kernel: str, sources: list[Path]) -> Path:
+    """The folder numba caches the machine code of a kernel named ``kernel`` in, whose code depends on the files
+    ``sources`` (for a kernel of another package, which this one does not list in :data:`KERNELS`)."""
     # imported here, not with the module: the fast core imports this module, and a process that never
     # compiles a kernel should not pay for these
     import importlib.metadata
     import platform
 
     key = hashlib.sha256()
-    package = Path(__file__).parent
-    for source in KERNELS[kernel]:
-        key.update((package / source).read_bytes())
+    for source in sources:
+        key.update(Path(source).read_bytes())
     try:
         numba_version = importlib.metadata.version("numba")
     except importlib.metadata.PackageNotFoundError:  # not installed as a distribution, or not at all
@@ -147,9 +153,9 @@ def one_at_a_time(cache_folder: Path) -> Iterator[None]:
         yield
 
 
-def compiled(function: Callable, cache_folder: Path, uncached: list[str]) -> Callable:
+def compiled(function: Callable, cache_folder: Path, uncached: list[str], **options) -> Callable:
     """``function`` compiled by numba on first call (releasing the GIL while it runs), its machine code cached
-    in ``cache_folder`` for later processes.
+    in ``cache_folder`` for later processes. ``options`` go to ``numba.njit`` (``parallel=True``, say).
 
     Numba picks a function's cache folder when it wraps it, from its ``config.CACHE_DIR`` (what
     ``$NUMBA_CACHE_DIR`` sets); that is pointed at ``cache_folder`` for the moment of wrapping only, so other
@@ -161,9 +167,9 @@ def compiled(function: Callable, cache_folder: Path, uncached: list[str]) -> Cal
     default = numba.config.CACHE_DIR
     numba.config.CACHE_DIR = str(cache_folder)
     try:
-        return numba.njit(cache=True, nogil=True)(function)
+        return numba.njit(cache=True, nogil=True, **options)(function)
     except RuntimeError:  # numba: "cannot cache function ...: no locator available"
         uncached.append(function.__name__)
-        return numba.njit(nogil=True)(function)
+        return numba.njit(nogil=True, **options)(function)
     finally:
         numba.config.CACHE_DIR = default

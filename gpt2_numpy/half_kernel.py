@@ -1,0 +1,87 @@
+"""The compiled products behind 16-bit weights: bf16 weights times float32 activations, summed in float32.
+
+Only :mod:`gpt2_numpy.half` imports this module, and only when numba is installed (the ``half`` extra). Numba
+compiles each function on its first call (``parallel=True``: the loop over output rows runs on every core) and
+keeps the machine code on disk in the folder :func:`tokenizer.numba_cache.folder_for_sources` names for this
+file, so only the first process on a machine compiles (several seconds: :func:`gpt2_numpy.half.load_kernel`
+says so while it happens) and later ones load it.
+
+A weight matrix arrives as ``rows``: [n_out, n_in], the transpose of model.py's [n_in, n_out] ``w``, so that each
+output reads one contiguous row of weights (a dot product with the input row, vectorised by the compiler,
+``fastmath`` letting it keep several partial sums). bf16 is the top half of a float32, so widening a weight is a
+16-bit shift and a reinterpretation of the bits (:func:`float32_from_bits`), done in registers as the weight
+is used: widening each row into a buffer first and reading that back ran at half the speed.
+
+What it does not do: choose between this and NumPy's products for a given shape, or round float32 to bf16
+(:mod:`gpt2_numpy.half` does both).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numba
+import numpy as np
+from numba.core import types
+from numba.extending import intrinsic
+
+from tokenizer import numba_cache
+
+CACHE_FOLDER = numba_cache.folder_for_sources("half_matmul", [Path(__file__)])
+ROWS_PER_TILE = 16  # output rows a thread takes at a time (the parallel loop runs over tiles)
+_uncached: list[str] = []  # the functions numba found no writable cache folder for
+
+
+def _compiled(function):
+    return numba_cache.compiled(function, CACHE_FOLDER, _uncached, parallel=True, fastmath=True)
+
+
+@intrinsic
+def float32_from_bits(typingctx, bits):  # uint32 -> the float32 with those bits (no instruction: a relabelling)
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return types.float32(types.uint32), codegen
+
+
+@_compiled
+def matmul_bf16(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] bf16 bits (uint16) -> out [n_x, n_out] f32
+    n_x, n_in = x.shape
+    n_out = rows.shape[0]
+    for tile in numba.prange((n_out + ROWS_PER_TILE - 1) // ROWS_PER_TILE):
+        for j in range(tile * ROWS_PER_TILE, min(n_out, (tile + 1) * ROWS_PER_TILE)):
+            for i in range(n_x):
+                total = np.float32(0.0)
+                for k in range(n_in):  # bf16 -> float32: the bits shifted up, the low 16 bits zeros
+                    total += float32_from_bits(np.uint32(rows[j, k]) << 16) * x[i, k]
+                out[i, j] = total
+
+
+@_compiled
+def matmul_f32(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] f32 -> out [n_x, n_out] f32
+    # the same loop reading float32 weights: a yardstick for NumPy's (OpenBLAS's) matrix-vector product
+    n_x, n_in = x.shape
+    n_out = rows.shape[0]
+    for tile in numba.prange((n_out + ROWS_PER_TILE - 1) // ROWS_PER_TILE):
+        for j in range(tile * ROWS_PER_TILE, min(n_out, (tile + 1) * ROWS_PER_TILE)):
+            for i in range(n_x):
+                total = np.float32(0.0)
+                for k in range(n_in):
+                    total += rows[j, k] * x[i, k]
+                out[i, j] = total
+
+
+@_compiled
+def widen_bf16(rows, out):  # [n, m] bf16 bits (uint16) -> out [n, m] f32
+    for j in numba.prange(rows.shape[0]):
+        for k in range(rows.shape[1]):
+            out[j, k] = float32_from_bits(np.uint32(rows[j, k]) << 16)
+
+
+def warm_up() -> None:
+    """Run decoding's functions once on tiny arrays: numba compiles them now, or loads them from its disk cache.
+    (matmul_f32, the benchmark's yardstick, is compiled on its first call.)"""
+    matmul_bf16(np.ones((1, 4), np.float32), np.zeros((3, 4), np.uint16), np.empty((1, 3), np.float32))
+    widen_bf16(np.zeros((3, 4), np.uint16), np.empty((3, 4), np.float32))
+
+
+CACHED_ON_DISK = not _uncached

@@ -1,0 +1,217 @@
+"""16-bit weights (gpt2_numpy/half.py, its kernel gpt2_numpy/half_kernel.py): the rounding against torch's, the
+kernel against NumPy on the widened weights, decoding against the float32 decoder on the rounded weights, the
+logits against float32's within a stated bound, the cache beside the checkpoint, and the command's errors.
+
+The first test in a session that needs the kernel compiles it (a few seconds), unless numba's cache holds it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import FUZZ_EXAMPLES, REPO
+from gpt2_numpy import half, hfmodel, kvcache
+from gpt2_numpy.scoring import score
+from test_gpt2 import N_HEAD, random_params, run_main
+
+# The largest logit difference between bf16 and float32 weights on the random model below (logits' std about 3),
+# measured 0.07-0.10 over three seeds; bf16 keeps 8 significant bits (relative rounding at most 2**-9 per weight).
+LOGIT_BOUND = 0.25
+
+
+@pytest.fixture(scope="module")
+def params():
+    return random_params(seed=7, n_embd=64)
+
+
+@pytest.fixture(scope="module")
+def bf16_weights(params):
+    return kvcache.DecodingWeights(params, dtype="bf16")
+
+
+# ------------------------------------------------------------------------------ rounding
+def test_to_bf16_rounds_as_torch_nearest_ties_to_even():
+    import torch
+
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    edges = np.array([0, 0x80000000, 0x00008000, 0x00018000, 0x3F808000, 0x3F818000, 0x3F80_7FFF, 0x7F7FFFFF,
+                      0x7F7F8000, 0x7F800000, 0xFF800000, 0x00000001, 0x807FFFFF], dtype=np.uint32)
+    values = np.concatenate([bits, edges]).view(np.float32)
+    ours = half.to_bf16(values)
+    theirs = torch.from_numpy(values.copy()).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    is_nan = np.isnan(values)
+    assert np.array_equal(ours[~is_nan], theirs[~is_nan])
+    assert np.isnan(half.from_bf16(ours[is_nan])).all()  # a NaN stays a NaN (its payload may differ)
+    assert np.array_equal(half.from_bf16(half.to_bf16(half.from_bf16(ours[~is_nan]))),
+                          half.from_bf16(ours[~is_nan]))  # bf16 values are kept exactly
+
+
+def test_rounded_params_round_the_matrices_only(params):
+    rounded = half.rounded_params(params)
+    assert np.array_equal(rounded["wte"], half.from_bf16(half.to_bf16(params["wte"])))
+    assert not np.array_equal(rounded["wte"], params["wte"])
+    block, original = rounded["blocks"][1], params["blocks"][1]
+    assert np.array_equal(block["mlp"]["c_proj"]["w"], half.from_bf16(half.to_bf16(original["mlp"]["c_proj"]["w"])))
+    assert block["mlp"]["c_proj"]["b"] is original["mlp"]["c_proj"]["b"]  # biases, norms, wpe: float32 as they are
+    assert block["ln_1"] is original["ln_1"] and rounded["wpe"] is params["wpe"]
+
+
+# ------------------------------------------------------------------------------ the kernel
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(n_x=st.integers(1, 2 * half.KERNEL_MAX_ROWS), n_in=st.integers(1, 80), n_out=st.integers(1, 80),
+       seed=st.integers(0, 2**32 - 1))
+def test_products_equal_numpy_on_the_widened_weights(n_x, n_in, n_out, seed):
+    rng = np.random.default_rng(seed)
+    rows = half.to_bf16(rng.standard_normal((n_out, n_in), dtype=np.float32))
+    x = rng.standard_normal((n_x, n_in), dtype=np.float32)
+    reference = x.astype(np.float64) @ half.from_bf16(rows).T.astype(np.float64)
+    ours = x @ half.Bf16Matrix(rows)
+    assert ours.dtype == np.float32 and ours.shape == (n_x, n_out)
+    scale = np.abs(x).astype(np.float64) @ np.abs(half.from_bf16(rows)).T  # what float32 sums can lose against
+    assert (np.abs(ours - reference) <= 4e-6 * scale + 1e-30).all()
+
+
+def test_products_take_every_shape_the_layers_pass():
+    rng = np.random.default_rng(1)
+    rows = half.to_bf16(rng.standard_normal((5, 7), dtype=np.float32))
+    matrix, widened = half.Bf16Matrix(rows), half.from_bf16(rows).T  # [7, 5]
+    for shape in [(7,), (1, 7), (3, 7), (2, 3, 7), (2, 1, 7), (2, 20, 7)]:  # one row .. [n_batch, n_seq, n_in]
+        x = rng.standard_normal(shape, dtype=np.float32)
+        assert np.allclose(x @ matrix, x @ widened, rtol=1e-5, atol=1e-5)
+        assert (x @ matrix).shape == shape[:-1] + (5,)
+    column_major = np.asfortranarray(rng.standard_normal((4, 7), dtype=np.float32))
+    assert np.allclose(column_major @ matrix, column_major @ widened, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="inner sizes differ"):
+        np.ones((2, 6), np.float32) @ matrix
+
+
+# ------------------------------------------------------------------------------ decoding
+def test_bf16_decoding_equals_float32_decoding_of_the_rounded_weights(params, bf16_weights):
+    rounded = kvcache.DecodingWeights(half.rounded_params(params))
+    prompts = [[1, 2, 3, 4, 5], [50256, 7, 9], [300]]
+    assert kvcache.generate_batch(prompts, bf16_weights, N_HEAD, 24) == \
+        kvcache.generate_batch(prompts, rounded, N_HEAD, 24)
+    ours = kvcache.KVDecoder([list(range(40))], bf16_weights, N_HEAD, 2)  # a prefill past KERNEL_MAX_ROWS
+    theirs = kvcache.KVDecoder([list(range(40))], rounded, N_HEAD, 2)
+    assert np.allclose(ours.prefill(), theirs.prefill(), rtol=1e-4, atol=1e-4)
+    assert np.allclose(ours.decode([11]), theirs.decode([11]), rtol=1e-4, atol=1e-4)
+
+
+def test_bf16_logits_are_within_the_bound_of_float32s(params, bf16_weights):
+    ids = list(range(100, 160))
+    ours = kvcache.KVDecoder([ids], bf16_weights, N_HEAD, 1).prefill()
+    exact = kvcache.KVDecoder([ids], params, N_HEAD, 1).prefill()
+    difference = np.abs(ours - exact).max()
+    assert 0 < difference < LOGIT_BOUND  # rounded (not the float32 weights), and not by much
+    assert abs(score(ids, half.rounded_params(params), N_HEAD) - score(ids, params, N_HEAD)) < 0.01
+
+
+def test_an_unknown_dtype_is_a_value_error(params):
+    with pytest.raises(ValueError, match="'f64' is not one of f32, bf16"):
+        kvcache.DecodingWeights(params, dtype="f64")
+
+
+# ------------------------------------------------------------------------------ the cache file
+@pytest.fixture
+def model_folder(tmp_path):
+    params = random_params(seed=5, n_vocab=300, n_embd=32)
+    hparams = {"n_vocab": 300, "n_ctx": 64, "n_embd": 32, "n_head": N_HEAD, "n_layer": 2}
+    vocab = json.loads((REPO / "tokenizer" / "data" / "encoder.json").read_text(encoding="utf-8"))
+    hfmodel.save_hf_folder(tmp_path / "model", hparams, params, vocab, [])
+    return tmp_path / "model", params
+
+
+def test_the_cache_is_written_once_reused_and_remade_when_the_checkpoint_changes(model_folder, capsys):
+    folder, params = model_folder
+    expected = half.kernel_rows(params)
+    first = half.cached_bf16_matrices(params, folder)
+    cache = half.cache_path(folder)
+    assert cache == folder / "model.safetensors.bf16" and "converting" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+    again = half.cached_bf16_matrices(params, folder)
+    assert capsys.readouterr().err == "" and isinstance(again["wte"], np.memmap)  # read, not converted
+    for name in half.matrix_names(2):
+        assert np.array_equal(first[name], expected[name]) and np.array_equal(again[name], expected[name])
+    written = cache.stat().st_mtime_ns
+    weights = folder / hfmodel.SAFETENSORS
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10**9))  # "changed"
+    half.cached_bf16_matrices(params, folder)
+    assert "converting" in capsys.readouterr().err and cache.stat().st_mtime_ns != written
+
+
+@pytest.mark.parametrize("damage", [b"", b"GPT2BF16\xff", b"not a cache at all" * 10])
+def test_a_damaged_cache_is_made_again(model_folder, damage, capsys):
+    folder, params = model_folder
+    half.cached_bf16_matrices(params, folder)
+    cache = half.cache_path(folder)
+    cache.write_bytes(damage)
+    rows = half.cached_bf16_matrices(params, folder)
+    assert "converting" in capsys.readouterr().err
+    assert np.array_equal(rows["blocks/1/mlp/c_fc"], half.kernel_rows(params)["blocks/1/mlp/c_fc"])
+    assert half.read_cache(cache, half.source_stamp(folder), half.matrix_names(2)) is not None
+
+
+def test_a_cache_cut_short_is_made_again(model_folder):
+    folder, params = model_folder
+    half.cached_bf16_matrices(params, folder)
+    cache = half.cache_path(folder)
+    cache.write_bytes(cache.read_bytes()[:-2])
+    assert half.read_cache(cache, half.source_stamp(folder), half.matrix_names(2)) is None
+
+
+def test_a_folder_that_cannot_be_written_warns_and_converts_each_time(model_folder, monkeypatch):
+    folder, params = model_folder
+
+    def refuse(*args, **kwargs):  # as in a read-only folder (chmod does not stop root, who runs CI)
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(half.tempfile, "mkstemp", refuse)
+    with pytest.warns(UserWarning, match="converts the weights to bf16 again"):
+        rows = half.cached_bf16_matrices(params, folder)
+    assert np.array_equal(rows["wte"], half.to_bf16(params["wte"])) and not half.cache_path(folder).exists()
+
+
+# ------------------------------------------------------------------------------ the command
+def test_gpt2_dtype_bf16_generates_and_scores_with_the_rounded_weights(model_folder, tmp_path, capsys):
+    folder, params = model_folder
+    status, out, err = run_main(["a b", "--model", str(folder), "--dtype", "bf16", "--n_tokens_to_generate", "6"])
+    assert status == 0, err
+    from gpt2_numpy.checkpoints import load_encoder_hparams_and_params
+
+    encoder, hparams, loaded = load_encoder_hparams_and_params(str(folder))
+    expected = kvcache.generate(encoder.encode("a b"), half.rounded_params(loaded), N_HEAD, 6)
+    assert out == encoder.decode(expected) + "\n" and half.cache_path(folder).is_file()
+    text = tmp_path / "text.txt"
+    text.write_text("one two three four five six seven", encoding="utf-8")
+    lines = {}
+    for dtype in ("f32", "bf16"):
+        status, out, err = run_main(["--score", str(text), "--model", str(folder), "--dtype", dtype])
+        assert status == 0, err
+        lines[dtype] = out
+    assert lines["f32"] != lines["bf16"] and lines["f32"].splitlines()[0] == lines["bf16"].splitlines()[0]
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["hi", "--dtype", "f64"], "invalid choice: 'f64'"),
+    (["--save_hf", "x", "--dtype", "bf16"], "--dtype bf16 goes with a PROMPT or --score"),
+])
+def test_gpt2_dtype_mistakes_are_one_line(argv, named, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run_main(argv)
+    assert status == 2 and out == "" and err.count("\n") == 1 and named in err, err
+
+
+def test_without_numba_dtype_bf16_is_one_line_naming_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "numba", None)  # importlib.util.find_spec("numba") is None: as not installed
+    status, out, err = run_main(["hi", "--dtype", "bf16", "--models_dir", str(tmp_path)])  # before any download
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert "numba, which is not installed: pip install 'gpt2-numpy[half]'" in err
+    with pytest.raises(ValueError, match=r"gpt2-numpy\[half\]"):
+        kvcache.DecodingWeights(random_params(n_vocab=10, n_embd=8, n_layer=1), dtype="bf16")
