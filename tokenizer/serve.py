@@ -25,8 +25,10 @@ turns HTTP into calls and results into JSON. The next-token panel asks the model
 with ``name``, ``n_ctx`` and ``top(ids, k)``, see :class:`NextTokenModel`) about the text's GPT-2 ids; ``gpt2
 --serve --model 124M`` starts the playground with GPT-2's, so this package never imports the model.
 
-What it does not do: serve anyone but you. There is no login and no TLS; it listens on 127.0.0.1 unless told
-otherwise, and keeps no state between requests.
+It listens on 127.0.0.1 (this machine) unless told otherwise; ``--host 0.0.0.0`` serves a room, sized for one
+(:class:`PlaygroundServer`: connections wait in a backlog, never dropped; a few workers compute the answers in
+turn; limits bound what one request can cost). What it does not do: know who asks. There is no login and no
+TLS; it reads only the text each request sends, writes nothing to disk and keeps no state between requests.
 """
 
 from __future__ import annotations
@@ -346,17 +348,19 @@ class PlaygroundServer(ThreadingHTTPServer):
 
     Each connection has a thread of its own, which reads the request and writes the answer, so a slow or stuck
     client holds only its thread (and that for at most :attr:`Handler.timeout` seconds of silence). The answers
-    themselves are computed by ``workers`` threads, first come first served: they are pure Python, which runs
-    one thread at a time (the GIL), so more threads would not answer sooner, they would share the processor
-    among every request at once and so make a long answer wait behind all the short ones that arrive meanwhile.
-    The limits (:data:`MAX_CHARS` and those of :class:`Playground`) bound how long one answer can take.
+    themselves are computed by ``workers`` threads, first come first served. They are pure Python, which runs
+    one thread at a time (the GIL): a thread per request would not answer sooner, it would only hold every
+    answer of the room half-built at once (one of a long text holds tens of MB while it is built), and share
+    the processor among them all, so that a long answer waits behind every short one that arrives meanwhile. A
+    few workers rather than one keep the processor busy while a worker waits (for the GIL, a model's matrix
+    products); the limits (:data:`MAX_CHARS` and the others above) bound how long any one answer holds a worker.
     """
 
     daemon_threads = True  # a slow request does not keep Ctrl-C waiting
     block_on_close = False  # nor does closing the server wait for a stuck client
     request_queue_size = 1024  # connections the OS holds until accepted (capped by net.core.somaxconn)
 
-    def __init__(self, playground: Playground, host: str = "127.0.0.1", port: int = 8000, *, workers: int = 2):
+    def __init__(self, playground: Playground, host: str = "127.0.0.1", port: int = 8000, *, workers: int = 4):
         self.playground = playground
         self.workers = ThreadPoolExecutor(workers, thread_name_prefix="playground-answer")
         super().__init__((host, port), Handler)
