@@ -140,15 +140,19 @@ class ServerProcess:
     def __init__(self, root: Path):
         env = {**os.environ, "PYTHONPATH": str(root)}
         env.setdefault("TOKENIZER_DATA_DIR", str(SHARED / "encodings"))
+        self.errors = tempfile.TemporaryFile()  # what it says of clients that left (an old server's tracebacks)
         self.process = subprocess.Popen([sys.executable, "-c", SERVER], env=env, cwd=root, stdout=subprocess.PIPE,
-                                        text=True)
+                                        stderr=self.errors, text=True)
         self.url = self.process.stdout.readline().strip()
         if not self.url:
-            raise SystemExit(f"the server of {root} did not start (exit {self.process.wait()})")
+            self.errors.seek(0)
+            raise SystemExit(f"the server of {root} did not start (exit {self.process.wait()}): "
+                             f"{self.errors.read().decode(errors='replace')[-2000:]}")
 
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait()
+        self.errors.close()
 
 
 def unpack_revision(revision: str, into: Path) -> Path:
