@@ -49,11 +49,11 @@ from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, merge_number
                     show_bytes, split_differences, token_spans, token_texts, visible_whitespace)
 from .vocab_files import token_to_gpt2_str
 
-# The limits. An answer's work grows with its text: encode's with the tokens it lists (about 25 us each, JSON
-# included), compare's with the tokens of every encoding it lists, explain's with the square of the pre-token it
-# replays, next's only up to the model's context. Each limit keeps the worst text (one token per byte, as emoji
-# get from gpt2) near a second on one core, far above what a room types or pastes by accident, so that one
-# request cannot hold the workers (PlaygroundServer) for long; the 413 that says no names the limit.
+# The limits. An answer's work grows with its text: encode's with the tokens it lists (JSON included), compare's
+# with the tokens of every encoding it lists, explain's with the square of the pre-token it replays, next's only
+# up to the model's context. Each limit keeps the worst text (one token per byte, as emoji get from gpt2) under
+# about a second on one core (docs/performance.md), far above what a room types or pastes by accident, so that
+# one request cannot hold a worker (PlaygroundServer) for long; the 413 that says no names the limit.
 MAX_CHARS = 20_000  # longest text the API takes (encode, explain, next)
 MAX_COMPARE_CHARS = 5_000  # longest text compare takes: it lists the tokens of up to 4 encodings
 MAX_BODY = 1_000_000  # bytes of a POST body (20,000 characters of JSON-escaped text fit)
