@@ -116,7 +116,8 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("serve", action="store_true",
            help="serve the tokenizer playground (a web page) with the model's next-token panel, until Ctrl-C")
     option("host", default=None, help="with --serve, the address to listen on (default 127.0.0.1: this "
-           "machine only; the playground has no login)")
+           "machine only; 0.0.0.0: every network this machine is on, e.g. a classroom's; the playground has no "
+           "login)")
     option("port", type=int, default=None, help="with --serve, the port (default 8000; 0: any free port)")
     option("encoding", action="append", default=None, metavar="NAME|PATH",
            help="with --serve, the page's first encoding, or a saved tokenizer to offer too (a tokenizer.json, its "

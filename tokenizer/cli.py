@@ -819,7 +819,7 @@ def build_parser(prog: str) -> OneLineParser:
                 "and bytes, the merges that built each and encodings side by side (gpt2 --serve --model 124M adds "
                 "GPT-2's next token).", "[--port 8000] [options]")
     add_flag(p, "host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine "
-             "only; the playground has no login)")
+             "only; 0.0.0.0: every network this machine is on, e.g. a classroom's; the playground has no login)")
     add_flag(p, "port", type=port_number, default=8000, help="the port (default 8000; 0: any free port)")
     add_flag(p, "encoding", type=names_list, action="extend", metavar="NAME|PATH",
              help="the page's first encoding, and saved tokenizers (a tokenizer.json, its folder, a saved "

@@ -17,7 +17,7 @@ special-token text becomes its id (the teaching tools' default, :data:`tokenizer
 is an error (tiktoken's default), or is encoded as plain text. Each merge of the trace is named by its place
 among the encoding's merges (``merge``, from 0: for gpt2 its line of ``vocab.bpe``) and by the id of the token it
 makes (``id``; OpenAI's encodings also rank merges by it), never by a bare rank. A mistake
-(unknown encoding or field, text over :data:`MAX_CHARS`, a malformed query) is answered with a 4xx status and
+(unknown encoding or field, text over a limit below, a malformed query) is answered with a 4xx status and
 ``{"error": "one line that says what to pass instead"}``.
 
 The answers are :mod:`tokenizer.teach`'s (pre_tokens, merge_story, token_spans, split_differences): this module
@@ -25,13 +25,18 @@ turns HTTP into calls and results into JSON. The next-token panel asks the model
 with ``name``, ``n_ctx`` and ``top(ids, k)``, see :class:`NextTokenModel`) about the text's GPT-2 ids; ``gpt2
 --serve --model 124M`` starts the playground with GPT-2's, so this package never imports the model.
 
-What it does not do: serve anyone but you. There is no login and no TLS; it listens on 127.0.0.1 unless told
-otherwise, and keeps no state between requests.
+It listens on 127.0.0.1 (this machine) unless told otherwise; ``--host 0.0.0.0`` serves a room, sized for one
+(:class:`PlaygroundServer`: connections wait in a backlog, never dropped; a few workers compute the answers in
+turn; limits bound what one request can cost). What it does not do: know who asks. There is no login and no
+TLS; it reads only the text each request sends, writes nothing to disk and keeps no state between requests.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -44,9 +49,15 @@ from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, merge_number
                     show_bytes, split_differences, token_spans, token_texts, visible_whitespace)
 from .vocab_files import token_to_gpt2_str
 
-MAX_CHARS = 20_000  # longest text the API takes: every answer stays well under a second
+# The limits. An answer's work grows with its text: encode's with the tokens it lists (JSON included), compare's
+# with the tokens of every encoding it lists, explain's with the square of the pre-token it replays, next's only
+# up to the model's context. Each limit keeps the worst text (one token per byte, as emoji get from gpt2) under
+# about a second on one core (docs/performance.md), far above what a room types or pastes by accident, so that
+# one request cannot hold a worker (PlaygroundServer) for long; the 413 that says no names the limit.
+MAX_CHARS = 20_000  # longest text the API takes (encode, explain, next)
+MAX_COMPARE_CHARS = 5_000  # longest text compare takes: it lists the tokens of up to 4 encodings
 MAX_BODY = 1_000_000  # bytes of a POST body (20,000 characters of JSON-escaped text fit)
-MAX_EXPLAIN_BYTES = 2_000  # merge_reference replays a pre-token step by step, in time that grows with its square
+MAX_EXPLAIN_BYTES = 500  # merge_reference replays a pre-token step by step, in time that grows with its square
 TOP_K = 10
 PAGE_DIR = Path(__file__).resolve().parent / "playground"
 PAGE_FILES = {  # URL path -> (file in PAGE_DIR, content type); nothing else is served from disk
@@ -120,11 +131,13 @@ class Playground:
         return get_encoding(name)
 
     @staticmethod
-    def text(fields) -> str:
+    def text(fields, *, limit: int = MAX_CHARS, does: str = "takes", instead: str = "") -> str:
+        """The text field, at most ``limit`` characters (else a 413 saying the playground ``does`` at most so
+        many, and what to do ``instead``) and valid Unicode."""
         text = fields.get("text", "")
-        if len(text) > MAX_CHARS:
-            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                           f"text of {len(text):,} characters; the playground takes up to {MAX_CHARS:,}")
+        if len(text) > limit:
+            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"text is {len(text):,} characters; the playground "
+                           f"{does} at most {limit:,}: {instead or 'send a shorter text'}")
         bad = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
         if bad is not None:
             raise ApiError(HTTPStatus.BAD_REQUEST, f"text holds a lone surrogate (U+{ord(text[bad]):04X}) at "
@@ -155,7 +168,8 @@ class Playground:
         return {"encodings": self.names, "default": self.names[0],
                 "compare": [name for name, _ in COMPARED], "special_rules": list(SPECIAL_RULES),
                 "special_default": TEACHING_SPECIAL_RULE,
-                "model": self.model.name if self.model else None, "max_chars": MAX_CHARS}
+                "model": self.model.name if self.model else None, "max_chars": MAX_CHARS,
+                "max_compare_chars": MAX_COMPARE_CHARS}
 
     def encode(self, fields) -> dict:
         text, rule = self.text(fields), self.special(fields)
@@ -163,7 +177,9 @@ class Playground:
         return tokens_answer(text, enc, self.encode_ids(text, enc, rule))
 
     def compare(self, fields) -> dict:
-        text, rule = self.text(fields), self.special(fields)
+        text = self.text(fields, limit=MAX_COMPARE_CHARS, does="compares",
+                         instead=f"compare a part of it, or encode it alone (up to {MAX_CHARS:,})")
+        rule = self.special(fields)
         names = [name.strip() for name in fields.get("encodings", "").split(",") if name.strip()]
         names = names or [name for name, _ in COMPARED]
         if not 1 <= len(names) <= 4:
@@ -204,7 +220,10 @@ class Playground:
                 "next": guesses}
 
 
+@lru_cache(maxsize=1 << 15)
 def token_answer(enc: Encoding, token: int) -> dict:
+    """What the page shows of a token id, whatever text holds it. Remembered, since a room's texts share most
+    of their tokens: the answer is shared, so copy it before adding to it (``{**token_answer(enc, i), ...}``)."""
     data = enc.decode_single_token_bytes(token)
     special = enc.is_special_token(token)
     return {"id": token, "shown": show_bytes(data), "bytes": data.hex(" "), "special": special,
@@ -249,6 +268,7 @@ class Handler(BaseHTTPRequestHandler):
 
     server_version = "tokenizer-playground"
     server: PlaygroundServer
+    timeout = 30  # seconds a client may stay silent mid-request before its connection is closed
 
     def do_GET(self):
         url = urlsplit(self.path)
@@ -265,12 +285,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def api(self, path: str, read_fields) -> None:
         try:
-            status, answer = HTTPStatus.OK, self.server.playground.answer(path, read_fields())
+            fields = read_fields()  # reading the request stays in this connection's thread: a slow client waits here
         except ApiError as e:
-            status, answer = e.status, {"error": str(e)}
-        except Exception as e:  # never a traceback page: the page shows this line
-            status, answer = HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"internal error: {type(e).__name__}: {e}"}
-        self.send(status, json.dumps(answer, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
+            status, body = e.status, json_body({"error": str(e)})
+        else:
+            status, body = self.server.answer(path, fields)
+        self.send(status, body, "application/json; charset=utf-8")
 
     def body_fields(self) -> dict[str, str]:
         try:
@@ -319,12 +339,51 @@ def query_fields(query: str) -> dict[str, str]:
     return {name: values[0] for name, values in pairs.items()}
 
 
-class PlaygroundServer(ThreadingHTTPServer):
-    daemon_threads = True  # a slow request does not keep Ctrl-C waiting
+def json_body(answer: dict) -> bytes:
+    return json.dumps(answer, ensure_ascii=False).encode("utf-8")
 
-    def __init__(self, playground: Playground, host: str = "127.0.0.1", port: int = 8000):
+
+class PlaygroundServer(ThreadingHTTPServer):
+    """The playground's HTTP server, sized for a room: ``PlaygroundServer(Playground(), "0.0.0.0", 8000)``.
+
+    Each connection has a thread of its own, which reads the request and writes the answer, so a slow or stuck
+    client holds only its thread (and that for at most :attr:`Handler.timeout` seconds of silence). The answers
+    themselves are computed by ``workers`` threads, first come first served. They are pure Python, which runs
+    one thread at a time (the GIL): a thread per request would not answer sooner, it would only hold every
+    answer of the room half-built at once (one of a long text holds tens of MB while it is built), and share
+    the processor among them all, so that a long answer waits behind every short one that arrives meanwhile. A
+    few workers rather than one keep the processor busy while a worker waits (for the GIL, a model's matrix
+    products); the limits (:data:`MAX_CHARS` and the others above) bound how long any one answer holds a worker.
+    """
+
+    daemon_threads = True  # a slow request does not keep Ctrl-C waiting
+    block_on_close = False  # nor does closing the server wait for a stuck client
+    request_queue_size = 1024  # connections the OS holds until accepted (capped by net.core.somaxconn)
+
+    def __init__(self, playground: Playground, host: str = "127.0.0.1", port: int = 8000, *, workers: int = 4):
         self.playground = playground
+        self.workers = ThreadPoolExecutor(workers, thread_name_prefix="playground-answer")
         super().__init__((host, port), Handler)
+
+    def answer(self, path: str, fields: dict[str, str]) -> tuple[int, bytes]:
+        """``(status, JSON body)`` of an API request, computed by one of the workers."""
+        return self.workers.submit(self.compute, path, fields).result()
+
+    def compute(self, path: str, fields: dict[str, str]) -> tuple[int, bytes]:
+        try:
+            return HTTPStatus.OK, json_body(self.playground.answer(path, fields))
+        except ApiError as e:
+            return e.status, json_body({"error": str(e)})
+        except Exception as e:  # never a traceback page: the page shows this line
+            return HTTPStatus.INTERNAL_SERVER_ERROR, json_body({"error": f"internal error: {type(e).__name__}: {e}"})
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):  # a client that left: nothing to say
+            super().handle_error(request, client_address)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.workers.shutdown(wait=False, cancel_futures=True)
 
     @property
     def url(self) -> str:

@@ -363,8 +363,10 @@ def split_differences(splits: list[list[tuple[int, int]]]) -> list[list[bool]]:
     [[True, False], [True, True, False]]
     """
     sets = [set(spans) for spans in splits]
-    return [[any(span not in other for j, other in enumerate(sets) if j != n) for span in spans]
-            for n, spans in enumerate(splits)]
+    # a span every other encoding has too is split the same; so one set per encoding, not one lookup per pair
+    shared = [set.intersection(*[other for j, other in enumerate(sets) if j != n] or [own])
+              for n, own in enumerate(sets)]
+    return [[span not in shared[n] for span in spans] for n, spans in enumerate(splits)]
 
 
 def visible_whitespace(text: str) -> str:
