@@ -124,8 +124,8 @@ def bad_paths(folder) -> dict[str, str]:
         "missing/tokenizer.json": "missing/tokenizer.json: no such file or folder; pass a registered encoding",
         "tokenizer.json": "tokenizer.json: no such file or folder",
         "empty": "empty: no saved encoding here (expected tokenizer.json",
-        "wordpiece": "wordpiece/tokenizer.json: expected an HF tokenizer.json with a BPE model",
-        "wordpiece/tokenizer.json": "wordpiece/tokenizer.json: expected an HF tokenizer.json with a BPE model",
+        "wordpiece": "wordpiece/tokenizer.json: model 'WordPiece' is not supported; only byte-level BPE files load",
+        "wordpiece/tokenizer.json": "wordpiece/tokenizer.json: model 'WordPiece' is not supported; only byte-level BPE files load",
         "llama": "Unknown encoding 'llama'. Known encodings: gpt2, ",
     }
 
