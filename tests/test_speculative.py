@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from gpt2_numpy import kvcache, model, speculative
+from gpt2_numpy import cli, kvcache, model, speculative
 from gpt2_numpy.speculative import Counts, DraftModel, PromptLookup
-from test_gpt2 import random_params
+from test_gpt2 import ByteEncoder, fake_model, params, random_params, run_main  # noqa: F401 (fixtures)
 
 PROMPT = [464, 3290, 286, 257, 1110, 318, 257, 3290, 286]  # a repeated bigram: something for the lookup to find
 SHAPES = {  # name: (n_embd, n_head, n_layer), as the tests build them
@@ -199,7 +199,7 @@ def residual_from_p(drafted, draft_dists, target_dist, rng):
     """A wrong rule: a rejected draft is replaced by a draw from p itself, not from max(0, p - q)."""
     for i, (x, q) in enumerate(zip(drafted, draft_dists)):
         p = target_dist(i)
-        if rng.random() * q[x] >= p[x]:
+        if rng.random() * (1.0 if q is None else q[x]) >= p[x]:
             return [*drafted[:i], speculative.draw(np.arange(len(p)), p, rng)]
     return [*drafted, speculative.draw(np.arange(P.shape[1]), target_dist(len(drafted)), rng)]
 
@@ -272,3 +272,58 @@ def test_sampled_tokens_have_the_models_distribution_over_many_seeds(drafter, fi
     options = FILTERS[filters]
     exact = exact_first_tokens(TINY, 2, [1, 2, 1], options)
     assert_distributed_as(first_tokens_counts(DRAFTERS[drafter], options, runs=6000), exact)
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("drafter", DRAFTERS)
+def test_the_end_to_end_bound_fails_a_wrong_rule(drafter, monkeypatch):
+    exact = exact_first_tokens(TINY, 2, [1, 2, 1], FILTERS["plain"])
+    monkeypatch.setattr(speculative, "accepted_sampled", residual_from_p)
+    statistic, df = chi_square(first_tokens_counts(DRAFTERS[drafter], FILTERS["plain"], runs=600), exact)
+    assert statistic > chi_square_bound(df)
+
+
+# ------------------------------------------------------------------------------ the gpt2 command
+def test_the_command_with_a_draft_or_lookup_prints_plain_decodings_text(fake_model):
+    plain = run_main(["hi hi hi", "--n_tokens_to_generate", "12"])
+    assert plain[0] == 0 and len(plain[1]) > 1
+    for options in (["--draft", "124M"], ["--lookup", "1", "--draft_tokens", "6"], ["--draft", "124M", "--stream"]):
+        assert run_main(["hi hi hi", "--n_tokens_to_generate", "12", *options]) == plain
+    assert fake_model.loads[-2:] == [("124M", fake_model.loads[-1][1])] * 2  # the model, then the draft
+    ids = fake_model.encoder.encode("hi")
+    sampled = speculative.generate(ids, fake_model.params, 4, 8, PromptLookup(2), draft_tokens=3, seed=5,
+                                   temperature=0.9)
+    argv = ["hi", "--n_tokens_to_generate", "8", "--lookup", "2", "--draft-tokens", "3", "--seed", "5",
+            "--temperature", "0.9"]
+    assert run_main(argv) == (0, fake_model.encoder.decode(sampled) + "\n", "")
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["hi", "--lookup", "0"], "--lookup 0: expected the number of tokens to match, a whole number >= 1"),
+    (["hi", "--lookup", "x"], "invalid int value: 'x'"),
+    (["hi", "--lookup", "2", "--draft_tokens", "0"], "--draft_tokens 0: expected a whole number >= 1"),
+    (["hi", "--draft_tokens", "3"], "--draft_tokens goes with --draft or --lookup, which is not given: add "
+                                    "--draft or --lookup, or drop --draft_tokens"),
+    (["hi", "--draft", "124M", "--lookup", "2"], "--draft and --lookup are two ways to draft tokens; give one"),
+    (["hi", "--draft", "no/such/folder"], "--draft 'no/such/folder' is neither a GPT-2 size"),
+    (["--score", "f.txt", "--lookup", "2"], "--lookup goes with a PROMPT"),
+    (["--serve", "--draft", "124M"], "--draft goes with a PROMPT"),
+])
+def test_bad_draft_options_are_one_line_and_exit_2_before_loading(fake_model, argv, named):
+    status, out, err = run_main(argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and named in err, err
+    assert fake_model.loads == []
+
+
+def test_a_draft_of_another_vocabulary_is_one_line_and_exit_2(fake_model, monkeypatch):
+    other = ByteEncoder()
+    other.decoder = {**other.decoder, 7: "x"}
+
+    def load(name, models_dir):
+        return (other if name == "355M" else fake_model.encoder), {"n_head": 4}, fake_model.params
+
+    monkeypatch.setattr(cli, "load_encoder_hparams_and_params", load)
+    status, out, err = run_main(["hi", "--draft", "355M"])
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "--draft 355M: its vocabulary differs from --model 124M's" in err
