@@ -15,8 +15,8 @@ line or in its input (one line, before any download where it can be told then; a
 another, such as --stride without --score, is one); 130 Ctrl-C; 141 the reader went away (| head).
 
 What it does not do: hold model code. The forward pass is model.py's, decoding kvcache.py's (with
---draft or --lookup, speculative.py's), scoring scoring.py's; the playground's server is the tokenizer's (`tokenizer/serve.py`), handed the
-model here.
+--draft or --lookup, speculative.py's), scoring scoring.py's; the playground's server is the tokenizer's
+(`tokenizer/serve.py`), handed the model here.
 """
 from __future__ import annotations
 

@@ -33,6 +33,9 @@ Why the output does not change (`accepted_greedy`, `accepted_sampled`):
   is certain, q one-hot: x is kept with probability p(x), else replaced by a draw from p without x.
   The seeded tokens differ from plain sampling's (the random numbers are spent differently), their
   distribution does not.
+- Rounding: a pass over k + 1 positions adds its float32 products in another order than k + 1 passes
+  of one position (the logits differ by about 1e-6 of the largest, as the prompt's own pass does), so two
+  tokens whose logits tie closer than that could swap: the caveat of any KV cache against full recompute.
 
 What it does not do: batch prompts (each row would keep a different number of tokens per pass; it
 runs one stream), adapt k to the acceptance rate, draft a tree of alternatives, or use a draft with

@@ -30,38 +30,38 @@ def shaped(name, seed=0, n_vocab=N_VOCAB):
     return random_params(seed=seed, n_vocab=n_vocab, n_embd=n_embd, n_layer=n_layer), n_head
 
 
-def perturbed(params, scale, seed=7):
-    """params plus a little noise: a draft that agrees with the model often, not always."""
+def perturbed(weights, scale, seed=7):
+    """The params plus a little noise: a draft that agrees with the model often, not always."""
     rng = np.random.default_rng(seed)
-    if isinstance(params, dict):
-        return {key: perturbed(value, scale, seed + i) for i, (key, value) in enumerate(params.items())}
-    if isinstance(params, list):
-        return [perturbed(value, scale, seed + i) for i, value in enumerate(params)]
-    return (params + rng.standard_normal(params.shape) * scale).astype(np.float32)
+    if isinstance(weights, dict):
+        return {key: perturbed(value, scale, seed + i) for i, (key, value) in enumerate(weights.items())}
+    if isinstance(weights, list):
+        return [perturbed(value, scale, seed + i) for i, value in enumerate(weights)]
+    return (weights + rng.standard_normal(weights.shape) * scale).astype(np.float32)
 
 
 # ------------------------------------------------------------------------------ greedy
 DRAFTS = ["itself", "other shape", "perturbed", "lookup 1", "lookup 3"]
 
 
-def make_draft(kind, params, n_head):
+def make_draft(kind, weights, n_head):
     if kind == "itself":
-        return DraftModel(params, n_head)
+        return DraftModel(weights, n_head)
     if kind == "other shape":
         return DraftModel(*shaped("tiny", seed=5))
     if kind == "perturbed":
-        return DraftModel(perturbed(params, 0.05), n_head)
+        return DraftModel(perturbed(weights, 0.05), n_head)
     return PromptLookup(int(kind.split()[1]))
 
 
 @pytest.mark.parametrize("size", SHAPES)
 @pytest.mark.parametrize("kind", DRAFTS)
 def test_greedy_equals_plain_greedy(size, kind):
-    params, n_head = shaped(size)
-    plain = kvcache.generate(PROMPT, params, n_head, 24)
+    weights, n_head = shaped(size)
+    plain = kvcache.generate(PROMPT, weights, n_head, 24)
     for k in (1, 3, 8):
         counts = Counts()
-        drafted = speculative.generate(PROMPT, params, n_head, 24, make_draft(kind, params, n_head),
+        drafted = speculative.generate(PROMPT, weights, n_head, 24, make_draft(kind, weights, n_head),
                                        draft_tokens=k, counts=counts)
         assert drafted == plain, (size, kind, k)
         if kind == "itself":  # every draft kept: 24 tokens in 1 + ceil(23 / (k + 1)) passes
@@ -71,10 +71,10 @@ def test_greedy_equals_plain_greedy(size, kind):
 
 
 def test_greedy_equals_plain_greedy_with_gpt2s_vocabulary():
-    params, n_head = shaped("small", n_vocab=50257)
-    plain = kvcache.generate(PROMPT, params, n_head, 16)
-    for draft in (DraftModel(params, n_head), DraftModel(*shaped("tiny", seed=5, n_vocab=50257)), PromptLookup(2)):
-        assert speculative.generate(PROMPT, params, n_head, 16, draft, draft_tokens=5) == plain
+    weights, n_head = shaped("small", n_vocab=50257)
+    plain = kvcache.generate(PROMPT, weights, n_head, 16)
+    for draft in (DraftModel(weights, n_head), DraftModel(*shaped("tiny", seed=5, n_vocab=50257)), PromptLookup(2)):
+        assert speculative.generate(PROMPT, weights, n_head, 16, draft, draft_tokens=5) == plain
 
 
 @pytest.mark.exhaustive
@@ -97,14 +97,14 @@ def test_lookup_finds_the_latest_earlier_occurrence():
 
 
 def test_extend_and_rollback_give_the_full_recomputes_logits():
-    params, n_head = shaped("small")
-    decoder = kvcache.KVDecoder([PROMPT], params, n_head, 8)
+    weights, n_head = shaped("small")
+    decoder = kvcache.KVDecoder([PROMPT], weights, n_head, 8)
     decoder.prefill()
     first = decoder.extend([[5, 6, 7]])[0]  # [3, n_vocab]
     decoder.rollback(2)  # keeps 5
     second = decoder.extend([[8, 9]])[0]
-    full = model.gpt2(PROMPT + [5, 8, 9], **params, n_head=n_head)
-    np.testing.assert_allclose(first, model.gpt2(PROMPT + [5, 6, 7], **params, n_head=n_head)[-3:], atol=2e-5)
+    full = model.gpt2(PROMPT + [5, 8, 9], **weights, n_head=n_head)
+    np.testing.assert_allclose(first, model.gpt2(PROMPT + [5, 6, 7], **weights, n_head=n_head)[-3:], atol=2e-5)
     np.testing.assert_allclose(second, full[-2:], atol=2e-5, rtol=0)
     with pytest.raises(ValueError, match="can roll back 0 to 3 generated positions, not 4"):
         decoder.rollback(4)  # the prompt stays
@@ -113,40 +113,40 @@ def test_extend_and_rollback_give_the_full_recomputes_logits():
 
 
 def test_a_batch_or_a_draft_of_another_vocabulary_is_refused():
-    params, n_head = shaped("tiny")
+    weights, n_head = shaped("tiny")
     with pytest.raises(ValueError, match="runs one prompt .* not a batch"):
-        speculative.generate([[1, 2], [3, 4]], params, n_head, 4, PromptLookup(1))
+        speculative.generate([[1, 2], [3, 4]], weights, n_head, 4, PromptLookup(1))
     with pytest.raises(ValueError, match="runs one prompt"):
-        speculative.generate([[1, 2], [3]], params, n_head, 4, PromptLookup(1))
+        speculative.generate([[1, 2], [3]], weights, n_head, 4, PromptLookup(1))
     small_vocab = random_params(n_vocab=100, n_embd=16, n_layer=1)
     with pytest.raises(ValueError, match=f"the draft model has 100 tokens and the model {N_VOCAB}"):
-        speculative.generate(PROMPT, params, n_head, 4, DraftModel(small_vocab, 2))
+        speculative.generate(PROMPT, weights, n_head, 4, DraftModel(small_vocab, 2))
     for k in (0, 1.5):
         with pytest.raises(ValueError, match="draft_tokens must be a whole number >= 1"):
-            speculative.generate(PROMPT, params, n_head, 4, PromptLookup(1), draft_tokens=k)
+            speculative.generate(PROMPT, weights, n_head, 4, PromptLookup(1), draft_tokens=k)
     with pytest.raises(ValueError, match="n-gram length must be a whole number >= 1"):
         PromptLookup(0)
 
 
 def test_a_draft_whose_context_is_too_short_says_it_is_the_draft():
-    params, n_head = shaped("tiny")
+    weights, n_head = shaped("tiny")
     short = random_params(n_vocab=N_VOCAB, n_embd=16, n_layer=1, n_ctx=12)
     with pytest.raises(ValueError, match="^the draft model: prompt of 9 tokens"):
-        speculative.generate(PROMPT, params, n_head, 8, DraftModel(short, 2))
+        speculative.generate(PROMPT, weights, n_head, 8, DraftModel(short, 2))
 
 
 def test_stop_at_eot_and_zero_tokens():
-    params, n_head = shaped("tiny")
-    plain = kvcache.generate(PROMPT, params, n_head, 12)
+    weights, n_head = shaped("tiny")
+    plain = kvcache.generate(PROMPT, weights, n_head, 12)
     stopper = plain[5]  # stop at a token of the output, as if it were <|endoftext|>
     cut = plain[: plain.index(stopper)]
     original = speculative.EOT_ID
     try:
         speculative.EOT_ID = stopper
-        assert speculative.generate(PROMPT, params, n_head, 12, DraftModel(params, n_head), stop_at_eot=True) == cut
+        assert speculative.generate(PROMPT, weights, n_head, 12, DraftModel(weights, n_head), stop_at_eot=True) == cut
     finally:
         speculative.EOT_ID = original
-    assert speculative.generate(PROMPT, params, n_head, 0, DraftModel(params, n_head)) == []
+    assert speculative.generate(PROMPT, weights, n_head, 0, DraftModel(weights, n_head)) == []
 
 
 # ------------------------------------------------------------------------------ sampling: the rule
@@ -230,13 +230,13 @@ TINY = random_params(n_vocab=V, n_embd=8, n_layer=1, n_ctx=16, scale=0.5)
 FILTERS = {"plain": dict(temperature=1.0), "filtered": dict(temperature=0.8, top_k=3, top_p=0.9)}
 
 
-def exact_first_tokens(params, n_head, prompt, options, n=3):
+def exact_first_tokens(weights, n_head, prompt, options, n=3):
     """P(t1, ..., tn) after prompt, from the full recompute's filtered distributions: [V] * n."""
     joint = np.zeros((V,) * n)
     for outcome in np.ndindex(*joint.shape):
         probability = 1.0
         for i, token in enumerate(outcome):
-            logits = model.gpt2(prompt + list(outcome[:i]), **params, n_head=n_head)[-1]
+            logits = model.gpt2(prompt + list(outcome[:i]), **weights, n_head=n_head)[-1]
             probability *= speculative.dense_distribution(logits, **{"top_k": None, "top_p": None, **options})[token]
         joint[outcome] = probability
     return joint
