@@ -54,7 +54,8 @@ def make_draft(kind, weights, n_head):
     return PromptLookup(int(kind.split()[1]))
 
 
-@pytest.mark.parametrize("size", SHAPES)
+# the everyday tier takes the two smaller shapes (and test_greedy_equals_plain_greedy_with_gpt2s_vocabulary)
+@pytest.mark.parametrize("size", ["tiny", "small", pytest.param("wider", marks=pytest.mark.exhaustive)])
 @pytest.mark.parametrize("kind", DRAFTS)
 def test_greedy_equals_plain_greedy(size, kind):
     weights, n_head = shaped(size)
@@ -182,7 +183,7 @@ P = np.array([[0.5, 0.2, 0.15, 0.1, 0.05, 0.0], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]
 Q = np.array([[0.1, 0.4, 0.05, 0.05, 0.2, 0.2], [0.0, 0.1, 0.3, 0.3, 0.2, 0.1]])
 
 
-def rule_counts(rule, n=20_000):
+def rule_counts(rule, n):
     """How often each token comes out first, second (when the first draft was kept) and third (both kept), over
     n rounds of a rule on P and Q, drafts drawn from Q: each should be distributed as P's row."""
     rng = np.random.default_rng(0)
@@ -205,11 +206,11 @@ def residual_from_p(drafted, draft_dists, target_dist, rng):
 
 
 def test_the_accept_reject_rule_gives_the_models_distribution_and_a_wrong_rule_does_not():
-    counts = rule_counts(speculative.accepted_sampled)
+    counts = rule_counts(speculative.accepted_sampled, n=12_000)
     for position in range(3):  # first token; second, given the first draft kept; third, given both kept
         assert_distributed_as(counts[position], P[position])
-    assert counts[2].sum() > 2000  # the all-kept path (and its extra token) ran often enough to be checked
-    wrong = rule_counts(residual_from_p)
+    assert counts[2].sum() > 1000  # the all-kept path (and its extra token) ran often enough to be checked
+    wrong = rule_counts(residual_from_p, n=3000)
     statistic, df = chi_square(wrong[0], P[0])
     assert statistic > 10 * chi_square_bound(df)  # the bound is one a wrong rule fails by far
 
@@ -257,8 +258,7 @@ DRAFTERS = {"model": lambda: DraftModel(kvcache.DecodingWeights(perturbed(TINY, 
             "lookup": lambda: PromptLookup(1)}
 
 
-@pytest.mark.parametrize("drafter", DRAFTERS)
-@pytest.mark.parametrize("filters", FILTERS)
+@pytest.mark.parametrize("drafter, filters", [("model", "filtered"), ("lookup", "plain")])  # all four: below
 def test_sampled_tokens_have_the_models_distribution(drafter, filters):
     options = FILTERS[filters]
     exact = exact_first_tokens(TINY, 2, [1, 2, 1], options)
