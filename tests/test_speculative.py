@@ -82,7 +82,7 @@ def test_greedy_equals_plain_greedy_with_gpt2s_vocabulary():
 def test_greedy_equals_plain_greedy_at_124m_shape():
     rng = np.random.default_rng(0)
     target = random_params(n_embd=768, n_layer=12, n_ctx=128, scale=0.05)
-    draft = DraftModel(*shaped("wider"))
+    draft = DraftModel(*shaped("wider", n_vocab=50257))
     plain = kvcache.generate(PROMPT, target, 12, 40)
     for draft in (draft, DraftModel(target, 12), PromptLookup(2)):
         k = int(rng.integers(2, 8))
