@@ -172,7 +172,8 @@ def main():
     parser.add_argument("--k", type=int, default=speculative.DEFAULT_DRAFT_TOKENS, help="draft tokens per pass")
     args = parser.parse_args()
     random.seed(0)
-    print(f"load average at start: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()}); random weights, greedy")
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()}, OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}); random weights, greedy")
 
     from tokenizer import get_encoding
 

@@ -5,6 +5,7 @@ draft kept), by a model of another shape (nearly none kept), by a slightly pertu
 prompt lookup. Sampling: the accept/reject rule gives the model's distribution, checked by a chi-square bound
 on fixed seeds (so the test cannot flake) that a wrong rule fails, here, beside the right one.
 """
+import doctest
 import math
 
 import numpy as np
@@ -87,6 +88,10 @@ def test_greedy_equals_plain_greedy_at_124m_shape():
     for draft in (draft, DraftModel(target, 12), PromptLookup(2)):
         k = int(rng.integers(2, 8))
         assert speculative.generate(PROMPT, target, 12, 40, draft, draft_tokens=k) == plain
+
+
+def test_the_modules_examples_run():
+    assert doctest.testmod(speculative).failed == 0
 
 
 def test_lookup_finds_the_latest_earlier_occurrence():
@@ -210,7 +215,7 @@ def test_the_accept_reject_rule_gives_the_models_distribution_and_a_wrong_rule_d
     for position in range(3):  # first token; second, given the first draft kept; third, given both kept
         assert_distributed_as(counts[position], P[position])
     assert counts[2].sum() > 1000  # the all-kept path (and its extra token) ran often enough to be checked
-    wrong = rule_counts(residual_from_p, n=3000)
+    wrong = rule_counts(residual_from_p, n=6000)
     statistic, df = chi_square(wrong[0], P[0])
     assert statistic > 10 * chi_square_bound(df)  # the bound is one a wrong rule fails by far
 
