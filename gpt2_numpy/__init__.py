@@ -14,6 +14,8 @@ One file per idea, in the order a run uses them:
   picoGPT's full-recompute loop (``generate_reference``);
 - ``kvcache.py``: the fast path: model.py's same functions with a key/value cache around them, batches of
   prompts, sampling (``generate``, ``generate_batch``);
+- ``speculative.py``: more than one token per pass, the same output: drafts from a smaller GPT-2
+  (``DraftModel``) or from the text itself (``PromptLookup``), verified several at a time (``generate``);
 - ``scoring.py``: a text's negative log-likelihood, perplexity's ingredient (``token_nlls``, ``score``);
 - ``next_tokens.py``: the next-token ranking the tokenizer playground is handed (``NextTokens``);
 - ``cli.py``: the ``gpt2`` command (also ``python -m gpt2_numpy``).

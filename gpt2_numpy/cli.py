@@ -1,6 +1,7 @@
 """The `gpt2` command: GPT-2's continuation of a prompt, a file's score, a Hugging Face copy, the playground.
 
     gpt2 "Alan Turing theorized that computers would one day become" [--stream] [--temperature 0.8 ...]
+    gpt2 "def f(x):" --model 774M --draft 124M     # the same tokens, drafted by 124M (or --lookup 2)
     gpt2 --score essay.txt [--stride 512]          # tokens, perplexity, bits per byte
     gpt2 --model 124M --save_hf out/gpt2           # a folder transformers loads
     gpt2 --serve [--port 8000] [--encoding PATH]   # the tokenizer playground, with GPT-2's next-token panel
@@ -13,9 +14,9 @@ file of a downloaded size is moved aside, so the next run fetches it again); 2 a
 line or in its input (one line, before any download where it can be told then; an option that needs
 another, such as --stride without --score, is one); 130 Ctrl-C; 141 the reader went away (| head).
 
-What it does not do: hold model code. The forward pass is model.py's, decoding kvcache.py's,
-scoring scoring.py's; the playground's server is the tokenizer's (`tokenizer/serve.py`), handed the
-model here.
+What it does not do: hold model code. The forward pass is model.py's, decoding kvcache.py's (with
+--draft or --lookup, speculative.py's), scoring scoring.py's; the playground's server is the tokenizer's
+(`tokenizer/serve.py`), handed the model here.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_pa
 from .hfmodel import check_hf_folder
 from .kvcache import DecodingWeights, iter_generate_batch, sampling_temperature
 from .models_dir import default_models_dir
+from .speculative import DEFAULT_DRAFT_TOKENS, DraftModel, PromptLookup
+from .speculative import iter_generate as iter_generate_speculative
 from .scoring import token_nlls
 
 
@@ -104,6 +107,15 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
            help="the weights' number format: f32 (default), or bf16, half the bytes and about twice as fast to "
            "generate with, its logits rounded (needs numba: pip install 'gpt2-numpy[half]'; the first run "
            "converts the checkpoint and keeps the copy beside it)")
+    option("draft", default=None, metavar="PATH_OR_SIZE",
+           help="speculative decoding: a smaller GPT-2 (a size or a folder, as --model; same vocabulary) drafts "
+           "tokens that the model checks several at a time in one pass; the output is the same (greedy: the "
+           "same tokens; sampling: the same distribution)")
+    option("lookup", type=int, default=None, metavar="N",
+           help="prompt-lookup decoding: draft the tokens that followed the latest earlier occurrence of the "
+           "last N tokens (prompt and output), checked as with --draft; pays on text that repeats itself")
+    option("draft_tokens", type=int, default=None, metavar="K",
+           help=f"with --draft or --lookup, tokens drafted per pass of the model (default {DEFAULT_DRAFT_TOKENS})")
     option("score", metavar="FILE", default=None,
            help="print the tokens, perplexity and bits per byte of the UTF-8 text in FILE")
     option("stride", type=int, default=None, metavar="N",
@@ -139,11 +151,14 @@ def seed_number(value: str) -> int:
 # Options that mean something only with another (by dest): one without it is a mistake, never silently ignored.
 NEEDS = {"stride": "score", "force": "save_hf", "host": "serve", "port": "serve", "encoding": "serve",
          "stream": "prompt", "n_tokens_to_generate": "prompt", "temperature": "prompt", "top_k": "prompt",
-         "top_p": "prompt", "seed": "prompt"}
+         "top_p": "prompt", "seed": "prompt", "draft": "prompt", "lookup": "prompt",
+         "draft_tokens": ("draft", "lookup")}  # a tuple: any one of them
 DEFAULT_NEW_TOKENS = 40
 
 
-def flag_name(dest: str) -> str:
+def flag_name(dest: str | tuple) -> str:
+    if isinstance(dest, tuple):
+        return " or ".join(flag_name(one) for one in dest)
     return "a PROMPT" if dest == "prompt" else f"--{dest}"
 
 
@@ -159,6 +174,8 @@ def check_command_line(parser, args) -> None:
     if args.serve and len(wants) > 1:
         raise ValueError(f"--serve runs until Ctrl-C; give it no {' or '.join(w for w in wants if w != '--serve')}")
     def given(dest):  # a value, 0 included (0 == False: `not in (None, False)` would miss --port 0)
+        if isinstance(dest, tuple):
+            return any(given(one) for one in dest)
         value = getattr(args, dest)
         return value is not None and value is not False
 
@@ -171,13 +188,15 @@ def check_command_line(parser, args) -> None:
                          f"or drop {alone}")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise ValueError(f"--port {args.port}: expected a port from 0 to 65535 (0: any free port)")
-    if args.model not in MODEL_SIZES:
-        folder = Path(args.model).expanduser()
-        if not folder.is_dir():
-            raise ValueError(f"--model {args.model!r} is neither a GPT-2 size ({', '.join(MODEL_SIZES)}) nor a folder")
-        if folder_layout(folder) is None:
-            raise ValueError(f"--model {args.model}: the folder holds neither OpenAI's layout (checkpoint, "
-                             "hparams.json, model.ckpt.*) nor Hugging Face's (config.json, model.safetensors)")
+    check_model_name("--model", args.model)
+    if args.draft is not None:
+        check_model_name("--draft", args.draft)
+        if args.lookup is not None:
+            raise ValueError("--draft and --lookup are two ways to draft tokens; give one of them")
+    if args.lookup is not None and args.lookup < 1:
+        raise ValueError(f"--lookup {args.lookup}: expected the number of tokens to match, a whole number >= 1")
+    if args.draft_tokens is not None and args.draft_tokens < 1:
+        raise ValueError(f"--draft_tokens {args.draft_tokens}: expected a whole number >= 1")
     if args.save_hf is not None:  # the output rule, before any download (tokenizer/outputs.py)
         try:
             check_hf_folder(args.save_hf, overwrite=args.force, flag="--save_hf")
@@ -198,6 +217,18 @@ def check_command_line(parser, args) -> None:
                              f"or drop --dtype")
         if half.missing_extra(args.dtype):
             raise ValueError(f"--{half.missing_extra(args.dtype)}")
+
+
+def check_model_name(flag: str, name: str) -> None:
+    """A ValueError unless `name` (of --model or --draft) is a GPT-2 size or a folder holding a model."""
+    if name in MODEL_SIZES:
+        return
+    folder = Path(name).expanduser()
+    if not folder.is_dir():
+        raise ValueError(f"{flag} {name!r} is neither a GPT-2 size ({', '.join(MODEL_SIZES)}) nor a folder")
+    if folder_layout(folder) is None:
+        raise ValueError(f"{flag} {name}: the folder holds neither OpenAI's layout (checkpoint, "
+                         "hparams.json, model.ckpt.*) nor Hugging Face's (config.json, model.safetensors)")
 
 
 def read_score_file(path: str) -> str:
@@ -225,20 +256,38 @@ def print_score(encoder, params, n_head, text, stride, path):
     print(f"bits per byte: {nlls.sum() / math.log(2) / predicted_bytes:.4f}")
 
 
-def load_model(args, models_dir):
+def load_model(name, models_dir):
     """(encoder, hparams, params), or CommandError 1: a download failed, or a model file is missing or
     damaged (the command line itself was checked before)."""
     try:
-        return load_encoder_hparams_and_params(args.model, models_dir)
+        return load_encoder_hparams_and_params(name, models_dir)
     except (ValueError, OSError) as error:
         raise CommandError(error_message(error), EXIT_FAILED) from None
 
 
-def generate_text(encoder, hparams, params, args) -> None:
+def load_draft(args, models_dir, encoder):
+    """The draft --draft or --lookup asks for (None without them): a DraftModel of the same vocabulary."""
+    if args.lookup is not None:
+        return PromptLookup(args.lookup)
+    if args.draft is None:
+        return None
+    draft_encoder, draft_hparams, draft_params = load_model(args.draft, models_dir)
+    if draft_encoder.decoder != encoder.decoder:  # id -> token: the ids must mean the same
+        raise CommandError(f"--draft {args.draft}: its vocabulary differs from --model {args.model}'s; a draft "
+                           "must share the model's tokens (every GPT-2 size does)", EXIT_MISTAKE)
+    return DraftModel(draft_params, draft_hparams["n_head"])
+
+
+def generate_text(encoder, hparams, params, args, draft=None) -> None:
     ids = encoder.encode(args.prompt)
     options = dict(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
-    steps = iter_generate_batch([ids], params, hparams["n_head"], args.n_tokens_to_generate, **options)
-    new_ids = (token for (token,) in steps)
+    if draft is None:
+        steps = iter_generate_batch([ids], params, hparams["n_head"], args.n_tokens_to_generate, **options)
+        new_ids = (token for (token,) in steps)
+    else:
+        k = DEFAULT_DRAFT_TOKENS if args.draft_tokens is None else args.draft_tokens
+        new_ids = iter_generate_speculative(ids, params, hparams["n_head"], args.n_tokens_to_generate, draft,
+                                            draft_tokens=k, **options)
     if args.stream:
         for piece in decode_stream(encoder, new_ids):
             sys.stdout.write(piece)
@@ -303,7 +352,8 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
 def run(args, text: str | None) -> None:
     """The work the command line asked for, once it was checked."""
     models_dir = default_models_dir() if args.models_dir is None else args.models_dir
-    encoder, hparams, params = load_model(args, models_dir)
+    encoder, hparams, params = load_model(args.model, models_dir)
+    draft = load_draft(args, models_dir, encoder)
     if args.save_hf is not None:
         save_hf(args.save_hf, encoder, hparams, params, overwrite=args.force, flag="--save_hf")
         # what the command made, so stdout; unless stdout carries the continuation of a PROMPT
@@ -318,4 +368,4 @@ def run(args, text: str | None) -> None:
         if args.dtype != "f32":
             folder = Path(models_dir) / args.model if args.model in MODEL_SIZES else Path(args.model).expanduser()
             params = DecodingWeights(params, dtype=args.dtype, folder=folder)
-        generate_text(encoder, hparams, params, args)
+        generate_text(encoder, hparams, params, args, draft)

@@ -7,7 +7,8 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
 
 - `KVDecoder` runs a batch of prompts: one prefill over the prompts, then one position per step.
   Prompts of different lengths are left-padded; padding is masked out and each row keeps its own
-  positions, so a row's tokens do not depend on the other rows.
+  positions, so a row's tokens do not depend on the other rows. extend() runs several new positions
+  in one pass and rollback() forgets the newest ones: what speculative.py verifies drafted tokens with.
 - `DecodingWeights` holds the weights as decoding reads them: float32, with two matrices copied
   into the memory order that is faster to read for long runs. Build it once and pass it to many
   generate calls to make those copies once.
@@ -165,7 +166,8 @@ class KVDecoder:
         self.caches = [(np.empty(shape, np.float32), np.empty(shape, np.float32)) for _ in self.blocks]
         self.start = 0  # number of cache columns filled
 
-    def _forward(self, tokens, positions):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
+    def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
+        """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
         n_seq, start, p = tokens.shape[1], self.start, self.weights.params
         padding = np.where(self.is_real[:, : start + n_seq], np.float32(0), MASKED)  # [n_batch, n_k]
         mask = causal_mask(n_seq, start) + padding[:, None, None, :]  # [n_batch, 1, n_seq, n_k]
@@ -173,8 +175,10 @@ class KVDecoder:
         for block, cache in zip(self.blocks, self.caches):  # n_layer x
             x = block_step(x, **block, n_head=self.n_head, mask=mask, cache=cache, start=start)
         self.start += n_seq
-        x = layer_norm(x[:, -1], **p["ln_f"])  # the newest position only: [n_batch, n_embd]
-        return x @ self.head  # [n_batch, n_embd] @ [n_embd, n_vocab] -> [n_batch, n_vocab]
+        x = layer_norm(x if every_position else x[:, -1], **p["ln_f"])  # [n_batch, (n_seq,) n_embd]
+        # one 2-D product, as model.linear: a 3-D x @ head runs without BLAS (several times slower)
+        logits = x.reshape(-1, x.shape[-1]) @ self.head  # [n_rows, n_embd] @ [n_embd, n_vocab] -> [n_rows, n_vocab]
+        return logits.reshape(*x.shape[:-1], -1)  # [n_batch, (n_seq,) n_vocab]
 
     def prefill(self):
         positions = np.maximum(np.cumsum(self.is_real[:, : self.tokens.shape[1]], axis=1) - 1, 0)
@@ -186,6 +190,28 @@ class KVDecoder:
         logits = self._forward(np.asarray(new_tokens, np.int64)[:, None], self.lengths[:, None])
         self.lengths = self.lengths + 1
         return logits
+
+    def extend(self, new_tokens):  # [n_batch, n_seq] ids -> [n_batch, n_seq, n_vocab]
+        """decode() for several new positions per row in one pass over the weights, returning every one's
+        logits: what speculative decoding verifies its drafted tokens with (speculative.py)."""
+        new_tokens = np.asarray(new_tokens, np.int64)  # [n_batch, n_seq]
+        n_seq = new_tokens.shape[1]
+        if self.start + n_seq > self.is_real.shape[1]:
+            raise ValueError(f"KV cache holds {self.is_real.shape[1] - self.start} more positions, not {n_seq}: "
+                             "create the decoder with more n_tokens_to_generate")
+        positions = self.lengths[:, None] + np.arange(n_seq)  # [n_batch, n_seq]
+        logits = self._forward(new_tokens, positions, every_position=True)
+        self.lengths = self.lengths + n_seq
+        return logits
+
+    def rollback(self, n):
+        """Forget the n newest positions, as if they had never been run: the next decode() or extend() writes
+        over their cache columns. Only generated positions can go (the prompts stay)."""
+        n_generated = self.start - self.tokens.shape[1]
+        if not 0 <= n <= n_generated:
+            raise ValueError(f"can roll back 0 to {n_generated} generated positions, not {n}")
+        self.start -= n
+        self.lengths = self.lengths - n
 
 
 def check_fits_context(n_prompt, n_new, n_ctx):
@@ -236,6 +262,12 @@ def sample(logits, temperature=0.0, top_k=None, top_p=None, rng=None):  # [n_voc
     if temperature == 0:
         return int(np.argmax(logits))
     rng = np.random.default_rng() if rng is None else rng
+    return draw(*sampling_distribution(logits, temperature, top_k, top_p), rng)
+
+
+def sampling_distribution(logits, temperature, top_k=None, top_p=None):  # [n_vocab] -> [n_cand], [n_cand]
+    """(candidates, probs): the token ids sample() may draw at temperature > 0 and their probabilities,
+    softmax(logits / temperature) over the top_k best, then over the top_p nucleus of those."""
     logits = logits.astype(np.float64) / temperature  # [n_vocab]
     candidates = np.arange(len(logits))  # token ids still allowed
     if top_k is not None and top_k < len(logits):
@@ -243,6 +275,11 @@ def sample(logits, temperature=0.0, top_k=None, top_p=None, rng=None):  # [n_voc
     probs = softmax(logits[candidates])  # [n_cand]
     if top_p is not None and top_p < 1:
         candidates, probs = nucleus(candidates, probs, top_p)
+    return candidates, probs
+
+
+def draw(candidates, probs, rng):  # [n_cand] each -> token id
+    """One of candidates, with probability probs (which may sum to a little more or less than 1)."""
     cdf = np.cumsum(probs)  # [n_cand]; inverse-CDF draw, as rng.choice(p=...) but cheaper
     pick = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
     return int(candidates[min(pick, len(candidates) - 1)])
