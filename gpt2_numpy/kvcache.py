@@ -27,11 +27,16 @@ import math
 
 import numpy as np
 
+from . import compiled_matvec
 from .model import (as_float32, attention, causal_mask, ffn, layer_norm, linear, merge_heads, softmax,
                     split_heads, split_qkv)
 
 EOT_ID = 50256  # <|endoftext|>
 MASKED = np.float32(-1e10)  # added to the scores of padding, as model.causal_mask to later positions
+# Products of at most this many rows (a decoding step's batch, or a few drafted tokens) go to the compiled
+# kernel when it is loaded: it reads each weight once for all of them. More rows (a prompt's prefill) go to
+# NumPy's matrix product, which is faster once the arithmetic, not the memory, is the bound.
+KERNEL_MAX_ROWS = 8
 # Runs of at least this many positions (rows x new tokens) copy two weight matrices into a faster
 # memory order first; below it the copying costs more than it saves (see DecodingWeights).
 RELAYOUT_MIN_STEPS = 128
@@ -82,10 +87,18 @@ class DecodingWeights:
         self.n_ctx = self.params["wpe"].shape[0]
         self.head = self.params["wte"].T  # [n_embd, n_vocab], a view until a long run copies it
         self.blocks_in_order = {}  # "C"/"F" -> the blocks with mlp c_proj w stored in that order
+        self.kernel_blocks_and_head = None  # the weights wrapped for the compiled kernel, once it is here
+        compiled_matvec.start_loading()  # in the background: runs before it arrives use NumPy
 
     def for_run(self, n_batch, n_new):
-        """(blocks, head) for a run of n_batch rows and n_new new tokens, copying into the faster
-        memory order first if the run is long enough to pay for it."""
+        """(blocks, head) for a run of n_batch rows and n_new new tokens: the weights as they are, behind the
+        compiled kernel when it is loaded; else for NumPy, copying into the faster memory order first if the
+        run is long enough to pay for it."""
+        kernel = compiled_matvec.kernel()
+        if kernel is not None and n_batch <= KERNEL_MAX_ROWS:
+            if self.kernel_blocks_and_head is None:
+                self.kernel_blocks_and_head = with_kernel(self.params, kernel)
+            return self.kernel_blocks_and_head
         order = "F" if n_batch == 1 else "C"  # mlp c_proj: column-major for one row, else row-major
         if n_batch * n_new >= RELAYOUT_MIN_STEPS:
             if not self.head.flags.c_contiguous:
@@ -93,6 +106,39 @@ class DecodingWeights:
             if order not in self.blocks_in_order:
                 self.blocks_in_order[order] = [with_mlp_proj_in_order(b, order) for b in self.params["blocks"]]
         return self.blocks_in_order.get(order, self.params["blocks"]), self.head
+
+
+class KernelMatrix:
+    """A weight matrix whose product with a few rows runs on the compiled kernel (gpt2_numpy.matvec_kernel),
+    reading the matrix as it is stored, with both cores.
+
+    model.linear's `rows @ w` reaches it as it is: NumPy hands `@` over to this object (__array_ufunc__ = None
+    makes ndarray's operators return NotImplemented, so Python calls __rmatmul__). More than KERNEL_MAX_ROWS
+    rows go to NumPy's product. `transposed`: the array is stored [n_out, n_in] (wte, for the output head).
+    """
+
+    __array_ufunc__ = None
+
+    def __init__(self, array, kernel, *, transposed=False):
+        self.array = np.ascontiguousarray(array)  # no copy: weights are C-contiguous as loaded
+        self.kernel, self.transposed = kernel, transposed
+        self.shape = array.shape[::-1] if transposed else array.shape  # [n_in, n_out], as model.linear reads
+
+    def __rmatmul__(self, rows):  # [n_rows, n_in] @ [n_in, n_out] -> [n_rows, n_out]
+        if rows.ndim == 2 and rows.shape[0] <= KERNEL_MAX_ROWS:
+            multiply = self.kernel.times_transposed if self.transposed else self.kernel.times
+            return multiply(rows, self.array)
+        return rows @ (self.array.T if self.transposed else self.array)
+
+
+def with_kernel(params, kernel):
+    """(blocks, head): every block's matrices, and the output head x @ wte.T, behind KernelMatrix."""
+    def wrapped(layer):  # {"w", "b"} -> the same with w wrapped
+        return {**layer, "w": KernelMatrix(layer["w"], kernel)}
+
+    blocks = [{**block, "attn": {name: wrapped(layer) for name, layer in block["attn"].items()},
+               "mlp": {name: wrapped(layer) for name, layer in block["mlp"].items()}} for block in params["blocks"]]
+    return blocks, KernelMatrix(params["wte"], kernel, transposed=True)
 
 
 def with_mlp_proj_in_order(block, order):

@@ -52,6 +52,9 @@ if "TOKENIZER_CACHE_DIR" not in os.environ:  # made once: workers and the suite'
 # which BPE a test met would depend on the tests before it in its worker: off, unless asked for (the tests of
 # the kernel ask for it; TOKENIZER_COMPILED_BPE=1 runs the whole suite with it).
 os.environ.setdefault("TOKENIZER_COMPILED_BPE", "0")
+# Likewise the decoder's compiled matrix-vector kernel (gpt2_numpy/compiled_matvec.py) arrives in the background
+# at some point of a run: off, so a test decodes on NumPy, unless it asks (tests/test_matvec_kernel.py does).
+os.environ.setdefault("GPT2_COMPILED_MATVEC", "0")
 
 
 def pytest_configure(config):

@@ -46,6 +46,7 @@ COMPILED, NO_NUMBA, NOT_CACHED = 0, 3, 4
 KERNELS = {
     "merge_loop": ("training/train_kernel.py", "training/merge_state.py"),
     "bpe_kernel": ("fast/bpe_kernel.py",),
+    "matvec": ("../gpt2_numpy/matvec_kernel.py",),  # the decoder's, beside this package
 }
 
 
@@ -147,7 +148,8 @@ def one_at_a_time(cache_folder: Path) -> Iterator[None]:
         yield
 
 
-def compiled(function: Callable, cache_folder: Path, uncached: list[str]) -> Callable:
+def compiled(function: Callable, cache_folder: Path, uncached: list[str], *, parallel: bool = False,
+             fastmath: bool | set[str] = False) -> Callable:
     """``function`` compiled by numba on first call (releasing the GIL while it runs), its machine code cached
     in ``cache_folder`` for later processes.
 
@@ -155,15 +157,16 @@ def compiled(function: Callable, cache_folder: Path, uncached: list[str]) -> Cal
     ``$NUMBA_CACHE_DIR`` sets); that is pointed at ``cache_folder`` for the moment of wrapping only, so other
     numba code in the process keeps its own. Where that folder cannot be written numba tries its next places
     (beside the source file, its user cache folder); where none can, the function is compiled anew in every
-    process, and its name is added to ``uncached``."""
+    process, and its name is added to ``uncached``. ``parallel`` and ``fastmath`` are numba's options (``prange``
+    loops on every thread of numba's pool; the floating-point rewrites allowed)."""
     import numba
 
     default = numba.config.CACHE_DIR
     numba.config.CACHE_DIR = str(cache_folder)
     try:
-        return numba.njit(cache=True, nogil=True)(function)
+        return numba.njit(cache=True, nogil=True, parallel=parallel, fastmath=fastmath)(function)
     except RuntimeError:  # numba: "cannot cache function ...: no locator available"
         uncached.append(function.__name__)
-        return numba.njit(nogil=True)(function)
+        return numba.njit(nogil=True, parallel=parallel, fastmath=fastmath)(function)
     finally:
         numba.config.CACHE_DIR = default
