@@ -198,6 +198,7 @@ class KVDecoder:
         self.blocks, self.head = weights.for_run(n_batch, n_new)
         shape = (n_batch, n_head, n_max, weights.n_embd // n_head)
         self.caches = [(np.empty(shape, np.float32), np.empty(shape, np.float32)) for _ in self.blocks]
+        self.cache_bytes = kv_cache_bytes(len(self.blocks), weights.n_embd, n_max, n_batch)  # bounded by n_ctx
         self.start = 0  # number of cache columns filled
 
     def _forward(self, tokens, positions):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
@@ -221,6 +222,17 @@ class KVDecoder:
         logits = self._forward(np.asarray(new_tokens, np.int64)[:, None], self.lengths[:, None])
         self.lengths = self.lengths + 1
         return logits
+
+
+def kv_cache_bytes(n_layer, n_embd, n_positions, n_batch=1):
+    """Bytes of the key/value cache a KVDecoder holds: per layer a float32 key and value for every position
+    of every row. It is allocated once, for exactly the prompt's and the new tokens' positions, which
+    check_fits_context bounds by n_ctx: at most n_layer x 2 x n_ctx x n_embd x 4 bytes a row (1558M: 629 MB).
+
+    >>> kv_cache_bytes(n_layer=12, n_embd=768, n_positions=1024) / 2**20  # 124M at its full context, in MiB
+    72.0
+    """
+    return n_layer * 2 * n_batch * n_positions * n_embd * 4
 
 
 def check_fits_context(n_prompt, n_new, n_ctx):
