@@ -89,7 +89,8 @@ def pytest_configure(config):
 EXHAUSTIVE_WORDS = ("every_code_point", "every_bmp_code_point", "every_prefix", "bounded_memory", "20_mb",
                     "every_corpus", "every_distinct_piece", "ray_engine", "chunking", "chunk_size")
 EXHAUSTIVE_FIXTURES = ("browser", "ray_cluster")  # a browser; a Ray cluster
-EXHAUSTIVE_FILES = ("test_package.py", "test_tfcheckpoint.py")  # pip install; TensorFlow as the oracle
+# pip install; TensorFlow as the oracle; the decoder's kernel, compiled anew per run (10-40 s)
+EXHAUSTIVE_FILES = ("test_package.py", "test_tfcheckpoint.py", "test_matvec_kernel.py")
 EXHAUSTIVE = {
     # commands end to end
     "test_cli.py": ("test_train_killed_then_resumed_ends_with_the_same_merges",

@@ -2,7 +2,8 @@
 decoder on it against the full recompute (model.py) and HF transformers.
 
 The suite keeps the kernel off (conftest: GPT2_COMPILED_MATVEC=0) so that every other test decodes on NumPy
-whatever arrived in the background; these tests turn it on and wait for it (compiled once per suite run)."""
+whatever arrived in the background; these tests turn it on and wait for it. Compiling it (once per suite run, in
+the suite's fresh cache folder) takes 10-40 s, so this file is in the exhaustive tier (conftest.EXHAUSTIVE_FILES)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,8 +14,6 @@ from gpt2_numpy import compiled_matvec, kvcache, model
 from test_gpt2 import N_HEAD, PROMPT, assert_close_to_oracle, hf, hf_logits, params, random_params  # noqa: F401 (fixtures)
 
 pytest.importorskip("numba")
-# compiling the kernel (once per suite run, in its fresh cache folder) takes 10-40 s: the exhaustive tier
-pytestmark = pytest.mark.exhaustive
 
 
 @pytest.fixture(scope="module")
