@@ -8,9 +8,10 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
 - `KVDecoder` runs a batch of prompts: one prefill over the prompts, then one position per step.
   Prompts of different lengths are left-padded; padding is masked out and each row keeps its own
   positions, so a row's tokens do not depend on the other rows.
-- `DecodingWeights` holds the weights as decoding reads them: float32, with two matrices copied
-  into the memory order that is faster to read for long runs. Build it once and pass it to many
-  generate calls to make those copies once.
+- `DecodingWeights` holds the weights as decoding reads them: float32, behind the compiled
+  matrix-vector kernel (gpt2_numpy/matvec_kernel.py, both cores, no copies) once numba has it loaded;
+  else for NumPy, with two matrices copied into the memory order that is faster to read for long runs.
+  Build it once and pass it to many generate calls.
 - `sample` picks the next token: greedy, or drawn at a temperature after top-k and top-p (nucleus)
   filtering. `sampling_temperature` is the one rule for which of the two the options ask for.
 
@@ -78,7 +79,8 @@ class DecodingWeights:
     is faster row-major, as loaded). Copying a matrix takes a noticeable moment, so the copies are
     made by the first run of at least RELAYOUT_MIN_STEPS positions, kept here, and used by every
     later run, long or short. They go when this object goes. Changing `params` in place afterwards
-    is not seen.
+    is not seen. When the compiled kernel is loaded (gpt2_numpy/compiled_matvec.py; asked for here,
+    in the background), runs of up to KERNEL_MAX_ROWS rows read the weights as they are through it instead.
     """
 
     def __init__(self, params):
