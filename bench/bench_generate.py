@@ -1,31 +1,40 @@
-"""Benchmark: GPT-2 124M decoding speed of this project (gpt2_numpy/kvcache.py, behind gpt2) against its peers.
+"""Benchmark: GPT-2 decoding at every size (124M-1558M) against the machine's read bandwidth and the peers.
 
-    python bench/bench_generate.py                # full run (about 3 minutes on 2 cores)
-    python bench/bench_generate.py --tokens 16    # quick check
+    python bench/bench_generate.py                          # every size, 3 rounds (about half an hour)
+    python bench/bench_generate.py --sizes 124M,355M --rounds 2 --tokens 32   # a quick look
+    LLAMA_BENCH=/path/to/llama-bench python bench/bench_generate.py         # with ggml's f32 and f16 columns
 
-What it measures, all greedy, fp32, on a 124M-shaped checkpoint with random weights (real
-weights are not needed for speed; the first run writes it to ~/.cache/gpt2-bench/124M with
-tests/tiny_checkpoint.py and checks it once with gpt2_numpy/checkpoints.py):
+Decoding one token reads every weight once (and the keys and values cached so far, much less), so its speed is
+bounded by how fast the machine reads memory. Per size (random weights in Hugging Face's layout, written on the
+fly into --models-dir, one tensor at a time), greedy, float32, one stream, 2 threads everywhere, it measures:
 
-- decode tok/s of gpt2_numpy/kvcache.py (KV cache; the weights prepared once, kvcache.DecodingWeights),
-  of HF transformers' GPT2LMHeadModel with the same weights (KV cache, torch using every core)
-  and of picoGPT's method (gpt2_numpy/model.py's readable gpt2(), no cache: the whole sequence again for
-  every token). Decode excludes the prompt's prefill.
-- the memory-bandwidth bound: decoding one token must read every weight once, so
-  bound = bandwidth / fp32 weight bytes per token, with the bandwidth of a large
-  np.copyto (bytes read + bytes written). np.copyto runs on one thread; the same copy
-  split over every core, and a read-only pass (np.add.reduce) split over every core,
-  give stricter bounds, shown too.
-- a batch of 8 prompts decoded together vs one stream.
-- process start -> first token: `python gpt2.py ... --n_tokens_to_generate 1` (the gpt2 command, from
-  the checkout) on the warm (CRC-stamped) checkpoint, wall clock.
+- ms/token of gpt2_numpy (kvcache.py's decoder, with the compiled matrix-vector kernel when numba is installed)
+  and of the same decoder on NumPy's products alone (GPT2_COMPILED_MATVEC=0: the plain path, the before);
+- the weights' bytes streamed per token / ms per token, in GB/s, and its share of the ceiling: the machine's
+  read bandwidth with both cores, the best of a streaming read (np.add.reduce on 2 threads over 2 GB) and of a
+  matrix-vector product over the largest size's weights (OpenBLAS, and the kernel), several runs each;
+- HF transformers (GPT2LMHeadModel, same weights, KV cache, torch on 2 threads) and, with LLAMA_BENCH or
+  --llama-bench, ggml (llama.cpp's `llama-bench -p 0 -n N -t 2`: token generation) in f32 and f16;
+- the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the file + cache + Python).
 
-Every engine runs in its own subprocess: torch's OpenMP threads and OpenBLAS's threads
-spin-wait, and sharing a process (2 cores) slowed HF down 5x in a trial.
+Engines alternate round by round, each in its own process (torch's and OpenBLAS's threads spin-wait; sharing
+one process slows both). Every process decodes after a 16-token prompt; prefill is excluded.
+
+ggml is not installed with this project. To build its bench (the commands used; nothing of it is kept here):
+
+    pip download --no-deps --no-binary :all: llama-cpp-python     # an sdist with llama.cpp in vendor/llama.cpp
+    tar xzf llama_cpp_python-*.tar.gz && cd llama_cpp_python-*/vendor/llama.cpp
+    cmake -B build -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DCMAKE_BUILD_TYPE=Release
+    cmake --build build --target llama-bench -j2                  # -> build/bin/llama-bench
+
+The bench converts each size's folder to GGUF with that checkout's convert_hf_to_gguf.py (found beside
+build/bin/..; it reads vocab.json and merges.txt, which the folders carry) once, into the same cache folder.
 """
 import argparse
 import json
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,262 +46,268 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-SHAPE_124M = dict(n_ctx=1024, n_embd=768, n_head=12, n_layer=12)
+SIZES = {"124M": dict(n_layer=12, n_embd=768, n_head=12), "355M": dict(n_layer=24, n_embd=1024, n_head=16),
+         "774M": dict(n_layer=36, n_embd=1280, n_head=20), "1558M": dict(n_layer=48, n_embd=1600, n_head=25)}
+N_VOCAB, N_CTX = 50257, 1024
+THREADS = 2
 
 
-# ------------------------------------------------------------------------- checkpoint
-def ensure_checkpoint(models_dir):
-    """Write the random 124M checkpoint once and load it once (checking its CRCs); later runs reuse it."""
-    model_dir = Path(models_dir) / "124M"
-    if not (model_dir / "model.ckpt.crc32c-ok.json").is_file():
-        if not (model_dir / "checkpoint").is_file():
-            from tests.tiny_checkpoint import write_tiny_checkpoint
+# ---------------------------------------------------------------------------- folders
+class RandomTensors:
+    """GPT-2's tensors in HF's names, each made when asked for (write_safetensors asks one at a time)."""
 
-            print(f"writing a random 124M-shaped checkpoint to {model_dir} (once) ...", file=sys.stderr)
-            write_tiny_checkpoint(model_dir, **SHAPE_124M, seed=0)
-        load_params(models_dir)  # the first load checks the CRCs and stamps the checkpoint
-    return model_dir
+    def __init__(self, shapes, seed=0):
+        self.shapes, self.seed = shapes, seed
 
-
-def load_params(models_dir):
-    from gpt2_numpy.checkpoints import load_encoder_hparams_and_params
-
-    encoder, hparams, params = load_encoder_hparams_and_params("124M", models_dir)
-    return hparams, params
+    def __getitem__(self, name):
+        rng = np.random.default_rng([self.seed, list(self.shapes).index(name)])
+        noise = rng.standard_normal(self.shapes[name], dtype=np.float32)
+        is_gain = name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight"))
+        return 1 + 0.1 * noise if is_gain else 0.02 * noise  # GPT-2's initialisation scale
 
 
-def prompt_ids(n_tokens, row=0):
-    return [(row * 7919 + i * 104729) % 50000 for i in range(n_tokens)]
+def ensure_folder(models_dir, size):
+    """The random `size` model as an HF folder (config, safetensors, GPT-2's vocab.json/merges.txt), written once."""
+    from gpt2_numpy import hfmodel
+    from tokenizer.outputs import replaced_folder_files
+
+    folder = Path(models_dir) / size
+    if (folder / hfmodel.SAFETENSORS).is_file():
+        return folder
+    hparams = dict(n_vocab=N_VOCAB, n_ctx=N_CTX, **SIZES[size])
+    shapes = hfmodel.hf_shapes(hparams)
+    print(f"writing a random {size} model to {folder} (once) ...", file=sys.stderr, flush=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = REPO / "tokenizer" / "data"  # OpenAI's encoder.json and vocab.bpe are HF's vocab.json and merges.txt
+    with replaced_folder_files(folder) as partial:
+        (partial / "config.json").write_text(json.dumps(hfmodel.hf_config(hparams), indent=2) + "\n")
+        hfmodel.write_safetensors(partial / hfmodel.SAFETENSORS, RandomTensors(shapes), {"format": "pt"},
+                                  shapes=shapes)
+        shutil.copyfile(vocab / "encoder.json", partial / "vocab.json")
+        shutil.copyfile(vocab / "vocab.bpe", partial / "merges.txt")
+    return folder
+
+
+def ensure_gguf(folder, llama_bench, outtype):
+    """`folder` converted to GGUF `outtype` (f32/f16) with the llama.cpp checkout that built `llama_bench`."""
+    out = folder / f"ggml-{outtype}.gguf"
+    if not out.is_file():
+        converter = Path(llama_bench).resolve().parents[2] / "convert_hf_to_gguf.py"
+        print(f"converting {folder.name} to {out.name} ...", file=sys.stderr, flush=True)
+        subprocess.run([sys.executable, str(converter), str(folder), "--outtype", outtype, "--outfile", str(out)],
+                       check=True, capture_output=True)
+    return out
+
+
+def prompt_ids(n_tokens):
+    return [(i * 104729) % 50000 for i in range(n_tokens)]
+
+
+def weight_bytes_per_token(hparams):
+    """Float32 bytes every decoding step reads: each block's weights, ln_f, the output head (all of wte)."""
+    d, n_layer = hparams["n_embd"], hparams["n_layer"]
+    per_block = 4 * (d * 3 * d + 3 * d + d * d + d + d * 4 * d + 4 * d + 4 * d * d + d + 4 * d)
+    return 4 * (N_VOCAB * d + 2 * d) + n_layer * per_block
 
 
 # ---------------------------------------------------------------------------- workers
-def timed_steps(steps):
-    """Times (from start) at which each item of the iterator `steps` arrived."""
-    start, times = time.perf_counter(), []
-    for _ in steps:
-        times.append(time.perf_counter() - start)
-    return times
+def worker_ours(args):
+    from gpt2_numpy import compiled_matvec, hfmodel, kvcache
 
-
-def decode_rate(times, n_rows=1):
-    """Tokens per second after the first step (the first includes the prompt's prefill)."""
-    return n_rows * (len(times) - 1) / (times[-1] - times[0])
-
-
-def worker_ours(args, batch):
-    from gpt2_numpy import kvcache
-
-    hparams, params = load_params(args.models_dir)
-    weights = kvcache.DecodingWeights(params)  # built once for every run, as a long-lived program would
-    prompts = [prompt_ids(args.prompt_tokens, row) for row in range(batch)]
-    # warm-up, same sizes: page in the weights, make the decoding layouts
-    list(kvcache.iter_generate_batch(prompts, weights, hparams["n_head"], args.tokens))
-    rates, firsts = [], []
-    for _ in range(args.repeats):
-        times = timed_steps(kvcache.iter_generate_batch(prompts, weights, hparams["n_head"], args.tokens))
-        rates.append(decode_rate(times, batch))
-        firsts.append(times[0])
-    ids = kvcache.generate(prompts[0], weights, hparams["n_head"], 8)
-    return {"tok_s": statistics.median(rates), "prefill_s": statistics.median(firsts), "first_ids": ids}
-
-
-def worker_nocache(args):
-    from gpt2_numpy.model import gpt2
-
-    hparams, params = load_params(args.models_dir)
-
-    def steps():  # model.generate_reference, picoGPT's loop: the whole sequence again for every token
-        ids = prompt_ids(args.prompt_tokens)
-        for _ in range(args.baseline_tokens):
-            logits = gpt2(ids, **params, n_head=hparams["n_head"])
-            ids.append(int(np.argmax(logits[-1])))
-            yield ids[-1]
-
-    list(steps())
-    return {"tok_s": decode_rate(timed_steps(steps()))}
+    uses_kernel = compiled_matvec.wait_until_loaded() is not None  # None when GPT2_COMPILED_MATVEC=0 or no numba
+    hparams, params = hfmodel.load_hf_folder(args.folder)
+    weights = kvcache.DecodingWeights(params)
+    prompt = prompt_ids(args.prompt_tokens)
+    steps = []
+    for _ in range(args.repeats + 1):  # the first: warm-up (pages the weights in)
+        decoder = kvcache.KVDecoder([prompt], weights, hparams["n_head"], args.tokens + 1)
+        logits = decoder.prefill()
+        start = time.perf_counter()
+        for _ in range(args.tokens):
+            logits = decoder.decode([int(np.argmax(logits[0]))])
+        steps.append((time.perf_counter() - start) / args.tokens)
+    ids = kvcache.generate(prompt, weights, hparams["n_head"], 8)
+    return {"ms": 1e3 * statistics.median(steps[1:]), "ids": ids, "kernel": uses_kernel,
+            "rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "kv_cache_n_ctx": kvcache.kv_cache_bytes(hparams["n_layer"], hparams["n_embd"], hparams["n_ctx"])}
 
 
 def worker_hf(args):
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import GPT2LMHeadModel
 
-    torch.set_num_threads(os.cpu_count())
-    hparams, params = load_params(args.models_dir)
-    config = GPT2Config(vocab_size=hparams["n_vocab"], n_positions=hparams["n_ctx"], n_embd=hparams["n_embd"],
-                        n_layer=hparams["n_layer"], n_head=hparams["n_head"], activation_function="gelu_new",
-                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5)
-    model = GPT2LMHeadModel(config).eval()
-    state = {"transformer.wte.weight": params["wte"], "transformer.wpe.weight": params["wpe"],
-             "transformer.ln_f.weight": params["ln_f"]["g"], "transformer.ln_f.bias": params["ln_f"]["b"]}
-    for i, block in enumerate(params["blocks"]):
-        for part, names in (("ln_1", ()), ("ln_2", ()), ("attn", ("c_attn", "c_proj")), ("mlp", ("c_fc", "c_proj"))):
-            if not names:
-                state[f"transformer.h.{i}.{part}.weight"] = block[part]["g"]
-                state[f"transformer.h.{i}.{part}.bias"] = block[part]["b"]
-            for name in names:  # HF's Conv1D keeps w as [nx, nf], like ours
-                state[f"transformer.h.{i}.{part}.{name}.weight"] = block[part][name]["w"]
-                state[f"transformer.h.{i}.{part}.{name}.bias"] = block[part][name]["b"]
-    with torch.no_grad():
-        for name, array in state.items():
-            model.get_parameter(name).copy_(torch.from_numpy(np.array(array)))
+    torch.set_num_threads(THREADS)
+    model = GPT2LMHeadModel.from_pretrained(args.folder, torch_dtype=torch.float32).eval()
     inputs = torch.tensor([prompt_ids(args.prompt_tokens)])
-
-    def loop_steps(n):  # the lean way: forward + past_key_values, one token at a time
-        out = model(inputs, use_cache=True)
-        for _ in range(n):
-            token = out.logits[:, -1].argmax(-1, keepdim=True)
-            yield int(token)
-            out = model(token, past_key_values=out.past_key_values, use_cache=True)
-
-    def generate_seconds(n):  # the usual way: model.generate
-        start = time.perf_counter()
-        model.generate(inputs, attention_mask=torch.ones_like(inputs), max_new_tokens=n, min_new_tokens=n,
-                       do_sample=False, pad_token_id=0)
-        return time.perf_counter() - start
-
-    with torch.inference_mode():  # HF's fastest no-autograd mode
-        list(loop_steps(args.tokens))
-        loop = [decode_rate(timed_steps(loop_steps(args.tokens))) for _ in range(args.repeats)]
-        generate_seconds(4)
-        one = statistics.median(generate_seconds(1) for _ in range(args.repeats))
-        many = statistics.median(generate_seconds(args.tokens) for _ in range(args.repeats))
-        first_ids = list(loop_steps(8))
-    return {"loop_tok_s": statistics.median(loop), "generate_tok_s": (args.tokens - 1) / (many - one),
-            "first_ids": first_ids, "threads": torch.get_num_threads()}
-
-
-def worker_bandwidth(args):
-    from gpt2_numpy.model import as_float32
-
-    hparams, params = load_params(args.models_dir)
-    weights = as_float32(params)
-    blocks = [a for block in weights["blocks"] for a in leaves(block)]
-    # per token: every block weight, ln_f, the whole wte (output head), one row each of wte/wpe
-    per_token = sum(a.nbytes for a in blocks) + sum(a.nbytes for a in leaves(weights["ln_f"])) \
-        + weights["wte"].nbytes + 2 * weights["wte"][0].nbytes
-    src = np.ones(2**27, dtype=np.float32)  # 512 MiB, far past the caches
-    dst = np.zeros_like(src)
-
-    def best_seconds(work, n_threads):  # `work(lo, hi)` on n_threads slices of the arrays at once
-        cuts = np.linspace(0, src.size, n_threads + 1).astype(int)
-        best = float("inf")
-        for _ in range(5):
-            threads = [threading.Thread(target=work, args=(lo, hi)) for lo, hi in zip(cuts, cuts[1:])]
+    steps, ids = [], []
+    with torch.inference_mode():
+        for _ in range(args.repeats + 1):
+            out = model(inputs, use_cache=True)
             start = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            best = min(best, time.perf_counter() - start)
-        return best
+            ids = []
+            for _ in range(args.tokens):
+                token = out.logits[:, -1].argmax(-1, keepdim=True)
+                ids.append(int(token))
+                out = model(token, past_key_values=out.past_key_values, use_cache=True)
+            steps.append((time.perf_counter() - start) / args.tokens)
+    return {"ms": 1e3 * statistics.median(steps[1:]), "ids": ids[:8]}
 
-    def copy(lo, hi):  # bytes read + bytes written
-        np.copyto(dst[lo:hi], src[lo:hi])
 
-    def read(lo, hi):  # bytes read only, as decoding does
+def worker_ggml(args):
+    runs = {}
+    for outtype in ("f32", "f16"):
+        gguf = ensure_gguf(Path(args.folder), args.llama_bench, outtype)
+        out = subprocess.run([args.llama_bench, "-m", str(gguf), "-p", "0", "-n", str(args.tokens), "-t",
+                              str(THREADS), "-r", str(args.repeats), "-o", "json"], check=True,
+                             capture_output=True, text=True).stdout
+        result = json.loads(out)[0]
+        runs[outtype] = 1e3 / result["avg_ts"]  # tokens/s -> ms/token
+    return runs
+
+
+def worker_ceiling(args):
+    """The machine's read bandwidth with both cores: best of a streaming read and of matrix-vector products."""
+    from gpt2_numpy import compiled_matvec, hfmodel
+
+    src = np.ones(2**29, dtype=np.float32)  # 2 GiB, far past the caches
+
+    def read(lo, hi):
         np.add.reduce(src[lo:hi])
 
-    cores = os.cpu_count()
-    gbs = {"copy_1": 2 * src.nbytes / best_seconds(copy, 1) / 1e9,
-           "copy_all": 2 * src.nbytes / best_seconds(copy, cores) / 1e9,
-           "read_all": src.nbytes / best_seconds(read, cores) / 1e9}
-    return {"bytes_per_token": per_token, "GBs": gbs, "bound_tok_s": {k: v * 1e9 / per_token for k, v in gbs.items()}}
+    def two_threads():
+        cuts = np.linspace(0, src.size, THREADS + 1).astype(int)
+        threads = [threading.Thread(target=read, args=(lo, hi)) for lo, hi in zip(cuts, cuts[1:])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    best = {"stream": src.nbytes / best_seconds(two_threads, args.repeats + 2)}
+    del src
+    _, params = hfmodel.load_hf_folder(args.folder)  # the largest size's weights, mapped from the file
+    matrices = [layer["w"] for block in params["blocks"] for part in ("attn", "mlp")
+                for layer in block[part].values()]
+    nbytes = sum(w.nbytes for w in matrices)
+    x = {n: np.ones((1, n), np.float32) for n in {w.shape[0] for w in matrices}}
+    best["gemv_openblas"] = nbytes / best_seconds(lambda: [x[w.shape[0]] @ w for w in matrices], args.repeats + 2)
+    kernel = compiled_matvec.wait_until_loaded()
+    if kernel is not None:
+        best["gemv_kernel"] = nbytes / best_seconds(lambda: [kernel.times(x[w.shape[0]], w) for w in matrices],
+                                                    args.repeats + 2)
+    return {name: value / 1e9 for name, value in best.items()}
 
 
-def leaves(tree):
-    if isinstance(tree, dict):
-        for value in tree.values():
-            yield from leaves(value)
-    else:
-        yield tree
-
-
-def first_token_seconds(args):
-    """Wall time of `python gpt2.py PROMPT --n_tokens_to_generate 1` on the warm cache."""
-    command = [sys.executable, str(REPO / "gpt2.py"), "Hello, my name is", "--n_tokens_to_generate", "1",
-               "--model_size", "124M", "--models_dir", str(args.models_dir)]
-    subprocess.run(command, check=True, capture_output=True, cwd=REPO)  # warm the page cache
-    times = []
-    for _ in range(args.repeats):
+def best_seconds(work, runs):
+    work()  # warm-up: page in, start threads
+    best = float("inf")
+    for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, cwd=REPO)
-        times.append(time.perf_counter() - start)
-    python_alone = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        python_alone.append(time.perf_counter() - start)
-    return statistics.median(times), statistics.median(python_alone), " ".join(command[1:])
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 # ------------------------------------------------------------------------------- main
-def run_worker(args, name):
-    command = [sys.executable, __file__, "--worker", name, "--tokens", str(args.tokens),
-               "--prompt-tokens", str(args.prompt_tokens), "--baseline-tokens", str(args.baseline_tokens),
-               "--batch", str(args.batch), "--repeats", str(args.repeats), "--models-dir", str(args.models_dir)]
-    print(f"  {name} ...", file=sys.stderr, flush=True)
-    out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=REPO).stdout
+def run_worker(args, name, folder, env=None):
+    command = [sys.executable, __file__, "--worker", name, "--folder", str(folder), "--tokens", str(args.tokens),
+               "--prompt-tokens", str(args.prompt_tokens), "--repeats", str(args.repeats)]
+    if args.llama_bench:
+        command += ["--llama-bench", args.llama_bench]
+    print(f"  {name} {folder.name} ...", file=sys.stderr, flush=True)
+    threads = {"OPENBLAS_NUM_THREADS": str(THREADS), "NUMBA_NUM_THREADS": str(THREADS), "OMP_NUM_THREADS": str(THREADS)}
+    out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, **threads, **(env or {})}).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def spread(values, fmt="{:.1f}"):
+    """The median, and the range when there are several rounds."""
+    median = fmt.format(statistics.median(values))
+    return median if len(values) == 1 else f"{median} ({fmt.format(min(values))}-{fmt.format(max(values))})"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tokens", type=int, default=128, help="new tokens per decode run")
+    parser.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated, of {', '.join(SIZES)}")
+    parser.add_argument("--tokens", type=int, default=64, help="new tokens per timed decode run")
     parser.add_argument("--prompt-tokens", type=int, default=16, help="prompt length")
-    parser.add_argument("--baseline-tokens", type=int, default=16, help="new tokens for the slow no-cache baseline")
-    parser.add_argument("--batch", type=int, default=8, help="prompts decoded together in the batch run")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per figure (median reported)")
-    parser.add_argument("--models-dir", type=Path, default=Path.home() / ".cache" / "gpt2-bench")
+    parser.add_argument("--repeats", type=int, default=2, help="timed runs per engine per round (median)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; engines alternate within each")
+    parser.add_argument("--models-dir", type=Path, default=Path.home() / ".cache" / "gpt2-bench" / "hf")
+    parser.add_argument("--llama-bench", default=os.environ.get("LLAMA_BENCH"),
+                        help="llama.cpp's llama-bench binary, for ggml's columns (default: $LLAMA_BENCH)")
+    parser.add_argument("--no-hf", action="store_true", help="leave HF transformers out")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.tokens < 2 or args.baseline_tokens < 2:
-        parser.error("--tokens and --baseline-tokens must be at least 2 (decode speed excludes the first)")
-
     if args.worker:
-        work = {"ours": lambda: worker_ours(args, 1), "ours_batch": lambda: worker_ours(args, args.batch),
-                "nocache": lambda: worker_nocache(args), "hf": lambda: worker_hf(args),
-                "bandwidth": lambda: worker_bandwidth(args)}[args.worker]
-        print(json.dumps(work()))
+        work = {"ours": worker_ours, "hf": worker_hf, "ggml": worker_ggml, "ceiling": worker_ceiling}[args.worker]
+        print(json.dumps(work(args)))
         return
-
-    ensure_checkpoint(args.models_dir)
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    unknown = [s for s in sizes if s not in SIZES]
+    if unknown or not sizes:
+        parser.error(f"--sizes: {', '.join(unknown) or 'none given'}; choose among {', '.join(SIZES)}")
+    if args.llama_bench and not Path(args.llama_bench).is_file():
+        parser.error(f"--llama-bench / LLAMA_BENCH: no file {args.llama_bench}; build llama-bench (see --help)")
+    if args.tokens < 2:
+        parser.error("--tokens must be at least 2")
+    folders = {size: ensure_folder(args.models_dir, size) for size in sizes}
+    engines = {"ours": {}, "numpy": {"GPT2_COMPILED_MATVEC": "0"}}
+    if not args.no_hf:
+        engines["hf"] = None
+    if args.llama_bench:
+        engines["ggml"] = None
     load_before = os.getloadavg()[0]
-    print("measuring (each in its own process):", file=sys.stderr)
-    r = {name: run_worker(args, name) for name in ("bandwidth", "ours", "ours_batch", "hf", "nocache")}
-    print("  first token ...", file=sys.stderr, flush=True)
-    first, python_alone, cli = first_token_seconds(args)
-
-    ours, hf = r["ours"]["tok_s"], max(r["hf"]["loop_tok_s"], r["hf"]["generate_tok_s"])
-    batch, per_token, cores = r["ours_batch"]["tok_s"], r["bandwidth"]["bytes_per_token"], os.cpu_count()
-    gbs, bound = r["bandwidth"]["GBs"], r["bandwidth"]["bound_tok_s"]
-    rows = [
-        ("decode tok/s, 1 stream, KV cache", f"{ours:.1f}",
-         f"HF transformers {hf:.1f} (forward loop {r['hf']['loop_tok_s']:.1f}, "
-         f"generate() {r['hf']['generate_tok_s']:.1f}; torch threads {r['hf']['threads']})", f"{ours / hf:.2f}x"),
-        ("decode tok/s vs no cache", f"{ours:.1f}", f"picoGPT method (full recompute) {r['nocache']['tok_s']:.1f}",
-         f"{ours / r['nocache']['tok_s']:.1f}x"),
-        ("memory-bandwidth bound (np.copyto)", f"{ours:.1f}",
-         f"bound {bound['copy_1']:.1f} tok/s = {gbs['copy_1']:.1f} GB/s (np.copyto, read + write) / "
-         f"{per_token / 1e6:.0f} MB of fp32 weights per token", f"{100 * ours / bound['copy_1']:.0f}% of bound"),
-        (f"memory-bandwidth bound, {cores} cores", f"{ours:.1f}",
-         f"copying on {cores} threads {gbs['copy_all']:.1f} GB/s: bound {bound['copy_all']:.1f} tok/s; "
-         f"only reading (np.add.reduce) on {cores} threads {gbs['read_all']:.1f} GB/s: bound {bound['read_all']:.1f} tok/s",
-         f"{100 * ours / bound['copy_all']:.0f}% / {100 * ours / bound['read_all']:.0f}%"),
-        (f"batch of {args.batch}, aggregate decode tok/s", f"{batch:.1f}", f"1 stream {ours:.1f}",
-         f"{batch / ours:.2f}x"),
-        ("process start -> first token, warm cache", f"{first:.2f} s", f"`python -c pass` {python_alone:.2f} s", ""),
-    ]
-    print(f"\n`{' '.join([Path(sys.executable).name, 'bench/bench_generate.py'] + sys.argv[1:])}` "
-          f"({os.cpu_count()} cores; {args.tokens} new tokens after a {args.prompt_tokens}-token prompt, "
-          f"no-cache baseline {args.baseline_tokens}; median of {args.repeats}; 1-min load average "
-          f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after: other work on the machine skews every figure)\n")
-    print("| measure | this project | peer | ratio |\n| --- | --- | --- | --- |")
-    for row in rows:
+    results = {size: {name: [] for name in engines} for size in sizes}
+    ceilings = []
+    for round_ in range(args.rounds):
+        print(f"round {round_ + 1} of {args.rounds}:", file=sys.stderr, flush=True)
+        ceilings.append(run_worker(args, "ceiling", folders[sizes[-1]]))
+        for size in sizes:
+            for name, env in engines.items():
+                worker = name if name in ("hf", "ggml") else "ours"
+                results[size][name].append(run_worker(args, worker, folders[size], env))
+    ceiling_by_kind = {kind: max(c[kind] for c in ceilings) for kind in ceilings[0]}
+    ceiling = max(ceiling_by_kind.values())
+    print(f"\n`{' '.join(['python', 'bench/bench_generate.py'] + sys.argv[1:])}` ({os.cpu_count()} cores, "
+          f"{THREADS} threads per engine; greedy, {args.tokens} new tokens after a {args.prompt_tokens}-token prompt; "
+          f"median (range) of {args.rounds} alternating rounds, each the median of {args.repeats}; 1-min load "
+          f"average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after)\n")
+    print("ceiling, read bandwidth with both cores (best of the rounds): " + ", ".join(
+        f"{kind} {value:.1f} GB/s" for kind, value in ceiling_by_kind.items()) + f" -> {ceiling:.1f} GB/s\n")
+    head = ["size", "weights MB/token", "ours ms/token", "ours GB/s (% of ceiling)", "NumPy path ms/token",
+            "ours vs NumPy path"]
+    if "hf" in engines:
+        head += ["HF ms/token", "ours vs HF"]
+    if "ggml" in engines:
+        head += ["ggml f32 ms/token", "ggml f16 ms/token", "ours vs ggml f32"]
+    head += ["KV cache at n_ctx", "peak RSS (ours)"]
+    print("| " + " | ".join(head) + " |\n|" + " --- |" * len(head))
+    same_ids = []
+    for size in sizes:
+        r = results[size]
+        hparams = dict(n_vocab=N_VOCAB, n_ctx=N_CTX, **SIZES[size])
+        per_token = weight_bytes_per_token(hparams)
+        ours = [x["ms"] for x in r["ours"]]
+        rates = [per_token / ms / 1e6 for ms in ours]
+        row = [size, f"{per_token / 1e6:.0f}", spread(ours),
+               f"{spread(rates)} ({100 * statistics.median(rates) / ceiling:.0f}%)",
+               spread([x["ms"] for x in r["numpy"]]),
+               spread([b["ms"] / a["ms"] for a, b in zip(r["ours"], r["numpy"])], "{:.2f}x")]
+        if "hf" in engines:
+            row += [spread([x["ms"] for x in r["hf"]]),
+                    spread([b["ms"] / a["ms"] for a, b in zip(r["ours"], r["hf"])], "{:.2f}x")]
+        if "ggml" in engines:
+            row += [spread([x["f32"] for x in r["ggml"]]), spread([x["f16"] for x in r["ggml"]]),
+                    spread([b["f32"] / a["ms"] for a, b in zip(r["ours"], r["ggml"])], "{:.2f}x")]
+        same_ids.append(r["ours"][0]["ids"] == r["numpy"][0]["ids"] == r.get("hf", r["numpy"])[0]["ids"][:8])
+        row += [f"{r['ours'][0]['kv_cache_n_ctx'] / 2**20:.0f} MiB",
+                f"{max(x['rss_peak'] for x in r['ours']) / 2**30:.2f} GiB"]
         print("| " + " | ".join(row) + " |")
-    same = r["ours"]["first_ids"] == r["hf"]["first_ids"]
-    warm = (Path(args.models_dir) / "124M" / "model.ckpt.crc32c-ok.json").is_file()
-    print(f"\ngreedy ids, first 8, ours == HF: {same}; prefill of the prompt: {r['ours']['prefill_s'] * 1e3:.0f} ms; "
-          f"first-token command (CRCs already checked: {'yes' if warm else 'NO, the CRC check included'}): python {cli}")
+    kernel = all(x["kernel"] for r in results.values() for x in r["ours"])
+    print(f"\nours: {'with' if kernel else 'WITHOUT'} the compiled kernel; greedy ids, first 8, ours == NumPy path"
+          f"{' == HF' if 'hf' in engines else ''} at every size: {all(same_ids)}")
 
 
 if __name__ == "__main__":

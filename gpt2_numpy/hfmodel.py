@@ -90,20 +90,29 @@ def read_safetensors(path) -> dict[str, np.ndarray]:
     return tensors
 
 
-def write_safetensors(path, tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
-    """Write float32 ``tensors`` in the safetensors format (header padded to 8 bytes, as the
-    reference writer does, so the data starts aligned)."""
+def write_safetensors(path, tensors, metadata: dict[str, str], *, shapes: dict | None = None) -> None:
+    """Write float32 ``tensors`` (name -> array) in the safetensors format (header padded to 8 bytes, as the
+    reference writer does, so the data starts aligned).
+
+    With ``shapes`` (name -> shape, in the file's order) the header is written from them and each
+    ``tensors[name]`` is asked for once, when its bytes are due: a mapping that makes its arrays on demand then
+    writes a model of any size holding one tensor in memory at a time."""
+    shapes = {name: array.shape for name, array in tensors.items()} if shapes is None else shapes
     header, offset = {"__metadata__": metadata}, 0
-    for name, array in tensors.items():
-        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + array.nbytes]}
-        offset += array.nbytes
+    for name, shape in shapes.items():
+        nbytes = 4 * int(np.prod(shape, dtype=np.int64))
+        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
     header_bytes += b" " * (-len(header_bytes) % 8)
     with open(path, "wb") as file:
         file.write(len(header_bytes).to_bytes(8, "little"))
         file.write(header_bytes)
-        for array in tensors.values():
-            file.write(np.ascontiguousarray(array, dtype="<f4").tobytes())
+        for name, shape in shapes.items():
+            array = np.ascontiguousarray(tensors[name], dtype="<f4")
+            if array.shape != tuple(shape):
+                raise ValueError(f"tensor {name} has shape {list(array.shape)}, but its header says {list(shape)}")
+            file.write(memoryview(array).cast("B"))  # the array's own bytes, no copy
 
 
 # ---------------------------------------------------------------------------- GPT-2
@@ -227,10 +236,6 @@ def save_hf_folder(folder, hparams: dict, params: dict, vocab: dict[str, int], m
     (:mod:`tokenizer.outputs`): checked first, written beside the folder and moved in once complete. A
     folder that already holds any of those files is refused unless ``overwrite``; other files in it stay."""
     folder = check_hf_folder(folder, overwrite=overwrite, flag=flag)
-    config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": hparams["n_vocab"],
-              "n_positions": hparams["n_ctx"], "n_ctx": hparams["n_ctx"], "n_embd": hparams["n_embd"],
-              "n_head": hparams["n_head"], "n_layer": hparams["n_layer"], "activation_function": "gelu_new",
-              "layer_norm_epsilon": 1e-5, "bos_token_id": 50256, "eos_token_id": 50256}
     tensors = {}
     for name in hf_shapes(hparams):
         node = params
@@ -238,11 +243,19 @@ def save_hf_folder(folder, hparams: dict, params: dict, vocab: dict[str, int], m
             node = node[key]
         tensors[name] = node
     with replaced_folder_files(folder) as partial:
-        (partial / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        (partial / "config.json").write_text(json.dumps(hf_config(hparams), indent=2) + "\n", encoding="utf-8")
         write_safetensors(partial / SAFETENSORS, tensors, {"format": "pt"})  # transformers asks for "pt"
         (partial / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
         (partial / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges),
                                             encoding="utf-8")
+
+
+def hf_config(hparams: dict) -> dict:
+    """The ``config.json`` of a GPT-2 with these sizes, as ``transformers`` writes it (the keys it reads)."""
+    return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": hparams["n_vocab"],
+            "n_positions": hparams["n_ctx"], "n_ctx": hparams["n_ctx"], "n_embd": hparams["n_embd"],
+            "n_head": hparams["n_head"], "n_layer": hparams["n_layer"], "activation_function": "gelu_new",
+            "layer_norm_epsilon": 1e-5, "bos_token_id": 50256, "eos_token_id": 50256}
 
 
 def hf_model_files(folder: Path) -> list[str]:

@@ -9,9 +9,10 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
   Prompts of different lengths are left-padded; padding is masked out and each row keeps its own
   positions, so a row's tokens do not depend on the other rows. extend() runs several new positions
   in one pass and rollback() forgets the newest ones: what speculative.py verifies drafted tokens with.
-- `DecodingWeights` holds the weights as decoding reads them: float32, with two matrices copied
-  into the memory order that is faster to read for long runs. Build it once and pass it to many
-  generate calls to make those copies once.
+- `DecodingWeights` holds the weights as decoding reads them: float32, behind the compiled
+  matrix-vector kernel (gpt2_numpy/matvec_kernel.py, both cores, no copies) once numba has it loaded;
+  else for NumPy, with two matrices copied into the memory order that is faster to read for long runs;
+  or, asked for, in 16 bits (gpt2_numpy/half.py). Build it once and pass it to many generate calls.
 - `sample` picks the next token: greedy, or drawn at a temperature after top-k and top-p (nucleus)
   filtering. `sampling_temperature` is the one rule for which of the two the options ask for.
 
@@ -28,11 +29,16 @@ import math
 
 import numpy as np
 
+from . import compiled_matvec
 from .model import (as_float32, attention, causal_mask, ffn, layer_norm, linear, merge_heads, softmax,
                     split_heads, split_qkv)
 
 EOT_ID = 50256  # <|endoftext|>
 MASKED = np.float32(-1e10)  # added to the scores of padding, as model.causal_mask to later positions
+# Products of at most this many rows (a decoding step's batch, or a few drafted tokens) go to the compiled
+# kernel when it is loaded: it reads each weight once for all of them. More rows (a prompt's prefill) go to
+# NumPy's matrix product, which is faster once the arithmetic, not the memory, is the bound.
+KERNEL_MAX_ROWS = 8
 # Runs of at least this many positions (rows x new tokens) copy two weight matrices into a faster
 # memory order first; below it the copying costs more than it saves (see DecodingWeights).
 RELAYOUT_MIN_STEPS = 128
@@ -74,7 +80,8 @@ class DecodingWeights:
     is faster row-major, as loaded). Copying a matrix takes a noticeable moment, so the copies are
     made by the first run of at least RELAYOUT_MIN_STEPS positions, kept here, and used by every
     later run, long or short. They go when this object goes. Changing `params` in place afterwards
-    is not seen.
+    is not seen. When the compiled kernel is loaded (gpt2_numpy/compiled_matvec.py; asked for here,
+    in the background), runs of up to KERNEL_MAX_ROWS rows read the weights as they are through it instead.
 
     dtype="bf16" keeps the matrices in 16 bits instead (:mod:`gpt2_numpy.half`, with numba installed): about
     twice as fast, logits rounded; folder, the checkpoint's, keeps the converted matrices beside it.
@@ -94,10 +101,19 @@ class DecodingWeights:
                 raise ValueError(half.missing_extra(dtype))
             self.params, self.head, blocks = half.decoding_weights(self.params, folder=folder)
             self.blocks_in_order = {"C": blocks, "F": blocks}  # stored as the kernel reads them, for any run
+        self.kernel_blocks_and_head = None  # the weights wrapped for the compiled kernel, once it is here
+        if dtype == "f32":
+            compiled_matvec.start_loading()  # in the background: runs before it arrives use NumPy
 
     def for_run(self, n_batch, n_new):
-        """(blocks, head) for a run of n_batch rows and n_new new tokens, copying into the faster
-        memory order first if the run is long enough to pay for it."""
+        """(blocks, head) for a run of n_batch rows and n_new new tokens: the weights as they are, behind the
+        compiled kernel when it is loaded; else for NumPy, copying into the faster memory order first if the
+        run is long enough to pay for it."""
+        kernel = compiled_matvec.kernel() if self.dtype == "f32" else None
+        if kernel is not None and n_batch <= KERNEL_MAX_ROWS:
+            if self.kernel_blocks_and_head is None:
+                self.kernel_blocks_and_head = with_kernel(self.params, kernel)
+            return self.kernel_blocks_and_head
         order = "F" if n_batch == 1 else "C"  # mlp c_proj: column-major for one row, else row-major
         if n_batch * n_new >= RELAYOUT_MIN_STEPS and self.dtype == "f32":
             if not self.head.flags.c_contiguous:
@@ -105,6 +121,39 @@ class DecodingWeights:
             if order not in self.blocks_in_order:
                 self.blocks_in_order[order] = [with_mlp_proj_in_order(b, order) for b in self.params["blocks"]]
         return self.blocks_in_order.get(order, self.params["blocks"]), self.head
+
+
+class KernelMatrix:
+    """A weight matrix whose product with a few rows runs on the compiled kernel (gpt2_numpy.matvec_kernel),
+    reading the matrix as it is stored, with both cores.
+
+    model.linear's `rows @ w` reaches it as it is: NumPy hands `@` over to this object (__array_ufunc__ = None
+    makes ndarray's operators return NotImplemented, so Python calls __rmatmul__). More than KERNEL_MAX_ROWS
+    rows go to NumPy's product. `transposed`: the array is stored [n_out, n_in] (wte, for the output head).
+    """
+
+    __array_ufunc__ = None
+
+    def __init__(self, array, kernel, *, transposed=False):
+        self.array = np.ascontiguousarray(array)  # no copy: weights are C-contiguous as loaded
+        self.kernel, self.transposed = kernel, transposed
+        self.shape = array.shape[::-1] if transposed else array.shape  # [n_in, n_out], as model.linear reads
+
+    def __rmatmul__(self, rows):  # [n_rows, n_in] @ [n_in, n_out] -> [n_rows, n_out]
+        if rows.ndim == 2 and rows.shape[0] <= KERNEL_MAX_ROWS:
+            multiply = self.kernel.times_transposed if self.transposed else self.kernel.times
+            return multiply(rows, self.array)
+        return rows @ (self.array.T if self.transposed else self.array)
+
+
+def with_kernel(params, kernel):
+    """(blocks, head): every block's matrices, and the output head x @ wte.T, behind KernelMatrix."""
+    def wrapped(layer):  # {"w", "b"} -> the same with w wrapped
+        return {**layer, "w": KernelMatrix(layer["w"], kernel)}
+
+    blocks = [{**block, "attn": {name: wrapped(layer) for name, layer in block["attn"].items()},
+               "mlp": {name: wrapped(layer) for name, layer in block["mlp"].items()}} for block in params["blocks"]]
+    return blocks, KernelMatrix(params["wte"], kernel, transposed=True)
 
 
 def with_mlp_proj_in_order(block, order):
@@ -164,6 +213,7 @@ class KVDecoder:
         self.blocks, self.head = weights.for_run(n_batch, n_new)
         shape = (n_batch, n_head, n_max, weights.n_embd // n_head)
         self.caches = [(np.empty(shape, np.float32), np.empty(shape, np.float32)) for _ in self.blocks]
+        self.cache_bytes = kv_cache_bytes(len(self.blocks), weights.n_embd, n_max, n_batch)  # bounded by n_ctx
         self.start = 0  # number of cache columns filled
 
     def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
@@ -212,6 +262,17 @@ class KVDecoder:
             raise ValueError(f"can roll back 0 to {n_generated} generated positions, not {n}")
         self.start -= n
         self.lengths = self.lengths - n
+
+
+def kv_cache_bytes(n_layer, n_embd, n_positions, n_batch=1):
+    """Bytes of the key/value cache a KVDecoder holds: per layer a float32 key and value for every position
+    of every row. It is allocated once, for exactly the prompt's and the new tokens' positions, which
+    check_fits_context bounds by n_ctx: at most n_layer x 2 x n_ctx x n_embd x 4 bytes a row (1558M: 629 MB).
+
+    >>> kv_cache_bytes(n_layer=12, n_embd=768, n_positions=1024) / 2**20  # 124M at its full context, in MiB
+    72.0
+    """
+    return n_layer * 2 * n_batch * n_positions * n_embd * 4
 
 
 def check_fits_context(n_prompt, n_new, n_ctx):

@@ -52,6 +52,9 @@ if "TOKENIZER_CACHE_DIR" not in os.environ:  # made once: workers and the suite'
 # which BPE a test met would depend on the tests before it in its worker: off, unless asked for (the tests of
 # the kernel ask for it; TOKENIZER_COMPILED_BPE=1 runs the whole suite with it).
 os.environ.setdefault("TOKENIZER_COMPILED_BPE", "0")
+# Likewise the decoder's compiled matrix-vector kernel (gpt2_numpy/compiled_matvec.py) arrives in the background
+# at some point of a run: off, so a test decodes on NumPy, unless it asks (tests/test_matvec_kernel.py does).
+os.environ.setdefault("GPT2_COMPILED_MATVEC", "0")
 
 
 def pytest_configure(config):
@@ -86,7 +89,8 @@ def pytest_configure(config):
 EXHAUSTIVE_WORDS = ("every_code_point", "every_bmp_code_point", "every_prefix", "bounded_memory", "20_mb",
                     "every_corpus", "every_distinct_piece", "ray_engine", "chunking", "chunk_size")
 EXHAUSTIVE_FIXTURES = ("browser", "ray_cluster")  # a browser; a Ray cluster
-EXHAUSTIVE_FILES = ("test_package.py", "test_tfcheckpoint.py")  # pip install; TensorFlow as the oracle
+# pip install; TensorFlow as the oracle; the decoder's kernel, compiled anew per run (10-40 s)
+EXHAUSTIVE_FILES = ("test_package.py", "test_tfcheckpoint.py", "test_matvec_kernel.py")
 EXHAUSTIVE = {
     # commands end to end
     "test_cli.py": ("test_train_killed_then_resumed_ends_with_the_same_merges",

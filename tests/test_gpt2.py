@@ -876,3 +876,12 @@ def test_a_damaged_checkpoint_of_a_size_is_moved_aside_so_a_rerun_downloads_it(t
     monkeypatch.setattr(checkpoints, "download_gpt2_files", download)
     assert run_main(["hi", "--models_dir", str(tmp_path), "--n_tokens_to_generate", "2"])[0] == 0
     assert fetched == ["124M"]
+
+
+def test_the_kv_cache_size_is_stated_and_bounded_by_the_context(params):
+    decoder = kvcache.KVDecoder([PROMPT, PROMPT[:3]], params, N_HEAD, 5)
+    assert decoder.cache_bytes == sum(a.nbytes for pair in decoder.caches for a in pair)
+    assert decoder.cache_bytes == kvcache.kv_cache_bytes(N_LAYER, N_EMBD, len(PROMPT) + 5, n_batch=2)
+    most = kvcache.kv_cache_bytes(N_LAYER, N_EMBD, N_CTX)
+    assert kvcache.KVDecoder([[1] * (N_CTX - 1)], params, N_HEAD, 1).cache_bytes == most  # a full context
+    assert most == N_LAYER * 2 * N_CTX * N_EMBD * 4

@@ -46,6 +46,7 @@ COMPILED, NO_NUMBA, NOT_CACHED = 0, 3, 4
 KERNELS = {
     "merge_loop": ("training/train_kernel.py", "training/merge_state.py"),
     "bpe_kernel": ("fast/bpe_kernel.py",),
+    "matvec": ("../gpt2_numpy/matvec_kernel.py",),  # the decoder's, beside this package
 }
 
 
@@ -161,7 +162,8 @@ def compiled(function: Callable, cache_folder: Path, uncached: list[str], **opti
     ``$NUMBA_CACHE_DIR`` sets); that is pointed at ``cache_folder`` for the moment of wrapping only, so other
     numba code in the process keeps its own. Where that folder cannot be written numba tries its next places
     (beside the source file, its user cache folder); where none can, the function is compiled anew in every
-    process, and its name is added to ``uncached``."""
+    process, and its name is added to ``uncached``. ``parallel`` and ``fastmath`` are numba's options (``prange``
+    loops on every thread of numba's pool; the floating-point rewrites allowed)."""
     import numba
 
     default = numba.config.CACHE_DIR

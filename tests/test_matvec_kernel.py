@@ -1,0 +1,100 @@
+"""The decoder's compiled matrix-vector kernel (gpt2_numpy/matvec_kernel.py), against NumPy's products, and the
+decoder on it against the full recompute (model.py) and HF transformers.
+
+The suite keeps the kernel off (conftest: GPT2_COMPILED_MATVEC=0) so that every other test decodes on NumPy
+whatever arrived in the background; these tests turn it on and wait for it. Compiling it (once per suite run, in
+the suite's fresh cache folder) takes 10-40 s, so this file is in the exhaustive tier (conftest.EXHAUSTIVE_FILES)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import FUZZ_SHARE
+from gpt2_numpy import compiled_matvec, kvcache, model
+from test_gpt2 import N_HEAD, PROMPT, assert_close_to_oracle, hf, hf_logits, params, random_params  # noqa: F401 (fixtures)
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GPT2_COMPILED_MATVEC", "1")
+        loaded = compiled_matvec.wait_until_loaded()
+        assert loaded is not None, compiled_matvec.status()
+        yield loaded
+
+
+@pytest.fixture
+def kernel_on(kernel, monkeypatch):
+    monkeypatch.setenv("GPT2_COMPILED_MATVEC", "1")
+    return kernel
+
+
+def read_only(array):
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+@settings(max_examples=FUZZ_SHARE, deadline=None)
+@given(n_rows=st.integers(1, kvcache.KERNEL_MAX_ROWS), n_in=st.integers(1, 70), n_out=st.integers(1, 70),
+       seed=st.integers(0, 2**32 - 1), writeable=st.booleans())
+def test_the_products_equal_numpys(kernel, n_rows, n_in, n_out, seed, writeable):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n_rows, n_in), dtype=np.float32)
+    w = rng.standard_normal((n_in, n_out), dtype=np.float32)
+    wt = np.ascontiguousarray(w.T)
+    if not writeable:  # as mapped from a checkpoint
+        w, wt = read_only(w), read_only(wt)
+    expected = x.astype(np.float64) @ w.astype(np.float64)
+    bound = 1e-5 * (np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64)) + 1e-30
+    for ours in (kernel.times(x, w), kernel.times_transposed(x, wt)):
+        assert ours.dtype == np.float32 and ours.shape == (n_rows, n_out)
+        assert (np.abs(ours - expected) <= bound).all()
+
+
+def test_a_kernel_matrix_is_what_model_linear_multiplies(kernel):
+    """linear's `rows @ w` reaches the kernel for a few rows, NumPy's product for many; both give x @ w + b."""
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((40, 24), dtype=np.float32), rng.standard_normal(24, dtype=np.float32)
+    wrapped = kvcache.KernelMatrix(w, kernel)
+    for n_rows in (1, kvcache.KERNEL_MAX_ROWS, kvcache.KERNEL_MAX_ROWS + 1, 50):
+        x = rng.standard_normal((2, n_rows, 40), dtype=np.float32)[0]  # rows 2-D, as linear passes them
+        np.testing.assert_allclose(model.linear(x, wrapped, b), x @ w + b, rtol=1e-5, atol=1e-5)
+    head = kvcache.KernelMatrix(w.T.copy(), kernel, transposed=True)  # stored [n_out, n_in], as wte
+    assert head.shape == (40, 24)
+    np.testing.assert_allclose(x[:1] @ head, x[:1] @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_decoding_weights_use_the_kernel_only_when_it_is_on(kernel, monkeypatch):
+    params = random_params(n_vocab=500)
+    monkeypatch.setenv("GPT2_COMPILED_MATVEC", "0")
+    blocks, head = kvcache.DecodingWeights(params).for_run(1, 4)
+    assert isinstance(head, np.ndarray) and isinstance(blocks[0]["mlp"]["c_fc"]["w"], np.ndarray)
+    monkeypatch.setenv("GPT2_COMPILED_MATVEC", "1")
+    weights = kvcache.DecodingWeights(params)
+    blocks, head = weights.for_run(1, 4)
+    assert isinstance(head, kvcache.KernelMatrix) and np.shares_memory(head.array, params["wte"])  # no copy
+    assert all(isinstance(layer["w"], kvcache.KernelMatrix) and np.shares_memory(layer["w"].array, original["w"])
+               for block, block_params in zip(blocks, params["blocks"]) for part in ("attn", "mlp")
+               for layer, original in zip(block[part].values(), block_params[part].values()))
+    assert weights.for_run(3, 500)[1] is head  # built once, reused
+    assert isinstance(weights.for_run(kvcache.KERNEL_MAX_ROWS + 1, 4)[1], np.ndarray)  # big batches: NumPy
+
+
+def test_kernel_decoding_equals_the_full_recompute(kernel_on, params):
+    assert isinstance(kvcache.DecodingWeights(params).for_run(1, 1)[1], kvcache.KernelMatrix)
+    assert kvcache.generate(PROMPT, params, N_HEAD, 10) == model.generate_reference(PROMPT, params, N_HEAD, 10)
+    decoder = kvcache.KVDecoder([PROMPT, PROMPT[3:]], params, N_HEAD, 2)
+    decoder.prefill()
+    logits = decoder.decode([7, 9])
+    for row, prompt in ((0, PROMPT), (1, PROMPT[3:])):
+        full = model.gpt2(prompt + [[7, 9][row]], **params, n_head=N_HEAD)[-1]
+        np.testing.assert_allclose(logits[row], full, atol=2e-5 * np.abs(full).max(), rtol=0)
+
+
+def test_kernel_decoding_matches_hf(kernel_on, params, hf):
+    decoder = kvcache.KVDecoder([PROMPT[:-1]], params, N_HEAD, 1)
+    decoder.prefill()
+    assert_close_to_oracle(decoder.decode([PROMPT[-1]])[0], hf_logits(hf, PROMPT)[-1])
