@@ -32,7 +32,8 @@ import math
 import numpy as np
 
 __all__ = ["gpt2", "generate_reference", "as_float32", "gelu", "softmax", "layer_norm", "linear", "ffn",
-           "causal_mask", "attention", "attention_in_blocks", "split_qkv", "split_heads", "merge_heads", "mha", "transformer_block"]
+           "causal_mask", "attention", "attention_in_blocks", "split_qkv", "split_heads", "merge_heads", "mha",
+           "transformer_block"]
 
 
 def as_float32(tree):

@@ -22,13 +22,13 @@ import numpy as np
 
 from .kvcache import DecodingWeights, KVDecoder
 
-__all__ = ["token_nlls", "score", "next_token_nlls"]
+__all__ = ["token_nlls", "score", "windows", "next_token_nlls"]
 
 
 def token_nlls(ids, params, n_head, *, stride=None, progress=None):  # [n_seq] -> [n_scored], [n_scored]
     """The negative log-likelihood (nats) of each id given the ids before it, and the positions
     scored. The first id has no context and is not scored. Longer than the context (n_ctx), the
-    text is read in windows of n_ctx ids starting `stride` apart (default n_ctx // 2); each window
+    text is read in windows of n_ctx ids starting `stride` apart (default n_ctx // 2; see `windows`); each window
     scores only the ids no earlier window scored, so those still see >= n_ctx - stride ids before them.
     (With stride == n_ctx the windows do not overlap and each one's first id goes unscored, as in
     Hugging Face's recipe.)
@@ -37,25 +37,35 @@ def token_nlls(ids, params, n_head, *, stride=None, progress=None):  # [n_seq] -
     progress: called after each window with the number of ids it scored (e.g. a tqdm bar's update);
     the counts add up to the number of positions returned."""
     weights = params if isinstance(params, DecodingWeights) else DecodingWeights(params)
-    n_ctx = weights.n_ctx
-    stride = n_ctx // 2 if stride is None else stride
-    if len(ids) < 2 or not 0 < stride <= n_ctx:
-        raise ValueError(f"score needs >= 2 ids and 0 < stride <= n_ctx ({n_ctx}), got {len(ids)} ids, stride {stride}")
+    spans = windows(len(ids), weights.n_ctx, stride=stride)  # [(start, end, first), ...]
     ids = np.asarray(ids, dtype=np.int64)
-    nlls, positions, scored_up_to = [], [], 1  # ids[:scored_up_to] are done (ids[0] has no context)
-    for start in range(0, len(ids), stride):
-        end = min(start + n_ctx, len(ids))
-        first = max(scored_up_to, start + 1)  # the first id this window scores
+    nlls = []
+    for start, end, first in spans:
         states = KVDecoder([ids[start:end]], weights, n_head, 0).prefill_states()[0]  # [end - start, n_embd]
         rows = states[first - 1 - start : end - 1 - start]  # the states predicting ids[first:end]
         nlls.append(next_token_nlls(rows, weights.params["wte"], ids[first:end]))  # [end - first]
-        positions.append(np.arange(first, end))  # [end - first]
-        scored_up_to = end
         if progress is not None:
             progress(end - first)
-        if end == len(ids):
-            break
+    positions = [np.arange(first, end) for _, end, first in spans]  # [end - first] each
     return np.concatenate(nlls), np.concatenate(positions)  # [n_scored], [n_scored]
+
+
+def windows(n_ids, n_ctx, *, stride=None):  # -> [(start, end, first), ...]
+    """The windows token_nlls reads over n_ids ids: each is ids[start:end] (at most n_ctx of them) and
+    scores ids[first:end], the ids no earlier window scored. Windows start `stride` apart (default
+    n_ctx // 2); the first id is never scored (it has no context), so the windows score n_ids - 1 ids,
+    fewer only when stride == n_ctx (each later window's first id has no context in its window)."""
+    stride = n_ctx // 2 if stride is None else stride
+    if n_ids < 2 or not 0 < stride <= n_ctx:
+        raise ValueError(f"score needs >= 2 ids and 0 < stride <= n_ctx ({n_ctx}), got {n_ids} ids, stride {stride}")
+    spans, scored_up_to = [], 1  # ids[:scored_up_to] are done (ids[0] has no context)
+    for start in range(0, n_ids, stride):
+        end = min(start + n_ctx, n_ids)
+        spans.append((start, end, max(scored_up_to, start + 1)))
+        scored_up_to = end
+        if end == n_ids:
+            break
+    return spans
 
 
 def next_token_nlls(states, wte, targets, *, chunk=4096):  # [n, n_embd], [n_vocab, n_embd], [n] -> [n]
