@@ -75,13 +75,16 @@ def text_ids(n_tokens):
 
 # ---------------------------------------------------------------------------- workers
 def timed(work, repeats):
-    """(median seconds, last result) of `repeats` runs of work(), after one untimed warm-up."""
-    result, seconds = work(), []
+    """{"seconds", "cpu_seconds"} (medians of `repeats` runs of work(), after one untimed warm-up), and the
+    last run's result. CPU seconds (every thread of the process) barely move with the machine's load; on
+    one thread they are the work itself, on more they include threads spin-waiting."""
+    result, wall, cpu = work(), [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = work()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), result
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return {"seconds": statistics.median(wall), "cpu_seconds": statistics.median(cpu)}, result
 
 
 def worker_ours(args, what):
@@ -91,9 +94,9 @@ def worker_ours(args, what):
     hparams, params = hfmodel.load_hf_folder(args.folder)
     if what == "score":  # as `gpt2 --score` calls it
         ids = text_ids(args.tokens)
-        seconds, (nlls, _) = timed(lambda: scoring.token_nlls(ids, params, hparams["n_head"], stride=STRIDE),
-                                   args.repeats)
-        return {"seconds": seconds, "mean_nll": float(nlls.mean())}
+        times, (nlls, _) = timed(lambda: scoring.token_nlls(ids, params, hparams["n_head"], stride=STRIDE),
+                                 args.repeats)
+        return {**times, "mean_nll": float(nlls.mean())}
     prompt = text_ids(args.prompt_tokens)
     weights = kvcache.DecodingWeights(params)  # built once, as a long-lived program would
 
@@ -101,8 +104,8 @@ def worker_ours(args, what):
         logits = kvcache.KVDecoder([prompt], weights, hparams["n_head"], 1).prefill()  # [1, n_vocab]
         return int(np.argmax(logits[0]))
 
-    seconds, token = timed(first_token, args.repeats)
-    return {"seconds": seconds, "token": token}
+    times, token = timed(first_token, args.repeats)
+    return {**times, "token": token}
 
 
 def worker_hf(args, what):
@@ -134,16 +137,16 @@ def worker_hf(args, what):
                     count += n_scored
                 return total / count
 
-            seconds, mean_nll = timed(score, args.repeats)
-            return {"seconds": seconds, "mean_nll": mean_nll, "threads": torch.get_num_threads()}
+            times, mean_nll = timed(score, args.repeats)
+            return {**times, "mean_nll": mean_nll}
         prompt = torch.tensor([text_ids(args.prompt_tokens)])
         if what == "ttft":  # the first step of generate: the prompt's forward, the last position's logits
-            seconds, token = timed(lambda: int(model(prompt, logits_to_keep=1).logits[0, -1].argmax()), args.repeats)
+            times, token = timed(lambda: int(model(prompt, logits_to_keep=1).logits[0, -1].argmax()), args.repeats)
         else:
-            seconds, token = timed(lambda: int(model.generate(prompt, attention_mask=torch.ones_like(prompt),
+            times, token = timed(lambda: int(model.generate(prompt, attention_mask=torch.ones_like(prompt),
                                                               max_new_tokens=1, do_sample=False,
                                                               pad_token_id=0)[0, -1]), args.repeats)
-        return {"seconds": seconds, "token": token}
+        return {**times, "token": token}
 
 
 # ------------------------------------------------------------------------------- main
@@ -196,34 +199,38 @@ def main():
             engine = "hf" if name == "hf" else "ours"
             results.setdefault((name, what), []).append(run_worker(args, engine, what, repo))
 
-    def seconds(name, what):
-        return [r["seconds"] for r in results[(name, what)]]
+    def seconds(name, what, kind):
+        return [r[kind] for r in results[(name, what)]]
 
-    def ratios(peer, name, what):  # peer's seconds over ours, round by round
-        return [p / o for p, o in zip(seconds(*peer), seconds(name, what))]
+    def ratios(peer, name, what, kind):  # peer's seconds over ours, round by round
+        return [p / o for p, o in zip(seconds(*peer, kind), seconds(name, what, kind))]
 
     n_windows = len(windows(args.tokens, WINDOW, stride=STRIDE))
     print(f"\n`{' '.join([Path(sys.executable).name, 'bench/bench_score.py'] + sys.argv[1:])}` "
-          f"({args.threads} threads each; {args.rounds} alternated rounds, median seconds (range); 1-min load "
+          f"({args.threads} threads each; {args.rounds} alternated rounds, median (range); 1-min load "
           f"average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after: other work on the machine skews "
-          f"every figure)\n")
-    print("| measure | engine | seconds | HF's recipe / this | HF's leanest / this |\n| --- | --- | --- | --- | --- |")
-    for label, what, recipe, leanest in (
-            (f"score {args.tokens} ids ({n_windows} windows of {WINDOW}, stride {STRIDE})", "score",
-             ("hf", "score"), ("hf", "score_keep")),
-            (f"first token of a {args.prompt_tokens}-token prompt", "ttft", ("hf", "generate"), ("hf", "ttft"))):
-        for name in ours:
-            s = seconds(name, what)
-            print(f"| {label} | {name} ({'this checkout' if name == 'ours' else args.baseline}) | "
-                  f"{statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) | {spread(ratios(recipe, name, what))} | "
-                  f"{spread(ratios(leanest, name, what))} |")
-        for peer, how in ((recipe, "labels=" if what == "score" else "generate()"),
-                          (leanest, "logits_to_keep")):
-            s = seconds(*peer)
-            print(f"| {label} | HF transformers ({how}) | {statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) | | |")
+          f"every wall-clock figure; CPU seconds, of every thread of the process, much less)\n")
+    for kind, title in (("seconds", "wall-clock seconds"), ("cpu_seconds", "CPU seconds")):
+        print(f"| measure | engine | {title} | HF's recipe / this | HF's leanest / this |")
+        print("| --- | --- | --- | --- | --- |")
+        for label, what, recipe, leanest in (
+                (f"score {args.tokens} ids ({n_windows} windows of {WINDOW}, stride {STRIDE})", "score",
+                 ("hf", "score"), ("hf", "score_keep")),
+                (f"first token of a {args.prompt_tokens}-token prompt", "ttft", ("hf", "generate"), ("hf", "ttft"))):
+            for name in ours:
+                s = seconds(name, what, kind)
+                print(f"| {label} | {name} ({'this checkout' if name == 'ours' else args.baseline}) | "
+                      f"{statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) | "
+                      f"{spread(ratios(recipe, name, what, kind))} | {spread(ratios(leanest, name, what, kind))} |")
+            for peer, how in ((recipe, "labels=" if what == "score" else "generate()"),
+                              (leanest, "logits_to_keep")):
+                s = seconds(*peer, kind)
+                print(f"| {label} | HF transformers ({how}) | {statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) "
+                      f"| | |")
+        print()
     nll = {name: results[(name, "score")][0]["mean_nll"] for name in list(ours) + ["hf"]}
     tokens = {name: results[(name, "ttft")][0]["token"] for name in list(ours) + ["hf"]}
-    print(f"\nmean NLL (nats/token): {', '.join(f'{k} {v:.6f}' for k, v in nll.items())}; "
+    print(f"mean NLL (nats/token): {', '.join(f'{k} {v:.6f}' for k, v in nll.items())}; "
           f"first token: {', '.join(f'{k} {v}' for k, v in tokens.items())}")
 
 
