@@ -17,8 +17,10 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
 It does not slide the window past the model's context (n_ctx), search beams or use a GPU.
 
 The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_qkv`, `split_heads`, `attention`,
-`merge_heads`, `causal_mask`); what this module adds is the cache around them (`cached_attention`,
-`block_step`), the padding mask, and the weights' memory order. The tests hold its tokens and
+`merge_heads`, `causal_mask`, and `attention_in_blocks`, attention's faster twin for many new positions at
+once); what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask,
+and the weights' memory order. `KVDecoder.prefill_states` gives every prompt position's final state, which
+scoring.py turns into log-probabilities. The tests hold its tokens and
 logits to model.py's full recompute, and both to HF transformers.
 """
 from __future__ import annotations

@@ -179,7 +179,10 @@ def test_score_shows_a_bar_on_a_terminal_and_nothing_otherwise(long_params, tmp_
 def test_score_draws_its_bar_on_a_pseudo_terminal(long_params, tmp_path):
     """`python gpt2.py --score FILE` with stderr on a pseudo-terminal draws the bar; with stderr on a pipe, none.
     A process of its own: the exhaustive tier."""
+    import fcntl
     import pty
+    import struct
+    import termios
 
     from gpt2_numpy import hfmodel
 
@@ -195,6 +198,8 @@ def test_score_draws_its_bar_on_a_pseudo_terminal(long_params, tmp_path):
     piped = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert piped.returncode == 0 and piped.stderr == "" and "perplexity" in piped.stdout
     leader, follower = pty.openpty()
+    # a new pseudo-terminal is 0 columns wide, where tqdm draws nothing: give it a person's 24 x 100
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, cwd=tmp_path) as proc:
         os.close(follower)
         drawn = b""
