@@ -28,7 +28,7 @@ import textwrap
 from pathlib import Path
 
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, cannot_listen, error_message,
-                                    run_guarded, unrecognized)
+                                    run_guarded, show_progress, unrecognized)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_utf8_file
 
@@ -39,7 +39,7 @@ from .kvcache import DecodingWeights, iter_generate_batch, sampling_temperature
 from .models_dir import default_models_dir
 from .speculative import DEFAULT_DRAFT_TOKENS, DraftModel, PromptLookup
 from .speculative import iter_generate as iter_generate_speculative
-from .scoring import token_nlls
+from .scoring import token_nlls, windows
 
 
 class CommandError(Exception):
@@ -242,13 +242,19 @@ def read_score_file(path: str) -> str:
     return text
 
 
-def print_score(encoder, params, n_head, text, stride, path):
+def print_score(encoder, params, n_head, text, stride, path, *, progress=None):
     """Tokens, perplexity and bits per byte of `text`, over the tokens the model predicted (all but
-    the first, and without window overlap, all but each window's first) and the bytes they hold."""
+    the first, and without window overlap, all but each window's first) and the bytes they hold.
+    progress: a bar on stderr counting the tokens scored, window by window (default: show_progress())."""
+    from tqdm import tqdm  # imported here, as the other commands do: only a run that scores needs it
+
     ids = encoder.encoding.encode_ordinary(text)  # a whole file: the fast core (encoder.encode's ids, sooner)
     if len(ids) < 2:
         raise ValueError(f"--score {path} holds {len(ids)} token; the first has no context, so give at least two")
-    nlls, positions = token_nlls(ids, params, n_head, stride=stride)  # [n_scored], [n_scored]
+    n_to_score = sum(end - first for _, end, first in windows(len(ids), len(params["wpe"]), stride=stride))
+    progress = show_progress() if progress is None else progress
+    with tqdm(total=n_to_score, unit="tok", desc="scoring", disable=not progress, leave=False) as bar:
+        nlls, positions = token_nlls(ids, params, n_head, stride=stride, progress=bar.update)  # [n_scored] each
     predicted_bytes = sum(len(encoder.encoding.decode_single_token_bytes(ids[i])) for i in positions)
     print(f"tokens: {len(ids)} ({len(positions)} predicted)")
     print(f"mean NLL: {nlls.mean():.4f} nats/token")

@@ -19,8 +19,10 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
 It does not slide the window past the model's context (n_ctx), search beams or use a GPU.
 
 The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_qkv`, `split_heads`, `attention`,
-`merge_heads`, `causal_mask`); what this module adds is the cache around them (`cached_attention`,
-`block_step`), the padding mask, and the weights' memory order. The tests hold its tokens and
+`merge_heads`, `causal_mask`, and `attention_in_blocks`, attention's faster twin for many new positions at
+once); what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask,
+and the weights' memory order. `KVDecoder.prefill_states` gives every prompt position's final state, which
+scoring.py turns into log-probabilities. The tests hold its tokens and
 logits to model.py's full recompute, and both to HF transformers.
 """
 from __future__ import annotations
@@ -30,8 +32,8 @@ import math
 import numpy as np
 
 from . import compiled_matvec
-from .model import (as_float32, attention, causal_mask, ffn, layer_norm, linear, merge_heads, softmax,
-                    split_heads, split_qkv)
+from .model import (as_float32, attention, attention_in_blocks, causal_mask, ffn, layer_norm, linear, merge_heads,
+                    softmax, split_heads, split_qkv)
 
 EOT_ID = 50256  # <|endoftext|>
 MASKED = np.float32(-1e10)  # added to the scores of padding, as model.causal_mask to later positions
@@ -59,7 +61,9 @@ def cached_attention(x, c_attn, c_proj, n_head, mask, cache, start):  # [n_batch
     end = start + x.shape[1]
     keys[:, :, start:end] = k  # into the preallocated buffer: no concatenation copy
     values[:, :, start:end] = v
-    heads = attention(q, keys[:, :, :end], values[:, :, :end], mask)  # [n_batch, n_head, n_seq, d]
+    # many new positions (a prompt): attention_in_blocks, which skips the keys the causal mask hides
+    attend = attention if x.shape[1] == 1 else attention_in_blocks
+    heads = attend(q, keys[:, :, :end], values[:, :, :end], mask)  # [n_batch, n_head, n_seq, d]
     return linear(merge_heads(heads), **c_proj)  # [n_batch, n_seq, n_embd]
 
 
@@ -218,6 +222,14 @@ class KVDecoder:
 
     def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
+        x = self._run_blocks(tokens, positions)  # [n_batch, n_seq, n_embd]
+        x = layer_norm(x if every_position else x[:, -1], **self.weights.params["ln_f"])  # [n_batch, (n_seq,) n_embd]
+        # one 2-D product, as model.linear: a 3-D x @ head runs without BLAS (several times slower)
+        logits = x.reshape(-1, x.shape[-1]) @ self.head  # [n_rows, n_embd] @ [n_embd, n_vocab] -> [n_rows, n_vocab]
+        return logits.reshape(*x.shape[:-1], -1)  # [n_batch, (n_seq,) n_vocab]
+
+    def _run_blocks(self, tokens, positions):  # [n_batch, n_seq] each -> [n_batch, n_seq, n_embd]
+        """The new positions through every block, their keys and values into the cache (before ln_f)."""
         n_seq, start, p = tokens.shape[1], self.start, self.weights.params
         padding = np.where(self.is_real[:, : start + n_seq], np.float32(0), MASKED)  # [n_batch, n_k]
         mask = causal_mask(n_seq, start) + padding[:, None, None, :]  # [n_batch, 1, n_seq, n_k]
@@ -225,14 +237,21 @@ class KVDecoder:
         for block, cache in zip(self.blocks, self.caches):  # n_layer x
             x = block_step(x, **block, n_head=self.n_head, mask=mask, cache=cache, start=start)
         self.start += n_seq
-        x = layer_norm(x if every_position else x[:, -1], **p["ln_f"])  # [n_batch, (n_seq,) n_embd]
-        # one 2-D product, as model.linear: a 3-D x @ head runs without BLAS (several times slower)
-        logits = x.reshape(-1, x.shape[-1]) @ self.head  # [n_rows, n_embd] @ [n_embd, n_vocab] -> [n_rows, n_vocab]
-        return logits.reshape(*x.shape[:-1], -1)  # [n_batch, (n_seq,) n_vocab]
+        return x
+
+    def _prompt_positions(self):  # -> [n_batch, longest]: each row counts from its first real token
+        return np.maximum(np.cumsum(self.is_real[:, : self.tokens.shape[1]], axis=1) - 1, 0)
 
     def prefill(self):
-        positions = np.maximum(np.cumsum(self.is_real[:, : self.tokens.shape[1]], axis=1) - 1, 0)
-        return self._forward(self.tokens, positions)  # [n_batch, longest] -> [n_batch, n_vocab]
+        return self._forward(self.tokens, self._prompt_positions())  # [n_batch, longest] -> [n_batch, n_vocab]
+
+    def prefill_states(self):  # -> [n_batch, longest, n_embd]
+        """prefill() for callers that want every prompt position, not only the newest: each position's
+        final state (after ln_f), whose product with wte.T is that position's logits. Scoring reads them,
+        and computes the logits only of the positions it scores (scoring.py). Padding columns hold
+        states of padding. The cache is filled as by prefill(), so decode() may follow."""
+        x = self._run_blocks(self.tokens, self._prompt_positions())  # [n_batch, longest, n_embd]
+        return layer_norm(x, **self.weights.params["ln_f"])
 
     def decode(self, new_tokens):  # one id per row -> [n_batch, n_vocab]
         if self.start >= self.is_real.shape[1]:

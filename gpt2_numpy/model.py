@@ -17,7 +17,9 @@ key/value cache around them (with the padding of batched prompts and the weights
 layer takes any leading axes ([..., n_embd]: one sequence here, a batch of rows there), and three of
 them carry a speed trick, each commented where it is: `gelu`'s x * x * x, `layer_norm`'s sums,
 `linear`'s one 2-D product. picoGPT's loop over heads is an axis of heads (`split_heads`), so one
-`attention` call runs them all.
+`attention` call runs them all. One layer has a faster twin beside it, tested equal: `attention_in_blocks`,
+which the decoder runs when many positions arrive at once (a prompt, a scored window) and which reads
+only the keys a causal mask lets each block of queries see.
 
 What it does not do: keep a cache, batch prompts, lay weights out for speed or sample (all
 `kvcache.py`, tested to give the tokens of `generate_reference`, and both the logits of HF
@@ -30,7 +32,8 @@ import math
 import numpy as np
 
 __all__ = ["gpt2", "generate_reference", "as_float32", "gelu", "softmax", "layer_norm", "linear", "ffn",
-           "causal_mask", "attention", "split_qkv", "split_heads", "merge_heads", "mha", "transformer_block"]
+           "causal_mask", "attention", "attention_in_blocks", "split_qkv", "split_heads", "merge_heads", "mha",
+           "transformer_block"]
 
 
 def as_float32(tree):
@@ -93,6 +96,30 @@ def attention(q, k, v, mask):  # q [..., n_q, d], k, v [..., n_k, d], mask [...,
     # the leading axes are heads (and batch rows), each attending on its own
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # [..., n_q, n_k]
     return softmax(scores + mask) @ v  # [..., n_q, n_k] @ [..., n_k, d] -> [..., n_q, d]
+
+
+def attention_in_blocks(q, k, v, mask, block=128):  # the shapes of attention(), n_k = n_before + n_q
+    """attention() for many queries at once (a prefill, a scored window), computed `block` queries at a time.
+
+    Why it exists: under a causal mask query i sees only keys up to n_before + i, so a block of queries ending
+    at j needs only the first n_before + j keys; the rest would get weight 0. Over a whole sequence that skips
+    nearly half the scores, and a block's scores ([..., block, n_k]) stay in the CPU cache where the full
+    [..., n_q, n_k] array would not. The softmax is done in place, and its division applied to the block's
+    output ([..., block, d]) rather than to its weights ([..., block, n_k]): the same numbers, fewer passes.
+    The mask must be causal (padding may be masked too): keys after n_before + j are never read."""
+    n_q, n_before = q.shape[-2], k.shape[-2] - q.shape[-2]
+    out = np.empty(np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + q.shape[-2:], dtype=np.float32)
+    q = q * (1 / math.sqrt(q.shape[-1]))  # scaled once: [..., n_q, d] is smaller than the scores
+    for i in range(0, n_q, block):
+        j = min(i + block, n_q)
+        seen = n_before + j  # the keys any of queries i..j may look at
+        scores = q[..., i:j, :] @ np.swapaxes(k[..., :seen, :], -1, -2)  # [..., j - i, seen]
+        scores += mask[..., i:j, :seen]
+        scores -= scores.max(axis=-1, keepdims=True)  # exp cannot overflow
+        np.exp(scores, out=scores)  # softmax's numerators
+        np.matmul(scores, v[..., :seen, :], out=out[..., i:j, :])  # [..., j - i, d], not yet divided
+        out[..., i:j, :] /= scores.sum(axis=-1, keepdims=True)  # softmax's denominators
+    return out
 
 
 def split_qkv(x):  # [..., 3*n_embd] -> 3 x [..., n_embd]

@@ -65,7 +65,7 @@ from pathlib import Path
 
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag, cannot_listen,
-                           run_guarded, unrecognized)
+                           run_guarded, show_progress, unrecognized)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, inputs, parity, sharded
@@ -163,11 +163,6 @@ def find_inputs(names: list[str]) -> list[Path]:
         return inputs.find_inputs(names)
     except ImportError as e:
         raise UsageError(str(e)) from None
-
-
-def show_progress() -> bool:
-    """Progress bars (on stderr, in MB) when a person is watching; logs and pipes get none."""
-    return sys.stderr.isatty()
 
 
 # ---- the commands -----------------------------------------------------------------------------------------

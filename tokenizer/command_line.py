@@ -12,7 +12,8 @@ The exit statuses, one rule for both commands:
   differ); 2 a mistake in what was asked (a flag, a missing or unreadable input, bad input), said before any
   work where it can be; 130 Ctrl-C; 141 the reader of stdout went away, as for a process killed by SIGPIPE.
 
-Every error is one line, ``PROG: error: WHAT; what to do``, never a traceback.
+Every error is one line, ``PROG: error: WHAT; what to do``, never a traceback. Progress bars go to stderr,
+and only when a person is watching it (:func:`show_progress`).
 
 What this module does not do: declare any command's flags, or read input (:mod:`tokenizer.text_input`).
 """
@@ -48,6 +49,11 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(EXIT_MISTAKE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def show_progress() -> bool:
+    """Progress bars (tqdm, on stderr) when a person is watching; logs and pipes get none."""
+    return sys.stderr.isatty()
 
 
 def add_flag(parser: argparse.ArgumentParser, name: str, **options) -> None:

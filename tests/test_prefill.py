@@ -1,0 +1,217 @@
+"""The many-positions path: a long prompt's prefill and `gpt2 --score`'s windows. model.attention_in_blocks
+against model.attention; KVDecoder.prefill_states past one block of queries against model.gpt2's logits and
+HF transformers'; scoring.next_token_nlls against a plain log-softmax; scoring.windows and the progress it
+reports; the --score progress bar (in this process, and on a pseudo-terminal in the exhaustive tier)."""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpt2
+from conftest import FUZZ_EXAMPLES
+from gpt2_numpy import cli, kvcache, model, scoring
+from test_gpt2 import N_HEAD, assert_close_to_oracle, hf_logits, hf_model, random_params, run_main
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG_CTX = 300  # more than two of attention_in_blocks' default blocks of 128 queries
+
+
+@pytest.fixture(scope="module")
+def long_params():
+    return random_params(seed=5, n_ctx=LONG_CTX, n_embd=32, scale=0.1)
+
+
+@pytest.fixture(scope="module")
+def long_hf(long_params):
+    return hf_model(long_params)
+
+
+def long_ids(n, seed=0):
+    return np.random.default_rng(seed).integers(0, 50257, n).tolist()
+
+
+# ---------------------------------------------------------------------- attention in blocks
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(n_q=st.integers(1, 40), n_before=st.integers(0, 20), block=st.integers(1, 50), padded=st.integers(0, 12),
+       seed=st.integers(0, 2**16))
+def test_attention_in_blocks_equals_attention(n_q, n_before, block, padded, seed):
+    """Any block size, after cached positions or none, with a batch row left-padded as KVDecoder pads it: every
+    query that sees a real key gets attention()'s output (a padding query's output is never read)."""
+    rng = np.random.default_rng(seed)
+    n_k = n_before + n_q
+    q = rng.standard_normal((2, 3, n_q, 8), dtype=np.float32)
+    k, v = (rng.standard_normal((2, 3, n_k, 8), dtype=np.float32) for _ in range(2))
+    padding = np.zeros((2, n_k), np.float32)
+    padding[1, :padded] = kvcache.MASKED  # row 1's first `padded` positions are padding
+    mask = model.causal_mask(n_q, n_before) + padding[:, None, None, :]  # [2, 1, n_q, n_k], as KVDecoder's
+    ours, theirs = model.attention_in_blocks(q, k, v, mask, block=block), model.attention(q, k, v, mask)
+    assert ours.shape == theirs.shape and ours.dtype == np.float32
+    real = (np.arange(n_k)[None, -n_q:] >= np.array([0, padded])[:, None])  # [2, n_q]: a real query
+    np.testing.assert_allclose(ours[real[:, None, :].repeat(3, 1)], theirs[real[:, None, :].repeat(3, 1)],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_the_decoder_uses_blocks_for_many_positions_and_attention_for_one(params_small, monkeypatch):
+    """A prompt goes through attention_in_blocks; a decoding step, one position, through attention."""
+    calls = []
+    for name in ("attention", "attention_in_blocks"):
+        real = getattr(kvcache, name)
+        monkeypatch.setattr(kvcache, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k))
+    decoder = kvcache.KVDecoder([[1, 2, 3, 4]], params_small, N_HEAD, 1)
+    decoder.prefill()
+    assert set(calls) == {"attention_in_blocks"}
+    calls.clear()
+    decoder.decode([5])
+    assert set(calls) == {"attention"}
+
+
+@pytest.fixture(scope="module")
+def params_small():
+    return random_params(seed=1)
+
+
+# ---------------------------------------------------------------------- long prefills
+def test_prefill_states_past_one_block_equal_full_logits_and_hf(long_params, long_hf):
+    """Prompts longer than a block of queries, batched with left padding: every real position's
+    state @ wte.T is model.gpt2's logits and HF's; prefill()'s logits are the last state's, and decode()
+    after prefill_states() goes on from the cache."""
+    prompts = [long_ids(LONG_CTX - 1, seed=1), long_ids(170, seed=2)]
+    decoder = kvcache.KVDecoder(prompts, long_params, N_HEAD, 1)
+    states = decoder.prefill_states()  # [2, LONG_CTX - 1, n_embd]
+    wte = long_params["wte"]
+    for row, prompt in enumerate(prompts):
+        logits = states[row, -len(prompt):] @ wte.T  # the real positions (padding is on the left)
+        np.testing.assert_allclose(logits, gpt2.gpt2(prompt, **long_params, n_head=N_HEAD), atol=2e-5, rtol=0)
+    assert_close_to_oracle(states[0] @ wte.T, hf_logits(long_hf, prompts[0]).astype(np.float32))
+    single = kvcache.KVDecoder(prompts[:1], long_params, N_HEAD, 1)
+    np.testing.assert_allclose(single.prefill()[0], states[0, -1] @ wte.T, atol=2e-5, rtol=0)
+    after = decoder.decode([7, 7])[0]
+    np.testing.assert_allclose(after, gpt2.gpt2(prompts[0] + [7], **long_params, n_head=N_HEAD)[-1],
+                               atol=2e-5, rtol=0)
+
+
+def test_long_prompt_greedy_equals_reference(long_params):
+    prompt = long_ids(280, seed=3)
+    assert gpt2.generate(prompt, long_params, N_HEAD, 3) == gpt2.generate_reference(prompt, long_params, N_HEAD, 3)
+
+
+# ---------------------------------------------------------------------- scoring
+@pytest.mark.parametrize("chunk", [1, 1000, 4096, 60000])
+def test_next_token_nlls_equal_log_softmax(chunk):
+    """Whatever slices the vocabulary goes in (one id, some with a short last one, all at once), with logits
+    in the thousands (exp would overflow without the running maximum)."""
+    rng = np.random.default_rng(0)
+    n_vocab = 5000 if chunk == 1 else 50257  # chunk 1: a slice per id, so a smaller vocabulary
+    states = rng.standard_normal((6, 16), dtype=np.float32) * 30
+    wte = rng.standard_normal((n_vocab, 16), dtype=np.float32) * 30
+    targets = rng.integers(0, n_vocab, 6)
+    logits = torch.from_numpy(states.astype(np.float64) @ wte.astype(np.float64).T)  # [6, n_vocab]
+    assert logits.abs().max() > 1000
+    expected = -torch.log_softmax(logits, -1)[torch.arange(6), torch.from_numpy(targets)].numpy()
+    ours = scoring.next_token_nlls(states, wte, targets, chunk=chunk)
+    assert ours.dtype == np.float64 and np.all(np.isfinite(ours))
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-3)  # float32 logits of size ~3000
+
+
+def test_score_over_long_windows_equals_hf(long_params, long_hf):
+    """Windows of 300 ids (three blocks of queries) starting 100 apart, against HF's logits window by window."""
+    ids = long_ids(620, seed=4)
+    nlls, positions = gpt2.token_nlls(ids, long_params, N_HEAD, stride=100)
+    expected = []
+    for start, end, first in scoring.windows(len(ids), LONG_CTX, stride=100):
+        logits = torch.from_numpy(hf_logits(long_hf, ids[start:end]))
+        expected += (-torch.log_softmax(logits, -1)[torch.arange(end - 1 - start), torch.tensor(ids[start + 1:end])]
+                     )[first - 1 - start:].tolist()
+    assert positions.tolist() == list(range(1, len(ids)))
+    np.testing.assert_allclose(nlls, expected, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("n_ids, stride, expected", [
+    (10, 24, [(0, 10, 1)]),
+    (48, 24, [(0, 48, 1)]),
+    (60, 24, [(0, 48, 1), (24, 60, 48)]),
+    (100, 48, [(0, 48, 1), (48, 96, 49), (96, 100, 97)]),  # no overlap: each later window's first goes unscored
+])
+def test_windows(n_ids, stride, expected):
+    assert scoring.windows(n_ids, 48, stride=stride) == expected
+    with pytest.raises(ValueError, match="0 < stride <= n_ctx"):
+        scoring.windows(n_ids, 48, stride=49)
+
+
+def test_progress_is_called_once_per_window_with_the_ids_it_scored(long_params):
+    ids = long_ids(650, seed=5)
+    reports = []
+    nlls, positions = scoring.token_nlls(ids, long_params, N_HEAD, stride=150, progress=reports.append)
+    spans = scoring.windows(len(ids), LONG_CTX, stride=150)
+    assert len(spans) == 4 and reports == [end - first for _, end, first in spans]
+    assert sum(reports) == len(positions) == len(nlls) == len(ids) - 1
+
+
+# ---------------------------------------------------------------------- the --score progress bar
+def fake_load(params):
+    from test_gpt2 import ByteEncoder
+
+    hparams = {"n_vocab": 50257, "n_ctx": len(params["wpe"]), "n_embd": params["wpe"].shape[1], "n_head": N_HEAD,
+               "n_layer": len(params["blocks"])}
+    return lambda model_size, models_dir: (ByteEncoder(), hparams, params)
+
+
+def test_score_shows_a_bar_on_a_terminal_and_nothing_otherwise(long_params, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "load_encoder_hparams_and_params", fake_load(long_params))
+    (tmp_path / "text.txt").write_text("x" * 400, encoding="utf-8")  # 400 ids for the byte encoder: 3 windows
+    status, out, quiet = run_main(["--score", str(tmp_path / "text.txt")])
+    assert status == 0 and quiet == ""  # stderr is no terminal here: no bar
+    monkeypatch.setattr(cli, "show_progress", lambda: True)
+    status, again, err = run_main(["--score", str(tmp_path / "text.txt")])
+    assert status == 0 and again == out
+    assert "scoring" in err and "/399" in err and "399/399" in err  # every predicted id, counted
+
+
+@pytest.mark.exhaustive
+def test_score_draws_its_bar_on_a_pseudo_terminal(long_params, tmp_path):
+    """`python gpt2.py --score FILE` with stderr on a pseudo-terminal draws the bar; with stderr on a pipe, none.
+    A process of its own: the exhaustive tier."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    from gpt2_numpy import hfmodel
+
+    vocab = ROOT / "tokenizer" / "data"
+    lines = (vocab / "vocab.bpe").read_text(encoding="utf-8").split("\n")
+    hparams = {"n_vocab": 50257, "n_ctx": LONG_CTX, "n_embd": 32, "n_head": N_HEAD, "n_layer": 2}
+    hfmodel.save_hf_folder(tmp_path / "model", hparams, long_params,
+                           json.loads((vocab / "encoder.json").read_text(encoding="utf-8")),
+                           [tuple(line.split(" ")) for line in lines[1:] if line])
+    (tmp_path / "text.txt").write_text("The tower is 324 metres tall. " * 60, encoding="utf-8")
+    command = [sys.executable, str(ROOT / "gpt2.py"), "--score", str(tmp_path / "text.txt"),
+               "--model", str(tmp_path / "model")]
+    piped = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert piped.returncode == 0 and piped.stderr == "" and "perplexity" in piped.stdout
+    leader, follower = pty.openpty()
+    # a new pseudo-terminal is 0 columns wide, where tqdm draws nothing: give it a person's 24 x 100
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, cwd=tmp_path) as proc:
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                piece = os.read(leader, 4096)
+            except OSError:  # the terminal closed: the process ended
+                break
+            if not piece:
+                break
+            drawn += piece
+        assert proc.wait(timeout=300) == 0 and proc.stdout.read().decode() == piped.stdout
+    os.close(leader)
+    assert b"scoring" in drawn and b"tok" in drawn
+    assert math.isfinite(float(piped.stdout.split("perplexity: ")[1].split()[0]))
