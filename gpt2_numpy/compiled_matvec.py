@@ -4,8 +4,8 @@
 reading the weights as they lie in memory. It is compiled by numba (installed with the ``train`` extra), once
 per machine, in a process of its own (:mod:`tokenizer.kernel_loader`, as the tokenizer's kernels are); later
 processes load its machine code from disk in a thread. A :class:`gpt2_numpy.kvcache.DecodingWeights` asks for it
-when it is built (:func:`start_loading`) and uses it from the first run that finds it loaded (:func:`kernel`);
-until then, and always without numba, decoding runs on NumPy's products, giving the same tokens.
+when a long run is prepared (:func:`start_loading`) and uses it from the first run that finds it loaded
+(:func:`kernel`); until then, and always without numba, decoding runs on NumPy's products, giving the same tokens.
 
 ``$GPT2_COMPILED_MATVEC=0`` (or ``off``) keeps decoding on NumPy.
 

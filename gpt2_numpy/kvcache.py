@@ -84,8 +84,10 @@ class DecodingWeights:
     is faster row-major, as loaded). Copying a matrix takes a noticeable moment, so the copies are
     made by the first run of at least RELAYOUT_MIN_STEPS positions, kept here, and used by every
     later run, long or short. They go when this object goes. Changing `params` in place afterwards
-    is not seen. When the compiled kernel is loaded (gpt2_numpy/compiled_matvec.py; asked for here,
-    in the background), runs of up to KERNEL_MAX_ROWS rows read the weights as they are through it instead.
+    is not seen. When the compiled kernel is loaded (gpt2_numpy/compiled_matvec.py; asked for in the
+    background by the first run of RELAYOUT_MIN_STEPS positions), runs of up to KERNEL_MAX_ROWS rows read the
+    weights as they are through it instead: a few rows (a batch, or speculative decoding's drafted tokens) in
+    one pass over the weights, where NumPy's product of a few rows reads them several times.
 
     dtype="bf16" keeps the matrices in 16 bits instead (:mod:`gpt2_numpy.half`, with numba installed): about
     twice as fast, logits rounded; folder, the checkpoint's, keeps the converted matrices beside it.
@@ -106,13 +108,15 @@ class DecodingWeights:
             self.params, self.head, blocks = half.decoding_weights(self.params, folder=folder)
             self.blocks_in_order = {"C": blocks, "F": blocks}  # stored as the kernel reads them, for any run
         self.kernel_blocks_and_head = None  # the weights wrapped for the compiled kernel, once it is here
-        if dtype == "f32":
-            compiled_matvec.start_loading()  # in the background: runs before it arrives use NumPy
 
     def for_run(self, n_batch, n_new):
         """(blocks, head) for a run of n_batch rows and n_new new tokens: the weights as they are, behind the
         compiled kernel when it is loaded; else for NumPy, copying into the faster memory order first if the
         run is long enough to pay for it."""
+        if self.dtype == "f32" and n_batch * n_new >= RELAYOUT_MIN_STEPS:
+            # a long run asks for the kernel, in the background (runs before it arrives use NumPy): a short one
+            # ends before a first compile would, and would only share the cores with it
+            compiled_matvec.start_loading()
         kernel = compiled_matvec.kernel() if self.dtype == "f32" else None
         if kernel is not None and n_batch <= KERNEL_MAX_ROWS:
             if self.kernel_blocks_and_head is None:
