@@ -85,9 +85,10 @@ class DecodingWeights:
     made by the first run of at least RELAYOUT_MIN_STEPS positions, kept here, and used by every
     later run, long or short. They go when this object goes. Changing `params` in place afterwards
     is not seen. When the compiled kernel is loaded (gpt2_numpy/compiled_matvec.py; asked for in the
-    background by the first run of RELAYOUT_MIN_STEPS positions), runs of up to KERNEL_MAX_ROWS rows read the
-    weights as they are through it instead: a few rows (a batch, or speculative decoding's drafted tokens) in
-    one pass over the weights, where NumPy's product of a few rows reads them several times.
+    background by the first run of RELAYOUT_MIN_STEPS positions), such runs of up to KERNEL_MAX_ROWS rows go
+    through it instead, every matrix copied once into the order it reads fastest, [n_out, n_in] (wte is
+    already): one row faster than OpenBLAS, and a few rows (a batch, or speculative decoding's drafted
+    tokens) in one pass over the weights, where NumPy's product of a few rows reads them several times.
 
     dtype="bf16" keeps the matrices in 16 bits instead (:mod:`gpt2_numpy.half`, with numba installed): about
     twice as fast, logits rounded; folder, the checkpoint's, keeps the converted matrices beside it.
@@ -110,20 +111,21 @@ class DecodingWeights:
         self.kernel_blocks_and_head = None  # the weights wrapped for the compiled kernel, once it is here
 
     def for_run(self, n_batch, n_new):
-        """(blocks, head) for a run of n_batch rows and n_new new tokens: the weights as they are, behind the
-        compiled kernel when it is loaded; else for NumPy, copying into the faster memory order first if the
-        run is long enough to pay for it."""
-        if self.dtype == "f32" and n_batch * n_new >= RELAYOUT_MIN_STEPS:
-            # a long run asks for the kernel, in the background (runs before it arrives use NumPy): a short one
-            # ends before a first compile would, and would only share the cores with it
+        """(blocks, head) for a run of n_batch rows and n_new new tokens. A long run (RELAYOUT_MIN_STEPS
+        positions) asks for the compiled kernel in the background (a short one would end before a first
+        compile does, and only share the cores with it) and, once it is loaded, copies the matrices into the
+        kernel's order; without it, copies two matrices into the order NumPy reads faster. The copies are kept
+        for every later run, long or short."""
+        long_run = n_batch * n_new >= RELAYOUT_MIN_STEPS and self.dtype == "f32"
+        if long_run:
             compiled_matvec.start_loading()
         kernel = compiled_matvec.kernel() if self.dtype == "f32" else None
-        if kernel is not None and n_batch <= KERNEL_MAX_ROWS:
+        if kernel is not None and n_batch <= KERNEL_MAX_ROWS and (long_run or self.kernel_blocks_and_head):
             if self.kernel_blocks_and_head is None:
                 self.kernel_blocks_and_head = with_kernel(self.params, kernel)
             return self.kernel_blocks_and_head
         order = "F" if n_batch == 1 else "C"  # mlp c_proj: column-major for one row, else row-major
-        if n_batch * n_new >= RELAYOUT_MIN_STEPS and self.dtype == "f32":
+        if long_run:
             if not self.head.flags.c_contiguous:
                 self.head = copy_in_order(self.params["wte"], "F").T  # column-major wte = row-major wte.T
             if order not in self.blocks_in_order:
@@ -157,7 +159,9 @@ class KernelMatrix:
 def with_kernel(params, kernel):
     """(blocks, head): every block's matrices, and the output head x @ wte.T, behind KernelMatrix."""
     def wrapped(layer):  # {"w", "b"} -> the same with w wrapped
-        return {**layer, "w": KernelMatrix(layer["w"], kernel)}
+        # stored [n_out, n_in] (w's column-major copy, seen transposed): each output one dot product over a
+        # contiguous row, which the kernel streams faster than w's rows as loaded (docs/performance.md)
+        return {**layer, "w": KernelMatrix(copy_in_order(layer["w"], "F").T, kernel, transposed=True)}
 
     blocks = [{**block, "attn": {name: wrapped(layer) for name, layer in block["attn"].items()},
                "mlp": {name: wrapped(layer) for name, layer in block["mlp"].items()}} for block in params["blocks"]]

@@ -74,19 +74,28 @@ def test_decoding_weights_use_the_kernel_only_when_it_is_on(kernel, monkeypatch)
     assert isinstance(head, np.ndarray) and isinstance(blocks[0]["mlp"]["c_fc"]["w"], np.ndarray)
     monkeypatch.setenv("GPT2_COMPILED_MATVEC", "1")
     weights = kvcache.DecodingWeights(params)
-    blocks, head = weights.for_run(1, 4)
+    assert isinstance(weights.for_run(1, 4)[1], np.ndarray)  # a short run: not worth the copies
+    blocks, head = weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
     assert isinstance(head, kvcache.KernelMatrix) and np.shares_memory(head.array, params["wte"])  # no copy
-    assert all(isinstance(layer["w"], kvcache.KernelMatrix) and np.shares_memory(layer["w"].array, original["w"])
+    assert all(isinstance(layer["w"], kvcache.KernelMatrix) and layer["w"].transposed
+               and layer["w"].array.flags.c_contiguous and (layer["w"].array == original["w"].T).all()
                for block, block_params in zip(blocks, params["blocks"]) for part in ("attn", "mlp")
                for layer, original in zip(block[part].values(), block_params[part].values()))
-    assert weights.for_run(3, 500)[1] is head  # built once, reused
+    assert weights.for_run(3, 4)[1] is head  # built once, reused by later runs, short ones too
     assert isinstance(weights.for_run(kvcache.KERNEL_MAX_ROWS + 1, 4)[1], np.ndarray)  # big batches: NumPy
 
 
+def kernel_weights(params):
+    """DecodingWeights whose runs go through the kernel (a long run made its copies; later runs reuse them)."""
+    weights = kvcache.DecodingWeights(params)
+    assert isinstance(weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)[1], kvcache.KernelMatrix)
+    return weights
+
+
 def test_kernel_decoding_equals_the_full_recompute(kernel_on, params):
-    assert isinstance(kvcache.DecodingWeights(params).for_run(1, 1)[1], kvcache.KernelMatrix)
-    assert kvcache.generate(PROMPT, params, N_HEAD, 10) == model.generate_reference(PROMPT, params, N_HEAD, 10)
-    decoder = kvcache.KVDecoder([PROMPT, PROMPT[3:]], params, N_HEAD, 2)
+    weights = kernel_weights(params)
+    assert kvcache.generate(PROMPT, weights, N_HEAD, 10) == model.generate_reference(PROMPT, params, N_HEAD, 10)
+    decoder = kvcache.KVDecoder([PROMPT, PROMPT[3:]], weights, N_HEAD, 2)
     decoder.prefill()
     logits = decoder.decode([7, 9])
     for row, prompt in ((0, PROMPT), (1, PROMPT[3:])):
@@ -95,6 +104,6 @@ def test_kernel_decoding_equals_the_full_recompute(kernel_on, params):
 
 
 def test_kernel_decoding_matches_hf(kernel_on, params, hf):
-    decoder = kvcache.KVDecoder([PROMPT[:-1]], params, N_HEAD, 1)
+    decoder = kvcache.KVDecoder([PROMPT[:-1]], kernel_weights(params), N_HEAD, 1)
     decoder.prefill()
     assert_close_to_oracle(decoder.decode([PROMPT[-1]])[0], hf_logits(hf, PROMPT)[-1])
