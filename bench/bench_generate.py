@@ -117,6 +117,7 @@ def worker_ours(args):
     uses_kernel = compiled_matvec.wait_until_loaded() is not None  # None when GPT2_COMPILED_MATVEC=0 or no numba
     hparams, params = hfmodel.load_hf_folder(args.folder)
     weights = kvcache.DecodingWeights(params)
+    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)  # a long generation's weights (the copies, made once, kept)
     prompt = prompt_ids(args.prompt_tokens)
     steps = []
     for _ in range(args.repeats + 1):  # the first: warm-up (pages the weights in)
