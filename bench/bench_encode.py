@@ -593,7 +593,7 @@ def with_fresh_core(enc: Encoding) -> Encoding:
 
     core = enc.core
     enc.core = FastCore(core.pat_str, core.merge_ranks, core.token_ids, whole_piece_tokens=core.whole_piece_tokens,
-                        bytes_by_id=core.bytes_by_id)
+                        bytes_by_id=core.bytes_by_id, text_steps=core.text_steps)
     enc.core.vocabulary_source = core.vocabulary_source
     enc.core.batch_table()
     return enc
