@@ -32,7 +32,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpt2_numpy import kvcache, speculative  # noqa: E402
+from gpt2_numpy import compiled_matvec, kvcache, speculative  # noqa: E402
 
 SHAPES = {"124M": dict(n_embd=768, n_head=12, n_layer=12), "355M": dict(n_embd=1024, n_head=16, n_layer=24)}
 N_VOCAB, N_CTX = 50257, 1024
@@ -78,7 +78,8 @@ def random_weights(shape, seed):
                           "mlp": {"c_fc": dense(d, 4 * d), "c_proj": dense(4 * d, d)}}
                          for _ in range(shape["n_layer"])]}
     weights = kvcache.DecodingWeights(params)
-    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)  # the faster memory order now, so every run below has it
+    compiled_matvec.wait_until_loaded()  # (None without numba, or with GPT2_COMPILED_MATVEC=0: NumPy's products)
+    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)  # a long run's weights now, so every run below has them
     return weights
 
 
