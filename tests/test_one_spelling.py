@@ -16,7 +16,7 @@ import regex
 
 import gpt2_numpy.encoder as gpt2_encoder
 from conftest import REPO
-from gpt2_numpy import checkpoints, cli, models_dir
+from gpt2_numpy import checkpoints, cli, compiled_matvec, models_dir
 from tokenizer import Encoding, bytes_to_unicode, get_encoding, numba_cache, user_cache
 from tokenizer.cuts import safe_cuts
 from tokenizer.fast import array_split, compiled_bpe
@@ -95,9 +95,10 @@ def test_a_special_token_that_is_a_prefix_of_another_in_encoding_and_training(tm
 
 # ---- one kernel loader ---------------------------------------------------------------------------------------
 
-def test_both_compiled_kernels_come_through_the_one_loader():
-    assert type(compiled_bpe.LOADER) is KernelLoader and isinstance(compiled_loop_loader.LOADER, KernelLoader)
-    assert {compiled_bpe.LOADER.name, compiled_loop_loader.LOADER.name} == set(numba_cache.KERNELS)
+def test_every_compiled_kernel_comes_through_the_one_loader():
+    loaders = [compiled_bpe.LOADER, compiled_loop_loader.LOADER, compiled_matvec.LOADER]
+    assert all(isinstance(loader, KernelLoader) for loader in loaders)
+    assert {loader.name for loader in loaders} == set(numba_cache.KERNELS)
 
 
 def test_a_fork_waits_for_every_loaders_thread(tmp_path, monkeypatch):

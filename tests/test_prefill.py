@@ -172,7 +172,9 @@ def test_score_shows_a_bar_on_a_terminal_and_nothing_otherwise(long_params, tmp_
     monkeypatch.setattr(cli, "show_progress", lambda: True)
     status, again, err = run_main(["--score", str(tmp_path / "text.txt")])
     assert status == 0 and again == out
-    assert "scoring" in err and "/399" in err and "399/399" in err  # every predicted id, counted
+    # a bar over every predicted id (that each window's ids are counted is the test above); it is erased when
+    # done (leave=False), so how far its last drawing got depends on the machine's speed
+    assert "scoring" in err and "/399" in err
 
 
 @pytest.mark.exhaustive
