@@ -35,7 +35,7 @@ from tokenizer.text_input import argument_text, read_utf8_file
 from . import half
 from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, save_hf
 from .hfmodel import check_hf_folder
-from .kvcache import DecodingWeights, iter_generate_batch, sampling_temperature
+from .kvcache import DecodingWeights, check_fits_context, iter_generate_batch, sampling_temperature
 from .models_dir import default_models_dir
 from .speculative import DEFAULT_DRAFT_TOKENS, DraftModel, PromptLookup
 from .speculative import iter_generate as iter_generate_speculative
@@ -284,8 +284,8 @@ def load_draft(args, models_dir, encoder):
     return DraftModel(draft_params, draft_hparams["n_head"])
 
 
-def generate_text(encoder, hparams, params, args, draft=None) -> None:
-    ids = encoder.encode(args.prompt)
+def generate_text(encoder, hparams, params, args, ids, draft=None) -> None:
+    """The continuation of the prompt's `ids`, on stdout (streamed with --stream)."""
     options = dict(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     if draft is None:
         steps = iter_generate_batch([ids], params, hparams["n_head"], args.n_tokens_to_generate, **options)
@@ -371,7 +371,11 @@ def run(args, text: str | None) -> None:
     if args.serve:
         serve_playground(args, hparams, params)
     if args.prompt is not None:
+        ids = encoder.encode(args.prompt)
+        # checked before any work for the run (bf16 weights converted, their kernel compiled): a prompt too long
+        # costs one line and nothing written
+        check_fits_context(len(ids), args.n_tokens_to_generate, hparams["n_ctx"])
         if args.dtype != "f32":
             folder = Path(models_dir) / args.model if args.model in MODEL_SIZES else Path(args.model).expanduser()
             params = DecodingWeights(params, dtype=args.dtype, folder=folder)
-        generate_text(encoder, hparams, params, args, draft)
+        generate_text(encoder, hparams, params, args, ids, draft)

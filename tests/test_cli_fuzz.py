@@ -177,6 +177,9 @@ def named_outputs(argv: list[str]) -> list[str]:
     """The paths argv names as outputs: they, and what lies under them, may change."""
     outputs = [argv[i + 1] for i, word in enumerate(argv[:-1]) if word in OUTPUT_FLAGS]
     outputs += [str(Path(word).with_suffix(".bin")) for word in argv if word and not word.startswith("-")]
+    if "bf16" in argv:  # --dtype bf16 caches its converted weights beside the checkpoint (README, 16-bit weights)
+        outputs += [f"{argv[i + 1]}/{name}" for i, word in enumerate(argv[:-1]) if word == "--model"
+                    for name in ("model.ckpt.bf16", "model.safetensors.bf16")]
     return [o for o in outputs if o] + ["models"]  # a download fills the models folder it was pointed at
 
 

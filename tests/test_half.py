@@ -215,3 +215,10 @@ def test_without_numba_dtype_bf16_is_one_line_naming_the_extra(monkeypatch, tmp_
     assert "numba, which is not installed: pip install 'gpt2-numpy[half]'" in err
     with pytest.raises(ValueError, match=r"gpt2-numpy\[half\]"):
         kvcache.DecodingWeights(random_params(n_vocab=10, n_embd=8, n_layer=1), dtype="bf16")
+
+
+def test_a_prompt_too_long_is_one_line_before_any_conversion(model_folder):
+    folder, _ = model_folder  # n_ctx 64
+    status, out, err = run_main(["a b", "--model", str(folder), "--dtype", "bf16", "--n_tokens_to_generate", "63"])
+    assert status == 2 and out == "" and err.count("\n") == 1 and "exceeds the model's context" in err, err
+    assert not half.cache_path(folder).exists()  # nothing converted, nothing written
