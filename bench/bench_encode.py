@@ -51,9 +51,9 @@ Other families (--no-families to skip): each Hugging Face tokenizer.json in ../s
 loaded by ``tokenizer.load``, encoding the first --family-mb MB of each text (``<|endoftext|>`` removed: ordinary
 text) against HF tokenizers loaded from the same file (``Tokenizer.encode(text, add_special_tokens=False)``, one text
 per call, one thread: RAYON_NUM_THREADS=1, TOKENIZERS_PARALLELISM=false), best of --repeat each, alternated, in one
-process, a new core each call with its tables loaded (a long text takes no cache: the array path, or the regex split then array BPE, as
-the route column says); Llama 3 also against tiktoken built from its ranks and pattern. The ids are compared: a
-family whose ids differ from HF's is marked "not yet exact".
+process, a new core each call with its tables loaded (a long text takes no cache: the array path, or the regex
+split then array BPE, as the route column says); Llama 3 also against tiktoken built from its ranks and pattern.
+The ids are compared: a family whose ids differ from HF's is marked "not yet exact".
 
 Then: the pair table per encoding (pairs, build time, load time from the disk cache), and pathological inputs
 (a million spaces, "^" * 1e6, "a" * 1e6, 100k random code points), where tiktoken may fail.
@@ -762,7 +762,8 @@ def main() -> None:
               f"the first {args.family_mb:g} MB of each text, one text per call, one thread (MB/s; ratio = HF's "
               "time / ours, best of --repeat, alternated; tiktoken: made from Llama 3's ranks and pattern, its time "
               "/ ours)\n")
-        print("| family | text | MB | HF tokenizers | ours | **ratio** | route | ids equal HF's | tiktoken's time / ours |")
+        print("| family | text | MB | HF tokenizers | ours | **ratio** | route | ids equal HF's "
+              "| tiktoken's time / ours |")
         print("|---|---|---|---|---|---|---|---|---|")
         family_size = int(args.family_mb * 1_000_000)
         for family, label, mb, hf_rate, our_rate, by_hf, route, exact, by_tiktoken in family_rows(

@@ -125,7 +125,8 @@ def bad_paths(folder) -> dict[str, str]:
         "tokenizer.json": "tokenizer.json: no such file or folder",
         "empty": "empty: no saved encoding here (expected tokenizer.json",
         "wordpiece": "wordpiece/tokenizer.json: model 'WordPiece' is not supported; only byte-level BPE files load",
-        "wordpiece/tokenizer.json": "wordpiece/tokenizer.json: model 'WordPiece' is not supported; only byte-level BPE files load",
+        "wordpiece/tokenizer.json": ("wordpiece/tokenizer.json: model 'WordPiece' is not supported; "
+                                     "only byte-level BPE files load"),
         "llama": "Unknown encoding 'llama'. Known encodings: gpt2, ",
     }
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from conftest import FUZZ_SHARE
 from gpt2_numpy import compiled_matvec, kvcache, model
-from test_gpt2 import N_HEAD, PROMPT, assert_close_to_oracle, hf, hf_logits, params, random_params  # noqa: F401 (fixtures)
+from test_gpt2 import (N_HEAD, PROMPT, assert_close_to_oracle, hf, hf_logits, params,  # noqa: F401 (fixtures)
+                       random_params)
 
 pytest.importorskip("numba")
 

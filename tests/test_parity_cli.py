@@ -473,7 +473,8 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
     "args, message",
     [
         (["a.txt", "--encoding", "gpt5"], "Unknown encoding 'gpt5'"),
-        (["a.txt", "--against", "no_such_folder"], "--against no_such_folder: no such file or folder; pass tiktoken, hf"),
+        (["a.txt", "--against", "no_such_folder"],
+         "--against no_such_folder: no such file or folder; pass tiktoken, hf"),
         (["a.txt", "--ids", "missing.bin"], "ids file not found: missing.bin"),
         (["a.txt", "--ids", "odd.bin"], "odd.bin is 3 bytes, not a whole number of uint16 ids"),
         (["a.txt", "--ids", "odd.bin", "--dtype", "uint32"], "not a whole number of uint32 ids"),

@@ -3,8 +3,8 @@
 Streaming (:mod:`tokenizer.streaming`), encoding a file in parallel (:mod:`tokenizer.jobs.dataset`) and counting a
 training file in parallel (:mod:`tokenizer.training.chunks`) all cut text into chunks and split each chunk alone. That
 is exact only at a *safe cut*. This module is the one place that says where those are, for OpenAI's patterns
-(:data:`tokenizer.patterns.OPENAI_PATTERNS`, and the others :data:`tokenizer.patterns.KNOWN_PATTERNS` declares so), as text (:func:`safe_cuts`) and as UTF-8
-bytes (:func:`safe_byte_cuts`).
+(:data:`tokenizer.patterns.OPENAI_PATTERNS`, and the others :data:`tokenizer.patterns.KNOWN_PATTERNS` declares
+so), as text (:func:`safe_cuts`) and as UTF-8 bytes (:func:`safe_byte_cuts`).
 
 The rule looks at two characters only: ``x`` just before the cut and ``y`` just after it. A cut is safe when
 
