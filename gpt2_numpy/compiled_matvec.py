@@ -7,7 +7,10 @@ processes load its machine code from disk in a thread. A :class:`gpt2_numpy.kvca
 when a long run is prepared (:func:`start_loading`) and uses it from the first run that finds it loaded
 (:func:`kernel`); until then, and always without numba, decoding runs on NumPy's products, giving the same tokens.
 
-``$GPT2_COMPILED_MATVEC=0`` (or ``off``) keeps decoding on NumPy.
+Whether a model's runs then take the kernel is measured once per :class:`~gpt2_numpy.kvcache.DecodingWeights`,
+on its own weights (kvcache decides): on some machines OpenBLAS streams the weights faster (a large CPU cache
+holding part of them, say). ``$GPT2_COMPILED_MATVEC=0`` (or ``off``) keeps decoding on NumPy; ``1`` (or ``on``)
+takes the kernel whenever it is loaded, unmeasured (the tests use it).
 
 What this module does not do: multiply (the kernel does), or decide which products go to it (kvcache does).
 """
@@ -21,9 +24,18 @@ from tokenizer import numba_cache
 from tokenizer.kernel_loader import KernelLoader
 
 
+def _setting() -> str:
+    return os.environ.get("GPT2_COMPILED_MATVEC", "").strip().lower()
+
+
 def is_wanted() -> bool:
     """False when ``$GPT2_COMPILED_MATVEC`` says 0, off, false or no."""
-    return os.environ.get("GPT2_COMPILED_MATVEC", "").strip().lower() not in ("0", "off", "false", "no")
+    return _setting() not in ("0", "off", "false", "no")
+
+
+def is_forced() -> bool:
+    """True when ``$GPT2_COMPILED_MATVEC`` says 1, on, true or yes: the kernel without measuring it first."""
+    return _setting() in ("1", "on", "true", "yes")
 
 
 def start_loading() -> None:

@@ -10,8 +10,9 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
   positions, so a row's tokens do not depend on the other rows. extend() runs several new positions
   in one pass and rollback() forgets the newest ones: what speculative.py verifies drafted tokens with.
 - `DecodingWeights` holds the weights as decoding reads them: float32, behind the compiled
-  matrix-vector kernel (gpt2_numpy/matvec_kernel.py, both cores, no copies) once numba has it loaded;
-  else for NumPy, with two matrices copied into the memory order that is faster to read for long runs;
+  matrix-vector kernel (gpt2_numpy/matvec_kernel.py, both cores) once numba has it loaded and it is
+  measured faster than NumPy's products on these weights on this machine; else for NumPy, with two
+  matrices copied into the memory order that is faster to read for long runs;
   or, asked for, in 16 bits (gpt2_numpy/half.py). Build it once and pass it to many generate calls.
 - `sample` picks the next token: greedy, or drawn at a temperature after top-k and top-p (nucleus)
   filtering. `sampling_temperature` is the one rule for which of the two the options ask for.
@@ -28,6 +29,7 @@ logits to model.py's full recompute, and both to HF transformers.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -85,10 +87,12 @@ class DecodingWeights:
     made by the first run of at least RELAYOUT_MIN_STEPS positions, kept here, and used by every
     later run, long or short. They go when this object goes. Changing `params` in place afterwards
     is not seen. When the compiled kernel is loaded (gpt2_numpy/compiled_matvec.py; asked for in the
-    background by the first run of RELAYOUT_MIN_STEPS positions), such runs of up to KERNEL_MAX_ROWS rows go
+    background by the first run of RELAYOUT_MIN_STEPS positions), such runs of up to KERNEL_MAX_ROWS rows may go
     through it instead, every matrix copied once into the order it reads fastest, [n_out, n_in] (wte is
-    already): one row faster than OpenBLAS, and a few rows (a batch, or speculative decoding's drafted
-    tokens) in one pass over the weights, where NumPy's product of a few rows reads them several times.
+    already): a few rows (a batch, or speculative decoding's drafted tokens) in one pass over the weights, where
+    NumPy's product of a few rows reads them several times, and one row usually faster than OpenBLAS. Usually:
+    on some machines OpenBLAS streams them faster, so the first long run after the kernel arrives times one
+    pass over this model's weights both ways (weight_pass_seconds) and keeps the faster for every later run.
 
     dtype="bf16" keeps the matrices in 16 bits instead (:mod:`gpt2_numpy.half`, with numba installed): about
     twice as fast, logits rounded; folder, the checkpoint's, keeps the converted matrices beside it.
@@ -109,6 +113,7 @@ class DecodingWeights:
             self.params, self.head, blocks = half.decoding_weights(self.params, folder=folder)
             self.blocks_in_order = {"C": blocks, "F": blocks}  # stored as the kernel reads them, for any run
         self.kernel_blocks_and_head = None  # the weights wrapped for the compiled kernel, once it is here
+        self.kernel_is_slower = False  # measured so on this machine: runs stay on NumPy's products
 
     def for_run(self, n_batch, n_new):
         """(blocks, head) for a run of n_batch rows and n_new new tokens. A long run (RELAYOUT_MIN_STEPS
@@ -119,11 +124,36 @@ class DecodingWeights:
         long_run = n_batch * n_new >= RELAYOUT_MIN_STEPS and self.dtype == "f32"
         if long_run:
             compiled_matvec.start_loading()
-        kernel = compiled_matvec.kernel() if self.dtype == "f32" else None
-        if kernel is not None and n_batch <= KERNEL_MAX_ROWS and (long_run or self.kernel_blocks_and_head):
-            if self.kernel_blocks_and_head is None:
-                self.kernel_blocks_and_head = with_kernel(self.params, kernel)
+        if n_batch <= KERNEL_MAX_ROWS and self.takes_kernel(long_run):
             return self.kernel_blocks_and_head
+        return self.numpy_weights(n_batch, long_run)
+
+    def takes_kernel(self, long_run):
+        """Whether runs of a few rows go through the compiled kernel: once it is loaded and a long run comes,
+        if one pass over these weights is faster through it than through NumPy's products (measured once,
+        both ways, alternated; $GPT2_COMPILED_MATVEC=1 skips the measuring). The slower side's copies go."""
+        if self.kernel_blocks_and_head is not None:
+            return True
+        kernel = compiled_matvec.kernel() if self.dtype == "f32" else None
+        if kernel is None or not long_run or self.kernel_is_slower:
+            return False
+        wrapped = with_kernel(self.params, kernel)
+        if not compiled_matvec.is_forced():
+            numpy_blocks, numpy_head = self.numpy_weights(1, long_run=True)
+            kernel_seconds, numpy_seconds = [], []
+            for _ in range(3):
+                kernel_seconds.append(weight_pass_seconds(*wrapped))
+                numpy_seconds.append(weight_pass_seconds(numpy_blocks, numpy_head))
+            if min(kernel_seconds) >= min(numpy_seconds):
+                self.kernel_is_slower = True
+                return False
+        self.kernel_blocks_and_head = wrapped
+        self.head, self.blocks_in_order = self.params["wte"].T, {}  # NumPy's copies, unused from now on
+        return True
+
+    def numpy_weights(self, n_batch, long_run):
+        """(blocks, head) for NumPy's products; a long run first copies two matrices into the order NumPy
+        reads faster for n_batch rows (kept for later runs)."""
         order = "F" if n_batch == 1 else "C"  # mlp c_proj: column-major for one row, else row-major
         if long_run:
             if not self.head.flags.c_contiguous:
@@ -166,6 +196,19 @@ def with_kernel(params, kernel):
     blocks = [{**block, "attn": {name: wrapped(layer) for name, layer in block["attn"].items()},
                "mlp": {name: wrapped(layer) for name, layer in block["mlp"].items()}} for block in params["blocks"]]
     return blocks, KernelMatrix(params["wte"], kernel, transposed=True)
+
+
+def weight_pass_seconds(blocks, head):
+    """The time of every weight product of one decoding step for one row (what a step's time mostly is),
+    attention and the rest left out: how fast these weights stream through these products."""
+    n_embd = head.shape[0]
+    x, hidden = np.ones((1, n_embd), np.float32), np.ones((1, 4 * n_embd), np.float32)
+    start = time.perf_counter()
+    for block in blocks:
+        x @ block["attn"]["c_attn"]["w"], x @ block["attn"]["c_proj"]["w"]  # [1, 3*n_embd], [1, n_embd]
+        x @ block["mlp"]["c_fc"]["w"], hidden @ block["mlp"]["c_proj"]["w"]  # [1, 4*n_embd], [1, n_embd]
+    x @ head  # [1, n_vocab]
+    return time.perf_counter() - start
 
 
 def with_mlp_proj_in_order(block, order):

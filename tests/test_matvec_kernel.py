@@ -108,3 +108,35 @@ def test_kernel_decoding_matches_hf(kernel_on, params, hf):
     decoder = kvcache.KVDecoder([PROMPT[:-1]], kernel_weights(params), N_HEAD, 1)
     decoder.prefill()
     assert_close_to_oracle(decoder.decode([PROMPT[-1]])[0], hf_logits(hf, PROMPT)[-1])
+
+
+@pytest.mark.parametrize("kernel_faster", [True, False])
+def test_unforced_the_kernel_is_taken_only_if_measured_faster(kernel, params, monkeypatch, kernel_faster):
+    """Without GPT2_COMPILED_MATVEC=1 the first long run times a pass over the weights both ways and keeps the
+    faster for every later run; the other side's copies go."""
+    monkeypatch.delenv("GPT2_COMPILED_MATVEC")
+    timed = []
+
+    def pass_seconds(blocks, head):
+        through_kernel = isinstance(head, kvcache.KernelMatrix)
+        timed.append(through_kernel)
+        return 1.0 if through_kernel == kernel_faster else 2.0
+
+    monkeypatch.setattr(kvcache, "weight_pass_seconds", pass_seconds)
+    weights = kvcache.DecodingWeights(params)
+    blocks, head = weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert sorted(timed) == [False] * 3 + [True] * 3  # both ways, three times each
+    assert isinstance(head, kvcache.KernelMatrix) == kernel_faster
+    if kernel_faster:  # NumPy's copies dropped
+        assert weights.blocks_in_order == {} and np.shares_memory(weights.head, params["wte"])
+    else:
+        assert not weights.head.flags.f_contiguous  # NumPy's own copy of the head, row-major wte.T
+    assert weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)[1] is head and len(timed) == 6  # measured once
+    assert kvcache.generate(PROMPT, weights, N_HEAD, 6) == model.generate_reference(PROMPT, params, N_HEAD, 6)
+
+
+def test_a_pass_over_the_weights_takes_both_kinds_of_weights(kernel):
+    params = random_params(n_vocab=500)
+    weights = kvcache.DecodingWeights(params)
+    assert kvcache.weight_pass_seconds(*weights.numpy_weights(1, long_run=True)) > 0
+    assert kvcache.weight_pass_seconds(*kvcache.with_kernel(params, kernel)) > 0
