@@ -28,7 +28,7 @@ import textwrap
 from pathlib import Path
 
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, cannot_listen, error_message,
-                                    run_guarded, show_progress, unrecognized)
+                                    run_guarded, said_if_slow, show_progress, unrecognized)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_utf8_file
 
@@ -313,7 +313,8 @@ def serve_playground(args, hparams, params) -> None:
     encodings = []
     for name in args.encoding or ["gpt2"]:
         try:
-            encodings.append(open_encoding(name))
+            with said_if_slow(f"loading {name}"):
+                encodings.append(open_encoding(name))
         except (ValueError, KeyError, OSError) as error:  # a download that failed is no mistake of the user's
             status = EXIT_FAILED if isinstance(error, (DownloadError, ChecksumError)) else EXIT_MISTAKE
             raise CommandError(f"--encoding {name}: {error_message(error)}", status) from None

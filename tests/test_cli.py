@@ -736,3 +736,25 @@ def test_the_input_readers_examples_run():
 
     result = doctest.testmod(text_input)
     assert result.failed == 0 and result.attempted >= 3
+
+
+def test_a_slow_encoding_says_it_is_loading_to_a_person_and_a_quick_one_says_nothing(monkeypatch, capsys):
+    """Nothing waits more than 2 s in silence: opening an encoding that takes long (a large tokenizer.json the
+    first time) says so on a terminal (after command_line.SLOW_AFTER_SECONDS), and nothing when it is quick or
+    nobody watches."""
+    import time
+
+    from tokenizer import command_line, encoding_argument
+
+    monkeypatch.setattr(command_line, "SLOW_AFTER_SECONDS", 0.05)
+    loaded = get_encoding("gpt2")
+    monkeypatch.setattr(encoding_argument, "open_encoding", lambda name: time.sleep(0.5) or loaded)
+    assert tokenizer.cli.open_encoding("big/tokenizer.json") is loaded
+    assert capsys.readouterr().err == ""  # stderr is no terminal here
+    monkeypatch.setattr(command_line, "show_progress", lambda: True)
+    tokenizer.cli.open_encoding("big/tokenizer.json")
+    assert capsys.readouterr().err == "loading big/tokenizer.json ...\n"
+    monkeypatch.setattr(encoding_argument, "open_encoding", lambda name: loaded)
+    tokenizer.cli.open_encoding("gpt2")
+    time.sleep(0.2)  # past the delay: the quick one's notice was cancelled, not merely late
+    assert capsys.readouterr().err == ""

@@ -65,7 +65,7 @@ from pathlib import Path
 
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag, cannot_listen,
-                           run_guarded, show_progress, unrecognized)
+                           run_guarded, said_if_slow, show_progress, unrecognized)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, inputs, parity, sharded
@@ -133,7 +133,8 @@ def open_encoding(name_or_path: str) -> Encoding:
     :func:`tokenizer.encoding_argument.open_encoding`'s rule."""
     if not name_or_path:
         raise UsageError(f"--encoding '': name an encoding: {WHAT_TO_PASS}")
-    return encoding_argument.open_encoding(name_or_path)
+    with said_if_slow(f"loading {name_or_path}"):  # a large tokenizer.json takes seconds the first time
+        return encoding_argument.open_encoding(name_or_path)
 
 
 def special_rule(enc: Encoding, allowed: str, disallowed: str) -> tuple[object, object]:

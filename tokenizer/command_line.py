@@ -28,6 +28,7 @@ import shlex
 import signal
 import socket
 import sys
+import threading
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the work could not be done (a download, a damaged file), or parity found a difference
@@ -54,6 +55,25 @@ class OneLineParser(argparse.ArgumentParser):
 def show_progress() -> bool:
     """Progress bars (tqdm, on stderr) when a person is watching; logs and pipes get none."""
     return sys.stderr.isatty()
+
+
+SLOW_AFTER_SECONDS = 1.5  # a wait longer than this says what it is (said_if_slow)
+
+
+@contextlib.contextmanager
+def said_if_slow(what: str):
+    """Say ``what ...`` on stderr if the block is still running after SLOW_AFTER_SECONDS, when a person is
+    watching (as progress bars): nothing waits more than 2 s in silence, and a quick block says nothing."""
+    if not show_progress():
+        yield
+        return
+    timer = threading.Timer(SLOW_AFTER_SECONDS, lambda: print(f"{what} ...", file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def add_flag(parser: argparse.ArgumentParser, name: str, **options) -> None:
