@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import tokenizer.hf_steps
 from conftest import CORPUS_FILES, ENCODINGS_DIR, FUZZ_EXAMPLES, corpus_text
 from tokenizer import Encoding
+from tokenizer.fast.core import Route
 from tokenizer.hf_steps import TextSteps, normalizer_from_json, split_by
 from tokenizer.loading import load_encoding
 from tokenizer.patterns import LLAMA3_PATTERN, O200K_PATTERN
@@ -152,6 +153,11 @@ def test_what_each_file_becomes(family):
         assert steps is not None
         assert steps.has_normalizer == (family.name == "qwen3")
         assert not family.fast.whole_piece_tokens  # the file's ignore_merges
+    # the route the fast core takes for a long text: a known pattern's checkpoint, else the file's steps
+    long_text = "\n\n".join(EVERYDAY_TEXTS) * 3  # over 8k characters
+    family.fast.encode_ordinary(long_text)
+    expected = Route.STEPS if steps is not None else Route.CHECKPOINT
+    assert family.fast.core.route([long_text]) is expected and family.fast.core.last_route is expected
 
 
 def test_a_loaded_family_pickles_and_keeps_its_ids():
