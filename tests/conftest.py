@@ -10,7 +10,7 @@
   ``xfail`` too (tests/ci_outcomes.py): a test that does not run cannot fail.
 - The fast core's compiled BPE is off (``$TOKENIZER_COMPILED_BPE=0``) unless a test turns it on.
 - ``FUZZ_EXAMPLES``: hypothesis examples per fuzz test (100 unless ``$FUZZ_EXAMPLES`` says otherwise; CI's
-  exhaustive run reruns every fuzz test with 400, four times the everyday tier's).
+  exhaustive run reruns every fuzz test with 200, twice the everyday tier's).
 - Two tiers. ``python -m pytest`` runs the everyday tier: every fast path against its oracle on real samples,
   and every command in this process (the ``cli`` fixture), in about three and a half to four minutes on two cores.
   ``python -m pytest -m exhaustive`` runs the rest, listed in :data:`EXHAUSTIVE` below: sweeps over every code

@@ -100,7 +100,7 @@ def test_same_as_openai_on_a_sample_of_each_corpus(gpt2_encoder, oracle):
 def test_same_as_openai_on_every_corpus(gpt2_encoder, oracle):
     enc = with_empty_cache(gpt2_encoder)
     for name in CORPUS_FILES:
-        text = corpus_text(name, 2_000_000)
+        text = corpus_text(name, 1_000_000)
         assert enc.encode(text) == oracle.encode_ordinary(text) == enc.encoding.encode_ordinary(text), name
         sample = corpus_text(name, 200_000)
         check_against_oracles(enc, oracle, sample)
