@@ -22,18 +22,24 @@ It does not slide the window past the model's context (n_ctx), search beams or u
 The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_qkv`, `split_heads`, `attention`,
 `merge_heads`, `causal_mask`, and `attention_in_blocks`, attention's faster twin for many new positions at
 once); what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask,
-and the weights' memory order. `KVDecoder.prefill_states` gives every prompt position's final state, which
-scoring.py turns into log-probabilities. The tests hold its tokens and
-logits to model.py's full recompute, and both to HF transformers.
+the weights' memory order, and for a long prompt two ways to keep both cores busy and the memory warm: the
+elementwise layers cut into bands of positions run by threads (`in_bands`, tested equal to one call), and freed
+arrays' memory kept for the next layer's (`keep_freed_memory`). `KVDecoder.prefill_states` gives every prompt
+position's final state, which scoring.py turns into log-probabilities. The tests hold its tokens and logits to
+model.py's full recompute, and both to HF transformers.
 """
 from __future__ import annotations
 
+import ctypes
 import math
+import os
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import compiled_matvec
+from . import compiled_matvec, model
 from .model import (as_float32, attention, attention_in_blocks, causal_mask, ffn, layer_norm, linear, merge_heads,
                     softmax, split_heads, split_qkv)
 
@@ -46,6 +52,13 @@ KERNEL_MAX_ROWS = 8
 # Runs of at least this many positions (rows x new tokens) copy two weight matrices into a faster
 # memory order first; below it the copying costs more than it saves (see DecodingWeights).
 RELAYOUT_MIN_STEPS = 128
+# Elementwise layers over at least this many numbers run on every core (in_bands); below it, handing the
+# work to a thread costs more than it saves.
+BANDS_MIN_SIZE = 1 << 16
+# Runs of at least this many positions at once (rows x new positions: a prompt) keep freed memory for the next
+# layer's arrays (keep_freed_memory)
+MANY_POSITIONS = 64
+N_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 # ------------------------------------------------------------ model.py's layers, with a cache
@@ -70,9 +83,63 @@ def cached_attention(x, c_attn, c_proj, n_head, mask, cache, start):  # [n_batch
 
 
 def block_step(x, mlp, attn, ln_1, ln_2, n_head, mask, cache, start):  # [n_batch, n_seq, n_embd] -> same
-    """model.transformer_block with cached_attention in place of mha."""
-    x = x + cached_attention(layer_norm(x, **ln_1), **attn, n_head=n_head, mask=mask, cache=cache, start=start)
-    return x + ffn(layer_norm(x, **ln_2), **mlp)
+    """model.transformer_block with cached_attention in place of mha. Many new positions at once (a prompt)
+    run the elementwise layers on every core, a band of positions each (in_bands); one position per row (a
+    decoding step) is too little work to share."""
+    if x.shape[1] == 1:
+        x = x + cached_attention(layer_norm(x, **ln_1), **attn, n_head=n_head, mask=mask, cache=cache, start=start)
+        return x + ffn(layer_norm(x, **ln_2), **mlp)
+    h = in_bands(layer_norm, x, axis=1, **ln_1)  # [n_batch, n_seq, n_embd]
+    x = x + cached_attention(h, **attn, n_head=n_head, mask=mask, cache=cache, start=start)
+    # model.ffn's two products, and between them its gelu (looked up in model.py, as ffn does) on every core
+    wide = linear(in_bands(layer_norm, x, axis=1, **ln_2), **mlp["c_fc"])  # [n_batch, n_seq, 4*n_embd]
+    return x + linear(in_bands(model.gelu, wide, axis=1), **mlp["c_proj"])
+
+
+def in_bands(function, array, axis, **uncut):  # function(array, **uncut), computed in bands
+    """function(array, **uncut) computed on every core, for a function that treats each index along `axis` on
+    its own (each position, for layer_norm and gelu): the array is cut along that axis into one band per core,
+    each band goes through the same function in its own thread, and the bands' results are put back together in
+    order. NumPy lets go of Python's lock inside each operation's loop, so the bands run at once, where NumPy
+    alone runs each elementwise operation on one core. `uncut` (the layer's weights) goes whole to every band.
+    Small arrays run here, in one piece: handing them to a thread would cost more than it saves."""
+    n_bands = min(N_CORES, array.shape[axis])
+    if array.size < BANDS_MIN_SIZE or n_bands < 2:
+        return function(array, **uncut)
+    cuts = np.linspace(0, array.shape[axis], n_bands + 1).astype(int)
+    bands = [array[(slice(None),) * axis + (slice(lo, hi),)] for lo, hi in zip(cuts, cuts[1:])]
+    others = [THREADS.submit(function, band, **uncut) for band in bands[1:]]
+    first = function(bands[0], **uncut)  # this thread takes the first band itself
+    return np.concatenate([first] + [other.result() for other in others], axis=axis)
+
+
+M_TOP_PAD, M_MMAP_THRESHOLD = -2, -3  # glibc's malloc.h: mallopt's parameters
+MALLOC_TOP_PAD = 128 << 20  # more than a 1,024-position prompt's largest layer makes at once at 1558M
+_freed_memory_kept = False
+
+
+def keep_freed_memory():
+    """Ask the C library (glibc's malloc, on Linux; elsewhere nothing is done) to keep up to MALLOC_TOP_PAD bytes
+    of freed memory for the process's next arrays instead of handing it back to the system at once.
+
+    Why: a long prompt's layers make and drop arrays of megabytes each ([n_seq, 4*n_embd] and the like); by
+    default glibc returns such memory when they are freed and the next array gets fresh pages, each costing the
+    kernel a fault and zeroing (a noticeable part of a long prefill: docs/performance.md). Kept, the same pages
+    serve the next layer. The setting is the whole process's (malloc's own), made once, and only by long runs."""
+    global _freed_memory_kept
+    if _freed_memory_kept or not sys.platform.startswith("linux"):
+        return
+    _freed_memory_kept = True
+    try:
+        libc = ctypes.CDLL(None)
+        # arrays under 32 MB from the heap (glibc's largest threshold; its own moving one stops moving once set)
+        libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)
+        libc.mallopt(M_TOP_PAD, MALLOC_TOP_PAD)
+    except (OSError, AttributeError):  # a C library without mallopt: it keeps or returns memory by its own rules
+        pass
+
+
+THREADS = ThreadPoolExecutor(max(1, N_CORES - 1), thread_name_prefix="gpt2-bands")  # in_bands' other bands
 
 
 # ------------------------------------------------------------------------ weights
@@ -282,6 +349,8 @@ class KVDecoder:
     def _run_blocks(self, tokens, positions):  # [n_batch, n_seq] each -> [n_batch, n_seq, n_embd]
         """The new positions through every block, their keys and values into the cache (before ln_f)."""
         n_seq, start, p = tokens.shape[1], self.start, self.weights.params
+        if tokens.size >= MANY_POSITIONS:
+            keep_freed_memory()
         padding = np.where(self.is_real[:, : start + n_seq], np.float32(0), MASKED)  # [n_batch, n_k]
         mask = causal_mask(n_seq, start) + padding[:, None, None, :]  # [n_batch, 1, n_seq, n_k]
         x = p["wte"][tokens] + p["wpe"][positions]  # [n_batch, n_seq] -> [n_batch, n_seq, n_embd]

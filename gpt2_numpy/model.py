@@ -106,19 +106,27 @@ def attention_in_blocks(q, k, v, mask, block=128):  # the shapes of attention(),
     nearly half the scores, and a block's scores ([..., block, n_k]) stay in the CPU cache where the full
     [..., n_q, n_k] array would not. The softmax is done in place, and its division applied to the block's
     output ([..., block, d]) rather than to its weights ([..., block, n_k]): the same numbers, fewer passes.
-    The mask must be causal (padding may be masked too): keys after n_before + j are never read."""
+    The mask must be causal, plus keys hidden from every query alike (KVDecoder's padding): then a block needs
+    it only on those keys' columns and on its own diagonal stretch; the columns between, which every query of
+    the block sees, are not touched. Keys after n_before + j are never read."""
     n_q, n_before = q.shape[-2], k.shape[-2] - q.shape[-2]
     out = np.empty(np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + q.shape[-2:], dtype=np.float32)
     q = q * (1 / math.sqrt(q.shape[-1]))  # scaled once: [..., n_q, d] is smaller than the scores
+    # the last query sees every key the causal mask allows, so what its row hides is hidden from all
+    hidden = np.flatnonzero((mask[..., -1, :] != 0).reshape(-1, mask.shape[-1]).any(axis=0))  # key columns
+    n_hidden = int(hidden[-1]) + 1 if hidden.size else 0  # the mask's columns to add before the diagonal
+    ones = np.ones((k.shape[-2], 1), dtype=np.float32)
     for i in range(0, n_q, block):
         j = min(i + block, n_q)
         seen = n_before + j  # the keys any of queries i..j may look at
         scores = q[..., i:j, :] @ np.swapaxes(k[..., :seen, :], -1, -2)  # [..., j - i, seen]
-        scores += mask[..., i:j, :seen]
+        before = min(n_hidden, n_before + i)
+        scores[..., :before] += mask[..., i:j, :before]  # keys hidden from every query
+        scores[..., n_before + i :] += mask[..., i:j, n_before + i : seen]  # the causal triangle
         scores -= scores.max(axis=-1, keepdims=True)  # exp cannot overflow
         np.exp(scores, out=scores)  # softmax's numerators
         np.matmul(scores, v[..., :seen, :], out=out[..., i:j, :])  # [..., j - i, d], not yet divided
-        out[..., i:j, :] /= scores.sum(axis=-1, keepdims=True)  # softmax's denominators
+        out[..., i:j, :] /= scores @ ones[:seen]  # softmax's denominators: row sums, a product being faster
     return out
 
 

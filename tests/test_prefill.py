@@ -5,6 +5,7 @@ reports; the --score progress bar (in this process, and on a pseudo-terminal in 
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,79 @@ def test_prefill_states_past_one_block_equal_full_logits_and_hf(long_params, lon
 def test_long_prompt_greedy_equals_reference(long_params):
     prompt = long_ids(280, seed=3)
     assert gpt2.generate(prompt, long_params, N_HEAD, 3) == gpt2.generate_reference(prompt, long_params, N_HEAD, 3)
+
+
+@pytest.mark.parametrize("n_cores", [2, 3])
+@pytest.mark.parametrize("shape, axis", [((1, 300, 256), 1), ((3, 97, 333), 1), ((701, 200), 0)])
+@pytest.mark.parametrize("layer", ["layer_norm", "gelu"])
+def test_bands_give_the_layers_own_positions(layer, shape, axis, n_cores, monkeypatch):
+    """in_bands (a band of positions per core, the others in threads) against one call on the whole array: equal
+    bit for bit, whatever the number of bands, and the other bands really ran in another thread."""
+    import threading
+
+    monkeypatch.setattr(kvcache, "N_CORES", n_cores)
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape, dtype=np.float32)
+    g, b = rng.standard_normal((2, shape[-1]), dtype=np.float32)
+    weights = {"g": g, "b": b} if layer == "layer_norm" else {}
+    threads = set()
+
+    def watched(band, **w):
+        threads.add(threading.get_ident())
+        return getattr(model, layer)(band, **w)
+
+    banded = kvcache.in_bands(watched, x, axis, **weights)
+    assert banded.shape == x.shape and banded.dtype == np.float32
+    np.testing.assert_array_equal(banded, getattr(model, layer)(x, **weights))
+    assert len(threads) == 2 and threading.get_ident() in threads
+
+
+def test_a_prompt_with_banded_layers_gives_the_logits_of_one_piece(long_params, monkeypatch):
+    """A long prompt's prefill runs its layer norms and gelu in bands of positions (in_bands: here every size is
+    banded, 3 per layer); with the bands turned off its logits and cache are the same, bit for bit."""
+    prompt = long_ids(LONG_CTX - 1, seed=3)
+
+    def prefill():
+        decoder = kvcache.KVDecoder([prompt], long_params, N_HEAD, 1)
+        return decoder.prefill(), decoder.caches[-1][1][:, :, : len(prompt)].copy()  # the filled columns
+
+    handed = []
+    real_submit = kvcache.THREADS.submit
+    monkeypatch.setattr(kvcache.THREADS, "submit", lambda *a, **k: handed.append(1) or real_submit(*a, **k))
+    monkeypatch.setattr(kvcache, "N_CORES", 2)
+    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    banded = prefill()
+    assert len(handed) == 3 * len(long_params["blocks"])
+    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 10**12)
+    one_piece = prefill()
+    assert len(handed) == 3 * len(long_params["blocks"])
+    np.testing.assert_array_equal(banded[0], one_piece[0])
+    np.testing.assert_array_equal(banded[1], one_piece[1])
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="keep_freed_memory asks glibc's malloc")
+def test_a_long_prompt_keeps_freed_memory_for_the_next_layer(long_params, monkeypatch):
+    """A prompt of MANY_POSITIONS or more asks malloc to keep freed memory (a short one does not). Then arrays of
+    megabytes made again after being dropped, as each layer of a long prompt makes them, reuse the kept pages:
+    no page faults, where fresh pages cost one fault each (without it, 6,100 each round here)."""
+    import resource
+
+    calls = []
+    real = kvcache.keep_freed_memory
+    monkeypatch.setattr(kvcache, "keep_freed_memory", lambda: calls.append(1) or real())
+    kvcache.KVDecoder([[1, 2, 3]], long_params, N_HEAD, 1).prefill()
+    assert calls == []
+    kvcache.KVDecoder([long_ids(kvcache.MANY_POSITIONS)], long_params, N_HEAD, 1).prefill()
+    assert calls == [1]
+
+    def faults_of_a_layer():  # 8 arrays of 3 MiB alive at once, then dropped (below NumPy's huge-page size)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        arrays = [np.ones(3 << 18, np.float32) for _ in range(8)]
+        del arrays
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+    faults_of_a_layer()
+    assert faults_of_a_layer() + faults_of_a_layer() < 200
 
 
 # ---------------------------------------------------------------------- scoring
