@@ -19,9 +19,9 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
 
 It does not slide the window past the model's context (n_ctx), search beams or use a GPU.
 
-The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_qkv`, `split_heads`, `attention`,
-`merge_heads`, `causal_mask`, and `attention_in_blocks`, attention's faster twin for many new positions at
-once); what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask,
+The layers are model.py's own functions (`layer_norm`, `linear`, `gelu` between `ffn`'s two products, `split_qkv`,
+`split_heads`, `attention`, `merge_heads`, `causal_mask`, and `attention_in_blocks`, attention's faster twin for
+many new positions at once); what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask,
 the weights' memory order, and for a long prompt two ways to keep both cores busy and the memory warm: the
 elementwise layers cut into bands of positions run by threads (`in_bands`, tested equal to one call), and freed
 arrays' memory kept for the next layer's (`keep_freed_memory`). `KVDecoder.prefill_states` gives every prompt
@@ -40,8 +40,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import compiled_matvec, model
-from .model import (as_float32, attention, attention_in_blocks, causal_mask, ffn, layer_norm, linear, merge_heads,
-                    softmax, split_heads, split_qkv)
+from .model import (as_float32, attention, attention_in_blocks, causal_mask, layer_norm, linear, merge_heads, softmax,
+                    split_heads, split_qkv)
 
 EOT_ID = 50256  # <|endoftext|>
 MASKED = np.float32(-1e10)  # added to the scores of padding, as model.causal_mask to later positions
@@ -83,15 +83,12 @@ def cached_attention(x, c_attn, c_proj, n_head, mask, cache, start):  # [n_batch
 
 
 def block_step(x, mlp, attn, ln_1, ln_2, n_head, mask, cache, start):  # [n_batch, n_seq, n_embd] -> same
-    """model.transformer_block with cached_attention in place of mha. Many new positions at once (a prompt)
-    run the elementwise layers on every core, a band of positions each (in_bands); one position per row (a
-    decoding step) is too little work to share."""
-    if x.shape[1] == 1:
-        x = x + cached_attention(layer_norm(x, **ln_1), **attn, n_head=n_head, mask=mask, cache=cache, start=start)
-        return x + ffn(layer_norm(x, **ln_2), **mlp)
-    h = in_bands(layer_norm, x, axis=1, **ln_1)  # [n_batch, n_seq, n_embd]
-    x = x + cached_attention(h, **attn, n_head=n_head, mask=mask, cache=cache, start=start)
-    # model.ffn's two products, and between them its gelu (looked up in model.py, as ffn does) on every core
+    """model.transformer_block with cached_attention in place of mha. The elementwise layers of many new
+    positions at once (a prompt) run on every core, a band of positions each (in_bands); a decoding step's one
+    position per row is too little to share and runs in one piece."""
+    x = x + cached_attention(in_bands(layer_norm, x, axis=1, **ln_1), **attn, n_head=n_head, mask=mask, cache=cache,
+                             start=start)
+    # model.ffn's two products, and between them its gelu (looked up in model.py, as ffn does) in bands
     wide = linear(in_bands(layer_norm, x, axis=1, **ln_2), **mlp["c_fc"])  # [n_batch, n_seq, 4*n_embd]
     return x + linear(in_bands(model.gelu, wide, axis=1), **mlp["c_proj"])
 
@@ -108,7 +105,7 @@ def in_bands(function, array, axis, **uncut):  # function(array, **uncut), compu
         return function(array, **uncut)
     cuts = np.linspace(0, array.shape[axis], n_bands + 1).astype(int)
     bands = [array[(slice(None),) * axis + (slice(lo, hi),)] for lo, hi in zip(cuts, cuts[1:])]
-    others = [THREADS.submit(function, band, **uncut) for band in bands[1:]]
+    others = [band_threads().submit(function, band, **uncut) for band in bands[1:]]
     first = function(bands[0], **uncut)  # this thread takes the first band itself
     return np.concatenate([first] + [other.result() for other in others], axis=axis)
 
@@ -139,7 +136,17 @@ def keep_freed_memory():
         pass
 
 
-THREADS = ThreadPoolExecutor(max(1, N_CORES - 1), thread_name_prefix="gpt2-bands")  # in_bands' other bands
+def band_threads():
+    """in_bands' threads for the other bands: N_CORES - 1 of them, started on first use, and started anew in a
+    process forked from one that had them (a child inherits the pool but not its threads: work handed to it
+    would wait forever)."""
+    global _band_threads
+    if _band_threads is None or _band_threads[0] != os.getpid():
+        _band_threads = (os.getpid(), ThreadPoolExecutor(max(1, N_CORES - 1), thread_name_prefix="gpt2-bands"))
+    return _band_threads[1]
+
+
+_band_threads = None  # (the process id that made it, the pool)
 
 
 # ------------------------------------------------------------------------ weights

@@ -139,8 +139,8 @@ def test_a_prompt_with_banded_layers_gives_the_logits_of_one_piece(long_params, 
         return decoder.prefill(), decoder.caches[-1][1][:, :, : len(prompt)].copy()  # the filled columns
 
     handed = []
-    real_submit = kvcache.THREADS.submit
-    monkeypatch.setattr(kvcache.THREADS, "submit", lambda *a, **k: handed.append(1) or real_submit(*a, **k))
+    real_submit = kvcache.band_threads().submit
+    monkeypatch.setattr(kvcache.band_threads(), "submit", lambda *a, **k: handed.append(1) or real_submit(*a, **k))
     monkeypatch.setattr(kvcache, "N_CORES", 2)
     monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
     banded = prefill()
@@ -150,6 +150,21 @@ def test_a_prompt_with_banded_layers_gives_the_logits_of_one_piece(long_params, 
     assert len(handed) == 3 * len(long_params["blocks"])
     np.testing.assert_array_equal(banded[0], one_piece[0])
     np.testing.assert_array_equal(banded[1], one_piece[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_bands_work_in_a_process_forked_after_them(monkeypatch):
+    """A child forked from a process that ran bands gets threads of its own (the pool it inherits has none: work
+    handed to it would wait forever), and the same result."""
+    import multiprocessing
+
+    monkeypatch.setattr(kvcache, "N_CORES", 2)  # bands even on one core (the child inherits the setting)
+    x = np.random.default_rng(0).standard_normal((1, 400, 300), dtype=np.float32)
+    in_parent = kvcache.in_bands(model.gelu, x, 1)
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        in_child = pool.apply_async(kvcache.in_bands, (model.gelu, x, 1)).get(timeout=60)
+    np.testing.assert_array_equal(in_child, in_parent)
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="keep_freed_memory asks glibc's malloc")
