@@ -1,16 +1,16 @@
 """The compiled products behind 16-bit weights: bf16 weights times float32 activations, summed in float32.
 
-Only :mod:`gpt2_numpy.half` imports this module, and only when numba is installed (the ``half`` extra). Numba
-compiles each function on its first call (``parallel=True``: the loop over output rows runs on every core) and
-keeps the machine code on disk in the folder :func:`tokenizer.numba_cache.folder_for_sources` names for this
-file, so only the first process on a machine compiles (several seconds: :func:`gpt2_numpy.half.load_kernel`
-says so while it happens) and later ones load it.
+Only :mod:`gpt2_numpy.half` imports this module, and only when numba is installed (the ``half`` extra). The
+products are the decoder's matrix-vector loop (:func:`gpt2_numpy.matvec_kernel.rows_times_transposed`), which
+reads bf16 weights as readily as float32 ones: bf16 is the top half of a float32, so widening a weight is a
+16-bit shift and a reinterpretation of the bits, done in registers as the weight is used (widening each row
+into a buffer first and reading that back ran at half the speed). Numba compiles each function on its first
+call (the loop over output rows runs on every core) and keeps the machine code on disk, so only the first process
+on a machine compiles (several seconds: :func:`gpt2_numpy.half.load_kernel` says so while it happens) and later
+ones load it.
 
 A weight matrix arrives as ``rows``: [n_out, n_in], the transpose of model.py's [n_in, n_out] ``w``, so that each
-output reads one contiguous row of weights (a dot product with the input row, vectorised by the compiler,
-``fastmath`` letting it keep several partial sums). bf16 is the top half of a float32, so widening a weight is a
-16-bit shift and a reinterpretation of the bits (:func:`float32_from_bits`), done in registers as the weight
-is used: widening each row into a buffer first and reading that back ran at half the speed.
+output reads contiguous rows of weights.
 
 What it does not do: choose between this and NumPy's products for a given shape, or round float32 to bf16
 (:mod:`gpt2_numpy.half` does both).
@@ -21,53 +21,28 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from numba.core import types
-from numba.extending import intrinsic
 
 from tokenizer import numba_cache
 
-CACHE_FOLDER = numba_cache.folder_for_sources("half_matmul", [Path(__file__)])
-ROWS_PER_TILE = 16  # output rows a thread takes at a time (the parallel loop runs over tiles)
+from . import matvec_kernel
+from .matvec_kernel import float32_from_bits
+
+CACHE_FOLDER = numba_cache.folder_for_sources("half_matmul", [Path(__file__), Path(matvec_kernel.__file__)])
+CHUNKS_PER_THREAD = 16  # the rows are shared out in this many pieces per thread
 _uncached: list[str] = []  # the functions numba found no writable cache folder for
 
 
-def _compiled(function):
-    return numba_cache.compiled(function, CACHE_FOLDER, _uncached, parallel=True, fastmath=True)
-
-
-@intrinsic
-def float32_from_bits(typingctx, bits):  # uint32 -> the float32 with those bits (no instruction: a relabelling)
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
-
-    return types.float32(types.uint32), codegen
-
-
-@_compiled
 def matmul_bf16(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] bf16 bits (uint16) -> out [n_x, n_out] f32
-    n_x, n_in = x.shape
-    n_out = rows.shape[0]
-    for tile in numba.prange((n_out + ROWS_PER_TILE - 1) // ROWS_PER_TILE):
-        for j in range(tile * ROWS_PER_TILE, min(n_out, (tile + 1) * ROWS_PER_TILE)):
-            for i in range(n_x):
-                total = np.float32(0.0)
-                for k in range(n_in):  # bf16 -> float32: the bits shifted up, the low 16 bits zeros
-                    total += float32_from_bits(np.uint32(rows[j, k]) << 16) * x[i, k]
-                out[i, j] = total
+    return matvec_kernel.rows_times_transposed(x, rows, out, CHUNKS_PER_THREAD * numba.get_num_threads())
 
 
-@_compiled
 def matmul_f32(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] f32 -> out [n_x, n_out] f32
     # the same loop reading float32 weights: a yardstick for NumPy's (OpenBLAS's) matrix-vector product
-    n_x, n_in = x.shape
-    n_out = rows.shape[0]
-    for tile in numba.prange((n_out + ROWS_PER_TILE - 1) // ROWS_PER_TILE):
-        for j in range(tile * ROWS_PER_TILE, min(n_out, (tile + 1) * ROWS_PER_TILE)):
-            for i in range(n_x):
-                total = np.float32(0.0)
-                for k in range(n_in):
-                    total += rows[j, k] * x[i, k]
-                out[i, j] = total
+    return matvec_kernel.rows_times_transposed(x, rows, out, CHUNKS_PER_THREAD * numba.get_num_threads())
+
+
+def _compiled(function):
+    return numba_cache.compiled(function, CACHE_FOLDER, _uncached, parallel=True)
 
 
 @_compiled
@@ -84,4 +59,4 @@ def warm_up() -> None:
     widen_bf16(np.zeros((3, 4), np.uint16), np.empty((3, 4), np.float32))
 
 
-CACHED_ON_DISK = not _uncached
+CACHED_ON_DISK = not _uncached and matvec_kernel.CACHED_ON_DISK

@@ -9,8 +9,14 @@ matrices exactly as they are stored, with no copy:
 - :func:`rows_times_matrix`: ``x @ w`` for a layer's weight ``w`` [n_in, n_out] (row-major, as loaded). Each
   thread takes a contiguous band of w's rows, so it streams one unbroken stretch of memory, and adds x[r, i] *
   w[i, :] into its own partial result; the partials are summed at the end (n_out numbers each, a few kB).
-- :func:`rows_times_transposed`: ``x @ wt.T`` for the output head, wt = wte [n_vocab, n_embd], row-major as
-  loaded: each output is the dot product of one row of wte with x, and the threads share out the rows.
+- :func:`rows_times_transposed`: ``x @ wt.T`` for a matrix stored [n_out, n_in] (wte for the output head; the
+  decoder's copy of every other matrix): each output is the dot product of one row of wt with x, and the threads
+  share out the rows. It reads 4 rows side by side, 32 numbers of each at a time, and asks the processor to
+  fetch the weights 8 kB ahead of the ones it is reading (:func:`prefetch`). One row at a time, one core keeps
+  too few reads from memory in flight and streams at half of what it can; 4 streams plus the hint reach
+  OpenBLAS's rate on float32 (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as
+  :mod:`gpt2_numpy.half` stores them), widened to float32 in registers (:func:`widened`): the same loop for
+  both.
 
 Both read each weight once whatever the number of rows, so k rows cost about what one does until the
 arithmetic catches up with the memory (tens of rows). Every sum is in float32, as NumPy's; only its order
@@ -18,19 +24,25 @@ differs (logits agree to float32 rounding, not bit for bit). The machine code is
 (:mod:`tokenizer.numba_cache`); :mod:`gpt2_numpy.compiled_matvec` brings it into a process without making it wait.
 
 What it does not do: products of many rows (a prompt's prefill; NumPy's matrix product is faster there, and the
-decoder uses it), 16-bit weights, or anything but C-contiguous float32.
+decoder uses it), or anything but C-contiguous arrays (float32, and bf16 bits for wt).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import prange
+from numba.core import cgutils, types
+from numba.extending import intrinsic, overload
 
 from tokenizer import numba_cache
 
 CACHE_FOLDER = numba_cache.folder("matvec")
 _uncached: list[str] = []
+GROUP = 4  # rows of wt read side by side: 4 streams from memory at once per core
+SPAN = 32  # numbers of each row per inner loop: a fixed count the compiler turns into vector instructions
+PREFETCH_BYTES = 8192  # how far ahead of the reading the prefetch hint points
 
 
 def _compiled(function):
@@ -63,20 +75,85 @@ def rows_times_matrix(x, w, out, n_bands):  # x [n_rows, n_in] @ w [n_in, n_out]
     return out
 
 
+@intrinsic
+def float32_from_bits(typingctx, bits):  # uint32 -> the float32 with those bits (no instruction: a relabelling)
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return types.float32(types.uint32), codegen
+
+
+def widened(weight):
+    """A weight as float32: a float32 as it is; bf16 bits (uint16) shifted into a float32's top half."""
+
+
+@overload(widened)
+def _widened(weight):
+    if weight == types.float32:
+        return lambda weight: weight
+    if weight == types.uint16:  # bf16 is the top half of a float32: the low 16 bits are zeros
+        return lambda weight: float32_from_bits(np.uint32(weight) << 16)
+    return None
+
+
+@intrinsic
+def prefetch(typingctx, flat, index):  # a hint: start bringing flat[index]'s cache line in (never faults)
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        array = context.make_array(array_type)(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, array_type, array, [args[1]], wraparound=False)
+        byte_pointer = ir.IntType(8).as_pointer()
+        int32 = ir.IntType(32)
+        llvm_prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, int32, int32, int32]), "llvm.prefetch.p0i8")
+        # read (0), keep in every cache level (3), data (1)
+        builder.call(llvm_prefetch, [builder.bitcast(pointer, byte_pointer), int32(0), int32(3), int32(1)])
+        return context.get_dummy_value()
+
+    return types.void(flat, index), codegen
+
+
 @_compiled
 def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt [n_out, n_in] -> out [n_rows, n_out]
     # n_chunks: many per thread, so that a thread the machine delays does not leave the others idle at the end
     n_rows, n_in = x.shape
     n_out = wt.shape[0]
-    chunk = (n_out + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        for j in range(c * chunk, min(n_out, (c + 1) * chunk)):
-            wt_row = wt[j]
+    chunk = ((n_out + n_chunks - 1) // n_chunks + GROUP - 1) // GROUP * GROUP  # whole groups of rows
+    whole = n_in - n_in % SPAN  # numbers of a row read SPAN at a time; the rest one by one
+    flat = wt.reshape(n_out * n_in)
+    last = n_out * n_in - 1
+    ahead = PREFETCH_BYTES // wt.itemsize
+    for c in prange((n_out + chunk - 1) // chunk):
+        stop = min(n_out, (c + 1) * chunk)
+        for j in range(c * chunk, stop, GROUP):
+            # the group's rows; past `stop`, the last row again (computed, not stored)
+            j1, j2, j3 = min(j + 1, stop - 1), min(j + 2, stop - 1), min(j + 3, stop - 1)
             for r in range(n_rows):
-                total = np.float32(0)
-                for i in range(n_in):
-                    total += wt_row[i] * x[r, i]
-                out[r, j] = total
+                xr = x[r]
+                t0 = t1 = t2 = t3 = np.float32(0)
+                for k0 in range(0, whole, SPAN):
+                    if r == 0:  # the other rows of x find the weights in the cache
+                        prefetch(flat, min(j * n_in + k0 + ahead, last))
+                        prefetch(flat, min(j2 * n_in + k0 + ahead, last))
+                    w0, w1, w2, w3 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN], wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
+                    xs = xr[k0:k0 + SPAN]
+                    for k in range(SPAN):
+                        t0 += widened(w0[k]) * xs[k]
+                        t1 += widened(w1[k]) * xs[k]
+                        t2 += widened(w2[k]) * xs[k]
+                        t3 += widened(w3[k]) * xs[k]
+                for k in range(whole, n_in):
+                    t0 += widened(wt[j, k]) * xr[k]
+                    t1 += widened(wt[j1, k]) * xr[k]
+                    t2 += widened(wt[j2, k]) * xr[k]
+                    t3 += widened(wt[j3, k]) * xr[k]
+                out[r, j] = t0
+                if j + 1 < stop:
+                    out[r, j + 1] = t1
+                if j + 2 < stop:
+                    out[r, j + 2] = t2
+                if j + 3 < stop:
+                    out[r, j + 3] = t3
     return out
 
 
@@ -87,7 +164,8 @@ def times(rows, w):  # [n_rows, n_in] @ [n_in, n_out] -> [n_rows, n_out]
 
 
 def times_transposed(rows, wt):  # [n_rows, n_in] @ [n_out, n_in].T -> [n_rows, n_out]
-    """``rows @ wt.T`` by :func:`rows_times_transposed` on every thread of numba's pool."""
+    """``rows @ wt.T`` by :func:`rows_times_transposed` on every thread of numba's pool; wt float32, or bf16 bits
+    (uint16) whose products are summed in float32."""
     out = np.empty((rows.shape[0], wt.shape[0]), np.float32)
     return rows_times_transposed(np.ascontiguousarray(rows, np.float32), wt, out, 16 * numba.get_num_threads())
 
