@@ -19,12 +19,13 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
 
 It does not slide the window past the model's context (n_ctx), search beams or use a GPU.
 
-The layers are model.py's own functions (`layer_norm`, `linear`, `gelu` between `ffn`'s two products, `split_qkv`,
-`split_heads`, `attention`, `merge_heads`, `causal_mask`, and `attention_in_blocks`, attention's faster twin for
-many new positions at once); what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask,
-the weights' memory order, and for a long prompt two ways to keep both cores busy and the memory warm: the
-elementwise layers cut into bands of positions run by threads (`in_bands`, tested equal to one call), and freed
-arrays' memory kept for the next layer's (`keep_freed_memory`). `KVDecoder.prefill_states` gives every prompt
+The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_qkv`, `split_heads`, `attention`,
+`merge_heads`, `causal_mask`, and `attention_in_blocks`, attention's faster twin for many new positions at once);
+what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask, the weights'
+memory order, and for a long prompt two ways to keep both cores busy and the memory warm: the block's work cut
+into bands run by threads, one per core (`in_bands`: bands of positions for the layer norms, products and gelu,
+bands of heads for attention; tested equal to one call), and freed arrays' memory kept for the next layer's
+(`keep_freed_memory`). `KVDecoder.prefill_states` gives every prompt
 position's final state, which scoring.py turns into log-probabilities. The tests hold its tokens and logits to
 model.py's full recompute, and both to HF transformers.
 """
@@ -39,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import compiled_matvec, model
+from . import blas_threads, compiled_matvec, model
 from .model import (as_float32, attention, attention_in_blocks, causal_mask, layer_norm, linear, merge_heads, softmax,
                     split_heads, split_qkv)
 
@@ -52,8 +53,8 @@ KERNEL_MAX_ROWS = 8
 # Runs of at least this many positions (rows x new tokens) copy two weight matrices into a faster
 # memory order first; below it the copying costs more than it saves (see DecodingWeights).
 RELAYOUT_MIN_STEPS = 128
-# Elementwise layers over at least this many numbers run on every core (in_bands); below it, handing the
-# work to a thread costs more than it saves.
+# A block's layers over at least this many numbers (the input's) run on every core (in_bands); below it, handing
+# the work to threads costs more than it saves.
 BANDS_MIN_SIZE = 1 << 16
 # Runs of at least this many positions at once (rows x new positions: a prompt) keep freed memory for the next
 # layer's arrays (keep_freed_memory)
@@ -62,52 +63,65 @@ N_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 
 
 
 # ------------------------------------------------------------ model.py's layers, with a cache
-def cached_attention(x, c_attn, c_proj, n_head, mask, cache, start):  # [n_batch, n_seq, n_embd] -> same
-    """model.mha for the n_seq newest positions, whose queries also read every cached position.
+def cached_attention(qkv, n_head, mask, cache, start):  # [n_batch, n_seq, 3*n_embd] -> [n_batch, n_seq, n_embd]
+    """model.mha's attention for the n_seq newest positions, whose queries also read every cached position;
+    qkv is c_attn's output for them (block_step applies c_attn, and c_proj to the result).
 
     cache: (keys, values), each [n_batch, n_head, n_max, d]; the new positions' keys and values
     are written at columns start.. and the queries attend to columns 0..start + n_seq.
     mask: [n_batch, 1, n_seq, start + n_seq], 0 where a query may look and -1e10 (or twice that) where
     not: the causal mask plus each row's padding.
     """
-    q, k, v = split_qkv(linear(x, **c_attn))  # 3 x [n_batch, n_seq, n_embd]
-    q, k, v = (split_heads(a, n_head) for a in (q, k, v))  # 3 x [n_batch, n_head, n_seq, d]
+    q, k, v = (split_heads(a, n_head) for a in split_qkv(qkv))  # 3 x [n_batch, n_head, n_seq, d]
     keys, values = cache
-    end = start + x.shape[1]
+    end = start + qkv.shape[1]
     keys[:, :, start:end] = k  # into the preallocated buffer: no concatenation copy
     values[:, :, start:end] = v
     # many new positions (a prompt): attention_in_blocks, which skips the keys the causal mask hides
-    attend = attention if x.shape[1] == 1 else attention_in_blocks
-    heads = attend(q, keys[:, :, :end], values[:, :, :end], mask)  # [n_batch, n_head, n_seq, d]
-    return linear(merge_heads(heads), **c_proj)  # [n_batch, n_seq, n_embd]
+    attend = attention if qkv.shape[1] == 1 else attention_in_blocks
+    # each head attends on its own: a prompt's heads are shared out between the cores
+    heads = in_bands(attend, q, keys[:, :, :end], values[:, :, :end], axis=1, mask=mask)  # [n_batch, n_head, n_seq, d]
+    return merge_heads(heads)  # [n_batch, n_seq, n_embd]
 
 
 def block_step(x, mlp, attn, ln_1, ln_2, n_head, mask, cache, start):  # [n_batch, n_seq, n_embd] -> same
-    """model.transformer_block with cached_attention in place of mha. The elementwise layers of many new
-    positions at once (a prompt) run on every core, a band of positions each (in_bands); a decoding step's one
+    """model.transformer_block with cached_attention in place of mha's attention. Many new positions at once (a
+    prompt) run on every core in two kinds of bands (in_bands): bands of positions for everything that treats
+    each position on its own (layer norms, products, gelu), bands of heads for attention. A decoding step's one
     position per row is too little to share and runs in one piece."""
-    x = x + cached_attention(in_bands(layer_norm, x, axis=1, **ln_1), **attn, n_head=n_head, mask=mask, cache=cache,
-                             start=start)
-    # model.ffn's two products, and between them its gelu (looked up in model.py, as ffn does) in bands
-    wide = linear(in_bands(layer_norm, x, axis=1, **ln_2), **mlp["c_fc"])  # [n_batch, n_seq, 4*n_embd]
-    return x + linear(in_bands(model.gelu, wide, axis=1), **mlp["c_proj"])
+    qkv = in_bands(normed_linear, x, axis=1, ln=ln_1, layer=attn["c_attn"])  # [n_batch, n_seq, 3*n_embd]
+    attended = cached_attention(qkv, n_head, mask, cache, start)  # [n_batch, n_seq, n_embd]
+    return in_bands(after_attention, x, attended, axis=1, c_proj=attn["c_proj"], ln_2=ln_2, mlp=mlp)
 
 
-def in_bands(function, array, axis, **uncut):  # function(array, **uncut), computed in bands
-    """function(array, **uncut) computed on every core, for a function that treats each index along `axis` on
-    its own (each position, for layer_norm and gelu): the array is cut along that axis into one band per core,
-    each band goes through the same function in its own thread, and the bands' results are put back together in
-    order. NumPy lets go of Python's lock inside each operation's loop, so the bands run at once, where NumPy
-    alone runs each elementwise operation on one core. `uncut` (the layer's weights) goes whole to every band.
-    Small arrays run here, in one piece: handing them to a thread would cost more than it saves."""
-    n_bands = min(N_CORES, array.shape[axis])
-    if array.size < BANDS_MIN_SIZE or n_bands < 2:
-        return function(array, **uncut)
-    cuts = np.linspace(0, array.shape[axis], n_bands + 1).astype(int)
-    bands = [array[(slice(None),) * axis + (slice(lo, hi),)] for lo, hi in zip(cuts, cuts[1:])]
-    others = [band_threads().submit(function, band, **uncut) for band in bands[1:]]
-    first = function(bands[0], **uncut)  # this thread takes the first band itself
-    return np.concatenate([first] + [other.result() for other in others], axis=axis)
+def normed_linear(x, ln, layer):  # [..., n_embd] -> [..., n_out]: the attention's input, c_attn(ln_1(x))
+    return linear(layer_norm(x, **ln), **layer)
+
+
+def after_attention(x, attended, c_proj, ln_2, mlp):  # [..., n_embd] each -> [..., n_embd]
+    """The rest of model.transformer_block once attention has run: c_proj and the residual, then the MLP
+    (model.ffn, looked up in model.py so that a patched gelu reaches the decoder) and its residual."""
+    x = x + linear(attended, **c_proj)
+    return x + model.ffn(layer_norm(x, **ln_2), **mlp)
+
+
+def in_bands(function, *arrays, axis, **uncut):  # function(*arrays, **uncut), computed in bands
+    """function(*arrays, **uncut) computed on every core, for a function that treats each index along `axis` on
+    its own (each position, for a layer norm, a product or gelu; each head, for attention): the arrays are cut
+    along that axis into one band per core, each band goes through the same function in a thread of its own,
+    and the bands' results are put back together in order. NumPy lets go of Python's lock inside each
+    operation's loop and product, so the bands run at once; each band thread holds NumPy's BLAS to itself
+    (gpt2_numpy/blas_threads.py), so a band's products do not start threads of their own. `uncut` (the layer's
+    weights, a mask) goes whole to every band. Small arrays (the first one's size decides) run here, in one
+    piece: handing them to threads would cost more than it saves."""
+    first = arrays[0]
+    n_bands = min(N_CORES, first.shape[axis])
+    if first.size < BANDS_MIN_SIZE or n_bands < 2:
+        return function(*arrays, **uncut)
+    cuts = np.linspace(0, first.shape[axis], n_bands + 1).astype(int)
+    where = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(cuts, cuts[1:])]
+    bands = [band_threads().submit(function, *(a[w] for a in arrays), **uncut) for w in where]
+    return np.concatenate([band.result() for band in bands], axis=axis)
 
 
 M_TOP_PAD, M_MMAP_THRESHOLD = -2, -3  # glibc's malloc.h: mallopt's parameters
@@ -137,16 +151,17 @@ def keep_freed_memory():
 
 
 def band_threads():
-    """in_bands' threads for the other bands: N_CORES - 1 of them, started on first use, and started anew in a
-    process forked from one that had them (a child inherits the pool but not its threads: work handed to it
-    would wait forever)."""
+    """in_bands' threads: N_CORES of them, each holding NumPy's BLAS to one thread, started on first use, and
+    started anew in a process forked from one that had them (a child inherits the pool but not its threads:
+    work handed to it would wait forever) or when N_CORES grew."""
     global _band_threads
-    if _band_threads is None or _band_threads[0] != os.getpid():
-        _band_threads = (os.getpid(), ThreadPoolExecutor(max(1, N_CORES - 1), thread_name_prefix="gpt2-bands"))
-    return _band_threads[1]
+    if _band_threads is None or _band_threads[:2] != (os.getpid(), N_CORES):
+        pool = ThreadPoolExecutor(N_CORES, thread_name_prefix="gpt2-bands", initializer=blas_threads.hold_to_one_thread)
+        _band_threads = (os.getpid(), N_CORES, pool)
+    return _band_threads[2]
 
 
-_band_threads = None  # (the process id that made it, the pool)
+_band_threads = None  # (the process id that made it, its number of threads, the pool)
 
 
 # ------------------------------------------------------------------------ weights
