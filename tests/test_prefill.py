@@ -310,3 +310,13 @@ def test_score_draws_its_bar_on_a_pseudo_terminal(long_params, tmp_path):
     os.close(leader)
     assert b"scoring" in drawn and b"tok" in drawn
     assert math.isfinite(float(piped.stdout.split("perplexity: ")[1].split()[0]))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds OpenBLAS through /proc/self/maps")
+def test_band_threads_hold_numpys_openblas_to_one_thread():
+    """NumPy's wheels bundle OpenBLAS: a band's thread finds it and holds its products to that thread (else each
+    band's products would start BLAS threads of their own, twice as many threads as cores)."""
+    from gpt2_numpy import blas_threads
+
+    assert any("openblas" in path.lower() for path in blas_threads.loaded_openblas())
+    assert kvcache.band_threads().submit(blas_threads.hold_to_one_thread).result(timeout=30) is True
