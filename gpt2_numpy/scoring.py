@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kvcache import DecodingWeights, KVDecoder
+from .kvcache import DecodingWeights, KVDecoder, in_bands
 
 __all__ = ["token_nlls", "score", "windows", "next_token_nlls"]
 
@@ -43,7 +43,10 @@ def token_nlls(ids, params, n_head, *, stride=None, progress=None):  # [n_seq] -
     for start, end, first in spans:
         states = KVDecoder([ids[start:end]], weights, n_head, 0).prefill_states()[0]  # [end - start, n_embd]
         rows = states[first - 1 - start : end - 1 - start]  # the states predicting ids[first:end]
-        nlls.append(next_token_nlls(rows, weights.params["wte"], ids[first:end]))  # [end - first]
+        wte = weights.params["wte"]
+        # each row's NLL is its own: a band of rows per core (kvcache.in_bands), equal to one call
+        nlls.append(in_bands(lambda band, targets: next_token_nlls(band, wte, targets), rows, ids[first:end],
+                             axis=0))  # [end - first]
         if progress is not None:
             progress(end - first)
     positions = [np.arange(first, end) for _, end, first in spans]  # [end - first] each

@@ -227,6 +227,23 @@ def test_score_over_long_windows_equals_hf(long_params, long_hf):
     np.testing.assert_allclose(nlls, expected, atol=1e-4, rtol=0)
 
 
+@pytest.mark.parametrize("n_cores", [2, 3])
+def test_banded_scoring_equals_one_piece(long_params, monkeypatch, n_cores):
+    """Every size banded (the prefill's layers, and the scored rows' NLLs: a band of rows per core), against
+    scoring in one piece: the same NLLs to float32 rounding, and each window's rows really handed out."""
+    ids = long_ids(450, seed=5)
+    one_piece = gpt2.token_nlls(ids, long_params, N_HEAD, stride=100)[0]
+    handed = []
+    real_nlls = scoring.next_token_nlls
+    monkeypatch.setattr(scoring, "next_token_nlls", lambda *a, **k: handed.append(len(a[0])) or real_nlls(*a, **k))
+    monkeypatch.setattr(kvcache, "N_CORES", n_cores)
+    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    banded = gpt2.token_nlls(ids, long_params, N_HEAD, stride=100)[0]
+    n_windows = len(scoring.windows(len(ids), LONG_CTX, stride=100))
+    assert len(handed) == n_cores * n_windows and sum(handed) == len(ids) - 1
+    np.testing.assert_allclose(banded, one_piece, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("n_ids, stride, expected", [
     (10, 24, [(0, 10, 1)]),
     (48, 24, [(0, 48, 1)]),
