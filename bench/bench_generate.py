@@ -12,7 +12,8 @@ fly into --models-dir, one tensor at a time), greedy, float32, one stream, 2 thr
   and of the same decoder on NumPy's products alone (GPT2_COMPILED_MATVEC=0: the plain path, the before);
 - the weights' bytes streamed per token / ms per token, in GB/s, and its share of the ceiling: the machine's
   read bandwidth with both cores, the best of a streaming read (np.add.reduce on 2 threads over 2 GB) and of a
-  matrix-vector product over the largest size's weights (OpenBLAS, and the kernel on the [n_out, n_in] copies it decodes with), several runs each;
+  matrix-vector product over the largest size's weights (OpenBLAS, and the kernel on the [n_out, n_in] copies
+  it decodes with), several runs each;
 - HF transformers (GPT2LMHeadModel, same weights, KV cache, torch on 2 threads) and, with LLAMA_BENCH or
   --llama-bench, ggml (llama.cpp's `llama-bench -p 0 -n N -t 2`: token generation) in f32 and f16;
 - the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the file + cache + Python).
