@@ -135,7 +135,8 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
                     if r == 0:  # the other rows of x find the weights in the cache
                         prefetch(flat, min(j * n_in + k0 + ahead, last))
                         prefetch(flat, min(j2 * n_in + k0 + ahead, last))
-                    w0, w1, w2, w3 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN], wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
+                    w0, w1 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]  # the group's rows, this span of each
+                    w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
                     xs = xr[k0:k0 + SPAN]
                     for k in range(SPAN):
                         t0 += widened(w0[k]) * xs[k]
