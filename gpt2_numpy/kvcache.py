@@ -24,10 +24,10 @@ The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_q
 what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask, the weights'
 memory order, and for a long prompt two ways to keep both cores busy and the memory warm: the block's work cut
 into bands run by threads, one per core (`in_bands`: bands of positions for the layer norms, products and gelu,
-bands of heads for attention; tested equal to one call), and freed arrays' memory kept for the next layer's
-(`keep_freed_memory`). `KVDecoder.prefill_states` gives every prompt
-position's final state, which scoring.py turns into log-probabilities. The tests hold its tokens and logits to
-model.py's full recompute, and both to HF transformers.
+bands of heads for attention; tested equal to one call, to float32 rounding), and freed arrays' memory kept for
+the next layer's (`keep_freed_memory`). `KVDecoder.prefill_states` gives every prompt position's final state,
+which scoring.py turns into log-probabilities. The tests hold its tokens and logits to model.py's full
+recompute, and both to HF transformers.
 """
 from __future__ import annotations
 
@@ -153,9 +153,11 @@ def keep_freed_memory():
 def band_threads():
     """in_bands' threads: N_CORES of them, each holding NumPy's BLAS to one thread, started on first use, and
     started anew in a process forked from one that had them (a child inherits the pool but not its threads:
-    work handed to it would wait forever) or when N_CORES grew."""
+    work handed to it would wait forever) or when N_CORES changed (the old pool's threads then end)."""
     global _band_threads
     if _band_threads is None or _band_threads[:2] != (os.getpid(), N_CORES):
+        if _band_threads is not None:
+            _band_threads[2].shutdown(wait=False)
         pool = ThreadPoolExecutor(N_CORES, thread_name_prefix="gpt2-bands", initializer=blas_threads.hold_to_one_thread)
         _band_threads = (os.getpid(), N_CORES, pool)
     return _band_threads[2]

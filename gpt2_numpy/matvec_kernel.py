@@ -13,8 +13,8 @@ matrices exactly as they are stored, with no copy:
   decoder's copy of every other matrix): each output is the dot product of one row of wt with x, and the threads
   share out the rows. It reads 4 rows side by side, 32 numbers of each at a time, and asks the processor to
   fetch the weights 8 kB ahead of the ones it is reading (:func:`prefetch`). One row at a time, one core keeps
-  too few reads from memory in flight and streams at half of what it can; 4 streams plus the hint reach
-  OpenBLAS's rate on float32 (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as
+  too few reads from memory in flight and streams at half of what it can; 4 streams plus the hint reach about
+  OpenBLAS's rate on float32, timed alone (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as
   :mod:`gpt2_numpy.half` stores them), widened to float32 in registers (:func:`widened`): the same loop for
   both.
 

@@ -39,11 +39,11 @@ def token_nlls(ids, params, n_head, *, stride=None, progress=None):  # [n_seq] -
     weights = params if isinstance(params, DecodingWeights) else DecodingWeights(params)
     spans = windows(len(ids), weights.n_ctx, stride=stride)  # [(start, end, first), ...]
     ids = np.asarray(ids, dtype=np.int64)
+    wte = weights.params["wte"]
     nlls = []
     for start, end, first in spans:
         states = KVDecoder([ids[start:end]], weights, n_head, 0).prefill_states()[0]  # [end - start, n_embd]
         rows = states[first - 1 - start : end - 1 - start]  # the states predicting ids[first:end]
-        wte = weights.params["wte"]
         # each row's NLL is its own: a band of rows per core (kvcache.in_bands), equal to one call
         nlls.append(in_bands(lambda band, targets: next_token_nlls(band, wte, targets), rows, ids[first:end],
                              axis=0))  # [end - first]
