@@ -24,21 +24,21 @@ import numpy as np
 
 from tokenizer import numba_cache
 
-from . import matvec_kernel
+from . import matvec_kernel, step_kernel
 from .matvec_kernel import float32_from_bits
 
-CACHE_FOLDER = numba_cache.folder_for_sources("half_matmul", [Path(__file__), Path(matvec_kernel.__file__)])
-CHUNKS_PER_THREAD = 16  # the rows are shared out in this many pieces per thread
+CACHE_FOLDER = numba_cache.folder_for_sources("half_matmul", [Path(__file__), Path(matvec_kernel.__file__),
+                                                               Path(step_kernel.__file__)])
 _uncached: list[str] = []  # the functions numba found no writable cache folder for
 
 
 def matmul_bf16(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] bf16 bits (uint16) -> out [n_x, n_out] f32
-    return matvec_kernel.rows_times_transposed(x, rows, out, CHUNKS_PER_THREAD * numba.get_num_threads())
+    return matvec_kernel.rows_times_transposed(x, rows, out, matvec_kernel.CHUNKS_PER_THREAD * numba.get_num_threads())
 
 
 def matmul_f32(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] f32 -> out [n_x, n_out] f32
     # the same loop reading float32 weights: a yardstick for NumPy's (OpenBLAS's) matrix-vector product
-    return matvec_kernel.rows_times_transposed(x, rows, out, CHUNKS_PER_THREAD * numba.get_num_threads())
+    return matvec_kernel.rows_times_transposed(x, rows, out, matvec_kernel.CHUNKS_PER_THREAD * numba.get_num_threads())
 
 
 def _compiled(function):
@@ -57,6 +57,7 @@ def warm_up() -> None:
     (matmul_f32, the benchmark's yardstick, is compiled on its first call.)"""
     matmul_bf16(np.ones((1, 4), np.float32), np.zeros((3, 4), np.uint16), np.empty((1, 3), np.float32))
     widen_bf16(np.zeros((3, 4), np.uint16), np.empty((3, 4), np.float32))
+    step_kernel.warm_up(np.uint16)  # a single sequence's decoding step
 
 
-CACHED_ON_DISK = not _uncached and matvec_kernel.CACHED_ON_DISK
+CACHED_ON_DISK = not _uncached and matvec_kernel.CACHED_ON_DISK and step_kernel.is_cached_on_disk()

@@ -231,10 +231,10 @@ class DecodingWeights:
         wrapped = with_kernel(self.params, kernel)
         if not compiled_matvec.is_forced():
             numpy_blocks, numpy_head = self.numpy_weights(1, long_run=True)
-            kernel_seconds, numpy_seconds = [], []
-            for _ in range(3):
-                kernel_seconds.append(weight_pass_seconds(*wrapped))
-                numpy_seconds.append(weight_pass_seconds(numpy_blocks, numpy_head))
+            # the kernel's passes first: after a NumPy product, OpenBLAS's idle threads spin for a while on the
+            # cores the kernel's threads need, which would time OpenBLAS's leftovers, not the kernel
+            kernel_seconds = [weight_pass_seconds(*wrapped) for _ in range(3)]
+            numpy_seconds = [weight_pass_seconds(numpy_blocks, numpy_head) for _ in range(3)]
             if min(kernel_seconds) >= min(numpy_seconds):
                 self.kernel_is_slower = True
                 return False
@@ -268,6 +268,7 @@ class KernelMatrix:
     def __init__(self, array, kernel, *, transposed=False):
         self.array = np.ascontiguousarray(array)  # no copy: weights are C-contiguous as loaded
         self.kernel, self.transposed = kernel, transposed
+        self.rows = self.array if transposed else None  # [n_out, n_in], as step_kernel reads a block's matrices
         self.shape = array.shape[::-1] if transposed else array.shape  # [n_in, n_out], as model.linear reads
 
     def __rmatmul__(self, rows):  # [n_rows, n_in] @ [n_in, n_out] -> [n_rows, n_out]
@@ -290,16 +291,37 @@ def with_kernel(params, kernel):
 
 
 def weight_pass_seconds(blocks, head):
-    """The time of every weight product of one decoding step for one row (what a step's time mostly is),
-    attention and the rest left out: how fast these weights stream through these products."""
+    """The time of every weight product of one decoding step for one row (what a step's time mostly is), as a
+    single sequence's decoding runs them: how fast these weights stream through these products. For NumPy's
+    products, attention and the rest are left out; blocks the compiled kernel reads run as a decoding step does,
+    each in one compiled call (step_kernel), the rest included, at one cached position."""
     n_embd = head.shape[0]
     x, hidden = np.ones((1, n_embd), np.float32), np.ones((1, 4 * n_embd), np.float32)
+    compiled_blocks = compiled_block_arguments(blocks)
+    cache = np.zeros((2, 1, 1, n_embd), np.float32)  # keys, values: one head, one position
     start = time.perf_counter()
-    for block in blocks:
-        x @ block["attn"]["c_attn"]["w"], x @ block["attn"]["c_proj"]["w"]  # [1, 3*n_embd], [1, n_embd]
-        x @ block["mlp"]["c_fc"]["w"], hidden @ block["mlp"]["c_proj"]["w"]  # [1, 4*n_embd], [1, n_embd]
+    if compiled_blocks is not None:
+        from . import step_kernel
+
+        for arguments in compiled_blocks:
+            step_kernel.block_step(x[0], arguments, cache[0], cache[1], 0, 1)
+    else:
+        for block in blocks:
+            x @ block["attn"]["c_attn"]["w"], x @ block["attn"]["c_proj"]["w"]  # [1, 3*n_embd], [1, n_embd]
+            x @ block["mlp"]["c_fc"]["w"], hidden @ block["mlp"]["c_proj"]["w"]  # [1, 4*n_embd], [1, n_embd]
     x @ head  # [1, n_vocab]
     return time.perf_counter() - start
+
+
+def compiled_block_arguments(blocks):
+    """step_kernel's arguments for each block, if every weight matrix in `blocks` is one a compiled kernel reads
+    (it has `rows`, [n_out, n_in]: a KernelMatrix, or half.Bf16Matrix); else None."""
+    matrices = [layer["w"] for block in blocks for part in ("attn", "mlp") for layer in block[part].values()]
+    if not all(getattr(w, "rows", None) is not None for w in matrices):
+        return None
+    from . import step_kernel
+
+    return [step_kernel.block_arguments(block, lambda w: w.rows) for block in blocks]
 
 
 def with_mlp_proj_in_order(block, order):
@@ -361,6 +383,8 @@ class KVDecoder:
         self.caches = [(np.empty(shape, np.float32), np.empty(shape, np.float32)) for _ in self.blocks]
         self.cache_bytes = kv_cache_bytes(len(self.blocks), weights.n_embd, n_max, n_batch)  # bounded by n_ctx
         self.start = 0  # number of cache columns filled
+        # a single sequence whose matrices the compiled kernel reads decodes each block in one compiled call
+        self.compiled_blocks = compiled_block_arguments(self.blocks) if n_batch == 1 else None
 
     def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
@@ -400,9 +424,24 @@ class KVDecoder:
     def decode(self, new_tokens):  # one id per row -> [n_batch, n_vocab]
         if self.start >= self.is_real.shape[1]:
             raise ValueError("KV cache is full: create the decoder with more n_tokens_to_generate")
-        logits = self._forward(np.asarray(new_tokens, np.int64)[:, None], self.lengths[:, None])
+        if self.compiled_blocks is not None:
+            logits = self._decode_compiled(int(new_tokens[0]))
+        else:
+            logits = self._forward(np.asarray(new_tokens, np.int64)[:, None], self.lengths[:, None])
         self.lengths = self.lengths + 1
         return logits
+
+    def _decode_compiled(self, token):  # -> [1, n_vocab]
+        """decode() of one sequence with each block's step in one compiled call (gpt2_numpy/step_kernel.py:
+        the same layers as block_step, without Python between them); the same logits to float32 rounding."""
+        from . import step_kernel  # (numba is loaded: compiled_blocks exist only once a kernel is)
+
+        p = self.weights.params
+        x = np.array(p["wte"][token] + p["wpe"][self.start], np.float32)  # [n_embd]: no padding in one sequence
+        for arguments, (keys, values) in zip(self.compiled_blocks, self.caches):
+            step_kernel.block_step(x, arguments, keys[0], values[0], self.start, self.n_head)  # x changed in place
+        self.start += 1
+        return layer_norm(x[None], **p["ln_f"]) @ self.head  # [1, n_embd] -> [1, n_vocab]
 
     def extend(self, new_tokens):  # [n_batch, n_seq] ids -> [n_batch, n_seq, n_vocab]
         """decode() for several new positions per row in one pass over the weights, returning every one's

@@ -43,12 +43,15 @@ _uncached: list[str] = []
 GROUP = 4  # rows of wt read side by side: 4 streams from memory at once per core
 SPAN = 32  # numbers of each row per inner loop: a fixed count the compiler turns into vector instructions
 PREFETCH_BYTES = 8192  # how far ahead of the reading the prefetch hint points
+CHUNKS_PER_THREAD = 16  # pieces of a product's rows per thread, so that a thread the machine delays does not
+# leave the others idle at the end
+# reassociating sums lets numba use vector registers for the dot products' sums; contracting uses fused
+# multiply-adds. Neither can create or hide a NaN or an infinity (nnan/ninf are left out).
+FASTMATH = {"reassoc", "contract"}
 
 
 def _compiled(function):
-    # reassociating sums lets numba use vector registers for the dot products' sums; contracting uses fused
-    # multiply-adds. Neither can create or hide a NaN or an infinity (nnan/ninf are left out).
-    return numba_cache.compiled(function, CACHE_FOLDER, _uncached, parallel=True, fastmath={"reassoc", "contract"})
+    return numba_cache.compiled(function, CACHE_FOLDER, _uncached, parallel=True, fastmath=FASTMATH)
 
 
 @_compiled
@@ -115,7 +118,7 @@ def prefetch(typingctx, flat, index):  # a hint: start bringing flat[index]'s ca
 
 @_compiled
 def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt [n_out, n_in] -> out [n_rows, n_out]
-    # n_chunks: many per thread, so that a thread the machine delays does not leave the others idle at the end
+    # n_chunks: CHUNKS_PER_THREAD per thread
     n_rows, n_in = x.shape
     n_out = wt.shape[0]
     chunk = ((n_out + n_chunks - 1) // n_chunks + GROUP - 1) // GROUP * GROUP  # whole groups of rows
@@ -168,7 +171,8 @@ def times_transposed(rows, wt):  # [n_rows, n_in] @ [n_out, n_in].T -> [n_rows, 
     """``rows @ wt.T`` by :func:`rows_times_transposed` on every thread of numba's pool; wt float32, or bf16 bits
     (uint16) whose products are summed in float32."""
     out = np.empty((rows.shape[0], wt.shape[0]), np.float32)
-    return rows_times_transposed(np.ascontiguousarray(rows, np.float32), wt, out, 16 * numba.get_num_threads())
+    return rows_times_transposed(np.ascontiguousarray(rows, np.float32), wt, out,
+                                 CHUNKS_PER_THREAD * numba.get_num_threads())
 
 
 def _warm_up() -> None:

@@ -104,6 +104,20 @@ def test_bf16_decoding_equals_float32_decoding_of_the_rounded_weights(params, bf
     assert np.allclose(ours.decode([11]), theirs.decode([11]), rtol=1e-4, atol=1e-4)
 
 
+def test_a_single_bf16_sequence_decodes_through_the_compiled_step(params, bf16_weights):
+    """One sequence decodes each block in one compiled call (gpt2_numpy/step_kernel.py) on the bf16 rows: the
+    same tokens as the float32 decoder on the rounded weights, and logits equal to float32 rounding."""
+    rounded = kvcache.DecodingWeights(half.rounded_params(params))
+    prompt = [1, 2, 3, 4, 5]
+    assert kvcache.generate(prompt, bf16_weights, N_HEAD, 24) == kvcache.generate(prompt, rounded, N_HEAD, 24)
+    ours, theirs = (kvcache.KVDecoder([prompt], weights, N_HEAD, 3) for weights in (bf16_weights, rounded))
+    assert ours.compiled_blocks is not None and theirs.compiled_blocks is None
+    ours.prefill(), theirs.prefill()
+    for token in (11, 12, 13):
+        expected = theirs.decode([token])
+        np.testing.assert_allclose(ours.decode([token]), expected, rtol=0, atol=2e-5 * np.abs(expected).max())
+
+
 def test_bf16_logits_are_within_the_bound_of_float32s(params, bf16_weights):
     ids = list(range(100, 160))
     ours = kvcache.KVDecoder([ids], bf16_weights, N_HEAD, 1).prefill()

@@ -140,3 +140,72 @@ def test_a_pass_over_the_weights_takes_both_kinds_of_weights(kernel):
     weights = kvcache.DecodingWeights(params)
     assert kvcache.weight_pass_seconds(*weights.numpy_weights(1, long_run=True)) > 0
     assert kvcache.weight_pass_seconds(*kvcache.with_kernel(params, kernel)) > 0
+
+
+# ------------------------------------------------------------------ a single sequence's step, compiled
+def random_block(rng, n_embd, scale=0.3):
+    def normal(*shape):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    def dense(n_in, n_out):
+        return {"w": normal(n_in, n_out), "b": normal(n_out)}
+
+    return {"ln_1": {"g": 1 + normal(n_embd), "b": normal(n_embd)}, "ln_2": {"g": 1 + normal(n_embd), "b": normal(n_embd)},
+            "attn": {"c_attn": dense(n_embd, 3 * n_embd), "c_proj": dense(n_embd, n_embd)},
+            "mlp": {"c_fc": dense(n_embd, 4 * n_embd), "c_proj": dense(4 * n_embd, n_embd)}}
+
+
+@settings(max_examples=FUZZ_SHARE, deadline=None)
+@given(n_head=st.integers(1, 4), head_size=st.integers(1, 40), start=st.integers(0, 20), seed=st.integers(0, 2**32 - 1))
+def test_a_compiled_block_step_equals_block_step(kernel, n_head, head_size, start, seed):
+    """step_kernel.block_step (one position, one sequence) against kvcache.block_step, its readable twin: the same
+    new state and the same key and value written at column `start`, to float32 rounding; no other column touched."""
+    from gpt2_numpy import step_kernel
+
+    rng = np.random.default_rng(seed)
+    n_embd = n_head * head_size
+    block = random_block(rng, n_embd)
+    x = rng.standard_normal((1, 1, n_embd)).astype(np.float32)
+    cache = rng.standard_normal((2, 1, n_head, start + 2, head_size)).astype(np.float32)  # keys, values
+    theirs_cache, ours_cache = cache.copy(), cache.copy()
+    mask = np.zeros((1, 1, 1, start + 1), np.float32)  # one sequence: no padding
+    theirs = kvcache.block_step(x, **block, n_head=n_head, mask=mask, cache=tuple(theirs_cache), start=start)[0, 0]
+    ours = x[0, 0].copy()
+    arguments = step_kernel.block_arguments(block, lambda w: np.ascontiguousarray(w.T))  # [n_out, n_in], as decoding
+    step_kernel.block_step(ours, arguments, ours_cache[0, 0], ours_cache[1, 0], start, n_head)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-5 * max(1.0, np.abs(theirs).max()))
+    np.testing.assert_allclose(ours_cache, theirs_cache, rtol=0, atol=1e-5 * max(1.0, np.abs(theirs_cache).max()))
+    untouched = np.arange(start + 2) != start
+    assert np.array_equal(ours_cache[:, :, :, untouched], cache[:, :, :, untouched])
+
+
+def test_a_single_sequence_decodes_each_block_in_one_compiled_call(kernel_on, params, monkeypatch):
+    """One sequence on the kernel's weights decodes through step_kernel, one call per block per token, and its
+    logits equal the full recompute's, also around extend() and rollback() (speculative decoding's verifying),
+    which run on kvcache's own layers and share the cache. A batch of two sequences does not take it."""
+    from gpt2_numpy import step_kernel
+
+    weights = kernel_weights(params)
+    calls = []
+    block_step = step_kernel.block_step
+    monkeypatch.setattr(step_kernel, "block_step", lambda *args: calls.append(1) or block_step(*args))
+    decoder = kvcache.KVDecoder([PROMPT], weights, N_HEAD, 6)
+    assert decoder.compiled_blocks is not None
+    decoder.prefill()
+    seen = list(PROMPT)
+
+    def check(logits):
+        full = model.gpt2(seen, **params, n_head=N_HEAD)[-1]
+        np.testing.assert_allclose(logits[0], full, atol=2e-5 * np.abs(full).max(), rtol=0)
+
+    for token in (7, 9):
+        seen.append(token)
+        check(decoder.decode([token]))
+    decoder.extend([[11, 13]])
+    decoder.rollback(1)  # 13 is forgotten: the next decode writes over its column
+    seen.append(11)
+    for token in (5, 3):
+        seen.append(token)
+        check(decoder.decode([token]))
+    assert len(calls) == 4 * len(params["blocks"])  # four decoded tokens
+    assert kvcache.KVDecoder([PROMPT, PROMPT[2:]], weights, N_HEAD, 2).compiled_blocks is None

@@ -46,7 +46,7 @@ COMPILED, NO_NUMBA, NOT_CACHED = 0, 3, 4
 KERNELS = {
     "merge_loop": ("training/train_kernel.py", "training/merge_state.py"),
     "bpe_kernel": ("fast/bpe_kernel.py",),
-    "matvec": ("../gpt2_numpy/matvec_kernel.py",),  # the decoder's, beside this package
+    "matvec": ("../gpt2_numpy/matvec_kernel.py", "../gpt2_numpy/step_kernel.py"),  # the decoder's, beside this package
 }
 
 

@@ -1,0 +1,162 @@
+"""A decoding step of one sequence through one block, compiled: kvcache.block_step for a single new position.
+
+Decoding a token for one sequence runs each block on one position: two layer norms, four products, attention over
+the cached positions and gelu. In NumPy that is about thirty small calls per block, each costing Python and
+NumPy a few microseconds on arrays of a few thousand numbers, and between its products the cores pass from
+numba's threads (the products, :mod:`gpt2_numpy.matvec_kernel`) to OpenBLAS's (attention's small products) and
+back, one set spinning while the other works. At 355M that was about a tenth of a token's time
+(docs/performance.md). Here :func:`block_step_one` does the whole block in one call, in the same order and
+with the same formulas as model.py's layers, its products on matvec_kernel's loop (float32 or bf16 weights)
+and attention one head per thread; between calls nothing else runs. It exists only for speed: kvcache's
+``block_step`` is the readable one and the tests hold the two equal (to float32 rounding).
+
+A block's arguments are built once per decoder (:func:`block_arguments`): every weight matrix [n_out, n_in] as
+the kernel reads it (read-only views, so that float32 and bf16 weights each compile once whatever their
+source), and its biases and layer norms as float32 copies.
+
+What it does not do: several rows (a batch) or several positions (a prompt, speculative verification), padding
+(a single sequence has none), or the output head (the caller's product, which the same kernel runs): those stay
+in :mod:`gpt2_numpy.kvcache`.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from tokenizer import numba_cache
+
+from . import matvec_kernel
+from .matvec_kernel import rows_times_transposed
+
+_uncached: list[str] = []
+LAYER_NORM_EPS = np.float32(1e-5)  # model.layer_norm's
+GELU_SCALE = np.float32(math.sqrt(2 / math.pi))  # model.gelu's tanh approximation
+
+
+def _compiled(function, parallel=False):
+    return numba_cache.compiled(function, matvec_kernel.CACHE_FOLDER, _uncached, parallel=parallel,
+                                fastmath=matvec_kernel.FASTMATH)
+
+
+def _compiled_on_every_core(function):  # its prange loop shared out among numba's threads
+    return _compiled(function, parallel=True)
+
+
+@_compiled
+def block_step_one(x, ln_1_g, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj_b, ln_2_g, ln_2_b, c_fc_w, c_fc_b,
+                   mlp_proj_w, mlp_proj_b, keys, values, start, n_head, n_chunks):  # x [n_embd], changed in place
+    """One block on one new position: x += attention(ln_1(x)); x += mlp(ln_2(x)). The position's key and value go
+    into keys, values [n_head, n_max, d] at column `start`; it attends to columns 0..start. Weights [n_out, n_in]."""
+    n_embd = x.shape[0]
+    normed = np.empty((1, n_embd), np.float32)
+    qkv = np.empty((1, 3 * n_embd), np.float32)
+    attended = np.empty((1, n_embd), np.float32)
+    projected = np.empty((1, n_embd), np.float32)
+    hidden = np.empty((1, 4 * n_embd), np.float32)
+    layer_norm(x, ln_1_g, ln_1_b, normed[0])
+    rows_times_transposed(normed, c_attn_w, qkv, n_chunks)  # [1, n_embd] -> [1, 3*n_embd]
+    add(qkv[0], c_attn_b)
+    cached_attention(qkv[0], keys, values, start, n_head, attended[0])
+    rows_times_transposed(attended, attn_proj_w, projected, n_chunks)  # [1, n_embd] -> [1, n_embd]
+    add(projected[0], attn_proj_b)
+    add(x, projected[0])
+    layer_norm(x, ln_2_g, ln_2_b, normed[0])
+    rows_times_transposed(normed, c_fc_w, hidden, n_chunks)  # [1, n_embd] -> [1, 4*n_embd]
+    add(hidden[0], c_fc_b)
+    gelu(hidden[0])
+    rows_times_transposed(hidden, mlp_proj_w, projected, n_chunks)  # [1, 4*n_embd] -> [1, n_embd]
+    add(projected[0], mlp_proj_b)
+    add(x, projected[0])
+
+
+@_compiled_on_every_core
+def cached_attention(qkv, keys, values, start, n_head, out):  # qkv [3*n_embd] -> out [n_embd]
+    """model.attention for one query per head: the new key and value into the cache, then each head's softmax of
+    q.k / sqrt(d) over columns 0..start, times the values; a thread per head."""
+    n_embd = out.shape[0]
+    d = n_embd // n_head
+    scale = np.float32(1 / math.sqrt(d))
+    for h in prange(n_head):
+        q = qkv[h * d : (h + 1) * d]
+        keys[h, start] = qkv[n_embd + h * d : n_embd + (h + 1) * d]
+        values[h, start] = qkv[2 * n_embd + h * d : 2 * n_embd + (h + 1) * d]
+        scores = np.empty(start + 1, np.float32)
+        for j in range(start + 1):
+            total = np.float32(0)
+            for i in range(d):
+                total += q[i] * keys[h, j, i]
+            scores[j] = total * scale
+        weights = np.exp(scores - scores.max())  # softmax, as model.softmax: shifted by the largest score
+        weights /= weights.sum()
+        o = out[h * d : (h + 1) * d]
+        o[:] = 0
+        for j in range(start + 1):
+            for i in range(d):
+                o[i] += weights[j] * values[h, j, i]
+
+
+@_compiled
+def layer_norm(x, g, b, out):  # [n] -> out [n], as model.layer_norm
+    mean = x.mean()
+    centred = x - mean
+    variance = (centred * centred).mean()
+    out[:] = g * centred / np.sqrt(variance + LAYER_NORM_EPS) + b
+
+
+@_compiled
+def gelu(a):  # [n], in place, as model.gelu
+    for i in range(a.shape[0]):
+        v = a[i]
+        a[i] = np.float32(0.5) * v * (np.float32(1) + np.tanh(GELU_SCALE * (v + np.float32(0.044715) * v * v * v)))
+
+
+@_compiled
+def add(a, b):  # a += b, [n] each
+    for i in range(a.shape[0]):
+        a[i] += b[i]
+
+
+def block_step(x, arguments, keys, values, start, n_head):  # x [n_embd], changed in place
+    """:func:`block_step_one` with a block's :func:`block_arguments`; keys, values [n_head, n_max, d]."""
+    block_step_one(x, *arguments, keys, values, start, n_head, matvec_kernel.CHUNKS_PER_THREAD * numba.get_num_threads())
+
+
+def block_arguments(block, rows_of):
+    """The arguments of :func:`block_step_one` that hold a block's weights, in order; rows_of(w) gives a weight
+    matrix's [n_out, n_in] array (float32, or bf16 bits)."""
+    def vector(v):
+        return np.array(v, dtype=np.float32)  # a copy: one compiled variant, whatever the params' source
+
+    def matrix(w):
+        view = rows_of(w).view()
+        view.flags.writeable = False
+        return view
+
+    attn, mlp = block["attn"], block["mlp"]
+    return (vector(block["ln_1"]["g"]), vector(block["ln_1"]["b"]),
+            matrix(attn["c_attn"]["w"]), vector(attn["c_attn"]["b"]),
+            matrix(attn["c_proj"]["w"]), vector(attn["c_proj"]["b"]),
+            vector(block["ln_2"]["g"]), vector(block["ln_2"]["b"]),
+            matrix(mlp["c_fc"]["w"]), vector(mlp["c_fc"]["b"]),
+            matrix(mlp["c_proj"]["w"]), vector(mlp["c_proj"]["b"]))
+
+
+def warm_up(weight_dtype) -> None:
+    """Run a block step once on a tiny block with weights of weight_dtype (np.float32, or np.uint16 for bf16
+    bits): numba compiles it now, or loads it from its disk cache."""
+    n_embd, n_head = 4, 2
+    block = {"ln_1": {"g": np.ones(n_embd), "b": np.zeros(n_embd)}, "ln_2": {"g": np.ones(n_embd), "b": np.zeros(n_embd)},
+             "attn": {"c_attn": {"w": np.zeros((3 * n_embd, n_embd), weight_dtype), "b": np.zeros(3 * n_embd)},
+                      "c_proj": {"w": np.zeros((n_embd, n_embd), weight_dtype), "b": np.zeros(n_embd)}},
+             "mlp": {"c_fc": {"w": np.zeros((4 * n_embd, n_embd), weight_dtype), "b": np.zeros(4 * n_embd)},
+                     "c_proj": {"w": np.zeros((n_embd, 4 * n_embd), weight_dtype), "b": np.zeros(n_embd)}}}
+    cache = np.zeros((2, n_head, 1, n_embd // n_head), np.float32)
+    x = np.ones(n_embd, np.float32)
+    block_step_one(x, *block_arguments(block, lambda w: w), cache[0], cache[1], 0, n_head, 1)
+
+
+def is_cached_on_disk() -> bool:
+    return not _uncached
