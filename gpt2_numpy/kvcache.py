@@ -13,7 +13,9 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
   matrix-vector kernel (gpt2_numpy/matvec_kernel.py, both cores) once numba has it loaded and it is
   measured faster than NumPy's products on these weights on this machine; else for NumPy, with two
   matrices copied into the memory order that is faster to read for long runs;
-  or, asked for, in 16 bits (gpt2_numpy/half.py). Build it once and pass it to many generate calls.
+  or, asked for, in 16 bits (gpt2_numpy/half.py). Build it once and pass it to many generate calls. On either
+  compiled kernel's weights, a single sequence's decoding step runs each block in one compiled call
+  (gpt2_numpy/step_kernel.py, block_step's twin for one position), not as thirty NumPy calls.
 - `sample` picks the next token: greedy, or drawn at a temperature after top-k and top-p (nucleus)
   filtering. `sampling_temperature` is the one rule for which of the two the options ask for.
 

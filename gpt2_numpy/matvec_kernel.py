@@ -11,7 +11,7 @@ matrices exactly as they are stored, with no copy:
   w[i, :] into its own partial result; the partials are summed at the end (n_out numbers each, a few kB).
 - :func:`rows_times_transposed`: ``x @ wt.T`` for a matrix stored [n_out, n_in] (wte for the output head; the
   decoder's copy of every other matrix): each output is the dot product of one row of wt with x, and the threads
-  share out the rows. It reads 4 rows side by side, 32 numbers of each at a time, and asks the processor to
+  share out the rows. It reads 4 rows side by side, SPAN (64) numbers of each at a time, and asks the processor to
   fetch the weights 8 kB ahead of the ones it is reading (:func:`prefetch`). One row at a time, one core keeps
   too few reads from memory in flight and streams at half of what it can; 4 streams plus the hint reach about
   OpenBLAS's rate on float32, timed alone (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as
@@ -41,7 +41,10 @@ from tokenizer import numba_cache
 CACHE_FOLDER = numba_cache.folder("matvec")
 _uncached: list[str] = []
 GROUP = 4  # rows of wt read side by side: 4 streams from memory at once per core
-SPAN = 32  # numbers of each row per inner loop: a fixed count the compiler turns into vector instructions
+# numbers of each row per inner loop: a fixed count the compiler turns into vector instructions. Each span's sums
+# end in adding a vector register's lanes together, so longer spans do less of that: 64 read bf16 weights 10-30%
+# faster than 32 (float32 alike), and 128 was no better at 355M (docs/performance.md)
+SPAN = 64
 PREFETCH_BYTES = 8192  # how far ahead of the reading the prefetch hint points
 CHUNKS_PER_THREAD = 16  # pieces of a product's rows per thread, so that a thread the machine delays does not
 # leave the others idle at the end
