@@ -2,13 +2,11 @@
 
 Decoding a token for one sequence runs each block on one position: two layer norms, four products, attention over
 the cached positions and gelu. In NumPy that is about thirty small calls per block, each costing Python and
-NumPy a few microseconds on arrays of a few thousand numbers, and between its products the cores pass from
-numba's threads (the products, :mod:`gpt2_numpy.matvec_kernel`) to OpenBLAS's (attention's small products) and
-back, one set spinning while the other works. At 355M that was about a tenth of a token's time
-(docs/performance.md). Here :func:`block_step_one` does the whole block in one call, in the same order and
-with the same formulas as model.py's layers, its products on matvec_kernel's loop (float32 or bf16 weights)
-and attention one head per thread; between calls nothing else runs. It exists only for speed: kvcache's
-``block_step`` is the readable one and the tests hold the two equal (to float32 rounding).
+NumPy a few microseconds on arrays of a few thousand numbers, while the second core waits: at 355M, about a
+tenth of a token's time (docs/performance.md). Here :func:`block_step_one` does the whole block in one call, in
+the same order and with the same formulas as model.py's layers, its products on matvec_kernel's loop (float32
+or bf16 weights) and attention one head per thread. It exists only for speed: kvcache's ``block_step`` is the
+readable one, and the tests hold the two equal (to float32 rounding).
 
 A block's arguments are built once per decoder (:func:`block_arguments`): every weight matrix [n_out, n_in] as
 the kernel reads it (read-only views, so that float32 and bf16 weights each compile once whatever their
@@ -121,7 +119,8 @@ def add(a, b):  # a += b, [n] each
 
 def block_step(x, arguments, keys, values, start, n_head):  # x [n_embd], changed in place
     """:func:`block_step_one` with a block's :func:`block_arguments`; keys, values [n_head, n_max, d]."""
-    block_step_one(x, *arguments, keys, values, start, n_head, matvec_kernel.CHUNKS_PER_THREAD * numba.get_num_threads())
+    n_chunks = matvec_kernel.CHUNKS_PER_THREAD * numba.get_num_threads()
+    block_step_one(x, *arguments, keys, values, start, n_head, n_chunks)
 
 
 def block_arguments(block, rows_of):
@@ -148,7 +147,8 @@ def warm_up(weight_dtype) -> None:
     """Run a block step once on a tiny block with weights of weight_dtype (np.float32, or np.uint16 for bf16
     bits): numba compiles it now, or loads it from its disk cache."""
     n_embd, n_head = 4, 2
-    block = {"ln_1": {"g": np.ones(n_embd), "b": np.zeros(n_embd)}, "ln_2": {"g": np.ones(n_embd), "b": np.zeros(n_embd)},
+    norm = {"g": np.ones(n_embd), "b": np.zeros(n_embd)}
+    block = {"ln_1": norm, "ln_2": norm,
              "attn": {"c_attn": {"w": np.zeros((3 * n_embd, n_embd), weight_dtype), "b": np.zeros(3 * n_embd)},
                       "c_proj": {"w": np.zeros((n_embd, n_embd), weight_dtype), "b": np.zeros(n_embd)}},
              "mlp": {"c_fc": {"w": np.zeros((4 * n_embd, n_embd), weight_dtype), "b": np.zeros(4 * n_embd)},
