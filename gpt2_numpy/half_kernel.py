@@ -6,10 +6,9 @@ reads bf16 weights as readily as float32 ones: bf16 is the top half of a float32
 16-bit shift and a reinterpretation of the bits, done in registers as the weight is used (widening each row
 into a buffer first and reading that back ran at half the speed). A single sequence's decoding step runs the
 same loop inside :mod:`gpt2_numpy.step_kernel`, whose bf16 variant :func:`warm_up` readies too. Numba compiles
-each function on its first
-call (the loop over output rows runs on every core) and keeps the machine code on disk, so only the first process
-on a machine compiles (several seconds: :func:`gpt2_numpy.half.load_kernel` says so while it happens) and later
-ones load it.
+each function on its first call (the loop over output rows runs on every core) and keeps the machine code on
+disk, so only the first process on a machine compiles (several seconds: :func:`gpt2_numpy.half.load_kernel` says
+so while it happens) and later ones load it.
 
 A weight matrix arrives as ``rows``: [n_out, n_in], the transpose of model.py's [n_in, n_out] ``w``, so that each
 output reads contiguous rows of weights.
@@ -35,12 +34,12 @@ _uncached: list[str] = []  # the functions numba found no writable cache folder 
 
 
 def matmul_bf16(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] bf16 bits (uint16) -> out [n_x, n_out] f32
-    return matvec_kernel.rows_times_transposed(x, rows, out, matvec_kernel.CHUNKS_PER_THREAD * numba.get_num_threads())
+    return matvec_kernel.rows_times_transposed(x, rows, out, matvec_kernel.n_chunks())
 
 
 def matmul_f32(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] f32 -> out [n_x, n_out] f32
     # the same loop reading float32 weights: a yardstick for NumPy's (OpenBLAS's) matrix-vector product
-    return matvec_kernel.rows_times_transposed(x, rows, out, matvec_kernel.CHUNKS_PER_THREAD * numba.get_num_threads())
+    return matvec_kernel.rows_times_transposed(x, rows, out, matvec_kernel.n_chunks())
 
 
 def _compiled(function):

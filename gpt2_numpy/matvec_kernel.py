@@ -46,8 +46,8 @@ GROUP = 4  # rows of wt read side by side: 4 streams from memory at once per cor
 # faster than 32 (float32 alike), and 128 was no better at 355M (docs/performance.md)
 SPAN = 64
 PREFETCH_BYTES = 8192  # how far ahead of the reading the prefetch hint points
-CHUNKS_PER_THREAD = 16  # pieces of a product's rows per thread, so that a thread the machine delays does not
-# leave the others idle at the end
+# pieces of a product's rows per thread, so that a thread the machine delays does not leave the others idle
+CHUNKS_PER_THREAD = 16
 # reassociating sums lets numba use vector registers for the dot products' sums; contracting uses fused
 # multiply-adds. Neither can create or hide a NaN or an infinity (nnan/ninf are left out).
 FASTMATH = {"reassoc", "contract"}
@@ -164,6 +164,12 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
     return out
 
 
+def n_chunks() -> int:
+    """The pieces :func:`rows_times_transposed` shares a product's rows out in: CHUNKS_PER_THREAD per thread of
+    numba's pool (asked here, outside the compiled code, which numba could not cache otherwise)."""
+    return CHUNKS_PER_THREAD * numba.get_num_threads()
+
+
 def times(rows, w):  # [n_rows, n_in] @ [n_in, n_out] -> [n_rows, n_out]
     """``rows @ w`` by :func:`rows_times_matrix` on every thread of numba's pool."""
     out = np.empty((rows.shape[0], w.shape[1]), np.float32)
@@ -174,8 +180,7 @@ def times_transposed(rows, wt):  # [n_rows, n_in] @ [n_out, n_in].T -> [n_rows, 
     """``rows @ wt.T`` by :func:`rows_times_transposed` on every thread of numba's pool; wt float32, or bf16 bits
     (uint16) whose products are summed in float32."""
     out = np.empty((rows.shape[0], wt.shape[0]), np.float32)
-    return rows_times_transposed(np.ascontiguousarray(rows, np.float32), wt, out,
-                                 CHUNKS_PER_THREAD * numba.get_num_threads())
+    return rows_times_transposed(np.ascontiguousarray(rows, np.float32), wt, out, n_chunks())
 
 
 def _warm_up() -> None:

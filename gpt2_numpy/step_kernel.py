@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from numba import prange
 
@@ -119,8 +118,7 @@ def add(a, b):  # a += b, [n] each
 
 def block_step(x, arguments, keys, values, start, n_head):  # x [n_embd], changed in place
     """:func:`block_step_one` with a block's :func:`block_arguments`; keys, values [n_head, n_max, d]."""
-    n_chunks = matvec_kernel.CHUNKS_PER_THREAD * numba.get_num_threads()
-    block_step_one(x, *arguments, keys, values, start, n_head, n_chunks)
+    block_step_one(x, *arguments, keys, values, start, n_head, matvec_kernel.n_chunks())
 
 
 def block_arguments(block, rows_of):

@@ -143,18 +143,6 @@ def test_a_pass_over_the_weights_takes_both_kinds_of_weights(kernel):
 
 
 # ------------------------------------------------------------------ a single sequence's step, compiled
-def random_block(rng, n_embd, scale=0.3):
-    def normal(*shape):
-        return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-    def dense(n_in, n_out):
-        return {"w": normal(n_in, n_out), "b": normal(n_out)}
-
-    return {"ln_1": {"g": 1 + normal(n_embd), "b": normal(n_embd)}, "ln_2": {"g": 1 + normal(n_embd), "b": normal(n_embd)},
-            "attn": {"c_attn": dense(n_embd, 3 * n_embd), "c_proj": dense(n_embd, n_embd)},
-            "mlp": {"c_fc": dense(n_embd, 4 * n_embd), "c_proj": dense(4 * n_embd, n_embd)}}
-
-
 @settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(n_head=st.integers(1, 4), head_size=st.integers(1, 40), start=st.integers(0, 20), seed=st.integers(0, 2**32 - 1))
 def test_a_compiled_block_step_equals_block_step(kernel, n_head, head_size, start, seed):
@@ -164,7 +152,7 @@ def test_a_compiled_block_step_equals_block_step(kernel, n_head, head_size, star
 
     rng = np.random.default_rng(seed)
     n_embd = n_head * head_size
-    block = random_block(rng, n_embd)
+    block = random_params(seed=seed, n_vocab=4, n_ctx=4, n_embd=n_embd, n_layer=1)["blocks"][0]
     x = rng.standard_normal((1, 1, n_embd)).astype(np.float32)
     cache = rng.standard_normal((2, 1, n_head, start + 2, head_size)).astype(np.float32)  # keys, values
     theirs_cache, ours_cache = cache.copy(), cache.copy()
