@@ -64,6 +64,19 @@ MANY_POSITIONS = 64
 N_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+# model.py's layers as this module found them. step_kernel's compiled step computes exactly these, so a decoder takes
+# it only while they are unchanged: a learner who patches model.gelu (or this module's layer_norm) sees decoding follow.
+LAYERS_AT_IMPORT = {name: getattr(model, name) for name in (
+    "layer_norm", "linear", "ffn", "gelu", "attention", "softmax", "split_qkv", "split_heads", "merge_heads")}
+
+
+def layers_unchanged():
+    """Whether model.py's layers, and this module's names for them, are still those LAYERS_AT_IMPORT holds."""
+    here = globals()
+    return all(getattr(model, name) is layer and here.get(name, layer) is layer
+               for name, layer in LAYERS_AT_IMPORT.items())
+
+
 # ------------------------------------------------------------ model.py's layers, with a cache
 def cached_attention(qkv, n_head, mask, cache, start):  # [n_batch, n_seq, 3*n_embd] -> [n_batch, n_seq, n_embd]
     """model.mha's attention for the n_seq newest positions, whose queries also read every cached position;
@@ -386,7 +399,7 @@ class KVDecoder:
         self.cache_bytes = kv_cache_bytes(len(self.blocks), weights.n_embd, n_max, n_batch)  # bounded by n_ctx
         self.start = 0  # number of cache columns filled
         # a single sequence whose matrices the compiled kernel reads decodes each block in one compiled call
-        self.compiled_blocks = compiled_block_arguments(self.blocks) if n_batch == 1 else None
+        self.compiled_blocks = compiled_block_arguments(self.blocks) if n_batch == 1 and layers_unchanged() else None
 
     def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
@@ -426,10 +439,16 @@ class KVDecoder:
     def decode(self, new_tokens):  # one id per row -> [n_batch, n_vocab]
         if self.start >= self.is_real.shape[1]:
             raise ValueError("KV cache is full: create the decoder with more n_tokens_to_generate")
+        new_tokens = np.asarray(new_tokens, np.int64).reshape(-1)
+        if new_tokens.shape[0] != self.lengths.shape[0]:
+            raise ValueError(f"decode takes one token id per row: {self.lengths.shape[0]} rows, "
+                             f"got {new_tokens.shape[0]}")
+        if new_tokens.min() < 0 or new_tokens.max() >= self.weights.n_vocab:
+            raise ValueError(f"token ids must be in [0, {self.weights.n_vocab})")
         if self.compiled_blocks is not None:
             logits = self._decode_compiled(int(new_tokens[0]))
         else:
-            logits = self._forward(np.asarray(new_tokens, np.int64)[:, None], self.lengths[:, None])
+            logits = self._forward(new_tokens[:, None], self.lengths[:, None])
         self.lengths = self.lengths + 1
         return logits
 

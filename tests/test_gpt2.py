@@ -440,6 +440,16 @@ def test_empty_prompt_and_bad_ids_are_value_errors(params):
         gpt2.generate([N_VOCAB], params, N_HEAD, 2)
 
 
+def test_decode_takes_one_valid_id_per_row(params):
+    decoder = kvcache.KVDecoder([PROMPT, PROMPT[2:]], params, N_HEAD, 3)
+    decoder.prefill()
+    with pytest.raises(ValueError, match="one token id per row: 2 rows, got 1"):
+        decoder.decode([5])
+    with pytest.raises(ValueError, match="token ids"):
+        decoder.decode([5, N_VOCAB])
+    assert decoder.decode([5, 6]).shape == (2, N_VOCAB)  # nothing was run by the refused calls
+
+
 def test_zero_new_tokens(params):
     assert gpt2.generate(PROMPT, params, N_HEAD, 0) == []
 

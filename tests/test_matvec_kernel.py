@@ -197,3 +197,23 @@ def test_a_single_sequence_decodes_each_block_in_one_compiled_call(kernel_on, pa
         check(decoder.decode([token]))
     assert len(calls) == 4 * len(params["blocks"])  # four decoded tokens
     assert kvcache.KVDecoder([PROMPT, PROMPT[2:]], weights, N_HEAD, 2).compiled_blocks is None
+
+
+def test_a_patched_layer_keeps_decoding_on_model_pys_layers(kernel_on, params, monkeypatch):
+    """The compiled step mirrors model.py's layers as they were: with model.gelu (or kvcache's layer_norm) changed,
+    a single sequence decodes on the layers themselves, and its logits follow the change as the full recompute's."""
+    weights = kernel_weights(params)
+    assert kvcache.KVDecoder([PROMPT], weights, N_HEAD, 1).compiled_blocks is not None
+
+    def doubled_gelu(x):
+        return 2 * x
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model, "gelu", doubled_gelu)
+        decoder = kvcache.KVDecoder([PROMPT[:-1]], weights, N_HEAD, 1)
+        assert decoder.compiled_blocks is None
+        decoder.prefill()
+        full = model.gpt2(PROMPT, **params, n_head=N_HEAD)[-1]
+        np.testing.assert_allclose(decoder.decode([PROMPT[-1]])[0], full, atol=2e-5 * np.abs(full).max(), rtol=0)
+    monkeypatch.setattr(kvcache, "layer_norm", lambda x, g, b: x)
+    assert kvcache.KVDecoder([PROMPT], weights, N_HEAD, 1).compiled_blocks is None
