@@ -12,11 +12,14 @@ matrices exactly as they are stored, with no copy:
 - :func:`rows_times_transposed`: ``x @ wt.T`` for a matrix stored [n_out, n_in] (wte for the output head; the
   decoder's copy of every other matrix): each output is the dot product of one row of wt with x, and the threads
   share out the rows. It reads 4 rows side by side, SPAN (64) numbers of each at a time, and asks the processor to
-  fetch the weights 8 kB ahead of the ones it is reading (:func:`prefetch`). One row at a time, one core keeps
+  fetch the weights ahead of the ones it is reading (:func:`prefetch`). One row at a time, one core keeps
   too few reads from memory in flight and streams at half of what it can; 4 streams plus the hint reach about
   OpenBLAS's rate on float32, timed alone (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as
   :mod:`gpt2_numpy.half` stores them), widened to float32 in registers (:func:`widened`): the same loop for
-  both.
+  both. The hints depend on the rows' length in memory. A row shorter than a 4 kB page (bf16 rows up to 1,600
+  numbers, float32 up to 768) is too short for the processor's own prefetcher to get going on, so the loop hints
+  every cache line of a group's 4 rows, read as the one stretch of memory they are; on longer rows, where that
+  prefetcher keeps up, a hint on two of the rows is enough, and more hints only cost instructions.
 
 Both read each weight once whatever the number of rows, so k rows cost about what one does until the
 arithmetic catches up with the memory (tens of rows). Every sum is in float32, as NumPy's; only its order
@@ -45,7 +48,12 @@ GROUP = 4  # rows of wt read side by side: 4 streams from memory at once per cor
 # end in adding a vector register's lanes together, so longer spans do less of that: 64 read bf16 weights 10-30%
 # faster than 32 (float32 alike), and 128 was no better at 355M (docs/performance.md)
 SPAN = 64
-PREFETCH_BYTES = 8192  # how far ahead of the reading the prefetch hint points
+PAGE = 4096  # bytes: rows shorter than this get a hint on every line, longer ones on two rows
+PREFETCH_BYTES = 8192  # how far ahead of the reading a long row's hint points
+# how far ahead of the reading short rows' hints point, in the group's stretch of memory: 16 kB read bf16 products
+# 10-30% faster than 8 kB did, and hints on fewer lines (every second or fourth) lost it all (docs/performance.md)
+SHORT_ROWS_PREFETCH_BYTES = 16384
+LINE = 64  # bytes the processor brings from memory at a time: one hint each
 # pieces of a product's rows per thread, so that a thread the machine delays does not leave the others idle
 CHUNKS_PER_THREAD = 16
 # reassociating sums lets numba use vector registers for the dot products' sums; contracting uses fused
@@ -128,7 +136,9 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
     whole = n_in - n_in % SPAN  # numbers of a row read SPAN at a time; the rest one by one
     flat = wt.reshape(n_out * n_in)
     last = n_out * n_in - 1
-    ahead = PREFETCH_BYTES // wt.itemsize
+    short_rows = n_in * wt.itemsize < PAGE
+    ahead = (SHORT_ROWS_PREFETCH_BYTES if short_rows else PREFETCH_BYTES) // wt.itemsize
+    line = LINE // wt.itemsize  # numbers per cache line
     for c in prange((n_out + chunk - 1) // chunk):
         stop = min(n_out, (c + 1) * chunk)
         for j in range(c * chunk, stop, GROUP):
@@ -138,7 +148,12 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
                 xr = x[r]
                 t0 = t1 = t2 = t3 = np.float32(0)
                 for k0 in range(0, whole, SPAN):
-                    if r == 0:  # the other rows of x find the weights in the cache
+                    if r == 0 and short_rows:  # (the other rows of x find the weights in the cache)
+                        # rows j..j+3 lie back to back, and each span reads GROUP * SPAN numbers of that stretch
+                        hinted = j * n_in + GROUP * k0 + ahead
+                        for k in range(0, GROUP * SPAN, line):
+                            prefetch(flat, min(hinted + k, last))
+                    elif r == 0:
                         prefetch(flat, min(j * n_in + k0 + ahead, last))
                         prefetch(flat, min(j2 * n_in + k0 + ahead, last))
                     w0, w1 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]  # the group's rows, this span of each

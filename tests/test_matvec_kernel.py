@@ -55,6 +55,25 @@ def test_the_products_equal_numpys(kernel, n_rows, n_in, n_out, seed, writeable)
         assert (np.abs(ours - expected) <= bound).all()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bf16"])
+# float32 rows of 4,000 bytes, then 4,120 and 8,200; bf16 rows of 2,000, 2,060, then 4,100: each kind both sides of a page
+@pytest.mark.parametrize("n_in", [1000, 1030, 2050])
+def test_the_products_equal_numpys_on_rows_short_and_long(kernel, dtype, n_in):
+    """Rows shorter than matvec_kernel.PAGE get a prefetch hint on every line, longer ones on two rows: each way,
+    with a tail past the last whole span and a chunk ending inside a group, the product is NumPy's."""
+    from gpt2_numpy import half, matvec_kernel
+    assert matvec_kernel.PAGE == 4096  # what the sizes above straddle
+    rng = np.random.default_rng(n_in)
+    wt = rng.standard_normal((203, n_in), dtype=np.float32)
+    if dtype == "bf16":
+        wt = half.to_bf16(wt)
+    widened = half.from_bf16(wt) if dtype == "bf16" else wt
+    x = rng.standard_normal((3, n_in), dtype=np.float32)
+    expected = x.astype(np.float64) @ widened.T.astype(np.float64)
+    bound = 1e-5 * (np.abs(x).astype(np.float64) @ np.abs(widened).T.astype(np.float64))
+    assert (np.abs(kernel.times_transposed(x, wt) - expected) <= bound).all()
+
+
 def test_a_kernel_matrix_is_what_model_linear_multiplies(kernel):
     """linear's `rows @ w` reaches the kernel for a few rows, NumPy's product for many; both give x @ w + b."""
     rng = np.random.default_rng(0)
