@@ -21,8 +21,9 @@ matrices exactly as they are stored, with no copy:
   every cache line of a group's 4 rows, read as the one stretch of memory they are; on longer rows, where that
   prefetcher keeps up, a hint on two of the rows is enough, and more hints only cost instructions.
 
-Both read each weight once whatever the number of rows, so k rows cost about what one does until the
-arithmetic catches up with the memory (tens of rows). Every sum is in float32, as NumPy's; only its order
+Both read each weight once whatever the number of rows, but each row's multiply-adds are its own, and they
+catch up with the memory after a row or two: over 355M's layers, 2, 4 and 8 rows cost 1.2x, 1.7x and 3x one
+row in float32, 1.4x, 2.5x and 4.4x in bf16 (docs/performance.md). Every sum is in float32, as NumPy's; only its order
 differs (logits agree to float32 rounding, not bit for bit). The machine code is cached on disk
 (:mod:`tokenizer.numba_cache`); :mod:`gpt2_numpy.compiled_matvec` brings it into a process without making it wait.
 
