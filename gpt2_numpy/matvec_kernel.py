@@ -22,8 +22,9 @@ matrices exactly as they are stored, with no copy:
   prefetcher keeps up, a hint on two of the rows is enough, and more hints only cost instructions.
 
 Both read each weight once whatever the number of rows, but each row's multiply-adds are its own, and they
-catch up with the memory after a row or two: over 355M's layers, 2, 4 and 8 rows cost 1.2x, 1.7x and 3x one
-row in float32, 1.4x, 2.5x and 4.4x in bf16 (docs/performance.md). Every sum is in float32, as NumPy's; only its order
+catch up with the memory after a row or two. rows_times_transposed takes the rows of x two at a time, so that a
+weight is loaded (and widened) once for both: over 355M's layers, 2, 4 and 8 rows cost 1.06x, 1.45x and 2.5x one
+row in float32, 1.1x, 1.8x and 3.3x in bf16 (docs/performance.md). Every sum is in float32, as NumPy's; only its order
 differs (logits agree to float32 rounding, not bit for bit). The machine code is cached on disk
 (:mod:`tokenizer.numba_cache`); :mod:`gpt2_numpy.compiled_matvec` brings it into a process without making it wait.
 
@@ -128,6 +129,24 @@ def prefetch(typingctx, flat, index):  # a hint: start bringing flat[index]'s ca
     return types.void(flat, index), codegen
 
 
+def _serial(function):
+    return numba_cache.compiled(function, CACHE_FOLDER, _uncached, fastmath=FASTMATH)
+
+
+@_serial
+def hint_ahead(flat, j, j2, k0, n_in, ahead, line, short_rows):
+    """The prefetch hints for the span at k0 of the group of rows from j (j2: its third row): short rows, every
+    line of the group's stretch of memory, which each span reads GROUP * SPAN numbers of; long rows, two rows."""
+    last = flat.shape[0] - 1
+    if short_rows:
+        hinted = j * n_in + GROUP * k0 + ahead
+        for k in range(0, GROUP * SPAN, line):
+            prefetch(flat, min(hinted + k, last))
+    else:
+        prefetch(flat, min(j * n_in + k0 + ahead, last))
+        prefetch(flat, min(j2 * n_in + k0 + ahead, last))
+
+
 @_compiled
 def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt [n_out, n_in] -> out [n_rows, n_out]
     # n_chunks: CHUNKS_PER_THREAD per thread
@@ -136,7 +155,6 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
     chunk = ((n_out + n_chunks - 1) // n_chunks + GROUP - 1) // GROUP * GROUP  # whole groups of rows
     whole = n_in - n_in % SPAN  # numbers of a row read SPAN at a time; the rest one by one
     flat = wt.reshape(n_out * n_in)
-    last = n_out * n_in - 1
     short_rows = n_in * wt.itemsize < PAGE
     ahead = (SHORT_ROWS_PREFETCH_BYTES if short_rows else PREFETCH_BYTES) // wt.itemsize
     line = LINE // wt.itemsize  # numbers per cache line
@@ -145,19 +163,47 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
         for j in range(c * chunk, stop, GROUP):
             # the group's rows; past `stop`, the last row again (computed, not stored)
             j1, j2, j3 = min(j + 1, stop - 1), min(j + 2, stop - 1), min(j + 3, stop - 1)
-            for r in range(n_rows):
+            # rows of x two at a time: each weight is loaded and widened once for both (each row's multiply-adds
+            # are its own, and soon cost more than reading the weights: docs/performance.md)
+            for r in range(0, n_rows - 1, 2):
+                xa, xb = x[r], x[r + 1]
+                a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = np.float32(0)
+                for k0 in range(0, whole, SPAN):
+                    if r == 0:  # (the other rows of x find the weights in the cache)
+                        hint_ahead(flat, j, j2, k0, n_in, ahead, line, short_rows)
+                    w0, w1 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]  # the group's rows, this span of each
+                    w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
+                    xsa, xsb = xa[k0:k0 + SPAN], xb[k0:k0 + SPAN]
+                    for k in range(SPAN):
+                        v0, v1, v2, v3 = widened(w0[k]), widened(w1[k]), widened(w2[k]), widened(w3[k])
+                        a0 += v0 * xsa[k]
+                        a1 += v1 * xsa[k]
+                        a2 += v2 * xsa[k]
+                        a3 += v3 * xsa[k]
+                        b0 += v0 * xsb[k]
+                        b1 += v1 * xsb[k]
+                        b2 += v2 * xsb[k]
+                        b3 += v3 * xsb[k]
+                for k in range(whole, n_in):
+                    v0, v1, v2, v3 = widened(wt[j, k]), widened(wt[j1, k]), widened(wt[j2, k]), widened(wt[j3, k])
+                    a0 += v0 * xa[k]
+                    a1 += v1 * xa[k]
+                    a2 += v2 * xa[k]
+                    a3 += v3 * xa[k]
+                    b0 += v0 * xb[k]
+                    b1 += v1 * xb[k]
+                    b2 += v2 * xb[k]
+                    b3 += v3 * xb[k]
+                store_group(out[r], j, stop, a0, a1, a2, a3)
+                store_group(out[r + 1], j, stop, b0, b1, b2, b3)
+            if n_rows % 2:  # the last row of an odd count (decoding's single row), alone
+                r = n_rows - 1
                 xr = x[r]
                 t0 = t1 = t2 = t3 = np.float32(0)
                 for k0 in range(0, whole, SPAN):
-                    if r == 0 and short_rows:  # (the other rows of x find the weights in the cache)
-                        # rows j..j+3 lie back to back, and each span reads GROUP * SPAN numbers of that stretch
-                        hinted = j * n_in + GROUP * k0 + ahead
-                        for k in range(0, GROUP * SPAN, line):
-                            prefetch(flat, min(hinted + k, last))
-                    elif r == 0:
-                        prefetch(flat, min(j * n_in + k0 + ahead, last))
-                        prefetch(flat, min(j2 * n_in + k0 + ahead, last))
-                    w0, w1 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]  # the group's rows, this span of each
+                    if r == 0:
+                        hint_ahead(flat, j, j2, k0, n_in, ahead, line, short_rows)
+                    w0, w1 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]
                     w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
                     xs = xr[k0:k0 + SPAN]
                     for k in range(SPAN):
@@ -170,14 +216,19 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
                     t1 += widened(wt[j1, k]) * xr[k]
                     t2 += widened(wt[j2, k]) * xr[k]
                     t3 += widened(wt[j3, k]) * xr[k]
-                out[r, j] = t0
-                if j + 1 < stop:
-                    out[r, j + 1] = t1
-                if j + 2 < stop:
-                    out[r, j + 2] = t2
-                if j + 3 < stop:
-                    out[r, j + 3] = t3
+                store_group(out[r], j, stop, t0, t1, t2, t3)
     return out
+
+
+@_serial
+def store_group(out_row, j, stop, t0, t1, t2, t3):  # the group's 4 sums into out_row[j..j+3], those before stop
+    out_row[j] = t0
+    if j + 1 < stop:
+        out_row[j + 1] = t1
+    if j + 2 < stop:
+        out_row[j + 2] = t2
+    if j + 3 < stop:
+        out_row[j + 3] = t3
 
 
 def n_chunks() -> int:
