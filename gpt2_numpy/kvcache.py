@@ -78,7 +78,7 @@ def layers_unchanged():
 
 
 # ------------------------------------------------------------ model.py's layers, with a cache
-def cached_attention(qkv, n_head, mask, cache, start):  # [n_batch, n_seq, 3*n_embd] -> [n_batch, n_seq, n_embd]
+def cached_attention(qkv, n_head, mask, cache, start, n_out=None):  # [n_batch, n_seq, 3*n_embd] -> [.., n_out, n_embd]
     """model.mha's attention for the n_seq newest positions, whose queries also read every cached position;
     qkv is c_attn's output for them (block_step applies c_attn, and c_proj to the result).
 
@@ -86,26 +86,35 @@ def cached_attention(qkv, n_head, mask, cache, start):  # [n_batch, n_seq, 3*n_e
     are written at columns start.. and the queries attend to columns 0..start + n_seq.
     mask: [n_batch, 1, n_seq, start + n_seq], 0 where a query may look and -1e10 (or twice that) where
     not: the causal mask plus each row's padding.
+    n_out: only the newest n_out positions' queries attend (None: all n_seq); every position's key and value
+    still goes into the cache.
     """
     q, k, v = (split_heads(a, n_head) for a in split_qkv(qkv))  # 3 x [n_batch, n_head, n_seq, d]
     keys, values = cache
     end = start + qkv.shape[1]
     keys[:, :, start:end] = k  # into the preallocated buffer: no concatenation copy
     values[:, :, start:end] = v
+    if n_out is not None:
+        q, mask = q[:, :, -n_out:], mask[:, :, -n_out:]  # [n_batch, n_head, n_out, d], [n_batch, 1, n_out, end]
     # many new positions (a prompt): attention_in_blocks, which skips the keys the causal mask hides
-    attend = attention if qkv.shape[1] == 1 else attention_in_blocks
+    attend = attention if q.shape[2] == 1 else attention_in_blocks
     # each head attends on its own: a prompt's heads are shared out between the cores
     heads = in_bands(attend, q, keys[:, :, :end], values[:, :, :end], axis=1, mask=mask)  # [n_batch, n_head, n_seq, d]
     return merge_heads(heads)  # [n_batch, n_seq, n_embd]
 
 
-def block_step(x, mlp, attn, ln_1, ln_2, n_head, mask, cache, start):  # [n_batch, n_seq, n_embd] -> same
+def block_step(x, mlp, attn, ln_1, ln_2, n_head, mask, cache, start, n_out=None):  # [n_batch, n_seq, n_embd] -> same
     """model.transformer_block with cached_attention in place of mha's attention. Many new positions at once (a
     prompt) run on every core in two kinds of bands (in_bands): bands of positions for everything that treats
     each position on its own (layer norms, products, gelu), bands of heads for attention. A decoding step's one
-    position per row is too little to share and runs in one piece."""
+    position per row is too little to share and runs in one piece.
+
+    n_out: compute only the newest n_out positions' outputs ([n_batch, n_out, n_embd]; None: all n_seq), while
+    every position's key and value still goes into the cache. The others' outputs feed only the next block, so
+    the last block needs only the positions its caller reads: the newest one, for a prompt's first token."""
     qkv = in_bands(normed_linear, x, axis=1, ln=ln_1, layer=attn["c_attn"])  # [n_batch, n_seq, 3*n_embd]
-    attended = cached_attention(qkv, n_head, mask, cache, start)  # [n_batch, n_seq, n_embd]
+    attended = cached_attention(qkv, n_head, mask, cache, start, n_out)  # [n_batch, n_out, n_embd]
+    x = x if n_out is None else x[:, -n_out:]  # [n_batch, n_out, n_embd]
     return in_bands(after_attention, x, attended, axis=1, c_proj=attn["c_proj"], ln_2=ln_2, mlp=mlp)
 
 
@@ -403,22 +412,25 @@ class KVDecoder:
 
     def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
-        x = self._run_blocks(tokens, positions)  # [n_batch, n_seq, n_embd]
+        x = self._run_blocks(tokens, positions, None if every_position else 1)  # [n_batch, n_seq or 1, n_embd]
         x = layer_norm(x if every_position else x[:, -1], **self.weights.params["ln_f"])  # [n_batch, (n_seq,) n_embd]
         # one 2-D product, as model.linear: a 3-D x @ head runs without BLAS (several times slower)
         logits = x.reshape(-1, x.shape[-1]) @ self.head  # [n_rows, n_embd] @ [n_embd, n_vocab] -> [n_rows, n_vocab]
         return logits.reshape(*x.shape[:-1], -1)  # [n_batch, (n_seq,) n_vocab]
 
-    def _run_blocks(self, tokens, positions):  # [n_batch, n_seq] each -> [n_batch, n_seq, n_embd]
-        """The new positions through every block, their keys and values into the cache (before ln_f)."""
+    def _run_blocks(self, tokens, positions, n_out=None):  # [n_batch, n_seq] each -> [n_batch, n_out, n_embd]
+        """The new positions through every block, their keys and values into the cache (before ln_f). n_out: the
+        last block computes only the newest n_out positions' states, the ones the caller reads (None: all)."""
         n_seq, start, p = tokens.shape[1], self.start, self.weights.params
         if tokens.size >= MANY_POSITIONS:
             keep_freed_memory()
         padding = np.where(self.is_real[:, : start + n_seq], np.float32(0), MASKED)  # [n_batch, n_k]
         mask = causal_mask(n_seq, start) + padding[:, None, None, :]  # [n_batch, 1, n_seq, n_k]
         x = p["wte"][tokens] + p["wpe"][positions]  # [n_batch, n_seq] -> [n_batch, n_seq, n_embd]
-        for block, cache in zip(self.blocks, self.caches):  # n_layer x
-            x = block_step(x, **block, n_head=self.n_head, mask=mask, cache=cache, start=start)
+        last = len(self.blocks) - 1
+        for i, (block, cache) in enumerate(zip(self.blocks, self.caches)):  # n_layer x
+            x = block_step(x, **block, n_head=self.n_head, mask=mask, cache=cache, start=start,
+                           n_out=n_out if i == last else None)
         self.start += n_seq
         return x
 
@@ -428,12 +440,13 @@ class KVDecoder:
     def prefill(self):
         return self._forward(self.tokens, self._prompt_positions())  # [n_batch, longest] -> [n_batch, n_vocab]
 
-    def prefill_states(self):  # -> [n_batch, longest, n_embd]
+    def prefill_states(self, n_last=None):  # -> [n_batch, n_last or longest, n_embd]
         """prefill() for callers that want every prompt position, not only the newest: each position's
-        final state (after ln_f), whose product with wte.T is that position's logits. Scoring reads them,
-        and computes the logits only of the positions it scores (scoring.py). Padding columns hold
-        states of padding. The cache is filled as by prefill(), so decode() may follow."""
-        x = self._run_blocks(self.tokens, self._prompt_positions())  # [n_batch, longest, n_embd]
+        final state (after ln_f), whose product with wte.T is that position's logits; with n_last, only the
+        newest n_last positions' (the last block computes no others). Scoring reads them, and computes the
+        logits only of the positions it scores (scoring.py). Padding columns hold states of padding. The
+        cache is filled as by prefill(), so decode() may follow."""
+        x = self._run_blocks(self.tokens, self._prompt_positions(), n_last)  # [n_batch, n_last or longest, n_embd]
         return layer_norm(x, **self.weights.params["ln_f"])
 
     def decode(self, new_tokens):  # one id per row -> [n_batch, n_vocab]

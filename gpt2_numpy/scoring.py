@@ -42,8 +42,10 @@ def token_nlls(ids, params, n_head, *, stride=None, progress=None):  # [n_seq] -
     wte = weights.params["wte"]
     nlls = []
     for start, end, first in spans:
-        states = KVDecoder([ids[start:end]], weights, n_head, 0).prefill_states()[0]  # [end - start, n_embd]
-        rows = states[first - 1 - start : end - 1 - start]  # the states predicting ids[first:end]
+        # the states predicting ids[first:end] are those of positions first - 1 .. end - 2: the window's last
+        # end - first + 1 positions but its very last, which predicts the id after the window
+        decoder = KVDecoder([ids[start:end]], weights, n_head, 0)
+        rows = decoder.prefill_states(end - first + 1)[0, :-1]  # [end - first, n_embd]
         # each row's NLL is its own: a band of rows per core (kvcache.in_bands), equal to one call
         nlls.append(in_bands(lambda band, targets: next_token_nlls(band, wte, targets), rows, ids[first:end],
                              axis=0))  # [end - first]

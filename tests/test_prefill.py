@@ -61,14 +61,15 @@ def test_attention_in_blocks_equals_attention(n_q, n_before, block, padded, seed
 
 
 def test_the_decoder_uses_blocks_for_many_positions_and_attention_for_one(params_small, monkeypatch):
-    """A prompt goes through attention_in_blocks; a decoding step, one position, through attention."""
+    """A prompt goes through attention_in_blocks, but for its last block, where only the newest position's query
+    attends (the first token reads no other); a decoding step, one position, through attention."""
     calls = []
     for name in ("attention", "attention_in_blocks"):
         real = getattr(kvcache, name)
         monkeypatch.setattr(kvcache, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k))
     decoder = kvcache.KVDecoder([[1, 2, 3, 4]], params_small, N_HEAD, 1)
     decoder.prefill()
-    assert set(calls) == {"attention_in_blocks"}
+    assert set(calls[:-1]) == {"attention_in_blocks"} and calls[-1] == "attention"
     calls.clear()
     decoder.decode([5])
     assert set(calls) == {"attention"}
@@ -97,6 +98,18 @@ def test_prefill_states_past_one_block_equal_full_logits_and_hf(long_params, lon
     after = decoder.decode([7, 7])[0]
     np.testing.assert_allclose(after, gpt2.gpt2(prompts[0] + [7], **long_params, n_head=N_HEAD)[-1],
                                atol=2e-5, rtol=0)
+
+
+@pytest.mark.parametrize("n_last", [1, 2, 131, LONG_CTX - 1])
+def test_prefill_states_of_the_newest_positions_equal_all_of_them(long_params, n_last):
+    """prefill_states(n_last), whose last block computes only those positions, against the newest n_last of every
+    position's states; the cache is filled the same, so the next decode() step's logits agree too."""
+    prompts = [long_ids(LONG_CTX - 1, seed=4), long_ids(200, seed=5)]
+    every, newest = (kvcache.KVDecoder(prompts, long_params, N_HEAD, 1) for _ in range(2))
+    all_states, states = every.prefill_states(), newest.prefill_states(n_last)
+    assert states.shape == (2, n_last, all_states.shape[-1])
+    np.testing.assert_allclose(states, all_states[:, -n_last:], atol=2e-5, rtol=0)
+    np.testing.assert_allclose(newest.decode([9, 9]), every.decode([9, 9]), atol=2e-5, rtol=0)
 
 
 def test_long_prompt_greedy_equals_reference(long_params):
@@ -133,8 +146,8 @@ def test_bands_give_the_layers_own_positions(layer, shape, axis, n_cores, monkey
 
 def test_a_prompt_with_banded_layers_gives_the_logits_of_one_piece(long_params, monkeypatch):
     """A long prompt's prefill runs in bands (in_bands: here every size is banded): per block, bands of positions
-    for ln_1 and c_attn, bands of heads for attention, bands of positions for the rest, one band per core each.
-    With the bands turned off its logits and cache are the same, to float32 rounding (a band's products may
+    for ln_1 and c_attn, bands of heads for attention, bands of positions for the rest, one band per core each;
+    in the last block, c_attn's and attention's bands only: the rest is for the newest position alone. With the bands turned off its logits and cache are the same, to float32 rounding (a band's products may
     take another of BLAS's code paths than the whole's)."""
     prompt = long_ids(LONG_CTX - 1, seed=3)
 
@@ -148,10 +161,11 @@ def test_a_prompt_with_banded_layers_gives_the_logits_of_one_piece(long_params, 
     monkeypatch.setattr(kvcache.band_threads(), "submit", lambda *a, **k: handed.append(1) or real_submit(*a, **k))
     monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
     banded = prefill()
-    assert len(handed) == 3 * 2 * len(long_params["blocks"])
+    n_bands = 3 * 2 * (len(long_params["blocks"]) - 1) + 2 * 2
+    assert len(handed) == n_bands
     monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 10**12)
     one_piece = prefill()
-    assert len(handed) == 3 * 2 * len(long_params["blocks"])
+    assert len(handed) == n_bands
     np.testing.assert_allclose(banded[0], one_piece[0], rtol=0, atol=1e-5)
     np.testing.assert_allclose(banded[1], one_piece[1], rtol=0, atol=1e-5)
 
