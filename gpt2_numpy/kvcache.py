@@ -24,11 +24,13 @@ It does not slide the window past the model's context (n_ctx), search beams or u
 The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_qkv`, `split_heads`, `attention`,
 `merge_heads`, `causal_mask`, and `attention_in_blocks`, attention's faster twin for many new positions at once);
 what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask, the weights'
-memory order, and for a long prompt two ways to keep both cores busy and the memory warm: the block's work cut
-into bands run by threads, one per core (`in_bands`: bands of positions for the layer norms, products and gelu,
-bands of heads for attention; tested equal to one call, to float32 rounding), and freed arrays' memory kept for
-the next layer's (`keep_freed_memory`). `KVDecoder.prefill_states` gives every prompt position's final state,
-which scoring.py turns into log-probabilities. The tests hold its tokens and logits to model.py's full
+memory order, and for a long prompt three ways to keep both cores busy and the memory warm: the block's work
+cut into bands run by threads, one per core (`in_bands`: bands of positions for the layer norms, products and
+gelu, bands of heads for attention; tested equal to one call, to float32 rounding), the MLP's gelu taken a
+stretch of rows at a time so that its nine passes stay in a core's own cache (`ffn_in_stretches`, model.ffn's
+twin for many positions, tested equal), and freed arrays' memory kept for the next layer's
+(`keep_freed_memory`). `KVDecoder.prefill_states` gives every prompt position's final state, which scoring.py
+turns into log-probabilities. The tests hold its tokens and logits to model.py's full
 recompute, and both to HF transformers.
 """
 from __future__ import annotations
@@ -90,17 +92,24 @@ def cached_attention(qkv, n_head, mask, cache, start, n_out=None):  # [n_batch, 
     still goes into the cache.
     """
     q, k, v = (split_heads(a, n_head) for a in split_qkv(qkv))  # 3 x [n_batch, n_head, n_seq, d]
-    keys, values = cache
-    end = start + qkv.shape[1]
-    keys[:, :, start:end] = k  # into the preallocated buffer: no concatenation copy
-    values[:, :, start:end] = v
     if n_out is not None:
         q, mask = q[:, :, -n_out:], mask[:, :, -n_out:]  # [n_batch, n_head, n_out, d], [n_batch, 1, n_out, end]
+    # each head attends on its own: a prompt's heads are shared out between the cores
+    heads = in_bands(attend_cached, q, k, v, *cache, axis=1, out=np.empty(q.shape, np.float32), mask=mask,
+                     start=start)  # [n_batch, n_head, n_out, d]
+    return merge_heads(heads)  # [n_batch, n_out, n_embd]
+
+
+def attend_cached(q, k, v, keys, values, mask, start):  # [n_batch, heads, n_q, d], ... -> [n_batch, heads, n_q, d]
+    """cached_attention for some of the heads: their new keys and values k, v ([n_batch, heads, n_seq, d]) into
+    their cache (keys, values: [n_batch, heads, n_max, d]) at columns start.., then their queries' attention
+    over columns 0..start + n_seq."""
+    end = start + k.shape[2]
+    keys[:, :, start:end] = k  # into the preallocated buffer: no concatenation copy
+    values[:, :, start:end] = v
     # many new positions (a prompt): attention_in_blocks, which skips the keys the causal mask hides
     attend = attention if q.shape[2] == 1 else attention_in_blocks
-    # each head attends on its own: a prompt's heads are shared out between the cores
-    heads = in_bands(attend, q, keys[:, :, :end], values[:, :, :end], axis=1, mask=mask)  # [n_batch, n_head, n_seq, d]
-    return merge_heads(heads)  # [n_batch, n_seq, n_embd]
+    return attend(q, keys[:, :, :end], values[:, :, :end], mask)
 
 
 def block_step(x, mlp, attn, ln_1, ln_2, n_head, mask, cache, start, n_out=None):  # [n_batch, n_seq, n_embd] -> same
@@ -112,10 +121,13 @@ def block_step(x, mlp, attn, ln_1, ln_2, n_head, mask, cache, start, n_out=None)
     n_out: compute only the newest n_out positions' outputs ([n_batch, n_out, n_embd]; None: all n_seq), while
     every position's key and value still goes into the cache. The others' outputs feed only the next block, so
     the last block needs only the positions its caller reads: the newest one, for a prompt's first token."""
-    qkv = in_bands(normed_linear, x, axis=1, ln=ln_1, layer=attn["c_attn"])  # [n_batch, n_seq, 3*n_embd]
+    n_batch, n_seq, n_embd = x.shape
+    qkv = in_bands(normed_linear, x, axis=1, out=np.empty((n_batch, n_seq, 3 * n_embd), np.float32), ln=ln_1,
+                   layer=attn["c_attn"])  # [n_batch, n_seq, 3*n_embd]
     attended = cached_attention(qkv, n_head, mask, cache, start, n_out)  # [n_batch, n_out, n_embd]
     x = x if n_out is None else x[:, -n_out:]  # [n_batch, n_out, n_embd]
-    return in_bands(after_attention, x, attended, axis=1, c_proj=attn["c_proj"], ln_2=ln_2, mlp=mlp)
+    return in_bands(after_attention, x, attended, axis=1, out=np.empty(x.shape, np.float32),
+                    c_proj=attn["c_proj"], ln_2=ln_2, mlp=mlp)
 
 
 def normed_linear(x, ln, layer):  # [..., n_embd] -> [..., n_out]: the attention's input, c_attn(ln_1(x))
@@ -124,17 +136,43 @@ def normed_linear(x, ln, layer):  # [..., n_embd] -> [..., n_out]: the attention
 
 def after_attention(x, attended, c_proj, ln_2, mlp):  # [..., n_embd] each -> [..., n_embd]
     """The rest of model.transformer_block once attention has run: c_proj and the residual, then the MLP
-    (model.ffn, looked up in model.py so that a patched gelu reaches the decoder) and its residual."""
+    (model.ffn, looked up in model.py so that a patched gelu reaches the decoder, or for many positions its
+    twin ffn_in_stretches) and its residual."""
     x = x + linear(attended, **c_proj)
-    return x + model.ffn(layer_norm(x, **ln_2), **mlp)
+    normed = layer_norm(x, **ln_2)
+    many = normed.size > STRETCH_BYTES // 4 and model.ffn is LAYERS_AT_IMPORT["ffn"]
+    return x + (ffn_in_stretches if many else model.ffn)(normed, **mlp)
 
 
-def in_bands(function, *arrays, axis, **uncut):  # function(*arrays, **uncut), computed in bands
+# Bytes of c_fc's output that gelu takes at a time in ffn_in_stretches: with gelu's temporaries, well within a
+# core's own cache (2 MB of L2 on the machines of docs/performance.md)
+STRETCH_BYTES = 768 << 10
+
+
+def ffn_in_stretches(x, c_fc, c_proj):  # [..., n_embd] -> [..., n_embd]
+    """model.ffn for many positions at once (a band of a prompt's), with c_fc's bias and gelu taken a stretch of
+    rows at a time. Why: for many positions c_fc's output ([n, 4*n_embd]) is megabytes, and gelu's formula is
+    nine NumPy operations, each reading and writing all of it: out to the shared L3 and back nine times over.
+    A stretch of rows stays in the core's own cache through all nine. The same numbers as model.ffn: the
+    product is one, and the bias and gelu treat each number on its own. model.gelu is the one called, so a
+    patched gelu is followed."""
+    a = x.reshape(-1, x.shape[-1]) @ c_fc["w"]  # [n_rows, 4*n_embd], without the bias yet
+    rows = max(1, STRETCH_BYTES // a[0].nbytes)
+    for i in range(0, len(a), rows):
+        stretch = a[i : i + rows]  # a view: the stretch is changed in place
+        stretch += c_fc["b"]
+        stretch[...] = model.gelu(stretch)
+    return linear(a, **c_proj).reshape(x.shape)  # [n_rows, 4*n_embd] -> [..., n_embd]
+
+
+def in_bands(function, *arrays, axis, out=None, **uncut):  # function(*arrays, **uncut), computed in bands
     """function(*arrays, **uncut) computed on every core, for a function that treats each index along `axis` on
     its own (each position, for a layer norm, a product or gelu; each head, for attention): the arrays are cut
     along that axis into one band per core, each band goes through the same function in a thread of its own,
-    and the bands' results are put back together in order. NumPy lets go of Python's lock inside each
-    operation's loop and product, so the bands run at once; each band thread holds NumPy's BLAS to itself
+    and the bands' results are put back together in order: into `out` if given (each band's thread writing its
+    own slice, the copies running at once too; in one piece the function's result is returned instead), else
+    into a new array. NumPy lets go of Python's lock inside
+    each operation's loop and product, so the bands run at once; each band thread holds NumPy's BLAS to itself
     (gpt2_numpy/blas_threads.py), so a band's products do not start threads of their own. `uncut` (the layer's
     weights, a mask) goes whole to every band. Small arrays (the first one's size decides) run here, in one
     piece: handing them to threads would cost more than it saves."""
@@ -144,8 +182,17 @@ def in_bands(function, *arrays, axis, **uncut):  # function(*arrays, **uncut), c
         return function(*arrays, **uncut)
     cuts = np.linspace(0, first.shape[axis], n_bands + 1).astype(int)
     where = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(cuts, cuts[1:])]
-    bands = [band_threads().submit(function, *(a[w] for a in arrays), **uncut) for w in where]
-    return np.concatenate([band.result() for band in bands], axis=axis)
+    if out is None:
+        bands = [band_threads().submit(function, *(a[w] for a in arrays), **uncut) for w in where]
+        return np.concatenate([band.result() for band in bands], axis=axis)
+    bands = [band_threads().submit(into, out[w], function, *(a[w] for a in arrays), **uncut) for w in where]
+    for band in bands:
+        band.result()  # (raises what the band raised)
+    return out
+
+
+def into(out, function, *arrays, **uncut):  # a band's job when in_bands has an `out`: its slice, written
+    out[...] = function(*arrays, **uncut)
 
 
 M_TOP_PAD, M_MMAP_THRESHOLD = -2, -3  # glibc's malloc.h: mallopt's parameters

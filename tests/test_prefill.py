@@ -117,12 +117,14 @@ def test_long_prompt_greedy_equals_reference(long_params):
     assert gpt2.generate(prompt, long_params, N_HEAD, 3) == gpt2.generate_reference(prompt, long_params, N_HEAD, 3)
 
 
+@pytest.mark.parametrize("into_out", [False, True])
 @pytest.mark.parametrize("n_cores", [2, 3])
 @pytest.mark.parametrize("shape, axis", [((1, 300, 256), 1), ((3, 97, 333), 1), ((701, 200), 0)])
 @pytest.mark.parametrize("layer", ["layer_norm", "gelu"])
-def test_bands_give_the_layers_own_positions(layer, shape, axis, n_cores, monkeypatch):
+def test_bands_give_the_layers_own_positions(layer, shape, axis, n_cores, into_out, monkeypatch):
     """in_bands (a band of positions per core, each in a thread) against one call on the whole array: equal bit
-    for bit, whatever the number of bands, and the bands really ran in other threads."""
+    for bit, whatever the number of bands, and the bands really ran in other threads; given `out`, the bands
+    wrote into it and it is what comes back."""
     import threading
 
     monkeypatch.setattr(kvcache, "N_CORES", n_cores)
@@ -137,17 +139,54 @@ def test_bands_give_the_layers_own_positions(layer, shape, axis, n_cores, monkey
         all_bands.wait()  # passes only when every band is running at once
         return getattr(model, layer)(band, **w)
 
-    banded = kvcache.in_bands(watched, x, axis=axis, **weights)
-    assert banded.shape == x.shape and banded.dtype == np.float32
+    out = np.full(shape, np.nan, np.float32) if into_out else None
+    banded = kvcache.in_bands(watched, x, axis=axis, out=out, **weights)
+    assert banded.shape == x.shape and banded.dtype == np.float32 and (banded is out or not into_out)
     np.testing.assert_array_equal(banded, getattr(model, layer)(x, **weights))
     # one band per core, all at once, each in a thread of the pool
     assert len(set(threads)) == len(threads) == n_cores and threading.get_ident() not in threads
 
 
+@pytest.mark.parametrize("n_rows, stretch_rows", [(1, 1), (64, 64), (300, 64), (301, 7), (5, 64)])
+def test_ffn_in_stretches_equals_ffn(n_rows, stretch_rows, monkeypatch):
+    """ffn_in_stretches (c_fc's bias and gelu a stretch of rows at a time) against model.ffn: the same numbers,
+    bit for bit, whether the stretches divide the rows or not, for a batch's leading axes too."""
+    n_embd = 24
+    rng = np.random.default_rng(n_rows)
+    mlp = {"c_fc": {"w": rng.standard_normal((n_embd, 4 * n_embd), dtype=np.float32),
+                    "b": rng.standard_normal(4 * n_embd, dtype=np.float32)},
+           "c_proj": {"w": rng.standard_normal((4 * n_embd, n_embd), dtype=np.float32),
+                      "b": rng.standard_normal(n_embd, dtype=np.float32)}}
+    x = rng.standard_normal((2, n_rows, n_embd), dtype=np.float32)
+    monkeypatch.setattr(kvcache, "STRETCH_BYTES", stretch_rows * 4 * n_embd * 4)
+    ours = kvcache.ffn_in_stretches(x, **mlp)
+    assert ours.shape == x.shape and ours.dtype == np.float32
+    np.testing.assert_array_equal(ours, model.ffn(x, **mlp))
+
+
+def test_a_long_prompt_takes_ffn_in_stretches_unless_ffn_is_patched(long_params, monkeypatch):
+    """A prompt's MLP goes through ffn_in_stretches (here with stretches of a few rows); a learner's own
+    model.ffn, patched in, is what runs instead, for the prompt and the steps after it."""
+    calls = []
+    real = kvcache.ffn_in_stretches
+    monkeypatch.setattr(kvcache, "ffn_in_stretches", lambda *a, **k: calls.append("twin") or real(*a, **k))
+    monkeypatch.setattr(kvcache, "STRETCH_BYTES", 5 * 4 * long_params["wte"].shape[1] * 4)
+    prompt = long_ids(200, seed=6)
+    ours = kvcache.KVDecoder([prompt], long_params, N_HEAD, 1).prefill()[0]
+    assert calls and set(calls) == {"twin"}
+    np.testing.assert_allclose(ours, gpt2.gpt2(prompt, **long_params, n_head=N_HEAD)[-1], atol=2e-5, rtol=0)
+    calls.clear()
+    ffn = model.ffn
+    monkeypatch.setattr(model, "ffn", lambda *a, **k: calls.append("patched") or ffn(*a, **k))
+    kvcache.KVDecoder([prompt], long_params, N_HEAD, 1).prefill()
+    assert calls and set(calls) == {"patched"}
+
+
 def test_a_prompt_with_banded_layers_gives_the_logits_of_one_piece(long_params, monkeypatch):
     """A long prompt's prefill runs in bands (in_bands: here every size is banded): per block, bands of positions
     for ln_1 and c_attn, bands of heads for attention, bands of positions for the rest, one band per core each;
-    in the last block, c_attn's and attention's bands only: the rest is for the newest position alone. With the bands turned off its logits and cache are the same, to float32 rounding (a band's products may
+    in the last block, c_attn's and attention's bands only: the rest is for the newest position alone. With the
+    bands turned off its logits and cache are the same, to float32 rounding (a band's products may
     take another of BLAS's code paths than the whole's)."""
     prompt = long_ids(LONG_CTX - 1, seed=3)
 
