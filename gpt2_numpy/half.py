@@ -23,7 +23,8 @@ through a small compiled kernel (:mod:`gpt2_numpy.half_kernel`, numba, the ``hal
   made once and remade when the checkpoint's files change (:func:`cached_bf16_matrices`).
 
 What it does not do: make prefill or scoring faster (those multiply many rows at once, which is arithmetic,
-not memory; the kernel widens the weights and leaves them to NumPy's float32 product), keep activations,
+not memory: each core widens its share of the weights, a block at a time, and leaves them to NumPy's float32
+product, :func:`widened_product`), keep activations,
 layer norms, biases or the key/value cache in 16 bits (all float32), or give the same logits as float32: they
 differ by the rounding of the weights (tests/test_half.py holds the difference to a stated bound).
 """
@@ -164,14 +165,29 @@ class Bf16Matrix:
         out = np.empty((flat.shape[0], self.shape[1]), np.float32)  # [n_x, n_out]
         if flat.shape[0] <= KERNEL_MAX_ROWS:
             self.kernel.matmul_bf16(flat, self.rows, out)
-        else:  # many rows: widen a block of weight rows at a time and let NumPy's product do the arithmetic
-            step = max(1, WIDEN_BLOCK_BYTES // (4 * self.shape[0]))
-            widened = np.empty((step, self.shape[0]), np.float32)
-            for j in range(0, self.shape[1], step):
-                block = self.rows[j : j + step]
-                self.kernel.widen_bf16(block, widened[: len(block)])
-                np.matmul(flat, widened[: len(block)].T, out=out[:, j : j + len(block)])
+        else:  # many rows: each core widens its share of the weights and multiplies them by every row of x
+            from .kvcache import in_bands
+
+            # out.T, [n_out, n_x], is cut along the rows of weights, so each band writes its own outputs
+            in_bands(widened_product, self.rows, axis=0, out=out.T, x=flat)
         return out.reshape(*x.shape[:-1], self.shape[1])
+
+
+def widened_product(rows, x):  # [m, n_in] bf16 bits, [n_x, n_in] f32 -> [m, n_x] f32: (x @ widened rows.T).T
+    """The product of many rows of x (a prompt) with bf16 weights: a block of weight rows at a time widened to
+    float32 (NumPy, in this thread), then NumPy's float32 product, which is the fast one once the arithmetic,
+    not the reading, is the cost. Bf16Matrix runs it in bands of weight rows, one per core (kvcache.in_bands):
+    each core widens a different share, with its products held to its own thread. Widening with the compiled
+    kernel's threads instead, between products on OpenBLAS's, had each pool wait for the other's idle threads
+    to give up the cores, block after block: a 32-token prompt took 10x its float32 time."""
+    out = np.empty((len(rows), len(x)), np.float32)  # [m, n_x]
+    step = max(1, WIDEN_BLOCK_BYTES // (4 * rows.shape[1]))
+    widened = np.empty((step, rows.shape[1]), np.float32)  # kept in the cache from block to block
+    for j in range(0, len(rows), step):
+        block, into = rows[j : j + step], widened[: min(step, len(rows) - j)]
+        np.left_shift(block, 16, out=into.view(np.uint32), dtype=np.uint32)  # from_bf16, without a temporary
+        np.matmul(into, x.T, out=out[j : j + len(block)])  # [len(block), n_x]
+    return out
 
 
 class Bf16Rows:

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numba
 import numpy as np
 
 from tokenizer import numba_cache
 
 from . import matvec_kernel, step_kernel
-from .matvec_kernel import float32_from_bits
 
 CACHE_FOLDER = numba_cache.folder_for_sources("half_matmul", [Path(__file__), Path(matvec_kernel.__file__),
                                                                Path(step_kernel.__file__)])
@@ -42,22 +40,10 @@ def matmul_f32(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] f32 -> out [n_x,
     return matvec_kernel.rows_times_transposed(x, rows, out, matvec_kernel.n_chunks())
 
 
-def _compiled(function):
-    return numba_cache.compiled(function, CACHE_FOLDER, _uncached, parallel=True)
-
-
-@_compiled
-def widen_bf16(rows, out):  # [n, m] bf16 bits (uint16) -> out [n, m] f32
-    for j in numba.prange(rows.shape[0]):
-        for k in range(rows.shape[1]):
-            out[j, k] = float32_from_bits(np.uint32(rows[j, k]) << 16)
-
-
 def warm_up() -> None:
     """Run decoding's functions once on tiny arrays: numba compiles them now, or loads them from its disk cache.
     (matmul_f32, the benchmark's yardstick, is compiled on its first call.)"""
     matmul_bf16(np.ones((1, 4), np.float32), np.zeros((3, 4), np.uint16), np.empty((1, 3), np.float32))
-    widen_bf16(np.zeros((3, 4), np.uint16), np.empty((3, 4), np.float32))
     step_kernel.warm_up(np.uint16)  # a single sequence's decoding step
 
 

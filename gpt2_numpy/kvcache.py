@@ -39,6 +39,7 @@ import ctypes
 import math
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -170,16 +171,17 @@ def in_bands(function, *arrays, axis, out=None, **uncut):  # function(*arrays, *
     its own (each position, for a layer norm, a product or gelu; each head, for attention): the arrays are cut
     along that axis into one band per core, each band goes through the same function in a thread of its own,
     and the bands' results are put back together in order: into `out` if given (each band's thread writing its
-    own slice, the copies running at once too; in one piece the function's result is returned instead), else
-    into a new array. NumPy lets go of Python's lock inside
+    own slice, the copies running at once too), else into a new array. NumPy lets go of Python's lock inside
     each operation's loop and product, so the bands run at once; each band thread holds NumPy's BLAS to itself
     (gpt2_numpy/blas_threads.py), so a band's products do not start threads of their own. `uncut` (the layer's
     weights, a mask) goes whole to every band. Small arrays (the first one's size decides) run here, in one
-    piece: handing them to threads would cost more than it saves."""
+    piece: handing them to threads would cost more than it saves. So does a call from inside a band (a band's
+    product that cuts itself into bands: half.Bf16Matrix's): every core is busy already, and a band waiting on
+    the pool's other threads could wait for itself."""
     first = arrays[0]
     n_bands = min(N_CORES, first.shape[axis])
-    if first.size < BANDS_MIN_SIZE or n_bands < 2:
-        return function(*arrays, **uncut)
+    if first.size < BANDS_MIN_SIZE or n_bands < 2 or in_a_band():
+        return function(*arrays, **uncut) if out is None else into(out, function, *arrays, **uncut)
     cuts = np.linspace(0, first.shape[axis], n_bands + 1).astype(int)
     where = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(cuts, cuts[1:])]
     if out is None:
@@ -191,8 +193,9 @@ def in_bands(function, *arrays, axis, out=None, **uncut):  # function(*arrays, *
     return out
 
 
-def into(out, function, *arrays, **uncut):  # a band's job when in_bands has an `out`: its slice, written
+def into(out, function, *arrays, **uncut):  # function's result written into out, which is returned
     out[...] = function(*arrays, **uncut)
+    return out
 
 
 M_TOP_PAD, M_MMAP_THRESHOLD = -2, -3  # glibc's malloc.h: mallopt's parameters
@@ -229,12 +232,23 @@ def band_threads():
     if _band_threads is None or _band_threads[:2] != (os.getpid(), N_CORES):
         if _band_threads is not None:
             _band_threads[2].shutdown(wait=False)
-        pool = ThreadPoolExecutor(N_CORES, thread_name_prefix="gpt2-bands", initializer=blas_threads.hold_to_one_thread)
+        pool = ThreadPoolExecutor(N_CORES, thread_name_prefix="gpt2-bands", initializer=start_band_thread)
         _band_threads = (os.getpid(), N_CORES, pool)
     return _band_threads[2]
 
 
 _band_threads = None  # (the process id that made it, its number of threads, the pool)
+_this_thread = threading.local()  # .is_band: True in band_threads' threads
+
+
+def start_band_thread():
+    blas_threads.hold_to_one_thread()
+    _this_thread.is_band = True
+
+
+def in_a_band():
+    """Whether the calling thread is one of band_threads'."""
+    return getattr(_this_thread, "is_band", False)
 
 
 # ------------------------------------------------------------------------ weights

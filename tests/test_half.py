@@ -92,6 +92,35 @@ def test_products_take_every_shape_the_layers_pass():
         np.ones((2, 6), np.float32) @ matrix
 
 
+@pytest.mark.parametrize("n_cores", [1, 2, 3])
+def test_many_rows_widen_the_weights_in_bands_of_weight_rows(n_cores, monkeypatch):
+    """More rows than the kernel takes (a prompt): each core widens its own share of the weight rows, a block at a
+    time, and multiplies every row of x by it. Banded or not, blocks dividing the rows or not: the product of x
+    and the widened weights, to float32 rounding."""
+    monkeypatch.setattr(kvcache, "N_CORES", n_cores)
+    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    monkeypatch.setattr(half, "WIDEN_BLOCK_BYTES", 7 * 4 * 30)  # blocks of 7 weight rows of 30 numbers
+    rng = np.random.default_rng(n_cores)
+    rows = half.to_bf16(rng.standard_normal((53, 30), dtype=np.float32))  # [n_out, n_in]
+    x = rng.standard_normal((2, 20, 30), dtype=np.float32)  # 40 rows: past the kernel's KERNEL_MAX_ROWS
+    ours = x @ half.Bf16Matrix(rows)
+    assert ours.shape == (2, 20, 53) and ours.dtype == np.float32
+    np.testing.assert_allclose(ours, x @ half.from_bf16(rows).T, rtol=1e-5, atol=1e-5)
+
+
+def test_a_bf16_prompt_in_bands_equals_one_piece(params, bf16_weights, monkeypatch):
+    """A prompt whose layers run in bands (here every size is banded), each band's bf16 products then running in
+    that band's thread (a band does not cut itself into bands again: the pool's threads are all busy): the
+    logits of the prompt run in one piece, to float32 rounding."""
+    prompt = list(range(40))
+    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 10**12)
+    one_piece = kvcache.KVDecoder([prompt], bf16_weights, N_HEAD, 1).prefill()
+    monkeypatch.setattr(kvcache, "N_CORES", 2)
+    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    banded = kvcache.KVDecoder([prompt], bf16_weights, N_HEAD, 1).prefill()
+    np.testing.assert_allclose(banded, one_piece, rtol=1e-4, atol=1e-4)
+
+
 # ------------------------------------------------------------------------------ decoding
 def test_bf16_decoding_equals_float32_decoding_of_the_rounded_weights(params, bf16_weights):
     rounded = kvcache.DecodingWeights(half.rounded_params(params))

@@ -147,6 +147,34 @@ def test_bands_give_the_layers_own_positions(layer, shape, axis, n_cores, into_o
     assert len(set(threads)) == len(threads) == n_cores and threading.get_ident() not in threads
 
 
+def test_bands_inside_a_band_run_in_one_piece(monkeypatch):
+    """in_bands called from inside a band (a band's product cutting itself into bands) runs there, in one piece:
+    with every pool thread running a band, a band that handed work to the pool could wait for itself."""
+    import threading
+
+    monkeypatch.setattr(kvcache, "N_CORES", 2)
+    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    x = np.random.default_rng(0).standard_normal((6, 50), dtype=np.float32)
+    inner_threads = []
+
+    def inner(band):
+        assert kvcache.in_a_band()
+        inner_threads.append(threading.get_ident())
+        return model.gelu(band)
+
+    def outer(band):  # each band (of rows) cuts its rows' columns into bands again
+        assert kvcache.in_a_band()
+        return kvcache.in_bands(inner, band.T, axis=0).T
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as caller:  # a thread of its own, so that a deadlock fails the test, not hangs it
+        done = caller.submit(kvcache.in_bands, outer, x, axis=0)
+        np.testing.assert_array_equal(done.result(timeout=60), model.gelu(x))
+    # two outer bands, each calling inner once (in one piece) in the band's own thread
+    assert len(inner_threads) == 2 and not kvcache.in_a_band()
+
+
 @pytest.mark.parametrize("n_rows, stretch_rows", [(1, 1), (64, 64), (300, 64), (301, 7), (5, 64)])
 def test_ffn_in_stretches_equals_ffn(n_rows, stretch_rows, monkeypatch):
     """ffn_in_stretches (c_fc's bias and gelu a stretch of rows at a time) against model.ffn: the same numbers,
