@@ -10,6 +10,8 @@ Per size it prints:
 - ms/token of greedy decoding (after the prompt's prefill) with kvcache.DecodingWeights in f32 (the plain NumPy
   path), in bf16, and in f32 through the same compiled kernel (float32 weights stored as the kernel reads them),
   rounds alternated, and the ratios f32 / bf16 (the target: >= 1.7) and f32 / f32-kernel, with their spread;
+- a prompt's first pass (its prefill, to the first token's logits), ms, for prompts of --prompt-lengths tokens, f32
+  against bf16, rounds alternated: many rows at once, where bf16 widens its weights for NumPy's float32 product;
 - the weights' read rate of the products alone (every matrix of the model once, one activation row: what a
   decoding step reads), GB/s, for NumPy's float32 product, the kernel on float32 and the kernel on bf16;
 - accuracy (unless --no-accuracy): the largest logit difference between bf16 and f32 on a prompt, and the
@@ -90,6 +92,12 @@ def ms_per_token(weights, n_head, prompt, n_tokens):
     return (times[-1] - times[0]) / (len(times) - 1) * 1e3
 
 
+def prefill_ms(weights, n_head, prompt):
+    start = time.perf_counter()
+    kvcache.KVDecoder([prompt], weights, n_head, 1).prefill()
+    return (time.perf_counter() - start) * 1e3
+
+
 def products_read_rate(params, rounds):
     """GB/s of weights read by one activation row times every matrix: NumPy f32, kernel f32, kernel bf16."""
     kernel = half.load_kernel()
@@ -135,6 +143,8 @@ def main():
     parser.add_argument("--sizes", nargs="+", default=["124M", "355M"], choices=list(SHAPES))
     parser.add_argument("--tokens", type=int, default=64, help="tokens per decoding run")
     parser.add_argument("--rounds", type=int, default=5, help="alternated rounds per size")
+    parser.add_argument("--prompt-lengths", nargs="*", type=int, default=[8, 32, 100, 400],
+                        help="prompts whose first pass is timed (none: skip)")
     parser.add_argument("--no-accuracy", action="store_true", help="speed only")
     args = parser.parse_args()
     import numba
@@ -162,6 +172,15 @@ def main():
             print(f"  {name:>10}: {spread(values, 1)} ms/token")
         print(f"  f32 / bf16:       {spread([a / b for a, b in zip(times['f32'], times['bf16'])])}x  (target >= 1.7)")
         print(f"  f32 / f32 kernel: {spread([a / b for a, b in zip(times['f32'], times['f32 kernel'])])}x")
+        for length in args.prompt_lengths:
+            long_prompt = (text_ids * (length // len(text_ids) + 1))[:length]
+            first = {name: [] for name in ("f32", "bf16")}
+            for _ in range(args.rounds + 1):  # the first round warms up
+                for name in first:
+                    first[name].append(prefill_ms(engines[name], n_head, long_prompt))
+            print(f"  first pass of a {length}-token prompt: f32 {spread(first['f32'][1:], 0)} ms, bf16 "
+                  f"{spread(first['bf16'][1:], 0)} ms, f32 / bf16 "
+                  f"{spread([a / b for a, b in zip(first['f32'][1:], first['bf16'][1:])])}x")
         for name, rates in products_read_rate(params, args.rounds).items():
             print(f"  products alone, {name:>11}: {spread(rates, 1)} GB/s")
         if not args.no_accuracy:

@@ -1,4 +1,4 @@
-"""NumPy's BLAS held to one thread inside a thread that already has a core of its own.
+"""NumPy's BLAS held to one thread while a long prompt's bands run, and given its threads back afterwards.
 
 A long prompt's layers run on every core by splitting the work themselves: a band of positions per core for the
 layer norms and matrix products, a band of heads per core for attention (:func:`gpt2_numpy.kvcache.in_bands`).
@@ -7,16 +7,20 @@ band per core running already, that is twice as many threads as cores. OpenBLAS 
 bundle) also keeps its idle threads spinning for a while after each product, taking a core from whatever runs
 next. Held to one thread, a band's product runs where the band runs, and BLAS's own threads stay asleep.
 
-OpenBLAS has a setting for the calling thread alone (``openblas_set_num_threads_local``, from 0.3.27);
-:func:`hold_to_one_thread` finds the OpenBLAS this process loaded and calls it. The bands' threads call it once,
-when they start; the main thread's products are left as they were.
+OpenBLAS's number of threads is the whole process's: ``openblas_set_num_threads_local`` (from 0.3.27) sets it
+for every thread, despite its name, and returns the number it replaces, so that a caller can put it back.
+:func:`one_thread` does that around the bands: the products the main thread runs after them (a decoding step's,
+which one row's product makes faster on every core) get every thread again. Callers in several threads at
+once share one hold: the first sets one thread, the last one out puts the number back.
 
 What it does not do: anything for another BLAS (MKL, Apple's Accelerate: there the bands share the cores with
 that library's threads, slower but the same numbers), or on a system without ``/proc/self/maps`` (not Linux).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import threading
 
 
 def loaded_openblas() -> list[str]:
@@ -28,15 +32,58 @@ def loaded_openblas() -> list[str]:
         return []
 
 
-def hold_to_one_thread() -> bool:
-    """Make the BLAS products this thread calls run on this thread alone. True if an OpenBLAS with the setting
-    was found and told; False leaves BLAS as it is."""
+def thread_setting():
+    """OpenBLAS's ``openblas_set_num_threads_local`` (sets the process's number of threads, returns the number
+    before), or None: no OpenBLAS loaded, or one older than 0.3.27. Looked up once it is found."""
+    if _found:
+        return _found[0]
     for path in loaded_openblas():
         try:
-            set_local = ctypes.CDLL(path).openblas_set_num_threads_local
+            set_threads = ctypes.CDLL(path).openblas_set_num_threads_local
         except (OSError, AttributeError):  # not loadable again, or older than 0.3.27
             continue
-        set_local.argtypes, set_local.restype = [ctypes.c_int], ctypes.c_int
-        set_local(1)
-        return True
-    return False
+        set_threads.argtypes, set_threads.restype = [ctypes.c_int], ctypes.c_int
+        _found.append(set_threads)
+        return set_threads
+    return None
+
+
+_found = []  # the setting, once found
+
+
+def n_threads() -> int | None:
+    """OpenBLAS's number of threads now (None: no OpenBLAS with the setting)."""
+    set_threads = thread_setting()
+    if set_threads is None:
+        return None
+    with _lock:
+        n = set_threads(1)
+        set_threads(n)
+    return n
+
+
+@contextlib.contextmanager
+def one_thread():
+    """BLAS's products on one thread each (the calling thread's) inside the ``with``; its number of threads
+    before, after it. Without an OpenBLAS that has the setting, BLAS is left as it is."""
+    global _holders, _threads_before
+    set_threads = thread_setting()
+    if set_threads is None:
+        yield
+        return
+    with _lock:
+        if _holders == 0:
+            _threads_before = set_threads(1)
+        _holders += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _holders -= 1
+            if _holders == 0:
+                set_threads(_threads_before)
+
+
+_lock = threading.Lock()
+_holders = 0  # callers inside one_thread now
+_threads_before = 1  # OpenBLAS's number of threads when the first of them came in

@@ -172,9 +172,9 @@ def in_bands(function, *arrays, axis, out=None, **uncut):  # function(*arrays, *
     along that axis into one band per core, each band goes through the same function in a thread of its own,
     and the bands' results are put back together in order: into `out` if given (each band's thread writing its
     own slice, the copies running at once too), else into a new array. NumPy lets go of Python's lock inside
-    each operation's loop and product, so the bands run at once; each band thread holds NumPy's BLAS to itself
-    (gpt2_numpy/blas_threads.py), so a band's products do not start threads of their own. `uncut` (the layer's
-    weights, a mask) goes whole to every band. Small arrays (the first one's size decides) run here, in one
+    each operation's loop and product, so the bands run at once; while they run, NumPy's BLAS is held to one
+    thread (gpt2_numpy/blas_threads.py), so a band's products do not start threads of their own. `uncut` (the
+    layer's weights, a mask) goes whole to every band. Small arrays (the first one's size decides) run here, in one
     piece: handing them to threads would cost more than it saves. So does a call from inside a band (a band's
     product that cuts itself into bands: half.Bf16Matrix's): every core is busy already, and a band waiting on
     the pool's other threads could wait for itself."""
@@ -184,13 +184,14 @@ def in_bands(function, *arrays, axis, out=None, **uncut):  # function(*arrays, *
         return function(*arrays, **uncut) if out is None else into(out, function, *arrays, **uncut)
     cuts = np.linspace(0, first.shape[axis], n_bands + 1).astype(int)
     where = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(cuts, cuts[1:])]
-    if out is None:
-        bands = [band_threads().submit(function, *(a[w] for a in arrays), **uncut) for w in where]
-        return np.concatenate([band.result() for band in bands], axis=axis)
-    bands = [band_threads().submit(into, out[w], function, *(a[w] for a in arrays), **uncut) for w in where]
-    for band in bands:
-        band.result()  # (raises what the band raised)
-    return out
+    with blas_threads.one_thread():
+        if out is None:
+            bands = [band_threads().submit(function, *(a[w] for a in arrays), **uncut) for w in where]
+            return np.concatenate([band.result() for band in bands], axis=axis)
+        bands = [band_threads().submit(into, out[w], function, *(a[w] for a in arrays), **uncut) for w in where]
+        for band in bands:
+            band.result()  # (raises what the band raised)
+        return out
 
 
 def into(out, function, *arrays, **uncut):  # function's result written into out, which is returned
@@ -225,14 +226,14 @@ def keep_freed_memory():
 
 
 def band_threads():
-    """in_bands' threads: N_CORES of them, each holding NumPy's BLAS to one thread, started on first use, and
+    """in_bands' threads: N_CORES of them, each marked as a band's (in_a_band), started on first use, and
     started anew in a process forked from one that had them (a child inherits the pool but not its threads:
     work handed to it would wait forever) or when N_CORES changed (the old pool's threads then end)."""
     global _band_threads
     if _band_threads is None or _band_threads[:2] != (os.getpid(), N_CORES):
         if _band_threads is not None:
             _band_threads[2].shutdown(wait=False)
-        pool = ThreadPoolExecutor(N_CORES, thread_name_prefix="gpt2-bands", initializer=start_band_thread)
+        pool = ThreadPoolExecutor(N_CORES, thread_name_prefix="gpt2-bands", initializer=mark_band_thread)
         _band_threads = (os.getpid(), N_CORES, pool)
     return _band_threads[2]
 
@@ -241,8 +242,7 @@ _band_threads = None  # (the process id that made it, its number of threads, the
 _this_thread = threading.local()  # .is_band: True in band_threads' threads
 
 
-def start_band_thread():
-    blas_threads.hold_to_one_thread()
+def mark_band_thread():
     _this_thread.is_band = True
 
 

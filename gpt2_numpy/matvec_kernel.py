@@ -201,7 +201,7 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
                 xr = x[r]
                 t0 = t1 = t2 = t3 = np.float32(0)
                 for k0 in range(0, whole, SPAN):
-                    if r == 0:
+                    if r == 0:  # x's only row (with more, the pairs above have hinted these weights already)
                         hint_ahead(flat, j, j2, k0, n_in, ahead, line, short_rows)
                     w0, w1 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]
                     w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
