@@ -35,6 +35,7 @@ recompute, and both to HF transformers.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import os
@@ -473,10 +474,14 @@ class KVDecoder:
 
     def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
-        x = self._run_blocks(tokens, positions, None if every_position else 1)  # [n_batch, n_seq or 1, n_embd]
-        x = layer_norm(x if every_position else x[:, -1], **self.weights.params["ln_f"])  # [n_batch, (n_seq,) n_embd]
-        # one 2-D product, as model.linear: a 3-D x @ head runs without BLAS (several times slower)
-        logits = x.reshape(-1, x.shape[-1]) @ self.head  # [n_rows, n_embd] @ [n_embd, n_vocab] -> [n_rows, n_vocab]
+        # a prompt that runs in bands: its few products outside them (the head's) on one BLAS thread too, as the
+        # bands', so that no idle BLAS thread is left spinning on a core when the next prompt's bands start
+        in_bands_only = tokens.size * self.weights.n_embd >= BANDS_MIN_SIZE
+        with blas_threads.one_thread() if in_bands_only else contextlib.nullcontext():
+            x = self._run_blocks(tokens, positions, None if every_position else 1)  # [n_batch, n_seq or 1, n_embd]
+            x = layer_norm(x if every_position else x[:, -1], **self.weights.params["ln_f"])  # [.., (n_seq,) n_embd]
+            # one 2-D product, as model.linear: a 3-D x @ head runs without BLAS (several times slower)
+            logits = x.reshape(-1, x.shape[-1]) @ self.head  # [n_rows, n_embd] @ [n_embd, n_vocab] -> [n_rows, n_vocab]
         return logits.reshape(*x.shape[:-1], -1)  # [n_batch, (n_seq,) n_vocab]
 
     def _run_blocks(self, tokens, positions, n_out=None):  # [n_batch, n_seq] each -> [n_batch, n_out, n_embd]

@@ -443,3 +443,6 @@ def test_bands_hold_numpys_openblas_to_one_thread_and_give_its_threads_back(monk
     with blas_threads.one_thread(), blas_threads.one_thread():  # holds nest: the last one out gives them back
         assert blas_threads.n_threads() == 1
     assert blas_threads.n_threads() == before
+    decoder = kvcache.KVDecoder([[1, 2, 3, 4, 5]], random_params(seed=2), N_HEAD, 2)  # a prompt in bands
+    decoder.prefill()
+    assert blas_threads.n_threads() == before  # for the decoding steps that follow
