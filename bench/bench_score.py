@@ -15,6 +15,9 @@ both engines on the same number of threads (--threads, default 2: torch.set_num_
 - time to first token of a --prompt-tokens prompt: our KVDecoder prefill + its logits + argmax, against HF's
   forward with logits_to_keep=1 + argmax (what model.generate does for its first token) and
   model.generate(max_new_tokens=1).
+- decoding after that prompt: seconds per token of --after-tokens greedy steps that follow its prefill (ours:
+  KVDecoder.decode; HF: the model's forward on one id with its past_key_values), the prefill untimed. A long
+  prompt's first pass must leave the process as fast at one position per step as a short one's did.
 
 Every measurement runs in its own subprocess, engines alternated round by round (torch's OpenMP threads
 and OpenBLAS's spin-wait, so two engines in one process slow each other). Ratios are HF's seconds over
@@ -104,8 +107,27 @@ def worker_ours(args, what):
         logits = kvcache.KVDecoder([prompt], weights, hparams["n_head"], 1).prefill()  # [1, n_vocab]
         return int(np.argmax(logits[0]))
 
+    if what == "after":
+        def after():  # the steps' seconds, the prefill untimed
+            decoder = kvcache.KVDecoder([prompt], weights, hparams["n_head"], args.after_tokens)
+            token = int(np.argmax(decoder.prefill()[0]))
+            start, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(args.after_tokens):
+                token = int(np.argmax(decoder.decode([token])[0]))
+            return time.perf_counter() - start, time.process_time() - start_cpu, token
+
+        return per_token(after, args)
     times, token = timed(first_token, args.repeats)
     return {**times, "token": token}
+
+
+def per_token(run, args):
+    """{"seconds", "cpu_seconds"} per step of run() (which returns its steps' wall and CPU seconds and the last
+    token), medians of --repeats after a warm-up run."""
+    run()
+    wall, cpu, token = zip(*(run() for _ in range(args.repeats)))
+    return {"seconds": statistics.median(wall) / args.after_tokens,
+            "cpu_seconds": statistics.median(cpu) / args.after_tokens, "token": token[-1]}
 
 
 def worker_hf(args, what):
@@ -140,6 +162,17 @@ def worker_hf(args, what):
             times, mean_nll = timed(score, args.repeats)
             return {**times, "mean_nll": mean_nll}
         prompt = torch.tensor([text_ids(args.prompt_tokens)])
+        if what == "after":
+            def after():  # the steps' seconds, the prefill untimed
+                out = model(prompt, use_cache=True, logits_to_keep=1)
+                past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)  # [1, 1]
+                start, start_cpu = time.perf_counter(), time.process_time()
+                for _ in range(args.after_tokens):
+                    out = model(token, past_key_values=past, use_cache=True)
+                    past, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+                return time.perf_counter() - start, time.process_time() - start_cpu, int(token)
+
+            return per_token(after, args)
         if what == "ttft":  # the first step of generate: the prompt's forward, the last position's logits
             times, token = timed(lambda: int(model(prompt, logits_to_keep=1).logits[0, -1].argmax()), args.repeats)
         else:
@@ -153,7 +186,7 @@ def worker_hf(args, what):
 def run_worker(args, engine, what, repo):
     command = [sys.executable, __file__, "--worker", f"{engine}:{what}", "--repo", str(repo),
                "--folder", str(args.folder), "--tokens", str(args.tokens), "--prompt-tokens", str(args.prompt_tokens),
-               "--repeats", str(args.repeats), "--threads", str(args.threads)]
+               "--repeats", str(args.repeats), "--threads", str(args.threads), "--after-tokens", str(args.after_tokens)]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": str(args.threads), "OMP_NUM_THREADS": str(args.threads)}
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env)
     if done.returncode:
@@ -169,6 +202,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=int, default=8030, help="ids scored (default 8030, 16 windows)")
     parser.add_argument("--prompt-tokens", type=int, default=1000, help="prompt length for the first token")
+    parser.add_argument("--after-tokens", type=int, default=16,
+                        help="greedy steps timed after the prompt (the prompt and they fit in 1,024 positions)")
     parser.add_argument("--rounds", type=int, default=3, help="alternated rounds (one ratio each)")
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per process, after a warm-up (median)")
     parser.add_argument("--threads", type=int, default=2, help="threads for both engines")
@@ -189,8 +224,8 @@ def main():
 
     args.folder = ensure_hf_folder(args.models_dir / "124M-hf-random")
     ours = {"ours": REPO} if args.baseline is None else {"ours": REPO, "baseline": args.baseline.resolve()}
-    jobs = [(name, what, repo) for what in ("score", "ttft") for name, repo in ours.items()]
-    jobs += [("hf", what, REPO) for what in ("score", "score_keep", "ttft", "generate")]
+    jobs = [(name, what, repo) for what in ("score", "ttft", "after") for name, repo in ours.items()]
+    jobs += [("hf", what, REPO) for what in ("score", "score_keep", "ttft", "generate", "after")]
     load_before = os.getloadavg()[0]
     results = {}  # (name, what) -> [result per round]
     for round_number in range(args.rounds):
@@ -216,22 +251,29 @@ def main():
         for label, what, recipe, leanest in (
                 (f"score {args.tokens} ids ({n_windows} windows of {WINDOW}, stride {STRIDE})", "score",
                  ("hf", "score"), ("hf", "score_keep")),
-                (f"first token of a {args.prompt_tokens}-token prompt", "ttft", ("hf", "generate"), ("hf", "ttft"))):
+                (f"first token of a {args.prompt_tokens}-token prompt", "ttft", ("hf", "generate"), ("hf", "ttft")),
+                (f"a step after that prompt, in ms (median of {args.after_tokens})", "after", ("hf", "after"),
+                 ("hf", "after"))):
+            scale = 1000 if what == "after" else 1  # a step's time in milliseconds
             for name in ours:
-                s = seconds(name, what, kind)
+                s = [scale * value for value in seconds(name, what, kind)]
                 print(f"| {label} | {name} ({'this checkout' if name == 'ours' else args.baseline}) | "
                       f"{statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) | "
                       f"{spread(ratios(recipe, name, what, kind))} | {spread(ratios(leanest, name, what, kind))} |")
-            for peer, how in ((recipe, "labels=" if what == "score" else "generate()"),
-                              (leanest, "logits_to_keep")):
-                s = seconds(*peer, kind)
+            hf_rows = {"score": ((recipe, "labels="), (leanest, "logits_to_keep")),
+                       "ttft": ((recipe, "generate()"), (leanest, "logits_to_keep")),
+                       "after": ((recipe, "past_key_values"),)}[what]
+            for peer, how in hf_rows:
+                s = [scale * value for value in seconds(*peer, kind)]
                 print(f"| {label} | HF transformers ({how}) | {statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) "
                       f"| | |")
         print()
     nll = {name: results[(name, "score")][0]["mean_nll"] for name in list(ours) + ["hf"]}
     tokens = {name: results[(name, "ttft")][0]["token"] for name in list(ours) + ["hf"]}
+    last = {name: results[(name, "after")][0]["token"] for name in list(ours) + ["hf"]}
     print(f"mean NLL (nats/token): {', '.join(f'{k} {v:.6f}' for k, v in nll.items())}; "
-          f"first token: {', '.join(f'{k} {v}' for k, v in tokens.items())}")
+          f"first token: {', '.join(f'{k} {v}' for k, v in tokens.items())}; "
+          f"token after {args.after_tokens} steps: {', '.join(f'{k} {v}' for k, v in last.items())}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """NumPy's BLAS held to one thread while a long prompt's bands run, and given its threads back afterwards.
 
 A long prompt's layers run on every core by splitting the work themselves: a band of positions per core for the
-layer norms and matrix products, a band of heads per core for attention (:func:`gpt2_numpy.kvcache.in_bands`).
+layer norms and matrix products, a band of heads per core for attention (:func:`gpt2_numpy.bands.in_bands`).
 Each band's products go to NumPy's BLAS, which by default starts threads of its own for every product: with one
 band per core running already, that is twice as many threads as cores. OpenBLAS (the BLAS NumPy's wheels
 bundle) also keeps its idle threads spinning for a while after each product, taking a core from whatever runs

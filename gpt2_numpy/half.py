@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .bands import in_bands
+
 DTYPES = ("f32", "bf16")  # what --dtype and DecodingWeights(dtype=...) take; f32 is the plain NumPy path
 EXTRA = "half"  # the optional dependencies' name: pip install 'gpt2-numpy[half]'
 # Products of more rows than this (prefill, a large batch) widen the weights block by block and use NumPy's
@@ -166,8 +168,6 @@ class Bf16Matrix:
         if flat.shape[0] <= KERNEL_MAX_ROWS:
             self.kernel.matmul_bf16(flat, self.rows, out)
         else:  # many rows: each core widens its share of the weights and multiplies them by every row of x
-            from .kvcache import in_bands
-
             # out.T, [n_out, n_x], is cut along the rows of weights, so each band writes its own outputs
             in_bands(widened_product, self.rows, axis=0, out=out.T, x=flat)
         return out.reshape(*x.shape[:-1], self.shape[1])
@@ -176,7 +176,7 @@ class Bf16Matrix:
 def widened_product(rows, x):  # [m, n_in] bf16 bits, [n_x, n_in] f32 -> [m, n_x] f32: (x @ widened rows.T).T
     """The product of many rows of x (a prompt) with bf16 weights: a block of weight rows at a time widened to
     float32 (NumPy, in this thread), then NumPy's float32 product, which is the fast one once the arithmetic,
-    not the reading, is the cost. Bf16Matrix runs it in bands of weight rows, one per core (kvcache.in_bands):
+    not the reading, is the cost. Bf16Matrix runs it in bands of weight rows, one per core (bands.in_bands):
     each core widens a different share, with its products held to its own thread. Widening with the compiled
     kernel's threads instead, between products on OpenBLAS's, had each pool wait for the other's idle threads
     to give up the cores, block after block: a 32-token prompt took 10x its float32 time."""

@@ -25,8 +25,8 @@ The layers are model.py's own functions (`layer_norm`, `linear`, `ffn`, `split_q
 `merge_heads`, `causal_mask`, and `attention_in_blocks`, attention's faster twin for many new positions at once);
 what this module adds is the cache around them (`cached_attention`, `block_step`), the padding mask, the weights'
 memory order, and for a long prompt three ways to keep both cores busy and the memory warm: the block's work
-cut into bands run by threads, one per core (`in_bands`: bands of positions for the layer norms, products and
-gelu, bands of heads for attention; tested equal to one call, to float32 rounding), the MLP's gelu taken a
+cut into bands run by threads, one per core (`bands.in_bands`: bands of positions for the layer norms, products
+and gelu, bands of heads for attention; tested equal to one call, to float32 rounding), the MLP's gelu taken a
 stretch of rows at a time so that its nine passes stay in a core's own cache (`ffn_in_stretches`, model.ffn's
 twin for many positions, tested equal), and freed arrays' memory kept for the next layer's
 (`keep_freed_memory`). `KVDecoder.prefill_states` gives every prompt position's final state, which scoring.py
@@ -38,15 +38,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
-import os
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import blas_threads, compiled_matvec, model
+from . import bands, blas_threads, compiled_matvec, model
+from .bands import in_bands
 from .model import (as_float32, attention, attention_in_blocks, causal_mask, layer_norm, linear, merge_heads, softmax,
                     split_heads, split_qkv)
 
@@ -59,13 +57,9 @@ KERNEL_MAX_ROWS = 8
 # Runs of at least this many positions (rows x new tokens) copy two weight matrices into a faster
 # memory order first; below it the copying costs more than it saves (see DecodingWeights).
 RELAYOUT_MIN_STEPS = 128
-# A block's layers over at least this many numbers (the input's) run on every core (in_bands); below it, handing
-# the work to threads costs more than it saves.
-BANDS_MIN_SIZE = 1 << 16
 # Runs of at least this many positions at once (rows x new positions: a prompt) keep freed memory for the next
 # layer's arrays (keep_freed_memory)
 MANY_POSITIONS = 64
-N_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 # model.py's layers as this module found them. step_kernel's compiled step computes exactly these, so a decoder takes
@@ -167,39 +161,6 @@ def ffn_in_stretches(x, c_fc, c_proj):  # [..., n_embd] -> [..., n_embd]
     return linear(a, **c_proj).reshape(x.shape)  # [n_rows, 4*n_embd] -> [..., n_embd]
 
 
-def in_bands(function, *arrays, axis, out=None, **uncut):  # function(*arrays, **uncut), computed in bands
-    """function(*arrays, **uncut) computed on every core, for a function that treats each index along `axis` on
-    its own (each position, for a layer norm, a product or gelu; each head, for attention): the arrays are cut
-    along that axis into one band per core, each band goes through the same function in a thread of its own,
-    and the bands' results are put back together in order: into `out` if given (each band's thread writing its
-    own slice, the copies running at once too), else into a new array. NumPy lets go of Python's lock inside
-    each operation's loop and product, so the bands run at once; while they run, NumPy's BLAS is held to one
-    thread (gpt2_numpy/blas_threads.py), so a band's products do not start threads of their own. `uncut` (the
-    layer's weights, a mask) goes whole to every band. Small arrays (the first one's size decides) run here, in one
-    piece: handing them to threads would cost more than it saves. So does a call from inside a band (a band's
-    product that cuts itself into bands: half.Bf16Matrix's): every core is busy already, and a band waiting on
-    the pool's other threads could wait for itself."""
-    first = arrays[0]
-    n_bands = min(N_CORES, first.shape[axis])
-    if first.size < BANDS_MIN_SIZE or n_bands < 2 or in_a_band():
-        return function(*arrays, **uncut) if out is None else into(out, function, *arrays, **uncut)
-    cuts = np.linspace(0, first.shape[axis], n_bands + 1).astype(int)
-    where = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(cuts, cuts[1:])]
-    with blas_threads.one_thread():
-        if out is None:
-            bands = [band_threads().submit(function, *(a[w] for a in arrays), **uncut) for w in where]
-            return np.concatenate([band.result() for band in bands], axis=axis)
-        bands = [band_threads().submit(into, out[w], function, *(a[w] for a in arrays), **uncut) for w in where]
-        for band in bands:
-            band.result()  # (raises what the band raised)
-        return out
-
-
-def into(out, function, *arrays, **uncut):  # function's result written into out, which is returned
-    out[...] = function(*arrays, **uncut)
-    return out
-
-
 M_TOP_PAD, M_MMAP_THRESHOLD = -2, -3  # glibc's malloc.h: mallopt's parameters
 MALLOC_TOP_PAD = 128 << 20  # more than a 1,024-position prompt's largest layer makes at once at 1558M
 _freed_memory_kept = False
@@ -224,32 +185,6 @@ def keep_freed_memory():
         libc.mallopt(M_TOP_PAD, MALLOC_TOP_PAD)
     except (OSError, AttributeError):  # a C library without mallopt: it keeps or returns memory by its own rules
         pass
-
-
-def band_threads():
-    """in_bands' threads: N_CORES of them, each marked as a band's (in_a_band), started on first use, and
-    started anew in a process forked from one that had them (a child inherits the pool but not its threads:
-    work handed to it would wait forever) or when N_CORES changed (the old pool's threads then end)."""
-    global _band_threads
-    if _band_threads is None or _band_threads[:2] != (os.getpid(), N_CORES):
-        if _band_threads is not None:
-            _band_threads[2].shutdown(wait=False)
-        pool = ThreadPoolExecutor(N_CORES, thread_name_prefix="gpt2-bands", initializer=mark_band_thread)
-        _band_threads = (os.getpid(), N_CORES, pool)
-    return _band_threads[2]
-
-
-_band_threads = None  # (the process id that made it, its number of threads, the pool)
-_this_thread = threading.local()  # .is_band: True in band_threads' threads
-
-
-def mark_band_thread():
-    _this_thread.is_band = True
-
-
-def in_a_band():
-    """Whether the calling thread is one of band_threads'."""
-    return getattr(_this_thread, "is_band", False)
 
 
 # ------------------------------------------------------------------------ weights
@@ -476,7 +411,7 @@ class KVDecoder:
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
         # a prompt that runs in bands: its few products outside them (the head's) on one BLAS thread too, as the
         # bands', so that no idle BLAS thread is left spinning on a core when the next prompt's bands start
-        in_bands_only = tokens.size * self.weights.n_embd >= BANDS_MIN_SIZE
+        in_bands_only = tokens.size * self.weights.n_embd >= bands.BANDS_MIN_SIZE
         with blas_threads.one_thread() if in_bands_only else contextlib.nullcontext():
             x = self._run_blocks(tokens, positions, None if every_position else 1)  # [n_batch, n_seq or 1, n_embd]
             x = layer_norm(x if every_position else x[:, -1], **self.weights.params["ln_f"])  # [.., (n_seq,) n_embd]

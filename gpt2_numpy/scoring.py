@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kvcache import DecodingWeights, KVDecoder, in_bands
+from .bands import in_bands
+from .kvcache import DecodingWeights, KVDecoder
 
 __all__ = ["token_nlls", "score", "windows", "next_token_nlls"]
 
@@ -46,7 +47,7 @@ def token_nlls(ids, params, n_head, *, stride=None, progress=None):  # [n_seq] -
         # end - first + 1 positions but its very last, which predicts the id after the window
         decoder = KVDecoder([ids[start:end]], weights, n_head, 0)
         rows = decoder.prefill_states(end - first + 1)[0, :-1]  # [end - first, n_embd]
-        # each row's NLL is its own: a band of rows per core (kvcache.in_bands), equal to one call
+        # each row's NLL is its own: a band of rows per core (bands.in_bands), equal to one call
         nlls.append(in_bands(lambda band, targets: next_token_nlls(band, wte, targets), rows, ids[first:end],
                              axis=0))  # [end - first]
         if progress is not None:

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FUZZ_EXAMPLES, REPO
-from gpt2_numpy import half, hfmodel, kvcache
+from gpt2_numpy import bands, half, hfmodel, kvcache
 from gpt2_numpy.scoring import score
 from test_gpt2 import N_HEAD, random_params, run_main
 
@@ -97,8 +97,8 @@ def test_many_rows_widen_the_weights_in_bands_of_weight_rows(n_cores, monkeypatc
     """More rows than the kernel takes (a prompt): each core widens its own share of the weight rows, a block at a
     time, and multiplies every row of x by it. Banded or not, blocks dividing the rows or not: the product of x
     and the widened weights, to float32 rounding."""
-    monkeypatch.setattr(kvcache, "N_CORES", n_cores)
-    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    monkeypatch.setattr(bands, "N_CORES", n_cores)
+    monkeypatch.setattr(bands, "BANDS_MIN_SIZE", 0)
     monkeypatch.setattr(half, "WIDEN_BLOCK_BYTES", 7 * 4 * 30)  # blocks of 7 weight rows of 30 numbers
     rng = np.random.default_rng(n_cores)
     rows = half.to_bf16(rng.standard_normal((53, 30), dtype=np.float32))  # [n_out, n_in]
@@ -113,10 +113,10 @@ def test_a_bf16_prompt_in_bands_equals_one_piece(params, bf16_weights, monkeypat
     that band's thread (a band does not cut itself into bands again: the pool's threads are all busy): the
     logits of the prompt run in one piece, to float32 rounding."""
     prompt = list(range(40))
-    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 10**12)
+    monkeypatch.setattr(bands, "BANDS_MIN_SIZE", 10**12)
     one_piece = kvcache.KVDecoder([prompt], bf16_weights, N_HEAD, 1).prefill()
-    monkeypatch.setattr(kvcache, "N_CORES", 2)
-    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    monkeypatch.setattr(bands, "N_CORES", 2)
+    monkeypatch.setattr(bands, "BANDS_MIN_SIZE", 0)
     banded = kvcache.KVDecoder([prompt], bf16_weights, N_HEAD, 1).prefill()
     np.testing.assert_allclose(banded, one_piece, rtol=1e-4, atol=1e-4)
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import gpt2
 from conftest import FUZZ_EXAMPLES
-from gpt2_numpy import cli, kvcache, model, scoring
+from gpt2_numpy import bands, cli, kvcache, model, scoring
 from test_gpt2 import N_HEAD, assert_close_to_oracle, hf_logits, hf_model, random_params, run_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +127,7 @@ def test_bands_give_the_layers_own_positions(layer, shape, axis, n_cores, into_o
     wrote into it and it is what comes back."""
     import threading
 
-    monkeypatch.setattr(kvcache, "N_CORES", n_cores)
+    monkeypatch.setattr(bands, "N_CORES", n_cores)
     rng = np.random.default_rng(len(shape))
     x = rng.standard_normal(shape, dtype=np.float32)
     g, b = rng.standard_normal((2, shape[-1]), dtype=np.float32)
@@ -140,7 +140,7 @@ def test_bands_give_the_layers_own_positions(layer, shape, axis, n_cores, into_o
         return getattr(model, layer)(band, **w)
 
     out = np.full(shape, np.nan, np.float32) if into_out else None
-    banded = kvcache.in_bands(watched, x, axis=axis, out=out, **weights)
+    banded = bands.in_bands(watched, x, axis=axis, out=out, **weights)
     assert banded.shape == x.shape and banded.dtype == np.float32 and (banded is out or not into_out)
     np.testing.assert_array_equal(banded, getattr(model, layer)(x, **weights))
     # one band per core, all at once, each in a thread of the pool
@@ -152,27 +152,27 @@ def test_bands_inside_a_band_run_in_one_piece(monkeypatch):
     with every pool thread running a band, a band that handed work to the pool could wait for itself."""
     import threading
 
-    monkeypatch.setattr(kvcache, "N_CORES", 2)
-    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    monkeypatch.setattr(bands, "N_CORES", 2)
+    monkeypatch.setattr(bands, "BANDS_MIN_SIZE", 0)
     x = np.random.default_rng(0).standard_normal((6, 50), dtype=np.float32)
     inner_threads = []
 
     def inner(band):
-        assert kvcache.in_a_band()
+        assert bands.in_a_band()
         inner_threads.append(threading.get_ident())
         return model.gelu(band)
 
     def outer(band):  # each band (of rows) cuts its rows' columns into bands again
-        assert kvcache.in_a_band()
-        return kvcache.in_bands(inner, band.T, axis=0).T
+        assert bands.in_a_band()
+        return bands.in_bands(inner, band.T, axis=0).T
 
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1) as caller:  # a thread of its own, so that a deadlock fails the test, not hangs it
-        done = caller.submit(kvcache.in_bands, outer, x, axis=0)
+        done = caller.submit(bands.in_bands, outer, x, axis=0)
         np.testing.assert_array_equal(done.result(timeout=60), model.gelu(x))
     # two outer bands, each calling inner once (in one piece) in the band's own thread
-    assert len(inner_threads) == 2 and not kvcache.in_a_band()
+    assert len(inner_threads) == 2 and not bands.in_a_band()
 
 
 @pytest.mark.parametrize("n_rows, stretch_rows", [(1, 1), (64, 64), (300, 64), (301, 7), (5, 64)])
@@ -223,14 +223,14 @@ def test_a_prompt_with_banded_layers_gives_the_logits_of_one_piece(long_params, 
         return decoder.prefill(), decoder.caches[-1][1][:, :, : len(prompt)].copy()  # the filled columns
 
     handed = []
-    monkeypatch.setattr(kvcache, "N_CORES", 2)
-    real_submit = kvcache.band_threads().submit
-    monkeypatch.setattr(kvcache.band_threads(), "submit", lambda *a, **k: handed.append(1) or real_submit(*a, **k))
-    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    monkeypatch.setattr(bands, "N_CORES", 2)
+    real_submit = bands.band_threads().submit
+    monkeypatch.setattr(bands.band_threads(), "submit", lambda *a, **k: handed.append(1) or real_submit(*a, **k))
+    monkeypatch.setattr(bands, "BANDS_MIN_SIZE", 0)
     banded = prefill()
     n_bands = 3 * 2 * (len(long_params["blocks"]) - 1) + 2 * 2
     assert len(handed) == n_bands
-    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 10**12)
+    monkeypatch.setattr(bands, "BANDS_MIN_SIZE", 10**12)
     one_piece = prefill()
     assert len(handed) == n_bands
     np.testing.assert_allclose(banded[0], one_piece[0], rtol=0, atol=1e-5)
@@ -243,12 +243,12 @@ def test_bands_work_in_a_process_forked_after_them(monkeypatch):
     handed to it would wait forever), and the same result."""
     import multiprocessing
 
-    monkeypatch.setattr(kvcache, "N_CORES", 2)  # bands even on one core (the child inherits the setting)
+    monkeypatch.setattr(bands, "N_CORES", 2)  # bands even on one core (the child inherits the setting)
     x = np.random.default_rng(0).standard_normal((1, 400, 300), dtype=np.float32)
-    in_parent = kvcache.in_bands(model.gelu, x, axis=1)
+    in_parent = bands.in_bands(model.gelu, x, axis=1)
     context = multiprocessing.get_context("fork")
     with context.Pool(1) as pool:
-        in_child = pool.apply_async(kvcache.in_bands, (model.gelu, x), {"axis": 1}).get(timeout=60)
+        in_child = pool.apply_async(bands.in_bands, (model.gelu, x), {"axis": 1}).get(timeout=60)
     np.testing.assert_array_equal(in_child, in_parent)
 
 
@@ -317,8 +317,8 @@ def test_banded_scoring_equals_one_piece(long_params, monkeypatch, n_cores):
     handed = []
     real_nlls = scoring.next_token_nlls
     monkeypatch.setattr(scoring, "next_token_nlls", lambda *a, **k: handed.append(len(a[0])) or real_nlls(*a, **k))
-    monkeypatch.setattr(kvcache, "N_CORES", n_cores)
-    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    monkeypatch.setattr(bands, "N_CORES", n_cores)
+    monkeypatch.setattr(bands, "BANDS_MIN_SIZE", 0)
     banded = gpt2.token_nlls(ids, long_params, N_HEAD, stride=100)[0]
     n_windows = len(scoring.windows(len(ids), LONG_CTX, stride=100))
     assert len(handed) == n_cores * n_windows and sum(handed) == len(ids) - 1
@@ -420,8 +420,8 @@ def test_bands_hold_numpys_openblas_to_one_thread_and_give_its_threads_back(monk
 
     assert any("openblas" in path.lower() for path in blas_threads.loaded_openblas())
     assert blas_threads.thread_setting() is not None
-    monkeypatch.setattr(kvcache, "N_CORES", 2)
-    monkeypatch.setattr(kvcache, "BANDS_MIN_SIZE", 0)
+    monkeypatch.setattr(bands, "N_CORES", 2)
+    monkeypatch.setattr(bands, "BANDS_MIN_SIZE", 0)
     before = blas_threads.n_threads()
     assert before > 1 or (os.cpu_count() or 1) == 1  # else the test would not see the number given back
     seen = []
@@ -431,14 +431,14 @@ def test_bands_hold_numpys_openblas_to_one_thread_and_give_its_threads_back(monk
         return rows
 
     x = np.ones((4, 3), np.float32)
-    np.testing.assert_array_equal(kvcache.in_bands(band, x, axis=0), x)
+    np.testing.assert_array_equal(bands.in_bands(band, x, axis=0), x)
     assert seen == [1, 1] and blas_threads.n_threads() == before
 
     def failing(rows):
         raise ZeroDivisionError("a band's error")
 
     with pytest.raises(ZeroDivisionError):
-        kvcache.in_bands(failing, x, axis=0)
+        bands.in_bands(failing, x, axis=0)
     assert blas_threads.n_threads() == before
     with blas_threads.one_thread(), blas_threads.one_thread():  # holds nest: the last one out gives them back
         assert blas_threads.n_threads() == 1
