@@ -40,11 +40,11 @@ def in_bands(function, *arrays, axis, out=None, **uncut):  # function(*arrays, *
     product that cuts itself into bands: half.Bf16Matrix's): every core is busy already, and a band waiting on
     the pool's other threads could wait for itself."""
     first = arrays[0]
-    n_bands = min(N_CORES, first.shape[axis])
-    if first.size < BANDS_MIN_SIZE or n_bands < 2 or in_a_band():
+    if not cuts_into_bands(first.size, first.shape[axis]):
         return function(*arrays, **uncut) if out is None else into(out, function, *arrays, **uncut)
-    cuts = np.linspace(0, first.shape[axis], n_bands + 1).astype(int)
-    where = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(cuts, cuts[1:])]
+    n_bands = min(N_CORES, first.shape[axis])
+    edges = np.linspace(0, first.shape[axis], n_bands + 1).astype(int)
+    where = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(edges, edges[1:])]
     with blas_threads.one_thread():
         if out is None:
             running = [band_threads().submit(function, *(a[w] for a in arrays), **uncut) for w in where]
@@ -53,6 +53,12 @@ def in_bands(function, *arrays, axis, out=None, **uncut):  # function(*arrays, *
         for band in running:
             band.result()  # (raises what the band raised)
         return out
+
+
+def cuts_into_bands(size, length):
+    """Whether in_bands cuts a first array of `size` numbers and `length` along its axis into bands (it runs the
+    others in one piece): big enough to be worth the threads, at least two bands long, not inside a band."""
+    return size >= BANDS_MIN_SIZE and min(N_CORES, length) >= 2 and not in_a_band()
 
 
 def into(out, function, *arrays, **uncut):  # function's result written into out, which is returned

@@ -411,7 +411,7 @@ class KVDecoder:
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
         # a prompt that runs in bands: its few products outside them (the head's) on one BLAS thread too, as the
         # bands', so that no idle BLAS thread is left spinning on a core when the next prompt's bands start
-        in_bands_only = tokens.size * self.weights.n_embd >= bands.BANDS_MIN_SIZE
+        in_bands_only = bands.cuts_into_bands(tokens.size * self.weights.n_embd, tokens.shape[1])  # as block_step's
         with blas_threads.one_thread() if in_bands_only else contextlib.nullcontext():
             x = self._run_blocks(tokens, positions, None if every_position else 1)  # [n_batch, n_seq or 1, n_embd]
             x = layer_norm(x if every_position else x[:, -1], **self.weights.params["ln_f"])  # [.., (n_seq,) n_embd]

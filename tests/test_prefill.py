@@ -443,6 +443,14 @@ def test_bands_hold_numpys_openblas_to_one_thread_and_give_its_threads_back(monk
     with blas_threads.one_thread(), blas_threads.one_thread():  # holds nest: the last one out gives them back
         assert blas_threads.n_threads() == 1
     assert blas_threads.n_threads() == before
-    decoder = kvcache.KVDecoder([[1, 2, 3, 4, 5]], random_params(seed=2), N_HEAD, 2)  # a prompt in bands
+    decoder = kvcache.KVDecoder([[1, 2, 3, 4, 5], [6, 7]], random_params(seed=2), N_HEAD, 2)  # a prompt in bands
+    holds = []
+    one_thread = blas_threads.one_thread
+    monkeypatch.setattr(blas_threads, "one_thread", lambda: holds.append(1) or one_thread())
     decoder.prefill()
-    assert blas_threads.n_threads() == before  # for the decoding steps that follow
+    assert holds and blas_threads.n_threads() == before  # for the decoding steps that follow
+    seen.clear()
+    linear = model.linear
+    monkeypatch.setattr(kvcache, "linear", lambda *a, **k: seen.append(blas_threads.n_threads()) or linear(*a, **k))
+    decoder.decode([8, 9])  # one position per row: its products are not cut into bands, and keep BLAS's threads
+    assert seen and set(seen) == {before}
