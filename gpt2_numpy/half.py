@@ -177,16 +177,17 @@ def widened_product(rows, x):  # [m, n_in] bf16 bits, [n_x, n_in] f32 -> [m, n_x
     """The product of many rows of x (a prompt) with bf16 weights: a block of weight rows at a time widened to
     float32 (NumPy, in this thread), then NumPy's float32 product, which is the fast one once the arithmetic,
     not the reading, is the cost. Bf16Matrix runs it in bands of weight rows, one per core (bands.in_bands):
-    each core widens a different share, with its products held to its own thread. Widening with the compiled
-    kernel's threads instead, between products on OpenBLAS's, had each pool wait for the other's idle threads
-    to give up the cores, block after block: a 32-token prompt took 10x its float32 time."""
+    each core widens a different share, with its products held to its own thread. Widening on the compiled
+    kernel's threads instead, between products on OpenBLAS's, would leave each pool waiting for the other's idle
+    threads to give up the cores, block after block (docs/performance.md, 16-bit weights)."""
     out = np.empty((len(rows), len(x)), np.float32)  # [m, n_x]
     step = max(1, WIDEN_BLOCK_BYTES // (4 * rows.shape[1]))
     widened = np.empty((step, rows.shape[1]), np.float32)  # kept in the cache from block to block
     for j in range(0, len(rows), step):
-        block, into = rows[j : j + step], widened[: min(step, len(rows) - j)]
-        np.left_shift(block, 16, out=into.view(np.uint32), dtype=np.uint32)  # from_bf16, without a temporary
-        np.matmul(into, x.T, out=out[j : j + len(block)])  # [len(block), n_x]
+        block = rows[j : j + step]
+        as_float32 = widened[: len(block)]
+        np.left_shift(block, 16, out=as_float32.view(np.uint32), dtype=np.uint32)  # from_bf16, without a temporary
+        np.matmul(as_float32, x.T, out=out[j : j + len(block)])  # [len(block), n_x]
     return out
 
 
