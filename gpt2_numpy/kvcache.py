@@ -136,7 +136,7 @@ def after_attention(x, attended, c_proj, ln_2, mlp):  # [..., n_embd] each -> [.
     twin ffn_in_stretches) and its residual."""
     x = x + linear(attended, **c_proj)
     normed = layer_norm(x, **ln_2)
-    many = normed.size > STRETCH_BYTES // 4 and model.ffn is LAYERS_AT_IMPORT["ffn"]
+    many = normed.size > STRETCH_BYTES // 4 and layers_unchanged()  # (a learner's patched layers: theirs run)
     return x + (ffn_in_stretches if many else model.ffn)(normed, **mlp)
 
 
