@@ -447,6 +447,9 @@ class KVDecoder:
         newest n_last positions' (the last block computes no others). Scoring reads them, and computes the
         logits only of the positions it scores (scoring.py). Padding columns hold states of padding. The
         cache is filled as by prefill(), so decode() may follow."""
+        longest = self.tokens.shape[1]
+        if n_last is not None and not 1 <= n_last <= longest:
+            raise ValueError(f"n_last counts prompt positions: 1 to {longest} here, or None for all; got {n_last}")
         x = self._run_blocks(self.tokens, self._prompt_positions(), n_last)  # [n_batch, n_last or longest, n_embd]
         return layer_norm(x, **self.weights.params["ln_f"])
 

@@ -112,6 +112,13 @@ def test_prefill_states_of_the_newest_positions_equal_all_of_them(long_params, n
     np.testing.assert_allclose(newest.decode([9, 9]), every.decode([9, 9]), atol=2e-5, rtol=0)
 
 
+@pytest.mark.parametrize("n_last", [0, -1, LONG_CTX])
+def test_prefill_states_of_no_or_too_many_positions_is_a_value_error(long_params, n_last):
+    decoder = kvcache.KVDecoder([long_ids(LONG_CTX - 1)], long_params, N_HEAD, 1)
+    with pytest.raises(ValueError, match=f"n_last counts prompt positions: 1 to {LONG_CTX - 1}.*got {n_last}"):
+        decoder.prefill_states(n_last)
+
+
 def test_long_prompt_greedy_equals_reference(long_params):
     prompt = long_ids(280, seed=3)
     assert gpt2.generate(prompt, long_params, N_HEAD, 3) == gpt2.generate_reference(prompt, long_params, N_HEAD, 3)
