@@ -18,8 +18,9 @@ fly into --models-dir, one tensor at a time), greedy, float32, one stream, 2 thr
   --llama-bench, ggml (llama.cpp's `llama-bench -p 0 -n N -t 2`: token generation) in f32 and f16;
 - the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the file + cache + Python).
 
-Engines alternate round by round, each in its own process (torch's and OpenBLAS's threads spin-wait; sharing
-one process slows both). Every process decodes after a 16-token prompt; prefill is excluded.
+Engines alternate round by round, in an order that turns by one engine each round, each in its own process
+(torch's and OpenBLAS's threads spin-wait; sharing one process slows both). Every process decodes after a
+16-token prompt; prefill is excluded.
 
 ggml is not installed with this project. To build its bench (the commands used; nothing of it is kept here):
 
@@ -270,8 +271,13 @@ def main():
     for round_ in range(args.rounds):
         print(f"round {round_ + 1} of {args.rounds}:", file=sys.stderr, flush=True)
         ceilings.append(run_worker(args, "ceiling", folders[sizes[-1]]))
+        # the order turns by one engine each round, so that no engine always runs right after the same neighbour
+        # (the ceiling's or another engine's large reads and frees): in a fixed order "ours", always first, read
+        # 0.78-0.94x the NumPy path, always third, though both decoded on NumPy's products (docs/performance.md)
+        turn = round_ % len(engines)
+        order = list(engines.items())[turn:] + list(engines.items())[:turn]
         for size in sizes:
-            for name, env in engines.items():
+            for name, env in order:
                 worker = name if name in ("hf", "ggml") else "ours"
                 results[size][name].append(run_worker(args, worker, folders[size], env))
     ceiling_by_kind = {kind: max(c[kind] for c in ceilings) for kind in ceilings[0]}
