@@ -20,6 +20,7 @@ both), the engines in an order that turns by one each round. Each figure is the 
 round's median of --repeats timings. torch is the test extra's (``pip install -e ".[test]"``).
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -102,6 +103,8 @@ def main():
         return
     if args.tokens < 2 or args.rounds < 1 or args.repeats < 1:
         parser.error("--tokens must be at least 2, --rounds and --repeats at least 1")
+    if importlib.util.find_spec("torch") is None:
+        parser.error("torch is not installed: it is the test extra's (pip install -e \".[test]\")")
     load_before = os.getloadavg()[0]
     results = {size: {engine: [] for engine in ENGINES} for size in args.sizes}
     for round_ in range(args.rounds):
