@@ -25,6 +25,7 @@ import numpy as np
 from tokenizer import numba_cache
 
 from . import matvec_kernel, step_kernel
+from .matvec_kernel import read_only
 
 CACHE_FOLDER = numba_cache.folder_for_sources("half_matmul", [Path(__file__), Path(matvec_kernel.__file__),
                                                                Path(step_kernel.__file__)])
@@ -32,12 +33,13 @@ _uncached: list[str] = []  # the functions numba found no writable cache folder 
 
 
 def matmul_bf16(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] bf16 bits (uint16) -> out [n_x, n_out] f32
-    return matvec_kernel.rows_times_transposed(x, rows, out, matvec_kernel.n_chunks())
+    # rows read-only, as step_kernel's and matvec_kernel's callers pass weights: one compiled variant of the loop
+    return matvec_kernel.rows_times_transposed(x, read_only(rows), out, matvec_kernel.n_chunks())
 
 
 def matmul_f32(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] f32 -> out [n_x, n_out] f32
     # the same loop reading float32 weights: a yardstick for NumPy's (OpenBLAS's) matrix-vector product
-    return matvec_kernel.rows_times_transposed(x, rows, out, matvec_kernel.n_chunks())
+    return matvec_kernel.rows_times_transposed(x, read_only(rows), out, matvec_kernel.n_chunks())
 
 
 def warm_up() -> None:

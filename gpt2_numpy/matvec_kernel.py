@@ -240,24 +240,24 @@ def n_chunks() -> int:
 def times(rows, w):  # [n_rows, n_in] @ [n_in, n_out] -> [n_rows, n_out]
     """``rows @ w`` by :func:`rows_times_matrix` on every thread of numba's pool."""
     out = np.empty((rows.shape[0], w.shape[1]), np.float32)
-    return rows_times_matrix(np.ascontiguousarray(rows, np.float32), w, out, numba.get_num_threads())
+    return rows_times_matrix(np.ascontiguousarray(rows, np.float32), read_only(w), out, numba.get_num_threads())
 
 
 def times_transposed(rows, wt):  # [n_rows, n_in] @ [n_out, n_in].T -> [n_rows, n_out]
     """``rows @ wt.T`` by :func:`rows_times_transposed` on every thread of numba's pool; wt float32, or bf16 bits
     (uint16) whose products are summed in float32."""
     out = np.empty((rows.shape[0], wt.shape[0]), np.float32)
-    return rows_times_transposed(np.ascontiguousarray(rows, np.float32), wt, out, n_chunks())
+    return rows_times_transposed(np.ascontiguousarray(rows, np.float32), read_only(wt), out, n_chunks())
 
 
 def _warm_up() -> None:
-    """Run both kernels once on the types decoding passes (weights writable, or read-only as mapped from a
-    checkpoint), so that numba loads (or compiles) them now."""
+    """Run both kernels once, so that numba loads (or compiles) them now. Weights reach them read-only whatever
+    their source (a checkpoint mapped from disk is; a copy is not): one compiled variant per weight dtype, where
+    writable and read-only arrays would each have their own, and their own seconds of compiling."""
     x = np.ones((2, 3), np.float32)
-    for w in (np.arange(12, dtype=np.float32).reshape(3, 4), read_only(np.arange(12, dtype=np.float32).reshape(3, 4))):
-        assert (times(x, w) == x @ w).all()
-        wt = np.ascontiguousarray(w.T) if w.flags.writeable else read_only(np.ascontiguousarray(w.T))
-        assert (times_transposed(x, wt) == x @ w).all()
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert (times(x, w) == x @ w).all()
+    assert (times_transposed(x, np.ascontiguousarray(w.T)) == x @ w).all()
 
 
 def read_only(array: np.ndarray) -> np.ndarray:

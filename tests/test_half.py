@@ -20,6 +20,11 @@ from gpt2_numpy import bands, half, hfmodel, kvcache
 from gpt2_numpy.scoring import score
 from test_gpt2 import N_HEAD, random_params, run_main
 
+# One worker runs this file: the first test to need the kernel compiles it (into the suite's fresh cache) under a lock,
+# and a second worker starting on the file at the same time would only wait for it, idle, instead of running other
+# files' tests meanwhile.
+pytestmark = pytest.mark.xdist_group("bf16 kernel")
+
 # The largest logit difference between bf16 and float32 weights on the random model below (logits' std about 3),
 # measured 0.07-0.10 over three seeds; bf16 keeps 8 significant bits (relative rounding at most 2**-9 per weight).
 LOGIT_BOUND = 0.25

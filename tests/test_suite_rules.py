@@ -134,3 +134,30 @@ def test_without_the_shared_folder_pytest_stops_with_one_line(tmp_path):
     assert run.returncode == 4 and "\n" not in said, said  # 4: pytest's "usage error"
     assert said.startswith(f"ERROR: the tests need the shared data folder at {tmp_path} (missing: "), said
     assert "encodings/" in said and "corpus/" in said and "TOKENIZER_SHARED_DIR" in said
+
+
+GROUPED_TESTS = """
+    import os
+    import pytest
+
+    pytestmark = pytest.mark.xdist_group("one worker")
+
+    @pytest.mark.parametrize("i", range(6))
+    def test_says_its_worker(i):
+        with open("workers.txt", "a") as f:
+            f.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+    """
+
+
+def test_an_xdist_group_runs_on_one_worker(tmp_path):
+    """The suite counts on it (pyproject.toml's addopts, --dist loadgroup): the Ray tests share one local cluster,
+    and test_half.py one compile of its kernel. Two files of one group, on two workers: every test on the same one.
+    (Under pytest 9.2 pytest-xdist 3.8 groups nothing, and says nothing: pyproject.toml keeps pytest below it.)"""
+    for name in ("test_first.py", "test_second.py"):
+        (tmp_path / name).write_text(textwrap.dedent(GROUPED_TESTS))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "2",
+                          "--dist", "loadgroup"], cwd=tmp_path, env=pytest_env(), capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    workers = (tmp_path / "workers.txt").read_text().split()
+    assert len(workers) == 12 and len(set(workers)) == 1, workers
