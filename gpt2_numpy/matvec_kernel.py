@@ -11,15 +11,13 @@ matrices exactly as they are stored, with no copy:
   w[i, :] into its own partial result; the partials are summed at the end (n_out numbers each, a few kB).
 - :func:`rows_times_transposed`: ``x @ wt.T`` for a matrix stored [n_out, n_in] (wte for the output head; the
   decoder's copy of every other matrix): each output is the dot product of one row of wt with x, and the threads
-  share out the rows. It reads 4 rows side by side, SPAN (64) numbers of each at a time, and asks the processor to
-  fetch the weights ahead of the ones it is reading (:func:`prefetch`). One row at a time, one core keeps
-  too few reads from memory in flight and streams at half of what it can; 4 streams plus the hint reach about
-  OpenBLAS's rate on float32, timed alone (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as
-  :mod:`gpt2_numpy.half` stores them), widened to float32 in registers (:func:`widened`): the same loop for
-  both. The hints depend on the rows' length in memory. A row shorter than a 4 kB page (bf16 rows up to 1,600
-  numbers, float32 up to 768) is too short for the processor's own prefetcher to get going on, so the loop hints
-  every cache line of a group's 4 rows, read as the one stretch of memory they are; on longer rows, where that
-  prefetcher keeps up, a hint on two of the rows is enough, and more hints only cost instructions.
+  share out the rows, a piece at a time. It reads 4 rows at once, SPAN (64) numbers of each at a time, and takes
+  them from the 4 quarters of the piece: 4 streams from memory, pages apart. Why: one core keeps too few reads
+  from memory in flight on a single stream, and the processor's own prefetcher follows each 4 kB page on its own,
+  so 4 streams in 4 places read about 1.3x faster than one; 4 adjacent rows are one stream (and short: a bf16 row
+  of 768 numbers is 1.5 kB). So arranged, with no prefetch hints, it reads float32 as fast as OpenBLAS or faster
+  (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as :mod:`gpt2_numpy.half` stores
+  them), widened to float32 in registers (:func:`widened`): the same loop for both.
 
 Both read each weight once whatever the number of rows, but each row's multiply-adds are its own, and they
 catch up with the memory after a row or two. rows_times_transposed takes the rows of x two at a time, so that a
@@ -36,26 +34,21 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from llvmlite import ir
 from numba import prange
-from numba.core import cgutils, types
+from numba.core import types
 from numba.extending import intrinsic, overload
 
 from tokenizer import numba_cache
 
 CACHE_FOLDER = numba_cache.folder("matvec")
 _uncached: list[str] = []
-GROUP = 4  # rows of wt read side by side: 4 streams from memory at once per core
+# rows of wt read at once, each from its own quarter of a thread's piece of wt: 4 streams from memory, pages apart,
+# which one core reads about 1.3x faster than one stream (or 4 adjacent rows, which are one stream)
+GROUP = 4
 # numbers of each row per inner loop: a fixed count the compiler turns into vector instructions. Each span's sums
 # end in adding a vector register's lanes together, so longer spans do less of that: 64 read bf16 weights 10-30%
 # faster than 32 (float32 alike), and 128 was no better at 355M (docs/performance.md)
 SPAN = 64
-PAGE = 4096  # bytes: rows shorter than this get a hint on every line, longer ones on two rows
-PREFETCH_BYTES = 8192  # how far ahead of the reading a long row's hint points
-# how far ahead of the reading short rows' hints point, in the group's stretch of memory: 16 kB read bf16 products
-# 10-30% faster than 8 kB did, and hints on fewer lines (every second or fourth) lost it all (docs/performance.md)
-SHORT_ROWS_PREFETCH_BYTES = 16384
-LINE = 64  # bytes the processor brings from memory at a time: one hint each
 # pieces of a product's rows per thread, so that a thread the machine delays does not leave the others idle
 CHUNKS_PER_THREAD = 16
 # reassociating sums lets numba use vector registers for the dot products' sums; contracting uses fused
@@ -112,39 +105,8 @@ def _widened(weight):
     return None
 
 
-@intrinsic
-def prefetch(typingctx, flat, index):  # a hint: start bringing flat[index]'s cache line in (never faults)
-    def codegen(context, builder, signature, args):
-        array_type = signature.args[0]
-        array = context.make_array(array_type)(context, builder, args[0])
-        pointer = cgutils.get_item_pointer(context, builder, array_type, array, [args[1]], wraparound=False)
-        byte_pointer = ir.IntType(8).as_pointer()
-        int32 = ir.IntType(32)
-        llvm_prefetch = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, int32, int32, int32]), "llvm.prefetch.p0i8")
-        # read (0), keep in every cache level (3), data (1)
-        builder.call(llvm_prefetch, [builder.bitcast(pointer, byte_pointer), int32(0), int32(3), int32(1)])
-        return context.get_dummy_value()
-
-    return types.void(flat, index), codegen
-
-
 def _serial(function):
     return numba_cache.compiled(function, CACHE_FOLDER, _uncached, fastmath=FASTMATH)
-
-
-@_serial
-def hint_ahead(flat, j, j2, k0, n_in, ahead, line, short_rows):
-    """The prefetch hints for the span at k0 of the group of rows from j (j2: its third row): short rows, every
-    line of the group's stretch of memory, which each span reads GROUP * SPAN numbers of; long rows, two rows."""
-    last = flat.shape[0] - 1
-    if short_rows:
-        hinted = j * n_in + GROUP * k0 + ahead
-        for k in range(0, GROUP * SPAN, line):
-            prefetch(flat, min(hinted + k, last))
-    else:
-        prefetch(flat, min(j * n_in + k0 + ahead, last))
-        prefetch(flat, min(j2 * n_in + k0 + ahead, last))
 
 
 @_compiled
@@ -152,26 +114,22 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
     # n_chunks: CHUNKS_PER_THREAD per thread
     n_rows, n_in = x.shape
     n_out = wt.shape[0]
-    chunk = ((n_out + n_chunks - 1) // n_chunks + GROUP - 1) // GROUP * GROUP  # whole groups of rows
+    chunk = (n_out + n_chunks - 1) // n_chunks  # rows of wt per piece
     whole = n_in - n_in % SPAN  # numbers of a row read SPAN at a time; the rest one by one
-    flat = wt.reshape(n_out * n_in)
-    short_rows = n_in * wt.itemsize < PAGE
-    ahead = (SHORT_ROWS_PREFETCH_BYTES if short_rows else PREFETCH_BYTES) // wt.itemsize
-    line = LINE // wt.itemsize  # numbers per cache line
     for c in prange((n_out + chunk - 1) // chunk):
-        stop = min(n_out, (c + 1) * chunk)
-        for j in range(c * chunk, stop, GROUP):
-            # the group's rows; past `stop`, the last row again (computed, not stored)
-            j1, j2, j3 = min(j + 1, stop - 1), min(j + 2, stop - 1), min(j + 3, stop - 1)
+        start, stop = c * chunk, min(n_out, (c + 1) * chunk)
+        quarter = (stop - start + GROUP - 1) // GROUP  # the piece's rows as GROUP streams, each `quarter` rows long
+        for i in range(quarter):
+            # a group: row i of each stream; past `stop`, the last row again (computed, not stored)
+            j0 = start + i
+            j1, j2, j3 = min(j0 + quarter, stop - 1), min(j0 + 2 * quarter, stop - 1), min(j0 + 3 * quarter, stop - 1)
             # rows of x two at a time: each weight is loaded and widened once for both (each row's multiply-adds
             # are its own, and soon cost more than reading the weights: docs/performance.md)
             for r in range(0, n_rows - 1, 2):
                 xa, xb = x[r], x[r + 1]
                 a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = np.float32(0)
                 for k0 in range(0, whole, SPAN):
-                    if r == 0:  # (the other rows of x find the weights in the cache)
-                        hint_ahead(flat, j, j2, k0, n_in, ahead, line, short_rows)
-                    w0, w1 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]  # the group's rows, this span of each
+                    w0, w1 = wt[j0, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]  # the group's rows, this span of each
                     w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
                     xsa, xsb = xa[k0:k0 + SPAN], xb[k0:k0 + SPAN]
                     for k in range(SPAN):
@@ -185,7 +143,7 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
                         b2 += v2 * xsb[k]
                         b3 += v3 * xsb[k]
                 for k in range(whole, n_in):
-                    v0, v1, v2, v3 = widened(wt[j, k]), widened(wt[j1, k]), widened(wt[j2, k]), widened(wt[j3, k])
+                    v0, v1, v2, v3 = widened(wt[j0, k]), widened(wt[j1, k]), widened(wt[j2, k]), widened(wt[j3, k])
                     a0 += v0 * xa[k]
                     a1 += v1 * xa[k]
                     a2 += v2 * xa[k]
@@ -194,16 +152,13 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
                     b1 += v1 * xb[k]
                     b2 += v2 * xb[k]
                     b3 += v3 * xb[k]
-                store_group(out[r], j, stop, a0, a1, a2, a3)
-                store_group(out[r + 1], j, stop, b0, b1, b2, b3)
+                store_group(out[r], j0, quarter, stop, a0, a1, a2, a3)
+                store_group(out[r + 1], j0, quarter, stop, b0, b1, b2, b3)
             if n_rows % 2:  # the last row of an odd count (decoding's single row), alone
-                r = n_rows - 1
-                xr = x[r]
+                xr = x[n_rows - 1]
                 t0 = t1 = t2 = t3 = np.float32(0)
                 for k0 in range(0, whole, SPAN):
-                    if r == 0:  # x's only row (with more, the pairs above have hinted these weights already)
-                        hint_ahead(flat, j, j2, k0, n_in, ahead, line, short_rows)
-                    w0, w1 = wt[j, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]
+                    w0, w1 = wt[j0, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]
                     w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
                     xs = xr[k0:k0 + SPAN]
                     for k in range(SPAN):
@@ -212,23 +167,23 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
                         t2 += widened(w2[k]) * xs[k]
                         t3 += widened(w3[k]) * xs[k]
                 for k in range(whole, n_in):
-                    t0 += widened(wt[j, k]) * xr[k]
+                    t0 += widened(wt[j0, k]) * xr[k]
                     t1 += widened(wt[j1, k]) * xr[k]
                     t2 += widened(wt[j2, k]) * xr[k]
                     t3 += widened(wt[j3, k]) * xr[k]
-                store_group(out[r], j, stop, t0, t1, t2, t3)
+                store_group(out[n_rows - 1], j0, quarter, stop, t0, t1, t2, t3)
     return out
 
 
 @_serial
-def store_group(out_row, j, stop, t0, t1, t2, t3):  # the group's 4 sums into out_row[j..j+3], those before stop
-    out_row[j] = t0
-    if j + 1 < stop:
-        out_row[j + 1] = t1
-    if j + 2 < stop:
-        out_row[j + 2] = t2
-    if j + 3 < stop:
-        out_row[j + 3] = t3
+def store_group(out_row, j0, quarter, stop, t0, t1, t2, t3):  # a group's 4 sums: rows j0, j0 + quarter, .. before stop
+    out_row[j0] = t0
+    if j0 + quarter < stop:
+        out_row[j0 + quarter] = t1
+    if j0 + 2 * quarter < stop:
+        out_row[j0 + 2 * quarter] = t2
+    if j0 + 3 * quarter < stop:
+        out_row[j0 + 3 * quarter] = t3
 
 
 def n_chunks() -> int:

@@ -56,15 +56,15 @@ def test_the_products_equal_numpys(kernel, n_rows, n_in, n_out, seed, writeable)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bf16"])
-# float32 rows of 4,000 bytes, then 4,120 and 8,200; bf16 rows of 2,000, 2,060, then 4,100: each kind both sides of a page
-@pytest.mark.parametrize("n_in", [1000, 1030, 2050])
-def test_the_products_equal_numpys_on_rows_short_and_long(kernel, dtype, n_in):
-    """Rows shorter than matvec_kernel.PAGE get a prefetch hint on every line, longer ones on two rows: each way,
-    with a tail past the last whole span and a chunk ending inside a group, the product is NumPy's."""
-    from gpt2_numpy import half, matvec_kernel
-    assert matvec_kernel.PAGE == 4096  # what the sizes above straddle
-    rng = np.random.default_rng(n_in)
-    wt = rng.standard_normal((203, n_in), dtype=np.float32)
+@pytest.mark.parametrize("n_in", [1000, 1030, 2050])  # a tail past the last whole span, or none
+@pytest.mark.parametrize("n_out", [203, 1, 4, 5, 130])  # pieces whose rows split into 4 streams unevenly, or evenly
+def test_the_products_equal_numpys_on_rows_short_and_long(kernel, dtype, n_in, n_out):
+    """The loop reads 4 rows at once, one from each quarter of a thread's piece: whatever the piece's length (a
+    quarter's last group running past the piece's end, pieces of fewer than 4 rows) and with a tail past the last
+    whole span, the product is NumPy's."""
+    from gpt2_numpy import half
+    rng = np.random.default_rng(n_in + n_out)
+    wt = rng.standard_normal((n_out, n_in), dtype=np.float32)
     if dtype == "bf16":
         wt = half.to_bf16(wt)
     widened = half.from_bf16(wt) if dtype == "bf16" else wt
