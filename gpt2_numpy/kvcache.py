@@ -204,7 +204,7 @@ class DecodingWeights:
     already): a few rows (a batch, or speculative decoding's drafted tokens) in one pass over the weights, where
     NumPy's product of a few rows reads them several times, and one row usually faster than OpenBLAS. Usually:
     on some machines OpenBLAS streams them faster, so the first long run after the kernel arrives times one
-    pass over this model's weights both ways (weight_pass_seconds) and keeps the faster for every later run.
+    decoding step both ways (weight_pass_seconds) and keeps the faster for every later run.
 
     dtype="bf16" keeps the matrices in 16 bits instead (:mod:`gpt2_numpy.half`, with numba installed): about
     twice as fast, logits rounded; folder, the checkpoint's, keeps the converted matrices beside it.
@@ -242,8 +242,8 @@ class DecodingWeights:
 
     def takes_kernel(self, long_run):
         """Whether runs of a few rows go through the compiled kernel: once it is loaded and a long run comes,
-        if one pass over these weights is faster through it than through NumPy's products (measured once,
-        both ways, alternated; $GPT2_COMPILED_MATVEC=1 skips the measuring). The slower side's copies go."""
+        if a decoding step through these weights is faster through it than through NumPy's products (measured
+        once, three times each way; $GPT2_COMPILED_MATVEC=1 skips the measuring). The slower side's copies go."""
         if self.kernel_blocks_and_head is not None:
             return True
         kernel = compiled_matvec.kernel() if self.dtype == "f32" else None
@@ -312,25 +312,26 @@ def with_kernel(params, kernel):
 
 
 def weight_pass_seconds(blocks, head):
-    """The time of every weight product of one decoding step for one row (what a step's time mostly is), as a
-    single sequence's decoding runs them: how fast these weights stream through these products. For NumPy's
-    products, attention and the rest are left out; blocks the compiled kernel reads run as a decoding step does,
-    each in one compiled call (step_kernel), the rest included, at one cached position."""
+    """The time of one decoding step for one row through these weights, at one cached position: every block, then
+    the output head. Blocks the compiled kernel reads run as a single sequence's decoding runs them, each in one
+    compiled call (step_kernel); blocks for NumPy's products through block_step, their layer norms, attention and
+    gelu as NumPy calls. Each way with all its costs: the weights' streaming, which a step's time mostly is, and
+    the work around it, which NumPy's many small calls make larger."""
     n_embd = head.shape[0]
-    x, hidden = np.ones((1, n_embd), np.float32), np.ones((1, 4 * n_embd), np.float32)
+    x = np.ones((1, 1, n_embd), np.float32)  # [n_batch, n_seq, n_embd]
     compiled_blocks = compiled_block_arguments(blocks)
-    cache = np.zeros((2, 1, 1, n_embd), np.float32)  # keys, values: one head, one position
+    cache = np.zeros((2, 1, 1, 1, n_embd), np.float32)  # keys, values [n_batch, n_head, n_max, d]: one head and position
     start = time.perf_counter()
     if compiled_blocks is not None:
         from . import step_kernel
 
         for arguments in compiled_blocks:
-            step_kernel.block_step(x[0], arguments, cache[0], cache[1], 0, 1)
+            step_kernel.block_step(x[0, 0], arguments, cache[0, 0], cache[1, 0], 0, 1)
     else:
+        mask = np.zeros((1, 1, 1, 1), np.float32)  # [n_batch, 1, n_seq, n_cached]: the one position sees itself
         for block in blocks:
-            x @ block["attn"]["c_attn"]["w"], x @ block["attn"]["c_proj"]["w"]  # [1, 3*n_embd], [1, n_embd]
-            x @ block["mlp"]["c_fc"]["w"], hidden @ block["mlp"]["c_proj"]["w"]  # [1, 4*n_embd], [1, n_embd]
-    x @ head  # [1, n_vocab]
+            block_step(x, **block, n_head=1, mask=mask, cache=tuple(cache), start=0)
+    x[0] @ head  # [1, n_vocab]
     return time.perf_counter() - start
 
 
