@@ -320,7 +320,7 @@ def weight_pass_seconds(blocks, head):
     n_embd = head.shape[0]
     x = np.ones((1, 1, n_embd), np.float32)  # [n_batch, n_seq, n_embd]
     compiled_blocks = compiled_block_arguments(blocks)
-    cache = np.zeros((2, 1, 1, 1, n_embd), np.float32)  # keys, values [n_batch, n_head, n_max, d]: one head and position
+    cache = np.zeros((2, 1, 1, 1, n_embd), np.float32)  # keys, values [n_batch, n_head, n_max, d]: 1 head, 1 position
     start = time.perf_counter()
     if compiled_blocks is not None:
         from . import step_kernel

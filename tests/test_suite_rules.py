@@ -155,9 +155,8 @@ def test_an_xdist_group_runs_on_one_worker(tmp_path):
     (Under pytest 9.2 pytest-xdist 3.8 groups nothing, and says nothing: pyproject.toml keeps pytest below it.)"""
     for name in ("test_first.py", "test_second.py"):
         (tmp_path / name).write_text(textwrap.dedent(GROUPED_TESTS))
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "2",
-                          "--dist", "loadgroup"], cwd=tmp_path, env=pytest_env(), capture_output=True, text=True,
-                         timeout=120)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup"]
+    run = subprocess.run(command, cwd=tmp_path, env=pytest_env(), capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     workers = (tmp_path / "workers.txt").read_text().split()
     assert len(workers) == 12 and len(set(workers)) == 1, workers
