@@ -15,7 +15,7 @@ matrices exactly as they are stored, with no copy:
   them from the 4 quarters of the piece: 4 streams from memory, pages apart. Why: one core keeps too few reads
   from memory in flight on a single stream, and the processor's own prefetcher follows each 4 kB page on its own,
   so 4 streams in 4 places read about 1.3x faster than one; 4 adjacent rows are one stream (and short: a bf16 row
-  of 768 numbers is 1.5 kB). So arranged, with no prefetch hints, it reads float32 as fast as OpenBLAS or faster
+  of 768 numbers is 1.5 kB). So arranged, with no prefetch hints, it reads float32 about as fast as OpenBLAS
   (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as :mod:`gpt2_numpy.half` stores
   them), widened to float32 in registers (:func:`widened`): the same loop for both.
 
