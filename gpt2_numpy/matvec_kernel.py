@@ -11,19 +11,19 @@ matrices exactly as they are stored, with no copy:
   w[i, :] into its own partial result; the partials are summed at the end (n_out numbers each, a few kB).
 - :func:`rows_times_transposed`: ``x @ wt.T`` for a matrix stored [n_out, n_in] (wte for the output head; the
   decoder's copy of every other matrix): each output is the dot product of one row of wt with x, and the threads
-  share out the rows, a piece at a time. It reads 4 rows at once, SPAN (64) numbers of each at a time, and takes
-  them from the 4 quarters of the piece: 4 streams from memory, pages apart. Why: one core keeps too few reads
+  share out the rows, a piece at a time. It reads 8 rows at once, SPAN (64) numbers of each at a time, and takes
+  them from the 8 eighths of the piece: 8 streams from memory, pages apart. Why: one core keeps too few reads
   from memory in flight on a single stream, and the processor's own prefetcher follows each 4 kB page on its own,
-  so 4 streams in 4 places read about 1.3x faster than one; 4 adjacent rows are one stream (and short: a bf16 row
-  of 768 numbers is 1.5 kB). So arranged, with no prefetch hints, it reads float32 about as fast as OpenBLAS
-  (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as :mod:`gpt2_numpy.half` stores
-  them), widened to float32 in registers (:func:`widened`): the same loop for both.
+  so 4 streams in 4 places read about 1.3x faster than one, and 8 faster again; 8 adjacent rows would be one
+  stream (and short: a bf16 row of 768 numbers is 1.5 kB). So arranged, with no prefetch hints, it reads float32
+  about as fast as OpenBLAS (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as
+  :mod:`gpt2_numpy.half` stores them), widened to float32 in registers (:func:`widened`): the same loop for both.
 
 Both read each weight once whatever the number of rows, but each row's multiply-adds are its own, and they
 catch up with the memory after a row or two. rows_times_transposed takes the rows of x two at a time, so that a
-weight is loaded (and widened) once for both: over 355M's layers, 2, 4 and 8 rows cost 1.06x, 1.45x and 2.5x one
-row in float32, 1.1x, 1.8x and 3.3x in bf16 (docs/performance.md). Every sum is in float32, as NumPy's; only its order
-differs (logits agree to float32 rounding, not bit for bit). The machine code is cached on disk
+weight is loaded (and widened) once for both: 2 rows cost about what one does, 8 rows 2.5-3.3x
+(docs/performance.md). Every sum is in float32, as NumPy's; only its order differs (logits agree to float32
+rounding, not bit for bit). The machine code is cached on disk
 (:mod:`tokenizer.numba_cache`); :mod:`gpt2_numpy.compiled_matvec` brings it into a process without making it wait.
 
 What it does not do: products of many rows (a prompt's prefill; NumPy's matrix product is faster there, and the
@@ -42,9 +42,10 @@ from tokenizer import numba_cache
 
 CACHE_FOLDER = numba_cache.folder("matvec")
 _uncached: list[str] = []
-# rows of wt read at once, each from its own quarter of a thread's piece of wt: 4 streams from memory, pages apart,
-# which one core reads about 1.3x faster than one stream (or 4 adjacent rows, which are one stream)
-GROUP = 4
+# rows of wt read at once, each from its own eighth of a thread's piece of wt: 8 streams from memory, pages apart.
+# One core reads 4 streams about 1.3x faster than one (4 adjacent rows are one stream), and 8 a little faster
+# again (docs/performance.md). The loop names each stream's row and sum (j0..j7, t0..t7): GROUP is not a knob
+GROUP = 8
 # numbers of each row per inner loop: a fixed count the compiler turns into vector instructions. Each span's sums
 # end in adding a vector register's lanes together, so longer spans do less of that: 64 read bf16 weights 10-30%
 # faster than 32 (float32 alike), and 128 was no better at 355M (docs/performance.md)
@@ -118,72 +119,73 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
     whole = n_in - n_in % SPAN  # numbers of a row read SPAN at a time; the rest one by one
     for c in prange((n_out + chunk - 1) // chunk):
         start, stop = c * chunk, min(n_out, (c + 1) * chunk)
-        quarter = (stop - start + GROUP - 1) // GROUP  # the piece's rows as GROUP streams, each `quarter` rows long
-        for i in range(quarter):
-            # a group: row i of each stream; past `stop`, the last row again (computed, not stored)
-            j0 = start + i
-            j1, j2, j3 = min(j0 + quarter, stop - 1), min(j0 + 2 * quarter, stop - 1), min(j0 + 3 * quarter, stop - 1)
+        stride = (stop - start + GROUP - 1) // GROUP  # the piece's rows as GROUP streams, each `stride` rows long
+        for j0 in range(start, start + stride):
+            # a group: the next row of each stream; past `stop`, the last row again (computed, not stored)
+            j1, j2, j3, j4, j5, j6, j7 = group_rows(j0, stride, stop)
             # rows of x two at a time: each weight is loaded and widened once for both (each row's multiply-adds
             # are its own, and soon cost more than reading the weights: docs/performance.md)
             for r in range(0, n_rows - 1, 2):
                 xa, xb = x[r], x[r + 1]
-                a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = np.float32(0)
+                a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0)
+                b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = np.float32(0)
                 for k0 in range(0, whole, SPAN):
                     w0, w1 = wt[j0, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]  # the group's rows, this span of each
                     w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
+                    w4, w5 = wt[j4, k0:k0 + SPAN], wt[j5, k0:k0 + SPAN]
+                    w6, w7 = wt[j6, k0:k0 + SPAN], wt[j7, k0:k0 + SPAN]
                     xsa, xsb = xa[k0:k0 + SPAN], xb[k0:k0 + SPAN]
                     for k in range(SPAN):
                         v0, v1, v2, v3 = widened(w0[k]), widened(w1[k]), widened(w2[k]), widened(w3[k])
-                        a0 += v0 * xsa[k]
-                        a1 += v1 * xsa[k]
-                        a2 += v2 * xsa[k]
-                        a3 += v3 * xsa[k]
-                        b0 += v0 * xsb[k]
-                        b1 += v1 * xsb[k]
-                        b2 += v2 * xsb[k]
-                        b3 += v3 * xsb[k]
+                        v4, v5, v6, v7 = widened(w4[k]), widened(w5[k]), widened(w6[k]), widened(w7[k])
+                        a0, a1, a2, a3 = a0 + v0 * xsa[k], a1 + v1 * xsa[k], a2 + v2 * xsa[k], a3 + v3 * xsa[k]
+                        a4, a5, a6, a7 = a4 + v4 * xsa[k], a5 + v5 * xsa[k], a6 + v6 * xsa[k], a7 + v7 * xsa[k]
+                        b0, b1, b2, b3 = b0 + v0 * xsb[k], b1 + v1 * xsb[k], b2 + v2 * xsb[k], b3 + v3 * xsb[k]
+                        b4, b5, b6, b7 = b4 + v4 * xsb[k], b5 + v5 * xsb[k], b6 + v6 * xsb[k], b7 + v7 * xsb[k]
                 for k in range(whole, n_in):
                     v0, v1, v2, v3 = widened(wt[j0, k]), widened(wt[j1, k]), widened(wt[j2, k]), widened(wt[j3, k])
-                    a0 += v0 * xa[k]
-                    a1 += v1 * xa[k]
-                    a2 += v2 * xa[k]
-                    a3 += v3 * xa[k]
-                    b0 += v0 * xb[k]
-                    b1 += v1 * xb[k]
-                    b2 += v2 * xb[k]
-                    b3 += v3 * xb[k]
-                store_group(out[r], j0, quarter, stop, a0, a1, a2, a3)
-                store_group(out[r + 1], j0, quarter, stop, b0, b1, b2, b3)
+                    v4, v5, v6, v7 = widened(wt[j4, k]), widened(wt[j5, k]), widened(wt[j6, k]), widened(wt[j7, k])
+                    a0, a1, a2, a3 = a0 + v0 * xa[k], a1 + v1 * xa[k], a2 + v2 * xa[k], a3 + v3 * xa[k]
+                    a4, a5, a6, a7 = a4 + v4 * xa[k], a5 + v5 * xa[k], a6 + v6 * xa[k], a7 + v7 * xa[k]
+                    b0, b1, b2, b3 = b0 + v0 * xb[k], b1 + v1 * xb[k], b2 + v2 * xb[k], b3 + v3 * xb[k]
+                    b4, b5, b6, b7 = b4 + v4 * xb[k], b5 + v5 * xb[k], b6 + v6 * xb[k], b7 + v7 * xb[k]
+                store_group(out[r], j0, stride, stop, (a0, a1, a2, a3, a4, a5, a6, a7))
+                store_group(out[r + 1], j0, stride, stop, (b0, b1, b2, b3, b4, b5, b6, b7))
             if n_rows % 2:  # the last row of an odd count (decoding's single row), alone
                 xr = x[n_rows - 1]
-                t0 = t1 = t2 = t3 = np.float32(0)
+                t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = np.float32(0)
                 for k0 in range(0, whole, SPAN):
                     w0, w1 = wt[j0, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]
                     w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
+                    w4, w5 = wt[j4, k0:k0 + SPAN], wt[j5, k0:k0 + SPAN]
+                    w6, w7 = wt[j6, k0:k0 + SPAN], wt[j7, k0:k0 + SPAN]
                     xs = xr[k0:k0 + SPAN]
                     for k in range(SPAN):
-                        t0 += widened(w0[k]) * xs[k]
-                        t1 += widened(w1[k]) * xs[k]
-                        t2 += widened(w2[k]) * xs[k]
-                        t3 += widened(w3[k]) * xs[k]
+                        t0, t1 = t0 + widened(w0[k]) * xs[k], t1 + widened(w1[k]) * xs[k]
+                        t2, t3 = t2 + widened(w2[k]) * xs[k], t3 + widened(w3[k]) * xs[k]
+                        t4, t5 = t4 + widened(w4[k]) * xs[k], t5 + widened(w5[k]) * xs[k]
+                        t6, t7 = t6 + widened(w6[k]) * xs[k], t7 + widened(w7[k]) * xs[k]
                 for k in range(whole, n_in):
-                    t0 += widened(wt[j0, k]) * xr[k]
-                    t1 += widened(wt[j1, k]) * xr[k]
-                    t2 += widened(wt[j2, k]) * xr[k]
-                    t3 += widened(wt[j3, k]) * xr[k]
-                store_group(out[n_rows - 1], j0, quarter, stop, t0, t1, t2, t3)
+                    t0, t1 = t0 + widened(wt[j0, k]) * xr[k], t1 + widened(wt[j1, k]) * xr[k]
+                    t2, t3 = t2 + widened(wt[j2, k]) * xr[k], t3 + widened(wt[j3, k]) * xr[k]
+                    t4, t5 = t4 + widened(wt[j4, k]) * xr[k], t5 + widened(wt[j5, k]) * xr[k]
+                    t6, t7 = t6 + widened(wt[j6, k]) * xr[k], t7 + widened(wt[j7, k]) * xr[k]
+                store_group(out[n_rows - 1], j0, stride, stop, (t0, t1, t2, t3, t4, t5, t6, t7))
     return out
 
 
 @_serial
-def store_group(out_row, j0, quarter, stop, t0, t1, t2, t3):  # a group's 4 sums: rows j0, j0 + quarter, .. before stop
-    out_row[j0] = t0
-    if j0 + quarter < stop:
-        out_row[j0 + quarter] = t1
-    if j0 + 2 * quarter < stop:
-        out_row[j0 + 2 * quarter] = t2
-    if j0 + 3 * quarter < stop:
-        out_row[j0 + 3 * quarter] = t3
+def group_rows(j0, stride, stop):  # the group's other rows: j0 + stride, j0 + 2 * stride, .. (at most stop - 1)
+    last = stop - 1
+    return (min(j0 + stride, last), min(j0 + 2 * stride, last), min(j0 + 3 * stride, last), min(j0 + 4 * stride, last),
+            min(j0 + 5 * stride, last), min(j0 + 6 * stride, last), min(j0 + 7 * stride, last))
+
+
+@_serial
+def store_group(out_row, j0, stride, stop, sums):  # a group's GROUP sums: rows j0, j0 + stride, .. before stop
+    for g in range(GROUP):
+        if j0 + g * stride < stop:
+            out_row[j0 + g * stride] = sums[g]
 
 
 def n_chunks() -> int:

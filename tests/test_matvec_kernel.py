@@ -57,10 +57,11 @@ def test_the_products_equal_numpys(kernel, n_rows, n_in, n_out, seed, writeable)
 
 @pytest.mark.parametrize("dtype", ["float32", "bf16"])
 @pytest.mark.parametrize("n_in", [1000, 1030, 2050])  # a tail past the last whole span, or none
-@pytest.mark.parametrize("n_out", [203, 1, 4, 5, 130])  # pieces whose rows split into 4 streams unevenly, or evenly
+# pieces (16 a thread) of 1 row, of fewer rows than streams, and of 10, 11 or 32 rows: 8 streams of 1, 2 or 4 rows
+@pytest.mark.parametrize("n_out", [1, 5, 203, 300, 1003])
 def test_the_products_equal_numpys_on_rows_short_and_long(kernel, dtype, n_in, n_out):
-    """The loop reads 4 rows at once, one from each quarter of a thread's piece: whatever the piece's length (a
-    quarter's last group running past the piece's end, pieces of fewer than 4 rows) and with a tail past the last
+    """The loop reads 8 rows at once, one from each eighth of a thread's piece: whatever the piece's length (the
+    last streams running past the piece's end, pieces of fewer rows than streams) and with a tail past the last
     whole span, the product is NumPy's."""
     from gpt2_numpy import half
     rng = np.random.default_rng(n_in + n_out)
