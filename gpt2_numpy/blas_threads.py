@@ -13,6 +13,11 @@ for every thread, despite its name, and returns the number it replaces, so that 
 which one row's product makes faster on every core) get every thread again. Callers in several threads at
 once share one hold: the first sets one thread, the last one out puts the number back.
 
+The same spinning slows whatever the cores do next: after a prompt's products on OpenBLAS's threads, a decoder
+whose steps run in compiled code on numba's threads (:mod:`gpt2_numpy.step_kernel`) took 2-4 times as long over
+its first steps, while both sets of threads shared the two cores. :func:`stop_idle_threads` ends OpenBLAS's
+worker threads once the prompt has run; OpenBLAS starts them again when a product next asks for them.
+
 What it does not do: anything for another BLAS (MKL, Apple's Accelerate: there the bands share the cores with
 that library's threads, slower but the same numbers), or on a system without ``/proc/self/maps`` (not Linux).
 """
@@ -34,21 +39,50 @@ def loaded_openblas() -> list[str]:
 
 def thread_setting():
     """OpenBLAS's ``openblas_set_num_threads_local`` (sets the process's number of threads, returns the number
-    before), or None: no OpenBLAS loaded, or one older than 0.3.27. Looked up once it is found."""
+    before), or None: no OpenBLAS loaded, or one older than 0.3.27."""
+    library = openblas()
+    if library is None:
+        return None
+    set_threads = library.openblas_set_num_threads_local
+    set_threads.argtypes, set_threads.restype = [ctypes.c_int], ctypes.c_int
+    return set_threads
+
+
+def openblas():
+    """The loaded OpenBLAS (NumPy's) as a ctypes library, if it has ``openblas_set_num_threads_local`` (0.3.27 on);
+    else None. Looked up once it is found."""
     if _found:
         return _found[0]
     for path in loaded_openblas():
         try:
-            set_threads = ctypes.CDLL(path).openblas_set_num_threads_local
+            library = ctypes.CDLL(path)
+            library.openblas_set_num_threads_local
         except (OSError, AttributeError):  # not loadable again, or older than 0.3.27
             continue
-        set_threads.argtypes, set_threads.restype = [ctypes.c_int], ctypes.c_int
-        _found.append(set_threads)
-        return set_threads
+        _found.append(library)
+        return library
     return None
 
 
-_found = []  # the setting, once found
+_found = []  # the library, once found
+# Python threads this package starts, by their names' start: band threads (their products hold BLAS to one thread,
+# which OpenBLAS runs without its worker threads) and kernel loaders (whose only products are a few numbers)
+OWN_THREADS = "gpt2-"
+
+
+def stop_idle_threads() -> bool:
+    """End OpenBLAS's worker threads now, so that they stop spinning on the cores (OpenBLAS starts them again when
+    a product next asks for them, as it does in a forked child); whether it did. Only while no other Python thread
+    could be inside a product that uses them: every other live thread is one of this package's (OWN_THREADS).
+    Ending the workers under another thread's running product would leave that product waiting forever."""
+    library = openblas()
+    shutdown = getattr(library, "blas_thread_shutdown_", None)  # what OpenBLAS's own fork handler calls
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    if shutdown is None or any(not t.name.startswith(OWN_THREADS) for t in others):
+        return False
+    with _lock:
+        shutdown()
+    return True
 
 
 def n_threads() -> int | None:

@@ -407,6 +407,7 @@ class KVDecoder:
         self.start = 0  # number of cache columns filled
         # a single sequence whose matrices the compiled kernel reads decodes each block in one compiled call
         self.compiled_blocks = compiled_block_arguments(self.blocks) if n_batch == 1 and layers_unchanged() else None
+        self.blas_threads_may_spin = False  # a pass has run NumPy's products since the last compiled step
 
     def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
@@ -434,6 +435,7 @@ class KVDecoder:
             x = block_step(x, **block, n_head=self.n_head, mask=mask, cache=cache, start=start,
                            n_out=n_out if i == last else None)
         self.start += n_seq
+        self.blas_threads_may_spin |= n_seq > KERNEL_MAX_ROWS  # (fewer rows went to the kernel, if it is here)
         return x
 
     def _prompt_positions(self):  # -> [n_batch, longest]: each row counts from its first real token
@@ -475,6 +477,9 @@ class KVDecoder:
         the same layers as block_step, without Python between them); the same logits to float32 rounding."""
         from . import step_kernel  # (numba is loaded: compiled_blocks exist only once a kernel is)
 
+        if self.blas_threads_may_spin:  # OpenBLAS's idle threads would take the cores from numba's for a while
+            blas_threads.stop_idle_threads()
+            self.blas_threads_may_spin = False
         p = self.weights.params
         x = np.array(p["wte"][token] + p["wpe"][self.start], np.float32)  # [n_embd]: no padding in one sequence
         for arguments, (keys, values) in zip(self.compiled_blocks, self.caches):

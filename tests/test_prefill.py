@@ -461,3 +461,36 @@ def test_bands_hold_numpys_openblas_to_one_thread_and_give_its_threads_back(monk
     monkeypatch.setattr(kvcache, "linear", lambda *a, **k: seen.append(blas_threads.n_threads()) or linear(*a, **k))
     decoder.decode([8, 9])  # one position per row: its products are not cut into bands, and keep BLAS's threads
     assert seen and set(seen) == {before}
+
+
+STOPPING_IDLE_THREADS = """
+import os, threading, numpy as np
+from gpt2_numpy import blas_threads
+def n_tasks():
+    return len(os.listdir("/proc/self/task"))  # the process's threads, as the system counts them
+a = np.random.default_rng(0).standard_normal((600, 600))
+expected = a @ a  # starts OpenBLAS's worker thread
+running = n_tasks()
+stopped = blas_threads.stop_idle_threads()
+stopped_tasks = n_tasks()
+same = bool((a @ a == expected).all())  # starts it again
+print(running, stopped, stopped_tasks, n_tasks(), same)
+threading.Thread(target=threading.Event().wait, name="someone else's", daemon=True).start()
+running = n_tasks()
+print(running, blas_threads.stop_idle_threads(), n_tasks())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts a process's threads in /proc/self/task")
+def test_stopping_openblas_idle_threads_ends_them_only_while_no_one_else_could_be_using_them():
+    """blas_threads.stop_idle_threads ends OpenBLAS's worker thread (in a fresh process with OpenBLAS on 2 threads
+    and no other Python thread: the system's count of its threads falls by one), and the next product starts it
+    again and gives the same numbers. With a thread alive that is not this package's, it does nothing: that
+    thread could be inside a product that needs the workers."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", STOPPING_IDLE_THREADS], capture_output=True, text=True, env=env,
+                         check=True).stdout.split("\n")
+    running, stopped, stopped_tasks, restarted, same = out[0].split()
+    assert (stopped, int(stopped_tasks), int(restarted), same) == ("True", int(running) - 1, int(running), "True")
+    running, stopped, after = out[1].split()
+    assert (stopped, after) == ("False", running)

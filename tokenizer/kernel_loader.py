@@ -157,7 +157,7 @@ class KernelLoader:
                       RuntimeWarning, stacklevel=4)
 
     def _start_thread(self) -> None:
-        self._thread = threading.Thread(target=self._load, name=f"load-{self.name}", daemon=True)
+        self._thread = threading.Thread(target=self._load, name=f"gpt2-load-{self.name}", daemon=True)
         self._thread.start()
 
     def _load(self) -> None:
