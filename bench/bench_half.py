@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpt2_numpy import half, kvcache  # noqa: E402
+from gpt2_numpy import blas_threads, half, kvcache  # noqa: E402
 from gpt2_numpy.scoring import score  # noqa: E402
 
 SHAPES = {"124M": (768, 12), "355M": (1024, 24), "774M": (1280, 36), "1558M": (1600, 48)}  # n_embd, n_layer
@@ -115,7 +115,9 @@ def products_read_rate(params, rounds):
                             sum(w.nbytes for w in bf16_rows))}
     rates = {name: [] for name in runs}
     # each kind's rounds back to back, the kernel's first: after NumPy's products OpenBLAS's idle threads spin for
-    # a while on the cores, and a kernel pass timed then would time them
+    # a while on the cores, and a kernel pass timed then would time them (as would one after the decoding rounds
+    # before, on NumPy's products: their threads are ended first)
+    blas_threads.stop_idle_threads()
     for name in ("kernel bf16", "kernel f32", "numpy f32"):
         run, n_bytes = runs[name]
         for _ in range(rounds + 1):

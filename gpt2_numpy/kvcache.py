@@ -407,7 +407,9 @@ class KVDecoder:
         self.start = 0  # number of cache columns filled
         # a single sequence whose matrices the compiled kernel reads decodes each block in one compiled call
         self.compiled_blocks = compiled_block_arguments(self.blocks) if n_batch == 1 and layers_unchanged() else None
-        self.blas_threads_may_spin = False  # a pass has run NumPy's products since the last compiled step
+        # OpenBLAS's idle threads may be spinning: anything before this decoder's first compiled step may have run
+        # NumPy's products (this decoder's prompt, or other work in the process), and so may a pass of it after one
+        self.blas_threads_may_spin = True
 
     def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""

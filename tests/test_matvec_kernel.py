@@ -124,26 +124,30 @@ def test_kernel_decoding_equals_the_full_recompute(kernel_on, params):
         np.testing.assert_allclose(logits[row], full, atol=2e-5 * np.abs(full).max(), rtol=0)
 
 
-def test_compiled_steps_after_a_prompt_on_numpys_products_first_stop_openblas_idle_threads(kernel_on, params,
-                                                                                           monkeypatch):
-    """A prompt of more than KERNEL_MAX_ROWS positions runs on NumPy's products, whose OpenBLAS threads would spin on
-    the cores the compiled steps need: the first step after it stops them (blas_threads.stop_idle_threads), and no
-    later step does; a prompt short enough for the kernel leaves them alone."""
+def test_compiled_steps_stop_openblas_idle_threads_first_and_after_numpys_products(kernel_on, params, monkeypatch):
+    """OpenBLAS's idle threads spin for a while after NumPy's products, on the cores the compiled steps need: a
+    decoder's first compiled step stops them (blas_threads.stop_idle_threads: whatever ran before it, its own prompt
+    or other work, may have used them), and so does the first step after a pass of more than KERNEL_MAX_ROWS
+    positions (NumPy's products); no other step does."""
     from gpt2_numpy import blas_threads
 
     stops = []
     monkeypatch.setattr(blas_threads, "stop_idle_threads", lambda: stops.append(1) or True)
-    weights = kernel_weights(params)
-    long_prompt = (PROMPT * 3)[: kvcache.KERNEL_MAX_ROWS + 1]
-    for prompt, expected in ((long_prompt, [1]), (long_prompt[: kvcache.KERNEL_MAX_ROWS], [])):
-        stops.clear()
-        decoder = kvcache.KVDecoder([prompt], weights, N_HEAD, 3)
-        assert decoder.compiled_blocks is not None
-        decoder.prefill()
-        assert stops == []
-        decoder.decode([7])
-        decoder.decode([9])
-        assert stops == expected
+    decoder = kvcache.KVDecoder([PROMPT], kernel_weights(params), N_HEAD, 2 * kvcache.KERNEL_MAX_ROWS + 6)
+    assert decoder.compiled_blocks is not None
+    decoder.prefill()
+    assert stops == []
+    decoder.decode([7])
+    decoder.decode([9])
+    assert stops == [1]
+    decoder.extend([[5] * kvcache.KERNEL_MAX_ROWS])  # on the kernel
+    decoder.decode([7])
+    assert stops == [1]
+    decoder.extend([[5] * (kvcache.KERNEL_MAX_ROWS + 1)])  # on NumPy's products
+    assert stops == [1]
+    decoder.decode([7])
+    decoder.decode([9])
+    assert stops == [1, 1]
 
 
 def test_kernel_decoding_matches_hf(kernel_on, params, hf):
