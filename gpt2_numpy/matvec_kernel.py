@@ -50,7 +50,9 @@ GROUP = 8
 # end in adding a vector register's lanes together, so longer spans do less of that: 64 read bf16 weights 10-30%
 # faster than 32 (float32 alike), and 128 was no better at 355M (docs/performance.md)
 SPAN = 64
-# pieces of a product's rows per thread, so that a thread the machine delays does not leave the others idle
+# pieces of a product's rows per thread. numba's prange gives each thread an equal run of the pieces (it does not
+# hand them out as threads come free), so the count sets only where the streams of a group lie: 1 and 16 a thread
+# measured level over whole decoding steps (docs/performance.md)
 CHUNKS_PER_THREAD = 16
 # reassociating sums lets numba use vector registers for the dot products' sums; contracting uses fused
 # multiply-adds. Neither can create or hide a NaN or an infinity (nnan/ninf are left out).
