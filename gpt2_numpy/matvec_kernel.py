@@ -48,7 +48,8 @@ _uncached: list[str] = []
 GROUP = 8
 # numbers of each row per inner loop: a fixed count the compiler turns into vector instructions. Each span's sums
 # end in adding a vector register's lanes together, so longer spans do less of that: 64 read bf16 weights 10-30%
-# faster than 32 (float32 alike), and 128 was no better at 355M (docs/performance.md)
+# faster than 32 (float32 alike). 128 is a few percent faster again where a row is whole spans of it, but slower
+# for 1558M's rows of 1,600, whose last 64 numbers would go one at a time (docs/performance.md)
 SPAN = 64
 # pieces of a product's rows per thread. numba's prange gives each thread an equal run of the pieces (it does not
 # hand them out as threads come free), so the count sets only where the streams of a group lie: 1 and 16 a thread

@@ -157,6 +157,7 @@ class KernelLoader:
                       RuntimeWarning, stacklevel=4)
 
     def _start_thread(self) -> None:
+        # named as this package's threads are: gpt2_numpy.blas_threads.stop_idle_threads knows them by "gpt2-"
         self._thread = threading.Thread(target=self._load, name=f"gpt2-load-{self.name}", daemon=True)
         self._thread.start()
 
