@@ -243,7 +243,8 @@ class DecodingWeights:
     def takes_kernel(self, long_run):
         """Whether runs of a few rows go through the compiled kernel: once it is loaded and a long run comes,
         if a decoding step through these weights is faster through it than through NumPy's products (measured
-        once, three times each way; $GPT2_COMPILED_MATVEC=1 skips the measuring). The slower side's copies go."""
+        once: three pairs of steps, the kernel kept unless NumPy was faster in two; $GPT2_COMPILED_MATVEC=1
+        skips the measuring). The slower side's copies go."""
         if self.kernel_blocks_and_head is not None:
             return True
         kernel = compiled_matvec.kernel() if self.dtype == "f32" else None
@@ -252,11 +253,16 @@ class DecodingWeights:
         wrapped = with_kernel(self.params, kernel)
         if not compiled_matvec.is_forced():
             numpy_blocks, numpy_head = self.numpy_weights(1, long_run=True)
-            # the kernel's passes first: after a NumPy product, OpenBLAS's idle threads spin for a while on the
-            # cores the kernel's threads need, which would time OpenBLAS's leftovers, not the kernel
-            kernel_seconds = [weight_pass_seconds(*wrapped) for _ in range(3)]
-            numpy_seconds = [weight_pass_seconds(numpy_blocks, numpy_head) for _ in range(3)]
-            if min(kernel_seconds) >= min(numpy_seconds):
+            # in pairs, a pass each way: on a shared machine the memory's speed drifts by tens of percent from
+            # one second to the next, which would favour whichever side ran in the faster moment
+            numpy_faster = 0
+            for _ in range(3):
+                # after NumPy's products OpenBLAS's idle threads spin for a while on the cores the kernel's threads
+                # need, which would time OpenBLAS's leftovers, not the kernel (decoding's compiled steps end them)
+                blas_threads.stop_idle_threads()
+                kernel_seconds = weight_pass_seconds(*wrapped)
+                numpy_faster += weight_pass_seconds(numpy_blocks, numpy_head) < kernel_seconds
+            if numpy_faster >= 2:
                 self.kernel_is_slower = True
                 return False
         self.kernel_blocks_and_head = wrapped

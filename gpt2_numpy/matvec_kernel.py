@@ -11,7 +11,7 @@ matrices exactly as they are stored, with no copy:
   w[i, :] into its own partial result; the partials are summed at the end (n_out numbers each, a few kB).
 - :func:`rows_times_transposed`: ``x @ wt.T`` for a matrix stored [n_out, n_in] (wte for the output head; the
   decoder's copy of every other matrix): each output is the dot product of one row of wt with x, and the threads
-  share out the rows, a piece at a time. It reads 8 rows at once, SPAN (64) numbers of each at a time, and takes
+  share out the rows, a piece at a time. It reads 8 rows at once, SPAN (128) numbers of each at a time, and takes
   them from the 8 eighths of the piece: 8 streams from memory, pages apart. Why: one core keeps too few reads
   from memory in flight on a single stream, and the processor's own prefetcher follows each 4 kB page on its own,
   so 4 streams in 4 places read about 1.3x faster than one, and 8 faster again; 8 adjacent rows would be one
@@ -46,11 +46,12 @@ _uncached: list[str] = []
 # One core reads 4 streams about 1.3x faster than one (4 adjacent rows are one stream), and 8 a little faster
 # again (docs/performance.md). The loop names each stream's row and sum (j0..j7, t0..t7): GROUP is not a knob
 GROUP = 8
-# numbers of each row per inner loop: a fixed count the compiler turns into vector instructions. Each span's sums
-# end in adding a vector register's lanes together, so longer spans do less of that: 64 read bf16 weights 10-30%
-# faster than 32 (float32 alike). 128 is a few percent faster again where a row is whole spans of it, but slower
-# for 1558M's rows of 1,600, whose last 64 numbers would go one at a time (docs/performance.md)
-SPAN = 64
+# numbers of each row per inner loop (a row's last span may be shorter): the compiler turns the loop into vector
+# instructions. Each span's sums end in adding a vector register's lanes together, so longer spans do less of
+# that: 64 read bf16 weights 10-30% faster than 32 (float32 alike), and 128 up to 1.2x faster than 64 for two
+# rows, level for one (docs/performance.md). The loop's count is a variable, so a row of 1,600 (1558M's) ends in
+# one span of 64, not 64 numbers one at a time
+SPAN = 128
 # pieces of a product's rows per thread. numba's prange gives each thread an equal run of the pieces (it does not
 # hand them out as threads come free), so the count sets only where the streams of a group lie: 1 and 16 a thread
 # measured level over whole decoding steps (docs/performance.md)
@@ -119,7 +120,6 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
     n_rows, n_in = x.shape
     n_out = wt.shape[0]
     chunk = (n_out + n_chunks - 1) // n_chunks  # rows of wt per piece
-    whole = n_in - n_in % SPAN  # numbers of a row read SPAN at a time; the rest one by one
     for c in prange((n_out + chunk - 1) // chunk):
         start, stop = c * chunk, min(n_out, (c + 1) * chunk)
         stride = (stop - start + GROUP - 1) // GROUP  # the piece's rows as GROUP streams, each `stride` rows long
@@ -132,47 +132,37 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
                 xa, xb = x[r], x[r + 1]
                 a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0)
                 b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = np.float32(0)
-                for k0 in range(0, whole, SPAN):
-                    w0, w1 = wt[j0, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]  # the group's rows, this span of each
-                    w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
-                    w4, w5 = wt[j4, k0:k0 + SPAN], wt[j5, k0:k0 + SPAN]
-                    w6, w7 = wt[j6, k0:k0 + SPAN], wt[j7, k0:k0 + SPAN]
-                    xsa, xsb = xa[k0:k0 + SPAN], xb[k0:k0 + SPAN]
-                    for k in range(SPAN):
+                for k0 in range(0, n_in, SPAN):
+                    span = min(SPAN, n_in - k0)  # a row's last span may be shorter
+                    w0, w1 = wt[j0, k0:k0 + span], wt[j1, k0:k0 + span]  # the group's rows, this span of each
+                    w2, w3 = wt[j2, k0:k0 + span], wt[j3, k0:k0 + span]
+                    w4, w5 = wt[j4, k0:k0 + span], wt[j5, k0:k0 + span]
+                    w6, w7 = wt[j6, k0:k0 + span], wt[j7, k0:k0 + span]
+                    xsa, xsb = xa[k0:k0 + span], xb[k0:k0 + span]
+                    for k in range(span):
                         v0, v1, v2, v3 = widened(w0[k]), widened(w1[k]), widened(w2[k]), widened(w3[k])
                         v4, v5, v6, v7 = widened(w4[k]), widened(w5[k]), widened(w6[k]), widened(w7[k])
                         a0, a1, a2, a3 = a0 + v0 * xsa[k], a1 + v1 * xsa[k], a2 + v2 * xsa[k], a3 + v3 * xsa[k]
                         a4, a5, a6, a7 = a4 + v4 * xsa[k], a5 + v5 * xsa[k], a6 + v6 * xsa[k], a7 + v7 * xsa[k]
                         b0, b1, b2, b3 = b0 + v0 * xsb[k], b1 + v1 * xsb[k], b2 + v2 * xsb[k], b3 + v3 * xsb[k]
                         b4, b5, b6, b7 = b4 + v4 * xsb[k], b5 + v5 * xsb[k], b6 + v6 * xsb[k], b7 + v7 * xsb[k]
-                for k in range(whole, n_in):
-                    v0, v1, v2, v3 = widened(wt[j0, k]), widened(wt[j1, k]), widened(wt[j2, k]), widened(wt[j3, k])
-                    v4, v5, v6, v7 = widened(wt[j4, k]), widened(wt[j5, k]), widened(wt[j6, k]), widened(wt[j7, k])
-                    a0, a1, a2, a3 = a0 + v0 * xa[k], a1 + v1 * xa[k], a2 + v2 * xa[k], a3 + v3 * xa[k]
-                    a4, a5, a6, a7 = a4 + v4 * xa[k], a5 + v5 * xa[k], a6 + v6 * xa[k], a7 + v7 * xa[k]
-                    b0, b1, b2, b3 = b0 + v0 * xb[k], b1 + v1 * xb[k], b2 + v2 * xb[k], b3 + v3 * xb[k]
-                    b4, b5, b6, b7 = b4 + v4 * xb[k], b5 + v5 * xb[k], b6 + v6 * xb[k], b7 + v7 * xb[k]
                 store_group(out[r], j0, stride, stop, (a0, a1, a2, a3, a4, a5, a6, a7))
                 store_group(out[r + 1], j0, stride, stop, (b0, b1, b2, b3, b4, b5, b6, b7))
             if n_rows % 2:  # the last row of an odd count (decoding's single row), alone
                 xr = x[n_rows - 1]
                 t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = np.float32(0)
-                for k0 in range(0, whole, SPAN):
-                    w0, w1 = wt[j0, k0:k0 + SPAN], wt[j1, k0:k0 + SPAN]
-                    w2, w3 = wt[j2, k0:k0 + SPAN], wt[j3, k0:k0 + SPAN]
-                    w4, w5 = wt[j4, k0:k0 + SPAN], wt[j5, k0:k0 + SPAN]
-                    w6, w7 = wt[j6, k0:k0 + SPAN], wt[j7, k0:k0 + SPAN]
-                    xs = xr[k0:k0 + SPAN]
-                    for k in range(SPAN):
+                for k0 in range(0, n_in, SPAN):
+                    span = min(SPAN, n_in - k0)
+                    w0, w1 = wt[j0, k0:k0 + span], wt[j1, k0:k0 + span]
+                    w2, w3 = wt[j2, k0:k0 + span], wt[j3, k0:k0 + span]
+                    w4, w5 = wt[j4, k0:k0 + span], wt[j5, k0:k0 + span]
+                    w6, w7 = wt[j6, k0:k0 + span], wt[j7, k0:k0 + span]
+                    xs = xr[k0:k0 + span]
+                    for k in range(span):
                         t0, t1 = t0 + widened(w0[k]) * xs[k], t1 + widened(w1[k]) * xs[k]
                         t2, t3 = t2 + widened(w2[k]) * xs[k], t3 + widened(w3[k]) * xs[k]
                         t4, t5 = t4 + widened(w4[k]) * xs[k], t5 + widened(w5[k]) * xs[k]
                         t6, t7 = t6 + widened(w6[k]) * xs[k], t7 + widened(w7[k]) * xs[k]
-                for k in range(whole, n_in):
-                    t0, t1 = t0 + widened(wt[j0, k]) * xr[k], t1 + widened(wt[j1, k]) * xr[k]
-                    t2, t3 = t2 + widened(wt[j2, k]) * xr[k], t3 + widened(wt[j3, k]) * xr[k]
-                    t4, t5 = t4 + widened(wt[j4, k]) * xr[k], t5 + widened(wt[j5, k]) * xr[k]
-                    t6, t7 = t6 + widened(wt[j6, k]) * xr[k], t7 + widened(wt[j7, k]) * xr[k]
                 store_group(out[n_rows - 1], j0, stride, stop, (t0, t1, t2, t3, t4, t5, t6, t7))
     return out
 
