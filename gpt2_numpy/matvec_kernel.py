@@ -44,7 +44,8 @@ CACHE_FOLDER = numba_cache.folder("matvec")
 _uncached: list[str] = []
 # rows of wt read at once, each from its own eighth of a thread's piece of wt: 8 streams from memory, pages apart.
 # One core reads 4 streams about 1.3x faster than one (4 adjacent rows are one stream), and 8 a little faster
-# again (docs/performance.md). The loop names each stream's row and sum (j0..j7, t0..t7): GROUP is not a knob
+# again (docs/performance.md: the Xeon; on the AMD EPYC, one stream read in address order is as fast in some
+# minutes and slower in others). The loop names each stream's row and sum (j0..j7, t0..t7): GROUP is not a knob
 GROUP = 8
 # numbers of each row per inner loop (a row's last span may be shorter): the compiler turns the loop into vector
 # instructions. Each span's sums end in adding a vector register's lanes together, so longer spans do less of
