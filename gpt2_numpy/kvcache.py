@@ -226,6 +226,10 @@ class DecodingWeights:
             self.blocks_in_order = {"C": blocks, "F": blocks}  # stored as the kernel reads them, for any run
         self.kernel_blocks_and_head = None  # the weights wrapped for the compiled kernel, once it is here
         self.kernel_is_slower = False  # measured so on this machine: runs stay on NumPy's products
+        # a single sequence's compiled steps read each matrix in matvec_kernel's 8 streams, or row by row in
+        # address order: which is faster depends on the machine, so the first long run times both
+        self.reads_in_order = False
+        self.reading_order_chosen = False
 
     def for_run(self, n_batch, n_new):
         """(blocks, head) for a run of n_batch rows and n_new new tokens. A long run (RELAYOUT_MIN_STEPS
@@ -237,8 +241,25 @@ class DecodingWeights:
         if long_run:
             compiled_matvec.start_loading()
         if n_batch <= KERNEL_MAX_ROWS and self.takes_kernel(long_run):
-            return self.kernel_blocks_and_head
-        return self.numpy_weights(n_batch, long_run)
+            blocks_and_head = self.kernel_blocks_and_head
+        else:
+            blocks_and_head = self.numpy_weights(n_batch, long_run)
+        if n_batch == 1 and n_new >= RELAYOUT_MIN_STEPS:
+            self.choose_reading_order(*blocks_and_head)
+        return blocks_and_head
+
+    def choose_reading_order(self, blocks, head):
+        """Whether compiled steps read the matrices row by row (matvec_kernel.row_in_order) rather than in 8
+        streams: measured once, on the first long run whose blocks the compiled step reads (the kernel's float32
+        copies, or bf16), three pairs of steps, row by row kept only if it was faster in two."""
+        if self.reading_order_chosen or compiled_block_arguments(blocks) is None:
+            return
+        self.reading_order_chosen = True
+        in_order_faster = 0
+        for _ in range(3):  # in pairs, as takes_kernel: the memory's speed drifts from one second to the next
+            streams_seconds = weight_pass_seconds(blocks, head)
+            in_order_faster += weight_pass_seconds(blocks, head, in_order=True) < streams_seconds
+        self.reads_in_order = in_order_faster >= 2
 
     def takes_kernel(self, long_run):
         """Whether runs of a few rows go through the compiled kernel: once it is loaded and a long run comes,
@@ -317,9 +338,9 @@ def with_kernel(params, kernel):
     return blocks, KernelMatrix(params["wte"], kernel, transposed=True)
 
 
-def weight_pass_seconds(blocks, head):
+def weight_pass_seconds(blocks, head, in_order=False):
     """The time of one decoding step for one row through these weights, at one cached position: every block, then
-    the output head. Blocks the compiled kernel reads run as a single sequence's decoding runs them, each in one
+    the output head (`in_order`: compiled blocks read their matrices row by row, step_kernel.block_step). Blocks the compiled kernel reads run as a single sequence's decoding runs them, each in one
     compiled call (step_kernel); blocks for NumPy's products through block_step, their layer norms, attention and
     gelu as NumPy calls. Each way with all its costs: the weights' streaming, which a step's time mostly is, and
     the work around it, which NumPy's many small calls make larger."""
@@ -332,7 +353,7 @@ def weight_pass_seconds(blocks, head):
         from . import step_kernel
 
         for arguments in compiled_blocks:
-            step_kernel.block_step(x[0, 0], arguments, cache[0, 0], cache[1, 0], 0, 1)
+            step_kernel.block_step(x[0, 0], arguments, cache[0, 0], cache[1, 0], 0, 1, in_order)
     else:
         mask = np.zeros((1, 1, 1, 1), np.float32)  # [n_batch, 1, n_seq, n_cached]: the one position sees itself
         for block in blocks:
@@ -491,7 +512,8 @@ class KVDecoder:
         p = self.weights.params
         x = np.array(p["wte"][token] + p["wpe"][self.start], np.float32)  # [n_embd]: no padding in one sequence
         for arguments, (keys, values) in zip(self.compiled_blocks, self.caches):
-            step_kernel.block_step(x, arguments, keys[0], values[0], self.start, self.n_head)  # x changed in place
+            step_kernel.block_step(x, arguments, keys[0], values[0], self.start, self.n_head,  # x changed in place
+                                   self.weights.reads_in_order)
         self.start += 1
         return layer_norm(x[None], **p["ln_f"]) @ self.head  # [1, n_embd] -> [1, n_vocab]
 

@@ -18,6 +18,10 @@ matrices exactly as they are stored, with no copy:
   stream (and short: a bf16 row of 768 numbers is 1.5 kB). So arranged, with no prefetch hints, it reads float32
   about as fast as OpenBLAS (docs/performance.md). wt may also hold bf16 numbers (their uint16 bits, as
   :mod:`gpt2_numpy.half` stores them), widened to float32 in registers (:func:`widened`): the same loop for both.
+- :func:`row_in_order`: the same product for one row of x, each thread reading its pieces of wt a whole row at
+  a time, in address order: one stream a thread. Which of the two orders reads faster depends on the machine
+  (the Xeon of docs/performance.md reads faster in 8 streams, the AMD EPYC row by row: bf16 1.1-1.24x), so a
+  decoder times a step both ways and keeps the faster (:func:`product` takes the choice).
 
 Both read each weight once whatever the number of rows, but each row's multiply-adds are its own, and they
 catch up with the memory after a row or two. rows_times_transposed takes the rows of x two at a time, so that a
@@ -168,6 +172,31 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
     return out
 
 
+@_compiled
+def row_in_order(x, wt, out, n_chunks):  # x [1, n_in] @ wt.T, wt [n_out, n_in] -> out [1, n_out]
+    # one stream a thread, as ggml reads; the decoder times it against the 8 streams
+    # (kvcache.DecodingWeights.choose_reading_order)
+    n_in = x.shape[1]
+    n_out = wt.shape[0]
+    chunk = (n_out + n_chunks - 1) // n_chunks
+    xr, o = x[0], out[0]
+    for c in prange((n_out + chunk - 1) // chunk):
+        for j in range(c * chunk, min(n_out, (c + 1) * chunk)):
+            w = wt[j]
+            total = np.float32(0)
+            for k in range(n_in):
+                total += widened(w[k]) * xr[k]
+            o[j] = total
+    return out
+
+
+@_serial
+def product(x, wt, out, n_chunks, in_order):  # x [n_rows, n_in] @ wt.T -> out; in_order: row_in_order for 1 row
+    if in_order and x.shape[0] == 1:
+        return row_in_order(x, wt, out, n_chunks)
+    return rows_times_transposed(x, wt, out, n_chunks)
+
+
 @_serial
 def group_rows(j0, stride, stop):  # the group's other rows: j0 + stride, j0 + 2 * stride, .. (at most stop - 1)
     last = stop - 1
@@ -194,11 +223,11 @@ def times(rows, w):  # [n_rows, n_in] @ [n_in, n_out] -> [n_rows, n_out]
     return rows_times_matrix(np.ascontiguousarray(rows, np.float32), read_only(w), out, numba.get_num_threads())
 
 
-def times_transposed(rows, wt):  # [n_rows, n_in] @ [n_out, n_in].T -> [n_rows, n_out]
-    """``rows @ wt.T`` by :func:`rows_times_transposed` on every thread of numba's pool; wt float32, or bf16 bits
-    (uint16) whose products are summed in float32."""
+def times_transposed(rows, wt, *, in_order=False):  # [n_rows, n_in] @ [n_out, n_in].T -> [n_rows, n_out]
+    """``rows @ wt.T`` by :func:`rows_times_transposed` (or, for one row and ``in_order``, :func:`row_in_order`)
+    on every thread of numba's pool; wt float32, or bf16 bits (uint16) whose products are summed in float32."""
     out = np.empty((rows.shape[0], wt.shape[0]), np.float32)
-    return rows_times_transposed(np.ascontiguousarray(rows, np.float32), read_only(wt), out, n_chunks())
+    return product(np.ascontiguousarray(rows, np.float32), read_only(wt), out, n_chunks(), in_order)
 
 
 def _warm_up() -> None:
@@ -209,6 +238,7 @@ def _warm_up() -> None:
     w = np.arange(12, dtype=np.float32).reshape(3, 4)
     assert (times(x, w) == x @ w).all()
     assert (times_transposed(x, np.ascontiguousarray(w.T)) == x @ w).all()
+    assert (times_transposed(x[:1], np.ascontiguousarray(w.T), in_order=True) == x[:1] @ w).all()
 
 
 def read_only(array: np.ndarray) -> np.ndarray:

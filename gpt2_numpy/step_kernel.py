@@ -26,7 +26,7 @@ from numba import prange
 from tokenizer import numba_cache
 
 from . import matvec_kernel
-from .matvec_kernel import rows_times_transposed
+from .matvec_kernel import product
 
 _uncached: list[str] = []
 LAYER_NORM_EPS = np.float32(1e-5)  # model.layer_norm's
@@ -44,9 +44,10 @@ def _compiled_on_every_core(function):  # its prange loop shared out among numba
 
 @_compiled
 def block_step_one(x, ln_1_g, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj_b, ln_2_g, ln_2_b, c_fc_w, c_fc_b,
-                   mlp_proj_w, mlp_proj_b, keys, values, start, n_head, n_chunks):  # x [n_embd], changed in place
+                   mlp_proj_w, mlp_proj_b, keys, values, start, n_head, n_chunks, in_order):  # x [n_embd], in place
     """One block on one new position: x += attention(ln_1(x)); x += mlp(ln_2(x)). The position's key and value go
-    into keys, values [n_head, n_max, d] at column `start`; it attends to columns 0..start. Weights [n_out, n_in]."""
+    into keys, values [n_head, n_max, d] at column `start`; it attends to columns 0..start. Weights [n_out, n_in],
+    read in matvec_kernel's order of 8 streams, or row by row where `in_order` (matvec_kernel.row_in_order)."""
     n_embd = x.shape[0]
     normed = np.empty((1, n_embd), np.float32)
     qkv = np.empty((1, 3 * n_embd), np.float32)
@@ -54,17 +55,17 @@ def block_step_one(x, ln_1_g, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj
     projected = np.empty((1, n_embd), np.float32)
     hidden = np.empty((1, 4 * n_embd), np.float32)
     layer_norm(x, ln_1_g, ln_1_b, normed[0])
-    rows_times_transposed(normed, c_attn_w, qkv, n_chunks)  # [1, n_embd] -> [1, 3*n_embd]
+    product(normed, c_attn_w, qkv, n_chunks, in_order)  # [1, n_embd] -> [1, 3*n_embd]
     add(qkv[0], c_attn_b)
     cached_attention(qkv[0], keys, values, start, n_head, attended[0])
-    rows_times_transposed(attended, attn_proj_w, projected, n_chunks)  # [1, n_embd] -> [1, n_embd]
+    product(attended, attn_proj_w, projected, n_chunks, in_order)  # [1, n_embd] -> [1, n_embd]
     add(projected[0], attn_proj_b)
     add(x, projected[0])
     layer_norm(x, ln_2_g, ln_2_b, normed[0])
-    rows_times_transposed(normed, c_fc_w, hidden, n_chunks)  # [1, n_embd] -> [1, 4*n_embd]
+    product(normed, c_fc_w, hidden, n_chunks, in_order)  # [1, n_embd] -> [1, 4*n_embd]
     add(hidden[0], c_fc_b)
     gelu(hidden[0])
-    rows_times_transposed(hidden, mlp_proj_w, projected, n_chunks)  # [1, 4*n_embd] -> [1, n_embd]
+    product(hidden, mlp_proj_w, projected, n_chunks, in_order)  # [1, 4*n_embd] -> [1, n_embd]
     add(projected[0], mlp_proj_b)
     add(x, projected[0])
 
@@ -116,9 +117,9 @@ def add(a, b):  # a += b, [n] each
         a[i] += b[i]
 
 
-def block_step(x, arguments, keys, values, start, n_head):  # x [n_embd], changed in place
+def block_step(x, arguments, keys, values, start, n_head, in_order=False):  # x [n_embd], changed in place
     """:func:`block_step_one` with a block's :func:`block_arguments`; keys, values [n_head, n_max, d]."""
-    block_step_one(x, *arguments, keys, values, start, n_head, matvec_kernel.n_chunks())
+    block_step_one(x, *arguments, keys, values, start, n_head, matvec_kernel.n_chunks(), in_order)
 
 
 def block_arguments(block, rows_of):
@@ -153,7 +154,7 @@ def warm_up(weight_dtype) -> None:
                      "c_proj": {"w": np.zeros((n_embd, 4 * n_embd), weight_dtype), "b": np.zeros(n_embd)}}}
     cache = np.zeros((2, n_head, 1, n_embd // n_head), np.float32)
     x = np.ones(n_embd, np.float32)
-    block_step_one(x, *block_arguments(block, lambda w: w), cache[0], cache[1], 0, n_head, 1)
+    block_step_one(x, *block_arguments(block, lambda w: w), cache[0], cache[1], 0, n_head, 1, False)
 
 
 def is_cached_on_disk() -> bool:

@@ -138,9 +138,12 @@ def test_bf16_decoding_equals_float32_decoding_of_the_rounded_weights(params, bf
     assert np.allclose(ours.decode([11]), theirs.decode([11]), rtol=1e-4, atol=1e-4)
 
 
-def test_a_single_bf16_sequence_decodes_through_the_compiled_step(params, bf16_weights):
-    """One sequence decodes each block in one compiled call (gpt2_numpy/step_kernel.py) on the bf16 rows: the
-    same tokens as the float32 decoder on the rounded weights, and logits equal to float32 rounding."""
+@pytest.mark.parametrize("in_order", [False, True])
+def test_a_single_bf16_sequence_decodes_through_the_compiled_step(params, bf16_weights, monkeypatch, in_order):
+    """One sequence decodes each block in one compiled call (gpt2_numpy/step_kernel.py) on the bf16 rows, reading
+    them in either order (8 streams, or row by row): the same tokens as the float32 decoder on the rounded
+    weights, and logits equal to float32 rounding."""
+    monkeypatch.setattr(bf16_weights, "reads_in_order", in_order)
     rounded = kvcache.DecodingWeights(half.rounded_params(params))
     prompt = [1, 2, 3, 4, 5]
     assert kvcache.generate(prompt, bf16_weights, N_HEAD, 24) == kvcache.generate(prompt, rounded, N_HEAD, 24)

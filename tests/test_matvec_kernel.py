@@ -74,6 +74,8 @@ def test_the_products_equal_numpys_on_rows_short_and_long(kernel, dtype, n_in, n
     expected = x.astype(np.float64) @ widened.T.astype(np.float64)
     bound = 1e-5 * (np.abs(x).astype(np.float64) @ np.abs(widened).T.astype(np.float64))
     assert (np.abs(kernel.times_transposed(x, wt) - expected) <= bound).all()
+    # one row read row by row, the other order (matvec_kernel.row_in_order)
+    assert (np.abs(kernel.times_transposed(x[:1], wt, in_order=True) - expected[:1]) <= bound[:1]).all()
 
 
 def test_a_kernel_matrix_is_what_model_linear_multiplies(kernel):
@@ -177,6 +179,7 @@ def test_unforced_the_kernel_is_taken_only_if_measured_faster(kernel, params, mo
 
     monkeypatch.setattr(kvcache, "weight_pass_seconds", pass_seconds)
     weights = kvcache.DecodingWeights(params)
+    weights.reading_order_chosen = True  # (the kernel's reading order, timed after this choice: the next test)
     blocks, head = weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
     assert timed == [True, False] * 3  # in pairs, both ways, three times
     assert isinstance(head, kvcache.KernelMatrix) == kernel_faster
@@ -188,6 +191,37 @@ def test_unforced_the_kernel_is_taken_only_if_measured_faster(kernel, params, mo
     assert kvcache.generate(PROMPT, weights, N_HEAD, 6) == model.generate_reference(PROMPT, params, N_HEAD, 6)
 
 
+@pytest.mark.parametrize("in_order_wins", [(True, True, False), (False, True, False)])
+def test_the_first_long_run_times_both_reading_orders_and_keeps_the_faster(kernel_on, params, monkeypatch,
+                                                                            in_order_wins):
+    """A single sequence's compiled steps read the matrices in 8 streams or row by row: the first long run on weights
+    the compiled step reads times a step both ways, in three alternated pairs, and keeps row by row only if it won
+    two; later runs reuse the choice, and decoding through either equals the full recompute."""
+    weights = kernel_weights(params)  # (its long run chose already, for real: choose again under the stub)
+    weights.reading_order_chosen = False
+    timed = []
+
+    def pass_seconds(blocks, head, in_order=False):
+        timed.append(in_order)
+        return (1.0 if in_order_wins[timed.count(True) - 1] else 2.0) if in_order else 1.5
+
+    monkeypatch.setattr(kvcache, "weight_pass_seconds", pass_seconds)
+    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert timed == [False, True] * 3
+    assert weights.reads_in_order == (sum(in_order_wins) >= 2)
+    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert len(timed) == 6  # measured once
+    assert kvcache.generate(PROMPT, weights, N_HEAD, 6) == model.generate_reference(PROMPT, params, N_HEAD, 6)
+
+
+def test_numpys_weights_are_not_timed_for_a_reading_order(params, monkeypatch):
+    monkeypatch.setenv("GPT2_COMPILED_MATVEC", "0")
+    monkeypatch.setattr(kvcache, "weight_pass_seconds", lambda *args, **kwargs: pytest.fail("timed"))
+    weights = kvcache.DecodingWeights(params)
+    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert not weights.reads_in_order
+
+
 def test_a_pass_over_the_weights_takes_both_kinds_of_weights(kernel):
     params = random_params(n_vocab=500)
     weights = kvcache.DecodingWeights(params)
@@ -197,8 +231,9 @@ def test_a_pass_over_the_weights_takes_both_kinds_of_weights(kernel):
 
 # ------------------------------------------------------------------ a single sequence's step, compiled
 @settings(max_examples=FUZZ_SHARE, deadline=None)
-@given(n_head=st.integers(1, 4), head_size=st.integers(1, 40), start=st.integers(0, 20), seed=st.integers(0, 2**32 - 1))
-def test_a_compiled_block_step_equals_block_step(kernel, n_head, head_size, start, seed):
+@given(n_head=st.integers(1, 4), head_size=st.integers(1, 40), start=st.integers(0, 20), seed=st.integers(0, 2**32 - 1),
+       in_order=st.booleans())
+def test_a_compiled_block_step_equals_block_step(kernel, n_head, head_size, start, seed, in_order):
     """step_kernel.block_step (one position, one sequence) against kvcache.block_step, its readable twin: the same
     new state and the same key and value written at column `start`, to float32 rounding; no other column touched."""
     from gpt2_numpy import step_kernel
@@ -213,20 +248,22 @@ def test_a_compiled_block_step_equals_block_step(kernel, n_head, head_size, star
     theirs = kvcache.block_step(x, **block, n_head=n_head, mask=mask, cache=tuple(theirs_cache), start=start)[0, 0]
     ours = x[0, 0].copy()
     arguments = step_kernel.block_arguments(block, lambda w: np.ascontiguousarray(w.T))  # [n_out, n_in], as decoding
-    step_kernel.block_step(ours, arguments, ours_cache[0, 0], ours_cache[1, 0], start, n_head)
+    step_kernel.block_step(ours, arguments, ours_cache[0, 0], ours_cache[1, 0], start, n_head, in_order)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-5 * max(1.0, np.abs(theirs).max()))
     np.testing.assert_allclose(ours_cache, theirs_cache, rtol=0, atol=1e-5 * max(1.0, np.abs(theirs_cache).max()))
     untouched = np.arange(start + 2) != start
     assert np.array_equal(ours_cache[:, :, :, untouched], cache[:, :, :, untouched])
 
 
-def test_a_single_sequence_decodes_each_block_in_one_compiled_call(kernel_on, params, monkeypatch):
+@pytest.mark.parametrize("in_order", [False, True])
+def test_a_single_sequence_decodes_each_block_in_one_compiled_call(kernel_on, params, monkeypatch, in_order):
     """One sequence on the kernel's weights decodes through step_kernel, one call per block per token, and its
     logits equal the full recompute's, also around extend() and rollback() (speculative decoding's verifying),
     which run on kvcache's own layers and share the cache. A batch of two sequences does not take it."""
     from gpt2_numpy import step_kernel
 
     weights = kernel_weights(params)
+    weights.reads_in_order = in_order  # either reading order of the matrices
     calls = []
     block_step = step_kernel.block_step
     monkeypatch.setattr(step_kernel, "block_step", lambda *args: calls.append(1) or block_step(*args))
