@@ -10,6 +10,7 @@ Per size it prints:
 - ms/token of greedy decoding (after the prompt's prefill) with kvcache.DecodingWeights in f32 (the plain NumPy
   path), in bf16, and in f32 through the same compiled kernel (float32 weights stored as the kernel reads them),
   rounds alternated, and the ratios f32 / bf16 (the target: >= 1.7) and f32 / f32-kernel, with their spread;
+  the two kernel engines read their matrices in the order a long run picks (8 streams or row by row, timed);
 - a prompt's first pass (its prefill, to the first token's logits), ms, for prompts of --prompt-lengths tokens, f32
   against bf16, rounds alternated: many rows at once, where bf16 widens its weights for NumPy's float32 product;
 - the weights' read rate of the products alone (every matrix of the model once, one activation row: what a
@@ -163,6 +164,10 @@ def main():
         engines = {"f32": kvcache.DecodingWeights(params), "bf16": kvcache.DecodingWeights(params, dtype="bf16"),
                    "f32 kernel": f32_kernel_weights(params)}
         print(f"\n{size}: weights prepared in {time.perf_counter() - start:.1f} s (bf16 converted in memory)")
+        for name in ("bf16", "f32 kernel"):  # as a long run does first: time both reading orders, keep the faster
+            engines[name].for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+        print("  reading order (a long run's choice): " + ", ".join(
+            f"{name} {'row by row' if engines[name].reads_in_order else '8 streams'}" for name in ("bf16", "f32 kernel")))
         prompt = text_ids[:32]
         for weights in engines.values():  # warm-up: page in, compile, make the f32 relayout copies
             ms_per_token(weights, n_head, prompt, args.tokens)
