@@ -166,8 +166,9 @@ def main():
         print(f"\n{size}: weights prepared in {time.perf_counter() - start:.1f} s (bf16 converted in memory)")
         for name in ("bf16", "f32 kernel"):  # as a long run does first: time both reading orders, keep the faster
             engines[name].for_run(1, kvcache.RELAYOUT_MIN_STEPS)
-        print("  reading order (a long run's choice): " + ", ".join(
-            f"{name} {'row by row' if engines[name].reads_in_order else '8 streams'}" for name in ("bf16", "f32 kernel")))
+        orders = {name: "row by row" if engines[name].reads_in_order else "8 streams"
+                  for name in ("bf16", "f32 kernel")}
+        print("  reading order (a long run's choice): " + ", ".join(f"{n} {order}" for n, order in orders.items()))
         prompt = text_ids[:32]
         for weights in engines.values():  # warm-up: page in, compile, make the f32 relayout copies
             ms_per_token(weights, n_head, prompt, args.tokens)

@@ -1,14 +1,14 @@
 """The compiled products behind 16-bit weights: bf16 weights times float32 activations, summed in float32.
 
-Only :mod:`gpt2_numpy.half` imports this module, and only when numba is installed (the ``half`` extra). The
-products are the decoder's matrix-vector loop (:func:`gpt2_numpy.matvec_kernel.rows_times_transposed`), which
-reads bf16 weights as readily as float32 ones: bf16 is the top half of a float32, so widening a weight is a
-16-bit shift and a reinterpretation of the bits, done in registers as the weight is used (widening each row
-into a buffer first and reading that back ran at half the speed). A single sequence's decoding step runs the
-same loop inside :mod:`gpt2_numpy.step_kernel`, whose bf16 variant :func:`warm_up` readies too. Numba compiles
-each function on its first call (the loop over output rows runs on every core) and keeps the machine code on
-disk, so only the first process on a machine compiles (several seconds: :func:`gpt2_numpy.half.load_kernel` says
-so while it happens) and later ones load it.
+Only :mod:`gpt2_numpy.half` imports this module, and only when numba is installed (the ``half`` extra). The products
+are the decoder's matrix-vector loop (:func:`gpt2_numpy.matvec_kernel.rows_times_transposed`), which reads bf16
+weights as readily as float32 ones: bf16 is the top half of a float32, so widening a weight is a 16-bit shift and a
+reinterpretation of the bits, done in registers as the weight is used (widening each row into a buffer first and
+reading that back ran at half the speed). A single sequence's decoding step runs that loop (or its row-by-row twin,
+where the decoder measured it faster) inside :mod:`gpt2_numpy.step_kernel`, whose bf16 variant :func:`warm_up`
+readies too. Numba compiles each function on its first call (the loop over output rows runs on every core) and keeps
+the machine code on disk, so only the first process on a machine compiles (several seconds:
+:func:`gpt2_numpy.half.load_kernel` says so while it happens) and later ones load it.
 
 A weight matrix arrives as ``rows``: [n_out, n_in], the transpose of model.py's [n_in, n_out] ``w``, so that each
 output reads contiguous rows of weights.

@@ -257,6 +257,7 @@ class DecodingWeights:
         self.reading_order_chosen = True
         in_order_faster = 0
         for _ in range(3):  # in pairs, as takes_kernel: the memory's speed drifts from one second to the next
+            blas_threads.stop_idle_threads()  # NumPy's products may have run just before (takes_kernel's)
             streams_seconds = weight_pass_seconds(blocks, head)
             in_order_faster += weight_pass_seconds(blocks, head, in_order=True) < streams_seconds
         self.reads_in_order = in_order_faster >= 2
@@ -339,11 +340,12 @@ def with_kernel(params, kernel):
 
 
 def weight_pass_seconds(blocks, head, in_order=False):
-    """The time of one decoding step for one row through these weights, at one cached position: every block, then
-    the output head (`in_order`: compiled blocks read their matrices row by row, step_kernel.block_step). Blocks the compiled kernel reads run as a single sequence's decoding runs them, each in one
-    compiled call (step_kernel); blocks for NumPy's products through block_step, their layer norms, attention and
-    gelu as NumPy calls. Each way with all its costs: the weights' streaming, which a step's time mostly is, and
-    the work around it, which NumPy's many small calls make larger."""
+    """The time of one decoding step for one row through these weights, at one cached position: every block, then the
+    output head. Blocks the compiled kernel reads run as a single sequence's decoding runs them, each in one
+    compiled call (step_kernel; `in_order`: reading their matrices row by row, else in 8 streams); blocks for
+    NumPy's products through block_step, their layer norms, attention and gelu as NumPy calls. Each way with all its
+    costs: the weights' streaming, which a step's time mostly is, and the work around it, which NumPy's many small
+    calls make larger."""
     n_embd = head.shape[0]
     x = np.ones((1, 1, n_embd), np.float32)  # [n_batch, n_seq, n_embd]
     compiled_blocks = compiled_block_arguments(blocks)

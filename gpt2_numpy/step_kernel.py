@@ -1,12 +1,12 @@
 """A decoding step of one sequence through one block, compiled: kvcache.block_step for a single new position.
 
 Decoding a token for one sequence runs each block on one position: two layer norms, four products, attention over
-the cached positions and gelu. In NumPy that is about thirty small calls per block, each costing Python and
-NumPy a few microseconds on arrays of a few thousand numbers, while the second core waits: at 355M, about a
-tenth of a token's time (docs/performance.md). Here :func:`block_step_one` does the whole block in one call, in
-the same order and with the same formulas as model.py's layers, its products on matvec_kernel's loop (float32
-or bf16 weights) and attention one head per thread. It exists only for speed: kvcache's ``block_step`` is the
-readable one, and the tests hold the two equal (to float32 rounding).
+the cached positions and gelu. In NumPy that is about thirty small calls per block, each costing Python and NumPy a
+few microseconds on arrays of a few thousand numbers, while the second core waits: at 355M, about a tenth of a
+token's time (docs/performance.md). Here :func:`block_step_one` does the whole block in one call, in the same order
+and with the same formulas as model.py's layers, its products on matvec_kernel's loops (float32 or bf16 weights,
+read in 8 streams or row by row: ``in_order``) and attention one head per thread. It exists only for speed:
+kvcache's ``block_step`` is the readable one, and the tests hold the two equal (to float32 rounding).
 
 A block's arguments are built once per decoder (:func:`block_arguments`): every weight matrix [n_out, n_in] as
 the kernel reads it (read-only views, so that float32 and bf16 weights each compile once whatever their
