@@ -134,9 +134,10 @@ def test_compiled_steps_stop_openblas_idle_threads_first_and_after_numpys_produc
     positions (NumPy's products); no other step does."""
     from gpt2_numpy import blas_threads
 
+    weights = kernel_weights(params)  # (its measuring, which ends them too, done first)
     stops = []
     monkeypatch.setattr(blas_threads, "stop_idle_threads", lambda: stops.append(1) or True)
-    decoder = kvcache.KVDecoder([PROMPT], kernel_weights(params), N_HEAD, 2 * kvcache.KERNEL_MAX_ROWS + 6)
+    decoder = kvcache.KVDecoder([PROMPT], weights, N_HEAD, 2 * kvcache.KERNEL_MAX_ROWS + 6)
     assert decoder.compiled_blocks is not None
     decoder.prefill()
     assert stops == []
