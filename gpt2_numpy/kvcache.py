@@ -226,8 +226,8 @@ class DecodingWeights:
             self.blocks_in_order = {"C": blocks, "F": blocks}  # stored as the kernel reads them, for any run
         self.kernel_blocks_and_head = None  # the weights wrapped for the compiled kernel, once it is here
         self.kernel_is_slower = False  # measured so on this machine: runs stay on NumPy's products
-        # a single sequence's compiled steps read each matrix in matvec_kernel's 8 streams, or row by row in
-        # address order: which is faster depends on the machine, so the first long run times both
+        # a single sequence's compiled steps read each matrix (and the head) in matvec_kernel's 8 streams, or in
+        # address order (row_in_order): which is faster depends on the machine, so the first long run times both
         self.reads_in_order = False
         self.reading_order_chosen = False
 
@@ -249,9 +249,9 @@ class DecodingWeights:
         return blocks_and_head
 
     def choose_reading_order(self, blocks, head):
-        """Whether compiled steps read the matrices row by row (matvec_kernel.row_in_order) rather than in 8
-        streams: measured once, on the first long run whose blocks the compiled step reads (the kernel's float32
-        copies, or bf16), three pairs of steps, row by row kept only if it was faster in two."""
+        """Whether compiled steps read the matrices and the head in address order (matvec_kernel.row_in_order)
+        rather than in 8 streams: measured once, on the first long run whose blocks the compiled step reads (the
+        kernel's float32 copies, or bf16), three pairs of steps, address order kept only if it was faster in two."""
         if self.reading_order_chosen or compiled_block_arguments(blocks) is None:
             return
         self.reading_order_chosen = True
@@ -342,10 +342,10 @@ def with_kernel(params, kernel):
 def weight_pass_seconds(blocks, head, in_order=False):
     """The time of one decoding step for one row through these weights, at one cached position: every block, then the
     output head. Blocks the compiled kernel reads run as a single sequence's decoding runs them, each in one
-    compiled call (step_kernel; `in_order`: reading their matrices row by row, else in 8 streams); blocks for
-    NumPy's products through block_step, their layer norms, attention and gelu as NumPy calls. Each way with all its
-    costs: the weights' streaming, which a step's time mostly is, and the work around it, which NumPy's many small
-    calls make larger."""
+    compiled call (step_kernel; `in_order`: their matrices and the head read in address order, else in 8 streams);
+    blocks for NumPy's products through block_step, their layer norms, attention and gelu as NumPy calls. Each way
+    with all its costs: the weights' streaming, which a step's time mostly is, and the work around it, which
+    NumPy's many small calls make larger."""
     n_embd = head.shape[0]
     x = np.ones((1, 1, n_embd), np.float32)  # [n_batch, n_seq, n_embd]
     compiled_blocks = compiled_block_arguments(blocks)
@@ -356,12 +356,21 @@ def weight_pass_seconds(blocks, head, in_order=False):
 
         for arguments in compiled_blocks:
             step_kernel.block_step(x[0, 0], arguments, cache[0, 0], cache[1, 0], 0, 1, in_order)
+        compiled_head(x[0], head, in_order)  # [1, n_vocab]
     else:
         mask = np.zeros((1, 1, 1, 1), np.float32)  # [n_batch, 1, n_seq, n_cached]: the one position sees itself
         for block in blocks:
             block_step(x, **block, n_head=1, mask=mask, cache=tuple(cache), start=0)
-    x[0] @ head  # [1, n_vocab]
+        x[0] @ head  # [1, n_vocab]
     return time.perf_counter() - start
+
+
+def compiled_head(x, head, in_order):  # [1, n_embd] -> [1, n_vocab]
+    """The output head after a single sequence's compiled blocks: wte's rows (head.rows, float32 or bf16) read in
+    the same order as the blocks' matrices."""
+    from . import matvec_kernel  # (numba is loaded: compiled blocks exist only once a kernel is)
+
+    return matvec_kernel.times_transposed(x, head.rows, in_order=in_order)
 
 
 def compiled_block_arguments(blocks):
@@ -517,7 +526,7 @@ class KVDecoder:
             step_kernel.block_step(x, arguments, keys[0], values[0], self.start, self.n_head,  # x changed in place
                                    self.weights.reads_in_order)
         self.start += 1
-        return layer_norm(x[None], **p["ln_f"]) @ self.head  # [1, n_embd] -> [1, n_vocab]
+        return compiled_head(layer_norm(x[None], **p["ln_f"]), self.head, self.weights.reads_in_order)
 
     def extend(self, new_tokens):  # [n_batch, n_seq] ids -> [n_batch, n_seq, n_vocab]
         """decode() for several new positions per row in one pass over the weights, returning every one's

@@ -5,7 +5,7 @@ the cached positions and gelu. In NumPy that is about thirty small calls per blo
 few microseconds on arrays of a few thousand numbers, while the second core waits: at 355M, about a tenth of a
 token's time (docs/performance.md). Here :func:`block_step_one` does the whole block in one call, in the same order
 and with the same formulas as model.py's layers, its products on matvec_kernel's loops (float32 or bf16 weights,
-read in 8 streams or row by row: ``in_order``) and attention one head per thread. It exists only for speed:
+read in 8 streams or in address order: ``in_order``) and attention one head per thread. It exists only for speed:
 kvcache's ``block_step`` is the readable one, and the tests hold the two equal (to float32 rounding).
 
 A block's arguments are built once per decoder (:func:`block_arguments`): every weight matrix [n_out, n_in] as
@@ -47,7 +47,7 @@ def block_step_one(x, ln_1_g, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj
                    mlp_proj_w, mlp_proj_b, keys, values, start, n_head, n_chunks, in_order):  # x [n_embd], in place
     """One block on one new position: x += attention(ln_1(x)); x += mlp(ln_2(x)). The position's key and value go
     into keys, values [n_head, n_max, d] at column `start`; it attends to columns 0..start. Weights [n_out, n_in],
-    read in matvec_kernel's order of 8 streams, or row by row where `in_order` (matvec_kernel.row_in_order)."""
+    read in matvec_kernel's order of 8 streams, or in address order where `in_order` (matvec_kernel.row_in_order)."""
     n_embd = x.shape[0]
     normed = np.empty((1, n_embd), np.float32)
     qkv = np.empty((1, 3 * n_embd), np.float32)

@@ -50,7 +50,8 @@ def test_the_products_equal_numpys(kernel, n_rows, n_in, n_out, seed, writeable)
         w, wt = read_only(w), read_only(wt)
     expected = x.astype(np.float64) @ w.astype(np.float64)
     bound = 1e-5 * (np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64)) + 1e-30
-    for ours in (kernel.times(x, w), kernel.times_transposed(x, wt)):
+    # in_order: one row read in address order (matvec_kernel.row_in_order); more rows, in 8 streams as without it
+    for ours in (kernel.times(x, w), kernel.times_transposed(x, wt), kernel.times_transposed(x, wt, in_order=True)):
         assert ours.dtype == np.float32 and ours.shape == (n_rows, n_out)
         assert (np.abs(ours - expected) <= bound).all()
 
@@ -74,7 +75,8 @@ def test_the_products_equal_numpys_on_rows_short_and_long(kernel, dtype, n_in, n
     expected = x.astype(np.float64) @ widened.T.astype(np.float64)
     bound = 1e-5 * (np.abs(x).astype(np.float64) @ np.abs(widened).T.astype(np.float64))
     assert (np.abs(kernel.times_transposed(x, wt) - expected) <= bound).all()
-    # one row read row by row, the other order (matvec_kernel.row_in_order)
+    # one row read in address order, the other order (matvec_kernel.row_in_order): float32 rows four side by side,
+    # a piece's last 1-3 rows (of 7, 10, 32 or fewer rows) one at a time, as every bf16 row
     assert (np.abs(kernel.times_transposed(x[:1], wt, in_order=True) - expected[:1]) <= bound[:1]).all()
 
 
