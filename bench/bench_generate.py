@@ -197,8 +197,10 @@ def worker_ceiling(args):
     if kernel is not None:  # on the copies the decoder gives it: each matrix stored [n_out, n_in]
         # timed before OpenBLAS's products: after them, OpenBLAS's idle threads spin on the cores for a while
         stored = [np.ascontiguousarray(w.T) for w in matrices]
-        best["gemv_kernel"] = nbytes / best_seconds(
-            lambda: [kernel.times_transposed(x[wt.shape[1]], wt) for wt in stored], args.repeats + 2)
+        for name, in_order in (("gemv_kernel", False), ("gemv_kernel_in_order", True)):  # both reading orders
+            best[name] = nbytes / best_seconds(
+                lambda: [kernel.times_transposed(x[wt.shape[1]], wt, in_order=in_order) for wt in stored],
+                args.repeats + 2)
         del stored
     best["gemv_openblas"] = nbytes / best_seconds(lambda: [x[w.shape[0]] @ w for w in matrices], args.repeats + 2)
     return {name: value / 1e9 for name, value in best.items()}
