@@ -258,6 +258,24 @@ def test_a_compiled_block_step_equals_block_step(kernel, n_head, head_size, star
     assert np.array_equal(ours_cache[:, :, :, untouched], cache[:, :, :, untouched])
 
 
+def test_the_compiled_gelu_is_model_gelu(kernel):
+    """step_kernel.gelu computes 0.5 * v * (1 + tanh(u)) as v / (1 + exp(-2u)): the same function, to float32
+    rounding, across GPT-2's range of activations and past it (0, both tails, overflowing v**3, infinities)."""
+    from gpt2_numpy import step_kernel
+
+    v = np.concatenate([np.linspace(-12, 12, 4001), [0.0, -0.0, 1e-30, -1e-30, 40.0, -40.0, 1e13, -1e13],
+                        [np.inf, -np.inf]]).astype(np.float32)
+    ours = v.copy()
+    step_kernel.gelu(ours)
+    with np.errstate(over="ignore", invalid="ignore"):
+        theirs = model.gelu(v.astype(np.float64))
+    finite = np.isfinite(theirs)
+    # float32 rounding: of the result, and of (1 + tanh(u)) beside 1 in model.gelu (|v| * 6e-8 where gelu is tiny)
+    bound = 1e-6 * np.abs(theirs[finite]) + 6e-8 * np.abs(v[finite])
+    assert (np.abs(ours[finite] - theirs[finite]) <= bound).all()
+    assert ours[v == np.inf] == np.inf and np.isnan(ours[v == -np.inf]) == np.isnan(theirs[v == -np.inf])
+
+
 @pytest.mark.parametrize("in_order", [False, True])
 def test_a_single_sequence_decodes_each_block_in_one_compiled_call(kernel_on, params, monkeypatch, in_order):
     """One sequence on the kernel's weights decodes through step_kernel, one call per block per token, and its
