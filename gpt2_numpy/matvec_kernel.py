@@ -21,7 +21,7 @@ matrices exactly as they are stored, with no copy:
 - :func:`row_in_order`: the same product for one row of x, each thread reading its pieces of wt in address
   order, float32 rows 4 side by side (as llamafile's tiles in ggml read them; bf16 rows one at a time): one
   stream a thread. Which of the two orders reads faster depends on the machine (the AMD EPYC of
-  docs/performance.md reads float32 1.1-1.3x faster in order, and bf16 1.1-1.24x; the Xeon read bf16 faster in 8
+  docs/performance.md reads float32 1.1-1.3x faster in order, and bf16 1.1-1.36x; the Xeon read bf16 faster in 8
   streams), so a decoder times a step both ways and keeps the faster (:func:`product` takes the choice).
 
 Both read each weight once whatever the number of rows, but each row's multiply-adds are its own, and they
@@ -204,9 +204,9 @@ def row_in_order(x, wt, out, n_chunks):  # x [1, n_in] @ wt.T, wt [n_out, n_in] 
 
 def rows_side_by_side(wt):
     """How many adjacent rows of wt row_in_order reads at once: 4 of float32, 1 of bf16. Four float32 rows
-    read side by side stream 1.05-1.3x faster than one at a time (and than the 8 streams), as llamafile's tiles
-    in ggml read them; for bf16, whose weights are widened as they are read, four rows at once run at 0.8x of one
-    row at a time, which keeps up with the memory (docs/performance.md)."""
+    read side by side stream 1.04-1.36x as fast as one at a time on the AMD EPYC (and than the 8 streams), as
+    llamafile's tiles in ggml read them; bf16 rows, whose weights are widened as they are read, four at once ran
+    at 0.7-0.8x of one at a time (docs/performance.md, "Four float32 rows side by side")."""
 
 
 @overload(rows_side_by_side)
