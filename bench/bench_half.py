@@ -10,11 +10,13 @@ Per size it prints:
 - ms/token of greedy decoding (after the prompt's prefill) with kvcache.DecodingWeights in f32 (the plain NumPy
   path), in bf16, and in f32 through the same compiled kernel (float32 weights stored as the kernel reads them),
   rounds alternated, and the ratios f32 / bf16 (the target: >= 1.7) and f32 / f32-kernel, with their spread;
-  the two kernel engines read their matrices in the order a long run picks (8 streams or row by row, timed);
+  the two kernel engines read their matrices in the order a long run picks (8 streams or address order, timed);
+  and f32 kernel / bf16, float32 as a long run decodes it when the kernel is there;
 - a prompt's first pass (its prefill, to the first token's logits), ms, for prompts of --prompt-lengths tokens, f32
   against bf16, rounds alternated: many rows at once, where bf16 widens its weights for NumPy's float32 product;
 - the weights' read rate of the products alone (every matrix of the model once, one activation row: what a
-  decoding step reads), GB/s, for NumPy's float32 product, the kernel on float32 and the kernel on bf16;
+  decoding step reads), GB/s, for NumPy's float32 product, and the kernel on float32 and on bf16 in each of its
+  two reading orders;
 - accuracy (unless --no-accuracy): the largest logit difference between bf16 and f32 on a prompt, and the
   perplexity of a text (the shared corpus's English sample) with each. Random weights: real GPT-2 weights
   give other differences (run `gpt2 --score FILE --dtype bf16` on a real checkpoint for those).
@@ -100,7 +102,8 @@ def prefill_ms(weights, n_head, prompt):
 
 
 def products_read_rate(params, rounds):
-    """GB/s of weights read by one activation row times every matrix: NumPy f32, kernel f32, kernel bf16."""
+    """GB/s of weights read by one activation row times every matrix: NumPy f32, and the kernel on f32 and on
+    bf16, in 8 streams and in address order."""
     kernel = half.load_kernel()
     f32 = [params["wte"].T] + [block[part][layer]["w"] for block in params["blocks"]
                                for part, layers in (("attn", ("c_attn", "c_proj")), ("mlp", ("c_fc", "c_proj")))
@@ -113,13 +116,17 @@ def products_read_rate(params, rounds):
             "kernel f32": (lambda: [kernel.matmul_f32(x, w, o) for x, w, o in zip(xs, f32_rows, outs)],
                            sum(w.nbytes for w in f32_rows)),
             "kernel bf16": (lambda: [kernel.matmul_bf16(x, w, o) for x, w, o in zip(xs, bf16_rows, outs)],
-                            sum(w.nbytes for w in bf16_rows))}
+                            sum(w.nbytes for w in bf16_rows)),
+            "in order f32": (lambda: [kernel.matmul_f32(x, w, o, True) for x, w, o in zip(xs, f32_rows, outs)],
+                             sum(w.nbytes for w in f32_rows)),
+            "in order bf16": (lambda: [kernel.matmul_bf16(x, w, o, True) for x, w, o in zip(xs, bf16_rows, outs)],
+                              sum(w.nbytes for w in bf16_rows))}
     rates = {name: [] for name in runs}
     # each kind's rounds back to back, the kernel's first: after NumPy's products OpenBLAS's idle threads spin for
     # a while on the cores, and a kernel pass timed then would time them (as would one after the decoding rounds
     # before, on NumPy's products: their threads are ended first)
     blas_threads.stop_idle_threads()
-    for name in ("kernel bf16", "kernel f32", "numpy f32"):
+    for name in ("kernel bf16", "in order bf16", "kernel f32", "in order f32", "numpy f32"):
         run, n_bytes = runs[name]
         for _ in range(rounds + 1):
             start = time.perf_counter()
@@ -166,7 +173,7 @@ def main():
         print(f"\n{size}: weights prepared in {time.perf_counter() - start:.1f} s (bf16 converted in memory)")
         for name in ("bf16", "f32 kernel"):  # as a long run does first: time both reading orders, keep the faster
             engines[name].for_run(1, kvcache.RELAYOUT_MIN_STEPS)
-        orders = {name: "row by row" if engines[name].reads_in_order else "8 streams"
+        orders = {name: "address order" if engines[name].reads_in_order else "8 streams"
                   for name in ("bf16", "f32 kernel")}
         print("  reading order (a long run's choice): " + ", ".join(f"{n} {order}" for n, order in orders.items()))
         prompt = text_ids[:32]
@@ -180,6 +187,7 @@ def main():
             print(f"  {name:>10}: {spread(values, 1)} ms/token")
         print(f"  f32 / bf16:       {spread([a / b for a, b in zip(times['f32'], times['bf16'])])}x  (target >= 1.7)")
         print(f"  f32 / f32 kernel: {spread([a / b for a, b in zip(times['f32'], times['f32 kernel'])])}x")
+        print(f"  f32 kernel / bf16: {spread([a / b for a, b in zip(times['f32 kernel'], times['bf16'])])}x")
         for length in args.prompt_lengths:
             long_prompt = (text_ids * (length // len(text_ids) + 1))[:length]
             first = {name: [] for name in ("f32", "bf16")}
@@ -190,7 +198,7 @@ def main():
                   f"{spread(first['bf16'][1:], 0)} ms, f32 / bf16 "
                   f"{spread([a / b for a, b in zip(first['f32'][1:], first['bf16'][1:])])}x")
         for name, rates in products_read_rate(params, args.rounds).items():
-            print(f"  products alone, {name:>11}: {spread(rates, 1)} GB/s")
+            print(f"  products alone, {name:>13}: {spread(rates, 1)} GB/s")
         if not args.no_accuracy:
             diff, largest, ppl = accuracy(params, engines["bf16"], n_head, text_ids)
             print(f"  largest logit difference bf16 vs f32: {diff:.4f} (largest |logit| {largest:.2f}); perplexity "

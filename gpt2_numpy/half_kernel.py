@@ -32,14 +32,15 @@ CACHE_FOLDER = numba_cache.folder_for_sources("half_matmul", [Path(__file__), Pa
 _uncached: list[str] = []  # the functions numba found no writable cache folder for
 
 
-def matmul_bf16(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] bf16 bits (uint16) -> out [n_x, n_out] f32
-    # rows read-only, as step_kernel's and matvec_kernel's callers pass weights: one compiled variant of the loop
-    return matvec_kernel.rows_times_transposed(x, read_only(rows), out, matvec_kernel.n_chunks())
+def matmul_bf16(x, rows, out, in_order=False):  # [n_x, n_in] f32, [n_out, n_in] bf16 bits -> out [n_x, n_out] f32
+    # rows read-only, as step_kernel's and matvec_kernel's callers pass weights: one compiled variant of the loop;
+    # in_order: one row of x read in address order (matvec_kernel.row_in_order), else in 8 streams
+    return matvec_kernel.product(x, read_only(rows), out, matvec_kernel.n_chunks(), in_order)
 
 
-def matmul_f32(x, rows, out):  # [n_x, n_in] f32, [n_out, n_in] f32 -> out [n_x, n_out] f32
-    # the same loop reading float32 weights: a yardstick for NumPy's (OpenBLAS's) matrix-vector product
-    return matvec_kernel.rows_times_transposed(x, read_only(rows), out, matvec_kernel.n_chunks())
+def matmul_f32(x, rows, out, in_order=False):  # [n_x, n_in] f32, [n_out, n_in] f32 -> out [n_x, n_out] f32
+    # the same loops reading float32 weights: a yardstick for NumPy's (OpenBLAS's) matrix-vector product
+    return matvec_kernel.product(x, read_only(rows), out, matvec_kernel.n_chunks(), in_order)
 
 
 def warm_up() -> None:
