@@ -13,7 +13,9 @@ fly into --models-dir, one tensor at a time), greedy, float32, one stream, 2 thr
 - the weights' bytes streamed per token / ms per token, in GB/s, and its share of the ceiling: the machine's
   read bandwidth with both cores, the best of a streaming read (np.add.reduce on 2 threads over 2 GB) and of a
   matrix-vector product over the largest size's weights (OpenBLAS, and the kernel on the [n_out, n_in] copies
-  it decodes with), several runs each;
+  it decodes with), several runs each; and, since the memory's speed drifts from one minute to the next, the
+  share of the same minute's ceiling: after each timed run, the kernel's products alone over the same matrices
+  (the faster of its two reading orders), their time against a decoding step's;
 - HF transformers (GPT2LMHeadModel, same weights, KV cache, torch on 2 threads) and, with LLAMA_BENCH or
   --llama-bench, ggml (llama.cpp's `llama-bench -p 0 -n N -t 2`: token generation) in f32 and f16;
 - the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the file + cache + Python).
@@ -120,9 +122,10 @@ def worker_ours(args):
     hparams, params = hfmodel.load_hf_folder(args.folder)
     weights = kvcache.DecodingWeights(params)
     # a long generation's weights (the copies, made once, kept): the kernel's if it was measured faster here
-    uses_kernel = isinstance(weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)[1], kvcache.KernelMatrix)
+    blocks, head = weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    uses_kernel = isinstance(head, kvcache.KernelMatrix)
     prompt = prompt_ids(args.prompt_tokens)
-    steps = []
+    steps, shares = [], []
     for _ in range(args.repeats + 1):  # the first: warm-up (pages the weights in)
         decoder = kvcache.KVDecoder([prompt], weights, hparams["n_head"], args.tokens + 1)
         logits = decoder.prefill()
@@ -130,10 +133,30 @@ def worker_ours(args):
         for _ in range(args.tokens):
             logits = decoder.decode([int(np.argmax(logits[0]))])
         steps.append((time.perf_counter() - start) / args.tokens)
+        if uses_kernel:  # the same minute's ceiling, right after: the memory's speed drifts from minute to minute
+            shares.append(kernel_pass_seconds(blocks, head) / steps[-1])
     ids = kvcache.generate(prompt, weights, hparams["n_head"], 8)
     return {"ms": 1e3 * statistics.median(steps[1:]), "ids": ids, "kernel": uses_kernel,
+            "share_of_pass": statistics.median(shares[1:]) if shares else None,
             "rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "kv_cache_n_ctx": kvcache.kv_cache_bytes(hparams["n_layer"], hparams["n_embd"], hparams["n_ctx"])}
+
+
+def kernel_pass_seconds(blocks, head):
+    """The kernel's products alone over every matrix a decoding step reads (each block's four, the head), one
+    row, in whichever of its two reading orders is faster now: the ceiling of this process in this minute."""
+    from gpt2_numpy import matvec_kernel
+
+    matrices = [layer["w"].rows for block in blocks for part in ("attn", "mlp") for layer in block[part].values()]
+    matrices.append(head.rows)
+    x = {n: np.ones((1, n), np.float32) for n in {m.shape[1] for m in matrices}}
+    seconds = []
+    for in_order in (False, True):
+        start = time.perf_counter()
+        for m in matrices:
+            matvec_kernel.times_transposed(x[m.shape[1]], m, in_order=in_order)
+        seconds.append(time.perf_counter() - start)
+    return min(seconds)
 
 
 def worker_hf(args):
@@ -291,6 +314,7 @@ def main():
     print("ceiling, read bandwidth with both cores (best of the rounds): " + ", ".join(
         f"{kind} {value:.1f} GB/s" for kind, value in ceiling_by_kind.items()) + f" -> {ceiling:.1f} GB/s\n")
     head = ["size", "weights MB/token", "ours ms/token", "ours took", "ours GB/s (% of ceiling)",
+            "% of the same minute's kernel pass",
             "kernel (forced) ms/token", "NumPy path ms/token", "ours vs NumPy path"]
     if "hf" in engines:
         head += ["HF ms/token", "ours vs HF"]
@@ -306,8 +330,10 @@ def main():
         ours = [x["ms"] for x in r["ours"]]
         rates = [per_token / ms / 1e6 for ms in ours]
         took = {"kernel" if x["kernel"] else "NumPy" for x in r["ours"]}
+        shares = [100 * x["share_of_pass"] for x in r["ours"] if x["share_of_pass"]]  # the kernel's runs only
         row = [size, f"{per_token / 1e6:.0f}", spread(ours), "/".join(sorted(took)),
                f"{spread(rates)} ({100 * statistics.median(rates) / ceiling:.0f}%)",
+               spread(shares, "{:.0f}%") if shares else "n/a",
                spread([x["ms"] for x in r["kernel"]]),
                spread([x["ms"] for x in r["numpy"]]),
                spread([b["ms"] / a["ms"] for a, b in zip(r["ours"], r["numpy"])], "{:.2f}x")]
