@@ -175,17 +175,17 @@ def rows_times_transposed(x, wt, out, n_chunks):  # x [n_rows, n_in] @ wt.T, wt 
 
 @_compiled
 def row_in_order(x, wt, out, n_chunks):  # x [1, n_in] @ wt.T, wt [n_out, n_in] -> out [1, n_out]
-    # each thread reads its pieces of wt in address order, float32 rows 4 side by side (rows_side_by_side); the
+    # each thread reads its pieces of wt in address order, float32 rows 4 side by side (in_fours); the
     # decoder times this against the 8 streams (kvcache.DecodingWeights.choose_reading_order)
     n_in = x.shape[1]
     n_out = wt.shape[0]
     chunk = (n_out + n_chunks - 1) // n_chunks
-    side_by_side = rows_side_by_side(wt)
+    four_at_once = in_fours(wt)
     xr, o = x[0], out[0]
     for c in prange((n_out + chunk - 1) // chunk):
         start, stop = c * chunk, min(n_out, (c + 1) * chunk)
-        in_fours = start + (stop - start) // 4 * 4 if side_by_side == 4 else start  # the rest one at a time
-        for j in range(start, in_fours, 4):  # (written out here: 1-2% faster than through a helper's call)
+        fours_end = start + (stop - start) // 4 * 4 if four_at_once else start  # the rest one at a time
+        for j in range(start, fours_end, 4):  # (written out here: 1-2% faster than through a helper's call)
             w0, w1, w2, w3 = wt[j], wt[j + 1], wt[j + 2], wt[j + 3]
             a0 = a1 = a2 = a3 = np.float32(0)
             for k in range(n_in):
@@ -193,7 +193,7 @@ def row_in_order(x, wt, out, n_chunks):  # x [1, n_in] @ wt.T, wt [n_out, n_in] 
                 a0, a1 = a0 + widened(w0[k]) * xk, a1 + widened(w1[k]) * xk
                 a2, a3 = a2 + widened(w2[k]) * xk, a3 + widened(w3[k]) * xk
             o[j], o[j + 1], o[j + 2], o[j + 3] = a0, a1, a2, a3
-        for j in range(in_fours, stop):
+        for j in range(fours_end, stop):
             w = wt[j]
             total = np.float32(0)
             for k in range(n_in):
@@ -202,17 +202,17 @@ def row_in_order(x, wt, out, n_chunks):  # x [1, n_in] @ wt.T, wt [n_out, n_in] 
     return out
 
 
-def rows_side_by_side(wt):
-    """How many adjacent rows of wt row_in_order reads at once: 4 of float32, 1 of bf16. Four float32 rows
-    read side by side stream 1.04-1.36x as fast as one at a time on the AMD EPYC (and than the 8 streams), as
-    llamafile's tiles in ggml read them; bf16 rows, whose weights are widened as they are read, four at once ran
-    at 0.7-0.8x of one at a time (docs/performance.md, "Four float32 rows side by side")."""
+def in_fours(wt):
+    """Whether row_in_order reads wt's rows four side by side: float32 rows yes, bf16 rows one at a time. Four
+    float32 rows read side by side stream 1.04-1.36x as fast as one at a time on the AMD EPYC (and than the 8
+    streams), as llamafile's tiles in ggml read them; bf16 rows, whose weights are widened as they are read, four
+    at once ran at 0.7-0.8x of one at a time (docs/performance.md, "Four float32 rows side by side")."""
 
 
-@overload(rows_side_by_side)
-def _rows_side_by_side(wt):
-    n = 4 if wt.dtype == types.float32 else 1
-    return lambda wt: n
+@overload(in_fours)
+def _in_fours(wt):
+    four_at_once = wt.dtype == types.float32  # known when the loop compiles: one variant per dtype
+    return lambda wt: four_at_once
 
 
 @_serial
