@@ -14,8 +14,9 @@ step: same tokens, a small part of the work. `generate` and `generate_batch` are
   measured faster than NumPy's products on these weights on this machine; else for NumPy, with two
   matrices copied into the memory order that is faster to read for long runs;
   or, asked for, in 16 bits (gpt2_numpy/half.py). Build it once and pass it to many generate calls. On either
-  compiled kernel's weights, a single sequence's decoding step runs each block in one compiled call
-  (gpt2_numpy/step_kernel.py, block_step's twin for one position), not as thirty NumPy calls.
+  compiled kernel's weights, a single sequence's decoding step runs in one compiled call
+  (gpt2_numpy/step_kernel.py, block_step's twin for one position, for every block), not as thirty NumPy calls
+  a block.
 - `sample` picks the next token: greedy, or drawn at a temperature after top-k and top-p (nucleus)
   filtering. `sampling_temperature` is the one rule for which of the two the options ask for.
 
@@ -252,7 +253,7 @@ class DecodingWeights:
         """Whether compiled steps read the matrices and the head in address order (matvec_kernel.row_in_order)
         rather than in 8 streams: measured once, on the first long run whose blocks the compiled step reads (the
         kernel's float32 copies, or bf16), three pairs of steps, address order kept only if it was faster in two."""
-        if self.reading_order_chosen or compiled_block_arguments(blocks) is None:
+        if self.reading_order_chosen or not kernel_reads_rows(blocks, head):
             return
         self.reading_order_chosen = True
         in_order_faster = 0
@@ -341,47 +342,46 @@ def with_kernel(params, kernel):
 
 def weight_pass_seconds(blocks, head, in_order=False):
     """The time of one decoding step for one row through these weights, at one cached position: every block, then the
-    output head. Blocks the compiled kernel reads run as a single sequence's decoding runs them, each in one
-    compiled call (step_kernel; `in_order`: their matrices and the head read in address order, else in 8 streams);
-    blocks for NumPy's products through block_step, their layer norms, attention and gelu as NumPy calls. Each way
-    with all its costs: the weights' streaming, which a step's time mostly is, and the work around it, which
-    NumPy's many small calls make larger."""
+    output head. Weights the compiled kernel reads run as a single sequence's decoding runs them, in one compiled
+    call (step_kernel; `in_order`: their matrices and the head read in address order, else in 8 streams); blocks
+    for NumPy's products through block_step, their layer norms, attention and gelu as NumPy calls. Each way with
+    all its costs: the weights' streaming, which a step's time mostly is, and the work around it, which NumPy's
+    many small calls make larger."""
     n_embd = head.shape[0]
     x = np.ones((1, 1, n_embd), np.float32)  # [n_batch, n_seq, n_embd]
-    compiled_blocks = compiled_block_arguments(blocks)
-    cache = np.zeros((2, 1, 1, 1, n_embd), np.float32)  # keys, values [n_batch, n_head, n_max, d]: 1 head, 1 position
-    start = time.perf_counter()
-    if compiled_blocks is not None:
+    ln_f = {"g": np.ones(n_embd, np.float32), "b": np.zeros(n_embd, np.float32)}
+    compiled = compiled_step_arguments(blocks, head, ln_f)
+    if compiled is not None:
         from . import step_kernel
 
-        for arguments in compiled_blocks:
-            step_kernel.block_step(x[0, 0], arguments, cache[0, 0], cache[1, 0], 0, 1, in_order)
-        compiled_head(x[0], head, in_order)  # [1, n_vocab]
-    else:
-        mask = np.zeros((1, 1, 1, 1), np.float32)  # [n_batch, 1, n_seq, n_cached]: the one position sees itself
-        for block in blocks:
-            block_step(x, **block, n_head=1, mask=mask, cache=tuple(cache), start=0)
-        x[0] @ head  # [1, n_vocab]
+        caches = np.zeros((len(blocks), 2, 1, 1, n_embd), np.float32)  # [n_layer, 2, n_head, n_max, d]: 1 head
+        start = time.perf_counter()
+        step_kernel.decoding_step(x[0, 0], compiled, caches, 0, 1, in_order)  # -> [1, n_vocab]
+        return time.perf_counter() - start
+    cache = np.zeros((2, 1, 1, 1, n_embd), np.float32)  # keys, values [n_batch, n_head, n_max, d]: 1 head, 1 position
+    mask = np.zeros((1, 1, 1, 1), np.float32)  # [n_batch, 1, n_seq, n_cached]: the one position sees itself
+    start = time.perf_counter()
+    for block in blocks:
+        block_step(x, **block, n_head=1, mask=mask, cache=tuple(cache), start=0)
+    x[0] @ head  # [1, n_vocab]
     return time.perf_counter() - start
 
 
-def compiled_head(x, head, in_order):  # [1, n_embd] -> [1, n_vocab]
-    """The output head after a single sequence's compiled blocks: wte's rows (head.rows, float32 or bf16) read in
-    the same order as the blocks' matrices."""
-    from . import matvec_kernel  # (numba is loaded: compiled blocks exist only once a kernel is)
-
-    return matvec_kernel.times_transposed(x, head.rows, in_order=in_order)
-
-
-def compiled_block_arguments(blocks):
-    """step_kernel's arguments for each block, if every weight matrix in `blocks` is one a compiled kernel reads
-    (it has `rows`, [n_out, n_in]: a KernelMatrix, or half.Bf16Matrix); else None."""
-    matrices = [layer["w"] for block in blocks for part in ("attn", "mlp") for layer in block[part].values()]
-    if not all(getattr(w, "rows", None) is not None for w in matrices):
+def compiled_step_arguments(blocks, head, ln_f):
+    """step_kernel's arguments for a single sequence's decoding step, if every weight matrix in `blocks` is one a
+    compiled kernel reads (kernel_reads_rows); else None."""
+    if not kernel_reads_rows(blocks, head):
         return None
     from . import step_kernel
 
-    return [step_kernel.block_arguments(block, lambda w: w.rows) for block in blocks]
+    return step_kernel.decoding_arguments(blocks, ln_f, head.rows, lambda w: w.rows)
+
+
+def kernel_reads_rows(blocks, head):
+    """Whether every weight matrix in `blocks`, and the head, is one a compiled kernel reads: it has `rows`,
+    [n_out, n_in] (a KernelMatrix, or half.Bf16Matrix)."""
+    matrices = [layer["w"] for block in blocks for part in ("attn", "mlp") for layer in block[part].values()]
+    return all(getattr(w, "rows", None) is not None for w in [*matrices, head])
 
 
 def with_mlp_proj_in_order(block, order):
@@ -439,12 +439,15 @@ class KVDecoder:
         self.n_head = n_head
         self.weights = weights
         self.blocks, self.head = weights.for_run(n_batch, n_new)
-        shape = (n_batch, n_head, n_max, weights.n_embd // n_head)
-        self.caches = [(np.empty(shape, np.float32), np.empty(shape, np.float32)) for _ in self.blocks]
+        # every layer's keys and values in one array, [n_layer, 2, n_batch, n_head, n_max, d]
+        self.cache = np.empty((len(self.blocks), 2, n_batch, n_head, n_max, weights.n_embd // n_head), np.float32)
+        self.caches = [(keys, values) for keys, values in self.cache]  # each [n_batch, n_head, n_max, d]
         self.cache_bytes = kv_cache_bytes(len(self.blocks), weights.n_embd, n_max, n_batch)  # bounded by n_ctx
         self.start = 0  # number of cache columns filled
-        # a single sequence whose matrices the compiled kernel reads decodes each block in one compiled call
-        self.compiled_blocks = compiled_block_arguments(self.blocks) if n_batch == 1 and layers_unchanged() else None
+        # a single sequence whose matrices the compiled kernel reads decodes each token in one compiled call
+        self.compiled_step = None
+        if n_batch == 1 and layers_unchanged():
+            self.compiled_step = compiled_step_arguments(self.blocks, self.head, weights.params["ln_f"])
         # OpenBLAS's idle threads may be spinning: anything before this decoder's first compiled step may have run
         # NumPy's products (this decoder's prompt, or other work in the process), and so may a pass of it after one
         self.blas_threads_may_spin = True
@@ -505,7 +508,7 @@ class KVDecoder:
                              f"got {new_tokens.shape[0]}")
         if new_tokens.min() < 0 or new_tokens.max() >= self.weights.n_vocab:
             raise ValueError(f"token ids must be in [0, {self.weights.n_vocab})")
-        if self.compiled_blocks is not None:
+        if self.compiled_step is not None:
             logits = self._decode_compiled(int(new_tokens[0]))
         else:
             logits = self._forward(new_tokens[:, None], self.lengths[:, None])
@@ -513,20 +516,20 @@ class KVDecoder:
         return logits
 
     def _decode_compiled(self, token):  # -> [1, n_vocab]
-        """decode() of one sequence with each block's step in one compiled call (gpt2_numpy/step_kernel.py:
-        the same layers as block_step, without Python between them); the same logits to float32 rounding."""
-        from . import step_kernel  # (numba is loaded: compiled_blocks exist only once a kernel is)
+        """decode() of one sequence in one compiled call (gpt2_numpy/step_kernel.py: the same layers as block_step
+        for every block, then ln_f and the head, without Python between them); the same logits to float32
+        rounding."""
+        from . import step_kernel  # (numba is loaded: a compiled step exists only once a kernel is)
 
         if self.blas_threads_may_spin:  # OpenBLAS's idle threads would take the cores from numba's for a while
             blas_threads.stop_idle_threads()
             self.blas_threads_may_spin = False
         p = self.weights.params
         x = np.array(p["wte"][token] + p["wpe"][self.start], np.float32)  # [n_embd]: no padding in one sequence
-        for arguments, (keys, values) in zip(self.compiled_blocks, self.caches):
-            step_kernel.block_step(x, arguments, keys[0], values[0], self.start, self.n_head,  # x changed in place
-                                   self.weights.reads_in_order)
+        logits = step_kernel.decoding_step(x, self.compiled_step, self.cache[:, :, 0], self.start, self.n_head,
+                                           self.weights.reads_in_order)  # [1, n_vocab]
         self.start += 1
-        return compiled_head(layer_norm(x[None], **p["ln_f"]), self.head, self.weights.reads_in_order)
+        return logits
 
     def extend(self, new_tokens):  # [n_batch, n_seq] ids -> [n_batch, n_seq, n_vocab]
         """decode() for several new positions per row in one pass over the weights, returning every one's

@@ -1,27 +1,30 @@
-"""A decoding step of one sequence through one block, compiled: kvcache.block_step for a single new position.
+"""A decoding step of one sequence, compiled: kvcache's block_step for a single new position, every block, then
+ln_f and the output head, in one call.
 
 Decoding a token for one sequence runs each block on one position: two layer norms, four products, attention over
 the cached positions and gelu. In NumPy that is about thirty small calls per block, each costing Python and NumPy a
 few microseconds on arrays of a few thousand numbers, while the second core waits: at 355M, about a tenth of a
-token's time (docs/performance.md). Here :func:`block_step_one` does the whole block in one call, in the same order
-and with the same formulas as model.py's layers, its products on matvec_kernel's loops (float32 or bf16 weights,
-read in 8 streams or in address order: ``in_order``) and attention one head per thread. It exists only for speed:
-kvcache's ``block_step`` is the readable one, and the tests hold the two equal (to float32 rounding).
+token's time (docs/performance.md). Here :func:`block_step_one` does a whole block, in the same order and with the
+same formulas as model.py's layers, its products on matvec_kernel's loops (float32 or bf16 weights, read in 8
+streams or in address order: ``in_order``) and attention one head per thread; :func:`decoding_step_one` runs it
+for every block and ends with ln_f and the head, so that Python is entered once a token, not once a block (a
+compiled call with a block's twenty arguments costs about 20 microseconds of checking them). It exists only for
+speed: kvcache's ``block_step`` is the readable one, and the tests hold the two equal (to float32 rounding).
 
-A block's arguments are built once per decoder (:func:`block_arguments`): every weight matrix [n_out, n_in] as
-the kernel reads it (read-only views, so that float32 and bf16 weights each compile once whatever their
-source), and its biases and layer norms as float32 copies.
+The arguments are built once per decoder (:func:`decoding_arguments`): every weight matrix [n_out, n_in] as the
+kernel reads it (read-only views, so that float32 and bf16 weights each compile once whatever their source), the
+biases and layer norms as float32 copies, each block's in a tuple (:func:`block_arguments`) and the tuples in a
+numba list.
 
-What it does not do: several rows (a batch) or several positions (a prompt, speculative verification), padding
-(a single sequence has none), or the output head (the caller's product, which the same kernel runs): those stay
-in :mod:`gpt2_numpy.kvcache`.
+What it does not do: several rows (a batch) or several positions (a prompt, speculative verification), or padding
+(a single sequence has none): those stay in :mod:`gpt2_numpy.kvcache`.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from numba import prange
+from numba import prange, typed
 
 from tokenizer import numba_cache
 
@@ -68,6 +71,19 @@ def block_step_one(x, ln_1_g, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj
     product(hidden, mlp_proj_w, projected, n_chunks, in_order)  # [1, 4*n_embd] -> [1, n_embd]
     add(projected[0], mlp_proj_b)
     add(x, projected[0])
+
+
+@_compiled
+def decoding_step_one(x, blocks, caches, ln_f_g, ln_f_b, head, start, n_head, n_chunks, in_order):
+    """One new position through every block, then ln_f and the output head: x [n_embd] (changed in place) ->
+    logits [1, n_vocab]. blocks: each block's block_arguments, a numba list; caches [n_layer, 2, n_head, n_max, d],
+    each layer's keys and values; head: wte's rows [n_vocab, n_embd], read as the blocks' matrices are."""
+    for i in range(len(blocks)):
+        block_step_one(x, *blocks[i], caches[i, 0], caches[i, 1], start, n_head, n_chunks, in_order)
+    normed = np.empty((1, x.shape[0]), np.float32)
+    layer_norm(x, ln_f_g, ln_f_b, normed[0])
+    logits = np.empty((1, head.shape[0]), np.float32)
+    return product(normed, head, logits, n_chunks, in_order)  # [1, n_embd] -> [1, n_vocab]
 
 
 @_compiled_on_every_core
@@ -126,6 +142,21 @@ def block_step(x, arguments, keys, values, start, n_head, in_order=False):  # x 
     block_step_one(x, *arguments, keys, values, start, n_head, matvec_kernel.n_chunks(), in_order)
 
 
+def decoding_step(x, arguments, caches, start, n_head, in_order=False):  # x [n_embd] -> logits [1, n_vocab]
+    """:func:`decoding_step_one` with the weights' :func:`decoding_arguments`; caches [n_layer, 2, n_head, n_max,
+    d]. x is changed in place."""
+    blocks, ln_f_g, ln_f_b, head = arguments
+    return decoding_step_one(x, blocks, caches, ln_f_g, ln_f_b, head, start, n_head, matvec_kernel.n_chunks(),
+                             in_order)
+
+
+def decoding_arguments(blocks, ln_f, head_rows, rows_of):
+    """The arguments of :func:`decoding_step` that hold the weights: the blocks' (each :func:`block_arguments`, in a
+    numba list), ln_f's, and wte's rows for the head [n_vocab, n_embd]."""
+    return typed.List([block_arguments(block, rows_of) for block in blocks]), *layer_norm_arguments(ln_f), \
+        read_only(head_rows)
+
+
 def block_arguments(block, rows_of):
     """The arguments of :func:`block_step_one` that hold a block's weights, in order; rows_of(w) gives a weight
     matrix's [n_out, n_in] array (float32, or bf16 bits)."""
@@ -133,9 +164,7 @@ def block_arguments(block, rows_of):
         return np.array(v, dtype=np.float32)  # a copy: one compiled variant, whatever the params' source
 
     def matrix(w):
-        view = rows_of(w).view()
-        view.flags.writeable = False
-        return view
+        return read_only(rows_of(w))
 
     attn, mlp = block["attn"], block["mlp"]
     return (vector(block["ln_1"]["g"]), vector(block["ln_1"]["b"]),
@@ -146,8 +175,18 @@ def block_arguments(block, rows_of):
             matrix(mlp["c_proj"]["w"]), vector(mlp["c_proj"]["b"]))
 
 
+def layer_norm_arguments(ln):  # {"g", "b"} -> float32 copies (one compiled variant, whatever their source)
+    return np.array(ln["g"], dtype=np.float32), np.array(ln["b"], dtype=np.float32)
+
+
+def read_only(array):
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 def warm_up(weight_dtype) -> None:
-    """Run a block step once on a tiny block with weights of weight_dtype (np.float32, or np.uint16 for bf16
+    """Run a decoding step once through a tiny block with weights of weight_dtype (np.float32, or np.uint16 for bf16
     bits): numba compiles it now, or loads it from its disk cache."""
     n_embd, n_head = 4, 2
     norm = {"g": np.ones(n_embd), "b": np.zeros(n_embd)}
@@ -156,9 +195,11 @@ def warm_up(weight_dtype) -> None:
                       "c_proj": {"w": np.zeros((n_embd, n_embd), weight_dtype), "b": np.zeros(n_embd)}},
              "mlp": {"c_fc": {"w": np.zeros((4 * n_embd, n_embd), weight_dtype), "b": np.zeros(4 * n_embd)},
                      "c_proj": {"w": np.zeros((n_embd, 4 * n_embd), weight_dtype), "b": np.zeros(n_embd)}}}
-    cache = np.zeros((2, n_head, 1, n_embd // n_head), np.float32)
-    x = np.ones(n_embd, np.float32)
-    block_step_one(x, *block_arguments(block, lambda w: w), cache[0], cache[1], 0, n_head, 1, False)
+    caches = np.zeros((1, 2, n_head, 1, n_embd // n_head), np.float32)  # [n_layer, 2, n_head, n_max, d]
+    head = np.zeros((3, n_embd), weight_dtype)
+    # (building the numba list compiles the list's own code for a tuple of these types, each process, here)
+    arguments = decoding_arguments([block], norm, head, lambda w: w)
+    decoding_step(np.ones(n_embd, np.float32), arguments, caches, 0, n_head)
 
 
 def is_cached_on_disk() -> bool:

@@ -140,7 +140,7 @@ def test_bf16_decoding_equals_float32_decoding_of_the_rounded_weights(params, bf
 
 @pytest.mark.parametrize("in_order", [False, True])
 def test_a_single_bf16_sequence_decodes_through_the_compiled_step(params, bf16_weights, monkeypatch, in_order):
-    """One sequence decodes each block in one compiled call (gpt2_numpy/step_kernel.py) on the bf16 rows, reading
+    """One sequence decodes each token in one compiled call (gpt2_numpy/step_kernel.py) on the bf16 rows, reading
     them in either order (8 streams, or row by row): the same tokens as the float32 decoder on the rounded
     weights, and logits equal to float32 rounding."""
     monkeypatch.setattr(bf16_weights, "reads_in_order", in_order)
@@ -148,7 +148,7 @@ def test_a_single_bf16_sequence_decodes_through_the_compiled_step(params, bf16_w
     prompt = [1, 2, 3, 4, 5]
     assert kvcache.generate(prompt, bf16_weights, N_HEAD, 24) == kvcache.generate(prompt, rounded, N_HEAD, 24)
     ours, theirs = (kvcache.KVDecoder([prompt], weights, N_HEAD, 3) for weights in (bf16_weights, rounded))
-    assert ours.compiled_blocks is not None and theirs.compiled_blocks is None
+    assert ours.compiled_step is not None and theirs.compiled_step is None
     ours.prefill(), theirs.prefill()
     for token in (11, 12, 13):
         expected = theirs.decode([token])

@@ -140,7 +140,7 @@ def test_compiled_steps_stop_openblas_idle_threads_first_and_after_numpys_produc
     stops = []
     monkeypatch.setattr(blas_threads, "stop_idle_threads", lambda: stops.append(1) or True)
     decoder = kvcache.KVDecoder([PROMPT], weights, N_HEAD, 2 * kvcache.KERNEL_MAX_ROWS + 6)
-    assert decoder.compiled_blocks is not None
+    assert decoder.compiled_step is not None
     decoder.prefill()
     assert stops == []
     decoder.decode([7])
@@ -277,19 +277,20 @@ def test_the_compiled_gelu_is_model_gelu(kernel):
 
 
 @pytest.mark.parametrize("in_order", [False, True])
-def test_a_single_sequence_decodes_each_block_in_one_compiled_call(kernel_on, params, monkeypatch, in_order):
-    """One sequence on the kernel's weights decodes through step_kernel, one call per block per token, and its
-    logits equal the full recompute's, also around extend() and rollback() (speculative decoding's verifying),
-    which run on kvcache's own layers and share the cache. A batch of two sequences does not take it."""
+def test_a_single_sequence_decodes_each_token_in_one_compiled_call(kernel_on, params, monkeypatch, in_order):
+    """One sequence on the kernel's weights decodes through step_kernel, one call per token (every block, ln_f and
+    the head), and its logits equal the full recompute's, also around extend() and rollback() (speculative
+    decoding's verifying), which run on kvcache's own layers and share the cache. A batch of two sequences does
+    not take it."""
     from gpt2_numpy import step_kernel
 
     weights = kernel_weights(params)
     weights.reads_in_order = in_order  # either reading order of the matrices
     calls = []
-    block_step = step_kernel.block_step
-    monkeypatch.setattr(step_kernel, "block_step", lambda *args: calls.append(1) or block_step(*args))
+    decoding_step = step_kernel.decoding_step
+    monkeypatch.setattr(step_kernel, "decoding_step", lambda *args: calls.append(1) or decoding_step(*args))
     decoder = kvcache.KVDecoder([PROMPT], weights, N_HEAD, 6)
-    assert decoder.compiled_blocks is not None
+    assert decoder.compiled_step is not None
     decoder.prefill()
     seen = list(PROMPT)
 
@@ -306,15 +307,15 @@ def test_a_single_sequence_decodes_each_block_in_one_compiled_call(kernel_on, pa
     for token in (5, 3):
         seen.append(token)
         check(decoder.decode([token]))
-    assert len(calls) == 4 * len(params["blocks"])  # four decoded tokens
-    assert kvcache.KVDecoder([PROMPT, PROMPT[2:]], weights, N_HEAD, 2).compiled_blocks is None
+    assert len(calls) == 4  # four decoded tokens
+    assert kvcache.KVDecoder([PROMPT, PROMPT[2:]], weights, N_HEAD, 2).compiled_step is None
 
 
 def test_a_patched_layer_keeps_decoding_on_model_pys_layers(kernel_on, params, monkeypatch):
     """The compiled step mirrors model.py's layers as they were: with model.gelu (or kvcache's layer_norm) changed,
     a single sequence decodes on the layers themselves, and its logits follow the change as the full recompute's."""
     weights = kernel_weights(params)
-    assert kvcache.KVDecoder([PROMPT], weights, N_HEAD, 1).compiled_blocks is not None
+    assert kvcache.KVDecoder([PROMPT], weights, N_HEAD, 1).compiled_step is not None
 
     def doubled_gelu(x):
         return 2 * x
@@ -322,9 +323,9 @@ def test_a_patched_layer_keeps_decoding_on_model_pys_layers(kernel_on, params, m
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(model, "gelu", doubled_gelu)
         decoder = kvcache.KVDecoder([PROMPT[:-1]], weights, N_HEAD, 1)
-        assert decoder.compiled_blocks is None
+        assert decoder.compiled_step is None
         decoder.prefill()
         full = model.gpt2(PROMPT, **params, n_head=N_HEAD)[-1]
         np.testing.assert_allclose(decoder.decode([PROMPT[-1]])[0], full, atol=2e-5 * np.abs(full).max(), rtol=0)
     monkeypatch.setattr(kvcache, "layer_norm", lambda x, g, b: x)
-    assert kvcache.KVDecoder([PROMPT], weights, N_HEAD, 1).compiled_blocks is None
+    assert kvcache.KVDecoder([PROMPT], weights, N_HEAD, 1).compiled_step is None
