@@ -15,7 +15,8 @@ fly into --models-dir, one tensor at a time), greedy, float32, one stream, 2 thr
   matrix-vector product over the largest size's weights (OpenBLAS, and the kernel on the [n_out, n_in] copies
   it decodes with), several runs each; and, since the memory's speed drifts from one minute to the next, the
   share of the same minute's ceiling: after each timed run, the kernel's products alone over the same matrices
-  (the faster of its two reading orders), their time against a decoding step's;
+  (PASSES passes in each of its two reading orders, alternated; the faster order's mean pass), their time
+  against a decoding step's (the run's mean);
 - HF transformers (GPT2LMHeadModel, same weights, KV cache, torch on 2 threads) and, with LLAMA_BENCH or
   --llama-bench, ggml (llama.cpp's `llama-bench -p 0 -n N -t 2`: token generation) in f32 and f16;
 - the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the file + cache + Python).
@@ -54,6 +55,7 @@ SIZES = {"124M": dict(n_layer=12, n_embd=768, n_head=12), "355M": dict(n_layer=2
          "774M": dict(n_layer=36, n_embd=1280, n_head=20), "1558M": dict(n_layer=48, n_embd=1600, n_head=25)}
 N_VOCAB, N_CTX = 50257, 1024
 THREADS = 2
+PASSES = 8  # passes of the kernel's products alone, in each reading order, after each timed run of ours
 
 
 # ---------------------------------------------------------------------------- folders
@@ -142,21 +144,24 @@ def worker_ours(args):
             "kv_cache_n_ctx": kvcache.kv_cache_bytes(hparams["n_layer"], hparams["n_embd"], hparams["n_ctx"])}
 
 
-def kernel_pass_seconds(blocks, head):
+def kernel_pass_seconds(blocks, head, passes=PASSES):
     """The kernel's products alone over every matrix a decoding step reads (each block's four, the head), one
-    row, in whichever of its two reading orders is faster now: the ceiling of this process in this minute."""
+    row: the mean time of a pass in whichever of its two reading orders is faster now, `passes` passes of each,
+    the orders alternated. The ceiling of this process in this minute: a mean, as a decoding step's time is, so
+    that neither side is a lucky moment against the other's average."""
     from gpt2_numpy import matvec_kernel
 
     matrices = [layer["w"].rows for block in blocks for part in ("attn", "mlp") for layer in block[part].values()]
     matrices.append(head.rows)
     x = {n: np.ones((1, n), np.float32) for n in {m.shape[1] for m in matrices}}
-    seconds = []
-    for in_order in (False, True):
-        start = time.perf_counter()
-        for m in matrices:
-            matvec_kernel.times_transposed(x[m.shape[1]], m, in_order=in_order)
-        seconds.append(time.perf_counter() - start)
-    return min(seconds)
+    seconds = {False: 0.0, True: 0.0}
+    for _ in range(passes):
+        for in_order in seconds:
+            start = time.perf_counter()
+            for m in matrices:
+                matvec_kernel.times_transposed(x[m.shape[1]], m, in_order=in_order)
+            seconds[in_order] += time.perf_counter() - start
+    return min(seconds.values()) / passes
 
 
 def worker_hf(args):
