@@ -137,11 +137,6 @@ def add(a, b):  # a += b, [n] each
         a[i] += b[i]
 
 
-def block_step(x, arguments, keys, values, start, n_head, in_order=False):  # x [n_embd], changed in place
-    """:func:`block_step_one` with a block's :func:`block_arguments`; keys, values [n_head, n_max, d]."""
-    block_step_one(x, *arguments, keys, values, start, n_head, matvec_kernel.n_chunks(), in_order)
-
-
 def decoding_step(x, arguments, caches, start, n_head, in_order=False):  # x [n_embd] -> logits [1, n_vocab]
     """:func:`decoding_step_one` with the weights' :func:`decoding_arguments`; caches [n_layer, 2, n_head, n_max,
     d]. x is changed in place."""

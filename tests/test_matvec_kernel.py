@@ -234,28 +234,33 @@ def test_a_pass_over_the_weights_takes_both_kinds_of_weights(kernel):
 
 # ------------------------------------------------------------------ a single sequence's step, compiled
 @settings(max_examples=FUZZ_SHARE, deadline=None)
-@given(n_head=st.integers(1, 4), head_size=st.integers(1, 40), start=st.integers(0, 20), seed=st.integers(0, 2**32 - 1),
-       in_order=st.booleans())
-def test_a_compiled_block_step_equals_block_step(kernel, n_head, head_size, start, seed, in_order):
-    """step_kernel.block_step (one position, one sequence) against kvcache.block_step, its readable twin: the same
-    new state and the same key and value written at column `start`, to float32 rounding; no other column touched."""
+@given(n_head=st.integers(1, 4), head_size=st.integers(1, 40), n_layer=st.integers(1, 3), start=st.integers(0, 20),
+       seed=st.integers(0, 2**32 - 1), in_order=st.booleans())
+def test_a_compiled_decoding_step_equals_block_steps(kernel, n_head, head_size, n_layer, start, seed, in_order):
+    """step_kernel.decoding_step (one position, one sequence: every block, ln_f, the head) against its readable twin,
+    kvcache.block_step for each block, then model.layer_norm and the head's product: the same logits and the same
+    keys and values written at column `start`, to float32 rounding; no other column touched."""
     from gpt2_numpy import step_kernel
 
     rng = np.random.default_rng(seed)
     n_embd = n_head * head_size
-    block = random_params(seed=seed, n_vocab=4, n_ctx=4, n_embd=n_embd, n_layer=1)["blocks"][0]
+    params = random_params(seed=seed, n_vocab=7, n_ctx=4, n_embd=n_embd, n_layer=n_layer)
     x = rng.standard_normal((1, 1, n_embd)).astype(np.float32)
-    cache = rng.standard_normal((2, 1, n_head, start + 2, head_size)).astype(np.float32)  # keys, values
+    # each layer's keys, values [n_layer, 2, n_batch, n_head, n_max, d], as a decoder holds them
+    cache = rng.standard_normal((n_layer, 2, 1, n_head, start + 2, head_size)).astype(np.float32)
     theirs_cache, ours_cache = cache.copy(), cache.copy()
     mask = np.zeros((1, 1, 1, start + 1), np.float32)  # one sequence: no padding
-    theirs = kvcache.block_step(x, **block, n_head=n_head, mask=mask, cache=tuple(theirs_cache), start=start)[0, 0]
-    ours = x[0, 0].copy()
-    arguments = step_kernel.block_arguments(block, lambda w: np.ascontiguousarray(w.T))  # [n_out, n_in], as decoding
-    step_kernel.block_step(ours, arguments, ours_cache[0, 0], ours_cache[1, 0], start, n_head, in_order)
+    state = x
+    for block, layer_cache in zip(params["blocks"], theirs_cache):
+        state = kvcache.block_step(state, **block, n_head=n_head, mask=mask, cache=tuple(layer_cache), start=start)
+    theirs = model.layer_norm(state[0], **params["ln_f"]) @ params["wte"].T  # [1, n_vocab]
+    arguments = step_kernel.decoding_arguments(params["blocks"], params["ln_f"], params["wte"],
+                                               lambda w: np.ascontiguousarray(w.T))  # [n_out, n_in], as decoding
+    ours = step_kernel.decoding_step(x[0, 0].copy(), arguments, ours_cache[:, :, 0], start, n_head, in_order)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-5 * max(1.0, np.abs(theirs).max()))
     np.testing.assert_allclose(ours_cache, theirs_cache, rtol=0, atol=1e-5 * max(1.0, np.abs(theirs_cache).max()))
     untouched = np.arange(start + 2) != start
-    assert np.array_equal(ours_cache[:, :, :, untouched], cache[:, :, :, untouched])
+    assert np.array_equal(ours_cache[..., untouched, :], cache[..., untouched, :])
 
 
 def test_the_compiled_gelu_is_model_gelu(kernel):
