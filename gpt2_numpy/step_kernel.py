@@ -7,9 +7,10 @@ few microseconds on arrays of a few thousand numbers, while the second core wait
 token's time (docs/performance.md). Here :func:`block_step_one` does a whole block, in the same order and with the
 same formulas as model.py's layers, its products on matvec_kernel's loops (float32 or bf16 weights, read in 8
 streams or in address order: ``in_order``) and attention one head per thread; :func:`decoding_step_one` runs it
-for every block and ends with ln_f and the head, so that Python is entered once a token, not once a block (a
-compiled call with a block's twenty arguments costs about 20 microseconds of checking them). It exists only for
-speed: kvcache's ``block_step`` is the readable one, and the tests hold the two equal (to float32 rounding).
+for every block and ends with ln_f and the head, so that Python is entered once a token, not once a block (each
+entry costs microseconds of Python and of checking twenty arguments: 1-3.5% of a step at 124M-355M,
+docs/performance.md). It exists only for speed: kvcache's ``block_step`` is the readable one, and the tests hold
+the two equal (to float32 rounding).
 
 The arguments are built once per decoder (:func:`decoding_arguments`): every weight matrix [n_out, n_in] as the
 kernel reads it (read-only views, so that float32 and bf16 weights each compile once whatever their source), the
