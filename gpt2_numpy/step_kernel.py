@@ -8,7 +8,7 @@ token's time (docs/performance.md). Here :func:`block_step_one` does a whole blo
 same formulas as model.py's layers, its products on matvec_kernel's loops (float32 or bf16 weights, read in 8
 streams or in address order: ``in_order``) and attention one head per thread; :func:`decoding_step_one` runs it
 for every block and ends with ln_f and the head, so that Python is entered once a token, not once a block (each
-entry costs microseconds of Python and of checking twenty arguments: 1-3.5% of a step at 124M-355M,
+entry costs microseconds of Python and of checking twenty arguments: up to 3.5% of a 124M step,
 docs/performance.md). It exists only for speed: kvcache's ``block_step`` is the readable one, and the tests hold
 the two equal (to float32 rounding).
 
