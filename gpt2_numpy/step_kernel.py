@@ -30,7 +30,7 @@ from numba import prange, typed
 from tokenizer import numba_cache
 
 from . import matvec_kernel
-from .matvec_kernel import product
+from .matvec_kernel import product, read_only
 
 _uncached: list[str] = []
 LAYER_NORM_EPS = np.float32(1e-5)  # model.layer_norm's
@@ -149,8 +149,8 @@ def decoding_step(x, arguments, caches, start, n_head, in_order=False):  # x [n_
 def decoding_arguments(blocks, ln_f, head_rows, rows_of):
     """The arguments of :func:`decoding_step` that hold the weights: the blocks' (each :func:`block_arguments`, in a
     numba list), ln_f's, and wte's rows for the head [n_vocab, n_embd]."""
-    return typed.List([block_arguments(block, rows_of) for block in blocks]), *layer_norm_arguments(ln_f), \
-        read_only(head_rows)
+    blocks = typed.List([block_arguments(block, rows_of) for block in blocks])
+    return blocks, *layer_norm_arguments(ln_f), read_only(head_rows)
 
 
 def block_arguments(block, rows_of):
@@ -173,12 +173,6 @@ def block_arguments(block, rows_of):
 
 def layer_norm_arguments(ln):  # {"g", "b"} -> float32 copies (one compiled variant, whatever their source)
     return np.array(ln["g"], dtype=np.float32), np.array(ln["b"], dtype=np.float32)
-
-
-def read_only(array):
-    view = array.view()
-    view.flags.writeable = False
-    return view
 
 
 def warm_up(weight_dtype) -> None:
