@@ -376,7 +376,8 @@ def run(args, text: str | None) -> None:
         # checked before any work for the run (bf16 weights converted, their kernel compiled): a prompt too long
         # costs one line and nothing written
         check_fits_context(len(ids), args.n_tokens_to_generate, hparams["n_ctx"])
-        if args.dtype != "f32":
-            folder = Path(models_dir) / args.model if args.model in MODEL_SIZES else Path(args.model).expanduser()
-            params = DecodingWeights(params, dtype=args.dtype, folder=folder)
+        # the checkpoint's folder: a long run's weights as the compiled kernel reads them are kept beside it
+        # (float32 rows, or bf16), made once and mapped by later runs
+        folder = Path(models_dir) / args.model if args.model in MODEL_SIZES else Path(args.model).expanduser()
+        params = DecodingWeights(params, dtype=args.dtype, folder=folder)
         generate_text(encoder, hparams, params, args, ids, draft)

@@ -52,6 +52,11 @@ def kernel() -> ModuleType | None:
     return LOADER.kernel() if is_wanted() else None
 
 
+def wait_if_loading() -> ModuleType | None:
+    """The kernel, waiting for it only if it is being loaded from disk (under a second), never for a compile."""
+    return LOADER.wait_for_loading() if is_wanted() else None
+
+
 def wait_until_loaded() -> ModuleType | None:
     """The kernel, waiting for it (compiling it if need be); None without numba. For benchmarks and tests."""
     return LOADER.wait() if is_wanted() else None

@@ -31,17 +31,13 @@ differ by the rounding of the weights (tests/test_half.py holds the difference t
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import struct
 import sys
-import tempfile
 import threading
-import warnings
 from pathlib import Path
 
 import numpy as np
 
+from . import rows_cache
 from .bands import in_bands
 
 DTYPES = ("f32", "bf16")  # what --dtype and DecodingWeights(dtype=...) take; f32 is the plain NumPy path
@@ -50,8 +46,6 @@ EXTRA = "half"  # the optional dependencies' name: pip install 'gpt2-numpy[half]
 # float32 product: with many rows the arithmetic, not reading the weights, is the cost.
 KERNEL_MAX_ROWS = 16
 WIDEN_BLOCK_BYTES = 4 << 20  # float32 bytes of weights widened at a time on that path
-CACHE_MAGIC = b"GPT2BF16"
-CACHE_VERSION = 1
 
 
 # ------------------------------------------------------------------------ bf16 numbers
@@ -95,16 +89,21 @@ def matrix_names(n_layer: int) -> list[str]:
 
 
 def kernel_rows(params: dict) -> dict[str, np.ndarray]:
-    """Each matrix as bf16 bits in the order the kernel reads it: [n_out, n_in] (a block's w transposed; wte
-    as it is, since the output head multiplies by wte.T)."""
-    rows = {}
+    """Each matrix as bf16 bits in the order the kernel reads it (:func:`matrix_rows`)."""
+    return {name: matrix_rows(name, w) for name, w in named_matrices(params).items()}
 
-    def convert(name, w):
-        rows[name] = to_bf16(w) if name == "wte" else np.ascontiguousarray(to_bf16(w).T)
-        return w
 
-    tree_with_matrices(params, convert)
-    return rows
+def matrix_rows(name: str, w) -> np.ndarray:
+    """A matrix as bf16 bits in the order the kernel reads it: [n_out, n_in] (a block's w transposed; wte as it
+    is, since the output head multiplies by wte.T)."""
+    return to_bf16(w) if name == "wte" else np.ascontiguousarray(to_bf16(w).T)
+
+
+def named_matrices(params: dict) -> dict[str, np.ndarray]:
+    """Each matrix of the params tree by its name in :func:`matrix_names`, in that order."""
+    found = {}
+    tree_with_matrices(params, lambda name, w: found.setdefault(name, w))
+    return {name: found[name] for name in matrix_names(len(params["blocks"]))}
 
 
 # ------------------------------------------------------------------------ the kernel
@@ -215,91 +214,21 @@ def decoding_weights(params: dict, *, folder=None) -> tuple[dict, Bf16Matrix, li
 
 
 # ------------------------------------------------------------------------ the cache file
-def weights_files(folder) -> list[Path]:
-    """The files holding a checkpoint's weights in ``folder`` (OpenAI's or Hugging Face's layout)."""
-    from . import hfmodel
-    from .checkpoints import folder_layout, latest_checkpoint
-
-    folder = Path(folder)
-    if folder_layout(folder) == "hf":
-        return [folder / hfmodel.SAFETENSORS]
-    ckpt = latest_checkpoint(folder)
-    if ckpt is None:
-        raise FileNotFoundError(f"{folder} holds no checkpoint to convert to bf16")
-    return [ckpt.with_name(ckpt.name + ".index"), *sorted(ckpt.parent.glob(ckpt.name + ".data-*"))]
+CACHE_KIND, CACHE_MAGIC = "bf16", b"GPT2BF16"  # <weights>.bf16 (gpt2_numpy/rows_cache.py)
 
 
 def cache_path(folder) -> Path:
     """Where the bf16 copy of the checkpoint in ``folder`` is kept: beside its weights, ``<weights>.bf16``."""
-    first = weights_files(folder)[0]
-    return first.with_name(first.name.removesuffix(".index") + ".bf16")
-
-
-def source_stamp(folder) -> dict:
-    """What identifies the weights the cache was made from: each file's name, size and modification time."""
-    return {path.name: [path.stat().st_size, path.stat().st_mtime_ns] for path in weights_files(folder)}
+    return rows_cache.cache_path(folder, CACHE_KIND)
 
 
 def cached_bf16_matrices(params: dict, folder) -> dict[str, np.ndarray]:
     """:func:`kernel_rows` of ``params``, read (memory-mapped) from the cache beside the checkpoint in ``folder``
-    when it was made from the checkpoint's files as they are now; else converted and written there (through a
-    temporary file and a rename: never half-written). A folder that cannot be written costs only the
+    when it was made from the checkpoint's files as they are now; else converted and written there, a matrix at a
+    time (:mod:`gpt2_numpy.rows_cache`: never half-written). A folder that cannot be written costs only the
     conversion, each time (a warning says so)."""
-    path, stamp = cache_path(folder), source_stamp(folder)
-    names = matrix_names(len(params["blocks"]))
-    rows = read_cache(path, stamp, names)
-    if rows is not None:
-        return rows
-    print(f"converting the weights to bf16 once, into {path} ...", file=sys.stderr, flush=True)
-    rows = kernel_rows(params)
-    try:
-        write_cache(path, stamp, {name: rows[name] for name in names})
-    except OSError as error:
-        warnings.warn(f"could not write {path} ({error}); the next run converts the weights to bf16 again",
-                      stacklevel=2)
-    return rows
-
-
-def read_cache(path: Path, stamp: dict, names: list[str]) -> dict[str, np.ndarray] | None:
-    """The matrices in the cache file at ``path``, memory-mapped, if it was made from the weights ``stamp``
-    describes and holds ``names``; else None (absent, stale or damaged: it is simply made again)."""
-    try:
-        with open(path, "rb") as file:
-            magic, header_size = struct.unpack("<8sQ", file.read(16))
-            header = json.loads(file.read(header_size)) if magic == CACHE_MAGIC else None
-        if not header or header.get("version") != CACHE_VERSION or header.get("source") != stamp:
-            return None
-        if [entry["name"] for entry in header["matrices"]] != names:
-            return None
-        data = np.memmap(path, dtype=np.uint16, mode="r", offset=header["data_offset"])
-    except (OSError, ValueError, KeyError, TypeError, struct.error):
-        return None
-    rows, start = {}, 0
-    for entry in header["matrices"]:
-        size = entry["shape"][0] * entry["shape"][1]
-        if start + size > data.size:
-            return None
-        rows[entry["name"]] = data[start : start + size].reshape(entry["shape"])
-        start += size
-    return rows
-
-
-def write_cache(path: Path, stamp: dict, rows: dict[str, np.ndarray]) -> None:
-    """Write the matrices and the stamp of their source to ``path``: a header (magic, its size, JSON) and then
-    the matrices' bits one after another, starting 64-byte aligned."""
-    header = {"version": CACHE_VERSION, "source": stamp,
-              "matrices": [{"name": name, "shape": list(a.shape)} for name, a in rows.items()]}
-    text = json.dumps(header).encode()
-    data_offset = -(-(16 + len(text) + 32) // 64) * 64  # room for the offset's own digits, rounded up
-    header["data_offset"] = data_offset
-    text = json.dumps(header).encode().ljust(data_offset - 16)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with open(fd, "wb") as file:
-            file.write(struct.pack("<8sQ", CACHE_MAGIC, len(text)) + text)
-            for a in rows.values():
-                file.write(np.ascontiguousarray(a, dtype=np.uint16).tobytes())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    matrices = named_matrices(params)
+    shapes = {name: w.shape if name == "wte" else w.shape[::-1] for name, w in matrices.items()}
+    return rows_cache.cached(folder, CACHE_KIND, CACHE_MAGIC, np.uint16, shapes,
+                             lambda name: matrix_rows(name, matrices[name]),
+                             making="converting the weights to bf16", again="converts the weights to bf16 again")

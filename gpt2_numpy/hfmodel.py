@@ -78,7 +78,8 @@ def read_safetensors(path) -> dict[str, np.ndarray]:
         except (TypeError, KeyError, ValueError) as exc:
             raise damaged(f"tensor {name} has a malformed entry {info!r}") from exc
         if dtype not in SAFETENSORS_DTYPES:
-            raise ValueError(f"{path}: tensor {name} has dtype {dtype}; this reader supports {sorted(SAFETENSORS_DTYPES)}")
+            raise ValueError(f"{path}: tensor {name} has dtype {dtype}; "
+                             f"this reader supports {sorted(SAFETENSORS_DTYPES)}")
         itemsize = np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
         if not 0 <= begin <= end <= len(body) or end - begin != itemsize * int(np.prod(shape, dtype=np.int64)):
             raise damaged(f"tensor {name} {dtype}{list(shape)} has data offsets {[begin, end]} that do not fit "

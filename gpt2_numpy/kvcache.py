@@ -58,6 +58,8 @@ KERNEL_MAX_ROWS = 8
 # Runs of at least this many positions (rows x new tokens) copy two weight matrices into a faster
 # memory order first; below it the copying costs more than it saves (see DecodingWeights).
 RELAYOUT_MIN_STEPS = 128
+# the kernel's float32 rows beside the checkpoint: <weights>.f32rows (gpt2_numpy/rows_cache.py)
+F32_ROWS_KIND, F32_ROWS_MAGIC = "f32rows", b"GPT2F32R"
 # Runs of at least this many positions at once (rows x new positions: a prompt) keep freed memory for the next
 # layer's arrays (keep_freed_memory)
 MANY_POSITIONS = 64
@@ -218,6 +220,7 @@ class DecodingWeights:
         self.head = self.params["wte"].T  # [n_embd, n_vocab], a view until a long run copies it
         self.blocks_in_order = {}  # "C"/"F" -> the blocks with mlp c_proj w stored in that order
         self.dtype = dtype
+        self.folder = folder  # the checkpoint's: the kernel's float32 rows are kept beside it (f32_kernel_rows)
         if dtype != "f32":  # 16-bit matrices, multiplied by a compiled kernel (gpt2_numpy/half.py)
             from . import half
 
@@ -241,6 +244,8 @@ class DecodingWeights:
         long_run = n_batch * n_new >= RELAYOUT_MIN_STEPS and self.dtype == "f32"
         if long_run:
             compiled_matvec.start_loading()
+            if self.folder is not None:  # its rows are mapped from disk, not copied: worth the kernel's load
+                compiled_matvec.wait_if_loading()
         if n_batch <= KERNEL_MAX_ROWS and self.takes_kernel(long_run):
             blocks_and_head = self.kernel_blocks_and_head
         else:
@@ -273,9 +278,13 @@ class DecodingWeights:
         kernel = compiled_matvec.kernel() if self.dtype == "f32" else None
         if kernel is None or not long_run or self.kernel_is_slower:
             return False
-        wrapped = with_kernel(self.params, kernel)
+        rows = self.f32_kernel_rows()
+        wrapped = with_kernel(self.params, kernel, rows)
         if not compiled_matvec.is_forced():
-            numpy_blocks, numpy_head = self.numpy_weights(1, long_run=True)
+            # NumPy's side as its long runs read it; from the kernel's rows, which hold its one re-laid-out matrix
+            # already (the head read as loaded, not copied: the copy would cost more than the choice)
+            numpy_blocks, numpy_head = self.numpy_weights(1, long_run=True) if rows is None else \
+                numpy_weights_from_rows(self.params, rows)
             # in pairs, a pass each way: on a shared machine the memory's speed drifts by tens of percent from
             # one second to the next, which would favour whichever side ran in the faster moment
             numpy_faster = 0
@@ -291,6 +300,22 @@ class DecodingWeights:
         self.kernel_blocks_and_head = wrapped
         self.head, self.blocks_in_order = self.params["wte"].T, {}  # NumPy's copies, unused from now on
         return True
+
+    def f32_kernel_rows(self):
+        """Every block's matrices as the kernel reads them, [n_out, n_in] float32, by name (half.matrix_names):
+        mapped from the file beside the checkpoint (``<weights>.f32rows``, gpt2_numpy/rows_cache.py; made there
+        the first time), if this object was given the checkpoint's folder; else None (with_kernel copies them in
+        memory, for this object only)."""
+        if self.folder is None:
+            return None
+        from . import half, rows_cache
+
+        matrices = {name: w for name, w in half.named_matrices(self.params).items() if name != "wte"}
+        return rows_cache.cached(self.folder, F32_ROWS_KIND, F32_ROWS_MAGIC, np.float32,
+                                 {name: w.shape[::-1] for name, w in matrices.items()},
+                                 lambda name: copy_in_order(matrices[name], "F").T,
+                                 making="arranging the weights as the compiled kernel reads them",
+                                 again="arranges them again")
 
     def numpy_weights(self, n_batch, long_run):
         """(blocks, head) for NumPy's products; a long run first copies two matrices into the order NumPy
@@ -328,16 +353,30 @@ class KernelMatrix:
         return rows @ (self.array.T if self.transposed else self.array)
 
 
-def with_kernel(params, kernel):
-    """(blocks, head): every block's matrices, and the output head x @ wte.T, behind KernelMatrix."""
-    def wrapped(layer):  # {"w", "b"} -> the same with w wrapped
+def with_kernel(params, kernel, rows=None):
+    """(blocks, head): every block's matrices, and the output head x @ wte.T, behind KernelMatrix. rows: each
+    block matrix stored [n_out, n_in] by name (DecodingWeights.f32_kernel_rows), else each is copied so here."""
+    def wrapped(name, layer):  # {"w", "b"} -> the same with w wrapped
         # stored [n_out, n_in] (w's column-major copy, seen transposed): each output one dot product over a
         # contiguous row, which the kernel streams faster than w's rows as loaded (docs/performance.md)
-        return {**layer, "w": KernelMatrix(copy_in_order(layer["w"], "F").T, kernel, transposed=True)}
+        w_rows = rows[name] if rows is not None else copy_in_order(layer["w"], "F").T
+        return {**layer, "w": KernelMatrix(w_rows, kernel, transposed=True)}
 
-    blocks = [{**block, "attn": {name: wrapped(layer) for name, layer in block["attn"].items()},
-               "mlp": {name: wrapped(layer) for name, layer in block["mlp"].items()}} for block in params["blocks"]]
+    blocks = [{**block, **{part: {layer: wrapped(f"blocks/{i}/{part}/{layer}", block[part][layer])
+                                  for layer in block[part]} for part in ("attn", "mlp")}}
+              for i, block in enumerate(params["blocks"])]
     return blocks, KernelMatrix(params["wte"], kernel, transposed=True)
+
+
+def numpy_weights_from_rows(params, rows):
+    """(blocks, head) for NumPy's products of one row, every block matrix read from the kernel's rows (by name,
+    [n_out, n_in]) seen transposed, the head as loaded (wte.T): so timed, NumPy reads no weight the kernel's
+    decoding does not (the checkpoint's own block matrices stay unread, out of memory), each in the order it
+    reads fastest for one row: 0.66-0.87x the time of the matrices as loaded (774M's, docs/performance.md)."""
+    blocks = [{**block, **{part: {layer: {**block[part][layer], "w": rows[f"blocks/{i}/{part}/{layer}"].T}
+                                  for layer in block[part]} for part in ("attn", "mlp")}}
+              for i, block in enumerate(params["blocks"])]
+    return blocks, params["wte"].T
 
 
 def weight_pass_seconds(blocks, head, in_order=False):

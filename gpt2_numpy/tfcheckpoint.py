@@ -157,7 +157,8 @@ def read_block(table: bytes, handle: tuple[int, int]) -> bytes:
     if crc32c(table[offset : offset + size + 1]) != unmask(stored):
         raise ValueError(f"the block at byte {offset} fails its CRC check (the file is damaged)")
     if compression != 0:
-        raise ValueError(f"block at byte {offset} is compressed (type {compression}), which this reader does not support")
+        raise ValueError(f"block at byte {offset} is compressed (type {compression}), "
+                         "which this reader does not support")
     return block
 
 

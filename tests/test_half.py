@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FUZZ_EXAMPLES, REPO
-from gpt2_numpy import bands, half, hfmodel, kvcache
+from gpt2_numpy import bands, half, hfmodel, kvcache, rows_cache
 from gpt2_numpy.scoring import score
 from test_gpt2 import N_HEAD, random_params, run_main
 
@@ -206,7 +206,11 @@ def test_a_damaged_cache_is_made_again(model_folder, damage, capsys):
     rows = half.cached_bf16_matrices(params, folder)
     assert "converting" in capsys.readouterr().err
     assert np.array_equal(rows["blocks/1/mlp/c_fc"], half.kernel_rows(params)["blocks/1/mlp/c_fc"])
-    assert half.read_cache(cache, half.source_stamp(folder), half.matrix_names(2)) is not None
+    assert read_back(cache, folder) is not None
+
+
+def read_back(cache, folder):  # the bf16 matrices in the cache file, or None
+    return rows_cache.read(cache, half.CACHE_MAGIC, np.uint16, rows_cache.source_stamp(folder), half.matrix_names(2))
 
 
 def test_a_cache_cut_short_is_made_again(model_folder):
@@ -214,7 +218,7 @@ def test_a_cache_cut_short_is_made_again(model_folder):
     half.cached_bf16_matrices(params, folder)
     cache = half.cache_path(folder)
     cache.write_bytes(cache.read_bytes()[:-2])
-    assert half.read_cache(cache, half.source_stamp(folder), half.matrix_names(2)) is None
+    assert read_back(cache, folder) is None
 
 
 def test_a_folder_that_cannot_be_written_warns_and_converts_each_time(model_folder, monkeypatch):
@@ -223,7 +227,7 @@ def test_a_folder_that_cannot_be_written_warns_and_converts_each_time(model_fold
     def refuse(*args, **kwargs):  # as in a read-only folder (chmod does not stop root, who runs CI)
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(half.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(rows_cache.tempfile, "mkstemp", refuse)
     with pytest.warns(UserWarning, match="converts the weights to bf16 again"):
         rows = half.cached_bf16_matrices(params, folder)
     assert np.array_equal(rows["wte"], half.to_bf16(params["wte"])) and not half.cache_path(folder).exists()

@@ -4,15 +4,19 @@ decoder on it against the full recompute (model.py) and HF transformers.
 The suite keeps the kernel off (conftest: GPT2_COMPILED_MATVEC=0) so that every other test decodes on NumPy
 whatever arrived in the background; these tests turn it on and wait for it. Compiling it (once per suite run, in
 the suite's fresh cache folder) takes 10-40 s, so this file is in the exhaustive tier (conftest.EXHAUSTIVE_FILES)."""
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FUZZ_SHARE
-from gpt2_numpy import compiled_matvec, kvcache, model
-from test_gpt2 import (N_HEAD, PROMPT, assert_close_to_oracle, hf, hf_logits, params,  # noqa: F401 (fixtures)
-                       random_params)
+from conftest import FUZZ_SHARE, REPO
+from gpt2_numpy import compiled_matvec, hfmodel, kvcache, model, step_kernel
+from gpt2_numpy.checkpoints import load_encoder_hparams_and_params
+from test_gpt2 import (N_EMBD, N_HEAD, PROMPT, assert_close_to_oracle, hf, hf_logits,  # noqa: F401 (fixtures)
+                       params, random_params, run_main)
 
 pytest.importorskip("numba")
 
@@ -334,3 +338,70 @@ def test_a_patched_layer_keeps_decoding_on_model_pys_layers(kernel_on, params, m
         np.testing.assert_allclose(decoder.decode([PROMPT[-1]])[0], full, atol=2e-5 * np.abs(full).max(), rtol=0)
     monkeypatch.setattr(kvcache, "layer_norm", lambda x, g, b: x)
     assert kvcache.KVDecoder([PROMPT], weights, N_HEAD, 1).compiled_step is None
+
+
+# ------------------------------------------------------------------ the kernel's rows, kept beside the checkpoint
+@pytest.fixture
+def model_folder(tmp_path):
+    """A 2-layer model in Hugging Face's layout, with room in its context for a long run."""
+    n_ctx = kvcache.RELAYOUT_MIN_STEPS + 16
+    params = random_params(seed=3, n_vocab=300, n_ctx=n_ctx)
+    hparams = {"n_vocab": 300, "n_ctx": n_ctx, "n_embd": N_EMBD, "n_head": N_HEAD, "n_layer": 2}
+    vocab = json.loads((REPO / "tokenizer" / "data" / "encoder.json").read_text(encoding="utf-8"))
+    hfmodel.save_hf_folder(tmp_path / "model", hparams, params, vocab, [])
+    return tmp_path / "model"
+
+
+def test_a_long_run_keeps_the_kernels_rows_beside_the_checkpoint_and_later_ones_map_them(kernel_on, model_folder,
+                                                                                          capsys):
+    _, loaded = hfmodel.load_hf_folder(model_folder)
+    rows_file = model_folder / "model.safetensors.f32rows"
+    weights = kvcache.DecodingWeights(loaded, folder=model_folder)
+    weights.for_run(1, 4)
+    assert not rows_file.exists()  # a short run: not worth the kernel
+    blocks, head = weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert "arranging the weights as the compiled kernel reads them once" in capsys.readouterr().err
+    written = rows_file.stat().st_mtime_ns
+    later = kvcache.DecodingWeights(loaded, folder=model_folder)
+    later_blocks, _ = later.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert capsys.readouterr().err == "" and rows_file.stat().st_mtime_ns == written  # mapped, not made again
+    for i, block in enumerate(later_blocks):
+        for part in ("attn", "mlp"):
+            for layer, wrapped in block[part].items():
+                original = loaded["blocks"][i][part][layer]["w"]
+                assert mapped_file(wrapped["w"].array) == rows_file
+                assert np.array_equal(wrapped["w"].array, original.T)
+    prompt = [5, 17, 250, 3]
+    expected = model.generate_reference(prompt, loaded, N_HEAD, 12)
+    assert kvcache.generate(prompt, weights, N_HEAD, 12) == kvcache.generate(prompt, later, N_HEAD, 12) == expected
+
+
+def mapped_file(array):  # the file an array's memory is mapped from, or None
+    while array is not None and not isinstance(array, np.memmap):
+        array = array.base
+    return None if array is None else Path(array.filename)
+
+
+def test_a_long_generation_on_the_command_line_decodes_on_the_kernel_from_its_first_run(kernel_on, model_folder,
+                                                                                       monkeypatch):
+    """gpt2 PROMPT decodes a long run in compiled steps in its own process, the kernel's rows made beside the
+    checkpoint by the first run and mapped by the next: the same text as the full recompute's."""
+    steps = []
+    decoding_step = step_kernel.decoding_step
+
+    def counted(x, arguments, caches, *rest, **options):  # caches [n_layer, 2, n_head, n_max, d]
+        steps.append(caches.shape[3] > 1)  # a decoder's step (a timed pass choosing the reading order has 1)
+        return decoding_step(x, arguments, caches, *rest, **options)
+
+    monkeypatch.setattr(step_kernel, "decoding_step", counted)
+    n_new = kvcache.RELAYOUT_MIN_STEPS
+    encoder, _, loaded = load_encoder_hparams_and_params(str(model_folder))
+    ids = encoder.encode("a b")
+    expected = encoder.decode(model.generate_reference(ids, loaded, N_HEAD, n_new)) + "\n"
+    for run in ("first", "second"):
+        steps.clear()
+        status, out, err = run_main(["a b", "--model", str(model_folder), "--n_tokens_to_generate", str(n_new)])
+        assert status == 0 and out == expected, err
+        assert ("arranging the weights" in err) == (run == "first")
+        assert sum(steps) == n_new - 1  # every token after the prompt's first: one compiled call each
+    assert (model_folder / "model.safetensors.f32rows").is_file()

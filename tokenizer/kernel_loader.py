@@ -105,6 +105,15 @@ class KernelLoader:
             self._thread.join()
         return self._kernel
 
+    def wait_for_loading(self) -> ModuleType | None:
+        """The kernel, waiting for the thread that loads it if one runs (a second or less: its machine code is on
+        disk), but never for a compile program; None if it is not loaded by then."""
+        self.kernel()  # (a compile program that has ended starts the loading thread)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        return self._kernel
+
     def status(self) -> str:
         """Where the kernel stands: "loaded", "loading", "compiling", "not asked for", or why it will not come."""
         if self._kernel is not None:

@@ -1,0 +1,127 @@
+"""Weight matrices kept beside the checkpoint in the order the compiled kernel reads them: made once, mapped later.
+
+The compiled kernel (:mod:`gpt2_numpy.matvec_kernel`, and its bf16 twin) reads each matrix as rows [n_out, n_in],
+one dot product per output; a checkpoint stores a layer's weight [n_in, n_out]. Turning every matrix around takes
+seconds (a 774M model's 2.8 GB of float32 matrices: several seconds, most of it the fresh memory the copy fills),
+and every process that decodes would pay them again. So the turned matrices go into one file beside the
+checkpoint's weights, ``<weights>.<kind>`` (``model.safetensors.f32rows``, ``model.ckpt.bf16``), and later
+processes map that file instead: no copy, no seconds, and the weights in memory once, not twice.
+
+The file: 8 bytes of magic (which kind), the header's size, a JSON header (the format's version, the stamp of the
+weights it was made from: each file's name, size and modification time, and each matrix's name and shape), then
+the matrices one after another, starting 64-byte aligned. It is written through a temporary file and a rename, so
+it is never seen half-written; a file that is absent, stale (the checkpoint changed) or damaged is simply made
+again.
+
+What it does not do: decide which matrices go in or how they are turned (:mod:`gpt2_numpy.kvcache` for float32,
+:mod:`gpt2_numpy.half` for bf16 pass them), or check the matrices' numbers (the stamp says which weights they came
+from; the checkpoint itself is checked when it is downloaded).
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+VERSION = 1
+
+
+def weights_files(folder) -> list[Path]:
+    """The files holding a checkpoint's weights in ``folder`` (OpenAI's or Hugging Face's layout)."""
+    from . import hfmodel
+    from .checkpoints import folder_layout, latest_checkpoint
+
+    folder = Path(folder)
+    if folder_layout(folder) == "hf":
+        return [folder / hfmodel.SAFETENSORS]
+    ckpt = latest_checkpoint(folder)
+    if ckpt is None:
+        raise FileNotFoundError(f"{folder} holds no checkpoint to arrange for the compiled kernel")
+    return [ckpt.with_name(ckpt.name + ".index"), *sorted(ckpt.parent.glob(ckpt.name + ".data-*"))]
+
+
+def cache_path(folder, kind: str) -> Path:
+    """Where the matrices of ``kind`` (``bf16``, ``f32rows``) are kept: beside the weights, ``<weights>.<kind>``."""
+    first = weights_files(folder)[0]
+    return first.with_name(first.name.removesuffix(".index") + "." + kind)
+
+
+def source_stamp(folder) -> dict:
+    """What identifies the weights the cache was made from: each file's name, size and modification time."""
+    return {path.name: [path.stat().st_size, path.stat().st_mtime_ns] for path in weights_files(folder)}
+
+
+def cached(folder, kind: str, magic: bytes, dtype, shapes: dict[str, tuple], matrix: Callable, *, making: str,
+           again: str) -> dict[str, np.ndarray]:
+    """The matrices named in ``shapes`` (name -> [n_out, n_in]), memory-mapped from the file of ``kind`` beside the
+    checkpoint in ``folder`` when it was made from the checkpoint's files as they are now; else each made by
+    ``matrix(name)`` and written there first (saying "<making> once, into <file> ..." on stderr). A folder that
+    cannot be written costs only the making, each time: a warning ends "the next run <again>"."""
+    path, stamp, names = cache_path(folder, kind), source_stamp(folder), list(shapes)
+    rows = read(path, magic, dtype, stamp, names)
+    if rows is not None:
+        return rows
+    print(f"{making} once, into {path} ...", file=sys.stderr, flush=True)
+    try:
+        write(path, magic, dtype, stamp, shapes, matrix)
+        rows = read(path, magic, dtype, stamp, names)
+    except OSError as error:
+        warnings.warn(f"could not write {path} ({error}); the next run {again}", stacklevel=3)
+    if rows is None:  # (not written, or gone again at once)
+        rows = {name: np.ascontiguousarray(matrix(name), dtype=dtype) for name in names}
+    return rows
+
+
+def read(path: Path, magic: bytes, dtype, stamp: dict, names: list[str]) -> dict[str, np.ndarray] | None:
+    """The matrices in the file at ``path``, memory-mapped as ``dtype``, if it is of kind ``magic``, was made from
+    the weights ``stamp`` describes and holds ``names`` in that order; else None (absent, stale or damaged)."""
+    try:
+        with open(path, "rb") as file:
+            found, header_size = struct.unpack("<8sQ", file.read(16))
+            header = json.loads(file.read(header_size)) if found == magic else None
+        if not header or header.get("version") != VERSION or header.get("source") != stamp:
+            return None
+        if [entry["name"] for entry in header["matrices"]] != names:
+            return None
+        data = np.memmap(path, dtype=dtype, mode="r", offset=header["data_offset"])
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return None
+    rows, start = {}, 0
+    for entry in header["matrices"]:
+        size = entry["shape"][0] * entry["shape"][1]
+        if start + size > data.size:
+            return None
+        rows[entry["name"]] = data[start : start + size].reshape(entry["shape"])
+        start += size
+    return rows
+
+
+def write(path: Path, magic: bytes, dtype, stamp: dict, shapes: dict[str, tuple], matrix: Callable) -> None:
+    """Write the matrices named in ``shapes`` (name -> [n_out, n_in]), each made by ``matrix(name)`` only when its
+    turn comes (so that no more than one is held in memory at a time), with the stamp of their source."""
+    header = {"version": VERSION, "source": stamp,
+              "matrices": [{"name": name, "shape": list(shape)} for name, shape in shapes.items()]}
+    text = json.dumps(header).encode()
+    data_offset = -(-(16 + len(text) + 32) // 64) * 64  # room for the offset's own digits, rounded up
+    header["data_offset"] = data_offset
+    text = json.dumps(header).encode().ljust(data_offset - 16)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    try:
+        with open(fd, "wb") as file:
+            file.write(struct.pack("<8sQ", magic, len(text)) + text)
+            for name, shape in shapes.items():
+                rows = np.ascontiguousarray(matrix(name), dtype=dtype)
+                if rows.shape != tuple(shape):
+                    raise ValueError(f"{name}: made {rows.shape}, the header says {tuple(shape)}")
+                file.write(rows.data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
