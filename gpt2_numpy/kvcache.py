@@ -209,8 +209,14 @@ class DecodingWeights:
     on some machines OpenBLAS streams them faster, so the first long run after the kernel arrives times one
     decoding step both ways (weight_pass_seconds) and keeps the faster for every later run.
 
+    folder, the checkpoint's: the kernel's float32 copies are kept beside it instead (``<weights>.f32rows``,
+    gpt2_numpy/rows_cache.py), made by the first long run and mapped by every later one, in this process or
+    the next: no copying, the weights in memory once. A long run on a folder also waits for the kernel while it
+    loads from disk (under a second) rather than decode the whole run on NumPy's products, so that the `gpt2`
+    command, one process a run, decodes on the kernel from its first run.
+
     dtype="bf16" keeps the matrices in 16 bits instead (:mod:`gpt2_numpy.half`, with numba installed): about
-    twice as fast, logits rounded; folder, the checkpoint's, keeps the converted matrices beside it.
+    twice as fast, logits rounded; folder keeps the converted matrices beside the checkpoint.
     """
 
     def __init__(self, params, *, dtype="f32", folder=None):
@@ -260,19 +266,19 @@ class DecodingWeights:
         kernel's float32 copies, or bf16), three pairs of steps, address order kept only if it was faster in two."""
         if self.reading_order_chosen or not kernel_reads_rows(blocks, head):
             return
-        self.reading_order_chosen = True
         in_order_faster = 0
         for _ in range(3):  # in pairs, as takes_kernel: the memory's speed drifts from one second to the next
-            blas_threads.stop_idle_threads()  # NumPy's products may have run just before (takes_kernel's)
-            streams_seconds = weight_pass_seconds(blocks, head)
-            in_order_faster += weight_pass_seconds(blocks, head, in_order=True) < streams_seconds
-        self.reads_in_order = in_order_faster >= 2
+            blas_threads.stop_idle_threads()  # NumPy's products may have run just before
+            streams_seconds, in_order_seconds = kernel_pass_seconds_each_order(blocks, head)
+            in_order_faster += in_order_seconds < streams_seconds
+        self.reads_in_order, self.reading_order_chosen = in_order_faster >= 2, True
 
     def takes_kernel(self, long_run):
         """Whether runs of a few rows go through the compiled kernel: once it is loaded and a long run comes,
         if a decoding step through these weights is faster through it than through NumPy's products (measured
         once: three pairs of steps, the kernel kept unless NumPy was faster in two; $GPT2_COMPILED_MATVEC=1
-        skips the measuring). The slower side's copies go."""
+        skips the measuring). The kernel is timed in the reading order it will take: if that is not chosen yet,
+        both orders each time, which chooses it too (the faster in two of three). The slower side's copies go."""
         if self.kernel_blocks_and_head is not None:
             return True
         kernel = compiled_matvec.kernel() if self.dtype == "f32" else None
@@ -287,13 +293,20 @@ class DecodingWeights:
                 numpy_weights_from_rows(self.params, rows)
             # in pairs, a pass each way: on a shared machine the memory's speed drifts by tens of percent from
             # one second to the next, which would favour whichever side ran in the faster moment
-            numpy_faster = 0
+            numpy_faster = in_order_faster = 0
             for _ in range(3):
                 # after NumPy's products OpenBLAS's idle threads spin for a while on the cores the kernel's threads
                 # need, which would time OpenBLAS's leftovers, not the kernel (decoding's compiled steps end them)
                 blas_threads.stop_idle_threads()
-                kernel_seconds = weight_pass_seconds(*wrapped)
+                if self.reading_order_chosen:
+                    kernel_seconds = weight_pass_seconds(*wrapped, in_order=self.reads_in_order)
+                else:
+                    streams_seconds, in_order_seconds = kernel_pass_seconds_each_order(*wrapped)
+                    in_order_faster += in_order_seconds < streams_seconds
+                    kernel_seconds = min(streams_seconds, in_order_seconds)
                 numpy_faster += weight_pass_seconds(numpy_blocks, numpy_head) < kernel_seconds
+            if not self.reading_order_chosen:
+                self.reads_in_order, self.reading_order_chosen = in_order_faster >= 2, True
             if numpy_faster >= 2:
                 self.kernel_is_slower = True
                 return False
@@ -377,6 +390,11 @@ def numpy_weights_from_rows(params, rows):
                                   for layer in block[part]} for part in ("attn", "mlp")}}
               for i, block in enumerate(params["blocks"])]
     return blocks, params["wte"].T
+
+
+def kernel_pass_seconds_each_order(blocks, head):
+    """weight_pass_seconds of the compiled step in 8 streams, then in address order: (streams, in order)."""
+    return weight_pass_seconds(blocks, head), weight_pass_seconds(blocks, head, in_order=True)
 
 
 def weight_pass_seconds(blocks, head, in_order=False):

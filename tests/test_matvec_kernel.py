@@ -177,7 +177,7 @@ def test_unforced_the_kernel_is_taken_only_if_measured_faster(kernel, params, mo
     kernel_faster = sum(kernel_wins) >= 2
     timed = []
 
-    def pass_seconds(blocks, head):
+    def pass_seconds(blocks, head, in_order=False):
         through_kernel = isinstance(head, kvcache.KernelMatrix)
         timed.append(through_kernel)
         if through_kernel:
@@ -196,6 +196,35 @@ def test_unforced_the_kernel_is_taken_only_if_measured_faster(kernel, params, mo
         assert not weights.head.flags.f_contiguous  # NumPy's own copy of the head, row-major wte.T
     assert weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)[1] is head and len(timed) == 6  # measured once
     assert kvcache.generate(PROMPT, weights, N_HEAD, 6) == model.generate_reference(PROMPT, params, N_HEAD, 6)
+
+
+@pytest.mark.parametrize("numpy_wins, in_order_wins", [((False, True, False), (True, True, False)),
+                                                      ((True, True, False), (False, True, False))])
+def test_the_kernel_is_timed_against_numpy_in_its_faster_reading_order(kernel, params, monkeypatch, numpy_wins,
+                                                                        in_order_wins):
+    """Unforced, with the reading order not chosen yet, each of the three rounds times the kernel in both orders
+    and NumPy once: NumPy must beat the kernel's faster order (here 1.0 s or 1.4 s) to be kept, in two rounds of
+    three, and the kernel's rounds choose its reading order as they go (not timed again)."""
+    monkeypatch.delenv("GPT2_COMPILED_MATVEC")
+    timed = []
+
+    def pass_seconds(blocks, head, in_order=False):
+        if not isinstance(head, kvcache.KernelMatrix):
+            timed.append("numpy")
+            return 1.2 if numpy_wins[timed.count("numpy") - 1] else 3.0
+        timed.append("in order" if in_order else "streams")
+        return (1.0 if in_order_wins[timed.count("in order") - 1] else 2.0) if in_order else 1.4
+
+    monkeypatch.setattr(kvcache, "weight_pass_seconds", pass_seconds)
+    weights = kvcache.DecodingWeights(params)
+    blocks, head = weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert timed == ["streams", "in order", "numpy"] * 3
+    assert weights.reading_order_chosen and weights.reads_in_order == (sum(in_order_wins) >= 2)
+    numpy_kept = sum(numpy < min(1.4, 1.0 if in_order else 2.0) for numpy, in_order in
+                     zip((1.2 if win else 3.0 for win in numpy_wins), in_order_wins)) >= 2
+    assert isinstance(head, kvcache.KernelMatrix) != numpy_kept
+    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert len(timed) == 9  # measured once
 
 
 @pytest.mark.parametrize("in_order_wins", [(True, True, False), (False, True, False)])
