@@ -137,7 +137,7 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
     from . import encoder  # imported late: reading the vocabulary costs time a download need not wait for
 
     if model_size not in MODEL_SIZES:
-        folder = Path(model_size).expanduser()
+        folder = model_folder(model_size)
         layout = folder_layout(folder)
         if layout == "hf":
             hparams, params = hfmodel.load_hf_folder(folder)
@@ -156,7 +156,7 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
                              f"nor Hugging Face's (config.json, {hfmodel.SAFETENSORS})")
         _check_model_size(model_size)  # neither a size nor a folder: the error lists the sizes
     models_dir = default_models_dir() if models_dir is None else models_dir
-    model_dir = Path(models_dir) / model_size
+    model_dir = model_folder(model_size, models_dir)
     if latest_checkpoint(model_dir) is None or not all((model_dir / n).is_file() for n in NEEDED_FILES):
         download_gpt2_files(model_size, model_dir)
     try:
@@ -164,6 +164,14 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
     except CheckpointError as error:
         raise _set_aside(error, model_dir) from None
     return encoder.get_encoder(model_size, models_dir), hparams, params
+
+
+def model_folder(model_size: str, models_dir=None) -> Path:
+    """The folder of a model's checkpoint: a size's (:data:`MODEL_SIZES`) in the models folder (``models_dir``,
+    default :func:`default_models_dir`), else the folder ``model_size`` names."""
+    if model_size not in MODEL_SIZES:
+        return Path(model_size).expanduser()
+    return Path(default_models_dir() if models_dir is None else models_dir) / model_size
 
 
 def _set_aside(error: CheckpointError, model_dir: Path) -> CheckpointError:

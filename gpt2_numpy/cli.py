@@ -33,7 +33,7 @@ from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_utf8_file
 
 from . import half
-from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, save_hf
+from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, model_folder, save_hf
 from .hfmodel import check_hf_folder
 from .kvcache import DecodingWeights, check_fits_context, iter_generate_batch, sampling_temperature
 from .models_dir import default_models_dir
@@ -223,7 +223,7 @@ def check_model_name(flag: str, name: str) -> None:
     """A ValueError unless `name` (of --model or --draft) is a GPT-2 size or a folder holding a model."""
     if name in MODEL_SIZES:
         return
-    folder = Path(name).expanduser()
+    folder = model_folder(name)
     if not folder.is_dir():
         raise ValueError(f"{flag} {name!r} is neither a GPT-2 size ({', '.join(MODEL_SIZES)}) nor a folder")
     if folder_layout(folder) is None:
@@ -281,7 +281,9 @@ def load_draft(args, models_dir, encoder):
     if draft_encoder.decoder != encoder.decoder:  # id -> token: the ids must mean the same
         raise CommandError(f"--draft {args.draft}: its vocabulary differs from --model {args.model}'s; a draft "
                            "must share the model's tokens (every GPT-2 size does)", EXIT_MISTAKE)
-    return DraftModel(draft_params, draft_hparams["n_head"])
+    # (its rows kept beside its checkpoint too, as the model's: a long run's draft decodes as long)
+    weights = DecodingWeights(draft_params, folder=model_folder(args.draft, models_dir))
+    return DraftModel(weights, draft_hparams["n_head"])
 
 
 def generate_text(encoder, hparams, params, args, ids, draft=None) -> None:
@@ -378,6 +380,5 @@ def run(args, text: str | None) -> None:
         check_fits_context(len(ids), args.n_tokens_to_generate, hparams["n_ctx"])
         # the checkpoint's folder: a long run's weights as the compiled kernel reads them are kept beside it
         # (float32 rows, or bf16), made once and mapped by later runs
-        folder = Path(models_dir) / args.model if args.model in MODEL_SIZES else Path(args.model).expanduser()
-        params = DecodingWeights(params, dtype=args.dtype, folder=folder)
+        params = DecodingWeights(params, dtype=args.dtype, folder=model_folder(args.model, models_dir))
         generate_text(encoder, hparams, params, args, ids, draft)
