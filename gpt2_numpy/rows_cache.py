@@ -9,9 +9,9 @@ processes map that file instead: no copy, no seconds, and the weights in memory 
 
 The file: 8 bytes of magic (which kind), the header's size, a JSON header (the format's version, the stamp of the
 weights it was made from: each file's name, size and modification time, and each matrix's name and shape), then
-the matrices one after another, starting 64-byte aligned. It is written through a temporary file and a rename, so
-it is never seen half-written; a file that is absent, stale (the checkpoint changed) or damaged is simply made
-again.
+the matrices one after another, starting 64-byte aligned. It is written as every output here is
+(:func:`tokenizer.outputs.replaced_file`: beside it, then renamed), so it is never seen half-written; a file
+that is absent, stale (the checkpoint changed) or damaged is simply made again.
 
 What it does not do: decide which matrices go in or how they are turned (:mod:`gpt2_numpy.kvcache` for float32,
 :mod:`gpt2_numpy.half` for bf16 pass them), or check the matrices' numbers (the stamp says which weights they came
@@ -20,15 +20,15 @@ from; the checkpoint itself is checked when it is downloaded).
 from __future__ import annotations
 
 import json
-import os
 import struct
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from tokenizer.outputs import replaced_file
 
 VERSION = 1
 
@@ -112,16 +112,10 @@ def write(path: Path, magic: bytes, dtype, stamp: dict, shapes: dict[str, tuple]
     data_offset = -(-(16 + len(text) + 32) // 64) * 64  # room for the offset's own digits, rounded up
     header["data_offset"] = data_offset
     text = json.dumps(header).encode().ljust(data_offset - 16)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with open(fd, "wb") as file:
-            file.write(struct.pack("<8sQ", magic, len(text)) + text)
-            for name, shape in shapes.items():
-                rows = np.ascontiguousarray(matrix(name), dtype=dtype)
-                if rows.shape != tuple(shape):
-                    raise ValueError(f"{name}: made {rows.shape}, the header says {tuple(shape)}")
-                file.write(rows.data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with replaced_file(path) as file:  # (written beside it, renamed into place once complete)
+        file.write(struct.pack("<8sQ", magic, len(text)) + text)
+        for name, shape in shapes.items():
+            rows = np.ascontiguousarray(matrix(name), dtype=dtype)
+            if rows.shape != tuple(shape):
+                raise ValueError(f"{name}: made {rows.shape}, the header says {tuple(shape)}")
+            file.write(rows.data)

@@ -227,7 +227,7 @@ def test_a_folder_that_cannot_be_written_warns_and_converts_each_time(model_fold
     def refuse(*args, **kwargs):  # as in a read-only folder (chmod does not stop root, who runs CI)
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(rows_cache.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(rows_cache, "replaced_file", refuse)
     with pytest.warns(UserWarning, match="converts the weights to bf16 again"):
         rows = half.cached_bf16_matrices(params, folder)
     assert np.array_equal(rows["wte"], half.to_bf16(params["wte"])) and not half.cache_path(folder).exists()

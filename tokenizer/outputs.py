@@ -4,7 +4,9 @@ nothing behind.
 Every writer in this project uses it: ``encode-file``'s ``.bin``, ``encode-dataset``'s folder, ``train``'s
 tokenizer folder and its ``DIR.checkpoint``, :meth:`Encoding.save`, and ``gpt2 --save_hf``'s model folder. Each
 checks its destination with :func:`check_file` or :func:`check_folder` before it reads or computes anything,
-then writes with :func:`replaced_file` or :func:`replaced_folder_files`.
+then writes with :func:`replaced_file` or :func:`replaced_folder_files`. (The compiled kernels' matrices kept
+beside a checkpoint, :mod:`gpt2_numpy.rows_cache`, are written with :func:`replaced_file` too: a cache the
+user did not name, so nothing to check first; a folder it cannot write only costs the next run the work.)
 
 The rule, and why:
 
