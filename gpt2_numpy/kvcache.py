@@ -287,8 +287,8 @@ class DecodingWeights:
         rows = self.f32_kernel_rows()
         wrapped = with_kernel(self.params, kernel, rows)
         if not compiled_matvec.is_forced():
-            # NumPy's side as its long runs read it; from the kernel's rows, which hold its one re-laid-out matrix
-            # already (the head read as loaded, not copied: the copy would cost more than the choice)
+            # NumPy's side as its long runs read it (its copies), or with the kernel's rows at hand from those:
+            # every block matrix in the order NumPy reads fastest for one row, and nothing copied
             numpy_blocks, numpy_head = self.numpy_weights(1, long_run=True) if rows is None else \
                 numpy_weights_from_rows(self.params, rows)
             # in pairs, a pass each way: on a shared machine the memory's speed drifts by tens of percent from
