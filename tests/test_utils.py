@@ -406,6 +406,16 @@ def test_default_models_dir(monkeypatch, tmp_path):
     assert models_dir.default_models_dir() == tmp_path / "home" / ".cache" / "gpt2-numpy" / "models"
 
 
+def test_a_models_folder_is_a_sizes_subfolder_or_the_folder_named(monkeypatch, tmp_path):
+    """checkpoints.model_folder: the one rule the command's --model and --draft, and loading, follow."""
+    monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "chosen"))
+    assert checkpoints.model_folder(SIZE) == tmp_path / "chosen" / SIZE
+    assert checkpoints.model_folder(SIZE, tmp_path / "other") == tmp_path / "other" / SIZE
+    assert checkpoints.model_folder(str(tmp_path / "mine"), tmp_path / "other") == tmp_path / "mine"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert checkpoints.model_folder("~/gpt2") == tmp_path / "home" / "gpt2"
+
+
 def test_load_without_models_dir_uses_the_default(tiny, tmp_path, stub_encoder, monkeypatch):
     shutil.copytree(tiny[0], tmp_path / "env models" / SIZE)
     monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "env models"))
