@@ -118,7 +118,7 @@ def weight_bytes_per_token(hparams):
 
 # ---------------------------------------------------------------------------- workers
 def worker_ours(args):
-    from gpt2_numpy import compiled_matvec, hfmodel, kvcache
+    from gpt2_numpy import blas_threads, compiled_matvec, hfmodel, kvcache
 
     compiled_matvec.wait_until_loaded()  # (None when GPT2_COMPILED_MATVEC=0 or without numba)
     hparams, params = hfmodel.load_hf_folder(args.folder)
@@ -137,6 +137,8 @@ def worker_ours(args):
         steps.append((time.perf_counter() - start) / args.tokens)
         if uses_kernel:  # the same minute's ceiling, right after: the memory's speed drifts from minute to minute
             shares.append(kernel_pass_seconds(blocks, head) / steps[-1])
+            # (numba's threads spin after the passes: a prompt at once would stall the next run's first step)
+            blas_threads.let_compiled_threads_sleep()
     ids = kvcache.generate(prompt, weights, hparams["n_head"], 8)
     return {"ms": 1e3 * statistics.median(steps[1:]), "ids": ids, "kernel": uses_kernel,
             "share_of_pass": statistics.median(shares[1:]) if shares else None,

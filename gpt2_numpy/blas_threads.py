@@ -18,6 +18,12 @@ whose steps run in compiled code on numba's threads (:mod:`gpt2_numpy.step_kerne
 its first steps, while both sets of threads shared the two cores. :func:`stop_idle_threads` ends OpenBLAS's
 worker threads once the prompt has run; OpenBLAS starts them again when a product next asks for them.
 
+The other way round too: numba's threads (GNU OpenMP's) spin for a few milliseconds after each of its parallel
+regions before they sleep. A prompt whose products start on OpenBLAS's threads while they spin shares a core
+with them, and the first compiled step after it then stalled for 5-25 ms in about half the runs (the worker
+queued behind the main thread, it seems): :func:`let_compiled_threads_sleep` waits them out after a burst of
+compiled passes that a prompt may follow at once (a decoder's timing of the kernel, a benchmark's).
+
 What it does not do: anything for another BLAS (MKL, Apple's Accelerate: there the bands share the cores with
 that library's threads, slower but the same numbers), or on a system without ``/proc/self/maps`` (not Linux).
 """
@@ -26,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import threading
+import time
 
 
 def loaded_openblas() -> list[str]:
@@ -83,6 +90,18 @@ def stop_idle_threads() -> bool:
     with _lock:
         shutdown()
     return True
+
+
+# how long numba's threads spin after a parallel region before they sleep: GNU OpenMP's GOMP_SPINCOUNT (300,000
+# checks) takes a few milliseconds; 10 ms after a burst of compiled passes, no first step stalled in 16 runs where
+# 9 of 16 did without (docs/performance.md)
+COMPILED_THREADS_SPIN_SECONDS = 0.01
+
+
+def let_compiled_threads_sleep() -> None:
+    """Wait until numba's threads, spinning after the last compiled parallel region, have gone to sleep: called
+    after a burst of compiled passes that a prompt's products on OpenBLAS's threads may follow."""
+    time.sleep(COMPILED_THREADS_SPIN_SECONDS)
 
 
 def n_threads() -> int | None:

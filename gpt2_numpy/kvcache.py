@@ -272,6 +272,7 @@ class DecodingWeights:
             streams_seconds, in_order_seconds = kernel_pass_seconds_each_order(blocks, head)
             in_order_faster += in_order_seconds < streams_seconds
         self.reads_in_order, self.reading_order_chosen = in_order_faster >= 2, True
+        blas_threads.let_compiled_threads_sleep()  # a prompt's products may come next
 
     def takes_kernel(self, long_run):
         """Whether runs of a few rows go through the compiled kernel: once it is loaded and a long run comes,
@@ -305,6 +306,7 @@ class DecodingWeights:
                     in_order_faster += in_order_seconds < streams_seconds
                     kernel_seconds = min(streams_seconds, in_order_seconds)
                 numpy_faster += weight_pass_seconds(numpy_blocks, numpy_head) < kernel_seconds
+            blas_threads.let_compiled_threads_sleep()  # a prompt's products may come next
             if not self.reading_order_chosen:
                 self.reads_in_order, self.reading_order_chosen = in_order_faster >= 2, True
             if numpy_faster >= 2:
