@@ -227,6 +227,7 @@ class DecodingWeights:
         self.blocks_in_order = {}  # "C"/"F" -> the blocks with mlp c_proj w stored in that order
         self.dtype = dtype
         self.folder = folder  # the checkpoint's: the kernel's float32 rows are kept beside it (f32_kernel_rows)
+        self.rows_checked = False  # whether the folder was found able to keep them (keeps_rows_beside_checkpoint)
         if dtype != "f32":  # 16-bit matrices, multiplied by a compiled kernel (gpt2_numpy/half.py)
             from . import half
 
@@ -250,7 +251,7 @@ class DecodingWeights:
         long_run = n_batch * n_new >= RELAYOUT_MIN_STEPS and self.dtype == "f32"
         if long_run:
             compiled_matvec.start_loading()
-            if self.folder is not None:  # its rows are mapped from disk, not copied: worth the kernel's load
+            if self.keeps_rows_beside_checkpoint():  # mapped from disk, not copied: worth the kernel's load
                 compiled_matvec.wait_if_loading()
         if n_batch <= KERNEL_MAX_ROWS and self.takes_kernel(long_run):
             blocks_and_head = self.kernel_blocks_and_head
@@ -316,16 +317,38 @@ class DecodingWeights:
         self.head, self.blocks_in_order = self.params["wte"].T, {}  # NumPy's copies, unused from now on
         return True
 
+    def keeps_rows_beside_checkpoint(self):
+        """Whether the kernel's float32 rows come from beside the checkpoint (f32_kernel_rows): the file there is
+        current, or the folder can take it. A folder where neither holds is forgotten, so that its runs go as
+        without one (the kernel not awaited, its copies in memory), and no run tries to write there in vain."""
+        if self.folder is None or self.rows_checked:
+            return self.folder is not None
+        from . import rows_cache
+
+        self.rows_checked = True
+        path = rows_cache.cache_path(self.folder, F32_ROWS_KIND)
+        stamp = rows_cache.source_stamp(self.folder)
+        names = list(self.f32_matrices())
+        if rows_cache.read(path, F32_ROWS_MAGIC, np.float32, stamp, names) is None and \
+                not rows_cache.can_keep(self.folder, F32_ROWS_KIND):
+            self.folder = None
+        return self.folder is not None
+
+    def f32_matrices(self):  # name -> each block's weight matrix [n_in, n_out], in half.matrix_names' order
+        from . import half
+
+        return {name: w for name, w in half.named_matrices(self.params).items() if name != "wte"}
+
     def f32_kernel_rows(self):
         """Every block's matrices as the kernel reads them, [n_out, n_in] float32, by name (half.matrix_names):
         mapped from the file beside the checkpoint (``<weights>.f32rows``, gpt2_numpy/rows_cache.py; made there
         the first time), if this object was given the checkpoint's folder; else None (with_kernel copies them in
         memory, for this object only)."""
-        if self.folder is None:
+        if not self.keeps_rows_beside_checkpoint():
             return None
-        from . import half, rows_cache
+        from . import rows_cache
 
-        matrices = {name: w for name, w in half.named_matrices(self.params).items() if name != "wte"}
+        matrices = self.f32_matrices()
         return rows_cache.cached(self.folder, F32_ROWS_KIND, F32_ROWS_MAGIC, np.float32,
                                  {name: w.shape[::-1] for name, w in matrices.items()},
                                  lambda name: copy_in_order(matrices[name], "F").T,

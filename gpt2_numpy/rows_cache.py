@@ -22,13 +22,12 @@ from __future__ import annotations
 import json
 import struct
 import sys
-import warnings
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from tokenizer.outputs import replaced_file
+from tokenizer.outputs import check_file, replaced_file
 
 VERSION = 1
 
@@ -63,7 +62,7 @@ def cached(folder, kind: str, magic: bytes, dtype, shapes: dict[str, tuple], mat
     """The matrices named in ``shapes`` (name -> [n_out, n_in]), memory-mapped from the file of ``kind`` beside the
     checkpoint in ``folder`` when it was made from the checkpoint's files as they are now; else each made by
     ``matrix(name)`` and written there first (saying "<making> once, into <file> ..." on stderr). A folder that
-    cannot be written costs only the making, each time: a warning ends "the next run <again>"."""
+    cannot be written costs only the making, each time: a line on stderr ends "the next run <again>"."""
     path, stamp, names = cache_path(folder, kind), source_stamp(folder), list(shapes)
     rows = read(path, magic, dtype, stamp, names)
     if rows is not None:
@@ -72,11 +71,21 @@ def cached(folder, kind: str, magic: bytes, dtype, shapes: dict[str, tuple], mat
     try:
         write(path, magic, dtype, stamp, shapes, matrix)
         rows = read(path, magic, dtype, stamp, names)
-    except OSError as error:
-        warnings.warn(f"could not write {path} ({error}); the next run {again}", stacklevel=3)
+    except OSError as error:  # one line, as the message before it: the run goes on
+        print(f"could not write {path} ({error}); the next run {again}", file=sys.stderr, flush=True)
     if rows is None:  # (not written, or gone again at once)
         rows = {name: np.ascontiguousarray(matrix(name), dtype=dtype) for name in names}
     return rows
+
+
+def can_keep(folder, kind: str) -> bool:
+    """Whether the file of ``kind`` could be written beside the checkpoint in ``folder`` now
+    (:func:`tokenizer.outputs.check_file`: a file made there and removed)."""
+    try:
+        check_file(cache_path(folder, kind), overwrite=True)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def read(path: Path, magic: bytes, dtype, stamp: dict, names: list[str]) -> dict[str, np.ndarray] | None:

@@ -221,15 +221,17 @@ def test_a_cache_cut_short_is_made_again(model_folder):
     assert read_back(cache, folder) is None
 
 
-def test_a_folder_that_cannot_be_written_warns_and_converts_each_time(model_folder, monkeypatch):
+def test_a_folder_that_cannot_be_written_says_so_and_converts_each_time(model_folder, monkeypatch, capsys):
     folder, params = model_folder
 
     def refuse(*args, **kwargs):  # as in a read-only folder (chmod does not stop root, who runs CI)
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(rows_cache, "replaced_file", refuse)
-    with pytest.warns(UserWarning, match="converts the weights to bf16 again"):
-        rows = half.cached_bf16_matrices(params, folder)
+    rows = half.cached_bf16_matrices(params, folder)
+    err = capsys.readouterr().err
+    assert err.endswith(" Permission denied); the next run converts the weights to bf16 again\n")  # one line
+    assert err.count("\n") == 2 and "Errno 13" in err
     assert np.array_equal(rows["wte"], half.to_bf16(params["wte"])) and not half.cache_path(folder).exists()
 
 

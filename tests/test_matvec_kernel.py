@@ -407,6 +407,29 @@ def test_a_long_run_keeps_the_kernels_rows_beside_the_checkpoint_and_later_ones_
     assert kvcache.generate(prompt, weights, N_HEAD, 12) == kvcache.generate(prompt, later, N_HEAD, 12) == expected
 
 
+def test_a_folder_that_can_keep_no_rows_is_forgotten(kernel_on, model_folder, monkeypatch, capsys):
+    """No current rows file and a folder that cannot take one: runs go as without a folder (the kernel's copies
+    in memory), with nothing written or said, and no run tries again."""
+    from gpt2_numpy import rows_cache
+
+    asked = []
+
+    def refused(folder, kind):
+        asked.append(kind)
+        return False
+
+    monkeypatch.setattr(rows_cache, "can_keep", refused)
+    _, loaded = hfmodel.load_hf_folder(model_folder)
+    weights = kvcache.DecodingWeights(loaded, folder=model_folder)
+    blocks, head = weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert weights.folder is None and asked == ["f32rows"] and weights.f32_kernel_rows() is None
+    assert capsys.readouterr().err == "" and not (model_folder / "model.safetensors.f32rows").exists()
+    assert all(mapped_file(layer["w"].array) is None for block in blocks for part in ("attn", "mlp")
+               for layer in block[part].values())
+    prompt = [5, 17, 250, 3]
+    assert kvcache.generate(prompt, weights, N_HEAD, 8) == model.generate_reference(prompt, loaded, N_HEAD, 8)
+
+
 def mapped_file(array):  # the file an array's memory is mapped from, or None
     while array is not None and not isinstance(array, np.memmap):
         array = array.base
