@@ -226,7 +226,7 @@ def cached_bf16_matrices(params: dict, folder) -> dict[str, np.ndarray]:
     """:func:`kernel_rows` of ``params``, read (memory-mapped) from the cache beside the checkpoint in ``folder``
     when it was made from the checkpoint's files as they are now; else converted and written there, a matrix at a
     time (:mod:`gpt2_numpy.rows_cache`: never half-written). A folder that cannot be written costs only the
-    conversion, each time (a warning says so)."""
+    conversion, each time (a line on stderr says so)."""
     matrices = named_matrices(params)
     shapes = {name: w.shape if name == "wte" else w.shape[::-1] for name, w in matrices.items()}
     return rows_cache.cached(folder, CACHE_KIND, CACHE_MAGIC, np.uint16, shapes,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FUZZ_SHARE, REPO
-from gpt2_numpy import compiled_matvec, hfmodel, kvcache, model, step_kernel
+from gpt2_numpy import compiled_matvec, hfmodel, kvcache, model
 from gpt2_numpy.checkpoints import load_encoder_hparams_and_params
 from test_gpt2 import (N_EMBD, N_HEAD, PROMPT, assert_close_to_oracle, hf, hf_logits,  # noqa: F401 (fixtures)
                        params, random_params, run_main)
@@ -440,6 +440,8 @@ def test_a_long_generation_on_the_command_line_decodes_on_the_kernel_from_its_fi
                                                                                        monkeypatch):
     """gpt2 PROMPT decodes a long run in compiled steps in its own process, the kernel's rows made beside the
     checkpoint by the first run and mapped by the next: the same text as the full recompute's."""
+    from gpt2_numpy import step_kernel  # (imports numba: inside the test, as the tests above)
+
     steps = []
     decoding_step = step_kernel.decoding_step
 
