@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import sys
 
-from gpt2_numpy.kvcache import generate, generate_batch
+from gpt2_numpy.kvcache import DecodingWeights, generate, generate_batch
 from gpt2_numpy.model import attention, ffn, gelu, generate_reference, gpt2, layer_norm, linear, mha, softmax, \
     transformer_block
 from gpt2_numpy.scoring import score, token_nlls
-from gpt2_numpy.checkpoints import load_encoder_hparams_and_params
+from gpt2_numpy.checkpoints import load_encoder_hparams_and_params, model_folder
 
 __all__ = ["gpt2", "generate", "generate_batch", "generate_reference", "score", "token_nlls", "main",
            "gelu", "softmax", "layer_norm", "linear", "ffn", "attention", "mha", "transformer_block"]
@@ -32,7 +32,9 @@ def main(prompt: str, n_tokens_to_generate: int = 40, model_size: str = "124M", 
     the usual models folder (gpt2_numpy/models_dir.py); a folder passed by name ("models") is that folder."""
     encoder, hparams, params = load_encoder_hparams_and_params(model_size, models_dir)
     input_ids = encoder.encode(prompt)
-    output_ids = generate(input_ids, params, hparams["n_head"], n_tokens_to_generate)  # checks n_ctx
+    # as the gpt2 command: a long run's weights as the compiled kernel reads them kept beside the checkpoint
+    weights = DecodingWeights(params, folder=model_folder(model_size, models_dir))
+    output_ids = generate(input_ids, weights, hparams["n_head"], n_tokens_to_generate)  # checks n_ctx
     return encoder.decode(output_ids)
 
 

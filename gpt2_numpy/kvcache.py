@@ -58,6 +58,10 @@ KERNEL_MAX_ROWS = 8
 # Runs of at least this many positions (rows x new tokens) copy two weight matrices into a faster
 # memory order first; below it the copying costs more than it saves (see DecodingWeights).
 RELAYOUT_MIN_STEPS = 128
+# The choice between the kernel and NumPy's products times passes over the first blocks holding this many bytes
+# of float32 weights (at least one block), and the head: every block is alike, and timing all of 1558M's nine
+# times over held its first token back by more than a second (weight_pass_seconds)
+TIMED_BLOCK_BYTES = 512 << 20
 # the kernel's float32 rows beside the checkpoint: <weights>.f32rows (gpt2_numpy/rows_cache.py)
 F32_ROWS_KIND, F32_ROWS_MAGIC = "f32rows", b"GPT2F32R"
 # Runs of at least this many positions at once (rows x new positions: a prompt) keep freed memory for the next
@@ -423,13 +427,14 @@ def kernel_pass_seconds_each_order(blocks, head):
 
 
 def weight_pass_seconds(blocks, head, in_order=False):
-    """The time of one decoding step for one row through these weights, at one cached position: every block, then the
-    output head. Weights the compiled kernel reads run as a single sequence's decoding runs them, in one compiled
-    call (step_kernel; `in_order`: their matrices and the head read in address order, else in 8 streams); blocks
-    for NumPy's products through block_step, their layer norms, attention and gelu as NumPy calls. Each way with
-    all its costs: the weights' streaming, which a step's time mostly is, and the work around it, which NumPy's
-    many small calls make larger."""
+    """The time of one decoding step for one row through these weights, at one cached position: the first blocks
+    (timed_blocks), then the output head. Weights the compiled kernel reads run as a single sequence's decoding
+    runs them, in one compiled call (step_kernel; `in_order`: their matrices and the head read in address order,
+    else in 8 streams); blocks for NumPy's products through block_step, their layer norms, attention and gelu as
+    NumPy calls. Each way with all its costs: the weights' streaming, which a step's time mostly is, and the work
+    around it, which NumPy's many small calls make larger."""
     n_embd = head.shape[0]
+    blocks = blocks[:timed_blocks(len(blocks), n_embd)]
     x = np.ones((1, 1, n_embd), np.float32)  # [n_batch, n_seq, n_embd]
     ln_f = {"g": np.ones(n_embd, np.float32), "b": np.zeros(n_embd, np.float32)}
     compiled = compiled_step_arguments(blocks, head, ln_f)
@@ -447,6 +452,12 @@ def weight_pass_seconds(blocks, head, in_order=False):
         block_step(x, **block, n_head=1, mask=mask, cache=tuple(cache), start=0)
     x[0] @ head  # [1, n_vocab]
     return time.perf_counter() - start
+
+
+def timed_blocks(n_layer, n_embd):
+    """How many of the first blocks a timed pass goes through: those holding TIMED_BLOCK_BYTES of float32 weights
+    (12 n_embd² each), at least one: all of 124M's 12, 10 of 355M's 24, 6 of 774M's 36, 4 of 1558M's 48."""
+    return max(1, min(n_layer, TIMED_BLOCK_BYTES // (48 * n_embd * n_embd)))
 
 
 def compiled_step_arguments(blocks, head, ln_f):

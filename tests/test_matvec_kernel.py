@@ -267,6 +267,22 @@ def test_a_pass_over_the_weights_takes_both_kinds_of_weights(kernel):
     assert kvcache.weight_pass_seconds(*kvcache.with_kernel(params, kernel)) > 0
 
 
+def test_a_timed_pass_goes_through_the_first_blocks_holding_the_timed_bytes(params, monkeypatch):
+    """Timing the kernel against NumPy reads a sample of the blocks, all alike, not the whole model nine times:
+    at GPT-2's sizes all of 124M's 12 blocks, 10 of 355M's, 6 of 774M's, 4 of 1558M's; at least one."""
+    assert [kvcache.timed_blocks(n_layer, n_embd) for n_layer, n_embd in
+            ((12, 768), (24, 1024), (36, 1280), (48, 1600))] == [12, 10, 6, 4]
+    assert kvcache.timed_blocks(48, 10_000) == 1
+    n_embd = params["wte"].shape[1]
+    monkeypatch.setattr(kvcache, "TIMED_BLOCK_BYTES", 48 * n_embd * n_embd)  # one block's weights
+    stepped = []
+    monkeypatch.setattr(kvcache, "block_step", lambda x, **block: stepped.append(block["ln_1"]["g"]))
+    weights = kvcache.DecodingWeights(params)
+    assert len(params["blocks"]) > 1
+    kvcache.weight_pass_seconds(*weights.numpy_weights(1, long_run=True))
+    assert len(stepped) == 1 and stepped[0] is params["blocks"][0]["ln_1"]["g"]
+
+
 # ------------------------------------------------------------------ a single sequence's step, compiled
 @settings(max_examples=FUZZ_SHARE, deadline=None)
 @given(n_head=st.integers(1, 4), head_size=st.integers(1, 40), n_layer=st.integers(1, 3), start=st.integers(0, 20),
@@ -434,6 +450,18 @@ def mapped_file(array):  # the file an array's memory is mapped from, or None
     while array is not None and not isinstance(array, np.memmap):
         array = array.base
     return None if array is None else Path(array.filename)
+
+
+def test_picogpts_main_keeps_the_kernels_rows_beside_the_checkpoint_as_the_command_does(kernel_on, model_folder):
+    """gpt2.main(prompt, n, model) gives its decoder the model's folder, as the gpt2 command does: a long run makes
+    the rows file there, and the text is the full recompute's."""
+    import gpt2
+
+    n_new = kvcache.RELAYOUT_MIN_STEPS
+    encoder, _, loaded = load_encoder_hparams_and_params(str(model_folder))
+    expected = encoder.decode(model.generate_reference(encoder.encode("a b"), loaded, N_HEAD, n_new))
+    assert gpt2.main("a b", n_new, str(model_folder)) == expected
+    assert (model_folder / "model.safetensors.f32rows").is_file()
 
 
 def test_a_long_generation_on_the_command_line_decodes_on_the_kernel_from_its_first_run(kernel_on, model_folder,
