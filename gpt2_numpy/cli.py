@@ -27,8 +27,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, cannot_listen, error_message,
-                                    run_guarded, said_if_slow, show_progress, unrecognized)
+from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, SLOW_AFTER_SECONDS, OneLineParser, add_flag,
+                                    cannot_listen, error_message, run_guarded, said_if_slow, show_progress,
+                                    unrecognized)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_utf8_file
 
@@ -296,13 +297,32 @@ def generate_text(encoder, hparams, params, args, ids, draft=None) -> None:
         k = DEFAULT_DRAFT_TOKENS if args.draft_tokens is None else args.draft_tokens
         new_ids = iter_generate_speculative(ids, params, hparams["n_head"], args.n_tokens_to_generate, draft,
                                             draft_tokens=k, **options)
+    new_ids = said_before_the_first(new_ids, "loading the weights and reading the prompt")
     if args.stream:
         for piece in decode_stream(encoder, new_ids):
             sys.stdout.write(piece)
             sys.stdout.flush()
         sys.stdout.write("\n")
-    else:
-        print(encoder.decode(list(new_ids)))
+    else:  # the text comes at the end: until then a bar counts the tokens on a terminal
+        from tqdm import tqdm  # imported here, as the other commands do: only a run that shows a bar needs it
+
+        # (drawn only after SLOW_AFTER_SECONDS, as said_if_slow speaks: a quick run shows nothing, and the bar
+        # never shares its line with what the wait for the first token says)
+        with tqdm(new_ids, total=args.n_tokens_to_generate, unit="tok", desc="generating",
+                  disable=not show_progress(), leave=False, delay=SLOW_AFTER_SECONDS) as bar:
+            text = encoder.decode(list(bar))
+        print(text)
+
+
+def said_before_the_first(token_ids, what: str):
+    """token_ids, saying ``what ...`` on a terminal if the first is slow to come (said_if_slow): a large model's
+    weights read from disk, a long prompt, the compiled kernel loaded and timed all come before it."""
+    token_ids = iter(token_ids)
+    with said_if_slow(what):
+        first = next(token_ids, None)
+    if first is not None:
+        yield first
+        yield from token_ids
 
 
 def serve_playground(args, hparams, params) -> None:

@@ -634,6 +634,40 @@ def test_main_prints_the_continuation_streamed_or_not(fake_model):
     assert run_main(["hi é", "--n-tokens-to-generate", "12", "--stream"]) == (0, expected + "\n", "")
 
 
+def test_a_slow_run_says_what_it_waits_for_and_counts_its_tokens_on_a_terminal(fake_model, monkeypatch):
+    """Nothing waits more than 2 s in silence: on a terminal, a first token slow to come is announced (a large
+    model's weights read from disk, a long prompt), and a run printed at its end draws a bar counting the
+    tokens; both after command_line.SLOW_AFTER_SECONDS, so a quick run says nothing. Off a terminal, nothing."""
+    import time
+
+    from tokenizer import command_line
+
+    ids = fake_model.encoder.encode("hi")
+    expected = fake_model.encoder.decode(gpt2.generate(ids, fake_model.params, N_HEAD, 12)) + "\n"
+    steps = cli.iter_generate_batch
+
+    def slow_steps(*args, **kwargs):  # a slow first token, then 0.02 s a token
+        time.sleep(1.0)
+        for step in steps(*args, **kwargs):
+            yield step
+            time.sleep(0.02)
+
+    monkeypatch.setattr(cli, "iter_generate_batch", slow_steps)
+    assert run_main(["hi", "--n_tokens_to_generate", "12"]) == (0, expected, "")  # stderr is no terminal here
+    monkeypatch.setattr(command_line, "show_progress", lambda: True)
+    monkeypatch.setattr(cli, "show_progress", lambda: True)
+    monkeypatch.setattr(command_line, "SLOW_AFTER_SECONDS", 0.5)  # (a busy machine's quick run stays under it)
+    monkeypatch.setattr(cli, "SLOW_AFTER_SECONDS", 0.5)
+    status, out, err = run_main(["hi", "--n_tokens_to_generate", "12", "--stream"])
+    assert (status, out, err) == (0, expected, "loading the weights and reading the prompt ...\n")
+    status, out, err = run_main(["hi", "--n_tokens_to_generate", "12"])
+    assert (status, out) == (0, expected)
+    assert err.startswith("loading the weights and reading the prompt ...\n") and "generating" in err
+    assert "/12" in err and "tok" in err
+    monkeypatch.setattr(cli, "iter_generate_batch", steps)  # quick: not a word
+    assert run_main(["hi", "--n_tokens_to_generate", "12"]) == (0, expected, "")
+
+
 @pytest.mark.parametrize("prompt", [
     "Hello, world", "'quoted'", '"double quoted"', "[1, 2, 3]", "{'a': 1}", "(1, 2)", "1e3", "42", "-7",
     "True", "None", "a,b,c", "  spaced  ", "naïve café 🙂 日本語", "line one\nline two", "--not-a-flag"])
