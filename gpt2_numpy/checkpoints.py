@@ -37,6 +37,7 @@ import numpy as np
 from . import hfmodel
 from .models_dir import MODEL_SIZES, default_models_dir
 from .tfcheckpoint import CheckpointError, read_checkpoint
+from tokenizer.command_line import SLOW_AFTER_SECONDS, show_progress
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
 
@@ -101,7 +102,8 @@ def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: b
     params tree of read-only float32 arrays mapped from the data file, checking every name, shape and
     dtype against ``hparams`` and (with ``verify_data``) every tensor's CRC-32C."""
     expected = _expected_shapes(hparams)
-    stored = read_checkpoint(tf_ckpt_path, verify_data=verify_data)
+    with _CheckingBar(f"checking {Path(tf_ckpt_path).name}") as bar:
+        stored = read_checkpoint(tf_ckpt_path, verify_data=verify_data, checked=bar.update)
     missing = sorted(set(expected) - set(stored))
     unexpected = sorted(name for name in stored if name.startswith("model/") and name not in expected)
     if missing or unexpected:
@@ -213,6 +215,30 @@ def _load_openai_folder(model_dir: Path) -> tuple[dict, dict]:
     if not checked:
         _write_stamp(stamp_path, stamp)
     return hparams, params
+
+
+class _CheckingBar:
+    """A bar in bytes over a checkpoint's CRC check (a first load reads the whole file: 1558M's 6 GB take
+    seconds), drawn on a terminal after tokenizer.command_line.SLOW_AFTER_SECONDS, as the commands' waits say
+    what they are: a small checkpoint's quick check, or stderr on a file, shows none."""
+
+    def __init__(self, desc: str):
+        self.desc, self.bar = desc, None
+
+    def update(self, n_bytes: int, total_bytes: int) -> None:
+        if self.bar is None:
+            from tqdm import tqdm  # imported here: a checked checkpoint's later loads need none
+
+            self.bar = tqdm(desc=self.desc, total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024,
+                            disable=not show_progress(), leave=False, delay=SLOW_AFTER_SECONDS)
+        self.bar.update(n_bytes)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
 
 
 def save_hf(folder, encoder, hparams: dict, params: dict, *, overwrite: bool = False, flag: str | None = None) -> None:

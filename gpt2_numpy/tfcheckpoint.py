@@ -239,10 +239,11 @@ def data_path(prefix, shard_id: int, n_shards: int) -> Path:
     return prefix.with_name(f"{prefix.name}.data-{shard_id:05d}-of-{n_shards:05d}")
 
 
-def read_checkpoint(prefix, *, verify_data: bool = True) -> dict[str, np.ndarray]:
+def read_checkpoint(prefix, *, verify_data: bool = True, checked=None) -> dict[str, np.ndarray]:
     """Every tensor of the checkpoint ``prefix`` (e.g. ``models/124M/model.ckpt``) as a read-only
     array mapped from its data file, by name. ``verify_data`` checks each tensor's CRC-32C (which
-    reads the whole file); the index is always checked.
+    reads the whole file; ``checked(n_bytes, total_bytes)`` is called after each tensor, for a
+    progress bar); the index is always checked.
 
     >>> params = read_checkpoint("models/124M/model.ckpt")  # doctest: +SKIP
     >>> params["model/wte"].shape  # doctest: +SKIP
@@ -252,6 +253,7 @@ def read_checkpoint(prefix, *, verify_data: bool = True) -> dict[str, np.ndarray
     n_shards, entries = read_index(index_path)
     shards: dict[int, np.memmap] = {}
     tensors = {}
+    total_bytes = sum(entry.size for entry in entries.values())
     for name, entry in entries.items():
         path = data_path(prefix, entry.shard_id, n_shards)
         if entry.shard_id not in shards:
@@ -274,6 +276,8 @@ def read_checkpoint(prefix, *, verify_data: bool = True) -> dict[str, np.ndarray
         if verify_data and crc32c(raw) != unmask(entry.crc32c):
             raise CheckpointError(f"the checkpoint data file {path} is damaged: tensor {name} fails its CRC-32C "
                                   "check", path=path)
+        if verify_data and checked is not None:
+            checked(entry.size, total_bytes)
         tensors[name] = raw.view(entry.dtype).reshape(entry.shape)
     return tensors
 

@@ -67,9 +67,9 @@ def conversions(monkeypatch):
     calls = []
     read = checkpoints.read_checkpoint
 
-    def recording(prefix, *, verify_data):
+    def recording(prefix, *, verify_data, **options):
         calls.append(verify_data)
-        return read(prefix, verify_data=verify_data)
+        return read(prefix, verify_data=verify_data, **options)
 
     monkeypatch.setattr(checkpoints, "read_checkpoint", recording)
     return calls
@@ -156,6 +156,31 @@ def test_download_gpt2_files_fetches_all_seven(served, tmp_path):
     for name in checkpoints.CHECKPOINT_FILES:
         assert (tmp_path / SIZE / name).read_bytes() == served.files[f"/gpt-2/models/{SIZE}/{name}"]
     assert len(served.requests) == 7
+
+
+def test_a_first_loads_crc_check_draws_a_bar_in_bytes_on_a_terminal(tiny, monkeypatch, capsys):
+    """Checking every CRC reads the whole data file (seconds for the larger sizes): the check reports each tensor's
+    bytes, and a terminal gets a bar over them (after command_line.SLOW_AFTER_SECONDS); a load that skips the
+    CRCs, or stderr on no terminal, draws none."""
+    from gpt2_numpy import tfcheckpoint
+
+    model_dir, _ = tiny
+    prefix = model_dir / "model.ckpt"
+    hparams = json.loads((model_dir / "hparams.json").read_text())
+    stored = tfcheckpoint.read_checkpoint(prefix)
+    reports = []
+    tfcheckpoint.read_checkpoint(prefix, checked=lambda n_bytes, total: reports.append((n_bytes, total)))
+    assert sorted(n for n, _ in reports) == sorted(array.nbytes for array in stored.values())
+    assert {total for _, total in reports} == {sum(array.nbytes for array in stored.values())}
+    tfcheckpoint.read_checkpoint(prefix, verify_data=False, checked=lambda *report: pytest.fail("no check"))
+    checkpoints.load_gpt2_params_from_tf_ckpt(prefix, hparams)
+    assert capsys.readouterr().err == ""  # no terminal
+    monkeypatch.setattr(checkpoints, "show_progress", lambda: True)
+    monkeypatch.setattr(checkpoints, "SLOW_AFTER_SECONDS", 0)
+    checkpoints.load_gpt2_params_from_tf_ckpt(prefix, hparams)
+    assert "checking model.ckpt" in capsys.readouterr().err
+    checkpoints.load_gpt2_params_from_tf_ckpt(prefix, hparams, verify_data=False)
+    assert capsys.readouterr().err == ""
 
 
 def test_cold_load_downloads_and_checks_then_warm_load_skips_the_crcs(
