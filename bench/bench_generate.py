@@ -14,9 +14,10 @@ fly into --models-dir, one tensor at a time), greedy, float32, one stream, 2 thr
   read bandwidth with both cores, the best of a streaming read (np.add.reduce on 2 threads over 2 GB) and of a
   matrix-vector product over the largest size's weights (OpenBLAS, and the kernel on the [n_out, n_in] copies
   it decodes with), several runs each; and, since the memory's speed drifts from one minute to the next, the
-  share of the same minute's ceiling: after each timed run, the kernel's products alone over the same matrices
-  (PASSES passes in each of its two reading orders, alternated; the faster order's mean pass), their time
-  against a decoding step's (the run's mean);
+  share of the same moment's ceiling: every STEPS_PER_PAIR decoding steps of a timed run are followed by the
+  kernel's products alone over the same matrices, one pass in each of its two reading orders (which goes first
+  alternates), and the faster order's passes, weighed by the steps they follow, are set against those steps'
+  time: each pass paired with the steps of the same fraction of a second;
 - HF transformers (GPT2LMHeadModel, same weights, KV cache, torch on 2 threads) and, with LLAMA_BENCH or
   --llama-bench, ggml (llama.cpp's `llama-bench -p 0 -n N -t 2`: token generation) in f32 and f16;
 - the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the file + cache + Python).
@@ -55,7 +56,7 @@ SIZES = {"124M": dict(n_layer=12, n_embd=768, n_head=12), "355M": dict(n_layer=2
          "774M": dict(n_layer=36, n_embd=1280, n_head=20), "1558M": dict(n_layer=48, n_embd=1600, n_head=25)}
 N_VOCAB, N_CTX = 50257, 1024
 THREADS = 2
-PASSES = 8  # passes of the kernel's products alone, in each reading order, after each timed run of ours
+STEPS_PER_PAIR = 4  # decoding steps of ours, then one pass of the kernel's products in each reading order
 
 
 # ---------------------------------------------------------------------------- folders
@@ -128,15 +129,24 @@ def worker_ours(args):
     uses_kernel = isinstance(head, kvcache.KernelMatrix)
     prompt = prompt_ids(args.prompt_tokens)
     steps, shares = [], []
+    matrices = kernel_matrices(blocks, head) if uses_kernel else []
     for _ in range(args.repeats + 1):  # the first: warm-up (pages the weights in)
         decoder = kvcache.KVDecoder([prompt], weights, hparams["n_head"], args.tokens + 1)
         logits = decoder.prefill()
-        start = time.perf_counter()
-        for _ in range(args.tokens):
-            logits = decoder.decode([int(np.argmax(logits[0]))])
-        steps.append((time.perf_counter() - start) / args.tokens)
-        if uses_kernel:  # the same minute's ceiling, right after: the memory's speed drifts from minute to minute
-            shares.append(kernel_pass_seconds(blocks, head) / steps[-1])
+        step_seconds, pass_seconds = 0.0, {False: 0.0, True: 0.0}
+        for first in range(0, args.tokens, STEPS_PER_PAIR):
+            n_steps = min(STEPS_PER_PAIR, args.tokens - first)
+            start = time.perf_counter()
+            for _ in range(n_steps):
+                logits = decoder.decode([int(np.argmax(logits[0]))])
+            step_seconds += time.perf_counter() - start
+            # the same moment's ceiling, right after: the memory's speed drifts from one second to the next
+            orders = (False, True) if first // STEPS_PER_PAIR % 2 == 0 else (True, False)
+            for in_order in orders if uses_kernel else ():
+                pass_seconds[in_order] += n_steps * kernel_pass_seconds(matrices, in_order)
+        steps.append(step_seconds / args.tokens)
+        if uses_kernel:
+            shares.append(min(pass_seconds.values()) / step_seconds)
             # (numba's threads spin after the passes: a prompt at once would stall the next run's first step)
             blas_threads.let_compiled_threads_sleep()
     ids = kvcache.generate(prompt, weights, hparams["n_head"], 8)
@@ -146,24 +156,21 @@ def worker_ours(args):
             "kv_cache_n_ctx": kvcache.kv_cache_bytes(hparams["n_layer"], hparams["n_embd"], hparams["n_ctx"])}
 
 
-def kernel_pass_seconds(blocks, head, passes=PASSES):
-    """The kernel's products alone over every matrix a decoding step reads (each block's four, the head), one
-    row: the mean time of a pass in whichever of its two reading orders is faster now, `passes` passes of each,
-    the orders alternated. The ceiling of this process in this minute: a mean, as a decoding step's time is, so
-    that neither side is a lucky moment against the other's average."""
+def kernel_matrices(blocks, head):
+    """Every matrix a decoding step reads, as the kernel reads it ([n_out, n_in]): each block's four, the head."""
+    matrices = [layer["w"].rows for block in blocks for part in ("attn", "mlp") for layer in block[part].values()]
+    return matrices + [head.rows]
+
+
+def kernel_pass_seconds(matrices, in_order):
+    """The time of one pass of the kernel's products alone over `matrices`, one row each, in one reading order."""
     from gpt2_numpy import matvec_kernel
 
-    matrices = [layer["w"].rows for block in blocks for part in ("attn", "mlp") for layer in block[part].values()]
-    matrices.append(head.rows)
     x = {n: np.ones((1, n), np.float32) for n in {m.shape[1] for m in matrices}}
-    seconds = {False: 0.0, True: 0.0}
-    for _ in range(passes):
-        for in_order in seconds:
-            start = time.perf_counter()
-            for m in matrices:
-                matvec_kernel.times_transposed(x[m.shape[1]], m, in_order=in_order)
-            seconds[in_order] += time.perf_counter() - start
-    return min(seconds.values()) / passes
+    start = time.perf_counter()
+    for m in matrices:
+        matvec_kernel.times_transposed(x[m.shape[1]], m, in_order=in_order)
+    return time.perf_counter() - start
 
 
 def worker_hf(args):
