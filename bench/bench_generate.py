@@ -328,7 +328,7 @@ def main():
     print("ceiling, read bandwidth with both cores (best of the rounds): " + ", ".join(
         f"{kind} {value:.1f} GB/s" for kind, value in ceiling_by_kind.items()) + f" -> {ceiling:.1f} GB/s\n")
     head = ["size", "weights MB/token", "ours ms/token", "ours took", "ours GB/s (% of ceiling)",
-            "% of the same minute's kernel pass",
+            "% of the same moment's kernel pass",
             "kernel (forced) ms/token", "NumPy path ms/token", "ours vs NumPy path"]
     if "hf" in engines:
         head += ["HF ms/token", "ours vs HF"]

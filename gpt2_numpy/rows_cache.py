@@ -20,6 +20,8 @@ from; the checkpoint itself is checked when it is downloaded).
 from __future__ import annotations
 
 import json
+import math
+import shutil
 import struct
 import sys
 from pathlib import Path
@@ -30,6 +32,7 @@ import numpy as np
 from tokenizer.outputs import check_file, replaced_file
 
 VERSION = 1
+FREE_BYTES_KEPT = 1 << 30  # a file is written only if the disk keeps this much free after it: a cache never fills it
 
 
 def weights_files(folder) -> list[Path]:
@@ -62,20 +65,36 @@ def cached(folder, kind: str, magic: bytes, dtype, shapes: dict[str, tuple], mat
     """The matrices named in ``shapes`` (name -> [n_out, n_in]), memory-mapped from the file of ``kind`` beside the
     checkpoint in ``folder`` when it was made from the checkpoint's files as they are now; else each made by
     ``matrix(name)`` and written there first (saying "<making> once, into <file> ..." on stderr). A folder that
-    cannot be written costs only the making, each time: a line on stderr ends "the next run <again>"."""
+    cannot be written costs only the making, each time: a line on stderr ends "the next run <again>"; so does a
+    disk that would keep less than FREE_BYTES_KEPT free after the file (its line says how much it needs)."""
     path, stamp, names = cache_path(folder, kind), source_stamp(folder), list(shapes)
     rows = read(path, magic, dtype, stamp, names)
     if rows is not None:
         return rows
-    print(f"{making} once, into {path} ...", file=sys.stderr, flush=True)
-    try:
-        write(path, magic, dtype, stamp, shapes, matrix)
-        rows = read(path, magic, dtype, stamp, names)
-    except OSError as error:  # one line, as the message before it: the run goes on
-        print(f"could not write {path} ({error}); the next run {again}", file=sys.stderr, flush=True)
+    n_bytes = sum(math.prod(shape) for shape in shapes.values()) * np.dtype(dtype).itemsize
+    free = free_bytes(path.parent)
+    if free < n_bytes + FREE_BYTES_KEPT:  # one line, and the run goes on
+        print(f"{making} in memory: the file would take {n_bytes / 2**30:.1f} GiB of the {free / 2**30:.1f} GiB "
+              f"free beside the checkpoint ({FREE_BYTES_KEPT >> 30} GiB are left free); with more room the next "
+              f"run keeps them in {path}", file=sys.stderr, flush=True)
+    else:
+        print(f"{making} once, into {path} ...", file=sys.stderr, flush=True)
+        try:
+            write(path, magic, dtype, stamp, shapes, matrix)
+            rows = read(path, magic, dtype, stamp, names)
+        except OSError as error:  # one line, as the message before it: the run goes on
+            print(f"could not write {path} ({error}); the next run {again}", file=sys.stderr, flush=True)
     if rows is None:  # (not written, or gone again at once)
         rows = {name: np.ascontiguousarray(matrix(name), dtype=dtype) for name in names}
     return rows
+
+
+def free_bytes(folder: Path) -> int:
+    """The bytes free on the disk holding ``folder`` (as many as needed when the system cannot say)."""
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return sys.maxsize
 
 
 def can_keep(folder, kind: str) -> bool:

@@ -235,6 +235,23 @@ def test_a_folder_that_cannot_be_written_says_so_and_converts_each_time(model_fo
     assert np.array_equal(rows["wte"], half.to_bf16(params["wte"])) and not half.cache_path(folder).exists()
 
 
+def test_a_disk_without_room_for_the_file_is_not_filled(model_folder, monkeypatch, capsys):
+    """A cache file is written only if the disk keeps rows_cache.FREE_BYTES_KEPT free after it: else the matrices
+    are made in memory, with one line saying how much room the file needs; with room, the next run writes it."""
+    folder, params = model_folder
+    shapes = {name: w.shape for name, w in half.named_matrices(params).items()}
+    n_bytes = 2 * sum(int(np.prod(shape)) for shape in shapes.values())  # bf16: 2 bytes a weight
+    monkeypatch.setattr(rows_cache, "free_bytes", lambda folder: n_bytes + rows_cache.FREE_BYTES_KEPT - 1)
+    rows = half.cached_bf16_matrices(params, folder)
+    err = capsys.readouterr().err
+    assert err.startswith("converting the weights to bf16 in memory: the file would take ") and err.count("\n") == 1
+    assert f"with more room the next run keeps them in {half.cache_path(folder)}" in err
+    assert np.array_equal(rows["wte"], half.to_bf16(params["wte"])) and not half.cache_path(folder).exists()
+    monkeypatch.setattr(rows_cache, "free_bytes", lambda folder: n_bytes + rows_cache.FREE_BYTES_KEPT)
+    half.cached_bf16_matrices(params, folder)
+    assert half.cache_path(folder).is_file() and "once, into" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------ the command
 def test_gpt2_dtype_bf16_generates_and_scores_with_the_rounded_weights(model_folder, tmp_path, capsys):
     folder, params = model_folder
