@@ -384,7 +384,8 @@ def run(args, text: str | None) -> None:
     encoder, hparams, params = load_model(args.model, models_dir)
     draft = load_draft(args, models_dir, encoder)
     if args.save_hf is not None:
-        save_hf(args.save_hf, encoder, hparams, params, overwrite=args.force, flag="--save_hf")
+        with said_if_slow(f"writing {args.save_hf}"):  # (1558M: 6 GB of float32)
+            save_hf(args.save_hf, encoder, hparams, params, overwrite=args.force, flag="--save_hf")
         # what the command made, so stdout; unless stdout carries the continuation of a PROMPT
         print(f"wrote {args.save_hf}", file=sys.stdout if args.prompt is None else sys.stderr)
     if text is not None:

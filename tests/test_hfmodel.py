@@ -124,6 +124,27 @@ def test_openai_folder_by_path_and_cli_save_hf(tmp_path):
     assert status_a == status_b == 0 and out_a == out_b and out_a.strip()
 
 
+def test_cli_save_hf_says_what_it_writes_when_it_is_slow(tmp_path, monkeypatch):
+    """A large model's --save_hf (6 GB at 1558M) says "writing DIR ..." on a terminal after
+    command_line.SLOW_AFTER_SECONDS; a quick one, or stderr on no terminal, says nothing but its `wrote`."""
+    import time
+
+    from gpt2_numpy import cli
+    from tiny_checkpoint import write_tiny_checkpoint
+    from tokenizer import command_line
+
+    write_tiny_checkpoint(tmp_path / "openai")
+    save = cli.save_hf
+    monkeypatch.setattr(cli, "save_hf", lambda *args, **kwargs: time.sleep(0.5) or save(*args, **kwargs))
+    monkeypatch.setattr(command_line, "SLOW_AFTER_SECONDS", 0.1)
+    argv = ["--model", str(tmp_path / "openai"), "--save_hf"]
+    assert run_main(argv + [str(tmp_path / "quiet")]) == (0, f"wrote {tmp_path / 'quiet'}\n", "")
+    monkeypatch.setattr(command_line, "show_progress", lambda: True)
+    assert run_main(argv + [str(tmp_path / "said")]) == (0, f"wrote {tmp_path / 'said'}\n",
+                                                          f"writing {tmp_path / 'said'} ...\n")
+    assert checkpoints.folder_layout(tmp_path / "said") == "hf"
+
+
 # -------------------------------------------------------------------------------- score
 def hf_token_nlls(model, ids):
     """Every predicted token's NLL from one HF pass (the input must fit the context)."""
