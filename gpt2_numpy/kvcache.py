@@ -232,6 +232,7 @@ class DecodingWeights:
         self.dtype = dtype
         self.folder = folder  # the checkpoint's: the kernel's float32 rows are kept beside it (f32_kernel_rows)
         self.rows_checked = False  # whether the folder was found able to keep them (keeps_rows_beside_checkpoint)
+        self.f32_rows = None  # those rows, by name: None not looked for yet, False none current beside it
         if dtype != "f32":  # 16-bit matrices, multiplied by a compiled kernel (gpt2_numpy/half.py)
             from . import half
 
@@ -293,10 +294,8 @@ class DecodingWeights:
         rows = self.f32_kernel_rows()
         wrapped = with_kernel(self.params, kernel, rows)
         if not compiled_matvec.is_forced():
-            # NumPy's side as its long runs read it (its copies), or with the kernel's rows at hand from those:
-            # every block matrix in the order NumPy reads fastest for one row, and nothing copied
-            numpy_blocks, numpy_head = self.numpy_weights(1, long_run=True) if rows is None else \
-                numpy_weights_from_rows(self.params, rows)
+            # NumPy's side as its long runs read it: its copies, or with the kernel's rows at hand, those
+            numpy_blocks, numpy_head = self.numpy_weights(1, long_run=True)
             # in pairs, a pass each way: on a shared machine the memory's speed drifts by tens of percent from
             # one second to the next, which would favour whichever side ran in the faster moment
             numpy_faster = in_order_faster = 0
@@ -330,13 +329,25 @@ class DecodingWeights:
         from . import rows_cache
 
         self.rows_checked = True
-        path = rows_cache.cache_path(self.folder, F32_ROWS_KIND)
-        stamp = rows_cache.source_stamp(self.folder)
-        names = list(self.f32_matrices())
-        if rows_cache.read(path, F32_ROWS_MAGIC, np.float32, stamp, names) is None and \
-                not rows_cache.can_keep(self.folder, F32_ROWS_KIND):
+        if self.current_f32_rows() is None and not rows_cache.can_keep(self.folder, F32_ROWS_KIND):
             self.folder = None
         return self.folder is not None
+
+    def current_f32_rows(self):
+        """The kernel's float32 rows, by name, if this object has them: mapped from beside the checkpoint where a
+        long run (an earlier one, or this object's first) made them from the checkpoint as it is now; else None.
+        Nothing is made or written here (f32_kernel_rows makes them)."""
+        if self.f32_rows is None and self.folder is not None and self.dtype == "f32":
+            from . import rows_cache
+
+            try:
+                path, stamp = rows_cache.cache_path(self.folder, F32_ROWS_KIND), rows_cache.source_stamp(self.folder)
+            except OSError:  # a folder without the checkpoint's files (params made elsewhere): nothing beside them
+                self.f32_rows = False
+            else:
+                self.f32_rows = rows_cache.read(path, F32_ROWS_MAGIC, np.float32, stamp, list(self.f32_matrices())) \
+                    or False
+        return self.f32_rows or None
 
     def f32_matrices(self):  # name -> each block's weight matrix [n_in, n_out], in half.matrix_names' order
         from . import half
@@ -350,18 +361,24 @@ class DecodingWeights:
         memory, for this object only)."""
         if not self.keeps_rows_beside_checkpoint():
             return None
-        from . import rows_cache
+        if self.current_f32_rows() is None:
+            from . import rows_cache
 
-        matrices = self.f32_matrices()
-        return rows_cache.cached(self.folder, F32_ROWS_KIND, F32_ROWS_MAGIC, np.float32,
-                                 {name: w.shape[::-1] for name, w in matrices.items()},
-                                 lambda name: copy_in_order(matrices[name], "F").T,
-                                 making="arranging the weights as the compiled kernel reads them",
-                                 again="arranges them again")
+            matrices = self.f32_matrices()
+            self.f32_rows = rows_cache.cached(self.folder, F32_ROWS_KIND, F32_ROWS_MAGIC, np.float32,
+                                              {name: w.shape[::-1] for name, w in matrices.items()},
+                                              lambda name: copy_in_order(matrices[name], "F").T,
+                                              making="arranging the weights as the compiled kernel reads them",
+                                              again="arranges them again")
+        return self.f32_rows
 
     def numpy_weights(self, n_batch, long_run):
         """(blocks, head) for NumPy's products; a long run first copies two matrices into the order NumPy
-        reads faster for n_batch rows (kept for later runs)."""
+        reads faster for n_batch rows (kept for later runs). One row's products read the kernel's rows instead
+        where an earlier long run left them beside the checkpoint (numpy_weights_from_rows: faster, and nothing
+        copied), a short run's too."""
+        if n_batch == 1 and self.current_f32_rows() is not None:
+            return numpy_weights_from_rows(self.params, self.current_f32_rows())
         order = "F" if n_batch == 1 else "C"  # mlp c_proj: column-major for one row, else row-major
         if long_run:
             if not self.head.flags.c_contiguous:

@@ -423,6 +423,34 @@ def test_a_long_run_keeps_the_kernels_rows_beside_the_checkpoint_and_later_ones_
     assert kvcache.generate(prompt, weights, N_HEAD, 12) == kvcache.generate(prompt, later, N_HEAD, 12) == expected
 
 
+def test_a_short_run_reads_the_rows_an_earlier_long_run_left_with_numpys_products(kernel, model_folder, capsys):
+    """A run too short for the kernel reads its matrices through NumPy's products as they are: the checkpoint's
+    before any long run, the rows beside it once one made them (one row's products read them faster, and
+    nothing is copied); a short run never makes them. The tokens are the full recompute's either way."""
+    _, loaded = hfmodel.load_hf_folder(model_folder)
+    rows_file = model_folder / "model.safetensors.f32rows"
+    prompt = [5, 17, 250, 3]
+    expected = model.generate_reference(prompt, loaded, N_HEAD, 6)
+    weights = kvcache.DecodingWeights(loaded, folder=model_folder)
+    blocks, _ = weights.for_run(1, 6)
+    assert mapped_file(blocks[0]["mlp"]["c_fc"]["w"]) == model_folder / "model.safetensors"
+    assert not rows_file.exists()
+    assert kvcache.generate(prompt, weights, N_HEAD, 6) == expected
+    with pytest.MonkeyPatch.context() as patch:  # the long run that makes the rows (on the kernel, untimed)
+        patch.setenv("GPT2_COMPILED_MATVEC", "1")
+        kvcache.DecodingWeights(loaded, folder=model_folder).for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert rows_file.is_file() and "arranging" in capsys.readouterr().err
+    later = kvcache.DecodingWeights(loaded, folder=model_folder)
+    blocks, head = later.for_run(1, 6)
+    assert not isinstance(head, kvcache.KernelMatrix)
+    for i, block in enumerate(blocks):
+        for part in ("attn", "mlp"):
+            for layer in block[part].values():
+                assert mapped_file(layer["w"]) == rows_file and not layer["w"].flags.c_contiguous
+    assert kvcache.generate(prompt, later, N_HEAD, 6) == expected
+    assert capsys.readouterr().err == ""
+
+
 def test_a_folder_that_can_keep_no_rows_is_forgotten(kernel_on, model_folder, monkeypatch, capsys):
     """No current rows file and a folder that cannot take one: runs go as without a folder (the kernel's copies
     in memory), with nothing written or said, and no run tries again."""
