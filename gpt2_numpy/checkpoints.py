@@ -37,7 +37,7 @@ import numpy as np
 from . import hfmodel
 from .models_dir import MODEL_SIZES, default_models_dir
 from .tfcheckpoint import CheckpointError, read_checkpoint
-from tokenizer.command_line import SLOW_AFTER_SECONDS, show_progress
+from tokenizer.command_line import bar_if_slow
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
 
@@ -218,19 +218,15 @@ def _load_openai_folder(model_dir: Path) -> tuple[dict, dict]:
 
 
 class _CheckingBar:
-    """A bar in bytes over a checkpoint's CRC check (a first load reads the whole file: 1558M's 6 GB take
-    seconds), drawn on a terminal after tokenizer.command_line.SLOW_AFTER_SECONDS, as the commands' waits say
-    what they are: a small checkpoint's quick check, or stderr on a file, shows none."""
+    """A bar in bytes over a checkpoint's CRC check (a first load reads the whole file: 1558M's 6 GB take about
+    10 s), on a terminal, when it is slow (tokenizer.command_line.bar_if_slow); made on the first report."""
 
     def __init__(self, desc: str):
         self.desc, self.bar = desc, None
 
     def update(self, n_bytes: int, total_bytes: int) -> None:
         if self.bar is None:
-            from tqdm import tqdm  # imported here: a checked checkpoint's later loads need none
-
-            self.bar = tqdm(desc=self.desc, total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024,
-                            disable=not show_progress(), leave=False, delay=SLOW_AFTER_SECONDS)
+            self.bar = bar_if_slow(desc=self.desc, total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024)
         self.bar.update(n_bytes)
 
     def __enter__(self):

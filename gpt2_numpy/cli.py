@@ -27,9 +27,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, SLOW_AFTER_SECONDS, OneLineParser, add_flag,
-                                    cannot_listen, error_message, run_guarded, said_if_slow, show_progress,
-                                    unrecognized)
+from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, bar_if_slow, cannot_listen,
+                                    error_message, run_guarded, said_if_slow, show_progress, unrecognized)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_utf8_file
 
@@ -303,13 +302,9 @@ def generate_text(encoder, hparams, params, args, ids, draft=None) -> None:
             sys.stdout.write(piece)
             sys.stdout.flush()
         sys.stdout.write("\n")
-    else:  # the text comes at the end: until then a bar counts the tokens on a terminal
-        from tqdm import tqdm  # imported here, as the other commands do: only a run that shows a bar needs it
-
-        # (drawn only after SLOW_AFTER_SECONDS, as said_if_slow speaks: a quick run shows nothing, and the bar
-        # never shares its line with what the wait for the first token says)
-        with tqdm(new_ids, total=args.n_tokens_to_generate, unit="tok", desc="generating",
-                  disable=not show_progress(), leave=False, delay=SLOW_AFTER_SECONDS) as bar:
+    else:  # the text comes at the end: until then a bar counts the tokens on a terminal (drawn after the wait
+        # for the first token, so never on the line where that wait is announced)
+        with bar_if_slow(new_ids, total=args.n_tokens_to_generate, unit="tok", desc="generating") as bar:
             text = encoder.decode(list(bar))
         print(text)
 

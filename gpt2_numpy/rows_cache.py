@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from tokenizer.command_line import bar_if_slow
 from tokenizer.outputs import check_file, replaced_file
 
 VERSION = 1
@@ -79,8 +80,9 @@ def cached(folder, kind: str, magic: bytes, dtype, shapes: dict[str, tuple], mat
               f"run keeps them in {path}", file=sys.stderr, flush=True)
     else:
         print(f"{making} once, into {path} ...", file=sys.stderr, flush=True)
-        try:
-            write(path, magic, dtype, stamp, shapes, matrix)
+        try:  # (1558M's rows: 5.8 GB, tens of seconds the first time; a bar on a terminal)
+            with bar_if_slow(desc=path.name, total=n_bytes, unit="B", unit_scale=True, unit_divisor=1024) as bar:
+                write(path, magic, dtype, stamp, shapes, matrix, written=bar.update)
             rows = read(path, magic, dtype, stamp, names)
         except OSError as error:  # one line, as the message before it: the run goes on
             print(f"could not write {path} ({error}); the next run {again}", file=sys.stderr, flush=True)
@@ -131,9 +133,11 @@ def read(path: Path, magic: bytes, dtype, stamp: dict, names: list[str]) -> dict
     return rows
 
 
-def write(path: Path, magic: bytes, dtype, stamp: dict, shapes: dict[str, tuple], matrix: Callable) -> None:
+def write(path: Path, magic: bytes, dtype, stamp: dict, shapes: dict[str, tuple], matrix: Callable,
+          written: Callable | None = None) -> None:
     """Write the matrices named in ``shapes`` (name -> [n_out, n_in]), each made by ``matrix(name)`` only when its
-    turn comes (so that no more than one is held in memory at a time), with the stamp of their source."""
+    turn comes (so that no more than one is held in memory at a time), with the stamp of their source;
+    ``written(n_bytes)`` after each (a progress bar's update)."""
     header = {"version": VERSION, "source": stamp,
               "matrices": [{"name": name, "shape": list(shape)} for name, shape in shapes.items()]}
     text = json.dumps(header).encode()
@@ -147,3 +151,5 @@ def write(path: Path, magic: bytes, dtype, stamp: dict, shapes: dict[str, tuple]
             if rows.shape != tuple(shape):
                 raise ValueError(f"{name}: made {rows.shape}, the header says {tuple(shape)}")
             file.write(rows.data)
+            if written is not None:
+                written(rows.nbytes)

@@ -237,7 +237,10 @@ def test_a_folder_that_cannot_be_written_says_so_and_converts_each_time(model_fo
 
 def test_a_disk_without_room_for_the_file_is_not_filled(model_folder, monkeypatch, capsys):
     """A cache file is written only if the disk keeps rows_cache.FREE_BYTES_KEPT free after it: else the matrices
-    are made in memory, with one line saying how much room the file needs; with room, the next run writes it."""
+    are made in memory, with one line saying how much room the file needs; with room, the next run writes it
+    (with a bar over its bytes on a terminal)."""
+    from tokenizer import command_line
+
     folder, params = model_folder
     shapes = {name: w.shape for name, w in half.named_matrices(params).items()}
     n_bytes = 2 * sum(int(np.prod(shape)) for shape in shapes.values())  # bf16: 2 bytes a weight
@@ -248,8 +251,12 @@ def test_a_disk_without_room_for_the_file_is_not_filled(model_folder, monkeypatc
     assert f"with more room the next run keeps them in {half.cache_path(folder)}" in err
     assert np.array_equal(rows["wte"], half.to_bf16(params["wte"])) and not half.cache_path(folder).exists()
     monkeypatch.setattr(rows_cache, "free_bytes", lambda folder: n_bytes + rows_cache.FREE_BYTES_KEPT)
+    monkeypatch.setattr(command_line, "show_progress", lambda: True)  # on a terminal: a bar over the bytes written
+    monkeypatch.setattr(command_line, "SLOW_AFTER_SECONDS", 0)
     half.cached_bf16_matrices(params, folder)
-    assert half.cache_path(folder).is_file() and "once, into" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert half.cache_path(folder).is_file() and "once, into" in err and half.cache_path(folder).name in err
+    assert "B/s" in err or "/s]" in err
 
 
 # ------------------------------------------------------------------------------ the command

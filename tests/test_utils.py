@@ -163,6 +163,7 @@ def test_a_first_loads_crc_check_draws_a_bar_in_bytes_on_a_terminal(tiny, monkey
     bytes, and a terminal gets a bar over them (after command_line.SLOW_AFTER_SECONDS); a load that skips the
     CRCs, or stderr on no terminal, draws none."""
     from gpt2_numpy import tfcheckpoint
+    from tokenizer import command_line
 
     model_dir, _ = tiny
     prefix = model_dir / "model.ckpt"
@@ -175,8 +176,8 @@ def test_a_first_loads_crc_check_draws_a_bar_in_bytes_on_a_terminal(tiny, monkey
     tfcheckpoint.read_checkpoint(prefix, verify_data=False, checked=lambda *report: pytest.fail("no check"))
     checkpoints.load_gpt2_params_from_tf_ckpt(prefix, hparams)
     assert capsys.readouterr().err == ""  # no terminal
-    monkeypatch.setattr(checkpoints, "show_progress", lambda: True)
-    monkeypatch.setattr(checkpoints, "SLOW_AFTER_SECONDS", 0)
+    monkeypatch.setattr(command_line, "show_progress", lambda: True)
+    monkeypatch.setattr(command_line, "SLOW_AFTER_SECONDS", 0)
     checkpoints.load_gpt2_params_from_tf_ckpt(prefix, hparams)
     assert "checking model.ckpt" in capsys.readouterr().err
     checkpoints.load_gpt2_params_from_tf_ckpt(prefix, hparams, verify_data=False)

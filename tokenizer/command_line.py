@@ -67,13 +67,32 @@ def said_if_slow(what: str):
     if not show_progress():
         yield
         return
-    timer = threading.Timer(SLOW_AFTER_SECONDS, lambda: print(f"{what} ...", file=sys.stderr, flush=True))
+    timer = threading.Timer(SLOW_AFTER_SECONDS, lambda: say(f"{what} ..."))
     timer.daemon = True
     timer.start()
     try:
         yield
     finally:
         timer.cancel()
+
+
+def say(line: str) -> None:
+    """``line`` on stderr, above any progress bar being drawn there (tqdm.write clears it and draws it again
+    below), so that a notice from another thread never lands in the middle of a bar."""
+    tqdm_module = sys.modules.get("tqdm")  # (no bar is drawn unless tqdm was imported)
+    if tqdm_module is None:
+        print(line, file=sys.stderr, flush=True)
+    else:
+        tqdm_module.tqdm.write(line, file=sys.stderr)
+
+
+def bar_if_slow(iterable=None, **options):
+    """A tqdm bar on stderr (``options`` as tqdm's: total, desc, unit...) drawn when a person is watching (as
+    progress bars) and only once the work has taken SLOW_AFTER_SECONDS, as said_if_slow speaks: a quick job shows
+    none, and the bar is erased when done."""
+    from tqdm import tqdm  # imported here: ~0.1 s, and most runs draw no bar
+
+    return tqdm(iterable, disable=not show_progress(), leave=False, delay=SLOW_AFTER_SECONDS, **options)
 
 
 def add_flag(parser: argparse.ArgumentParser, name: str, **options) -> None:
