@@ -20,7 +20,8 @@ fly into --models-dir, one tensor at a time), greedy, float32, one stream, 2 thr
   time: each pass paired with the steps of the same fraction of a second;
 - HF transformers (GPT2LMHeadModel, same weights, KV cache, torch on 2 threads) and, with LLAMA_BENCH or
   --llama-bench, ggml (llama.cpp's `llama-bench -p 0 -n N -t 2`: token generation) in f32 and f16;
-- the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the file + cache + Python).
+- the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the files: the checkpoint's and
+  the kernel's rows beside it, as the `gpt2` command maps them; + cache + Python).
 
 Engines alternate round by round, in an order that turns by one engine each round, each in its own process
 (torch's and OpenBLAS's threads spin-wait; sharing one process slows both). Every process decodes after a
@@ -123,7 +124,10 @@ def worker_ours(args):
 
     compiled_matvec.wait_until_loaded()  # (None when GPT2_COMPILED_MATVEC=0 or without numba)
     hparams, params = hfmodel.load_hf_folder(args.folder)
-    weights = kvcache.DecodingWeights(params)
+    # as the gpt2 command decodes: given the checkpoint's folder, the kernel's rows mapped from beside it (made by
+    # the first run); the NumPy path (GPT2_COMPILED_MATVEC=0), the before, reads the checkpoint as loaded
+    plain = os.environ.get("GPT2_COMPILED_MATVEC") == "0"
+    weights = kvcache.DecodingWeights(params, folder=None if plain else Path(args.folder))
     # a long generation's weights (the copies, made once, kept): the kernel's if it was measured faster here
     blocks, head = weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
     uses_kernel = isinstance(head, kvcache.KernelMatrix)
