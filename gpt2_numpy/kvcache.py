@@ -215,9 +215,11 @@ class DecodingWeights:
 
     folder, the checkpoint's: the kernel's float32 copies are kept beside it instead (``<weights>.f32rows``,
     gpt2_numpy/rows_cache.py), made by the first long run and mapped by every later one, in this process or
-    the next: no copying, the weights in memory once. A long run on a folder also waits for the kernel while it
-    loads from disk (under a second) rather than decode the whole run on NumPy's products, so that the `gpt2`
-    command, one process a run, decodes on the kernel from its first run.
+    the next: no copying, the weights in memory once. So that the `gpt2` command, one process a run, decodes on
+    the kernel from its first run, the run that makes the rows waits for the kernel while it loads from disk
+    (under a second); a later one of one sequence starts at once on NumPy's products over the rows, and its
+    decoder takes the kernel from the step after it arrives (KVDecoder, kernel_is_coming), as does a run that
+    began while the kernel was being compiled.
 
     dtype="bf16" keeps the matrices in 16 bits instead (:mod:`gpt2_numpy.half`, with numba installed): about
     twice as fast, logits rounded; folder keeps the converted matrices beside the checkpoint.
@@ -256,7 +258,9 @@ class DecodingWeights:
         long_run = n_batch * n_new >= RELAYOUT_MIN_STEPS and self.dtype == "f32"
         if long_run:
             compiled_matvec.start_loading()
-            if self.keeps_rows_beside_checkpoint():  # mapped from disk, not copied: worth the kernel's load
+            # mapped from disk, not copied: worth the kernel's load, unless one row's NumPy products can read the
+            # rows already there meanwhile (the decoder takes the kernel when it arrives: kernel_is_coming)
+            if self.keeps_rows_beside_checkpoint() and not (n_batch == 1 and self.current_f32_rows() is not None):
                 compiled_matvec.wait_if_loading()
         if n_batch <= KERNEL_MAX_ROWS and self.takes_kernel(long_run):
             blocks_and_head = self.kernel_blocks_and_head
@@ -265,6 +269,15 @@ class DecodingWeights:
         if n_batch == 1 and n_new >= RELAYOUT_MIN_STEPS:
             self.choose_reading_order(*blocks_and_head)
         return blocks_and_head
+
+    def kernel_is_coming(self, n_batch, n_new, head):
+        """Whether a run that for_run gave NumPy's products (`head` not the kernel's) should ask for_run again once
+        the compiled kernel has loaded: a long run of a few rows, the kernel wanted but not loaded yet and not
+        measured slower here, and its rows already beside the checkpoint (taking it then copies nothing). Its
+        first tokens come without waiting for the kernel's load."""
+        return (n_batch <= KERNEL_MAX_ROWS and n_batch * n_new >= RELAYOUT_MIN_STEPS and self.dtype == "f32"
+                and not isinstance(head, KernelMatrix) and not self.kernel_is_slower and compiled_matvec.is_wanted()
+                and self.current_f32_rows() is not None)
 
     def choose_reading_order(self, blocks, head):
         """Whether compiled steps read the matrices and the head in address order (matvec_kernel.row_in_order)
@@ -549,18 +562,33 @@ class KVDecoder:
         self.n_head = n_head
         self.weights = weights
         self.blocks, self.head = weights.for_run(n_batch, n_new)
+        self.n_new = n_new
+        self.kernel_is_coming = weights.kernel_is_coming(n_batch, n_new, self.head)  # (take_kernel_if_here)
         # every layer's keys and values in one array, [n_layer, 2, n_batch, n_head, n_max, d]
         self.cache = np.empty((len(self.blocks), 2, n_batch, n_head, n_max, weights.n_embd // n_head), np.float32)
         self.caches = [(keys, values) for keys, values in self.cache]  # each [n_batch, n_head, n_max, d]
         self.cache_bytes = kv_cache_bytes(len(self.blocks), weights.n_embd, n_max, n_batch)  # bounded by n_ctx
         self.start = 0  # number of cache columns filled
-        # a single sequence whose matrices the compiled kernel reads decodes each token in one compiled call
-        self.compiled_step = None
-        if n_batch == 1 and layers_unchanged():
-            self.compiled_step = compiled_step_arguments(self.blocks, self.head, weights.params["ln_f"])
+        self.compiled_step = self._compiled_step()
         # OpenBLAS's idle threads may be spinning: anything before this decoder's first compiled step may have run
         # NumPy's products (this decoder's prompt, or other work in the process), and so may a pass of it after one
         self.blas_threads_may_spin = True
+
+    def _compiled_step(self):
+        """A single sequence whose matrices the compiled kernel reads decodes each token in one compiled call:
+        step_kernel's arguments for it, else None."""
+        if self.tokens.shape[0] != 1 or not layers_unchanged():
+            return None
+        return compiled_step_arguments(self.blocks, self.head, self.weights.params["ln_f"])
+
+    def _take_kernel_if_here(self):
+        """A long run begun on NumPy's products, the kernel still loading, goes on through it from the step after
+        it arrives (DecodingWeights.for_run decides again, timing it once): the same tokens, the cache as it is."""
+        if self.kernel_is_coming and compiled_matvec.kernel() is not None:
+            self.kernel_is_coming = False
+            self.blocks, self.head = self.weights.for_run(self.tokens.shape[0], self.n_new)
+            self.compiled_step = self._compiled_step()
+            self.blas_threads_may_spin = True
 
     def _forward(self, tokens, positions, every_position=False):  # [n_batch, n_seq] each -> [n_batch, n_vocab]
         """The newest position's logits, or with every_position each new position's: [n_batch, n_seq, n_vocab]."""
@@ -618,6 +646,7 @@ class KVDecoder:
                              f"got {new_tokens.shape[0]}")
         if new_tokens.min() < 0 or new_tokens.max() >= self.weights.n_vocab:
             raise ValueError(f"token ids must be in [0, {self.weights.n_vocab})")
+        self._take_kernel_if_here()
         if self.compiled_step is not None:
             logits = self._decode_compiled(int(new_tokens[0]))
         else:
@@ -650,6 +679,7 @@ class KVDecoder:
             raise ValueError(f"KV cache holds {self.is_real.shape[1] - self.start} more positions, not {n_seq}: "
                              "create the decoder with more n_tokens_to_generate")
         positions = self.lengths[:, None] + np.arange(n_seq)  # [n_batch, n_seq]
+        self._take_kernel_if_here()
         logits = self._forward(new_tokens, positions, every_position=True)
         self.lengths = self.lengths + n_seq
         return logits

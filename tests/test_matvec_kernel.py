@@ -480,6 +480,37 @@ def mapped_file(array):  # the file an array's memory is mapped from, or None
     return None if array is None else Path(array.filename)
 
 
+def test_a_long_run_with_the_rows_there_starts_at_once_and_takes_the_kernel_when_it_comes(kernel_on, model_folder,
+                                                                                            monkeypatch):
+    """With the kernel's rows already beside the checkpoint, a long run of one sequence does not wait for the
+    kernel's load: it decodes on NumPy's products over the rows, and from the step after the kernel arrives in
+    compiled steps. The tokens are the full recompute's."""
+    from gpt2_numpy import compiled_matvec, step_kernel  # (imports numba: inside the test, as the tests above)
+
+    _, loaded = hfmodel.load_hf_folder(model_folder)
+    kvcache.DecodingWeights(loaded, folder=model_folder).for_run(1, kvcache.RELAYOUT_MIN_STEPS)  # makes the rows
+    assert (model_folder / "model.safetensors.f32rows").is_file()
+    loaded_kernel, asked = compiled_matvec.kernel, []
+
+    def arriving_late():  # still loading for the run's preparation and its first four steps
+        asked.append(True)
+        return loaded_kernel() if len(asked) > 5 else None
+
+    monkeypatch.setattr(compiled_matvec, "kernel", arriving_late)
+    monkeypatch.setattr(compiled_matvec, "wait_if_loading", lambda: pytest.fail("waited for the kernel"))
+    steps, decoding_step = [], step_kernel.decoding_step
+
+    def counted(x, arguments, caches, *rest, **options):  # caches [n_layer, 2, n_head, n_max, d]
+        steps.append(caches.shape[3] > 1)  # a decoder's step (a timed pass choosing the reading order has 1)
+        return decoding_step(x, arguments, caches, *rest, **options)
+
+    monkeypatch.setattr(step_kernel, "decoding_step", counted)
+    weights = kvcache.DecodingWeights(loaded, folder=model_folder)
+    n_new, prompt = kvcache.RELAYOUT_MIN_STEPS, [5, 17, 250, 3]
+    assert kvcache.generate(prompt, weights, N_HEAD, n_new) == model.generate_reference(prompt, loaded, N_HEAD, n_new)
+    assert sum(steps) == n_new - 1 - 4  # the steps after the first four: one compiled call each
+
+
 def test_picogpts_main_keeps_the_kernels_rows_beside_the_checkpoint_as_the_command_does(kernel_on, model_folder):
     """gpt2.main(prompt, n, model) gives its decoder the model's folder, as the gpt2 command does: a long run makes
     the rows file there, and the text is the full recompute's."""
