@@ -66,15 +66,18 @@ def cached(folder, kind: str, magic: bytes, dtype, shapes: dict[str, tuple], mat
     """The matrices named in ``shapes`` (name -> [n_out, n_in]), memory-mapped from the file of ``kind`` beside the
     checkpoint in ``folder`` when it was made from the checkpoint's files as they are now; else each made by
     ``matrix(name)`` and written there first (saying "<making> once, into <file> ..." on stderr). A folder that
-    cannot be written costs only the making, each time: a line on stderr ends "the next run <again>"; so does a
-    disk that would keep less than FREE_BYTES_KEPT free after the file (its line says how much it needs)."""
+    cannot be written, or something other than a regular file by the cache's name (can_keep), costs only the
+    making, each time: a line on stderr ends "the next run <again>"; so does a disk that would keep less than
+    FREE_BYTES_KEPT free after the file (its line says how much it needs)."""
     path, stamp, names = cache_path(folder, kind), source_stamp(folder), list(shapes)
     rows = read(path, magic, dtype, stamp, names)
     if rows is not None:
         return rows
     n_bytes = sum(math.prod(shape) for shape in shapes.values()) * np.dtype(dtype).itemsize
     free = free_bytes(path.parent)
-    if free < n_bytes + FREE_BYTES_KEPT:  # one line, and the run goes on
+    if not can_keep(folder, kind):  # (a folder, device or FIFO by the cache's name is never replaced)
+        print(f"{making} in memory: {path} cannot be written; the next run {again}", file=sys.stderr, flush=True)
+    elif free < n_bytes + FREE_BYTES_KEPT:  # one line, and the run goes on
         print(f"{making} in memory: the file would take {n_bytes / 2**30:.1f} GiB of the {free / 2**30:.1f} GiB "
               f"free beside the checkpoint ({FREE_BYTES_KEPT >> 30} GiB are left free); with more room the next "
               f"run keeps them in {path}", file=sys.stderr, flush=True)
@@ -112,6 +115,8 @@ def can_keep(folder, kind: str) -> bool:
 def read(path: Path, magic: bytes, dtype, stamp: dict, names: list[str]) -> dict[str, np.ndarray] | None:
     """The matrices in the file at ``path``, memory-mapped as ``dtype``, if it is of kind ``magic``, was made from
     the weights ``stamp`` describes and holds ``names`` in that order; else None (absent, stale or damaged)."""
+    if not path.is_file():  # (a FIFO by that name would block the open below)
+        return None
     try:
         with open(path, "rb") as file:
             found, header_size = struct.unpack("<8sQ", file.read(16))

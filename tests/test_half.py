@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 
 import numpy as np
@@ -233,6 +234,20 @@ def test_a_folder_that_cannot_be_written_says_so_and_converts_each_time(model_fo
     assert err.endswith(" Permission denied); the next run converts the weights to bf16 again\n")  # one line
     assert err.count("\n") == 2 and "Errno 13" in err
     assert np.array_equal(rows["wte"], half.to_bf16(params["wte"])) and not half.cache_path(folder).exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_a_fifo_by_the_caches_name_is_neither_opened_nor_replaced(model_folder, capsys):
+    """Something other than a regular file where the cache would go (a FIFO: opening it to read would block) is
+    left alone: the matrices are made in memory, with one line; the run does not hang."""
+    folder, params = model_folder
+    fifo = half.cache_path(folder)
+    os.mkfifo(fifo)
+    rows = half.cached_bf16_matrices(params, folder)
+    err = capsys.readouterr().err
+    assert err == f"converting the weights to bf16 in memory: {fifo} cannot be written; the next run converts " \
+        "the weights to bf16 again\n"
+    assert np.array_equal(rows["wte"], half.to_bf16(params["wte"])) and stat.S_ISFIFO(fifo.stat().st_mode)
 
 
 def test_a_disk_without_room_for_the_file_is_not_filled(model_folder, monkeypatch, capsys):

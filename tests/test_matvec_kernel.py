@@ -5,6 +5,8 @@ The suite keeps the kernel off (conftest: GPT2_COMPILED_MATVEC=0) so that every 
 whatever arrived in the background; these tests turn it on and wait for it. Compiling it (once per suite run, in
 the suite's fresh cache folder) takes 10-40 s, so this file is in the exhaustive tier (conftest.EXHAUSTIVE_FILES)."""
 import json
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -470,6 +472,19 @@ def test_a_folder_that_can_keep_no_rows_is_forgotten(kernel_on, model_folder, mo
     assert capsys.readouterr().err == "" and not (model_folder / "model.safetensors.f32rows").exists()
     assert all(mapped_file(layer["w"].array) is None for block in blocks for part in ("attn", "mlp")
                for layer in block[part].values())
+    prompt = [5, 17, 250, 3]
+    assert kvcache.generate(prompt, weights, N_HEAD, 8) == model.generate_reference(prompt, loaded, N_HEAD, 8)
+
+
+def test_a_fifo_by_the_rows_files_name_is_not_opened_and_the_folder_is_forgotten(kernel_on, model_folder, capsys):
+    """A FIFO where the rows file would go (opening it to read would block): the run neither hangs nor replaces
+    it, and goes as without a folder."""
+    _, loaded = hfmodel.load_hf_folder(model_folder)
+    fifo = model_folder / "model.safetensors.f32rows"
+    os.mkfifo(fifo)
+    weights = kvcache.DecodingWeights(loaded, folder=model_folder)
+    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert weights.folder is None and capsys.readouterr().err == "" and stat.S_ISFIFO(fifo.stat().st_mode)
     prompt = [5, 17, 250, 3]
     assert kvcache.generate(prompt, weights, N_HEAD, 8) == model.generate_reference(prompt, loaded, N_HEAD, 8)
 
