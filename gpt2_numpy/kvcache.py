@@ -218,8 +218,8 @@ class DecodingWeights:
     the next: no copying, the weights in memory once. So that the `gpt2` command, one process a run, decodes on
     the kernel from its first run, the run that makes the rows waits for the kernel while it loads from disk
     (under a second); a later one of one sequence starts at once on NumPy's products over the rows, and its
-    decoder takes the kernel from the step after it arrives (KVDecoder, kernel_is_coming), as does a run that
-    began while the kernel was being compiled.
+    decoder takes the kernel from the step after it arrives (KVDecoder, kernel_is_coming), as does one that
+    began, the rows there, while the kernel was being compiled.
 
     dtype="bf16" keeps the matrices in 16 bits instead (:mod:`gpt2_numpy.half`, with numba installed): about
     twice as fast, logits rounded; folder keeps the converted matrices beside the checkpoint.
