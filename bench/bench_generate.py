@@ -17,7 +17,11 @@ fly into --models-dir, one tensor at a time), greedy, float32, one stream, 2 thr
   share of the same moment's ceiling: every STEPS_PER_PAIR decoding steps of a timed run are followed by the
   kernel's products alone over the same matrices, one pass in each of its two reading orders (which goes first
   alternates), and the faster order's passes, weighed by the steps they follow, are set against those steps'
-  time: each pass paired with the steps of the same fraction of a second;
+  time: each pass paired with the steps of the same fraction of a second. Beside each pass, the same bytes read
+  in one sweep (the layers' rows, which lie one after another in the file beside the checkpoint, seen as one
+  matrix, then the head): the ceiling's kind of read, at the same moment, so that "% of the same moment's
+  sweep" is item 1's share of the ceiling without the drift; what a step loses to it is its 49-193 products'
+  starts and ends, attention and the layer norms;
 - HF transformers (GPT2LMHeadModel, same weights, KV cache, torch on 2 threads) and, with LLAMA_BENCH or
   --llama-bench, ggml (llama.cpp's `llama-bench -p 0 -n N -t 2`: token generation) in f32 and f16;
 - the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the files: the checkpoint's and
@@ -132,12 +136,13 @@ def worker_ours(args):
     blocks, head = weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
     uses_kernel = isinstance(head, kvcache.KernelMatrix)
     prompt = prompt_ids(args.prompt_tokens)
-    steps, shares = [], []
+    steps, shares, sweep_shares = [], [], []
     matrices = kernel_matrices(blocks, head) if uses_kernel else []
+    sweep = in_one_sweep(matrices)
     for _ in range(args.repeats + 1):  # the first: warm-up (pages the weights in)
         decoder = kvcache.KVDecoder([prompt], weights, hparams["n_head"], args.tokens + 1)
         logits = decoder.prefill()
-        step_seconds, pass_seconds = 0.0, {False: 0.0, True: 0.0}
+        step_seconds, pass_seconds, sweep_seconds = 0.0, {False: 0.0, True: 0.0}, {False: 0.0, True: 0.0}
         for first in range(0, args.tokens, STEPS_PER_PAIR):
             n_steps = min(STEPS_PER_PAIR, args.tokens - first)
             start = time.perf_counter()
@@ -148,14 +153,17 @@ def worker_ours(args):
             orders = (False, True) if first // STEPS_PER_PAIR % 2 == 0 else (True, False)
             for in_order in orders if uses_kernel else ():
                 pass_seconds[in_order] += n_steps * kernel_pass_seconds(matrices, in_order)
+                sweep_seconds[in_order] += n_steps * kernel_pass_seconds(sweep, in_order)
         steps.append(step_seconds / args.tokens)
         if uses_kernel:
             shares.append(min(pass_seconds.values()) / step_seconds)
+            sweep_shares.append(min(sweep_seconds.values()) / step_seconds)
             # (numba's threads spin after the passes: a prompt at once would stall the next run's first step)
             blas_threads.let_compiled_threads_sleep()
     ids = kvcache.generate(prompt, weights, hparams["n_head"], 8)
     return {"ms": 1e3 * statistics.median(steps[1:]), "ids": ids, "kernel": uses_kernel,
             "share_of_pass": statistics.median(shares[1:]) if shares else None,
+            "share_of_sweep": statistics.median(sweep_shares[1:]) if sweep_shares else None,
             "rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "kv_cache_n_ctx": kvcache.kv_cache_bytes(hparams["n_layer"], hparams["n_embd"], hparams["n_ctx"])}
 
@@ -164,6 +172,36 @@ def kernel_matrices(blocks, head):
     """Every matrix a decoding step reads, as the kernel reads it ([n_out, n_in]): each block's four, the head."""
     matrices = [layer["w"].rows for block in blocks for part in ("attn", "mlp") for layer in block[part].values()]
     return matrices + [head.rows]
+
+
+SWEEP_WIDTH = 1024  # numbers a row of the sweep's matrices: 4 kB (a row's width reads alike from 768 to 4,096)
+
+
+def in_one_sweep(matrices):
+    """The bytes of float32 `matrices`, each run of them that lie one after another in memory seen as one matrix
+    [n, SWEEP_WIDTH] (and a last row for the run's rest): the layers' rows, mapped from the file beside the
+    checkpoint, become one matrix, read in one sweep as the ceiling's are. Matrices apart (copies made in memory,
+    or the head) stay as they are."""
+    runs = []
+    for m in matrices:
+        address = m.__array_interface__["data"][0]
+        if runs and m.flags.c_contiguous and runs[-1][1] == address:
+            runs[-1][1] += m.nbytes
+        else:
+            runs.append([address, address + m.nbytes, m])
+    swept = []
+    for start, end, first in runs:
+        n = (end - start) // 4  # float32 numbers in the run
+        if n == first.size:
+            swept.append(first)
+            continue
+        whole = np.lib.stride_tricks.as_strided(first, shape=(n // SWEEP_WIDTH, SWEEP_WIDTH),
+                                                strides=(4 * SWEEP_WIDTH, 4), writeable=False)
+        swept.append(whole)
+        if n % SWEEP_WIDTH:
+            rest = np.lib.stride_tricks.as_strided(first, shape=(1, n), strides=(4 * n, 4), writeable=False)
+            swept.append(rest[:, n - n % SWEEP_WIDTH:])
+    return swept
 
 
 def kernel_pass_seconds(matrices, in_order):
@@ -214,21 +252,7 @@ def worker_ceiling(args):
     """The machine's read bandwidth with both cores: best of a streaming read and of matrix-vector products."""
     from gpt2_numpy import compiled_matvec, hfmodel
 
-    src = np.ones(2**29, dtype=np.float32)  # 2 GiB, far past the caches
-
-    def read(lo, hi):
-        np.add.reduce(src[lo:hi])
-
-    def two_threads():
-        cuts = np.linspace(0, src.size, THREADS + 1).astype(int)
-        threads = [threading.Thread(target=read, args=(lo, hi)) for lo, hi in zip(cuts, cuts[1:])]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-
-    best = {"stream": src.nbytes / best_seconds(two_threads, args.repeats + 2)}
-    del src
+    best = {"stream": streaming_read_bandwidth(args.repeats + 2)}
     _, params = hfmodel.load_hf_folder(args.folder)  # the largest size's weights, mapped from the file
     matrices = [layer["w"] for block in params["blocks"] for part in ("attn", "mlp")
                 for layer in block[part].values()]
@@ -245,6 +269,24 @@ def worker_ceiling(args):
         del stored
     best["gemv_openblas"] = nbytes / best_seconds(lambda: [x[w.shape[0]] @ w for w in matrices], args.repeats + 2)
     return {name: value / 1e9 for name, value in best.items()}
+
+
+def streaming_read_bandwidth(runs):
+    """Bytes a second of np.add.reduce on THREADS threads, each over its part of 2 GiB (far past the caches)."""
+    src = np.ones(2**29, dtype=np.float32)
+
+    def read(lo, hi):
+        np.add.reduce(src[lo:hi])
+
+    def two_threads():
+        cuts = np.linspace(0, src.size, THREADS + 1).astype(int)
+        threads = [threading.Thread(target=read, args=(lo, hi)) for lo, hi in zip(cuts, cuts[1:])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    return src.nbytes / best_seconds(two_threads, runs)
 
 
 def best_seconds(work, runs):
@@ -332,7 +374,7 @@ def main():
     print("ceiling, read bandwidth with both cores (best of the rounds): " + ", ".join(
         f"{kind} {value:.1f} GB/s" for kind, value in ceiling_by_kind.items()) + f" -> {ceiling:.1f} GB/s\n")
     head = ["size", "weights MB/token", "ours ms/token", "ours took", "ours GB/s (% of ceiling)",
-            "% of the same moment's kernel pass",
+            "% of the same moment's kernel pass", "% of the same moment's sweep",
             "kernel (forced) ms/token", "NumPy path ms/token", "ours vs NumPy path"]
     if "hf" in engines:
         head += ["HF ms/token", "ours vs HF"]
@@ -349,9 +391,11 @@ def main():
         rates = [per_token / ms / 1e6 for ms in ours]
         took = {"kernel" if x["kernel"] else "NumPy" for x in r["ours"]}
         shares = [100 * x["share_of_pass"] for x in r["ours"] if x["share_of_pass"]]  # the kernel's runs only
+        sweep_shares = [100 * x["share_of_sweep"] for x in r["ours"] if x["share_of_sweep"]]
         row = [size, f"{per_token / 1e6:.0f}", spread(ours), "/".join(sorted(took)),
                f"{spread(rates)} ({100 * statistics.median(rates) / ceiling:.0f}%)",
                spread(shares, "{:.0f}%") if shares else "n/a",
+               spread(sweep_shares, "{:.0f}%") if sweep_shares else "n/a",
                spread([x["ms"] for x in r["kernel"]]),
                spread([x["ms"] for x in r["numpy"]]),
                spread([b["ms"] / a["ms"] for a, b in zip(r["ours"], r["numpy"])], "{:.2f}x")]
