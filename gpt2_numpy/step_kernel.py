@@ -104,8 +104,10 @@ def cached_attention(qkv, keys, values, start, n_head, out):  # qkv [3*n_embd] -
             for i in range(d):
                 total += q[i] * keys[h, j, i]
             scores[j] = total * scale
-        weights = np.exp(scores - scores.max())  # softmax, as model.softmax: shifted by the largest score
-        weights /= weights.sum()
+        top = scores.max()  # softmax, as model.softmax: shifted by the largest score (exp in vector instructions)
+        for j in range(start + 1):
+            scores[j] = exp_float32(scores[j] - top)
+        weights = scores / scores.sum()
         o = out[h * d : (h + 1) * d]
         o[:] = 0
         for j in range(start + 1):
@@ -121,15 +123,46 @@ def layer_norm(x, g, b, out):  # [n] -> out [n], as model.layer_norm
     out[:] = g * centred / np.sqrt(variance + LAYER_NORM_EPS) + b
 
 
-@_compiled
+def _compiled_in_order(function):
+    # without reassociation (exp_float32's reduction subtracts in its order), and dividing as NumPy does (by 0: an
+    # infinity or NaN), not as Python (an exception, whose test in the loop kept it one number at a time)
+    return numba_cache.compiled(function, matvec_kernel.CACHE_FOLDER, _uncached, fastmath={"contract"},
+                                error_model="numpy")
+
+
+# exp(z) = 2**n * exp(r), n the nearest whole number to z / ln 2 and r = z - n ln 2 (|r| <= ln 2 / 2), ln 2 in two
+# parts so that n * LN2_HIGH is exact (LN2_HIGH has 9 significant bits); 2**n is made from its bits, exp(r) by its
+# Taylor series to r**7 / 7! (the next term is under 6e-9 of it). Past the float32 range's ends: 0 below
+# EXP_LOWEST (exp(z) < 2.8e-38, near the smallest normal float32), infinity above EXP_HIGHEST, as exp's.
+LOG2_E = np.float32(1 / math.log(2))
+LN2_HIGH = np.float32(0.693359375)
+LN2_LOW = np.float32(math.log(2) - 0.693359375)
+EXP_LOWEST, EXP_HIGHEST = np.float32(-86.5), np.float32(88.72)
+
+
+@_compiled_in_order
+def exp_float32(z):  # e**z for a float32 z, in operations that the compiler turns into vector instructions
+    inside = min(max(z, EXP_LOWEST), EXP_HIGHEST)  # (NaN: kept as NaN below)
+    n = np.floor(inside * LOG2_E + np.float32(0.5))
+    r = (inside - n * LN2_HIGH) - n * LN2_LOW
+    # Taylor's polynomial in Horner's order, times 2**n as 2 * 2**(n - 1) (n - 1 + 127: a normal's exponent bits)
+    e = (np.float32(1) + r * (np.float32(1) + r * (np.float32(1 / 2) + r * (np.float32(1 / 6) + r * (
+        np.float32(1 / 24) + r * (np.float32(1 / 120) + r * (np.float32(1 / 720) + r * np.float32(1 / 5040))))))))
+    e = e * np.float32(2) * matvec_kernel.float32_from_bits(np.uint32(np.int32(n) + 126) << 23)
+    e = np.float32(0) if z < EXP_LOWEST else e
+    e = np.float32(np.inf) if z > EXP_HIGHEST else e
+    return e if z == z else z
+
+
+@_compiled_in_order
 def gelu(a):  # [n], in place, as model.gelu
     # model.gelu's 0.5 * v * (1 + tanh(u)) written as v / (1 + exp(-2u)), the same number (1 + tanh(u) =
-    # 2 / (1 + exp(-2u))): the C library's exp is about 3x as fast as its tanh, which took a tenth of a bf16 step
-    # at 124M (docs/performance.md), and as close to the exact value (a few parts in 10^7)
+    # 2 / (1 + exp(-2u))), with exp_float32's exp, which the compiler runs in vector instructions where the C
+    # library's exp, one number at a time, took 8 us of a block's step at 124M (docs/performance.md)
     for i in range(a.shape[0]):
         v = a[i]
         u = GELU_SCALE * (v + np.float32(0.044715) * v * v * v)
-        a[i] = v / (np.float32(1) + np.exp(np.float32(-2) * u))
+        a[i] = v / (np.float32(1) + exp_float32(np.float32(-2) * u))
 
 
 @_compiled
