@@ -20,8 +20,8 @@ fly into --models-dir, one tensor at a time), greedy, float32, one stream, 2 thr
   time: each pass paired with the steps of the same fraction of a second. Beside each pass, the same bytes read
   in one sweep (the layers' rows, which lie one after another in the file beside the checkpoint, seen as one
   matrix, then the head): the ceiling's kind of read, at the same moment, so that "% of the same moment's
-  sweep" is item 1's share of the ceiling without the drift; what a step loses to it is its 49-193 products'
-  starts and ends, attention and the layer norms;
+  sweep" is the share of the ceiling without the drift; what a step loses to it is its 49-193 products'
+  starts and ends, attention, the layer norms and gelu;
 - HF transformers (GPT2LMHeadModel, same weights, KV cache, torch on 2 threads) and, with LLAMA_BENCH or
   --llama-bench, ggml (llama.cpp's `llama-bench -p 0 -n N -t 2`: token generation) in f32 and f16;
 - the KV cache's size at n_ctx, and the decoder's peak RSS (weights mapped from the files: the checkpoint's and
