@@ -182,19 +182,22 @@ def in_one_sweep(matrices):
     [n, SWEEP_WIDTH] (and a last row for the run's rest): the layers' rows, mapped from the file beside the
     checkpoint, become one matrix, read in one sweep as the ceiling's are. Matrices apart (copies made in memory,
     or the head) stay as they are."""
-    runs = []
+    runs = []  # [start address, end address, first matrix]; matrices not float32 rows in one piece stand alone
     for m in matrices:
+        if not (m.flags.c_contiguous and m.dtype == np.float32):
+            runs.append([None, None, m])
+            continue
         address = m.__array_interface__["data"][0]
-        if runs and m.flags.c_contiguous and runs[-1][1] == address:
+        if runs and runs[-1][1] == address:
             runs[-1][1] += m.nbytes
         else:
             runs.append([address, address + m.nbytes, m])
     swept = []
     for start, end, first in runs:
-        n = (end - start) // 4  # float32 numbers in the run
-        if n == first.size:
+        if start is None or (end - start) // 4 == first.size:
             swept.append(first)
             continue
+        n = (end - start) // 4  # float32 numbers in the run
         whole = np.lib.stride_tricks.as_strided(first, shape=(n // SWEEP_WIDTH, SWEEP_WIDTH),
                                                 strides=(4 * SWEEP_WIDTH, 4), writeable=False)
         swept.append(whole)

@@ -30,7 +30,9 @@ def test_matrices_one_after_another_are_read_in_one_sweep_of_the_same_bytes(monk
     assert all(not m.flags.writeable and m.flags.c_contiguous for m in swept[:2])
 
 
-def test_matrices_apart_stay_as_they_are(monkeypatch):
+def test_matrices_apart_or_not_in_one_piece_stay_as_they_are(monkeypatch):
     bench = bench_generate(monkeypatch)
-    apart = [np.ones((4, 8), np.float32), np.zeros((2, 8), np.float32)]
-    assert [m is a for m, a in zip(bench.in_one_sweep(apart), apart)] == [True, True]
+    memory = np.arange(64, dtype=np.float32)
+    turned = memory[:32].reshape(4, 8).T  # not in one piece: nothing joins it, though its memory abuts the next
+    apart = [np.ones((4, 8), np.float32), np.zeros((2, 8), np.float32), turned, memory[32:].reshape(4, 8)]
+    assert [m is a for m, a in zip(bench.in_one_sweep(apart), apart)] == [True] * 4
