@@ -4,9 +4,10 @@ A notebook (``docs/01-characters-to-bpe.ipynb``) is its markdown page (``docs/01
 cells: prose into markdown cells, each ``>>>`` example and each plain code block into a code cell, with the
 outputs that running the cells in order gives (a value's ``repr``, and its ``_repr_html_`` when it has one, as
 Jupyter shows it). An example that expects an exception becomes ``try``/``except`` that prints it, so "Run all"
-goes to the end. tests/test_notebooks.py runs the cells again and checks the notebook is exactly what this
-makes: neither the page nor the code can change without the notebook showing it. A cell that prints a timing
-says so with the comment ``# timing: ...`` (``VARIES``): its printed numbers are compared as ``N``
+goes to the end. A first code cell moves to the repository root, where the page's code runs: Jupyter starts a
+notebook in its own folder, docs/. tests/test_notebooks.py runs the cells again and checks the notebook is exactly
+what this makes: neither the page nor the code can change without the notebook showing it. A cell that prints a
+timing says so with the comment ``# timing: ...`` (``VARIES``): its printed numbers are compared as ``N``
 (:func:`comparable`), the rest of its output as it is.
 
     python tests/notebooks.py docs/01-characters-to-bpe.md     # (re)writes docs/01-characters-to-bpe.ipynb
@@ -28,6 +29,20 @@ from pathlib import Path
 BLOCK = re.compile(r"^```python\n(.*?)^```\n", re.S | re.M)
 VARIES = "# timing:"  # in a cell whose printed figures differ from run to run (a measured time)
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+# Jupyter starts a notebook's kernel in the notebook's folder (docs/), where the page's code, written to run from
+# the repository root, would not find its files (tokenizer/data/vocab.bpe, README.md, ../shared): each notebook
+# therefore opens with this cell, which moves to the root (and, as a kernel imports from its working folder, makes
+# the checkout's packages importable there). At the root it does nothing.
+TO_THE_ROOT = """\
+# This walkthrough's code runs from the repository root; Jupyter starts a notebook in docs/, so go up first
+import os
+from pathlib import Path
+
+if Path.cwd().name == "docs" and (Path.cwd().parent / "tokenizer").is_dir():
+    os.chdir(Path.cwd().parent)
+"""
 
 
 def cells_of(markdown: str) -> list[dict]:
@@ -102,7 +117,12 @@ def run_notebook(cells: list[dict]) -> list[dict]:
 
 
 def notebook(markdown: str) -> dict:
-    return {"cells": run_notebook(cells_of(markdown)),
+    """The walkthrough's notebook: its page's cells, the cell that moves to the root first (after the title's
+    cell), run."""
+    cells = cells_of(markdown)
+    first_code = 1 if cells and cells[0]["cell_type"] == "markdown" else 0
+    cells.insert(first_code, code_cell(TO_THE_ROOT))
+    return {"cells": run_notebook(cells),
             "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                          "language_info": {"name": "python"}},
             "nbformat": 4, "nbformat_minor": 4}

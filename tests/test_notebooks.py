@@ -20,7 +20,7 @@ NOTEBOOKS = ["01-characters-to-bpe", "02-unicode-regex-special-tokens", "03-gpt2
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_the_notebook_is_its_page_run(name, monkeypatch):
-    monkeypatch.chdir(REPO)  # the walkthroughs run from the repository root
+    monkeypatch.chdir(REPO / "docs")  # where Jupyter starts a notebook; its first cell moves to the root
     page = (REPO / "docs" / f"{name}.md").read_text(encoding="utf-8")
     made = dumps(notebook(page))
     stored = json.loads((REPO / "docs" / f"{name}.ipynb").read_text(encoding="utf-8"))
