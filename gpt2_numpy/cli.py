@@ -1,6 +1,7 @@
 """The `gpt2` command: GPT-2's continuation of a prompt, a file's score, a Hugging Face copy, the playground.
 
     gpt2 "Alan Turing theorized that computers would one day become" [--stream] [--temperature 0.8 ...]
+    gpt2 - < prompt.txt                            # the prompt from standard input
     gpt2 "def f(x):" --model 774M --draft 124M     # the same tokens, drafted by 124M (or --lookup 2)
     gpt2 --score essay.txt [--stride 512]          # tokens, perplexity, bits per byte
     gpt2 --model 124M --save_hf out/gpt2           # a folder transformers loads
@@ -30,7 +31,7 @@ from pathlib import Path
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, bar_if_slow, cannot_listen,
                                     error_message, run_guarded, said_if_slow, show_progress, unrecognized)
 from tokenizer.download import ChecksumError, DownloadError
-from tokenizer.text_input import argument_text, read_utf8_file
+from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
 
 from . import half
 from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, model_folder, save_hf
@@ -83,7 +84,8 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     def option(name, **options):  # --name, and its dashed spelling (--top-k) kept out of the help text
         add_flag(parser, name, **options)
 
-    parser.add_argument("prompt", nargs="?", help="the text to continue, used exactly as given")
+    parser.add_argument("prompt", nargs="?",
+                        help="the text to continue, used exactly as given; - reads it from standard input")
     option("n_tokens_to_generate", type=int, default=None, metavar="N",
            help=f"how many tokens to add (default: {DEFAULT_NEW_TOKENS})")
     option("model", default="124M", metavar="PATH_OR_SIZE",
@@ -360,7 +362,9 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     if unknown:
         parser.error(unrecognized(unknown, argv, prog=parser.prog, text="prompt", text_given=args.prompt is not None))
     try:
-        if args.prompt is not None:
+        if args.prompt == "-":  # as gpt2-tokenizer's TEXT: the prompt is standard input, exactly as it comes
+            args.prompt = read_stdin_text("the prompt on stdin")
+        elif args.prompt is not None:
             args.prompt = argument_text(args.prompt, "the prompt")
         check_command_line(parser, args)
         text = read_score_file(args.score) if args.score is not None else None

@@ -866,6 +866,25 @@ def test_options_after_double_dash_and_a_prompt_that_is_not_utf8_are_told(fake_m
     assert status == 2 and "the prompt is not valid UTF-8: byte 3 is b'\\xff'" in err and fake_model.loads == []
 
 
+def test_a_dash_reads_the_prompt_from_stdin_as_gpt2_tokenizer_does(fake_model, monkeypatch):
+    """``gpt2 -`` continues standard input, exactly as it comes (it used to continue the text "-"); stdin that is
+    empty or not UTF-8 is one line and exit 2, before any model is loaded."""
+    def piped(data: bytes):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+    piped("naïve café 🙂\nline two\n".encode())
+    assert run_main(["-", "--n_tokens_to_generate", "2"])[0] == 0
+    assert fake_model.encoder.encoded == ["naïve café 🙂\nline two\n"]
+    piped(b"ok \xff")
+    status, out, err = run_main(["-", "--n_tokens_to_generate", "2"])
+    assert (status, out) == (2, "") and err.count("\n") == 1
+    assert "the prompt on stdin is not valid UTF-8: byte 3 is b'\\xff'" in err
+    piped(b"")
+    status, _, err = run_main(["--n_tokens_to_generate", "2", "--", "-"])
+    assert status == 2 and "the prompt is empty" in err
+    assert len(fake_model.loads) == 1  # only the run that had a prompt
+
+
 class GoneReader(io.StringIO):
     """A stdout whose reader went away (``| head``): every write is a broken pipe."""
 
