@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import math
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -195,6 +196,8 @@ def check_command_line(parser, args) -> None:
         check_model_name("--draft", args.draft)
         if args.lookup is not None:
             raise ValueError("--draft and --lookup are two ways to draft tokens; give one of them")
+    if args.model in MODEL_SIZES or args.draft in MODEL_SIZES:  # a size is read from (or fetched into) that folder
+        check_models_dir(args.models_dir)
     if args.lookup is not None and args.lookup < 1:
         raise ValueError(f"--lookup {args.lookup}: expected the number of tokens to match, a whole number >= 1")
     if args.draft_tokens is not None and args.draft_tokens < 1:
@@ -231,6 +234,22 @@ def check_model_name(flag: str, name: str) -> None:
     if folder_layout(folder) is None:
         raise ValueError(f"{flag} {name}: the folder holds neither OpenAI's layout (checkpoint, "
                          "hparams.json, model.ckpt.*) nor Hugging Face's (config.json, model.safetensors)")
+
+
+def check_models_dir(models_dir: str | None) -> None:
+    """A ValueError when the models folder (--models_dir, else the default) is, or lies inside, something that is
+    not a folder: no size could be read there or downloaded into it, which a run would find only when it fails."""
+    folder = Path(default_models_dir() if models_dir is None else models_dir)
+    nearest = next((path for path in (folder, *folder.parents) if path.exists()), None)  # what the path runs into
+    if nearest is None or nearest.is_dir():
+        return
+    if models_dir is not None:
+        named = f"--models_dir {models_dir}"
+    else:  # (a checkout's models/ and the cache folder are the project's own: most likely the variable's)
+        named = f"$GPT2_MODELS_DIR {folder}" if os.environ.get("GPT2_MODELS_DIR") else f"the models path {folder}"
+    what = "is not a folder" if nearest == folder else f"lies inside {nearest}, which is not a folder"
+    raise ValueError(f"{named} {what}; pass the folder that holds the models, or is to hold them "
+                     "(one subfolder per size)")
 
 
 def read_score_file(path: str) -> str:

@@ -885,6 +885,22 @@ def test_a_dash_reads_the_prompt_from_stdin_as_gpt2_tokenizer_does(fake_model, m
     assert len(fake_model.loads) == 1  # only the run that had a prompt
 
 
+def test_a_models_dir_that_is_no_folder_is_one_line_and_exit_2_before_loading(fake_model, monkeypatch, tmp_path):
+    """A file where the models folder goes (or on its path) could hold no model; it used to fail as exit 1 with
+    Python's "good.txt/124M/checkpoint: Not a directory", after the load had started."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a folder")
+    for argv, named in [(["--models_dir", str(a_file)], f"--models_dir {a_file} is not a folder"),
+                        (["--models_dir", str(a_file / "sub")], f"lies inside {a_file}, which is not a folder"),
+                        (["--model", "355M", "--models_dir", str(a_file)], "is not a folder")]:
+        status, out, err = run_main(["hi", *argv])
+        assert (status, out) == (2, "") and err.count("\n") == 1 and named in err, err
+    monkeypatch.setenv("GPT2_MODELS_DIR", str(a_file))
+    status, _, err = run_main(["hi"])
+    assert status == 2 and f"$GPT2_MODELS_DIR {a_file} is not a folder" in err
+    assert fake_model.loads == []
+
+
 class GoneReader(io.StringIO):
     """A stdout whose reader went away (``| head``): every write is a broken pipe."""
 
