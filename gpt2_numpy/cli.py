@@ -272,7 +272,11 @@ def print_score(encoder, params, n_head, text, stride, path, *, progress=None):
     ids = encoder.encoding.encode_ordinary(text)  # a whole file: the fast core (encoder.encode's ids, sooner)
     if len(ids) < 2:
         raise ValueError(f"--score {path} holds {len(ids)} token; the first has no context, so give at least two")
-    n_to_score = sum(end - first for _, end, first in windows(len(ids), len(params["wpe"]), stride=stride))
+    n_ctx = len(params["wpe"])  # known only now: the model's context
+    if stride is not None and stride > n_ctx:
+        raise ValueError(f"--stride {stride} is more than the model's context, n_ctx={n_ctx}: windows start at most "
+                         f"a context apart, or the tokens between them would go unscored; give at most {n_ctx}")
+    n_to_score = sum(end - first for _, end, first in windows(len(ids), n_ctx, stride=stride))
     progress = show_progress() if progress is None else progress
     with tqdm(total=n_to_score, unit="tok", desc="scoring", disable=not progress, leave=False) as bar:
         nlls, positions = token_nlls(ids, params, n_head, stride=stride, progress=bar.update)  # [n_scored] each

@@ -901,6 +901,17 @@ def test_a_models_dir_that_is_no_folder_is_one_line_and_exit_2_before_loading(fa
     assert fake_model.loads == []
 
 
+def test_a_stride_longer_than_the_context_names_the_flag_and_the_most_it_takes(fake_model, tmp_path):
+    """It used to be scoring.windows' own "score needs >= 2 ids and 0 < stride <= n_ctx (...)", no flag named."""
+    essay = tmp_path / "essay.txt"
+    essay.write_text("a few words to score, " * 4, encoding="utf-8")
+    status, out, err = run_main(["--score", str(essay), "--stride", str(N_CTX + 1)])
+    assert (status, out) == (2, "") and err.count("\n") == 1
+    assert f"--stride {N_CTX + 1} is more than the model's context, n_ctx={N_CTX}" in err
+    assert f"give at most {N_CTX}" in err
+    assert run_main(["--score", str(essay), "--stride", str(N_CTX)])[0] == 0
+
+
 class GoneReader(io.StringIO):
     """A stdout whose reader went away (``| head``): every write is a broken pipe."""
 
