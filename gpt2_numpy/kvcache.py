@@ -718,8 +718,9 @@ def check_fits_context(n_prompt, n_new, n_ctx):
     # a shorter prompt helps only while the new tokens alone fit
     shorter = f", or shorten the prompt to at most {n_ctx - n_new} tokens" if n_new < n_ctx else ""
     raise ValueError(
-        f"prompt of {n_prompt} tokens + n_tokens_to_generate={n_new} = {n_prompt + n_new} exceeds the "
-        f"model's context of n_ctx={n_ctx} tokens; ask for at most {n_ctx - n_prompt} new tokens{shorter}")
+        f"prompt of {n_prompt} token{'' if n_prompt == 1 else 's'} + n_tokens_to_generate={n_new} = "
+        f"{n_prompt + n_new} exceeds the model's context of n_ctx={n_ctx} tokens; ask for at most "
+        f"{n_ctx - n_prompt} new tokens{shorter}")
 
 
 # ----------------------------------------------------------------------- sampling

@@ -421,6 +421,8 @@ def test_context_overflow_is_a_clear_value_error(params):
         gpt2.generate(prompt, params, N_HEAD, 4)
     with pytest.raises(ValueError, match="n_ctx"):
         gpt2.generate_batch([[1], prompt + [1, 2, 3, 4]], params, N_HEAD, 1)
+    with pytest.raises(ValueError, match=rf"^prompt of 1 token \+ n_tokens_to_generate={N_CTX} = {N_CTX + 1} "):
+        gpt2.generate([1], params, N_HEAD, N_CTX)  # one token, not "1 tokens"
 
 
 @pytest.mark.parametrize("n_prompt", [N_CTX, N_CTX + 10])
