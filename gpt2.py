@@ -15,6 +15,7 @@ This file is for running from a checkout and is not installed; `pip install .` g
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from gpt2_numpy.kvcache import DecodingWeights, generate, generate_batch
@@ -41,4 +42,5 @@ def main(prompt: str, n_tokens_to_generate: int = 40, model_size: str = "124M", 
 if __name__ == "__main__":  # the gpt2 command, as the README shows it: python gpt2.py "prompt" [options]
     from gpt2_numpy.cli import main as command
 
-    sys.exit(command())
+    # the name its messages quote a command with, to type again (argparse's own is the bare "gpt2.py")
+    sys.exit(command(prog=f"python {os.path.basename(sys.argv[0])}"))

@@ -160,6 +160,15 @@ def test_our_main_is_picogpts_main(models, monkeypatch, tmp_path):
     assert gpt2.main(PROMPT, n_tokens_to_generate=5, models_dir="models") == expected
 
 
+def test_python_gpt2_py_names_itself_as_it_was_run():
+    """Its messages quote a command to type again, `python gpt2.py -- -x`, not `gpt2.py -- -x` (not on PATH)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "gpt2.py", "-x"], cwd=REPO, capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert run.returncode == 2 and run.stdout == "" and run.stderr.count("\n") == 1
+    assert run.stderr.startswith("python gpt2.py: error: ") and "python gpt2.py -- -x" in run.stderr, run.stderr
+
+
 def test_the_checkout_faces_are_the_package():
     import encoder
     import gpt2

@@ -354,7 +354,7 @@ def test_gpt2_cli_offline_error_is_one_line(file_server, tmp_path):
     error = run.stderr.decode(errors="replace")
     assert run.returncode == 1 and "Traceback" not in error
     line = last_line(run.stderr)
-    assert line.startswith("gpt2.py: error: could not download 7 of the 7 files of GPT-2 124M")
+    assert line.startswith("python gpt2.py: error: could not download 7 of the 7 files of GPT-2 124M")
     assert f"{file_server.url}/gpt-2/models/{SIZE}/" in line and "HTTP 404" in line
     assert all(name in line for name in checkpoints.CHECKPOINT_FILES)
     assert f"place it in {tmp_path / 'models' / SIZE}" in line and "OPENAIPUBLIC_URL" in line
@@ -373,7 +373,7 @@ def test_gpt2_cli_offline_is_one_line_without_progress_bars_or_an_empty_folder(t
                          env=env, timeout=300)
     error = run.stderr.decode(errors="replace")
     assert run.returncode == 1 and error.count("\n") == 1 and "\r" not in error, error
-    assert error.startswith("gpt2.py: error: could not download 7 of the 7 files of GPT-2 124M")
+    assert error.startswith("python gpt2.py: error: could not download 7 of the 7 files of GPT-2 124M")
     assert f"cannot connect to {refused}" in error and f"place it in {models / SIZE}{os.sep} " in error
     assert not (tmp_path / "cache").exists()
 
@@ -466,7 +466,7 @@ def test_ctrl_c_during_a_download_is_one_line_and_exit_130(file_server, tiny, tm
     out, err = interrupt(child)
     assert file_server.requests, "the child never asked for the file"
     assert child.returncode == 130
-    assert b"Traceback" not in err and last_line(err) == "gpt2.py: interrupted"
+    assert b"Traceback" not in err and last_line(err) == "python gpt2.py: interrupted"
     assert [line for line in err.decode().replace("\r", "\n").splitlines() if "interrupted" in line] == \
-        ["gpt2.py: interrupted"]
+        ["python gpt2.py: interrupted"]
     assert not (models / SIZE / "checkpoint").exists()
