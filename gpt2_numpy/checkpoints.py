@@ -150,8 +150,9 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
         if layout == "openai":
             try:
                 hparams, params = _load_openai_folder(folder)
-            except CheckpointError as error:  # a folder of the user's: nothing to fetch it from
-                raise CheckpointError(f"{error}; replace it with a good copy", path=error.path) from None
+            except CheckpointError as error:  # a folder of the user's: nothing to fetch it from, nor to delete
+                advice = "replace it with a good copy" if error.path else "put the missing files there"
+                raise CheckpointError(f"{error}; {advice}", path=error.path) from None
             return encoder.get_encoder(folder.name, folder.parent), hparams, params
         if folder.is_dir():
             raise ValueError(f"{folder} holds neither OpenAI's layout (checkpoint, hparams.json, model.ckpt.*) "
@@ -201,12 +202,12 @@ def folder_layout(folder: Path) -> str | None:
 
 def _load_openai_folder(model_dir: Path) -> tuple[dict, dict]:
     """``(hparams, params)`` of OpenAI's layout in ``model_dir``, its CRCs checked on the first load."""
+    # (what to do about a bad file is the caller's to say: a size's is fetched again, a folder's is the user's)
     ckpt_path = latest_checkpoint(model_dir)
     if ckpt_path is None:
-        raise FileNotFoundError(
-            f"{model_dir / 'checkpoint'} names no checkpoint whose .index file exists; delete "
-            f"{model_dir} and run again to download it afresh"
-        )
+        state = model_dir / "checkpoint"
+        raise CheckpointError(f"{state} names no checkpoint whose .index file exists" if state.is_file() else
+                              f"{model_dir} has no checkpoint file (the one naming model.ckpt)")
     hparams = _read_hparams(model_dir / "hparams.json")
     stamp_path = ckpt_path.with_name(ckpt_path.name + CRC_STAMP_SUFFIX)
     stamp = _checkpoint_stamp(ckpt_path)
@@ -273,13 +274,13 @@ def _read_hparams(path: Path) -> dict:
     try:
         hparams = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"cannot read {path} ({exc}); delete it and run again to download it afresh") from exc
+        raise CheckpointError(f"cannot read {path} ({exc})", path=path) from exc
     needed = ("n_vocab", "n_ctx", "n_embd", "n_head", "n_layer")
     if not isinstance(hparams, dict):
-        raise ValueError(f"{path} holds {type(hparams).__name__}, not a JSON object; delete it and run again")
+        raise CheckpointError(f"{path} holds {type(hparams).__name__}, not a JSON object", path=path)
     bad = [key for key in needed if not isinstance(hparams.get(key), int)]
     if bad:
-        raise ValueError(f"{path} lacks integer values for {bad}; delete it and run again to download it afresh")
+        raise CheckpointError(f"{path} lacks integer values for {bad}", path=path)
     return hparams
 
 

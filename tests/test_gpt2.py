@@ -914,6 +914,27 @@ def test_a_stride_longer_than_the_context_names_the_flag_and_the_most_it_takes(f
     assert run_main(["--score", str(essay), "--stride", str(N_CTX)])[0] == 0
 
 
+def test_a_broken_model_folder_of_the_users_is_never_to_be_deleted_for_a_download(tmp_path):
+    """--model FOLDER is the user's: nothing downloads into it, so a bad hparams.json or a missing checkpoint file
+    must not be told "delete it and run again to download it afresh" (as it was, the same words as for a size's
+    folder); the file stays where it is (a size's is moved aside, to be fetched again)."""
+    folder = tmp_path / "my-gpt2"
+    folder.mkdir()
+    (folder / "checkpoint").write_text('model_checkpoint_path: "model.ckpt"\n')
+    (folder / "model.ckpt.index").write_bytes(b"")  # (hparams.json is read first)
+    for content, named in [("[1]", "holds list, not a JSON object"), ('{"n_vocab": 5}', "lacks integer values")]:
+        (folder / "hparams.json").write_text(content)
+        status, out, err = run_main(["hi", "--model", str(folder)])
+        assert (status, out) == (1, "") and err.count("\n") == 1, err
+        assert named in err and "replace it with a good copy" in err, err
+        assert "download" not in err and "delete" not in err, err
+        assert (folder / "hparams.json").read_text() == content
+    (folder / "checkpoint").unlink()
+    status, _, err = run_main(["hi", "--model", str(folder)])
+    assert status == 1 and f"{folder} has no checkpoint file" in err and "put the missing files there" in err, err
+    assert "download" not in err and "delete" not in err, err
+
+
 class GoneReader(io.StringIO):
     """A stdout whose reader went away (``| head``): every write is a broken pipe."""
 
