@@ -46,8 +46,8 @@ import numpy as np
 
 from . import bands, blas_threads, compiled_matvec, model
 from .bands import in_bands
-from .model import (as_float32, attention, attention_in_blocks, causal_mask, layer_norm, linear, merge_heads, softmax,
-                    split_heads, split_qkv)
+from .model import (as_float32, attention, attention_in_blocks, causal_mask, check_fits_context, layer_norm, linear,
+                    merge_heads, softmax, split_heads, split_qkv)
 
 EOT_ID = 50256  # <|endoftext|>
 MASKED = np.float32(-1e10)  # added to the scores of padding, as model.causal_mask to later positions
@@ -703,24 +703,6 @@ def kv_cache_bytes(n_layer, n_embd, n_positions, n_batch=1):
     72.0
     """
     return n_layer * 2 * n_batch * n_positions * n_embd * 4
-
-
-def check_fits_context(n_prompt, n_new, n_ctx):
-    """A ValueError with the numbers and what to change when n_prompt + n_new tokens exceed n_ctx."""
-    if n_prompt + n_new <= n_ctx:
-        return
-    if n_prompt >= n_ctx:  # no count of new tokens would help: only a shorter prompt does
-        fits = f"at most {n_ctx - n_new} tokens" if n_new < n_ctx else "fewer tokens, and ask for fewer new ones"
-        raise ValueError(
-            f"the prompt is too long: {n_prompt} tokens, and the model's context holds n_ctx={n_ctx} tokens "
-            f"in all, the prompt's and n_tokens_to_generate={n_new} new ones together; shorten the prompt "
-            f"to {fits}")
-    # a shorter prompt helps only while the new tokens alone fit
-    shorter = f", or shorten the prompt to at most {n_ctx - n_new} tokens" if n_new < n_ctx else ""
-    raise ValueError(
-        f"prompt of {n_prompt} token{'' if n_prompt == 1 else 's'} + n_tokens_to_generate={n_new} = "
-        f"{n_prompt + n_new} exceeds the model's context of n_ctx={n_ctx} tokens; ask for at most "
-        f"{n_ctx - n_prompt} new tokens{shorter}")
 
 
 # ----------------------------------------------------------------------- sampling

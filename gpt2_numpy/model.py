@@ -173,9 +173,33 @@ def gpt2(inputs, wte, wpe, blocks, ln_f, n_head):  # [n_seq] -> [n_seq, n_vocab]
 
 
 def generate_reference(inputs, params, n_head, n_tokens_to_generate):  # [n_seq] -> [n_new]
-    """picoGPT's greedy loop: the whole sequence through gpt2() for every new token."""
+    """picoGPT's greedy loop: the whole sequence through gpt2() for every new token. Its inputs are checked as
+    ``kvcache.generate`` checks them, with the same words (past the context, wpe has no row to give)."""
     inputs = list(inputs)
+    if not inputs:
+        raise ValueError("every prompt needs at least one token (e.g. [50256], <|endoftext|>)")
+    if n_tokens_to_generate < 0:
+        raise ValueError(f"n_tokens_to_generate must be >= 0, got {n_tokens_to_generate}")
+    check_fits_context(len(inputs), n_tokens_to_generate, len(params["wpe"]))  # wpe: one row per position
     for _ in range(n_tokens_to_generate):
         logits = gpt2(inputs, **params, n_head=n_head)  # [n_seq, n_vocab]
         inputs.append(int(np.argmax(logits[-1])))  # the most likely next id
     return inputs[len(inputs) - n_tokens_to_generate :]
+
+
+def check_fits_context(n_prompt, n_new, n_ctx):
+    """A ValueError with the numbers and what to change when n_prompt + n_new tokens exceed n_ctx."""
+    if n_prompt + n_new <= n_ctx:
+        return
+    if n_prompt >= n_ctx:  # no count of new tokens would help: only a shorter prompt does
+        fits = f"at most {n_ctx - n_new} tokens" if n_new < n_ctx else "fewer tokens, and ask for fewer new ones"
+        raise ValueError(
+            f"the prompt is too long: {n_prompt} tokens, and the model's context holds n_ctx={n_ctx} tokens "
+            f"in all, the prompt's and n_tokens_to_generate={n_new} new ones together; shorten the prompt "
+            f"to {fits}")
+    # a shorter prompt helps only while the new tokens alone fit
+    shorter = f", or shorten the prompt to at most {n_ctx - n_new} tokens" if n_new < n_ctx else ""
+    raise ValueError(
+        f"prompt of {n_prompt} token{'' if n_prompt == 1 else 's'} + n_tokens_to_generate={n_new} = "
+        f"{n_prompt + n_new} exceeds the model's context of n_ctx={n_ctx} tokens; ask for at most "
+        f"{n_ctx - n_prompt} new tokens{shorter}")

@@ -245,6 +245,21 @@ def test_generate_reference_is_the_full_recompute_loop(params):
     assert gpt2.generate_reference(PROMPT, params, N_HEAD, 0) == []
 
 
+def test_generate_reference_refuses_what_generate_refuses_in_the_same_words(params):
+    """picoGPT's loop (README's Python block, walkthroughs 06 and 07) past the context was numpy's "index 32 is out
+    of bounds for axis 0 with size 32" from deep in gpt2(), and an empty prompt "zero-size array to reduction
+    operation"; now each is generate's own ValueError."""
+    from gpt2_numpy.model import generate_reference
+
+    for prompt, n_new in [(list(range(N_CTX - 3)), 4), (list(range(N_CTX + 5)), 1), ([1], N_CTX), ([], 3), ([1], -1)]:
+        with pytest.raises(ValueError) as fast:
+            gpt2.generate(prompt, params, N_HEAD, n_new)
+        with pytest.raises(ValueError) as reference:
+            generate_reference(prompt, params, N_HEAD, n_new)
+        assert str(reference.value) == str(fast.value)
+    assert len(generate_reference(list(range(N_CTX - 3)), params, N_HEAD, 3)) == 3  # up to the context: fine
+
+
 def test_kv_cache_logits_equal_full_logits(params):
     n_new = 15
     new = gpt2.generate_reference(PROMPT, params, N_HEAD, n_new)
