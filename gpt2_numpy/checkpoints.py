@@ -54,6 +54,7 @@ CHECKPOINT_FILES = (
 # go to the network.
 NEEDED_FILES = tuple(name for name in CHECKPOINT_FILES if name != "model.ckpt.meta")
 CRC_STAMP_SUFFIX = ".crc32c-ok.json"  # model.ckpt + this: the stamp of a checkpoint whose CRCs passed
+GPT2_N_VOCAB = 50257  # every GPT-2 size's ids: the 256 bytes, 50,000 merges and <|endoftext|>
 
 
 def download_gpt2_files(model_size: str, model_dir) -> None:
@@ -144,9 +145,15 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
         if layout == "hf":
             hparams, params = hfmodel.load_hf_folder(folder)
             vocab = hfmodel.read_hf_vocab(folder)
-            # A folder without tokenizer files gets GPT-2's own, which get_encoder falls back to.
-            tokenizer = encoder.Encoder(*vocab) if vocab else encoder.get_encoder(folder.name, folder.parent)
-            return tokenizer, hparams, params
+            if vocab:
+                return encoder.Encoder(*vocab), hparams, params
+            # A model saved without its tokenizer (save_pretrained of the model alone): GPT-2's own vocabulary,
+            # the one shipped, when the model has GPT-2's number of ids; any other is unknown here
+            if hparams["n_vocab"] != GPT2_N_VOCAB:
+                raise ValueError(f"{folder} holds no tokenizer (vocab.json + merges.txt, or tokenizer.json), and "
+                                 f"its model's {hparams['n_vocab']} ids are not GPT-2's {GPT2_N_VOCAB}; put the "
+                                 "model's tokenizer files there")
+            return encoder.get_encoder(encoder.PACKAGED.name, encoder.PACKAGED.parent), hparams, params
         if layout == "openai":
             try:
                 hparams, params = _load_openai_folder(folder)

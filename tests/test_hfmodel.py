@@ -80,6 +80,30 @@ def test_tokenizer_json_alone_is_enough(hf_folder, tmp_path):
     assert json.loads((folder / "tokenizer.json").read_text())["model"]["merges"]  # it did hold the merges
 
 
+def test_a_model_saved_without_its_tokenizer_takes_gpt2s_vocabulary_if_it_has_gpt2s_ids(hf_folder, tmp_path):
+    """model.save_pretrained(DIR) writes config.json and model.safetensors, no tokenizer: with GPT-2's 50257 ids
+    the folder runs on GPT-2's own vocabulary (as the loader's comment always said; it was get_encoder's "no
+    tokenizer files there ... or one of GPT-2's model names", exit 1 from gpt2 --model DIR); with other ids, one
+    error saying the tokenizer files are wanted."""
+    folder = tmp_path / "model-only"
+    shutil.copytree(hf_folder, folder)
+    for name in ("vocab.json", "merges.txt", "tokenizer.json"):
+        (folder / name).unlink()
+    encoder, hparams, _ = checkpoints.load_encoder_hparams_and_params(str(folder))
+    assert hparams["n_vocab"] == 50257
+    assert encoder.encode(TEXT) == __import__("encoder").get_encoder("", VOCAB).encode(TEXT)
+    assert run_main(["Not all heroes", "--model", str(folder), "--n_tokens_to_generate", "2"])[0] == 0
+
+    other = tmp_path / "other-vocab"
+    hparams = {"n_vocab": 300, "n_ctx": 48, "n_embd": 32, "n_head": N_HEAD, "n_layer": 2}
+    vocab = {chr(0x100 + i): i for i in range(300)}  # any 300 token strings: they are deleted below
+    hfmodel.save_hf_folder(other, hparams, random_params(seed=4, n_vocab=300, n_ctx=48, n_embd=32), vocab, [])
+    for name in ("vocab.json", "merges.txt"):
+        (other / name).unlink()
+    with pytest.raises(ValueError, match=r"holds no tokenizer .* 300 ids are not GPT-2's 50257; put the model's "):
+        checkpoints.load_encoder_hparams_and_params(str(other))
+
+
 def test_save_hf_round_trip(params, tmp_path):
     """Ours -> folder -> transformers: the same logits; and back through our reader: the same weights."""
     hparams = {"n_vocab": 50257, "n_ctx": 48, "n_embd": 32, "n_head": N_HEAD, "n_layer": 2}
