@@ -228,6 +228,8 @@ def check_model_name(flag: str, name: str) -> None:
     """A ValueError unless `name` (of --model or --draft) is a GPT-2 size or a folder holding a model."""
     if name in MODEL_SIZES:
         return
+    if not name:  # (Path("") is the current folder: an empty value would name it without saying so)
+        raise ValueError(f"{flag} is empty; give a GPT-2 size ({', '.join(MODEL_SIZES)}) or a model's folder")
     folder = model_folder(name)
     if not folder.is_dir():
         raise ValueError(f"{flag} {name!r} is neither a GPT-2 size ({', '.join(MODEL_SIZES)}) nor a folder")
@@ -239,6 +241,8 @@ def check_model_name(flag: str, name: str) -> None:
 def check_models_dir(models_dir: str | None) -> None:
     """A ValueError when the models folder (--models_dir, else the default) is, or lies inside, something that is
     not a folder: no size could be read there or downloaded into it, which a run would find only when it fails."""
+    if models_dir == "":  # Path("") is the current folder, where a download would spill its files unasked
+        raise ValueError("--models_dir is empty; give the folder that holds the models, or is to hold them")
     folder = Path(default_models_dir() if models_dir is None else models_dir)
     nearest = next((path for path in (folder, *folder.parents) if path.exists()), None)  # what the path runs into
     if nearest is None or nearest.is_dir():

@@ -711,6 +711,9 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["hi", "--n_tokens_to_generate", "-1"], "n_tokens_to_generate must be >= 0"),
     (["hi", "--model_size", "125M"], "--model '125M' is neither a GPT-2 size (124M, 355M, 774M, 1558M) nor a folder"),
     (["hi", "--model", "no/such/folder"], "nor a folder"),
+    (["hi", "--model", ""], "--model is empty; give a GPT-2 size (124M, 355M, 774M, 1558M) or a model's folder"),
+    (["hi", "--draft", ""], "--draft is empty; give a GPT-2 size"),
+    (["hi", "--models_dir", ""], "--models_dir is empty; give the folder that holds the models"),  # not "."
     (["hi", "--temperature", "-1"], "temperature must be"),
     (["hi", "--temperature", "nan"], "temperature must be"),
     (["hi", "--temperature", "hot"], "invalid float value: 'hot'"),
