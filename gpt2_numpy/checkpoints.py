@@ -40,6 +40,7 @@ from .tfcheckpoint import CheckpointError, read_checkpoint
 from tokenizer.command_line import bar_if_slow
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
+from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
 
 CHECKPOINT_FILES = (
     "checkpoint",
@@ -173,7 +174,14 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
         hparams, params = _load_openai_folder(model_dir)
     except CheckpointError as error:
         raise _set_aside(error, model_dir) from None
-    return encoder.get_encoder(model_size, models_dir), hparams, params
+    try:
+        return encoder.get_encoder(model_size, models_dir), hparams, params
+    except ValueError as error:  # the download's encoder.json or vocab.bpe cannot be read: set it aside, as above
+        # every size's two files are GPT-2's own, so the one whose sha256 is not theirs is the damaged one
+        shipped = {"encoder.json": GPT2_ENCODER_JSON.sha256, "vocab.bpe": GPT2_VOCAB_BPE.sha256}
+        damaged = next((model_dir / name for name, sha256 in shipped.items()
+                        if sha256_file(model_dir / name) != sha256), None)
+        raise _set_aside(CheckpointError(str(error), path=damaged), model_dir) from None
 
 
 def model_folder(model_size: str, models_dir=None) -> Path:

@@ -1008,6 +1008,28 @@ def test_a_damaged_checkpoint_of_a_size_is_moved_aside_so_a_rerun_downloads_it(t
     assert fetched == ["124M"]
 
 
+def test_a_damaged_vocabulary_file_of_a_size_is_moved_aside_so_a_rerun_downloads_it(tmp_path, monkeypatch):
+    """encoder.json and vocab.bpe are two of a size's seven downloaded files: a damaged one (a download cut short
+    outside this program) was one line naming the JSON error and nothing more, kept in place for every rerun."""
+    from gpt2_numpy import checkpoints
+
+    model_dir = tmp_path / "124M"
+    write_tiny_checkpoint(model_dir, n_ctx=64, n_embd=32, n_head=2, seed=3)
+    for name, cut in (("encoder.json", 1000), ("vocab.bpe", 200_000)):
+        good = (model_dir / name).read_bytes()
+        (model_dir / name).write_bytes(good[:cut] + b"\xff")  # cut short, then a byte no UTF-8 text holds
+        status, out, err = run_main(["hi", "--models_dir", str(tmp_path)])
+        assert (status, out) == (1, "") and err.count("\n") == 1 and f"{model_dir / name}" in err, err
+        assert f"moved aside to {name}.damaged: run again to download it afresh" in err, err
+        assert not (model_dir / name).exists() and (model_dir / f"{name}.damaged").exists()
+
+        def download(model_size, folder, name=name, good=good):  # the rerun fetches what is missing
+            (Path(folder) / name).write_bytes(good)
+
+        monkeypatch.setattr(checkpoints, "download_gpt2_files", download)
+        assert run_main(["hi", "--models_dir", str(tmp_path), "--n_tokens_to_generate", "2"])[0] == 0
+
+
 def test_the_kv_cache_size_is_stated_and_bounded_by_the_context(params):
     decoder = kvcache.KVDecoder([PROMPT, PROMPT[:3]], params, N_HEAD, 5)
     assert decoder.cache_bytes == sum(a.nbytes for pair in decoder.caches for a in pair)
