@@ -368,6 +368,15 @@ def test_train_vocab_size_too_small(cli):
     assert "too small" in stderr
 
 
+def test_train_with_a_vocab_size_beyond_the_text_saves_every_merge_there_is(cli, tmp_path):
+    # a vocab_size typed with too many digits: training stops when no pair is left, as it does for any size
+    (tmp_path / "corpus.txt").write_text("hello world, hello help\n", encoding="utf-8")
+    out = cli("train", "--input", "corpus.txt", "--vocab_size", "99999999999999", "--out", "tok").stdout
+    merges = train_bpe(tmp_path / "corpus.txt", 1000, progress=False)[1]
+    assert f"trained {len(merges)} merges ({256 + len(merges)} tokens)" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "tok"]  # no state folder left
+
+
 def test_compare_prints_only_what_it_computed(cli):
     out = cli("compare", "hi", "--encodings", "gpt2").stdout
     assert out == "gpt2  GPT-2       1 token   longest whitespace token:  0 chars\n      |hi|\n"

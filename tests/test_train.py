@@ -508,6 +508,15 @@ def test_counts_beyond_32_bits(compiled):
         (b"b", b"c"), (b"bc", b"d"), (b"a", b"bc"), (b"a", b"bcd"), (b"d", b"d")]
 
 
+def test_a_vocab_size_beyond_what_the_text_holds_learns_every_merge_there_is():
+    # More merges asked for than the pre-tokens could ever give (a vocab_size typed with too many digits):
+    # every loop stops when no pair is left, without first making room for all the merges asked for.
+    counts = {"hello": 3, " world": 2, " help": 1}
+    every_merge = learn_merges_reference(counts, 100)
+    assert len(every_merge) < 100
+    assert learned_by_every_loop(counts, 10**14) == [every_merge] * 3
+
+
 def test_same_result_for_any_workers_and_chunk_size():
     text = corpus_slice("en_docs.txt", 2_000_000, 120_000) + corpus_slice("de_manpages.txt", 0, 40_000)
     path = write(text)

@@ -79,6 +79,9 @@ def learn_merges(
     """
     loader = LOADER if loader is None else loader
     words = FlatWords(counts)
+    # Each merge joins two live slots into one, so there are never more merges than slots: a larger num_merges
+    # (a vocab_size typed with a few digits too many) would only size the loops' tables for merges that cannot be.
+    num_merges = min(num_merges, len(words.tok))
     bar = tqdm(total=num_merges, unit="merges", desc="merging", disable=not progress, leave=False)
     if compiled:
         kernel = compiled_merges.load_kernel()
