@@ -124,6 +124,11 @@ def test_top_level_help_lists_every_command(cli):
         (["train", "--input", "x", "--vocab_size", "ten", "--out", "d"], "expected a positive whole number"),
         (["train", "--input", "x", "--vocab_size", "300", "--out", "d", "--format", "pickle"], "invalid choice"),
         (["count", "x.txt", "--errors", "ignore"], "invalid choice: 'ignore'"),
+        # how often the state is saved: a negative or NaN number of seconds is no time at all
+        (["train", "--input", "x", "--vocab_size", "300", "--out", "d", "--checkpoint_every", "-5"],
+         "--checkpoint_every: expected a number of seconds, 0 or more, got '-5'"),
+        (["train", "--input", "x", "--vocab_size", "300", "--out", "d", "--checkpoint_every", "nan"],
+         "--checkpoint_every: expected a number of seconds, 0 or more, got 'nan'"),
     ],
 )
 def test_mistakes_are_one_line_and_exit_2(cli, args, message):

@@ -760,7 +760,7 @@ def build_parser(prog: str) -> OneLineParser:
                   "options); it ends with the merges of an uninterrupted run")
     add_flag(p, "force", action="store_true", help="replace the tokenizer already saved in DIR (without it, "
              "train refuses to write over one)")
-    add_flag(p, "checkpoint_every", type=float, default=60.0, metavar="SECONDS",
+    add_flag(p, "checkpoint_every", type=seconds, default=60.0, metavar="SECONDS",
              help="how often the merges so far are saved to DIR.checkpoint (default 60)")
     add_flag(p, "vocab_size", type=positive_int, metavar="N",
                    help="256 bytes + merges + special tokens; required")
