@@ -8,6 +8,7 @@ are tested whichever split is used.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -104,6 +105,36 @@ def test_count_pretokens_equals_the_reference_for_any_workers_and_chunks(split_p
             assert count_pretokens(path, [EOT], pattern=pattern, num_workers=workers, chunk_size=chunk) == expected
     finally:
         os.unlink(path)
+
+
+def test_many_workers_asked_for_never_cut_a_small_input_into_crumbs(monkeypatch):
+    # Each worker gets a share of a small input, but no share below SMALLEST_SHARE: --num_workers 100000 on a
+    # 200 KB file once cut it into 100,000 ranges of 2 bytes, and started a process for each.
+    text = corpus_text("en_docs.txt", 200_000)
+    path = write(text)
+    engine_workers, task_counts = [], []
+    real_open_engine = counting.open_engine
+
+    def recording_engine(engine, *, address=None, workers=None):
+        engine_workers.append(workers)
+        with real_open_engine(engine, address=address, workers=1) as runner:  # the tasks run here, one by one
+            real_map_reduce = runner.map_reduce
+
+            def map_reduce(map_fn, tasks, *args, **options):
+                task_counts.append(len(tasks))
+                return real_map_reduce(map_fn, tasks, *args, **options)
+
+            runner.map_reduce = map_reduce
+            yield runner
+
+    monkeypatch.setattr(counting, "open_engine", contextlib.contextmanager(recording_engine))
+    try:
+        counts = count_pretokens(path, pattern=GPT2_PATTERN, num_workers=1000)
+    finally:
+        os.unlink(path)
+    assert engine_workers == [1000]
+    assert len(task_counts) == 1 and task_counts[0] < 10  # a few ranges of tens of KB, not 1,000 of 200 bytes
+    assert counts == reference_counts([text], GPT2_PATTERN)
 
 
 def test_jsonl_documents_with_lone_surrogates_count_as_before(split_patterns):

@@ -28,6 +28,9 @@ from ..pretokenize import GPT2_PATTERN, R50K_PATTERN, special_token_regex
 
 # Chunks handed to the workers are about this many bytes (they end at the next safe cut after it).
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
+# Inputs smaller than workers * chunk_size are shared out among the workers, in shares of at least this many bytes
+# (unless chunk_size asks for smaller chunks): a smaller share costs a process more to start than to count.
+SMALLEST_SHARE = 64 * 1024
 
 
 def _splitter(pattern: str):
@@ -186,8 +189,9 @@ def count_pretokens(
     workers = (os.cpu_count() or 1) if num_workers is None else num_workers
     if workers < 1:
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
-    # Give every worker something to do on inputs smaller than workers * chunk_size.
-    target = max(1, min(chunk_size, -(-sum(sizes) // workers)))
+    # Give every worker something to do on inputs smaller than workers * chunk_size, but no share smaller than
+    # SMALLEST_SHARE: a huge num_workers would otherwise cut a small file into crumbs, one process each.
+    target = max(1, min(chunk_size, max(-(-sum(sizes) // workers), SMALLEST_SHARE)))
     ranges = []
     for path, size in zip(paths, sizes):
         fmt = input_format(path)
