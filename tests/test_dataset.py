@@ -3,8 +3,10 @@ never leaves a partial output behind; stats measures files. The oracle is a sing
 
 from __future__ import annotations
 
+import io
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS
 from tokenizer import get_encoding
+from tokenizer.jobs import engines
 from tokenizer.jobs.dataset import encode_file, file_stats, format_duration, id_dtype, iter_chunks
 from tokenizer.patterns import GPT2_PATTERN
 
@@ -40,6 +43,25 @@ def test_two_workers_small_chunks_equal_one_encode(tmp_path, start_method):
     assert read_ids(tmp_path / "docs.bin", "gpt2") == expected
     assert stats["tokens"] == len(expected) and stats["bytes"] == len(data) and stats["dtype"] == "uint16"
     assert expected.count(50256) > 100  # the <|endoftext|> separators became ids, not text
+
+
+def test_standard_input_starts_no_more_workers_than_it_has_pieces(tmp_path, monkeypatch):
+    # stdin's size is not known beforehand: --workers 100000 once started 100,000 processes for a few pieces
+    data = corpus_bytes("en_docs.txt", 20_000)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    pool_sizes = []
+    real_worker_pool = engines.worker_pool
+
+    def recording_pool(context, processes, *args, **options):
+        pool_sizes.append(processes)
+        return real_worker_pool(context, min(processes, 2), *args, **options)  # never 1,000 here
+
+    monkeypatch.setattr(engines, "worker_pool", recording_pool)
+    stats = encode_file("-", tmp_path / "out.bin", workers=1000, progress=False, chunk_bytes=4096)
+    assert read_ids(tmp_path / "out.bin", "gpt2") == get_encoding("gpt2").encode(data.decode("utf-8"),
+                                                                                   allowed_special="all")
+    pieces = -(-len(data) // 4096) + 1  # pieces end at safe cuts: about one per 4,096 bytes
+    assert len(pool_sizes) == 1 and pool_sizes[0] <= pieces, (pool_sizes, stats["workers"])
 
 
 @pytest.mark.parametrize("name", ["ja_manpages.txt", "ru_manpages.txt", "zh_manpages.txt"])

@@ -265,15 +265,18 @@ class LocalEngine:
             return
         for task in itertools.islice(tasks, 1 if first_here else 0):
             yield _unwrap(_outcome(fn, task, _ignore))
-        following = next(tasks, _NO_TASK)
-        if following is _NO_TASK:  # all done here: no worker is started for nothing
+        # No more processes than tasks: the next few are read first (as many as there are workers; up to twice
+        # that are in flight anyway), so a short stream of unknown length (stdin) starts only the workers it needs.
+        ahead = list(itertools.islice(tasks, self.workers))
+        if not ahead:  # all done here: no worker is started for nothing
             return
-        tasks = itertools.chain([following], tasks)
-        with self._pool(fn, self.workers) as (pool, _):
+        workers = min(self.workers, len(ahead))
+        tasks = itertools.chain(ahead, tasks)
+        with self._pool(fn, workers) as (pool, _):
             in_flight: deque = deque()  # oldest first: results come back in task order
             for task in tasks:
                 in_flight.append(pool.apply_async(_run_quietly_in_local_worker, (task,)))
-                if len(in_flight) >= 2 * self.workers:
+                if len(in_flight) >= 2 * workers:
                     yield _unwrap(in_flight.popleft().get())
             while in_flight:
                 yield _unwrap(in_flight.popleft().get())
@@ -313,9 +316,6 @@ class LocalEngine:
             if value is not None:
                 total = value if total is None else reduce_fn(total, value)
         return total
-
-
-_NO_TASK = object()
 
 
 def _ignore(done: int) -> None:
