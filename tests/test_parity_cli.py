@@ -476,7 +476,11 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
         (["a.txt", "--against", "no_such_folder"],
          "--against no_such_folder: no such file or folder; pass tiktoken, hf"),
         (["a.txt", "--ids", "missing.bin"], "ids file not found: missing.bin"),
-        (["a.txt", "--ids", "odd.bin"], "odd.bin is 3 bytes, not a whole number of uint16 ids"),
+        (["a.txt", "--ids", "ids"], "error: ids is a folder; name the .bin file of ids"),
+        # 3 bytes are no uint32 ids either: --dtype uint32 would be no way out
+        (["a.txt", "--ids", "odd.bin"], "odd.bin is 3 bytes, not a whole number of uint16 ids, nor of uint32 ids; "
+         "is it a file of ids"),
+        (["a.txt", "--ids", "six.bin", "--dtype", "uint32"], "was it written as uint16? pass --dtype uint16"),
         (["a.txt", "--ids", "odd.bin", "--dtype", "uint32"], "not a whole number of uint32 ids"),
         (["docs.jsonl", "--ids", "a.bin"], "--ids checks text files in encode-file's layout"),
         (["docs.jsonl", "--encoding", "gpt2"], "docs.jsonl line 2: not JSON"),
@@ -489,6 +493,8 @@ def test_bad_values_are_one_line_and_exit_2(cli, tmp_path, args, message):
     (tmp_path / "a.txt").write_text("hello")
     (tmp_path / "a.bin").write_bytes(b"\x00\x00")
     (tmp_path / "odd.bin").write_bytes(b"\x00\x00\x00")
+    (tmp_path / "six.bin").write_bytes(b"\x00" * 6)
+    (tmp_path / "ids").mkdir()
     (tmp_path / "docs.jsonl").write_text('{"text": "fine"}\n{"text": \n')
     (tmp_path / "fields.jsonl").write_text('{"body": "fine"}\n')
     (tmp_path / "numbers.jsonl").write_text('{"text": 3}\n')

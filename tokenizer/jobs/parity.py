@@ -342,6 +342,8 @@ def check_ids(
     left over at the end of the ``.bin`` are a mismatch in the last one.
     """
     ids_path = Path(ids_path)
+    if ids_path.is_dir():
+        raise IsADirectoryError(f"{ids_path} is a folder; name the .bin file of ids")
     if not ids_path.is_file():
         raise FileNotFoundError(f"ids file not found: {ids_path}")
     dtype = dataset.id_dtype(enc.n_vocab) if dtype is None else np.dtype(dtype).newbyteorder("<")
@@ -632,9 +634,11 @@ class _IdsFile:
     def __init__(self, path: Path, dtype: np.dtype):
         size = path.stat().st_size
         if size % dtype.itemsize:
-            other = "uint32" if dtype.itemsize == 2 else "uint16"
-            raise ValueError(f"{path} is {size:,} bytes, not a whole number of {dtype.name} ids; "
-                             f"was it written as {other}? pass --dtype {other}")
+            other = np.dtype("<u4") if dtype.itemsize == 2 else np.dtype("<u2")
+            said = f"{path} is {size:,} bytes, not a whole number of {dtype.name} ids"
+            if size % other.itemsize:  # no whole number of either: --dtype would not help
+                raise ValueError(f"{said}, nor of {other.name} ids; is it a file of ids (as encode-file writes)?")
+            raise ValueError(f"{said}; was it written as {other.name}? pass --dtype {other.name}")
         self.path, self.dtype, self.total, self.pos = path, dtype, size // dtype.itemsize, 0
         self.f = open(path, "rb")
 
