@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -601,6 +602,33 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
         proc.stdout.close()
         assert proc.wait(timeout=120) == 141
         assert proc.stderr.read() == ""
+
+
+@pytest.mark.parametrize("command", [["stats", "--min_seconds", "0.1"], ["parity", "--encoding", "gpt2"]])
+def test_a_pipe_named_as_an_input_is_read_once_as_stdin_is(tmp_path, command):
+    """``stats <(zcat corpus.gz)`` (a pipe or FIFO, which can be read once): stats times an encoding by reading its
+    inputs again, and so did wait forever on the FIFO; it is copied first, as standard input is, and named as
+    given."""
+    text = corpus_prefix("en_docs.txt", 20_000).decode("utf-8")
+    fifo = tmp_path / "corpus.fifo"
+    os.mkfifo(fifo)
+
+    def write_once():
+        with open(fifo, "w", encoding="utf-8") as f:  # waits for the command to open it
+            f.write(text)
+
+    threading.Thread(target=write_once, daemon=True).start()
+    with start(command[0], str(fifo), *command[1:], "--allowed_special", "all", cwd=tmp_path) as proc:
+        try:
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, err
+    tokens = len(get_encoding("gpt2").encode(text, allowed_special="all"))
+    if command[0] == "stats":
+        assert f"| corpus.fifo | gpt2 | {len(text.encode()):,} | {tokens:,} |" in out
+    else:
+        assert out.startswith(f"{fifo}: gpt2 vs tiktoken gpt2: identical;") and f"{tokens:,} tokens" in out
 
 
 def test_stats_prints_nothing_before_it_fails(capsys, monkeypatch, tmp_path):

@@ -498,10 +498,11 @@ def check_parity(args) -> int:
     found = find_inputs(args.inputs) if args.inputs else []
     with inputs.stdin_as_file(found) as paths:  # each encoding reads each input again
         reports = parity_reports(args, paths)
-        copies = {inputs.input_name(path) for path in paths if path not in found}
+        copied = {inputs.input_name(copy): inputs.input_name(given) for given, copy in zip(found, paths)
+                  if copy != given}
     for report in reports:
-        if report.input in copies:  # the copy of standard input is reported as what it holds
-            report.input = "stdin"
+        if report.input in copied:  # a copy of standard input or of a pipe is reported as the input it holds
+            report.input = copied[report.input]
     differ = sum(not r.identical for r in reports)
     if args.json:
         print(json.dumps({"identical": not differ, "checks": [r.to_dict() for r in reports]}, indent=2))

@@ -39,6 +39,7 @@ import gzip
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -138,6 +139,10 @@ def _expand(name: str) -> list[Path]:
 
 
 def _check_readable(path: Path) -> None:
+    if is_read_once(path):  # opening a pipe to look would take its writer's text away (or wait for a writer)
+        if not os.access(path, os.R_OK):
+            raise PermissionError(f"cannot read {path}: Permission denied")
+        return
     try:
         open(path, "rb").close()
     except OSError as e:
@@ -150,18 +155,36 @@ def refuse_stdin(paths: Iterable[Path], why: str) -> None:
         raise ValueError(f"- (standard input) cannot be read here: {why}; save it to a file and name the file")
 
 
+def is_read_once(path: Path) -> bool:
+    """Whether an input can be read only once: standard input, or a named pipe (``<(zcat a.gz)``, a FIFO)."""
+    if path == STDIN:
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # told by whoever opens it
+        return False
+
+
 @contextmanager
 def stdin_as_file(paths: list[Path]):
-    """``paths`` with standard input copied into a temporary file (removed after), for a job that reads its
-    input more than once or in parallel; the other paths as they are."""
-    if STDIN not in paths:
+    """``paths`` with standard input and named pipes (:func:`is_read_once`) copied into temporary files of the
+    same names (``stdin`` for standard input; removed after), for a job that reads its inputs more than once or
+    in parallel; the other paths as they are."""
+    if not any(map(is_read_once, paths)):
         yield paths
         return
     with tempfile.TemporaryDirectory(prefix="tokenizer-stdin-") as folder:
-        copy = Path(folder) / "stdin"
-        with open(copy, "wb") as f:
-            shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
-        yield [copy if p == STDIN else p for p in paths]
+        readable = []
+        for k, path in enumerate(paths):
+            if not is_read_once(path):
+                readable.append(path)
+                continue
+            copy = Path(folder) / str(k) / ("stdin" if path == STDIN else path.name)  # a folder each: names may repeat
+            copy.parent.mkdir()
+            with open_input(path) as source, open(copy, "wb") as f:
+                shutil.copyfileobj(source, f, 1 << 20)
+            readable.append(copy)
+        yield readable
 
 
 @contextmanager
