@@ -64,6 +64,22 @@ def test_standard_input_starts_no_more_workers_than_it_has_pieces(tmp_path, monk
     assert len(pool_sizes) == 1 and pool_sizes[0] <= pieces, (pool_sizes, stats["workers"])
 
 
+def test_a_named_pipe_is_encoded_as_it_comes(tmp_path):
+    # encode-file <(zcat corpus.txt.gz) --out corpus.bin: a pipe is read once, in order, like standard input
+    data = corpus_bytes("en_docs.txt", 30_000)
+    fifo = tmp_path / "corpus.fifo"
+    os.mkfifo(fifo)
+
+    def write_once():
+        with open(fifo, "wb") as f:  # waits for encode_file to open it
+            f.write(data)
+
+    threading.Thread(target=write_once, daemon=True).start()
+    stats = encode_file(fifo, tmp_path / "out.bin", workers=4, progress=False, chunk_bytes=4096)
+    expected = get_encoding("gpt2").encode(data.decode("utf-8"), allowed_special="all")
+    assert read_ids(tmp_path / "out.bin", "gpt2") == expected and stats["bytes"] == len(data)
+
+
 @pytest.mark.parametrize("name", ["ja_manpages.txt", "ru_manpages.txt", "zh_manpages.txt"])
 def test_o200k_multibyte_text_uint32(tmp_path, name):
     data = corpus_bytes(name, 300_000)

@@ -311,7 +311,7 @@ def encode_file(
         if input_path.is_dir():
             raise IsADirectoryError(f"{input_path} is a directory; encode-file encodes one file (encode-dataset "
                                     "encodes folders)")
-        if not input_path.is_file():
+        if not input_path.exists():  # a pipe (<(zcat a.gz)) is no regular file, and is read once, in order
             raise FileNotFoundError(f"input file not found: {input_path}")
         if out_path.exists() and out_path.resolve() == input_path.resolve():
             raise ValueError(f"the output {out_path} is the input file; choose another --out")
