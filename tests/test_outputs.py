@@ -217,6 +217,25 @@ def test_written_beside_and_renamed_nothing_left_on_failure_or_ctrl_c(tmp_path):
     assert listing(tmp_path / "tok") == ["README", "tokenizer.json"] and listing(tmp_path) == ["tok"]
 
 
+def test_a_replaced_file_keeps_its_permissions(tmp_path):
+    # encode-file --force over a file made read-only or group-writable: the file that replaces it is so too
+    target = tmp_path / "out.bin"
+    for mode in (0o444, 0o664, 0o600):
+        target.write_bytes(b"old")
+        target.chmod(mode)
+        with outputs.replaced_file(target) as out:
+            out.write(b"new")
+        assert target.read_bytes() == b"new" and stat.S_IMODE(target.stat().st_mode) == mode
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "vocab.bpe").write_text("old")
+    (tmp_path / "tok" / "vocab.bpe").chmod(0o640)
+    with outputs.replaced_folder_files(tmp_path / "tok") as partial:
+        (partial / "vocab.bpe").write_text("new")
+        (partial / "encoder.json").write_text("{}")
+    assert stat.S_IMODE((tmp_path / "tok" / "vocab.bpe").stat().st_mode) == 0o640
+    assert stat.S_IMODE((tmp_path / "tok" / "encoder.json").stat().st_mode) == 0o666 & ~current_umask()
+
+
 def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

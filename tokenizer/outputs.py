@@ -26,10 +26,11 @@ The rule, and why:
   tokenizer, a model); other files in it are never touched.
 * **Missing parent folders are created**, and removed again if the work fails.
 
-What is written goes to a hidden sibling (``.NAME.<random>.partial``) that is renamed into place once complete;
-an error or Ctrl-C removes it. Errors are one line naming the path and what to do instead: ``ValueError`` for an
-empty path or a device, ``FileExistsError``, ``IsADirectoryError``, ``NotADirectoryError`` and
-``PermissionError`` (all ``OSError``) for the rest.
+What is written goes to a hidden sibling (``.NAME.<random>.partial``) that is renamed into place once complete,
+with the permissions of the file it replaces (a new file: the umask's); an error or Ctrl-C removes it. Errors
+are one line naming the path and what to do instead: ``ValueError`` for an empty path or a device,
+``FileExistsError``, ``IsADirectoryError``, ``NotADirectoryError`` and ``PermissionError`` (all ``OSError``) for
+the rest.
 
 What this module does not do: decide what a writer writes, or which files make a folder "hold" an output
 (each writer says, e.g. :func:`tokenizer.saving.saved_tokenizer_files`).
@@ -128,6 +129,7 @@ def replaced_file(target) -> Iterator[BinaryIO]:
     try:
         with open(tmp, "xb") as out:
             yield out
+        keep_mode(tmp, target)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -158,6 +160,7 @@ def replaced_folder_files(target, *, stale: Callable[[Path], list[str]] = lambda
             return
         written = {p.name for p in tmp.iterdir()}
         for name in written:
+            keep_mode(tmp / name, target / name)
             os.replace(tmp / name, target / name)
         for name in stale(target):
             if name not in written:
@@ -167,6 +170,17 @@ def replaced_folder_files(target, *, stale: Callable[[Path], list[str]] = lambda
         shutil.rmtree(tmp, ignore_errors=True)
         remove_folders(made)
         raise
+
+
+def keep_mode(written: Path, replaced: Path) -> None:
+    """Give ``written`` the permissions of the file ``replaced`` it is about to replace, if there is one: a
+    file the user made group-writable or read-only stays so, as when a program writes into it in place. A new
+    file keeps the user's umask."""
+    try:
+        mode = stat.S_IMODE(os.stat(replaced).st_mode)
+    except OSError:  # nothing replaced (or nothing to learn from it)
+        return
+    os.chmod(written, mode)
 
 
 def partial_path(target: Path) -> Path:
