@@ -234,6 +234,20 @@ def test_outputs_of_shards_with_the_same_name_do_not_collide(tmp_path):
     assert [s["output"] for s in m["shards"]] == ["train.bin", "train-2.bin"]
 
 
+def test_an_output_never_replaces_an_input(tmp_path, capsys, monkeypatch):
+    # x.txt's output is x.bin: with --out the folder that holds an input x.bin (a text file, as any other
+    # extension is), it was written over that input
+    (tmp_path / "x.bin").write_text("notes kept as text", encoding="utf-8")
+    (tmp_path / "x.txt").write_text("hello", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["encode-dataset", "x.bin", "x.txt", "--out", ".", "--force"], prog="gpt2-tokenizer") == 2
+    err = capsys.readouterr().err
+    assert err == (f"gpt2-tokenizer: error: --out .: the output of x.txt, {tmp_path / 'x.bin'}, would replace the "
+                   "input x.bin; name another folder\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.bin", "x.txt"]
+    assert (tmp_path / "x.bin").read_text(encoding="utf-8") == "notes kept as text"
+
+
 @pytest.mark.parametrize("bad,message", [
     ({"b.jsonl": '{"text": "ok"}\n{"body": "x"}\n'}, r'b\.jsonl line 2: no "text" field \(its fields: "body"\)'),
     ({"b.jsonl": '{"text": "ok"}\n\n{"text": 3}\n'}, r'b\.jsonl line 3: "text" holds a number, not text'),
