@@ -97,6 +97,25 @@ def test_train_reads_stdin_like_a_file(cli, tmp_path):
     assert "standard input cannot be read twice" in err
 
 
+DAMAGED_GZ_COMMANDS = [["count"], ["encode-file", "--out", "d.bin"], ["encode-dataset", "--out", "out"],
+                       ["train", "--vocab_size", "300", "--out", "tok"], ["parity", "--encoding", "gpt2"]]
+
+
+@pytest.mark.parametrize("command", DAMAGED_GZ_COMMANDS)
+@pytest.mark.parametrize("damage", ["cut short", "corrupt"])
+def test_a_damaged_jsonl_gz_is_named_in_one_line(cli, tmp_path, command, damage):
+    # gzip says EOFError for a cut file and zlib.error for corrupt data, neither an OSError: both were tracebacks
+    lines = "".join(json.dumps({"text": f"document {k} " + "word " * (k % 50)}) + "\n" for k in range(2000))
+    data = gzip.compress(lines.encode(), mtime=0)
+    damaged = data[: len(data) // 2] if damage == "cut short" else data[:40] + bytes(64) + data[104:]
+    (tmp_path / "d.jsonl.gz").write_bytes(damaged)
+    name = command[:1] + (["--input"] if command[0] == "train" else []) + ["d.jsonl.gz"] + command[1:]
+    err = cli(*name, status=2).stderr
+    assert err.startswith(f"{PROG}: error: d.jsonl.gz: the compressed data is damaged or cut short after line "), err
+    assert err.endswith("; compress the file again, or fetch it again\n"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl.gz"]  # no output left
+
+
 def test_count_reads_documents_and_names_a_bad_line(cli, tmp_path):
     docs = ["first document", "second <|endoftext|> document"]
     (tmp_path / "d.jsonl").write_text("".join(json.dumps({"body": d}) + "\n" for d in docs) + "[1]\n")

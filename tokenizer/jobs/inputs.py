@@ -42,6 +42,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
@@ -289,13 +290,18 @@ def _jsonl_records(path: Path, text_field: str, errors: str | None, start: int, 
             raw.seek(start)
             lines = raw
         offset = start
-        for k, line in enumerate(lines):
-            if end is not None and offset >= end:
-                return
-            offset += len(line)
-            if line.strip():
-                text = _record_text(line, text_field, errors, lambda: record_place(path, first_line() + k))
-                yield Record(text, k + 1 if start == 0 else None, raw.tell() if compressed else offset)
+        k = -1
+        try:
+            for k, line in enumerate(lines):
+                if end is not None and offset >= end:
+                    return
+                offset += len(line)
+                if line.strip():
+                    text = _record_text(line, text_field, errors, lambda: record_place(path, first_line() + k))
+                    yield Record(text, k + 1 if start == 0 else None, raw.tell() if compressed else offset)
+        except (EOFError, zlib.error) as e:  # gzip's words for a file cut short or corrupt: neither is an OSError
+            raise ValueError(f"{input_name(path)}: the compressed data is damaged or cut short after line {k + 1} "
+                             f"({e}); compress the file again, or fetch it again") from None
 
 
 def _record_text(line: bytes, text_field: str, errors: str | None, where) -> str:
