@@ -23,7 +23,8 @@ Every command follows the same rules:
   :mod:`tokenizer.teach`'s functions do (:data:`tokenizer.teach.TEACHING_SPECIAL_RULE`).
 * **Inputs** are files, folders, quoted globs or ``-`` (standard input), found and read by
   :mod:`tokenizer.jobs.inputs` for every file command: ``.jsonl``, ``.jsonl.gz`` and ``.parquet`` hold one
-  document per record (``--text_field``), any other file is text; bad input is named by file and line.
+  document per record (``--text_field``), any other file is text; a pipe (``<(zcat a.gz)``) is read once, as
+  standard input is; bad input is named by file and line.
 * **Files are UTF-8**: invalid bytes are an error naming the byte offset, unless ``--errors replace`` (U+FFFD).
   Files are read in chunks, with a progress bar in MB, so memory does not grow with the file.
 * **Outputs** follow one rule (:mod:`tokenizer.outputs`), checked before any work: an empty path, a device or
