@@ -383,6 +383,19 @@ def test_train_with_a_vocab_size_beyond_the_text_saves_every_merge_there_is(cli,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "tok"]  # no state folder left
 
 
+def test_train_a_gpt2_format_without_merges_is_refused_before_any_work(cli, tmp_path):
+    # vocab.bpe holds the merges: with none it cannot be read back, which was said only after the counting
+    (tmp_path / "corpus.txt").write_text("hello world\n", encoding="utf-8")
+    stderr = cli("train", "--input", "corpus.txt", "--vocab_size", "257", "--special_tokens", "<|endoftext|>",
+                 "--out", "tok", status=2).stderr
+    assert "--vocab_size 257 leaves no merges (256 bytes + 1 special tokens), and the gpt2 format's vocab.bpe is " \
+           "its merges: pass a larger --vocab_size, or --format hf or tiktoken" in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
+    cli("train", "--input", "corpus.txt", "--vocab_size", "257", "--special_tokens", "<|endoftext|>",
+        "--out", "tok", "--format", "hf")
+    assert tokenizer.load(tmp_path / "tok").encode("hi <|endoftext|>", allowed_special="all") == [104, 105, 32, 256]
+
+
 def test_compare_prints_only_what_it_computed(cli):
     out = cli("compare", "hi", "--encodings", "gpt2").stdout
     assert out == "gpt2  GPT-2       1 token   longest whitespace token:  0 chars\n      |hi|\n"

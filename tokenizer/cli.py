@@ -341,6 +341,11 @@ def train(args) -> None:
                          "file and train on the file")
     if args.address is not None and args.engine != "ray":
         raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
+    no_merges = 256 + len(set(args.special_tokens))  # the vocab_size that leaves no room for a merge
+    if args.format == "gpt2" and args.vocab_size == no_merges:  # (smaller: train_bpe's own error, also at once)
+        raise UsageError(f"--vocab_size {args.vocab_size} leaves no merges (256 bytes + {no_merges - 256} special "
+                         "tokens), and the gpt2 format's vocab.bpe is its merges: pass a larger --vocab_size, or "
+                         "--format hf or tiktoken")
     checkpoint = check_train_outputs(args)
     source = inputs.input_name(found[0]) if len(found) == 1 else f"{len(found)} files"
     with inputs.stdin_as_file(found) as paths:  # read in parallel, then again for the figures below
