@@ -25,7 +25,7 @@ from tokenizer import Encoding
 from tokenizer.fast.core import Route
 from tokenizer.hf_steps import TextSteps, normalizer_from_json, split_by
 from tokenizer.loading import load_encoding
-from tokenizer.patterns import LLAMA3_PATTERN, O200K_PATTERN
+from tokenizer.patterns import LLAMA3_PATTERN, NEWER_SYMBOLS_THAN_TIKTOKEN, NEWER_THAN_TIKTOKEN, O200K_PATTERN
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -99,9 +99,11 @@ def test_ids_equal_hfs_on_42_corpus_texts(family, core):
 
 
 # Text where the families' steps differ from one pattern: digits, CJK and kana, marks that NFC composes,
-# punctuation runs, mixed scripts, whitespace of every kind.
+# punctuation runs, mixed scripts, whitespace of every kind; a CJK ideograph and a punctuation mark new in Unicode
+# 17.0 (unassigned to HF's Unicode 16.0 tables).
 fuzz_chars = st.sampled_from(list("aAzZ09 '\n\r\t.,!?-_/<>|") + ["e\u0301", "\u0301", "\u00e9", "\u212b", "\u00a0",
-                             "你", "好", "ア", "か", "я", "Ж", "١", "²", "\U0001f642", "\u3000", "ﬁ", "İ"])
+                             "你", "好", "ア", "か", "я", "Ж", "١", "²", "\U0001f642", "\u3000", "ﬁ", "İ",
+                             "\U000323b0", "\u2e60"])
 fuzz_texts = st.lists(fuzz_chars, max_size=40).map("".join)
 
 
@@ -116,6 +118,49 @@ def test_fuzz_ids_equal_hfs_with_added_tokens_in_the_middle(family, text, at, pi
         assert enc.encode(text, allowed_special="all") == want, core
         assert enc.encode_ordinary(text) == want_ordinary, core
     assert family.fast.decode(want) == family.hf.decode(want, skip_special_tokens=False)
+
+
+# Characters Unicode 17.0 added are unassigned to HF's Oniguruma (Unicode 16.0) and letters, digits, marks,
+# punctuation or symbols to `regex` (17.0): the first and last of each run, in texts where that decides a cut.
+NEWER_CHARS = [chr(cp) for run in NEWER_THAN_TIKTOKEN + NEWER_SYMBOLS_THAN_TIKTOKEN for cp in run]
+
+
+def test_characters_new_in_unicode_17_split_as_hfs(family):
+    texts = [" \U0003e2f1", "\U000332c5'S", "a\u2e60b \u2e60\u2e60 x"]  # found by fuzzing DeepSeek V3 and Qwen3
+    texts += [f"a{c}b 1{c}2 {c}'s {c}! {c}{c}" for c in NEWER_CHARS]
+    for text in texts:
+        want = family.hf_ids(text)
+        for core in CORES:
+            assert family.encoding(core).encode_ordinary(text) == want, (core, text)
+
+
+CLASSES = [r"\p{L}", r"\p{N}", r"\p{M}", r"\p{P}", r"\p{S}", r"\p{Lu}", r"\p{Ll}", r"\s"]
+
+
+def split_steps(spec: dict) -> TextSteps:
+    return TextSteps.from_json(None, {"type": "Sequence", "pretokenizers": [
+        spec, {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]})
+
+
+@pytest.mark.parametrize("behavior", ["Isolated", "Removed"])
+def test_unicode_17_characters_are_unassigned_to_splits_and_replace_as_to_hfs(behavior):
+    text = "".join(f"a{c}1 " for c in NEWER_CHARS)
+    for cls in CLASSES:
+        theirs = tokenizers.pre_tokenizers.Split(tokenizers.Regex(cls), BEHAVIORS[behavior])
+        ours = split_steps({"type": "Split", "pattern": {"Regex": cls}, "behavior": behavior, "invert": False})
+        assert ours.split(text) == [piece for piece, _ in theirs.pre_tokenize_str(text)], cls
+        replace = tokenizers.normalizers.Replace(tokenizers.Regex(cls), "#")
+        ours_replace = normalizer_from_json({"type": "Replace", "pattern": {"Regex": cls}, "content": "#"})
+        assert ours_replace(text) == replace.normalize_str(text), cls
+
+
+@pytest.mark.exhaustive
+def test_every_code_point_is_classed_as_hfs_split_classes_it():
+    every = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF)
+    for cls in CLASSES[:5]:
+        theirs = tokenizers.pre_tokenizers.Split(tokenizers.Regex(cls), "isolated")
+        ours = split_steps({"type": "Split", "pattern": {"Regex": cls}, "behavior": "Isolated", "invert": False})
+        assert ours.split(every) == [piece for piece, _ in theirs.pre_tokenize_str(every)], cls
 
 
 def test_added_tokens_special_or_not(family):

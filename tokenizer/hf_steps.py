@@ -30,6 +30,10 @@ True
 >>> steps.split("café 1234")
 ['café ', '123', '4']
 
+Character classes mean what Unicode 16.0 says, as in HF ``tokenizers``: its Oniguruma has 16.0's tables, and
+the ``regex`` package here 17.0's, so the splits look at the text with 17.0's new characters masked
+(:func:`tokenizer.patterns.mask_any_newer`: a CJK ideograph of Extension J is no letter to HF yet).
+
 What this module does not do: BPE itself (:mod:`tokenizer.bpe`), special tokens (the ``Encoding`` face
 handles those), the post-processor (a BOS token: tiktoken's API adds nothing), offsets, or files that are not
 byte-level (SentencePiece's ``Metaspace`` + byte fallback, Unigram, WordPiece): :func:`from_json` refuses
@@ -44,13 +48,22 @@ from typing import Callable
 
 import regex
 
-from .patterns import GPT2_PATTERN, WHITESPACE_CLASS
+from .patterns import GPT2_PATTERN, WHITESPACE_CLASS, has_any_newer, mask_any_newer, unmask
 
 # What each Split ``behavior`` is called in a tokenizer.json (and in HF's Python API, in snake case).
 BEHAVIORS = ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous")
 
 Normalizer = Callable[[str], str]
-PreTokenizer = Callable[[list[str]], list[str]]
+# How a pattern sees a piece: None, as it is; else a function giving the copy it is matched on (the same length,
+# Unicode 17.0's new characters masked), while the pieces cut are taken from the text itself.
+SeenAs = Callable[[str], str] | None
+PreTokenizer = Callable[[list[str], SeenAs], list[str]]
+
+
+def seen_as_for(text: str) -> SeenAs:
+    """How the patterns must see ``text`` (and the pieces cut from it): masked if it holds a character that
+    Unicode 17.0 added, which HF's Unicode 16.0 tables do not know."""
+    return mask_any_newer if has_any_newer(text) else None
 
 
 class UnsupportedStep(ValueError):
@@ -81,7 +94,7 @@ def normalizer_from_json(spec: dict | None) -> Normalizer | None:
         return lambda text: prefix + text if text else text  # HF prepends nothing to empty text
     if kind == "Replace":
         find, content = _pattern_of(spec), spec["content"]
-        return lambda text: find.sub(lambda _: content, text)
+        return lambda text: _replace(find, content, text)
     if kind == "Strip":
         left = f"^[{WHITESPACE_CLASS}]+" if spec.get("strip_left", True) else None
         right = f"[{WHITESPACE_CLASS}]+$" if spec.get("strip_right", True) else None
@@ -94,6 +107,18 @@ def _run_all(steps: list[Normalizer], text: str) -> str:
     for step in steps:
         text = step(text)
     return text
+
+
+def _replace(find: regex.Pattern, content: str, text: str) -> str:
+    """Each match of ``find`` in ``text`` replaced by ``content``, matched as HF's Unicode 16.0 tables see it."""
+    seen_as = seen_as_for(text)
+    if seen_as is None:
+        return find.sub(lambda _: content, text)
+    out, at = [], 0
+    for m in find.finditer(seen_as(text)):
+        out += [text[at : m.start()], content]
+        at = m.end()
+    return "".join(out) + text[at:]
 
 
 def _pattern_of(spec: dict) -> regex.Pattern:
@@ -110,8 +135,9 @@ def _pattern_of(spec: dict) -> regex.Pattern:
 # ---- pre-tokenizers ------------------------------------------------------------------------------------------
 
 
-def split_by(find: regex.Pattern, behavior: str, invert: bool, text: str) -> list[str]:
-    """``text`` cut by the matches of ``find`` as HF's ``Split`` cuts it (see the module's docstring).
+def split_by(find: regex.Pattern, behavior: str, invert: bool, text: str, seen_as: SeenAs = None) -> list[str]:
+    """``text`` cut by the matches of ``find`` as HF's ``Split`` cuts it (see the module's docstring); ``find``
+    is matched on ``seen_as(text)`` if given (see :data:`SeenAs`).
 
     >>> [split_by(regex.compile(r"\\d"), b, False, "ab12c") for b in ("Isolated", "MergedWithPrevious")]
     [['ab', '1', '2', 'c'], ['ab1', '2', 'c']]
@@ -119,7 +145,7 @@ def split_by(find: regex.Pattern, behavior: str, invert: bool, text: str) -> lis
     # Every stretch of the text, with whether it is a match (after invert): matches and the gaps between.
     stretches: list[tuple[int, int, bool]] = []
     at = 0
-    for m in find.finditer(text):
+    for m in find.finditer(text if seen_as is None else seen_as(text)):
         if m.start() > at:
             stretches.append((at, m.start(), invert))
         stretches.append((m.start(), m.end(), not invert))
@@ -183,13 +209,13 @@ def _pre_tokenizer_step(spec: dict) -> PreTokenizer:
         split_by(find, behavior, invert, "")  # an unknown behavior is refused now, not at the first text
         if behavior == "Isolated":  # (matches and gaps alike are pieces: invert changes nothing)
             return _isolated(find)
-        return lambda pieces: [p for piece in pieces for p in split_by(find, behavior, invert, piece)]
+        return lambda pieces, seen_as: [p for piece in pieces for p in split_by(find, behavior, invert, piece, seen_as)]
     if kind == "Digits":
         return _isolated(regex.compile(r"\p{Nd}" if spec.get("individual_digits") else r"\p{Nd}+"))
     if kind == "ByteLevel":
         words = _isolated(regex.compile(GPT2_PATTERN)) if spec.get("use_regex", True) else None
         prefix = bool(spec.get("add_prefix_space"))
-        return lambda pieces: _byte_level(pieces, prefix, words)
+        return lambda pieces, seen_as: _byte_level(pieces, prefix, words, seen_as)
     if kind == "Metaspace":
         raise UnsupportedStep("pre-tokenizer 'Metaspace' (SentencePiece-style '▁' words) is not supported")
     raise UnsupportedStep(f"pre-tokenizer {kind!r} is not supported")
@@ -200,18 +226,27 @@ def _isolated(find: regex.Pattern) -> PreTokenizer:
     group, the split returns the gaps and the matches in order (empty ones dropped). The families' patterns
     have no group of their own; one that has goes through :func:`split_by`."""
     if find.groups:
-        return lambda pieces: [p for piece in pieces for p in split_by(find, "Isolated", False, piece)]
+        return lambda pieces, seen_as: [
+            p for piece in pieces for p in split_by(find, "Isolated", False, piece, seen_as)
+        ]
     split = regex.compile(f"({find.pattern})", find.flags).split
-    return lambda pieces: [p for piece in pieces for p in split(piece) if p]
+
+    def isolated(pieces: list[str], seen_as: SeenAs) -> list[str]:
+        if seen_as is None:
+            return [p for piece in pieces for p in split(piece) if p]
+        # the masked copy's parts have the lengths of the piece's: cut the piece itself by them
+        return [p for piece in pieces for p in unmask(piece, split(seen_as(piece))) if p]
+
+    return isolated
 
 
-def _byte_level(pieces: list[str], add_prefix_space: bool, words: PreTokenizer | None) -> list[str]:
+def _byte_level(pieces: list[str], add_prefix_space: bool, words: PreTokenizer | None, seen_as: SeenAs) -> list[str]:
     """HF's ByteLevel on pieces: a space put in front of each that lacks one, if asked; cut by GPT-2's pattern."""
     if add_prefix_space:
         pieces = [piece if piece.startswith(" ") else " " + piece for piece in pieces]
     if words is None:
         return pieces
-    return words(pieces)
+    return words(pieces, seen_as)
 
 
 # ---- the whole pipeline --------------------------------------------------------------------------------------
@@ -266,8 +301,9 @@ class TextSteps:
     def split(self, text: str) -> list[str]:
         """The pre-tokenizer's pieces of ``text`` (normalized already, with no added token in it)."""
         pieces = [text] if text else []
+        seen_as = seen_as_for(text)
         for step in self.pre_tokenizers:
-            pieces = step(pieces)
+            pieces = step(pieces, seen_as)
         return pieces
 
     def cut(self, text: str) -> tuple[list[str], list[int]]:

@@ -112,6 +112,20 @@ NEWER_THAN_TIKTOKEN = [
 # stand-in that has the old category in both).
 RECATEGORISED_SINCE_TIKTOKEN = {0x0295: ("Ll", "Lo", 0x0296)}
 
+# Punctuation and symbols new in Unicode 17.0, found by comparing every code point's \p{P} and \p{S} in `regex`
+# and in HF tokenizers' Oniguruma, which has Unicode 16.0's tables as tiktoken does. OpenAI's patterns never name
+# these classes (to them a new symbol and an unassigned code point are both "other"), so only the steps of a
+# tokenizer.json need them masked: DeepSeek V3's splits name \p{P} and \p{S} (tokenizer.hf_steps).
+NEWER_SYMBOLS_THAN_TIKTOKEN = [
+    (0x20C1, 0x20C4), (0x2B96, 0x2B96), (0x2E60, 0x2E63), (0xFBC3, 0xFBD2), (0xFD90, 0xFD91), (0xFDC8, 0xFDCE),
+    (0x10EC9, 0x10ECA), (0x10ED0, 0x10ED8), (0x1CCFA, 0x1CCFC), (0x1CEBA, 0x1CED0), (0x1CED2, 0x1CED4),
+    (0x1CEDD, 0x1CEFD), (0x1D1EB, 0x1D1FF), (0x1D253, 0x1D25A), (0x1D25D, 0x1D25E), (0x1D260, 0x1D27F),
+    (0x1DB00, 0x1DB1C), (0x1F1AE, 0x1F1AE), (0x1F6D8, 0x1F6D9), (0x1F777, 0x1F77A), (0x1F7DA, 0x1F7DB),
+    (0x1F7F1, 0x1F7FF), (0x1F8D0, 0x1F8D8), (0x1FA54, 0x1FA57), (0x1FA8A, 0x1FA8E), (0x1FAC8, 0x1FAC8),
+    (0x1FACC, 0x1FACD), (0x1FADD, 0x1FADD), (0x1FAEA, 0x1FAEB), (0x1FAEF, 0x1FAEF), (0x1FAF9, 0x1FAFA),
+    (0x1FBFA, 0x1FBFA),
+]
+
 # Whitespace: what \s means in the patterns, to `regex` and to tiktoken alike: Unicode's White_Space, 25 code points
 # (tab to CR, space, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; none above
 # U+3000, which the tests check on every code point, as they check the fast tier's tables against tiktoken).
@@ -146,6 +160,31 @@ def mask_newer(text: str) -> str:
     "\\uffff's ʖ"
     """
     return text.translate(_MASK_NEWER)
+
+
+_MASK_ALL_NEWER = _MASK_NEWER | {cp: 0xFFFF for a, b in NEWER_SYMBOLS_THAN_TIKTOKEN for cp in range(a, b + 1)}
+_ALL_NEWER_CHARS = frozenset(map(chr, _MASK_ALL_NEWER))
+_ALL_NEWER_MIN = min(_ALL_NEWER_CHARS)
+
+
+def has_any_newer(text: str) -> bool:
+    """:func:`has_newer`, counting the punctuation and symbols new in Unicode 17.0 too.
+
+    >>> has_newer("\u2e60"), has_any_newer("\u2e60")
+    (False, True)
+    """
+    return max(text, default="\0") >= _ALL_NEWER_MIN and not _ALL_NEWER_CHARS.isdisjoint(set(text))
+
+
+def mask_any_newer(text: str) -> str:
+    """:func:`mask_newer`, masking the punctuation and symbols new in Unicode 17.0 too: ``text`` as a Unicode
+    16.0 regular expression engine (tiktoken's, or HF tokenizers' Oniguruma) classifies it, for patterns that
+    name ``\\p{P}`` or ``\\p{S}``.
+
+    >>> mask_any_newer("\U000323b0\u2e60ʕ")
+    '\\uffff\\uffffʖ'
+    """
+    return text.translate(_MASK_ALL_NEWER)
 
 
 def unmask(text: str, pieces: list[str]) -> list[str]:
