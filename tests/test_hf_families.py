@@ -302,6 +302,16 @@ def test_digits_and_byte_level_cut_as_hfs(text, individual, prefix, use_regex):
     assert ours == theirs
 
 
+@pytest.mark.parametrize("individual", [False, True])
+def test_digits_take_every_number_as_hfs_do(individual):
+    every = "".join(chr(cp) for cp in range(0x3400) if cp != 0x20)  # Nd, Nl and No among letters and punctuation
+    texts = ["a²b", "x½y", "Ⅻ1", "١٢3", "2³⁴x", every]
+    theirs = tokenizers.pre_tokenizers.Digits(individual_digits=individual)
+    ours = split_steps({"type": "Digits", "individual_digits": individual})
+    for text in texts:
+        assert ours.split(text) == [piece for piece, _ in theirs.pre_tokenize_str(text)], text
+
+
 NORMALIZERS = [
     ({"type": "NFC"}, tokenizers.normalizers.NFC()),
     ({"type": "NFKC"}, tokenizers.normalizers.NFKC()),

@@ -17,7 +17,7 @@ pipeline of named steps, each a small JSON object, run in this order on the text
      matches, ``MergedWithPrevious`` / ``MergedWithNext`` glue each match to the piece before / after it,
      ``Contiguous`` glues runs of matches into one piece. ``invert`` swaps what counts as a match.
      DeepSeek V3 runs three: numbers, then CJK runs, then words and punctuation, each inside the last's pieces.
-   - ``Digits`` cuts out runs of digits (or each digit alone).
+   - ``Digits`` cuts out runs of numbers (or each alone): any ``\\p{N}``, "²" and "½" as well as "1".
    - ``ByteLevel`` (last): optionally adds a space in front of each piece and cuts it with GPT-2's pattern;
      then each piece is BPE-encoded as its UTF-8 bytes. (In the file, it also writes bytes as printable
      characters, ``" "`` as ``"Ġ"``; here pieces simply become bytes.)
@@ -211,7 +211,8 @@ def _pre_tokenizer_step(spec: dict) -> PreTokenizer:
             return _isolated(find)
         return lambda pieces, seen_as: [p for piece in pieces for p in split_by(find, behavior, invert, piece, seen_as)]
     if kind == "Digits":
-        return _isolated(regex.compile(r"\p{Nd}" if spec.get("individual_digits") else r"\p{Nd}+"))
+        # HF's "digit" is Rust's char::is_numeric: any number (Nd, Nl, No), so "²", "½" and "Ⅻ" too
+        return _isolated(regex.compile(r"\p{N}" if spec.get("individual_digits") else r"\p{N}+"))
     if kind == "ByteLevel":
         words = _isolated(regex.compile(GPT2_PATTERN)) if spec.get("use_regex", True) else None
         prefix = bool(spec.get("add_prefix_space"))
