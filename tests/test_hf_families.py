@@ -103,7 +103,7 @@ def test_ids_equal_hfs_on_42_corpus_texts(family, core):
 # 17.0 (unassigned to HF's Unicode 16.0 tables).
 fuzz_chars = st.sampled_from(list("aAzZ09 '\n\r\t.,!?-_/<>|") + ["e\u0301", "\u0301", "\u00e9", "\u212b", "\u00a0",
                              "你", "好", "ア", "か", "я", "Ж", "١", "²", "\U0001f642", "\u3000", "ﬁ", "İ",
-                             "\U000323b0", "\u2e60"])
+                             "\U000323b0", "\u2e60", "Σ"])
 fuzz_texts = st.lists(fuzz_chars, max_size=40).map("".join)
 
 
@@ -325,6 +325,12 @@ NORMALIZERS = [
      tokenizers.normalizers.Sequence([tokenizers.normalizers.Replace(" ", "_"),
                                       tokenizers.normalizers.Replace(tokenizers.Regex(r"\d+"), "#")])),
 ]
+
+
+def test_lowercase_makes_every_capital_sigma_small_sigma_as_hfs():
+    theirs = tokenizers.normalizers.Lowercase()
+    for text in ["ΟΔΟΣ", "ΑΣ Β", "Σ", "aΣ.", "ΣΑΣ"]:  # str.lower gives final sigma "ς" in the first, second, fourth
+        assert normalizer_from_json({"type": "Lowercase"})(text) == theirs.normalize_str(text), text
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)

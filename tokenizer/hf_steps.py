@@ -88,7 +88,7 @@ def normalizer_from_json(spec: dict | None) -> Normalizer | None:
     if kind in ("NFC", "NFD", "NFKC", "NFKD"):
         return lambda text: unicodedata.normalize(kind, text)
     if kind == "Lowercase":
-        return str.lower
+        return _lowercase
     if kind == "Prepend":
         prefix = spec["prepend"]
         return lambda text: prefix + text if text else text  # HF prepends nothing to empty text
@@ -101,6 +101,12 @@ def normalizer_from_json(spec: dict | None) -> Normalizer | None:
         strip = re.compile("|".join(filter(None, [left, right])) or "(?!)")
         return lambda text: strip.sub("", text)
     raise UnsupportedStep(f"normalizer {kind!r} is not supported")
+
+
+def _lowercase(text: str) -> str:
+    """HF's ``Lowercase``: each character's lowercase on its own. ``str.lower`` looks at context for one letter,
+    capital sigma, which it makes final "ς" at the end of a word; HF makes every one "σ"."""
+    return text.replace("\u03a3", "\u03c3").lower()
 
 
 def _run_all(steps: list[Normalizer], text: str) -> str:
