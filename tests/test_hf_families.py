@@ -256,6 +256,10 @@ def small_file(tmp_path, **changes) -> str:
      "after ByteLevel"),
     ({"decoder": {"type": "WordPiece"}}, "decoder 'WordPiece'"),
     ({"added_tokens": [{"id": 257, "content": "<x>", "special": False, "lstrip": True}]}, "lstrip"),
+    # a special token too (RoBERTa's "<mask>"): HF drops the space before it, tiktoken's matching would not
+    ({"added_tokens": [{"id": 257, "content": "<mask>", "special": True, "lstrip": True}]}, "'<mask>' with lstrip"),
+    ({"added_tokens": [{"id": 257, "content": "<s>", "special": True, "rstrip": True}]}, "'<s>' with rstrip"),
+    ({"added_tokens": [{"id": 257, "content": "<w>", "special": True, "single_word": True}]}, "single_word"),
 ])
 def test_unsupported_features_are_refused_in_one_line(tmp_path, changes, feature):
     path = small_file(tmp_path, **changes)

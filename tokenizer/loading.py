@@ -135,6 +135,12 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
     for entry in data.get("added_tokens") or []:
         if not (isinstance(entry, dict) and isinstance(entry.get("content"), str) and isinstance(entry.get("id"), int)):
             raise ValueError(f"{file}: added_tokens entries need a string 'content' and an integer 'id': {entry!r}")
+        # (HF strips the spaces beside such a token, or takes it only as a whole word: special tokens are found
+        # here as tiktoken finds them, so a file that asks for more is refused, not encoded otherwise)
+        for option in ("lstrip", "rstrip", "single_word"):
+            if entry.get(option):
+                raise ValueError(f"{file}: added token {entry['content']!r} with {option}=true is not supported; "
+                                 "only byte-level BPE files load")
         added[entry["content"]] = entry
     vocab = _hf_vocab(raw_vocab, added, file)
     merges = _hf_merges(raw_merges, file)
