@@ -392,6 +392,18 @@ def test_encode_single_piece_edges():
     assert ours._encode_single_piece("") == []  # tiktoken panics (PanicException) on an empty piece
 
 
+@pytest.mark.parametrize("core", ["fast", "reference"])
+def test_encode_single_piece_follows_the_merges_alone_where_encode_does(core):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}  # no merge builds "abc"
+    merges_alone = Encoding.from_vocab_merges(vocab, [(b"a", b"b")], whole_piece_tokens=False, core=core)
+    assert merges_alone.encode_ordinary("abc") == [256, 99]
+    assert merges_alone._encode_single_piece("abc") == merges_alone._encode_single_piece(b"abc") == [256, 99]
+    assert merges_alone._encode_only_native_bpe("abc abc") == merges_alone.encode_ordinary("abc abc")
+    assert merges_alone._encode_bytes(b"abc\xe4") == [256, 99, 228]
+    whole = Encoding.from_vocab_merges(vocab, [(b"a", b"b")], core=core)  # tiktoken's rule: the token itself
+    assert whole._encode_single_piece("abc") == whole.encode_ordinary("abc") == [257]
+
+
 # ---- special_tokens_set, eot_token, __repr__, pickling ---------------------------------------------------
 
 

@@ -457,7 +457,8 @@ class Encoding:
 
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
         """BPE-encode one piece as it is: no pre-tokenization, no special tokens (tiktoken's name: for code that
-        cuts text itself). A piece that is a token is that token.
+        cuts text itself). A piece that is a token is that token, unless :attr:`whole_piece_tokens` is False
+        (then the merges alone decide, as in :meth:`encode`).
 
         >>> enc._encode_single_piece("helloqqqq")
         [31373, 38227, 38227]
@@ -466,7 +467,7 @@ class Encoding:
             data = text_or_bytes.encode("utf-8")  # as tiktoken: a lone surrogate raises UnicodeEncodeError
         else:
             data = bytes(text_or_bytes)
-        idx = self._token_ids.get(data)
+        idx = self._token_ids.get(data) if self._whole_piece_tokens else None
         if idx is not None:
             return [idx]
         return [self._token_ids[token] for token in bpe.merge(data, self._merge_ranks)] if data else []
