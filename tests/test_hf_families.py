@@ -179,6 +179,11 @@ def test_added_tokens_special_or_not(family):
         assert family.fast.encode_ordinary(f"x{t}y")[1] == next(e["id"] for e in family.added if e["content"] == t)
 
 
+def test_encode_only_native_bpe_runs_the_files_steps(family):
+    text = "Cafe\u0301 12345 " + "".join(f"a{e['content']}b" for e in family.added[:3] + family.added[-3:])
+    assert family.fast._encode_only_native_bpe(text) == family.hf_ids(text, specials_as_text=True)
+
+
 def test_decode_equals_hfs_and_qwen3_decodes_to_nfc(family):
     for text in EVERYDAY_TEXTS[:: len(EVERYDAY_TEXTS) // 6]:
         ids = family.fast.encode_ordinary(text)

@@ -481,6 +481,11 @@ class Encoding:
         """
         import regex  # only here, as in tiktoken
 
+        if self._text_steps is not None:  # a tokenizer.json's steps split, not pat_str (only shown for it)
+            stretches, added_ids = self._text_steps.cut(text)
+            ids_of_stretches = [[i for piece in self._text_steps.split(stretch)
+                                 for i in self._encode_single_piece(piece.encode("utf-8"))] for stretch in stretches]
+            return interleave(ids_of_stretches, added_ids)
         ids: list[int] = []
         for piece in regex.findall(regex.compile(self._pat_str), text):
             ids += self._encode_single_piece(piece.encode("utf-8"))
