@@ -184,6 +184,18 @@ def test_encode_only_native_bpe_runs_the_files_steps(family):
     assert family.fast._encode_only_native_bpe(text) == family.hf_ids(text, specials_as_text=True)
 
 
+def test_text_cut_inside_a_character_or_unstable_keeps_its_added_tokens():
+    family = _loaded.get("qwen3") or Family("qwen3")  # "<think>": an added token that is not special
+    think = family.fast.encode_single_token("<think>")
+    assert family.fast._encode_bytes(b"x<think>") == family.fast.encode_ordinary("x<think>") == [87, think]
+    assert family.fast._encode_bytes(b"x<think>\xe4")[:2] == [87, think]  # the cut byte alone after it
+    stable, completions = family.fast.encode_with_unstable("hello <think>")
+    assert stable == family.fast.encode("hello <think>") and completions == []
+    stable, completions = family.fast.encode_with_unstable("hello <think>wor")
+    assert stable == family.fast.encode("hello <think>")
+    assert all(family.fast.decode(stable + c).startswith("hello <think>wor") for c in completions)
+
+
 def test_decode_equals_hfs_and_qwen3_decodes_to_nfc(family):
     for text in EVERYDAY_TEXTS[:: len(EVERYDAY_TEXTS) // 6]:
         ids = family.fast.encode_ordinary(text)

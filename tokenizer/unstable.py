@@ -105,7 +105,12 @@ def _last_piece_length(enc: Encoding, text: str, allowed: frozenset[str]) -> int
     if allowed:
         for m in special_token_regex(allowed).finditer(text):
             start = m.end()
-    pieces = compile_pattern(enc.pat_str).split(text[start:])
+    steps = enc.text_steps
+    if steps is None:
+        pieces = compile_pattern(enc.pat_str).split(text[start:])
+    else:  # a tokenizer.json's steps split, not pat_str; its added tokens end a piece as special tokens do
+        stretches, _ = steps.cut(text[start:])
+        pieces = steps.split(stretches[-1])
     return len(enc._encode_single_piece(pieces[-1])) if pieces else 0
 
 
