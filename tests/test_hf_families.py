@@ -277,6 +277,15 @@ def small_file(tmp_path, **changes) -> str:
     ({"added_tokens": [{"id": 257, "content": "<mask>", "special": True, "lstrip": True}]}, "'<mask>' with lstrip"),
     ({"added_tokens": [{"id": 257, "content": "<s>", "special": True, "rstrip": True}]}, "'<s>' with rstrip"),
     ({"added_tokens": [{"id": 257, "content": "<w>", "special": True, "single_word": True}]}, "single_word"),
+    # malformed steps: one line naming the section, not a KeyError or regex.error from inside the loader
+    ({"normalizer": {"type": "Replace", "pattern": {"String": " "}}}, "malformed (KeyError: 'content')"),
+    ({"normalizer": {"type": "Prepend"}}, "malformed (KeyError: 'prepend')"),
+    ({"normalizer": ["NFC"]}, "normalizer or pre_tokenizer is malformed"),
+    ({"pre_tokenizer": "ByteLevel"}, "normalizer or pre_tokenizer is malformed"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "(?<x"}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}}, "malformed (error: missing >"),
+    ({"decoder": "WordPiece"}, "decoder 'WordPiece'"),
 ])
 def test_unsupported_features_are_refused_in_one_line(tmp_path, changes, feature):
     path = small_file(tmp_path, **changes)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import regex
 from typing import Callable
 
 from .encoding import Encoding
@@ -152,6 +154,10 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
         steps = TextSteps.from_json(data.get("normalizer"), data.get("pre_tokenizer"), others)
     except UnsupportedStep as e:
         raise ValueError(f"{file}: {e}; only byte-level BPE files load") from None
+    except (KeyError, TypeError, AttributeError, regex.error) as e:
+        # a step spelled wrong: a field missing, a list or string where an object goes, a regex that does not compile
+        raise ValueError(f"{file}: the normalizer or pre_tokenizer is malformed ({type(e).__name__}: {e}); "
+                         "check it against a tokenizer.json that HF tokenizers writes") from None
     if steps.has_normalizer and any(added[t].get("normalized") for t in specials):
         raise ValueError(f"{file}: special tokens matched after the normalizer (normalized=true) are not supported")
     pat_str = _one_known_pattern(steps)
@@ -215,8 +221,9 @@ def _check_hf_model(model: dict, decoder: dict | None, file: Path) -> None:
         if model.get(option):
             raise ValueError(f"{file}: model {option}={model[option]!r} (WordPiece-style word marks) is not "
                              "supported; only byte-level BPE files load")
-    if decoder is not None and decoder.get("type") != "ByteLevel":
-        raise ValueError(f"{file}: decoder {decoder.get('type')!r} is not supported; only byte-level BPE files load")
+    decoder_kind = decoder.get("type") if isinstance(decoder, dict) else decoder
+    if decoder is not None and decoder_kind != "ByteLevel":
+        raise ValueError(f"{file}: decoder {decoder_kind!r} is not supported; only byte-level BPE files load")
 
 
 def _one_known_pattern(steps: TextSteps) -> str | None:
