@@ -295,6 +295,31 @@ def test_unsupported_features_are_refused_in_one_line(tmp_path, changes, feature
     assert "\n" not in message and message.startswith(f"{path}: ") and feature in message, message
 
 
+def split_file(tmp_path, regex_source: str) -> str:
+    return small_file(tmp_path, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": regex_source}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False, "trim_offsets": True}]},
+        decoder={"type": "ByteLevel", "add_prefix_space": False, "use_regex": False, "trim_offsets": True})
+
+
+@pytest.mark.parametrize("construct", [r"\w+", r"\W", r"\b", r"\h+", r"\X", r"[[:digit:]]+", r"[[:^alnum:]]",
+                                       r"[[:punct:]]", r"\p{Word}", r"\P{xdigit}", r"\p{L&}", r"\N"])
+def test_regexes_hfs_oniguruma_reads_otherwise_are_refused(tmp_path, construct):
+    path = split_file(tmp_path, f" ?{construct}|\\s+")
+    with pytest.raises(ValueError) as refused:
+        load_encoding(path)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path}: ") and f"{construct[:4]}" in message, message
+    assert "Oniguruma" in message
+
+
+def test_an_escaped_backslash_before_a_letter_is_no_escape(tmp_path):
+    path = split_file(tmp_path, r"\\w+|[a-z]+|\s+")  # a backslash, then w's: the same to both engines
+    text = "ab \\ww x\\w"
+    hf = tokenizers.Tokenizer.from_file(path)
+    assert load_encoding(path).encode_ordinary(text) == hf.encode(text, add_special_tokens=False).ids
+
+
 # ---- each step against HF's own, on small strings ------------------------------------------------------------
 
 BEHAVIORS = {"Isolated": "isolated", "Removed": "removed", "MergedWithPrevious": "merged_with_previous",

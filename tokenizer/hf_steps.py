@@ -127,11 +127,30 @@ def _replace(find: regex.Pattern, content: str, text: str) -> str:
     return "".join(out) + text[at:]
 
 
+# What Oniguruma (HF tokenizers) and `regex` read differently, found by running constructs on every code point below
+# U+3000 in both: \w, \b and [[:word:]] (Oniguruma's word characters take "²"), \h (a hex digit to Oniguruma,
+# horizontal space to `regex`), \X (grapheme rules of another Unicode version), POSIX [[:digit:]], [[:alnum:]] and
+# [[:punct:]], \p{Word}, \p{XDigit}, and escapes one of them lacks (\N, \O, \G, \c, \e, \y, \Y, \p{L&}).
+_READ_OTHERWISE = regex.compile(
+    r"\\[wWbBhHXNOGceyY]|\\[pP]\{\^?(?i:L&|Word|XDigit)\}|\[:\^?(?:alnum|digit|punct|word):\]"
+)
+
+
+def _read_otherwise(source: str) -> str | None:
+    """The first construct of the regex ``source`` that HF's Oniguruma reads otherwise than ``regex``; None if none."""
+    m = _READ_OTHERWISE.search(source.replace("\\\\", "\0\0"))  # (an escaped backslash escapes nothing)
+    return source[m.start() : m.end()] if m else None
+
+
 def _pattern_of(spec: dict) -> regex.Pattern:
     """A Split's or Replace's ``pattern``: ``{"Regex": ...}`` (HF's Oniguruma syntax, read by ``regex``, which
     spells the families' patterns the same way) or ``{"String": ...}`` (literal text)."""
     pattern = spec.get("pattern") or {}
     if "Regex" in pattern:
+        different = _read_otherwise(pattern["Regex"]) if isinstance(pattern["Regex"], str) else None
+        if different:
+            raise UnsupportedStep(f"regex {pattern['Regex']!r}: {different!r} means something else to HF tokenizers' "
+                                  "Oniguruma than to the regex package")
         return regex.compile(pattern["Regex"])
     if "String" in pattern:
         return regex.compile(regex.escape(pattern["String"]))
