@@ -59,6 +59,18 @@ def test_bad_option_types_are_clear_errors():
         enc.encode("x", disallowed_special="none")
 
 
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
+def test_disallowed_special_none_checks_nothing_as_in_tiktoken(name):
+    ours, theirs = get_encoding(name), tiktoken.get_encoding(name)
+    text = "a<|endoftext|>b<|endofprompt|>"
+    want = theirs.encode(text, disallowed_special=None)
+    assert want == theirs.encode(text, disallowed_special=())  # tiktoken: special tokens as plain text
+    assert ours.encode(text, disallowed_special=None) == want
+    assert ours.encode_to_numpy(text, disallowed_special=None).tolist() == want
+    assert ours.encode(text, allowed_special="all", disallowed_special=None) == theirs.encode(
+        text, allowed_special="all", disallowed_special=None)
+
+
 def test_overlapping_specials_longest_first():
     # bytes only, no merges: only the special-token splitting is under test
     specials = ["<|endoftext|>", "<|endoftext|><|endoftext|>"]

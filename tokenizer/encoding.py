@@ -342,6 +342,8 @@ class Encoding:
             allowed = frozenset(allowed_special).intersection(self._special_tokens)
         if disallowed_special == "all":
             disallowed = frozenset(self._special_tokens) - allowed
+        elif disallowed_special is None:  # tiktoken checks nothing for a false value: code passing None relies on it
+            disallowed = frozenset()
         elif isinstance(disallowed_special, str):
             raise TypeError(f'disallowed_special must be "all" or a collection of tokens, got {disallowed_special!r}')
         else:
