@@ -295,6 +295,22 @@ def test_unsupported_features_are_refused_in_one_line(tmp_path, changes, feature
     assert "\n" not in message and message.startswith(f"{path}: ") and feature in message, message
 
 
+@pytest.mark.parametrize("normalizer, content, texts", [
+    ({"type": "Lowercase"}, "<Think>", ["a<Think>b", "a<think>b", "<THINK>"]),
+    ({"type": "NFC"}, "e\u0301x", ["e\u0301x", "\u00e9x"]),
+    ({"type": "NFD"}, "\u00e9x", ["e\u0301x", "\u00e9x"]),
+])
+def test_added_tokens_matched_after_the_normalizer_are_normalized_too(tmp_path, normalizer, content, texts):
+    level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    entry = {"id": 257, "content": content, "special": False, "normalized": True, "lstrip": False, "rstrip": False,
+             "single_word": False}
+    path = small_file(tmp_path, added_tokens=[entry], normalizer=normalizer, pre_tokenizer=level, decoder=level)
+    hf, ours = tokenizers.Tokenizer.from_file(path), load_encoding(path)
+    for text in texts:
+        assert 257 in ours.encode_ordinary(text)
+        assert ours.encode_ordinary(text) == hf.encode(text, add_special_tokens=False).ids, text
+
+
 def split_file(tmp_path, regex_source: str) -> str:
     return small_file(tmp_path, pre_tokenizer={"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": regex_source}, "behavior": "Isolated", "invert": False},

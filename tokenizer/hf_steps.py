@@ -294,7 +294,10 @@ class TextSteps:
         self.added_normalized = dict(added_normalized or {})
         self.specs = specs or {}
         self._find_raw = _finder(self.added_raw)
-        self._find_normalized = _finder(self.added_normalized)
+        # HF normalizes these tokens' own text too before it looks for them (a Lowercase file's "<Think>" is found
+        # as "<think>", in text that the normalizer has lowered)
+        self._normalized_ids = {self.normalize(t): i for t, i in self.added_normalized.items() if self.normalize(t)}
+        self._find_normalized = _finder(self._normalized_ids)
 
     @classmethod
     def from_json(cls, normalizer: dict | None, pre_tokenizer: dict | None, added_tokens: list[dict] = ()) -> TextSteps:
@@ -342,7 +345,7 @@ class TextSteps:
         stretches, ids = [], []
         raw_stretches, raw_ids = _cut_at(text, self._find_raw, self.added_raw)
         for k, stretch in enumerate(raw_stretches):
-            more_stretches, more_ids = _cut_at(self.normalize(stretch), self._find_normalized, self.added_normalized)
+            more_stretches, more_ids = _cut_at(self.normalize(stretch), self._find_normalized, self._normalized_ids)
             stretches += more_stretches
             ids += more_ids
             if k < len(raw_ids):
