@@ -149,7 +149,7 @@ def has_newer(text: str) -> bool:
     >>> has_newer("Hello"), has_newer("\U000323b0's")
     (False, True)
     """
-    return max(text, default="\0") >= _NEWER_MIN and not _NEWER_CHARS.isdisjoint(set(text))
+    return _holds_any(text, _NEWER_CHARS, _NEWER_MIN)
 
 
 def mask_newer(text: str) -> str:
@@ -173,7 +173,11 @@ def has_any_newer(text: str) -> bool:
     >>> has_newer("\u2e60"), has_any_newer("\u2e60")
     (False, True)
     """
-    return max(text, default="\0") >= _ALL_NEWER_MIN and not _ALL_NEWER_CHARS.isdisjoint(set(text))
+    return _holds_any(text, _ALL_NEWER_CHARS, _ALL_NEWER_MIN)
+
+
+def _holds_any(text: str, chars: frozenset[str], lowest: str) -> bool:  # lowest: min(chars), a cheap first test
+    return max(text, default="\0") >= lowest and not chars.isdisjoint(set(text))
 
 
 def mask_any_newer(text: str) -> str:
