@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:  # let `import tokenizer` work however pytest was 
     sys.path.insert(0, str(ROOT))
 
 from conftest_download import file_server  # noqa: E402,F401 - a fixture, used by name
-from tokenizer import download  # noqa: E402
+from tokenizer import command_line, download  # noqa: E402
 from tokenizer.download import CannotConnect, ChecksumError, DownloadError, download_file  # noqa: E402
 
 # Several read chunks long, so a cut in the middle leaves a useful partial file to resume from.
@@ -253,6 +253,7 @@ def test_existing_file_with_wrong_sha256_is_replaced(served, tmp_path):
 
 
 def test_progress_bar_counts_exact_bytes(served, tmp_path, monkeypatch):
+    monkeypatch.setattr(command_line, "show_progress", lambda: True)  # on a terminal: a bar
     bars = []
 
     class RecordingBar(tqdm.tqdm):
@@ -274,6 +275,22 @@ def test_progress_false_prints_nothing(served, tmp_path, capsys):
     os.remove(tmp_path / "deep" / "dir" / "model.ckpt.data")
     _get(tmp_path, progress=True, desc="weights")
     assert "weights" in capsys.readouterr().err
+
+
+def test_off_a_terminal_a_download_says_one_line_at_its_start_and_one_at_its_end(served, tmp_path, monkeypatch,
+                                                                                capsys):
+    """A log or a pipe gets no bar redrawn with carriage returns, yet a long wait still says what it is; a transfer
+    cut and resumed says so too."""
+    monkeypatch.setattr(command_line, "show_progress", lambda: False)
+    served.fault(PATH, "cut")
+    _get(tmp_path, progress=True, desc="weights")
+    said = capsys.readouterr().err
+    assert "\r" not in said and "B/s" not in said
+    lines = said.splitlines()
+    url = download.openai_public_url(PATH)
+    assert lines[0] == f"downloading weights from {url} ({len(BODY):,} bytes) ..."
+    assert lines[1].startswith(f"downloading weights from {url} ({len(BODY):,} bytes, resuming at byte ")
+    assert lines[2:] == [f"downloaded weights ({len(BODY):,} bytes)"]
 
 
 @pytest.mark.parametrize("how", ["offline", "404"])

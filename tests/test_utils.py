@@ -151,11 +151,17 @@ def test_unknown_model_size_lists_the_valid_ones(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_download_gpt2_files_fetches_all_seven(served, tmp_path):
+def test_download_gpt2_files_fetches_all_seven(served, tmp_path, capsys):
+    """Off a terminal (a log), each file says one line as it starts and one as it ends: no bar's carriage returns."""
     checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
     for name in checkpoints.CHECKPOINT_FILES:
         assert (tmp_path / SIZE / name).read_bytes() == served.files[f"/gpt-2/models/{SIZE}/{name}"]
     assert len(served.requests) == 7
+    said = capsys.readouterr().err
+    assert "\r" not in said
+    assert [line.split(" (")[0] for line in said.splitlines()] == [
+        f"{what} {SIZE}/{name}{where}" for name in checkpoints.CHECKPOINT_FILES
+        for what, where in [("downloading", f" from {served.url}/gpt-2/models/{SIZE}/{name}"), ("downloaded", "")]]
 
 
 def test_a_first_loads_crc_check_draws_a_bar_in_bytes_on_a_terminal(tiny, monkeypatch, capsys):

@@ -26,6 +26,8 @@ import pathlib
 import re
 import time
 
+from . import command_line
+
 DEFAULT_OPENAIPUBLIC_URL = "https://openaipublic.blob.core.windows.net"
 
 # Read and hash in 1 MiB pieces: large enough to be fast, small enough to keep memory flat.
@@ -96,8 +98,9 @@ def download_file(
     An existing ``dest`` is trusted and kept, unless ``sha256`` is given and does not match, in which
     case it is downloaded again. ``retries`` is how many times a transient failure is retried after the
     first attempt. ``timeout`` (seconds) bounds connecting and each wait for data, not the whole
-    transfer. ``progress`` shows a tqdm bar on stderr labelled ``desc`` (default: the file name), drawn only
-    once the server answers with the file: a server that cannot be reached, or answers 404, draws none.
+    transfer. ``progress`` reports on stderr, as ``desc`` (default: the file name), once the server answers with
+    the file (a server that cannot be reached, or answers 404, reports nothing): a tqdm bar on a terminal, and
+    elsewhere (a log, a pipe) one line when the transfer starts and one when it ends, instead of a bar's ``\\r``s.
 
     Raises :class:`DownloadError` (an ``OSError``) when the file cannot be fetched, and
     :class:`ChecksumError` (a ``ValueError``) when the finished download has the wrong sha256;
@@ -116,11 +119,12 @@ def download_file(
 
     # Drawn once the server has answered with the file, so that an offline attempt shows no empty bar; the
     # folder is made only when the .part file is written, so that it leaves no empty folder either.
-    bar = _LazyBar(desc or dest.name, progress)
+    bar = _LazyBar(desc or dest.name, url, progress)
     try:
         for attempt in range(retries + 1):
             try:
                 _fetch_into(url, part, timeout, bar)
+                bar.finish()
                 break
             except (_Transient, requests.ConnectionError, requests.Timeout,
                     requests.exceptions.ChunkedEncodingError) as exc:
@@ -157,12 +161,22 @@ def download_file(
 
 
 class _LazyBar:
-    """A tqdm bar in bytes, made on its first :meth:`start` (when the server has answered)."""
+    """What a download says on stderr, begun on its first :meth:`start` (when the server has answered): a tqdm
+    bar in bytes on a terminal (:func:`tokenizer.command_line.show_progress`), else a line at the start of each
+    transfer and one at the end, so that a log holds no bar redrawn with ``\\r``s and still says what waits."""
 
-    def __init__(self, desc: str, enabled: bool):
-        self.desc, self.enabled, self.bar = desc, enabled, None
+    def __init__(self, desc: str, url: str, enabled: bool):
+        self.desc, self.url, self.enabled, self.bar = desc, url, enabled, None
+        self.as_lines = enabled and not command_line.show_progress()
+        self.started, self.total = False, None
 
     def start(self, total: int | None, done: int) -> None:
+        self.started, self.total = True, total
+        if self.as_lines:
+            size = f"{total:,} bytes" if total is not None else "size unknown"
+            resumed = f", resuming at byte {done:,}" if done else ""
+            command_line.say(f"downloading {self.desc} from {self.url} ({size}{resumed}) ...")
+            return
         if self.bar is None:
             from tqdm import tqdm
 
@@ -171,7 +185,14 @@ class _LazyBar:
         self.bar.update(done)
 
     def update(self, n: int) -> None:
-        self.bar.update(n)
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def finish(self) -> None:
+        """The transfer is complete: said once, as a line (a bar shows it already)."""
+        if self.as_lines and self.started:  # (a .part found whole already was never started: nothing to say)
+            size = f" ({self.total:,} bytes)" if self.total is not None else ""
+            command_line.say(f"downloaded {self.desc}{size}")
 
     def close(self) -> None:
         if self.bar is not None:
