@@ -540,6 +540,42 @@ def run_main(capsys, monkeypatch, *argv, stdin: bytes | None = None) -> tuple[in
     return status, out, err
 
 
+class TypedStdin(io.TextIOWrapper):
+    """Standard input as a terminal would give it: what the person typed, up to their Ctrl-D."""
+
+    def isatty(self):
+        return True
+
+
+def test_a_dash_read_from_a_terminal_says_how_to_end_the_text_once(capsys, monkeypatch):
+    """``encode -`` (and every command reading ``-``) on a terminal would otherwise wait for Ctrl-D in silence;
+    piped input says nothing."""
+    from tokenizer.cli import main
+
+    waiting = "reading stdin from the terminal: type the text, then Ctrl-D at the start of a line to end it"
+    for argv in (["encode", "-"], ["decode", "-"], ["count", "-"]):
+        monkeypatch.setattr(sys, "stdin", TypedStdin(io.BytesIO(b"31373\n"), encoding="utf-8"))
+        assert main(argv, prog=PROG) == 0, argv
+        out, err = capsys.readouterr()
+        assert out and err.count(waiting) == 1 and err.startswith(waiting), (argv, err)
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"31373\n"), encoding="utf-8"))
+        assert main(argv, prog=PROG) == 0 and capsys.readouterr().err == "", argv
+
+
+def test_a_dash_on_a_real_terminal_says_how_to_end_the_text_and_reads_it(tmp_path):
+    leader, follower = os.openpty()
+    try:
+        with start("encode", "-", cwd=tmp_path, stdin=follower) as proc:
+            os.write(leader, b"hello\n")
+            os.write(leader, b"\x04")  # Ctrl-D at the start of a line: the end of the text
+            out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert (proc.returncode, out) == (0, "31373 198\n")
+    assert err.startswith("reading stdin from the terminal:") and "Ctrl-D" in err and err.count("\n") == 1
+
+
 def test_decode_takes_a_json_list(capsys, monkeypatch):
     for args in (["[15496, 11, 995]"], ["[15496,11,995]"], [" [15496, 11]", "995"], ["[]", "15496", "11,995"]):
         assert run_main(capsys, monkeypatch, "decode", *args)[:2] == (0, "Hello, world\n"), args

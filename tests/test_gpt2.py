@@ -905,6 +905,19 @@ def test_a_dash_reads_the_prompt_from_stdin_as_gpt2_tokenizer_does(fake_model, m
     assert len(fake_model.loads) == 1  # only the run that had a prompt
 
 
+def test_a_dash_on_a_terminal_says_how_to_end_the_prompt(fake_model, monkeypatch):
+    """``gpt2 -`` with stdin a terminal would otherwise wait for Ctrl-D in silence: it says so, once, on stderr."""
+    class TypedStdin(io.TextIOWrapper):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", TypedStdin(io.BytesIO(b"typed prompt\n"), encoding="utf-8"))
+    status, _, err = run_main(["-", "--n_tokens_to_generate", "2"])
+    assert status == 0 and fake_model.encoder.encoded == ["typed prompt\n"]
+    assert err == ("reading stdin from the terminal: type the text, then Ctrl-D at the start of a line to end it "
+                   "(Ctrl-C to cancel)\n")
+
+
 def test_a_models_dir_that_is_no_folder_is_one_line_and_exit_2_before_loading(fake_model, monkeypatch, tmp_path):
     """A file where the models folder goes (or on its path) could hold no model; it used to fail as exit 1 with
     Python's "good.txt/124M/checkpoint: Not a directory", after the load had started."""

@@ -2,6 +2,7 @@
 by one rule, strict UTF-8, and a refusal is worded one way wherever it happens.
 
     read_stdin_text()                           # all of stdin, exactly as read (newlines, a final one included)
+    say_if_typed()                              # on a terminal: how to end what is typed (read_stdin_text says it)
     read_utf8_file("essay.txt", what="--score essay.txt")
     argument_text(sys.argv[1], "TEXT")          # an argument, which the shell may have handed over as any bytes
     decode_utf8(data, "corpus.txt", offset=1 << 20)
@@ -45,8 +46,22 @@ def decode_utf8(data: bytes, name: str, *, offset: int = 0, advice: str = CONVER
 
 
 def read_stdin_text(name: str = "stdin") -> str:
-    """All of standard input as text, exactly as read."""
+    """All of standard input as text, exactly as read (on a terminal, after saying how to end it)."""
+    say_if_typed()
     return decode_utf8(sys.stdin.buffer.read(), name)
+
+
+def say_if_typed() -> None:
+    """When standard input is a terminal, say on stderr that what follows is read from it and how to end it:
+    a command reading ``-`` otherwise waits for an end of input that a person may not know to type."""
+    try:
+        typed = sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # stdin closed: the read that follows says so
+        typed = False
+    if typed:
+        end = "Ctrl-Z then Enter" if os.name == "nt" else "Ctrl-D at the start of a line"
+        print(f"reading stdin from the terminal: type the text, then {end} to end it (Ctrl-C to cancel)",
+              file=sys.stderr, flush=True)
 
 
 def read_utf8_file(path: str | os.PathLike, *, what: str | None = None, advice: str = CONVERT) -> str:

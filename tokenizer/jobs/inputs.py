@@ -192,6 +192,7 @@ def stdin_as_file(paths: list[Path]):
 def open_input(path: str | os.PathLike):
     """The input's bytes as a binary file (standard input for ``-``, left open after)."""
     if is_stdin(path):
+        text_input.say_if_typed()
         yield sys.stdin.buffer
         return
     try:
