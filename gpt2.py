@@ -19,8 +19,8 @@ import os
 import sys
 
 from gpt2_numpy.kvcache import DecodingWeights, generate, generate_batch
-from gpt2_numpy.model import attention, ffn, gelu, generate_reference, gpt2, layer_norm, linear, mha, softmax, \
-    transformer_block
+from gpt2_numpy.model import attention, count_of_new_tokens, ffn, gelu, generate_reference, gpt2, layer_norm, linear, \
+    mha, softmax, transformer_block
 from gpt2_numpy.scoring import score, token_nlls
 from gpt2_numpy.checkpoints import load_encoder_hparams_and_params, model_folder
 
@@ -31,6 +31,7 @@ __all__ = ["gpt2", "generate", "generate_batch", "generate_reference", "score", 
 def main(prompt: str, n_tokens_to_generate: int = 40, model_size: str = "124M", models_dir: str | None = None):
     """picoGPT's main: GPT-2's greedy continuation of `prompt`, returned as text. `models_dir` None means
     the usual models folder (gpt2_numpy/models_dir.py); a folder passed by name ("models") is that folder."""
+    count_of_new_tokens(n_tokens_to_generate)  # a count that is no int is refused before any download
     encoder, hparams, params = load_encoder_hparams_and_params(model_size, models_dir)
     input_ids = encoder.encode(prompt)
     # as the gpt2 command: a long run's weights as the compiled kernel reads them kept beside the checkpoint

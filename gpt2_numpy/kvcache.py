@@ -544,9 +544,7 @@ class KVDecoder:
         lengths = [len(p) for p in prompts]
         if not prompts or min(lengths) == 0:
             raise ValueError("every prompt needs at least one token (e.g. [50256], <|endoftext|>)")
-        n_new = int(n_tokens_to_generate)
-        if n_new < 0:
-            raise ValueError(f"n_tokens_to_generate must be >= 0, got {n_tokens_to_generate}")
+        n_new = model.count_of_new_tokens(n_tokens_to_generate)
         longest, n_batch = max(lengths), len(prompts)
         check_fits_context(longest, n_new, weights.n_ctx)
         n_max = longest + n_new  # the cache holds exactly what is needed

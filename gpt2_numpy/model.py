@@ -178,13 +178,25 @@ def generate_reference(inputs, params, n_head, n_tokens_to_generate):  # [n_seq]
     inputs = list(inputs)
     if not inputs:
         raise ValueError("every prompt needs at least one token (e.g. [50256], <|endoftext|>)")
-    if n_tokens_to_generate < 0:
-        raise ValueError(f"n_tokens_to_generate must be >= 0, got {n_tokens_to_generate}")
+    n_tokens_to_generate = count_of_new_tokens(n_tokens_to_generate)
     check_fits_context(len(inputs), n_tokens_to_generate, len(params["wpe"]))  # wpe: one row per position
     for _ in range(n_tokens_to_generate):
         logits = gpt2(inputs, **params, n_head=n_head)  # [n_seq, n_vocab]
         inputs.append(int(np.argmax(logits[-1])))  # the most likely next id
     return inputs[len(inputs) - n_tokens_to_generate :]
+
+
+def count_of_new_tokens(n_tokens_to_generate) -> int:
+    """``n_tokens_to_generate`` as an int, once it is checked to be one (a NumPy integer counts) and >= 0.
+
+    A float or a bool is refused rather than read as a count: ``int(2.5)`` would quietly generate 2 tokens.
+    """
+    if isinstance(n_tokens_to_generate, (bool, np.bool_)) or not isinstance(n_tokens_to_generate, (int, np.integer)):
+        raise TypeError(f"n_tokens_to_generate must be a whole number of tokens (an int), got "
+                        f"{n_tokens_to_generate!r} ({type(n_tokens_to_generate).__name__})")
+    if n_tokens_to_generate < 0:
+        raise ValueError(f"n_tokens_to_generate must be >= 0, got {n_tokens_to_generate}")
+    return int(n_tokens_to_generate)
 
 
 def check_fits_context(n_prompt, n_new, n_ctx):

@@ -51,6 +51,7 @@ import numpy as np
 
 from .kvcache import (EOT_ID, DecodingWeights, KVDecoder, draw, sample, sampling_distribution,
                       sampling_temperature)
+from .model import count_of_new_tokens
 
 DEFAULT_DRAFT_TOKENS = 4  # k: drafted tokens verified per pass (bench/bench_speculative.py: what k costs)
 
@@ -198,7 +199,7 @@ def iter_generate(inputs, params, n_head, n_tokens_to_generate, draft, *, draft_
     prompt = one_prompt(inputs)
     if int(draft_tokens) != draft_tokens or draft_tokens < 1:
         raise ValueError(f"draft_tokens must be a whole number >= 1, got {draft_tokens}")
-    n_new = int(n_tokens_to_generate)
+    n_new = count_of_new_tokens(n_tokens_to_generate)
     model = KVDecoder([prompt], params, n_head, n_new)
     if n_new == 0:
         return

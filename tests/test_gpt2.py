@@ -260,6 +260,33 @@ def test_generate_reference_refuses_what_generate_refuses_in_the_same_words(para
     assert len(generate_reference(list(range(N_CTX - 3)), params, N_HEAD, 3)) == 3  # up to the context: fine
 
 
+def test_a_count_of_new_tokens_that_is_no_integer_is_refused_everywhere(params, monkeypatch):
+    """n_tokens_to_generate=2.5 used to generate 2 tokens (int(2.5)) in silence, and True one; each way in now says
+    the count must be an int. A NumPy integer (a count taken from an array) still counts."""
+    from gpt2_numpy import speculative
+    from gpt2_numpy.model import generate_reference
+
+    calls = {
+        "generate": lambda n: gpt2.generate(PROMPT, params, N_HEAD, n),
+        "generate_batch": lambda n: gpt2.generate_batch([PROMPT, PROMPT[:2]], params, N_HEAD, n),
+        "iter_generate_batch": lambda n: list(kvcache.iter_generate_batch([PROMPT], params, N_HEAD, n)),
+        "KVDecoder": lambda n: kvcache.KVDecoder([PROMPT], params, N_HEAD, n),
+        "generate_reference": lambda n: generate_reference(PROMPT, params, N_HEAD, n),
+        "speculative": lambda n: speculative.generate(PROMPT, params, N_HEAD, n, speculative.PromptLookup(2)),
+    }
+    for name, call in calls.items():
+        for bad in (2.5, 2.0, np.float32(3), "3", True, np.bool_(True), None):
+            with pytest.raises(TypeError, match=r"n_tokens_to_generate must be a whole number of tokens \(an int\), "
+                                                r"got "):
+                call(bad)
+        assert call(np.int64(2)) is not None, name
+    assert gpt2.generate(PROMPT, params, N_HEAD, np.int32(3)) == gpt2.generate(PROMPT, params, N_HEAD, 3)
+    assert generate_reference(PROMPT, params, N_HEAD, np.int64(3)) == gpt2.generate(PROMPT, params, N_HEAD, 3)
+    monkeypatch.setattr(gpt2, "load_encoder_hparams_and_params", lambda *a: pytest.fail("loaded a model"))
+    with pytest.raises(TypeError, match="got 2.5 \\(float\\)"):
+        gpt2.main("hello", n_tokens_to_generate=2.5)  # before any download
+
+
 def test_kv_cache_logits_equal_full_logits(params):
     n_new = 15
     new = gpt2.generate_reference(PROMPT, params, N_HEAD, n_new)
