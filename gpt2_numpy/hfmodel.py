@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenizer.outputs import check_folder, replaced_folder_files
+from tokenizer.vocab_files import read_json_object
 
 SAFETENSORS = "model.safetensors"
 HF_MODEL_FILES = ("config.json", SAFETENSORS, "vocab.json", "merges.txt")  # what save_hf_folder writes
@@ -212,11 +213,11 @@ def read_hf_vocab(folder: Path) -> tuple[dict[str, int], list[tuple[str, str]]] 
     None when the folder has neither."""
     try:
         if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-            vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+            vocab = read_json_object(folder / "vocab.json", "a JSON object mapping token strings to ids")
             lines = (folder / "merges.txt").read_text(encoding="utf-8").split("\n")
             return vocab, [tuple(line.split(" ")) for line in lines if line and not line.startswith("#version")]
         if (folder / "tokenizer.json").is_file():
-            model = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]
+            model = read_json_object(folder / "tokenizer.json", "an HF tokenizer.json with a BPE model")["model"]
             merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
             return model["vocab"], merges
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:

@@ -155,6 +155,15 @@ def test_broken_vocab_files_are_refused_naming_the_file(tmp_path):
     (folder / "vocab.bpe").write_bytes((packaged / "vocab.bpe").read_bytes())
     with pytest.raises(ValueError, match=r"broken[/\\]encoder\.json: not valid JSON"):
         encoder.get_encoder("broken", tmp_path)
+    # each JSON error says where: "Unterminated string starting at" used to end the message, its place lost
+    for damaged, place in [('{"a": 1,\n "b: 2}', "line 2, column 2: Unterminated string starting at;"),
+                           ('{"a": 1,\n', "line 2, column 1: Expecting property name enclosed in double quotes;"),
+                           ('{"a": 1 "b": 2}', "line 1, column 9: Expecting ',' delimiter;")]:
+        (folder / "encoder.json").write_text(damaged, encoding="utf-8")
+        with pytest.raises(ValueError) as refused:
+            encoder.get_encoder("broken", tmp_path)
+        assert str(refused.value) == (f"{folder / 'encoder.json'}: not valid JSON at {place} the file is damaged or "
+                                      f"cut short: replace it with a good copy")
     (folder / "encoder.json").write_text(text, encoding="utf-8")
     for content in ["", "#version: 0.2\n", "#version: 0.2\n\n"]:
         (folder / "vocab.bpe").write_text(content, encoding="utf-8")

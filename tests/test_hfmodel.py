@@ -80,6 +80,22 @@ def test_tokenizer_json_alone_is_enough(hf_folder, tmp_path):
     assert json.loads((folder / "tokenizer.json").read_text())["model"]["merges"]  # it did hold the merges
 
 
+def test_a_damaged_vocab_json_or_tokenizer_json_is_named_with_the_place_of_the_damage(hf_folder, tmp_path):
+    """The error named the folder alone; now it names the file, the line and column, and what to do."""
+    folder = tmp_path / "damaged"
+    shutil.copytree(hf_folder, folder)
+    (folder / "vocab.json").write_text('{"a": 0,\n "b: 1}', encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        checkpoints.load_encoder_hparams_and_params(str(folder))
+    assert (f"{folder / 'vocab.json'}: not valid JSON at line 2, column 2: Unterminated string starting at; "
+            f"the file is damaged or cut short: replace it with a good copy") in str(refused.value)
+    for name in ("vocab.json", "merges.txt"):
+        (folder / name).unlink()
+    (folder / "tokenizer.json").write_text('{"model": ', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tokenizer\.json: not valid JSON at line 1, column 11: Expecting value;"):
+        checkpoints.load_encoder_hparams_and_params(str(folder))
+
+
 def test_a_model_saved_without_its_tokenizer_takes_gpt2s_vocabulary_if_it_has_gpt2s_ids(hf_folder, tmp_path):
     """model.save_pretrained(DIR) writes config.json and model.safetensors, no tokenizer: with GPT-2's 50257 ids
     the folder runs on GPT-2's own vocabulary (as the loader's comment always said; it was get_encoder's "no

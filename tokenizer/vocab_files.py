@@ -122,12 +122,14 @@ def gpt2_merges(pairs: list[tuple[str, str]], *, where: str = "vocab.bpe") -> li
 
 
 def read_json_object(path: str | os.PathLike, what: str) -> dict:
-    """A JSON file's top-level object; ValueError naming the file (and the line) otherwise."""
+    """A JSON file's top-level object; ValueError naming the file (and the line and column) otherwise."""
     path = Path(path)
     try:
         data = json.loads(_read_utf8(path))
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+        # e.msg alone can end mid-sentence ("Unterminated string starting at"): the place is in lineno and colno
+        raise ValueError(f"{path}: not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}; the file is "
+                         f"damaged or cut short: replace it with a good copy") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected {what}")
     return data
