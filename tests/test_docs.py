@@ -84,6 +84,21 @@ def test_a_wrong_doc_fails(tmp_path, block, message):
     assert "bad.md" in result.stdout + result.stderr
 
 
+def test_the_training_walkthrough_without_the_test_corpus_says_what_to_get_in_one_line(tmp_path):
+    """docs/05 trains on ../shared/corpus/en_docs.txt, which a checkout alone lacks: its first block stopped with a
+    bare FileNotFoundError traceback; now one line names the file looked for and how to supply it."""
+    first_block = python_blocks((REPO / "docs" / "05-training-cs336.md").read_text(encoding="utf-8"))[0][1]
+    doc = tmp_path / "first-block.md"
+    doc.write_text(f"```python\n{first_block}```\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOKENIZER_SHARED_DIR": str(tmp_path / "no-shared")}
+    result = subprocess.run([sys.executable, __file__, str(doc)], capture_output=True, text=True, env=env, cwd=REPO,
+                            timeout=300)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (f"{tmp_path / 'no-shared' / 'corpus' / 'en_docs.txt'} not found: this walkthrough trains "
+                             "on the test corpus corpus/en_docs.txt; put the shared test data beside the checkout as "
+                             "../shared, or set TOKENIZER_SHARED_DIR to it\n")
+
+
 def test_blocks_share_one_namespace(tmp_path):
     doc = tmp_path / "ok.md"
     doc.write_text("```python\nvalue = 41\n```\n\n```python\n>>> value + 1\n42\n```\n", encoding="utf-8")
