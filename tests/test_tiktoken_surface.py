@@ -767,3 +767,65 @@ def test_unknown_name_lists_plugins_too(clean_registry, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ValueError, match="Unknown encoding 'nope'.*o200k_harmony.*gpt2_with_pad"):
         get_encoding("nope")
+
+
+# ---- lone surrogates -------------------------------------------------------------------------------------
+
+
+def outcome_and_message(func, *args, **kwargs):
+    """func's result (a list, for arrays), or its exception's type and, for a UnicodeEncodeError, its message
+    (which says where the surrogate is; the wording of this package's other errors is its own)."""
+    try:
+        result = func(*args, **kwargs)
+    except UnicodeEncodeError as e:
+        return UnicodeEncodeError, str(e)
+    except Exception as e:  # noqa: BLE001 - the type is the outcome
+        return type(e)
+    return result.tolist() if isinstance(result, np.ndarray) else result
+
+
+def unstable_sorted(result):
+    """encode_with_unstable's outcome with its completions sorted (tiktoken's come in a random order)."""
+    if isinstance(result, type) or isinstance(result[0], type):  # an exception's type, or its type and message
+        return result
+    return result[0], sorted(result[1])
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
+@pytest.mark.parametrize("text", ["a\ud800b", "\udc80", "x \ud83d\ude00", "<|endoftext|>\ud800", "fine text"])
+def test_lone_surrogates_answer_as_in_tiktoken(name, text):
+    # tiktoken's encode, encode_ordinary and the batches replace a lone surrogate; the methods that hand the text
+    # straight to its Rust core (encode_to_numpy, encode_with_unstable, every _core_bpe method) raise
+    # UnicodeEncodeError, and encode_single_token encodes its text to UTF-8 first, which raises it too.
+    ours, theirs = get_encoding(name), tiktoken.get_encoding(name)
+    calls = [
+        ("encode", (text,), {}),
+        ("encode", (text,), {"allowed_special": "all"}),
+        ("encode_ordinary", (text,), {}),
+        ("encode_to_numpy", (text,), {}),
+        ("encode_to_numpy", (text,), {"allowed_special": "all"}),
+        ("encode_to_numpy", (text,), {"disallowed_special": ()}),
+        ("encode_batch", (["x", text],), {}),
+        ("encode_batch", (["x", text],), {"allowed_special": "all"}),
+        ("encode_ordinary_batch", (["x", text],), {}),
+        ("encode_single_token", (text,), {}),
+        ("encode_single_token", ("<|endoftext|>",), {}),
+    ]
+    for method, args, kwargs in calls:
+        assert outcome_and_message(getattr(ours, method), *args, **kwargs) == outcome_and_message(
+            getattr(theirs, method), *args, **kwargs), (method, kwargs)
+    for kwargs in [{}, {"allowed_special": "all"}]:
+        assert unstable_sorted(outcome_and_message(ours.encode_with_unstable, text, **kwargs)) == unstable_sorted(
+            outcome_and_message(theirs.encode_with_unstable, text, **kwargs)), kwargs
+    core_calls = [
+        ("encode", (text, set())),
+        ("encode", (text, {"<|endoftext|>"})),
+        ("encode_ordinary", (text,)),
+        ("encode_to_tiktoken_buffer", (text, set())),
+    ]
+    for method, args in core_calls:
+        a = outcome_and_message(getattr(ours._core_bpe, method), *args)
+        b = outcome_and_message(getattr(theirs._core_bpe, method), *args)
+        if method == "encode_to_tiktoken_buffer":
+            a, b = [np.frombuffer(x, dtype=np.uint32).tolist() if not isinstance(x, tuple) else x for x in (a, b)]
+        assert a == b, method

@@ -430,6 +430,9 @@ class Encoding:
         import numpy as np  # only here: the tokenizer itself does not need NumPy, and importing it is slow
 
         ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        # After encode, which refuses a disallowed special token first, as tiktoken does; encode itself stands
+        # U+FFFD in for a lone surrogate, but tiktoken hands this method's text to its Rust core, which raises.
+        refuse_lone_surrogates(text)
         return np.array(ids, dtype=np.uint32)
 
     def encode_with_unstable(
@@ -519,7 +522,7 @@ class Encoding:
         if isinstance(text_or_bytes, str):
             if text_or_bytes in self._special_tokens:
                 return self._special_tokens[text_or_bytes]
-            data = text_or_bytes.encode("utf-8", "surrogatepass")
+            data = text_or_bytes.encode("utf-8")  # as tiktoken: a lone surrogate raises UnicodeEncodeError
         else:
             data = bytes(text_or_bytes)
         idx = self._token_ids.get(data)
@@ -751,10 +754,14 @@ class TiktokenCoreBPE:
     def __init__(self, enc: Encoding):
         self._enc = enc
 
+    # tiktoken's Rust core takes its text as UTF-8: a lone surrogate raises there, where Encoding.encode (which
+    # catches that error) stands U+FFFD in for it.
     def encode(self, text: str, allowed_special: AbstractSet[str]) -> list[int]:
+        refuse_lone_surrogates(text)
         return self._enc.encode(text, allowed_special=allowed_special, disallowed_special=())
 
     def encode_ordinary(self, text: str) -> list[int]:
+        refuse_lone_surrogates(text)
         return self._enc.encode_ordinary(text)
 
     def encode_to_tiktoken_buffer(self, text: str, allowed_special: AbstractSet[str]) -> memoryview:
@@ -823,6 +830,19 @@ def check_texts(texts: Sequence[object], method: str) -> None:
             if isinstance(text, (bytes, bytearray, memoryview)):
                 given += ': decode it first, e.g. data.decode("utf-8")'
             raise TypeError(given) from None  # (not the failure it explains, from deep inside the call)
+
+
+def refuse_lone_surrogates(text: str) -> None:
+    """Raise the ``UnicodeEncodeError`` tiktoken's Rust core raises for text holding a lone surrogate (which
+    UTF-8 cannot hold): the same message, naming the surrogate's position.
+
+    >>> refuse_lone_surrogates("a\\ud800b")
+    Traceback (most recent call last):
+    UnicodeEncodeError: 'utf-8' codec can't encode character '\\ud800' in position 1: surrogates not allowed
+    """
+    # isascii reads a flag the string keeps: ASCII text pays nothing, other text one pass of the UTF-8 encoder
+    if isinstance(text, str) and not text.isascii():
+        text.encode("utf-8")
 
 
 def check_num_threads(num_threads) -> None:
