@@ -616,6 +616,42 @@ def test_train_refuses_a_folder_that_holds_a_tokenizer_unless_force(capsys, monk
     assert run_main(capsys, monkeypatch, *options)[0] == 0  # a folder without a tokenizer is fine
 
 
+@pytest.mark.parametrize("format_, input_name", [
+    ("gpt2", "vocab.bpe"), ("gpt2", "tokenizer.json"), ("hf", "tokenizer.json"), ("tiktoken", "merges.txt"),
+    ("tiktoken", "other.tiktoken")])
+def test_train_refuses_an_input_it_would_replace_in_out(cli, tmp_path, format_, input_name):
+    # train writes its format's files into --out and removes another format's: an input among them would be lost
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / input_name).write_text("low lower lowest newer newest " * 50, encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    for given in [f"tok/{input_name}", f"tok/../tok/{input_name}"]:
+        stderr = cli("train", "--input", given, "--vocab_size", "270", "--out", "tok", "--format", format_,
+                     "--force", status=2).stderr
+        assert f"would replace the input {given}" in stderr, stderr
+        assert "name another --out, or move the input out of tok" in stderr
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    (tmp_path / "link.txt").symlink_to(tmp_path / "tok" / input_name)  # a link to it is that input too
+    assert "would replace the input link.txt" in cli("train", "--input", "link.txt", "--vocab_size", "270", "--out",
+                                                      "tok", "--format", format_, "--force", status=2).stderr
+
+
+def test_train_refuses_an_input_in_its_state_folder(cli, tmp_path):
+    (tmp_path / "tok.checkpoint").mkdir()
+    (tmp_path / "tok.checkpoint" / "settings.json").write_text("low lower " * 50, encoding="utf-8")
+    stderr = cli("train", "--input", "tok.checkpoint/settings.json", "--vocab_size", "270", "--out", "tok",
+                 "--force", status=2).stderr
+    assert "--input tok.checkpoint/settings.json is in tok.checkpoint, the folder where train keeps its state and " \
+           "removes once the tokenizer is saved: move the input, or name another --out" in stderr
+    assert (tmp_path / "tok.checkpoint" / "settings.json").is_file() and not (tmp_path / "tok").exists()
+
+
+def test_train_may_read_a_file_of_out_it_does_not_replace(cli, tmp_path):
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "notes.txt").write_text("low lower lowest newer newest " * 50, encoding="utf-8")
+    cli("train", "--input", "tok", "--vocab_size", "270", "--out", "tok")
+    assert sorted(p.name for p in (tmp_path / "tok").iterdir()) == ["encoder.json", "notes.txt", "vocab.bpe"]
+
+
 def test_ctrl_c_in_train_names_the_checkpoint_and_resume(capsys, monkeypatch, tmp_path):
     import tokenizer.cli
 

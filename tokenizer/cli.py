@@ -74,7 +74,7 @@ from .jobs.engines import ENGINES
 from .encoding import Encoding
 from .encoding_argument import WHAT_TO_PASS
 from .loading import load_encoding
-from .saving import SAVE_FORMATS, check_tokenizer_folder, save_encoding
+from .saving import SAVE_FORMATS, check_tokenizer_folder, replaced_tokenizer_files, save_encoding
 from .registry import list_encoding_names
 from .training.checkpoint import STATE_FILES
 from .training.train import train_bpe
@@ -346,17 +346,19 @@ def train(args) -> None:
         raise UsageError(f"--vocab_size {args.vocab_size} leaves no merges (256 bytes + {no_merges - 256} special "
                          "tokens), and the gpt2 format's vocab.bpe is its merges: pass a larger --vocab_size, or "
                          "--format hf or tiktoken")
-    checkpoint = check_train_outputs(args)
+    checkpoint = check_train_outputs(args, found)
     source = inputs.input_name(found[0]) if len(found) == 1 else f"{len(found)} files"
     with inputs.stdin_as_file(found) as paths:  # read in parallel, then again for the figures below
         train_on(paths, source, args, checkpoint)
 
 
-def check_train_outputs(args) -> Path:
+def check_train_outputs(args, found: list[Path]) -> Path:
     """``--out DIR`` and ``DIR.checkpoint`` (where the state is kept until the tokenizer is saved), checked
-    before any work (:mod:`tokenizer.outputs`); returns the checkpoint folder."""
-    check_tokenizer_folder(args.out, overwrite=args.force or args.resume, flag="--out")
+    before any work (:mod:`tokenizer.outputs`), and against the input files ``found``; returns the checkpoint
+    folder."""
     checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
+    refuse_replacing_train_inputs(found, args.out, args.format, checkpoint)
+    check_tokenizer_folder(args.out, overwrite=args.force or args.resume, flag="--out")
     outputs.check_folder(checkpoint, overwrite=True, flag=f"--out {args.out}: its state folder")
     foreign = [p.name for p in checkpoint.iterdir() if not is_state_file(p.name)] if checkpoint.is_dir() else []
     if foreign:  # the folder is removed once the tokenizer is saved: never with files of the user's in it
@@ -368,6 +370,25 @@ def check_train_outputs(args) -> Path:
         raise UsageError(f"{checkpoint} holds the training state of a run that stopped: pass --resume to continue "
                          "it, or --force to start over")
     return checkpoint
+
+
+def refuse_replacing_train_inputs(found: list[Path], out: str, format: str, checkpoint: Path) -> None:  # noqa: A002
+    """A mistake when an input is a file train would replace or remove in ``out`` (``--force`` replaces a saved
+    tokenizer, whatever its format), or lies in the state folder removed at the end: the input would be lost."""
+    folder = Path(out).resolve()
+    replaced = {folder / name for name in replaced_tokenizer_files(folder, format)}
+    state = checkpoint.resolve()
+    for path in found:
+        if inputs.is_stdin(path):
+            continue
+        # the file read (through any link), and the folder entry named (a link replaced is a link lost)
+        for where in (path.resolve(), path.parent.resolve() / path.name):
+            if where in replaced:
+                raise UsageError(f"--out {out}: saving the tokenizer would replace the input {path} "
+                                 f"({where.name}); name another --out, or move the input out of {out}")
+            if where.is_relative_to(state):
+                raise UsageError(f"--input {path} is in {checkpoint}, the folder where train keeps its state and "
+                                 "removes once the tokenizer is saved: move the input, or name another --out")
 
 
 def is_state_file(name: str) -> bool:

@@ -76,6 +76,13 @@ def check_tokenizer_folder(path, *, overwrite: bool = False, flag: str | None = 
     return outputs.check_folder(path, holds=saved_tokenizer_files, what="a tokenizer", overwrite=overwrite, flag=flag)
 
 
+def replaced_tokenizer_files(folder, format: str) -> list[str]:  # noqa: A002 - save_encoding's name
+    """The files in ``folder`` that :func:`save_encoding` in ``format`` with ``overwrite`` replaces or removes:
+    the format's own, and any other saved tokenizer's (what a command checks its inputs against)."""
+    own = {"gpt2": GPT2_FILES, "tiktoken": (TIKTOKEN_FILE, TIKTOKEN_META_FILE), "hf": (HF_FILE,)}[format]
+    return list(dict.fromkeys([*own, *saved_tokenizer_files(folder)]))
+
+
 def saved_tokenizer_files(folder) -> list[str]:
     """The files of a saved tokenizer in ``folder`` (what :func:`tokenizer.loading.load_encoding` looks for)."""
     folder = Path(folder)
