@@ -164,6 +164,25 @@ def test_openai_folder_by_path_and_cli_save_hf(tmp_path):
     assert status_a == status_b == 0 and out_a == out_b and out_a.strip()
 
 
+def test_cli_save_hf_refuses_the_folder_the_model_is_read_from(tmp_path):
+    """--save_hf into --model's own folder would replace the model it reads (with --force) or leave two layouts
+    in one folder: refused in one line, before any work, nothing written."""
+    from tiny_checkpoint import write_tiny_checkpoint
+
+    write_tiny_checkpoint(tmp_path / "openai")
+    assert run_main(["--model", str(tmp_path / "openai"), "--save_hf", str(tmp_path / "hf")])[0] == 0
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    for model, out in [("hf", "hf"), ("hf", "hf/../hf"), ("openai", "openai")]:
+        status, stdout, stderr = run_main(["--model", str(tmp_path / model), "--save_hf", str(tmp_path / out),
+                                           "--force"])
+        assert (status, stdout) == (2, "") and stderr.count("\n") == 1, stderr
+        assert f"--save_hf {tmp_path / out} is the folder --model reads the model from; name another folder" in stderr
+    status, _, stderr = run_main(["--model", "124M", "--models_dir", str(tmp_path / "models"), "--save_hf",
+                                  str(tmp_path / "models" / "124M")])
+    assert status == 2 and "is the folder --model reads the model from" in stderr  # before any download
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
 def test_cli_save_hf_says_what_it_writes_when_it_is_slow(tmp_path, monkeypatch):
     """A large model's --save_hf (6 GB at 1558M) says "writing DIR ..." on a terminal after
     command_line.SLOW_AFTER_SECONDS; a quick one, or stderr on no terminal, says nothing but its `wrote`."""
