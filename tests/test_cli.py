@@ -83,6 +83,15 @@ def test_decode_takes_ids_as_arguments_or_lists(cli):
     assert cli("encode", "hello world", "--encoding", "cl100k_base").stdout.split() == ["15339", "1917"]
 
 
+
+@pytest.mark.parametrize("typed, bad, position", [
+    (["1_000"], "1_000", 1), (["31373", "\u0661\u0662"], "\u0661\u0662", 2), (["31373,995,\uff19"], "\uff19", 3),
+    (["31373 +995"], "+995", 2), (["0x10"], "0x10", 1), (["31373", "99\u00b2"], "99\u00b2", 2)])
+def test_decode_takes_ids_in_ascii_digits_only(cli, typed, bad, position):
+    # Python's int() also reads 1_000, Arabic-Indic and full-width digits, "+5": none is how an id is written
+    stderr = cli("decode", *typed, status=2).stderr
+    assert f"decode: {bad!r} (id {position}) is not a token id: write ids in the digits 0-9" in stderr, stderr
+
 # ---- --help, unknown flags, missing arguments -------------------------------------------------------------
 
 
@@ -146,8 +155,8 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
         (["encode", "x", "--disallowed_special", "<|pad|>"], "pass all, none or a comma list"),
         (["compare", "x", "--allowed_special", "<|endofprompt|>"], "not a special token of gpt2"),
         (["decode", "99999999"], "not in the vocabulary"),
-        (["decode", "hello"], "integer token ids, got 'hello'"),
-        (["decode", "1e3"], "integer token ids, got '1e3'"),
+        (["decode", "hello"], "decode: 'hello' (id 1) is not a token id: write ids in the digits 0-9"),
+        (["decode", "1e3"], "decode: '1e3' (id 1) is not a token id"),
     ],
 )
 def test_bad_values_are_one_line_and_exit_2(cli, args, message):

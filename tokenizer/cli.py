@@ -198,10 +198,12 @@ def parse_ids(words: list[str]) -> list[int]:
             ids += items
             continue
         for part in word.replace(",", " ").split():
-            try:
-                ids.append(int(part))
-            except ValueError:
-                raise UsageError(f"decode takes integer token ids, got {part!r}") from None
+            # int() also reads "1_000", "+5" and other scripts' digits ("١٢"), which no one means as an id; a minus
+            # is read, so that "-5" gets the vocabulary's own message (ids run from 0 to ...)
+            if not (part.isascii() and part.removeprefix("-").isdigit()):
+                raise UsageError(f"decode: {part!r} (id {len(ids) + 1}) is not a token id: write ids in the "
+                                 "digits 0-9")
+            ids.append(int(part))
     return ids
 
 
