@@ -894,3 +894,56 @@ def test_a_slow_encoding_says_it_is_loading_to_a_person_and_a_quick_one_says_not
     tokenizer.cli.open_encoding("gpt2")
     time.sleep(0.2)  # past the delay: the quick one's notice was cancelled, not merely late
     assert capsys.readouterr().err == ""
+
+
+# ---- a stdout that cannot print the output ---------------------------------------------------------------
+
+
+def run_with_stdout_encoding(monkeypatch, tmp_path, encoding: str, body) -> tuple[str, str]:
+    """(stdout, stderr) of ``body()`` with the streams Python makes for PYTHONIOENCODING=``encoding``: stdout
+    strict, stderr backslashreplace."""
+    out, err = io.BytesIO(), io.BytesIO()
+    stdout = io.TextIOWrapper(out, encoding=encoding, errors="strict")
+    stderr = io.TextIOWrapper(err, encoding=encoding, errors="backslashreplace", line_buffering=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    monkeypatch.setattr(sys, "stderr", stderr)
+    body()
+    stdout.flush()
+    stderr.flush()
+    return out.getvalue().decode(encoding), err.getvalue().decode(encoding)
+
+
+CANNOT_PRINT = ("stdout's encoding, ascii, cannot print: set PYTHONIOENCODING=utf-8 to have it printed (or written "
+                "into a file) as UTF-8")
+
+
+@pytest.mark.parametrize("command", [
+    ["decode", "7718", "2634"], ["show", "caf\u00e9", "--color", "never"], ["explain", "caf\u00e9"],
+    ["compare", "caf\u00e9"], ["count", "caf\u00e9.txt"], ["stats", "caf\u00e9.txt", "--min_seconds", "0"],
+    ["encode-file", "caf\u00e9.txt"]])
+def test_an_output_stdout_cannot_print_says_to_set_pythonioencoding(monkeypatch, tmp_path, command):
+    (tmp_path / "caf\u00e9.txt").write_text("hello world\n", encoding="utf-8")
+    statuses = []
+    _, stderr = run_with_stdout_encoding(monkeypatch, tmp_path, "ascii",
+                                         lambda: statuses.append(tokenizer.cli.main(command, prog=PROG)))
+    assert statuses == [2] and stderr.count("\n") == 1, stderr
+    assert stderr.startswith(f"{PROG}: error: the output holds '\\xe9' (U+00E9), which {CANNOT_PRINT}"), stderr
+
+
+def test_cannot_print_is_told_only_for_the_output(monkeypatch, tmp_path):
+    from tokenizer.command_line import run_guarded
+
+    def lone_surrogate():  # the work's own UnicodeEncodeError (UTF-8) keeps its message, whatever stdout takes
+        "\ud800".encode("utf-8")
+
+    for encoding in ("ascii", "utf-8"):
+        statuses = []
+        _, stderr = run_with_stdout_encoding(monkeypatch, tmp_path, encoding, lambda: statuses.append(
+            run_guarded("prog", lone_surrogate, errors=[(ValueError, 2)])))
+        assert statuses == [2] and stderr == ("prog: error: 'utf-8' codec can't encode character '\\ud800' in "
+                                              "position 0: surrogates not allowed\n")
+    statuses = []  # what gpt2 runs too: its continuation, its --score tokens, "wrote DIR"
+    _, stderr = run_with_stdout_encoding(monkeypatch, tmp_path, "ascii", lambda: statuses.append(
+        run_guarded("gpt2", lambda: print("na\u00efve \u4e2d"), errors=[(ValueError, 2)])))
+    assert statuses == [2] and stderr == f"gpt2: error: the output holds '\\xef' (U+00EF), which {CANNOT_PRINT}\n"

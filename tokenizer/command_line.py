@@ -21,6 +21,7 @@ What this module does not do: declare any command's flags, or read input (:mod:`
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import errno
 import os
@@ -118,6 +119,26 @@ def unrecognized(unknown: list[str], argv: list[str], *, prog: str, text: str, t
     return message
 
 
+def cannot_print(error: BaseException) -> str | None:
+    """The one-line message for an error that is the output failing to print, because stdout's encoding (say
+    ``PYTHONIOENCODING=ascii``, or a Latin-1 locale) cannot hold a character of it; None for any other error.
+
+    An error of the work itself that a ``UnicodeEncodeError`` could be (a lone surrogate) names UTF-8, which every
+    character but those fits: stdout in UTF-8 is never the cause."""
+    stream_encoding = getattr(sys.stdout, "encoding", None)
+    if not isinstance(error, UnicodeEncodeError) or not stream_encoding:
+        return None
+    try:
+        stream_codec, error_codec = codecs.lookup(stream_encoding).name, codecs.lookup(error.encoding).name
+    except LookupError:
+        return None
+    if stream_codec != error_codec or stream_codec == "utf-8":
+        return None
+    character = error.object[error.start]
+    return (f"the output holds {character!r} (U+{ord(character):04X}), which stdout's encoding, {stream_encoding}, "
+            "cannot print: set PYTHONIOENCODING=utf-8 to have it printed (or written into a file) as UTF-8")
+
+
 def error_message(error: BaseException) -> str:
     """One line for an error: a ``KeyError``'s message without its quotes, an ``OSError`` without ``[Errno N]``
     and with the file it names."""
@@ -160,6 +181,10 @@ def run_guarded(prog: str, body, *, errors: list[tuple[type, int]], wording=lamb
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except Exception as e:
+        unprintable = cannot_print(e)
+        if unprintable:  # the output, not the input, is at fault: say how to get it
+            print(f"{prog}: error: {unprintable}", file=sys.stderr)
+            return EXIT_MISTAKE
         status = next((code for kind, code in errors if isinstance(e, kind)), None)
         if status is None:
             raise
