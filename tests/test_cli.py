@@ -896,6 +896,11 @@ def test_a_slow_encoding_says_it_is_loading_to_a_person_and_a_quick_one_says_not
     assert capsys.readouterr().err == ""
 
 
+
+def test_encode_file_from_stdin_reports_the_workers_that_ran(cli, tmp_path):
+    out = cli("encode-file", "-", "--out", "x.bin", "--workers", "8", stdin=b"hello world").stdout
+    assert out.startswith("x.bin: 2 tokens (uint16) from 11 bytes, ") and re.search(r"s, 1 worker, gpt2\)\n$", out), out
+
 # ---- a stdout that cannot print the output ---------------------------------------------------------------
 
 

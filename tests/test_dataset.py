@@ -62,6 +62,13 @@ def test_standard_input_starts_no_more_workers_than_it_has_pieces(tmp_path, monk
                                                                                    allowed_special="all")
     pieces = -(-len(data) // 4096) + 1  # pieces end at safe cuts: about one per 4,096 bytes
     assert len(pool_sizes) == 1 and pool_sizes[0] <= pieces, (pool_sizes, stats["workers"])
+    assert stats["workers"] == pool_sizes[0]  # the workers that ran, not the 1,000 asked for
+
+
+def test_standard_input_too_short_for_workers_reports_one(tmp_path, monkeypatch):
+    # one piece is encoded in this process: no worker starts, and the summary said "8 workers"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hello world")))
+    assert encode_file("-", tmp_path / "out.bin", workers=8, progress=False)["workers"] == 1
 
 
 def test_a_named_pipe_is_encoded_as_it_comes(tmp_path):

@@ -333,6 +333,7 @@ def encode_file(
             written = encode_input(input_path, out_path, enc, allowed_special=allowed, disallowed_special=disallowed,
                                    errors=errors, text_field=text_field, chunk_bytes=chunk_bytes, engine=engine,
                                    report=lambda done: bar.set(0, done))
+        workers = engine.started_workers or 1  # those that ran: standard input's length is known only now
     finally:
         bar.close()
     seconds = time.perf_counter() - start

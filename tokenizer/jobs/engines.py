@@ -219,9 +219,13 @@ class LocalEngine:
     def __init__(self, workers: int, start_method: str | None = None):
         self.workers = workers
         self.context = multiprocessing.get_context(start_method)
+        # the most worker processes started at once so far: fewer than `workers` when there were fewer tasks
+        # (0: every task ran in this process), which is what a summary of the work should say
+        self.started_workers = 0
 
     @contextmanager
     def _pool(self, job, workers: int):
+        self.started_workers = max(self.started_workers, workers)
         progress = self.context.Queue()
         with worker_pool(self.context, workers, _start_local_worker, (job, progress)) as pool:  # Ctrl-C-safe
             yield pool, progress
