@@ -248,6 +248,22 @@ def test_an_output_never_replaces_an_input(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "x.bin").read_text(encoding="utf-8") == "notes kept as text"
 
 
+def test_the_manifest_never_replaces_an_input(tmp_path, capsys, monkeypatch):
+    # the folder's manifest.json named as an input was read as text, then written over by the new manifest
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.txt").write_text("hello", encoding="utf-8")
+    assert main(["encode-dataset", "x.txt", "--out", "out"], prog="gpt2-tokenizer") == 0
+    capsys.readouterr()
+    before = (tmp_path / "out" / MANIFEST_NAME).read_bytes()
+    for forced in ([], ["--force"]):
+        assert main(["encode-dataset", f"out/{MANIFEST_NAME}", "--out", "out", *forced], prog="gpt2-tokenizer") == 2
+        assert capsys.readouterr().err == (
+            f"gpt2-tokenizer: error: --out out: its manifest, {tmp_path / 'out' / MANIFEST_NAME}, would replace the "
+            f"input out/{MANIFEST_NAME}; name another folder\n")
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(["x.bin", MANIFEST_NAME])
+        assert (tmp_path / "out" / MANIFEST_NAME).read_bytes() == before
+
+
 @pytest.mark.parametrize("bad,message", [
     ({"b.jsonl": '{"text": "ok"}\n{"body": "x"}\n'}, r'b\.jsonl line 2: no "text" field \(its fields: "body"\)'),
     ({"b.jsonl": '{"text": "ok"}\n\n{"text": 3}\n'}, r'b\.jsonl line 3: "text" holds a number, not text'),

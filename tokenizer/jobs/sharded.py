@@ -80,16 +80,20 @@ def check_out_dir(out_dir, *, overwrite: bool = False, flag: str | None = None) 
                         overwrite=overwrite, flag=flag, overwrite_does="write into it")
 
 
-def refuse_replacing_inputs(shards: list[Path], outputs: list[Path], named: str) -> None:
+def refuse_replacing_inputs(shards: list[Path], outputs: list[Path], manifest: Path, named: str) -> None:
     """``ValueError`` when a shard's output is one of the inputs (``x.txt`` writes ``x.bin``, and ``x.bin``, a
-    text file as any other extension is, is an input in that folder): writing it would replace the input.
-    ``named`` is how the message names the output folder."""
+    text file as any other extension is, is an input in that folder), or the ``manifest`` is: writing it would
+    replace the input. ``named`` is how the message names the output folder."""
     inputs_at = {shard.resolve(): shard for shard in shards}  # outputs are real paths (check_file)
     for shard, output in zip(shards, outputs):
         replaced = inputs_at.get(output)
         if replaced is not None:
             raise ValueError(f"{named}: the output of {shard}, {output}, would replace the input {replaced}; "
                              "name another folder")
+    replaced = inputs_at.get(manifest)
+    if replaced is not None:
+        raise ValueError(f"{named}: its manifest, {manifest}, would replace the input {replaced}; name another "
+                         "folder")
 
 
 def remove_partials(outputs: list[Path]) -> None:
@@ -138,7 +142,7 @@ def encode_dataset(
     out_dir = check_out_dir(out_dir, overwrite=overwrite, flag=flag)
     # each shard's output too: a FIFO, a folder or a link there is told now, not after its encoding
     outputs = [check_file(out_dir / name, overwrite=True) for name in output_names(shards)]
-    refuse_replacing_inputs(shards, outputs, named)
+    refuse_replacing_inputs(shards, outputs, check_file(out_dir / MANIFEST_NAME, overwrite=True), named)
     enc = get_encoding(encoding) if isinstance(encoding, str) else encoding
     for shard in shards:
         check_documents_can_end(enc, shard)
