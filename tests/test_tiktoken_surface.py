@@ -829,3 +829,17 @@ def test_lone_surrogates_answer_as_in_tiktoken(name, text):
         if method == "encode_to_tiktoken_buffer":
             a, b = [np.frombuffer(x, dtype=np.uint32).tolist() if not isinstance(x, tuple) else x for x in (a, b)]
         assert a == b, method
+
+
+@pytest.mark.parametrize("not_bytes", [3, 0, None, 2.5, ["hi"]])
+def test_the_bytes_methods_refuse_what_is_not_bytes_as_tiktoken(not_bytes):
+    # bytes(3) is three zero bytes: an int was encoded as them, without a word, where tiktoken raises TypeError
+    ours, theirs = get_encoding("gpt2"), tiktoken.get_encoding("gpt2")
+    for method in ("encode_single_token", "_encode_single_piece", "_encode_bytes"):
+        assert outcome(getattr(ours, method), not_bytes) is outcome(getattr(theirs, method), not_bytes) is TypeError
+    for method in ("encode_single_token", "encode_single_piece", "_encode_bytes"):
+        assert outcome(getattr(ours._core_bpe, method), not_bytes) is TypeError, method
+    with pytest.raises(TypeError, match="^_encode_bytes takes bytes, got int$"):
+        ours._encode_bytes(3)
+    # a bytearray or a memoryview is taken for its bytes (tiktoken wants bytes itself)
+    assert ours._encode_single_piece(bytearray(b"hello")) == ours._encode_bytes(memoryview(b"hello")) == [31373]

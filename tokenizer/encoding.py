@@ -471,7 +471,7 @@ class Encoding:
         if isinstance(text_or_bytes, str):
             data = text_or_bytes.encode("utf-8")  # as tiktoken: a lone surrogate raises UnicodeEncodeError
         else:
-            data = bytes(text_or_bytes)
+            data = bytes_argument(text_or_bytes, "_encode_single_piece", "text (str) or bytes")
         idx = self._token_ids.get(data) if self._whole_piece_tokens else None
         if idx is not None:
             return [idx]
@@ -511,7 +511,7 @@ class Encoding:
         """
         if isinstance(data, str):
             raise TypeError("_encode_bytes takes bytes; for text use encode_ordinary(text)")
-        return unstable.encode_bytes(self, bytes(data))
+        return unstable.encode_bytes(self, bytes_argument(data, "_encode_bytes", "bytes"))
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of a text that is exactly one token (special tokens included); KeyError otherwise.
@@ -524,7 +524,7 @@ class Encoding:
                 return self._special_tokens[text_or_bytes]
             data = text_or_bytes.encode("utf-8")  # as tiktoken: a lone surrogate raises UnicodeEncodeError
         else:
-            data = bytes(text_or_bytes)
+            data = bytes_argument(text_or_bytes, "encode_single_token", "text (str) or bytes")
         idx = self._token_ids.get(data)
         if idx is None:
             special = {t.encode("utf-8"): i for t, i in self._special_tokens.items()}.get(data)
@@ -830,6 +830,20 @@ def check_texts(texts: Sequence[object], method: str) -> None:
             if isinstance(text, (bytes, bytearray, memoryview)):
                 given += ': decode it first, e.g. data.decode("utf-8")'
             raise TypeError(given) from None  # (not the failure it explains, from deep inside the call)
+
+
+def bytes_argument(data, method: str, takes: str) -> bytes:
+    """``data``, a bytes-like object (bytes, bytearray, memoryview), as bytes; anything else is the ``TypeError``
+    tiktoken raises too, saying what ``method`` ``takes``: ``bytes(3)`` would be three zero bytes, encoded
+    without a word.
+
+    >>> bytes_argument(3, "_encode_bytes", "bytes")
+    Traceback (most recent call last):
+    TypeError: _encode_bytes takes bytes, got int
+    """
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"{method} takes {takes}, got {type(data).__name__}")
 
 
 def refuse_lone_surrogates(text: str) -> None:
