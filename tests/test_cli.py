@@ -7,6 +7,7 @@ test_package.py."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import io
 import json
@@ -161,6 +162,16 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
 )
 def test_bad_values_are_one_line_and_exit_2(cli, args, message):
     assert message in cli(*args, status=2).stderr
+
+
+@pytest.mark.parametrize("typed", ["1_0", "+4", "\u0664", "\uff14", "4\u00b2"])
+def test_numbers_of_options_are_written_in_ascii_digits(cli, typed):
+    # int() reads all of these (as 10, 4, 4, 4 and... an error), which no one types as a number of workers
+    stderr = cli("encode-file", "x.txt", "--workers", typed, status=2).stderr
+    assert f"--workers: expected a positive whole number, got {typed!r}" in stderr
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a port from 0 to 65535"):
+        tokenizer.cli.port_number(typed.replace("4", "\u0668\u0660\u0660\u0660"))  # as 8000: a server started
+    assert tokenizer.cli.positive_int("4") == 4 and tokenizer.cli.port_number("8000") == 8000
 
 
 # ---- special tokens: one rule, the API's ------------------------------------------------------------------

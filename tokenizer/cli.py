@@ -65,8 +65,8 @@ import time
 from pathlib import Path
 
 from . import encoding_argument, outputs, serve, teach
-from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag, cannot_listen,
-                           run_guarded, said_if_slow, show_progress, unrecognized)
+from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag, ascii_digits,
+                           cannot_listen, run_guarded, said_if_slow, show_progress, unrecognized)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, inputs, parity, sharded
@@ -97,10 +97,7 @@ def names_list(value: str) -> list[str]:
 
 
 def positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
+    number = int(value) if ascii_digits(value) else 0
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
     return number
@@ -117,7 +114,7 @@ def seconds(value: str) -> float:
 
 
 def port_number(value: str) -> int:
-    if not value.isdigit() or int(value) > 65535:
+    if not ascii_digits(value) or int(value) > 65535:
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535 (0: any free port), got {value!r}")
     return int(value)
 
@@ -200,7 +197,7 @@ def parse_ids(words: list[str]) -> list[int]:
         for part in word.replace(",", " ").split():
             # int() also reads "1_000", "+5" and other scripts' digits ("١٢"), which no one means as an id; a minus
             # is read, so that "-5" gets the vocabulary's own message (ids run from 0 to ...)
-            if not (part.isascii() and part.removeprefix("-").isdigit()):
+            if not ascii_digits(part.removeprefix("-")):
                 raise UsageError(f"decode: {part!r} (id {len(ids) + 1}) is not a token id: write ids in the "
                                  "digits 0-9")
             ids.append(int(part))

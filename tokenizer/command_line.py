@@ -119,6 +119,12 @@ def unrecognized(unknown: list[str], argv: list[str], *, prog: str, text: str, t
     return message
 
 
+def ascii_digits(value: str) -> bool:
+    """Whether ``value`` is a whole number as people type one, in the digits 0-9: int() also reads "1_000", "+5"
+    and other scripts' digits ("٤"), and str.isdigit takes "²", which int() then refuses."""
+    return value.isascii() and value.isdigit()
+
+
 def cannot_print(error: BaseException) -> str | None:
     """The one-line message for an error that is the output failing to print, because stdout's encoding (say
     ``PYTHONIOENCODING=ascii``, or a Latin-1 locale) cannot hold a character of it; None for any other error.
