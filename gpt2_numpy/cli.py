@@ -29,8 +29,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, bar_if_slow, cannot_listen,
-                                    error_message, run_guarded, said_if_slow, show_progress, unrecognized)
+from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, ascii_digits, bar_if_slow,
+                                    cannot_listen, error_message, run_guarded, said_if_slow, show_progress,
+                                    unrecognized, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
 
@@ -87,7 +88,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
     parser.add_argument("prompt", nargs="?",
                         help="the text to continue, used exactly as given; - reads it from standard input")
-    option("n_tokens_to_generate", type=int, default=None, metavar="N",
+    option("n_tokens_to_generate", type=whole_number, default=None, metavar="N",
            help=f"how many tokens to add (default: {DEFAULT_NEW_TOKENS})")
     option("model", default="124M", metavar="PATH_OR_SIZE",
            help=f"which GPT-2: a size ({', '.join(MODEL_SIZES)}; default: 124M), or a folder in OpenAI's layout "
@@ -101,7 +102,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("temperature", type=float, default=None, metavar="T",
            help="sample from softmax(logits / T); 0 is greedy (default: greedy, or 1 with --top_k, --top_p "
            "or --seed)")
-    option("top_k", type=int, default=None, metavar="K", help="sample only among the K most likely tokens")
+    option("top_k", type=whole_number, default=None, metavar="K", help="sample only among the K most likely tokens")
     option("top_p", type=float, default=None, metavar="P",
            help="sample only among the fewest most likely tokens whose probability reaches P")
     option("seed", type=seed_number, default=None, help="seed the sampling, for a reproducible run (0 to 2**32 - 1)")
@@ -114,14 +115,14 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
            help="speculative decoding: a smaller GPT-2 (a size or a folder, as --model; same vocabulary) drafts "
            "tokens that the model checks several at a time in one pass; the output is the same (greedy: the "
            "same tokens; sampling: the same distribution)")
-    option("lookup", type=int, default=None, metavar="N",
+    option("lookup", type=whole_number, default=None, metavar="N",
            help="prompt-lookup decoding: draft the tokens that followed the latest earlier occurrence of the "
            "last N tokens (prompt and output), checked as with --draft; pays on text that repeats itself")
-    option("draft_tokens", type=int, default=None, metavar="K",
+    option("draft_tokens", type=whole_number, default=None, metavar="K",
            help=f"with --draft or --lookup, tokens drafted per pass of the model (default {DEFAULT_DRAFT_TOKENS})")
     option("score", metavar="FILE", default=None,
            help="print the tokens, perplexity and bits per byte of the UTF-8 text in FILE")
-    option("stride", type=int, default=None, metavar="N",
+    option("stride", type=whole_number, default=None, metavar="N",
            help="with --score, windows over a text longer than the context start N tokens apart "
            "(default: half the context)")
     option("save_hf", metavar="DIR", default=None,
@@ -133,7 +134,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("host", default=None, help="with --serve, the address to listen on (default 127.0.0.1: this "
            "machine only; 0.0.0.0: every network this machine is on, e.g. a classroom's; the playground has no "
            "login)")
-    option("port", type=int, default=None, help="with --serve, the port (default 8000; 0: any free port)")
+    option("port", type=whole_number, default=None, help="with --serve, the port (default 8000; 0: any free port)")
     option("encoding", action="append", default=None, metavar="NAME|PATH",
            help="with --serve, the page's first encoding, or a saved tokenizer to offer too (a tokenizer.json, its "
            "folder, a train --out folder); repeat for more (default gpt2)")
@@ -142,10 +143,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 def seed_number(value: str) -> int:
     """``--seed``: what NumPy's generator takes, a whole number from 0 up."""
-    try:
-        seed = int(value)
-    except ValueError:
-        seed = -1
+    seed = int(value) if ascii_digits(value) else -1
     if not 0 <= seed < 2**32:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**32 - 1, got {value!r}")
     return seed

@@ -671,6 +671,17 @@ def run_main(argv):
     return status, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.parametrize("option", ["--n_tokens_to_generate", "--top_k", "--lookup", "--draft_tokens", "--stride",
+                                    "--port", "--seed"])
+@pytest.mark.parametrize("typed", ["1_0", "+4", "\u0664", "\uff14", "4\u00b2"])
+def test_numbers_are_written_in_ascii_digits(option, typed):
+    # int() reads "1_0" as 10, "+4" and other scripts' digits as 4: none is how a number is typed (--port
+    # "\u0668\u0660\u0660\u0660" served on port 8000)
+    status, out, err = run_main(["hi", option, typed])
+    assert (status, out) == (2, "") and err.count("\n") == 1, err
+    assert f"{option}: expected a whole number" in err and f"got {typed!r}" in err, err
+
+
 def test_main_prints_the_continuation_streamed_or_not(fake_model):
     ids = fake_model.encoder.encode("hi é")
     expected = fake_model.encoder.decode(gpt2.generate(ids, fake_model.params, N_HEAD, 12))
@@ -734,7 +745,7 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     ([""], "prompt is empty"),
     (["hi", "--top_kk", "5"], "unrecognized arguments: --top_kk"),
     (["hi", "--temp", "1"], "unrecognized arguments: --temp"),  # no guessing from abbreviations
-    (["hi", "--n_tokens_to_generate", "1e3"], "invalid int value: '1e3'"),
+    (["hi", "--n_tokens_to_generate", "1e3"], "expected a whole number (digits 0-9), got '1e3'"),
     (["hi", "--n_tokens_to_generate", "-1"], "n_tokens_to_generate must be >= 0"),
     (["hi", "--model_size", "125M"], "--model '125M' is neither a GPT-2 size (124M, 355M, 774M, 1558M) nor a folder"),
     (["hi", "--model", "no/such/folder"], "nor a folder"),

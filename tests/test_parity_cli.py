@@ -460,7 +460,8 @@ def test_special_token_text_follows_the_api_rule(cli, tmp_path):
         (["a.txt", "--dtype", "int8", "--ids", "a.bin"], "invalid choice: 'int8'"),
         (["--fuzz", "0"], "expected a positive whole number, got '0'"),
         (["a.txt", "--max_report", "-1"], "expected a positive whole number"),
-        (["a.txt", "--seed", "x", "--fuzz", "3"], "invalid int value: 'x'"),
+        (["a.txt", "--seed", "x", "--fuzz", "3"], "expected a whole number (digits 0-9), got 'x'"),
+        (["a.txt", "--seed", "1_0", "--fuzz", "3"], "expected a whole number (digits 0-9), got '1_0'"),
         (["a.txt", "--bogus"], "unrecognized arguments: --bogus"),
     ],
 )

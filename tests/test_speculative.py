@@ -307,7 +307,7 @@ def test_the_command_with_a_draft_or_lookup_prints_plain_decodings_text(fake_mod
 
 @pytest.mark.parametrize("argv, named", [
     (["hi", "--lookup", "0"], "--lookup 0: expected the number of tokens to match, a whole number >= 1"),
-    (["hi", "--lookup", "x"], "invalid int value: 'x'"),
+    (["hi", "--lookup", "x"], "expected a whole number (digits 0-9), got 'x'"),
     (["hi", "--lookup", "2", "--draft_tokens", "0"], "--draft_tokens 0: expected a whole number >= 1"),
     (["hi", "--draft_tokens", "3"], "--draft_tokens goes with --draft or --lookup, which is not given: add "
                                     "--draft or --lookup, or drop --draft_tokens"),

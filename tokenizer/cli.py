@@ -66,7 +66,7 @@ from pathlib import Path
 
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag, ascii_digits,
-                           cannot_listen, run_guarded, said_if_slow, show_progress, unrecognized)
+                           cannot_listen, run_guarded, said_if_slow, show_progress, unrecognized, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, inputs, parity, sharded
@@ -832,7 +832,7 @@ def build_parser(prog: str) -> OneLineParser:
     add_flag(p, "fuzz", type=positive_int, metavar="N", help="also check N generated strings (mixed scripts, "
              "whitespace runs, contractions, surrogates, special-token fragments), each twice: special tokens "
              "as their ids and as plain text")
-    add_flag(p, "seed", type=int, default=0, metavar="S", help="the seed of --fuzz (default 0): same seed, "
+    add_flag(p, "seed", type=whole_number, default=0, metavar="S", help="the seed of --fuzz (default 0): same seed, "
              "same strings")
     add_specials(p)
     add_errors(p)

@@ -3,7 +3,7 @@ are one line, flags spelt with underscores or dashes, the exit statuses, and how
 reader that went away (``| head``) or on an error.
 
     parser = OneLineParser(prog="gpt2", allow_abbrev=False)
-    add_flag(parser, "top_k", type=int)                 # --top_k, and --top-k kept out of the help text
+    add_flag(parser, "top_k", type=whole_number)        # --top_k, and --top-k kept out of the help text
     return run_guarded(prog, lambda: work(args), errors=[(UsageError, EXIT_MISTAKE)])
 
 The exit statuses, one rule for both commands:
@@ -123,6 +123,14 @@ def ascii_digits(value: str) -> bool:
     """Whether ``value`` is a whole number as people type one, in the digits 0-9: int() also reads "1_000", "+5"
     and other scripts' digits ("٤"), and str.isdigit takes "²", which int() then refuses."""
     return value.isascii() and value.isdigit()
+
+
+def whole_number(value: str) -> int:
+    """argparse's ``type`` for an option that takes a whole number: int(), in the digits 0-9 only (a minus is
+    read, for the option's own check to refuse a negative number with its own message)."""
+    if not ascii_digits(value.removeprefix("-")):
+        raise argparse.ArgumentTypeError(f"expected a whole number (digits 0-9), got {value!r}")
+    return int(value)
 
 
 def cannot_print(error: BaseException) -> str | None:
