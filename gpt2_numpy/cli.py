@@ -201,11 +201,13 @@ def check_command_line(parser, args) -> None:
     if args.draft_tokens is not None and args.draft_tokens < 1:
         raise ValueError(f"--draft_tokens {args.draft_tokens}: expected a whole number >= 1")
     if args.save_hf is not None:  # the output rule, before any download (tokenizer/outputs.py)
-        # the model's own folder: with --force its files would be replaced by what is read from them; without,
+        # a model's own folder: with --force its files would be replaced by what is read from them; without,
         # a second layout would be written beside the first
-        if Path(args.save_hf).expanduser().resolve() == model_folder(args.model, args.models_dir).resolve():
-            raise ValueError(f"--save_hf {args.save_hf} is the folder --model reads the model from; name another "
-                             "folder")
+        for flag, name in (("--model", args.model), ("--draft", args.draft)):
+            if name is not None and Path(args.save_hf).expanduser().resolve() == model_folder(
+                    name, args.models_dir).resolve():
+                raise ValueError(f"--save_hf {args.save_hf} is the folder {flag} reads the model from; name another "
+                                 "folder")
         try:
             check_hf_folder(args.save_hf, overwrite=args.force, flag="--save_hf")
         except OSError as error:

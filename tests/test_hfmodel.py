@@ -180,6 +180,9 @@ def test_cli_save_hf_refuses_the_folder_the_model_is_read_from(tmp_path):
     status, _, stderr = run_main(["--model", "124M", "--models_dir", str(tmp_path / "models"), "--save_hf",
                                   str(tmp_path / "models" / "124M")])
     assert status == 2 and "is the folder --model reads the model from" in stderr  # before any download
+    status, _, stderr = run_main(["hi", "--model", str(tmp_path / "openai"), "--draft", str(tmp_path / "hf"),
+                                  "--save_hf", str(tmp_path / "hf"), "--force"])
+    assert status == 2 and f"--save_hf {tmp_path / 'hf'} is the folder --draft reads the model from" in stderr
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
