@@ -260,7 +260,10 @@ def test_bad_requests_get_a_json_error(server, path, status, message):
     "body, message",
     [(b"{not json", "the body is not UTF-8 JSON"), (b"\xff", "the body is not UTF-8 JSON"),
      (b"[1, 2]", "must be a JSON object"), (b'{"text": ["a"]}', "field 'text' is list; send a string"),
-     (b'{"text": "\\ud800"}', "lone surrogate (U+D800) at character 0")],
+     (b'{"text": "\\ud800"}', "lone surrogate (U+D800) at character 0"),
+     # json.loads refuses these with ValueError and RecursionError, not JSONDecodeError
+     pytest.param(b'{"token": ' + b"1" * 5000 + b"}", "the body is not UTF-8 JSON", id="number-of-5000-digits"),
+     pytest.param(b"[" * 100_000 + b"]" * 100_000, "the body is not UTF-8 JSON", id="nested-100000-deep")],
 )
 def test_bad_post_bodies_get_a_json_error(server, body, message):
     code, content_type, answer = fetch(server, "/api/encode", body)

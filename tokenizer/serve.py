@@ -301,7 +301,9 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body of {length:,} bytes; up to {MAX_BODY:,}")
         try:
             fields = json.loads(self.rfile.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        # ValueError (UnicodeDecodeError, JSONDecodeError, a number over int's digit limit) and RecursionError
+        # (arrays nested deeper than the parser recurses) all mean a body this API cannot read
+        except (ValueError, RecursionError) as e:
             raise ApiError(HTTPStatus.BAD_REQUEST, f"the body is not UTF-8 JSON ({e}); send a JSON object of "
                            "fields, e.g. {\"text\": \"hi\"}") from None
         if not isinstance(fields, dict):
