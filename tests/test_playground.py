@@ -270,6 +270,31 @@ def test_bad_post_bodies_get_a_json_error(server, body, message):
     assert code == 400 and content_type.startswith("application/json") and message in json.loads(answer)["error"]
 
 
+@pytest.mark.parametrize("length", ["-1", "-100", "ten", "1_0", "+2", "\u0661\u0660"])
+def test_a_content_length_that_is_not_a_byte_count_is_answered_at_once(server, length):
+    # read(-1) would wait for the client to close its end, which, waiting for an answer, it never does;
+    # int() would read "1_0" and "\u0661\u0660" (Arabic-Indic digits) as 10 and answer about the first 10 bytes
+    with socket.create_connection(server.server_address[:2], timeout=5) as client:
+        client.sendall(b"POST /api/encode HTTP/1.1\r\nContent-Length: " + length.encode() + b"\r\n\r\n"
+                       b'{"text": "hi"}')
+        answer = b""
+        while chunk := client.recv(1000):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b" ")[1] == b"400", head
+    assert "is not a byte count; send the body's length in bytes, in the digits 0-9" in json.loads(body)["error"]
+
+
+def test_a_post_without_content_length_is_a_411(server):
+    with socket.create_connection(server.server_address[:2], timeout=5) as client:
+        client.sendall(b'POST /api/encode HTTP/1.1\r\n\r\n{"text": "hi"}')
+        answer = b""
+        while chunk := client.recv(1000):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split(b" ")[1] == b"411" and json.loads(body) == {"error": "POST needs a Content-Length header"}
+
+
 def test_the_limits_themselves_are_answered(playground):
     compared = playground.answer("/api/compare", {"text": "a " * (MAX_COMPARE_CHARS // 2), "encodings": "gpt2,gpt2"})
     assert [r["count"]["characters"] for r in compared["results"]] == [MAX_COMPARE_CHARS] * 2

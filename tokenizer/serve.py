@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
+from .command_line import ascii_digits
 from .encoding import Encoding
 from .registry import get_encoding, list_encoding_names
 from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, merge_number, merge_story, pre_tokens,
@@ -293,10 +294,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send(status, body, "application/json; charset=utf-8")
 
     def body_fields(self) -> dict[str, str]:
-        try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
-            raise ApiError(HTTPStatus.LENGTH_REQUIRED, "POST needs a Content-Length header") from None
+        given = self.headers.get("Content-Length")
+        if given is None:
+            raise ApiError(HTTPStatus.LENGTH_REQUIRED, "POST needs a Content-Length header")
+        if not ascii_digits(given.strip()):  # int() takes "-1" (read(-1) waits for the client to close), "1_0"
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"Content-Length: {given!r:.40} is not a byte count; send the "
+                           "body's length in bytes, in the digits 0-9")
+        length = int(given)
         if length > MAX_BODY:
             raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body of {length:,} bytes; up to {MAX_BODY:,}")
         try:
