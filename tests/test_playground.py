@@ -240,6 +240,12 @@ def test_next_tokens_want_gpt2s_vocabulary():
         ("/api/encode?text=a&special=maybe", 400, "pass allowed (special-token text becomes its id)"),
         ("/api/encode?text=%3C%7Cendoftext%7C%3E&special=disallowed", 400, "which is disallowed"),
         ("/api/explain?text=hi&token=x", 400, "pass the position of a token"),
+        ("/api/explain?text=a%20b%20c%20d%20e%20f%20g%20h%20i%20j%20k&token=1_0", 400,
+         "token='1_0'; pass the position of a token in the text (0 for the first), in the digits 0-9"),
+        ("/api/explain?text=a%20b&token=%D9%A1", 400, "token='\u0661'; pass the position"),
+        ("/api/explain?text=a%20b&token=-1", 400, "token='-1'; pass the position"),
+        (f"/api/explain?text=hi&token={'9' * 5000}", 400, f"token={'9' * 40}; the text has 1 tokens (0 to 0)"),
+        ("/api/explain?text=&token=0", 400, "token=0; the text has no tokens"),
         ("/api/explain?text=hi&token=5", 400, "the text has 1 tokens (0 to 0)"),
         (f"/api/explain?text={'a' * (MAX_EXPLAIN_BYTES + 1)}&token=0", 413,
          f"is {MAX_EXPLAIN_BYTES + 1:,} bytes; the merge trace replays BPE step by step for pre-tokens up to "

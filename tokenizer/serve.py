@@ -197,17 +197,19 @@ class Playground:
         text, rule = self.text(fields), self.special(fields)
         enc = self.encoding(fields.get("encoding", self.names[0]))
         self.encode_ids(text, enc, rule)  # the rule's error, worded for the page
-        try:
-            index = int(fields.get("token", ""))
-        except ValueError:
-            raise ApiError(HTTPStatus.BAD_REQUEST, f"token={fields.get('token', '')!r}; pass the position of a "
-                           "token in the text (0 for the first)") from None
+        given = fields.get("token", "")
+        if not ascii_digits(given):  # int() also reads "1_0", " 1", "+1" and other scripts' digits
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"token={given!r:.40}; pass the position of a token in the text "
+                           "(0 for the first), in the digits 0-9")
+        # past MAX_CHARS no text has the token, and int() refuses numbers of over 4,300 digits
+        index = int(given) if len(given) <= len(str(MAX_CHARS)) else MAX_CHARS
         first = 0
         for piece in pre_tokens(text, enc, **rule):
             if first <= index < first + len(piece.ids):
                 return piece_answer(piece, enc, first, index)
             first += len(piece.ids)
-        raise ApiError(HTTPStatus.BAD_REQUEST, f"token={index}; the text has {first} tokens (0 to {first - 1})")
+        has = f"{first} tokens (0 to {first - 1})" if first else "no tokens"
+        raise ApiError(HTTPStatus.BAD_REQUEST, f"token={given:.40}; the text has {has}")
 
     def next_tokens(self, fields) -> dict:
         if self.model is None:
