@@ -27,7 +27,7 @@ import tiktoken
 from conftest import REPO, interrupt, run_command
 from gpt2_numpy.model import gpt2
 from gpt2_numpy.next_tokens import NextTokens
-from tokenizer import Encoding, get_encoding, merge_reference
+from tokenizer import Encoding, get_encoding, list_encoding_names, merge_reference
 from tokenizer.serve import MAX_CHARS, MAX_COMPARE_CHARS, MAX_EXPLAIN_BYTES, Handler, Playground, PlaygroundServer
 
 SAMPLE = "Not all heroes wear capes.\n    return x  # <|endoftext|> Öffnen 😀 12345"
@@ -398,6 +398,28 @@ def test_encodings_lists_saved_folders_first(tmp_path):
     assert info["model"] is None
     answer = playground.answer("/api/encode", {"text": "newest"})
     assert [t["id"] for t in answer["tokens"]] == enc.encode("newest") and answer["encoding"] == "tiny"
+
+
+def test_a_saved_tokenizer_named_as_a_registered_encoding_is_served_not_hidden(tmp_path):
+    # a tokenizer saved in a folder called cl100k_base is named cl100k_base: it was dropped, and the playground
+    # answered with OpenAI's cl100k_base under the name the user picked for their own
+    tiny = Encoding.from_vocab_merges({**{i: bytes([i]) for i in range(256)}, 256: b"es", 257: b"est"},
+                                      [(b"e", b"s"), (b"es", b"t")], name="cl100k_base")
+    other = Encoding.from_vocab_merges({i: bytes([i]) for i in range(256)}, [], name="cl100k_base")
+    playground = Playground([tiny, other, tiny, get_encoding("o200k_base"), get_encoding("o200k_base")])
+    names = playground.answer("/api/encodings", {})["encodings"]
+    assert names[:4] == ["cl100k_base (saved)", "cl100k_base (saved 2)", "o200k_base", "gpt2"]
+    assert names.count("cl100k_base") == names.count("o200k_base") == 1  # the registered ones stay on offer
+    assert len(names) == len(set(names)) == 2 + len(list_encoding_names())  # each encoding offered once
+    for name, enc in [("cl100k_base (saved)", tiny), ("cl100k_base (saved 2)", other),
+                      ("cl100k_base", get_encoding("cl100k_base"))]:
+        answer = playground.answer("/api/encode", {"text": "newest", "encoding": name})
+        assert [t["id"] for t in answer["tokens"]] == enc.encode("newest") and answer["encoding"] == name
+    assert Playground([get_encoding("gpt2", core="reference")]).names == list_encoding_names()  # its readable core
+    compared = playground.answer("/api/compare", {"text": "newest", "encodings": "cl100k_base (saved),cl100k_base"})
+    assert [r["encoding"] for r in compared["results"]] == ["cl100k_base (saved)", "cl100k_base"]
+    assert [[t["id"] for t in r["tokens"]] for r in compared["results"]] == [
+        tiny.encode("newest"), get_encoding("cl100k_base").encode("newest")]
 
 
 # ---- the serve command ------------------------------------------------------------------------------------

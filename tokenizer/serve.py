@@ -101,8 +101,24 @@ class Playground:
     """
 
     def __init__(self, encodings: list[Encoding] = (), *, model: NextTokenModel | None = None):
-        self.saved = {enc.name: enc for enc in encodings if enc.name not in list_encoding_names()}
-        self.names = list(dict.fromkeys([*(enc.name for enc in encodings), *list_encoding_names()]))
+        registered = list_encoding_names()
+        self.saved: dict[str, Encoding] = {}  # the name on offer -> a saved tokenizer
+        offered = []  # the names of ``encodings``, in their order
+        for enc in encodings:
+            if enc.name in registered and get_encoding(enc.name, core=enc.core_name) is enc:  # registered, by name
+                offered.append(enc.name)
+                continue
+            if any(enc is other for other in self.saved.values()):  # given twice
+                continue
+            # a saved tokenizer is named after its folder, which may be a registered name or another's: each is
+            # offered under a name of its own, never hiding (or hidden by) another encoding
+            name, copies = enc.name, 1
+            while name in registered or name in self.saved:
+                name = f"{enc.name} (saved)" if copies == 1 else f"{enc.name} (saved {copies})"
+                copies += 1
+            self.saved[name] = enc
+            offered.append(name)
+        self.names = list(dict.fromkeys([*offered, *registered]))
         self.model = model
         self.routes = {  # path -> (handler, the fields it takes)
             "/api/encodings": (self.encodings, set()),
@@ -174,8 +190,9 @@ class Playground:
 
     def encode(self, fields) -> dict:
         text, rule = self.text(fields), self.special(fields)
-        enc = self.encoding(fields.get("encoding", self.names[0]))
-        return tokens_answer(text, enc, self.encode_ids(text, enc, rule))
+        name = fields.get("encoding", self.names[0])
+        enc = self.encoding(name)
+        return tokens_answer(text, name, enc, self.encode_ids(text, enc, rule))
 
     def compare(self, fields) -> dict:
         text = self.text(fields, limit=MAX_COMPARE_CHARS, does="compares",
@@ -186,7 +203,7 @@ class Playground:
         if not 1 <= len(names) <= 4:
             raise ApiError(HTTPStatus.BAD_REQUEST, f"{len(names)} encodings; compare takes 1 to 4, comma separated")
         encs = [self.encoding(name) for name in names]
-        answers = [tokens_answer(text, enc, self.encode_ids(text, enc, rule)) for enc in encs]
+        answers = [tokens_answer(text, name, enc, self.encode_ids(text, enc, rule)) for name, enc in zip(names, encs)]
         differs = split_differences([[(t["start"], t["end"]) for t in a["tokens"]] for a in answers])
         for answer, marks in zip(answers, differs):
             for token, differ in zip(answer["tokens"], marks):
@@ -233,14 +250,15 @@ def token_answer(enc: Encoding, token: int) -> dict:
             "gpt2": data.decode("utf-8") if special else token_to_gpt2_str(data)}
 
 
-def tokens_answer(text: str, enc: Encoding, ids: list[int]) -> dict:
+def tokens_answer(text: str, name: str, enc: Encoding, ids: list[int]) -> dict:
+    """The tokens of ``text`` (``ids``) under ``enc``, offered as ``name``."""
     n_bytes = len(text.encode("utf-8"))
     tokens = [{**token_answer(enc, token), "text": token_text, "visible": visible_whitespace(token_text),
                "start": start, "end": end}
               for token, token_text, (start, end) in zip(ids, token_texts(enc, ids), token_spans(enc, ids))]
     count = {"tokens": len(ids), "characters": len(text), "bytes": n_bytes,
              "bytes_per_token": round(n_bytes / len(ids), 3) if ids else None}
-    return {"encoding": enc.name, "tokens": tokens, "count": count}
+    return {"encoding": name, "tokens": tokens, "count": count}
 
 
 def piece_answer(piece, enc: Encoding, first: int, index: int) -> dict:
