@@ -425,6 +425,20 @@ def test_compare_prints_only_what_it_computed(cli):
     assert f"gpt2 {counts['gpt2'] / counts['cl100k_base']:.2f}x as many" in out
 
 
+def test_compare_tells_a_saved_tokenizer_from_the_registered_encoding_of_its_name(cli, tmp_path):
+    # GPT-2's vocabulary saved in a folder called cl100k_base: its row said GPT-4, and the closing line counted
+    # the two cl100k_base rows as one
+    get_encoding("gpt2").save(tmp_path / "cl100k_base")
+    text = "        return x"
+    out = cli("compare", text, "--encodings", "./cl100k_base,cl100k_base").stdout.splitlines()
+    saved, registered = (len(get_encoding(name).encode(text)) for name in ("gpt2", "cl100k_base"))
+    assert registered < saved
+    assert out[0].startswith("cl100k_base  saved") and f"{saved:>5} tokens" in out[0]
+    assert out[2].startswith("cl100k_base  GPT-4") and f"{registered:>5} tokens" in out[2]
+    assert out[5] == (f"fewest tokens: cl100k_base (GPT-4) ({registered}); cl100k_base (saved) "
+                      f"{saved / registered:.2f}x as many")
+
+
 def test_outputs_are_checked_before_any_work(cli, tmp_path):
     """Issue 42's output mistakes as a user types them, each one line and exit 2 with nothing written (each is
     tested in detail, with devices and symlinks, in test_outputs.py)."""

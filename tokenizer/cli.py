@@ -75,7 +75,7 @@ from .encoding import Encoding
 from .encoding_argument import WHAT_TO_PASS
 from .loading import load_encoding
 from .saving import SAVE_FORMATS, check_tokenizer_folder, replaced_tokenizer_files, save_encoding
-from .registry import list_encoding_names
+from .registry import get_encoding, list_encoding_names
 from .training.checkpoint import STATE_FILES
 from .training.train import train_bpe
 
@@ -327,7 +327,10 @@ def compare(args) -> None:
     encs = [open_encoding(name) for name in args.encodings]
     # checked against each encoding; a rule that passes every check means the same for all of them
     allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
-    chosen = [(enc, labels.get(enc.name, "")) for enc in encs]
+    registered = list_encoding_names()
+    # a saved tokenizer's name is its folder's, which may be a registered encoding's: label it for what it is
+    chosen = [(enc, labels.get(enc.name, "") if enc.name in registered and get_encoding(enc.name) is enc else "saved")
+              for enc in encs]
     text = text_argument(args, "compare")
     for line in teach.compare_lines(text, chosen, allowed_special=allowed, disallowed_special=disallowed):
         print(line)

@@ -317,12 +317,13 @@ def compare_lines(
     """
     encodings = [(_as_encoding(encoding), label) for encoding, label in encodings]
     width = max(len(enc.name) for enc, _ in encodings)
-    counts = {}
+    names = [enc.name for enc, _ in encodings]
+    counts = {}  # the closing line's name for each row (its label too where two rows share a name) -> tokens
     for enc, label in encodings:
         ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
         texts = token_pieces(enc, ids)
         spaces = max((len(t) for t in texts if t and WHITESPACE.issuperset(t)), default=0)
-        counts[enc.name] = len(ids)
+        counts[f"{enc.name} ({label})" if label and names.count(enc.name) > 1 else enc.name] = len(ids)
         tokens, chars = ("token " if len(ids) == 1 else "tokens"), ("char" if spaces == 1 else "chars")
         yield f"{enc.name:<{width}}  {label:<6}  {len(ids):>5} {tokens}  longest whitespace token: {spaces:>2} {chars}"
         yield f"{'':<{width}}  |{'|'.join(map(_visible, texts))}|"
