@@ -225,3 +225,7 @@ def test_char_tokenizer_errors_name_the_problem():
         tok.decode([0, 7])
     with pytest.raises(ValueError, match="non-empty"):
         CharTokenizer("")
+    # bytes are ints to iterate over: it failed in ord() with "expected string of length 1, but int found"
+    with pytest.raises(TypeError, match=r"^CharTokenizer encodes a str, got bytes: decode it first"):
+        tok.encode(b"ab")
+    assert tok.encode(["a", "b"]) == [0, 1]  # as stoi over any sequence of characters

@@ -536,6 +536,9 @@ class CharTokenizer:
         return len(self.stoi)
 
     def encode(self, text: str) -> list[int]:
+        if isinstance(text, (bytes, bytearray)):  # its items are ints, which no character table holds
+            raise TypeError(f'CharTokenizer encodes a str, got {type(text).__name__}: decode it first, e.g. '
+                            'data.decode("utf-8")')
         try:
             return [self.stoi[ch] for ch in text]
         except KeyError as e:
