@@ -204,6 +204,23 @@ def test_compare_counts_match_each_encoding(cli):
     assert "|            |" not in result.stdout.split("cl100k_base")[0]  # GPT-2: no 12-space token
 
 
+def test_notebook_compare_keeps_a_saved_tokenizer_apart_from_the_registered_encoding_of_its_name(tmp_path):
+    # GPT-2's vocabulary saved in a folder called cl100k_base: its row was labelled GPT-4, and both rows drew
+    # the registered cl100k_base's tokens (the ids were kept by name)
+    from tokenizer import load
+    from tokenizer.teach import compare
+
+    get_encoding("gpt2").save(tmp_path / "cl100k_base")
+    saved, text = load(tmp_path / "cl100k_base"), "        return x"
+    drawn = compare(text, [saved, "cl100k_base"])._repr_html_()
+    rows = drawn.split("<b>cl100k_base</b>")[1:]
+    assert [row.split(":")[0].strip() for row in rows] == ["saved", "GPT-4"]
+    for row, enc in zip(rows, [saved, get_encoding("cl100k_base")]):
+        assert [int(i) for i in re.findall(r'data-token-id="(\d+)"', row)] == enc.encode(text)
+    # the registered encoding over the readable core is the registered encoding still
+    assert "GPT-2" in compare(text, [get_encoding("gpt2", core="reference")])._repr_html_()
+
+
 # ---- characters -------------------------------------------------------------------------------------------
 
 

@@ -450,6 +450,15 @@ class Explained:
         return f'<div style="font-family:monospace">{"".join(rows)}</div>'
 
 
+def _label(encoding: str | Encoding) -> str:
+    """GPT-2, GPT-4 or GPT-4o for those encodings; "saved" for a tokenizer of files whose folder bears one of
+    their names (get_encoding's own is another object); else nothing."""
+    labels = dict(COMPARED)
+    if isinstance(encoding, str) or encoding.name not in labels:
+        return labels.get(getattr(encoding, "name", encoding), "")
+    return labels[encoding.name] if get_encoding(encoding.name, core=encoding.core_name) is encoding else "saved"
+
+
 class Compared:
     """What :func:`compare` returns: the ids of one text under several encodings (``ids``: name -> ids), tokens
     that another encoding splits differently outlined in notebooks."""
@@ -458,17 +467,17 @@ class Compared:
         self.text = text
         self.encodings = [(_as_encoding(encoding), label) for encoding, label in encodings]
         self._rule = dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
-        self.ids = {enc.name: enc.encode(text, **self._rule) for enc, _ in self.encodings}
+        self._row_ids = [enc.encode(text, **self._rule) for enc, _ in self.encodings]  # two rows may share a name
+        self.ids = {enc.name: ids for (enc, _), ids in zip(self.encodings, self._row_ids)}
 
     def __repr__(self) -> str:
         return "\n".join(compare_lines(self.text, self.encodings, **self._rule))
 
     def _repr_html_(self) -> str:
         encs = [enc for enc, _ in self.encodings]
-        differs = split_differences([token_spans(enc, self.ids[enc.name]) for enc in encs])
+        differs = split_differences([token_spans(enc, ids) for enc, ids in zip(encs, self._row_ids)])
         rows = []
-        for (enc, label), marks in zip(self.encodings, differs):
-            ids = self.ids[enc.name]
+        for (enc, label), marks, ids in zip(self.encodings, differs, self._row_ids):
             tokens = _html_tokens(enc, ids, token_texts(enc, ids), marks)
             rows.append(f"<b>{html.escape(enc.name)}</b> {html.escape(label)}: {len(ids)} tokens\n{tokens}\n")
         return _html_block("\n".join(rows))
@@ -502,8 +511,7 @@ def compare(
 ) -> Compared:
     """``text`` under several encodings, for a notebook or the REPL (arguments as :func:`compare_lines`'s;
     ``encodings`` may also be plain names)."""
-    labelled = [item if isinstance(item, tuple) else (item, dict(COMPARED).get(getattr(item, "name", item), ""))
-                for item in encodings]
+    labelled = [item if isinstance(item, tuple) else (item, _label(item)) for item in encodings]
     return Compared(text, labelled, allowed_special=allowed_special, disallowed_special=disallowed_special)
 
 
