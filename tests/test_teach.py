@@ -84,6 +84,20 @@ def test_show_and_compare_give_a_split_characters_tokens_their_bytes():
     assert row.strip() == "|" + "|".join(token_pieces(enc, enc.encode("😀"))) + "|" and "||" not in row
 
 
+@pytest.mark.parametrize("color", [False, True])
+def test_show_writes_control_characters_out_and_keeps_line_breaks_and_tabs(color):
+    # a carriage return sent the cursor back over the line and an escape sequence recoloured the terminal
+    enc = get_encoding("gpt2")
+    text = "hello\r\nworld\rX\x1b[31mred\x07\x85\x7f\tend"
+    shown = render_show(text, enc, color)
+    body = shown.rsplit("\n", 2)[0]
+    if color:
+        body = re.sub(r"\x1b\[[0-9;]*m", "", body)  # the colours show itself paints
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", body), repr(body)
+    assert all(mark in body for mark in ["\\r", "\\x1b", "\\x07", "\\x85", "\\x7f", "\n", "\t"])
+    assert re.sub(r"\x1b\[[0-9;]*m", "", shown).rsplit("\n", 2)[1] == " ".join(map(str, enc.encode(text)))
+
+
 def test_show_on_a_terminal_is_coloured():
     master, slave = os.openpty()
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -142,6 +142,12 @@ def token_pieces(enc, ids) -> list[str]:
     return [enc.decode_single_token_bytes(i).decode("utf-8", errors="backslashreplace") for i in ids]
 
 
+# Control characters but the line break and the tab, written out as Python writes them ("\\r", "\\x1b"): on a
+# terminal a carriage return moves the cursor back over what show printed, an escape sequence recolours it.
+_CONTROL_ESCAPES = {code: repr(chr(code))[1:-1] for code in [*range(0x20), 0x7F, *range(0x80, 0xA0)]
+                    if chr(code) not in "\n\t"}
+
+
 def _visible(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
 
@@ -162,7 +168,7 @@ def render_show(
     """
     enc = _as_encoding(encoding)
     ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    texts = token_pieces(enc, ids)
+    texts = [piece.translate(_CONTROL_ESCAPES) for piece in token_pieces(enc, ids)]
     if color:
         shown, id_words = [], []
         for n, (token_text, token) in enumerate(zip(texts, ids)):
