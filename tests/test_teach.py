@@ -98,6 +98,14 @@ def test_show_writes_control_characters_out_and_keeps_line_breaks_and_tabs(color
     assert re.sub(r"\x1b\[[0-9;]*m", "", shown).rsplit("\n", 2)[1] == " ".join(map(str, enc.encode(text)))
 
 
+def test_compare_writes_control_characters_out():
+    enc = get_encoding("gpt2")
+    row = list(compare_lines("a\x1b[31mb\r\n\x07\t", [(enc, "GPT-2")]))[1]
+    assert not re.search(r"[\x00-\x1f\x7f-\x9f]", row), repr(row)  # an escape sequence recoloured the terminal
+    assert row.strip() == "|" + "|".join(p.encode("unicode_escape").decode() for p in token_pieces(enc, enc.encode(
+        "a\x1b[31mb\r\n\x07\t"))) + "|"
+
+
 def test_show_on_a_terminal_is_coloured():
     master, slave = os.openpty()
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -149,7 +149,7 @@ _CONTROL_ESCAPES = {code: repr(chr(code))[1:-1] for code in [*range(0x20), 0x7F,
 
 
 def _visible(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+    return text.translate(_CONTROL_ESCAPES).replace("\n", "\\n").replace("\t", "\\t")
 
 
 # ---- show -------------------------------------------------------------------------------------------------
