@@ -8,8 +8,8 @@ checkpoint's weights, ``<weights>.<kind>`` (``model.safetensors.f32rows``, ``mod
 processes map that file instead: no copy, no seconds, and the weights in memory once, not twice.
 
 The file: 8 bytes of magic (which kind), the header's size, a JSON header (the format's version, the stamp of the
-weights it was made from: each file's name, size and modification time, and each matrix's name and shape), then
-the matrices one after another, starting 64-byte aligned. It is written as every output here is
+weights it was made from: each file's name, size, modification and status-change times, and each matrix's name
+and shape), then the matrices one after another, starting 64-byte aligned. It is written as every output here is
 (:func:`tokenizer.outputs.replaced_file`: beside it, then renamed), so it is never seen half-written; a file
 that is absent, stale (the checkpoint changed) or damaged is simply made again.
 
@@ -57,8 +57,12 @@ def cache_path(folder, kind: str) -> Path:
 
 
 def source_stamp(folder) -> dict:
-    """What identifies the weights the cache was made from: each file's name, size and modification time."""
-    return {path.name: [path.stat().st_size, path.stat().st_mtime_ns] for path in weights_files(folder)}
+    """What identifies the weights the cache was made from: each file's name, size, modification time and
+    status-change time. The last because the first three can all come back with other bytes (``cp -p``, ``rsync
+    -a`` or ``tar`` putting another checkpoint of the same size in place sets the old modification time), while
+    no program can set the status-change time: a file replaced or rewritten always gets a new one."""
+    return {path.name: [(info := path.stat()).st_size, info.st_mtime_ns, info.st_ctime_ns]
+            for path in weights_files(folder)}
 
 
 def cached(folder, kind: str, magic: bytes, dtype, shapes: dict[str, tuple], matrix: Callable, *, making: str,

@@ -198,6 +198,26 @@ def test_the_cache_is_written_once_reused_and_remade_when_the_checkpoint_changes
     assert "converting" in capsys.readouterr().err and cache.stat().st_mtime_ns != written
 
 
+def test_a_checkpoint_replaced_by_one_of_the_same_size_and_time_is_converted_again(model_folder, tmp_path, capsys):
+    """cp -p, rsync -a or tar can put other weights in place with the old file's size and modification time:
+    the cache of the old ones must not be taken for them."""
+    folder, params = model_folder
+    half.cached_bf16_matrices(params, folder)
+    capsys.readouterr()
+    weights = folder / hfmodel.SAFETENSORS
+    other_params = random_params(seed=6, n_vocab=300, n_embd=32)
+    vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    hfmodel.save_hf_folder(tmp_path / "other", {"n_vocab": 300, "n_ctx": 64, "n_embd": 32, "n_head": N_HEAD,
+                                                "n_layer": 2}, other_params, vocab, [])
+    other = tmp_path / "other" / hfmodel.SAFETENSORS
+    assert other.stat().st_size == weights.stat().st_size and other.read_bytes() != weights.read_bytes()
+    os.utime(other, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns))  # as cp -p would
+    os.replace(other, weights)
+    rows = half.cached_bf16_matrices(other_params, folder)
+    assert "converting" in capsys.readouterr().err
+    assert np.array_equal(rows["wte"], half.to_bf16(other_params["wte"]))
+
+
 @pytest.mark.parametrize("damage", [b"", b"GPT2BF16\xff", b"not a cache at all" * 10])
 def test_a_damaged_cache_is_made_again(model_folder, damage, capsys):
     folder, params = model_folder
