@@ -7,7 +7,7 @@ the model touches them. A Hugging Face folder is read by :mod:`gpt2_numpy.hfmode
 
 The first load also checks every tensor's CRC-32C (stored in the index), which reads the whole
 data file; a small stamp beside the checkpoint (``model.ckpt.crc32c-ok.json``: the sha256 of the
-index and the data files' sizes and modification times) then spares later loads that work. A
+index and the data files' sizes, modification and status-change times) then spares later loads that work. A
 changed checkpoint no longer matches its stamp and is checked again.
 
 The weights come back in picoGPT's params tree::
@@ -340,12 +340,14 @@ def _put(params: dict, variable: str, array: np.ndarray) -> None:
 
 
 def _checkpoint_stamp(ckpt_path: Path) -> dict:
-    """What identifies a checkpoint's files: the index's sha256, the data files' sizes and mtimes."""
+    """What identifies a checkpoint's files: the index's sha256, the data files' sizes, modification and
+    status-change times (the last because cp -p, rsync -a or tar can put other bytes of the same size in place
+    with the old modification time, but nothing can set a file's status-change time)."""
     index = ckpt_path.with_name(ckpt_path.name + ".index")
     data = sorted(ckpt_path.parent.glob(ckpt_path.name + ".data-*"))
     return {
         "index_sha256": sha256_file(index),
-        "data": {path.name: [path.stat().st_size, path.stat().st_mtime_ns] for path in data},
+        "data": {path.name: [(info := path.stat()).st_size, info.st_mtime_ns, info.st_ctime_ns] for path in data},
     }
 
 

@@ -286,6 +286,23 @@ def test_a_flipped_byte_in_the_data_is_refused_on_first_load(tiny, tmp_path, stu
     assert not (model_dir / "model.ckpt.crc32c-ok.json").exists()
 
 
+def test_a_data_file_changed_but_given_its_old_time_back_is_checked_again(tiny, tmp_path, stub_encoder):
+    """The stamp must not vouch for other bytes of the same size under the old modification time (as cp -p,
+    rsync -a or tar leave them): a damaged copy put in place after a first load is still refused."""
+    model_dir = tmp_path / SIZE
+    shutil.copytree(tiny[0], model_dir)
+    checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
+    data = model_dir / "model.ckpt.data-00000-of-00001"
+    body = bytearray(data.read_bytes())
+    body[len(body) // 2] ^= 0x10
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(bytes(body))
+    os.utime(damaged, ns=(data.stat().st_atime_ns, data.stat().st_mtime_ns))
+    os.replace(damaged, data)
+    with pytest.raises(ValueError, match="data-00000-of-00001 is damaged: tensor model/wte fails its CRC-32C"):
+        checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
+
+
 def test_partial_download_is_completed(served, tiny, tmp_path, stub_encoder):
     model_dir = tmp_path / SIZE
     shutil.copytree(tiny[0], model_dir)
