@@ -28,8 +28,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -360,7 +360,8 @@ def _read_stamp(path: Path) -> dict | None:
 
 def _write_stamp(path: Path, stamp: dict) -> None:
     """Write the stamp through a temporary file and a rename, so it is never half-written. Failing to
-    write it (read-only folder) only costs speed, so that warns instead of failing the load."""
+    write it (read-only folder) only costs speed: one plain line on stderr, as a cache beside the checkpoint
+    that cannot be kept says (gpt2_numpy/rows_cache.py), not a Python warning naming this file."""
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
@@ -370,4 +371,6 @@ def _write_stamp(path: Path, stamp: dict) -> None:
     except OSError as exc:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        warnings.warn(f"could not write {path} ({exc}); the next load checks the checkpoint's CRCs again")
+        reason = exc.strerror or exc  # (the error's own text names the temporary file, which the user never sees)
+        print(f"the checkpoint's CRCs were checked; {path} cannot be written ({reason}), so the next load checks "
+              f"them again", file=sys.stderr, flush=True)

@@ -14,7 +14,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -301,6 +303,25 @@ def test_a_data_file_changed_but_given_its_old_time_back_is_checked_again(tiny, 
     os.replace(damaged, data)
     with pytest.raises(ValueError, match="data-00000-of-00001 is damaged: tensor model/wte fails its CRC-32C"):
         checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
+
+
+def test_a_stamp_that_cannot_be_written_costs_one_plain_line(tiny, tmp_path, stub_encoder, monkeypatch, capsys):
+    """A read-only checkpoint folder loads, says why the CRCs will be checked again in one line, and warns of
+    nothing (a Python warning is two lines naming this package's source)."""
+    shutil.copytree(tiny[0], tmp_path / SIZE)
+
+    def refuse(*args, **kwargs):  # as in a read-only folder (chmod does not stop root, who runs CI)
+        raise OSError(30, "Read-only file system", str(tmp_path / SIZE / ".model.ckpt.crc32c-ok.json-tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, _, loaded = checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert_same_params(loaded, tiny[1])
+    assert capsys.readouterr().err == (f"the checkpoint's CRCs were checked; {tmp_path / SIZE}/model.ckpt.crc32c-ok"
+                                       f".json cannot be written (Read-only file system), so the next load checks "
+                                       f"them again\n")
+    assert not (tmp_path / SIZE / "model.ckpt.crc32c-ok.json").exists()
 
 
 def test_partial_download_is_completed(served, tiny, tmp_path, stub_encoder):
