@@ -333,6 +333,21 @@ def test_without_numba_dtype_bf16_is_one_line_naming_the_extra(monkeypatch, tmp_
         kvcache.DecodingWeights(random_params(n_vocab=10, n_embd=8, n_layer=1), dtype="bf16")
 
 
+def test_a_numba_that_cannot_be_imported_is_one_line_naming_the_extra(monkeypatch, tmp_path):
+    """As numba installed beside a NumPy newer than it supports: found, but its import raises ImportError."""
+    broken = tmp_path / "site" / "numba"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('Numba needs NumPy 2.2 or less.\\nGot NumPy 2.3.')\n")
+    monkeypatch.delitem(sys.modules, "numba", raising=False)  # (put back after the test)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    status, out, err = run_main(["hi", "--dtype", "bf16", "--models_dir", str(tmp_path)])  # before any download
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert "numba, which is installed but cannot be imported (Numba needs NumPy 2.2 or less. Got NumPy 2.3.)" in err
+    assert "pip install --upgrade 'gpt2-numpy[half]'" in err
+    with pytest.raises(ValueError, match=r"cannot be imported"):
+        kvcache.DecodingWeights(random_params(n_vocab=10, n_embd=8, n_layer=1), dtype="bf16")
+
+
 def test_a_prompt_too_long_is_one_line_before_any_conversion(model_folder):
     folder, _ = model_folder  # n_ctx 64
     status, out, err = run_main(["a b", "--model", str(folder), "--dtype", "bf16", "--n_tokens_to_generate", "63"])
