@@ -24,16 +24,20 @@ import math
 import shutil
 import struct
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from tokenizer.command_line import bar_if_slow
-from tokenizer.outputs import check_file, replaced_file
+from tokenizer.outputs import check_file, partial_paths, replaced_file
 
 VERSION = 1
 FREE_BYTES_KEPT = 1 << 30  # a file is written only if the disk keeps this much free after it: a cache never fills it
+# A writer adds a matrix to its hidden partial file every second or so: one untouched this long was left by a run
+# that was killed (SIGTERM, SIGKILL, a power cut) before it could remove it, and is removed by the next writer.
+LEFT_PARTIAL_SECONDS = 600
 
 
 def weights_files(folder) -> list[Path]:
@@ -78,6 +82,7 @@ def cached(folder, kind: str, magic: bytes, dtype, shapes: dict[str, tuple], mat
     if rows is not None:
         return rows
     n_bytes = sum(math.prod(shape) for shape in shapes.values()) * np.dtype(dtype).itemsize
+    remove_left_partials(path)  # (first: the room they took counts as free)
     free = free_bytes(path.parent)
     if not can_keep(folder, kind):  # (a folder, device or FIFO by the cache's name is never replaced)
         print(f"{making} in memory: {path} cannot be written; the next run {again}", file=sys.stderr, flush=True)
@@ -96,6 +101,17 @@ def cached(folder, kind: str, magic: bytes, dtype, shapes: dict[str, tuple], mat
     if rows is None:  # (not written, or gone again at once)
         rows = {name: np.ascontiguousarray(matrix(name), dtype=dtype) for name in names}
     return rows
+
+
+def remove_left_partials(path: Path) -> None:
+    """Remove the hidden partial files of ``path`` that killed runs left (each as big as the cache, gigabytes):
+    those untouched for LEFT_PARTIAL_SECONDS, so that a run writing the same file at this moment keeps its own."""
+    for partial in partial_paths(path):
+        try:
+            if time.time() - partial.stat().st_mtime > LEFT_PARTIAL_SECONDS:
+                partial.unlink()
+        except OSError:  # gone meanwhile, or not ours to remove: it costs only room
+            pass
 
 
 def free_bytes(folder: Path) -> int:

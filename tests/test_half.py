@@ -10,6 +10,7 @@ import json
 import os
 import stat
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -228,6 +229,21 @@ def test_a_damaged_cache_is_made_again(model_folder, damage, capsys):
     assert "converting" in capsys.readouterr().err
     assert np.array_equal(rows["blocks/1/mlp/c_fc"], half.kernel_rows(params)["blocks/1/mlp/c_fc"])
     assert read_back(cache, folder) is not None
+
+
+def test_partial_files_a_killed_writer_left_are_removed_by_the_next_writer(model_folder, capsys):
+    """A run killed while writing the cache (SIGTERM, SIGKILL) leaves its hidden partial file, as big as the cache;
+    the next run that writes it removes those left long ago, and not one being written now by another run."""
+    folder, params = model_folder
+    cache = half.cache_path(folder)
+    left, being_written = (folder / f".{cache.name}.{tag}.partial" for tag in ("a" * 32, "b" * 32))
+    for partial in (left, being_written):
+        partial.write_bytes(b"GPT2BF16" + bytes(100))
+    long_ago = time.time() - rows_cache.LEFT_PARTIAL_SECONDS - 60
+    os.utime(left, (long_ago, long_ago))
+    half.cached_bf16_matrices(params, folder)
+    assert "converting" in capsys.readouterr().err and read_back(cache, folder) is not None
+    assert not left.exists() and being_written.exists()
 
 
 def read_back(cache, folder):  # the bf16 matrices in the cache file, or None
