@@ -368,9 +368,11 @@ def _write_stamp(path: Path, stamp: dict) -> None:
         with open(fd, "w", encoding="utf-8") as file:
             json.dump(stamp, file)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:  # (Ctrl-C while it is written too: no hidden temporary file is left behind)
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if not isinstance(exc, OSError):
+            raise
         reason = exc.strerror or exc  # (the error's own text names the temporary file, which the user never sees)
         print(f"the checkpoint's CRCs were checked; {path} cannot be written ({reason}), so the next load checks "
               f"them again", file=sys.stderr, flush=True)

@@ -324,6 +324,19 @@ def test_a_stamp_that_cannot_be_written_costs_one_plain_line(tiny, tmp_path, stu
     assert not (tmp_path / SIZE / "model.ckpt.crc32c-ok.json").exists()
 
 
+def test_ctrl_c_while_the_stamp_is_written_leaves_no_temporary_file(tiny, tmp_path, stub_encoder, monkeypatch):
+    shutil.copytree(tiny[0], tmp_path / SIZE)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoints.json, "dump", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert [path.name for path in (tmp_path / SIZE).iterdir() if path.name.startswith(".")] == []
+    assert not (tmp_path / SIZE / "model.ckpt.crc32c-ok.json").exists()
+
+
 def test_partial_download_is_completed(served, tiny, tmp_path, stub_encoder):
     model_dir = tmp_path / SIZE
     shutil.copytree(tiny[0], model_dir)
