@@ -120,7 +120,7 @@ def missing_extra(dtype: str) -> str | None:
                 f"pip install 'gpt2-numpy[{EXTRA}]' (or use the default, f32)")
     if dtype != "f32":
         try:  # installed is not enough: numba refuses to import beside a NumPy (or llvmlite) it does not know
-            import numba  # noqa: F401  (the kernel imports it anyway: this costs nothing more)
+            importlib.import_module("numba")  # (the kernel imports it anyway: this costs nothing more)
         except ImportError as error:
             reason = " ".join(str(error).split())
             return (f"dtype {dtype} multiplies through a kernel compiled by numba, which is installed but cannot be "
