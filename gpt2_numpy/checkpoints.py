@@ -84,6 +84,10 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
             unreachable = failed[name] = exc.reason
         except DownloadError as exc:
             failed[name] = exc.reason
+        except OSError as exc:  # the file came, but could not be saved: the folder's fault, not the server's
+            raise OSError(exc.errno, f"cannot save GPT-2 {model_size}'s files in {model_dir} ({exc.strerror or exc}"
+                          f"{f': {exc.filename}' if exc.filename else ''}); make that folder writable, or choose "
+                          "another models folder (--models_dir, $GPT2_MODELS_DIR, or models_dir=)") from None
     if failed:
         by_reason = {}
         for name in CHECKPOINT_FILES:

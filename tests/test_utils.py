@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:  # let `import gpt2_numpy` work however pytest was
 
 import gpt2_numpy.encoder  # noqa: E402
 from gpt2_numpy import checkpoints, models_dir  # noqa: E402
-from tokenizer import download  # noqa: E402
+from tokenizer import command_line, download  # noqa: E402
 from tokenizer.download import DownloadError  # noqa: E402
 from conftest import interrupt  # noqa: E402
 from conftest_download import file_server  # noqa: E402,F401 - a fixture, used by name
@@ -164,6 +164,27 @@ def test_download_gpt2_files_fetches_all_seven(served, tmp_path, capsys):
     assert [line.split(" (")[0] for line in said.splitlines()] == [
         f"{what} {SIZE}/{name}{where}" for name in checkpoints.CHECKPOINT_FILES
         for what, where in [("downloading", f" from {served.url}/gpt-2/models/{SIZE}/{name}"), ("downloaded", "")]]
+
+
+def test_a_models_folder_that_cannot_be_written_says_so_and_what_to_do(served, tmp_path, monkeypatch):
+    """A download into a folder the user may not write (a read-only $GPT2_MODELS_DIR) fails with one line that names
+    the folder and how to choose another, not a bare PermissionError from deep inside the download."""
+    model_dir = tmp_path / "read-only" / SIZE
+    real_mkdir = Path.mkdir
+
+    def refused_mkdir(path, *args, **kwargs):  # as for a user without write permission (tests may run as root)
+        if Path(path).is_relative_to(tmp_path / "read-only"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refused_mkdir)
+    with pytest.raises(OSError) as info:
+        checkpoints.download_gpt2_files(SIZE, model_dir)
+    message = command_line.error_message(info.value)
+    assert f"cannot save GPT-2 {SIZE}'s files in {model_dir}" in message and "Permission denied" in message
+    assert "make that folder writable" in message and "$GPT2_MODELS_DIR" in message and "\n" not in message
+    assert len(served.requests) == 1  # the first file's failure ends it: the others would fail the same way
+    assert not (tmp_path / "read-only").exists()
 
 
 def test_a_first_loads_crc_check_draws_a_bar_in_bytes_on_a_terminal(tiny, monkeypatch, capsys):
