@@ -146,6 +146,16 @@ def test_one_user_cache_root(tmp_path, monkeypatch):
         assert models_dir.default_models_dir() == root / "gpt2-numpy" / "models"
 
 
+def test_both_folder_variables_expand_a_quoted_tilde(tmp_path, monkeypatch):
+    """A "~" that reached the program unexpanded (quoted, or from a Dockerfile's ENV) means the home folder in both
+    variables, never a folder named "~" inside the current one."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TOKENIZER_CACHE_DIR", "~/tokenizer-cache")
+    monkeypatch.setenv("GPT2_MODELS_DIR", "~/gpt2-models")
+    assert user_cache.cache_dir() == tmp_path / "home" / "tokenizer-cache"
+    assert models_dir.default_models_dir() == tmp_path / "home" / "gpt2-models"
+
+
 # ---- one GPT-2 Encoding ---------------------------------------------------------------------------------------
 
 def test_gpt2_files_get_the_shared_encoding_and_other_files_their_own(tmp_path):

@@ -26,7 +26,9 @@ def user_cache_root() -> Path:
 def cache_dir() -> Path:
     """The folder for downloaded vocabulary files and saved pair tables."""
     if os.environ.get("TOKENIZER_CACHE_DIR"):
-        return Path(os.environ["TOKENIZER_CACHE_DIR"])
+        # a "~" kept by quoting (an ENV line, a unit file) is the home folder, as in $GPT2_MODELS_DIR: a folder
+        # named "~" made in the current folder would be a surprise
+        return Path(os.environ["TOKENIZER_CACHE_DIR"]).expanduser()
     return user_cache_root() / "gpt2-tokenizer"
 
 
