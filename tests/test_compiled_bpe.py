@@ -342,3 +342,25 @@ def test_a_process_may_end_while_the_kernel_loads(after):
                             env={**os.environ, "PYTHONPATH": str(REPO), "TOKENIZER_COMPILED_BPE": "1"})
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.split()[-1] in ("loading", "compiling")
+
+
+def test_an_unwritable_cache_folder_compiles_in_memory_and_writes_nothing_beside_the_source(tmp_path):
+    """numba's own fallback for a cache folder it cannot write is the source file's __pycache__, which for an
+    installed package is inside site-packages: the kernel is compiled in memory instead, and said to be uncached."""
+    source_folder = tmp_path / "package"
+    source_folder.mkdir()
+    (source_folder / "tiny_kernel.py").write_text("def add_one(x):\n    return x + 1\n")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # a folder inside a file cannot be made, even by root
+    program = (f"import sys; sys.path.insert(0, {str(source_folder)!r})\n"
+               "from pathlib import Path\n"
+               "import tiny_kernel\n"
+               "from tokenizer import numba_cache\n"
+               "uncached = []\n"
+               f"add_one = numba_cache.compiled(tiny_kernel.add_one, Path({str(blocker / 'cache')!r}), uncached)\n"
+               "print(add_one(41), uncached)\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["42", "['add_one']"]
+    assert not (source_folder / "__pycache__").exists()

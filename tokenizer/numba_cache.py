@@ -160,12 +160,16 @@ def compiled(function: Callable, cache_folder: Path, uncached: list[str], **opti
 
     Numba picks a function's cache folder when it wraps it, from its ``config.CACHE_DIR`` (what
     ``$NUMBA_CACHE_DIR`` sets); that is pointed at ``cache_folder`` for the moment of wrapping only, so other
-    numba code in the process keeps its own. Where that folder cannot be written numba tries its next places
-    (beside the source file, its user cache folder); where none can, the function is compiled anew in every
-    process, and its name is added to ``uncached``. ``parallel`` and ``fastmath`` are numba's options (``prange``
-    loops on every thread of numba's pool; the floating-point rewrites allowed)."""
+    numba code in the process keeps its own. Where that folder cannot be written the function is compiled anew in
+    every process, and its name is added to ``uncached``: numba's own next place is beside the source file, which
+    for an installed package is inside site-packages, where this package writes nothing. ``parallel`` and
+    ``fastmath`` are numba's options (``prange`` loops on every thread of numba's pool; the floating-point rewrites
+    allowed)."""
     import numba
 
+    if not _can_write(cache_folder):
+        uncached.append(function.__name__)
+        return numba.njit(nogil=True, **options)(function)
     default = numba.config.CACHE_DIR
     numba.config.CACHE_DIR = str(cache_folder)
     try:
@@ -175,3 +179,15 @@ def compiled(function: Callable, cache_folder: Path, uncached: list[str], **opti
         return numba.njit(nogil=True, **options)(function)
     finally:
         numba.config.CACHE_DIR = default
+
+
+def _can_write(cache_folder: Path) -> bool:
+    """Whether files can be made in ``cache_folder`` (made first if missing), tried the way numba tries it."""
+    import tempfile  # here: see folder()'s imports
+
+    try:
+        cache_folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=cache_folder).close()
+    except OSError:
+        return False
+    return True
