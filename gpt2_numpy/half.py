@@ -138,7 +138,10 @@ def load_kernel():
 
             folder = half_kernel.CACHE_FOLDER
             with numba_cache.one_at_a_time(folder):  # a second process waits, then finds it compiled
-                if not numba_cache.is_marked(folder):
+                if not half_kernel.CACHED_ON_DISK:  # "once" would be untrue: nothing is kept for the next run
+                    print(f"compiling the bf16 kernel (about 10-20 s; {folder} cannot be written, so every run "
+                          "compiles it) ...", file=sys.stderr, flush=True)
+                elif not numba_cache.is_marked(folder):
                     print("compiling the bf16 kernel for this machine (once; about 10-20 s) ...", file=sys.stderr,
                           flush=True)
                 half_kernel.warm_up()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 import time
 
@@ -369,3 +370,15 @@ def test_a_prompt_too_long_is_one_line_before_any_conversion(model_folder):
     status, out, err = run_main(["a b", "--model", str(folder), "--dtype", "bf16", "--n_tokens_to_generate", "63"])
     assert status == 2 and out == "" and err.count("\n") == 1 and "exceeds the model's context" in err, err
     assert not half.cache_path(folder).exists()  # nothing converted, nothing written
+
+
+@pytest.mark.exhaustive  # compiles the kernel: 10-20 s
+def test_a_cache_folder_that_cannot_be_written_compiles_every_run_and_says_so_not_once(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # a folder inside a file cannot be made, even by root
+    done = subprocess.run([sys.executable, "-c", "from gpt2_numpy import half; half.load_kernel()"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TOKENIZER_CACHE_DIR": str(blocker / "cache")})
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "cannot be written, so every run compiles it" in lines[0] and "once" not in lines[0]
