@@ -24,6 +24,7 @@ user asks).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -181,6 +182,7 @@ def compiled(function: Callable, cache_folder: Path, uncached: list[str], **opti
         numba.config.CACHE_DIR = default
 
 
+@functools.lru_cache(maxsize=None)  # asked once per folder, not once per compiled function
 def _can_write(cache_folder: Path) -> bool:
     """Whether files can be made in ``cache_folder`` (made first if missing), tried the way numba tries it."""
     import tempfile  # here: see folder()'s imports
