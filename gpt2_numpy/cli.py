@@ -38,7 +38,8 @@ from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
 from . import half
 from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, model_folder, save_hf
 from .hfmodel import check_hf_folder
-from .kvcache import DecodingWeights, check_fits_context, iter_generate_batch, sampling_temperature
+from .kvcache import DecodingWeights, iter_generate_batch, sampling_temperature
+from .model import check_fits_context
 from .models_dir import default_models_dir
 from .speculative import DEFAULT_DRAFT_TOKENS, DraftModel, PromptLookup
 from .speculative import iter_generate as iter_generate_speculative
