@@ -264,6 +264,50 @@ def test_the_manifest_never_replaces_an_input(tmp_path, capsys, monkeypatch):
         assert (tmp_path / "out" / MANIFEST_NAME).read_bytes() == before
 
 
+def test_outputs_of_inputs_no_longer_given_are_removed(tmp_path, capsys, monkeypatch):
+    # a run with fewer inputs left the earlier run's other .bin files: a loader reading every *.bin read them too
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.txt").write_text(f"shard {name}", encoding="utf-8")
+    encode_dataset(["a.txt", "b.txt", "c.txt"], "out", progress=False)
+    assert main(["encode-dataset", "a.txt", "--out", "out"], prog="t") == 0
+    said = capsys.readouterr().out
+    assert said.splitlines()[0] == ("out: removed 2 .bin files that the earlier manifest listed for inputs not given "
+                                    "this time (b.bin, c.bin)")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.bin", MANIFEST_NAME]
+    assert_consistent(tmp_path / "out")
+    # an earlier manifest of another encoding: its outputs are stale all the same
+    encode_dataset(["b.txt"], "out", encoding="r50k_base", progress=False)
+    assert encode_dataset(["a.txt"], "out", progress=False)["removed"] == ["b.bin"]
+    assert main(["encode-dataset", "a.txt", "--out", "out"], prog="t") == 0
+    assert "removed" not in capsys.readouterr().out  # nothing to remove: nothing said
+
+
+def test_only_files_an_earlier_manifest_named_as_outputs_are_removed(tmp_path):
+    (tmp_path / "a.txt").write_text("shard a", encoding="utf-8")
+    out = tmp_path / "out"
+    encode_dataset([tmp_path / "a.txt"], out, progress=False)
+    (out / "notes.bin").write_text("kept: an input of the next run", encoding="utf-8")
+    (out / "folder.bin").mkdir()
+    (out / "mine.bin").write_bytes(b"\x00\x01")  # no manifest names it: not encode-dataset's to remove
+    (out / "link.bin").symlink_to(tmp_path / "a.txt")
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    for name in ("notes.bin", "folder.bin", "link.bin", "../a.txt", str(tmp_path / "a.txt"), "a.txt", ".hidden.bin"):
+        manifest["shards"].append({**manifest["shards"][0], "output": name})  # a manifest edited by hand
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest))
+    (out / ".hidden.bin").write_bytes(b"")
+    # an input missing: nothing is done, and nothing removed, before the new manifest is in place
+    with pytest.raises(FileNotFoundError):
+        encode_dataset([tmp_path / "a.txt", tmp_path / "absent.txt"], out, progress=False)
+    assert json.loads((out / MANIFEST_NAME).read_text()) == manifest
+    result = encode_dataset([tmp_path / "a.txt", out / "notes.bin"], out, progress=False)
+    assert result["removed"] == []
+    assert sorted(p.name for p in out.iterdir()) == sorted([".hidden.bin", "a.bin", "folder.bin", "link.bin",
+                                                            MANIFEST_NAME, "mine.bin", "notes.bin", "notes.bin.bin"])
+    assert (out / "notes.bin").read_text(encoding="utf-8") == "kept: an input of the next run"
+    assert (tmp_path / "a.txt").read_text(encoding="utf-8") == "shard a"
+
+
 @pytest.mark.parametrize("bad,message", [
     ({"b.jsonl": '{"text": "ok"}\n{"body": "x"}\n'}, r'b\.jsonl line 2: no "text" field \(its fields: "body"\)'),
     ({"b.jsonl": '{"text": "ok"}\n\n{"text": 3}\n'}, r'b\.jsonl line 3: "text" holds a number, not text'),

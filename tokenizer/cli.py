@@ -267,6 +267,11 @@ def encode_dataset(args) -> None:
     except ImportError as e:  # --engine ray without Ray, or .parquet without pyarrow
         raise UsageError(str(e)) from None
     t = m["totals"]
+    removed = m["removed"]
+    if removed:
+        shown = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3 else "")
+        print(f"{args.out}: removed {len(removed)} .bin file{'s' if len(removed) != 1 else ''} that the earlier "
+              f"manifest listed for inputs not given this time ({shown})")
     print(
         f"{args.out}: {t['tokens']:,} tokens ({m['settings']['dtype']}) in {t['shards']} shard"
         f"{'s' if t['shards'] != 1 else ''} from {text_bytes(t)}, {t['documents']:,} documents; "
@@ -728,7 +733,8 @@ def build_parser(prog: str) -> OneLineParser:
     p = command("encode-dataset", encode_dataset,
                 "Encode a dataset of shards (.txt, .jsonl, .jsonl.gz, .parquet) into one .bin per shard (nanoGPT's "
                 "layout; each JSON/parquet document is encode_ordinary(text) + <|endoftext|>) and DIR/manifest.json; "
-                "re-running redoes only shards not proved complete.",
+                "re-running redoes only shards not proved complete, and removes the .bin files of inputs no "
+                "longer given.",
                 "INPUT [INPUT ...] --out DIR [options]", needs=[("inputs", "INPUT"), ("out", "--out")])
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="shard files, folders of them or quoted globs")
     add_flag(p, "out", metavar="DIR", help="the output folder (created if missing); required")

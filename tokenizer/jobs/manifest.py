@@ -75,6 +75,23 @@ def read_manifest(folder: Path, settings: dict) -> dict[str, dict]:
         return {}  # missing, unreadable or not ours: nothing in the folder is trusted
 
 
+def recorded_outputs(folder: Path) -> list[str]:
+    """The output names ``folder``'s manifest lists, whatever settings it was made with (an earlier run with
+    another encoding wrote them too); none when there is no manifest of ours. Each is checked to be what
+    ``encode-dataset`` writes, a plain ``.bin`` name in ``folder``, so that a manifest edited by hand cannot have
+    anything else removed."""
+    try:
+        with open(folder / MANIFEST_NAME, encoding="utf-8") as f:
+            manifest = json.load(f)
+        if manifest.get("format") not in (FORMAT, FORMAT_1):
+            return []
+        names = [entry["output"] for entry in manifest["shards"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    return [name for name in names if isinstance(name, str) and name.endswith(".bin") and name == Path(name).name
+            and not name.startswith(".")]
+
+
 def is_complete(entry: dict | None, identity: dict, output: Path, itemsize: int) -> bool:
     """Whether ``output`` is the complete output the manifest ``entry`` records, for the input ``identity``."""
     if entry is None or any(entry.get(key) != value for key, value in identity.items()):

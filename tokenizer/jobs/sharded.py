@@ -13,7 +13,9 @@ whatever the engine (:mod:`tokenizer.jobs.engines`), the number of workers or th
 task's output is renamed into place only when complete, so a ``.bin`` in ``DIR`` is never partial; the driver
 then records it in ``DIR/manifest.json`` (:mod:`tokenizer.jobs.manifest`), with its documents: the records of a
 JSON-lines or parquet shard, the stretches of text between ``<|endoftext|>`` separators of a text shard.
-Running again into the same ``DIR`` redoes only the shards the manifest does not prove complete.
+Running again into the same ``DIR`` redoes only the shards the manifest does not prove complete, and removes the
+outputs the earlier manifest listed for inputs this run was not given (a loader reading every ``DIR/*.bin`` would
+read them), once the new manifest is in place.
 
 What this module does not do: split one shard across several tasks (a dataset's shards are the parallelism;
 one huge file is ``encode-file``'s job), read standard input (a manifest recognises its inputs by path, size
@@ -30,7 +32,8 @@ from .dataset import check_documents_can_end, encode_input, id_dtype
 from ..encoding import Encoding
 from .engines import ProgressBar, open_engine
 from .inputs import find_inputs, input_stem, refuse_stdin
-from .manifest import MANIFEST_NAME, encoding_fingerprint, input_identity, is_complete, read_manifest, write_manifest
+from .manifest import (MANIFEST_NAME, encoding_fingerprint, input_identity, is_complete, read_manifest,
+                       recorded_outputs, write_manifest)
 from ..outputs import check_file, check_folder, make_folders, partial_paths, remove_folders
 from ..registry import get_encoding
 
@@ -104,6 +107,22 @@ def remove_partials(outputs: list[Path]) -> None:
             stale.unlink(missing_ok=True)
 
 
+def remove_earlier_outputs(folder: Path, earlier: list[str], outputs: list[Path], shards: list[Path]) -> list[str]:
+    """Delete the ``earlier`` outputs (named by the manifest this run replaced) that are none of this run's
+    ``outputs``: a loader that reads every ``*.bin`` of the folder, as nanoGPT-style scripts do, would read the
+    ids of inputs no longer in the dataset. Never an input, nor anything but a file; returns the names removed."""
+    kept = {output.name for output in outputs}
+    inputs_at = {shard.resolve() for shard in shards}
+    removed = []
+    for name in dict.fromkeys(earlier):  # each name once, in the earlier manifest's order
+        path = folder / name
+        if name in kept or path.resolve() in inputs_at or path.is_symlink() or not path.is_file():
+            continue
+        path.unlink()
+        removed.append(name)
+    return removed
+
+
 def encode_dataset(
     inputs,
     out_dir,
@@ -118,7 +137,8 @@ def encode_dataset(
     flag: str | None = None,
 ) -> dict:
     """Encode the shards named by ``inputs`` (files, folders, globs) into ``out_dir``; returns the manifest,
-    plus ``"encoded"`` and ``"skipped"`` (shard counts of this run) and ``"seconds"``.
+    plus ``"encoded"`` and ``"skipped"`` (shard counts of this run), ``"removed"`` (the names of the outputs an
+    earlier run's manifest listed that are none of this run's, deleted) and ``"seconds"``.
 
     ``encoding`` is a registered name or an :class:`Encoding`; ``text_field`` the JSON field / parquet column
     holding each document; ``engine`` ``"local"`` (worker processes, default all CPUs) or ``"ray"``
@@ -153,6 +173,7 @@ def encode_dataset(
     identities = [input_identity(s) for s in shards]
     remove_partials(outputs)
     recorded = read_manifest(out_dir, settings)
+    earlier_outputs = recorded_outputs(out_dir)
     entries: list[dict | None] = []
     for identity, output in zip(identities, outputs):
         entry = recorded.get(identity["input"])
@@ -168,6 +189,8 @@ def encode_dataset(
                       "shards", enabled=progress)
     try:
         save(complete=not todo)  # first: no claim on a shard about to be redone
+        # once the new manifest is in place, so that no manifest ever names a file that is gone
+        removed = remove_earlier_outputs(out_dir, earlier_outputs, outputs, shards)
         if todo:
             with open_engine(engine, address=address, workers=workers) as runner:
                 tasks = [(str(shards[n]), str(outputs[n])) for n in todo]
@@ -185,6 +208,6 @@ def encode_dataset(
         bar.close()
         remove_partials(outputs)
     manifest = save(complete=True)
-    return {**manifest, "encoded": len(todo), "skipped": len(shards) - len(todo),
+    return {**manifest, "encoded": len(todo), "skipped": len(shards) - len(todo), "removed": removed,
             "seconds": time.perf_counter() - start}
 
