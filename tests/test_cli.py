@@ -439,6 +439,19 @@ def test_compare_tells_a_saved_tokenizer_from_the_registered_encoding_of_its_nam
                       f"{saved / registered:.2f}x as many")
 
 
+def test_stats_names_a_saved_tokenizer_apart_from_the_registered_encoding_of_its_name(cli, tmp_path):
+    # GPT-2's vocabulary saved in a folder called cl100k_base: its row was a second "cl100k_base", with other counts
+    get_encoding("gpt2").save(tmp_path / "cl100k_base")
+    text = "        return x"
+    (tmp_path / "code.txt").write_text(text, encoding="utf-8")
+    out = cli("stats", "code.txt", "--encodings", "cl100k_base,./cl100k_base", "--min_seconds", "0").stdout
+    rows = [[cell.strip() for cell in line.split("|")[1:5]] for line in out.splitlines() if line.startswith("| code")]
+    saved, registered = (len(get_encoding(name).encode(text)) for name in ("gpt2", "cl100k_base"))
+    assert registered < saved
+    assert rows == [["code.txt", "cl100k_base", "16", str(registered)], ["code.txt", "cl100k_base (saved)", "16",
+                                                                          str(saved)]]
+
+
 def test_outputs_are_checked_before_any_work(cli, tmp_path):
     """Issue 42's output mistakes as a user types them, each one line and exit 2 with nothing written (each is
     tested in detail, with devices and symlinks, in test_outputs.py)."""

@@ -75,7 +75,7 @@ from .encoding import Encoding
 from .encoding_argument import WHAT_TO_PASS
 from .loading import load_encoding
 from .saving import SAVE_FORMATS, check_tokenizer_folder, replaced_tokenizer_files, save_encoding
-from .registry import get_encoding, list_encoding_names
+from .registry import is_registered, list_encoding_names, shown_names
 from .training.checkpoint import STATE_FILES
 from .training.train import train_bpe
 
@@ -290,15 +290,17 @@ def stats(args) -> None:
     encs = [open_encoding(name) for name in args.encodings]
     # checked against each encoding; a rule that passes every check means the same for all of them
     allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
+    # a saved tokenizer's name is its folder's, which may be a registered encoding's: each row names its own
+    names = shown_names(encs)
     rows = []  # the table is printed whole once every file is read: an error leaves no half table behind
     with inputs.stdin_as_file(paths) as readable:  # each encoding reads each input again
         for path in readable:
-            for enc in encs:
+            for enc, name in zip(encs, names):
                 s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
                                        errors=args.errors, text_field=args.text_field, progress=show_progress(),
                                        min_seconds=args.min_seconds)
                 rows.append(
-                    f"| {path.name} | {enc.name} | {s['bytes']:,} | {s['tokens']:,} | {s['bytes_per_token']:.3f} | "
+                    f"| {path.name} | {name} | {s['bytes']:,} | {s['tokens']:,} | {s['bytes_per_token']:.3f} | "
                     f"{s['mb_per_s']:.2f} | {dataset.format_duration(s['pile_seconds']) if s['bytes'] else '-'} |"
                 )
     print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
@@ -332,10 +334,8 @@ def compare(args) -> None:
     encs = [open_encoding(name) for name in args.encodings]
     # checked against each encoding; a rule that passes every check means the same for all of them
     allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
-    registered = list_encoding_names()
     # a saved tokenizer's name is its folder's, which may be a registered encoding's: label it for what it is
-    chosen = [(enc, labels.get(enc.name, "") if enc.name in registered and get_encoding(enc.name) is enc else "saved")
-              for enc in encs]
+    chosen = [(enc, labels.get(enc.name, "") if is_registered(enc) else "saved") for enc in encs]
     text = text_argument(args, "compare")
     for line in teach.compare_lines(text, chosen, allowed_special=allowed, disallowed_special=disallowed):
         print(line)

@@ -207,6 +207,36 @@ def get_encoding(encoding_name: str, *, core: str = "fast") -> Encoding:
 encoding_module.encoding_by_name = get_encoding  # tiktoken's __setstate__ of a name: the shared encoding
 
 
+def is_registered(enc: Encoding) -> bool:
+    """Whether ``enc`` is the registry's own encoding of its name (what :func:`get_encoding` returns), rather
+    than a tokenizer read from files, which bears its folder's name, and that may be a registered name.
+    Looked up among the encodings loaded so far: asking never loads (or downloads) the registered one."""
+    with _lock:
+        return _cache.get((enc.name, enc.core_name)) is enc
+
+
+def shown_names(encodings) -> list[str]:
+    """The name each of ``encodings`` is shown under, one per encoding, so that no two tokenizers share a name:
+    a registered encoding's own name; a saved tokenizer's name, or ``"NAME (saved)"`` (then ``"NAME (saved
+    2)"``, ...) when a registered encoding or an earlier saved tokenizer has that name. The same encoding given
+    twice is shown under the same name."""
+    registered = set(list_encoding_names())
+    taken: dict[int, str] = {}  # id(a saved tokenizer) -> the name it is shown under
+    names = []
+    for enc in encodings:
+        if is_registered(enc):
+            names.append(enc.name)
+            continue
+        if id(enc) not in taken:
+            name, copies = enc.name, 1
+            while name in registered or name in taken.values():
+                name = f"{enc.name} (saved)" if copies == 1 else f"{enc.name} (saved {copies})"
+                copies += 1
+            taken[id(enc)] = name
+        names.append(taken[id(enc)])
+    return names
+
+
 def _get_encoding(name: str, core: str) -> Encoding:
     """Unpickling an encoding of the registry: the same one, shared, in this process."""
     return get_encoding(name, core=core)

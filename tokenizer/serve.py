@@ -45,7 +45,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from .command_line import ascii_digits
 from .encoding import Encoding
-from .registry import get_encoding, list_encoding_names
+from .registry import get_encoding, is_registered, list_encoding_names, shown_names
 from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, merge_number, merge_story, pre_tokens,
                     show_bytes, split_differences, token_spans, token_texts, visible_whitespace)
 from .vocab_files import token_to_gpt2_str
@@ -101,24 +101,13 @@ class Playground:
     """
 
     def __init__(self, encodings: list[Encoding] = (), *, model: NextTokenModel | None = None):
-        registered = list_encoding_names()
-        self.saved: dict[str, Encoding] = {}  # the name on offer -> a saved tokenizer
-        offered = []  # the names of ``encodings``, in their order
-        for enc in encodings:
-            if enc.name in registered and get_encoding(enc.name, core=enc.core_name) is enc:  # registered, by name
-                offered.append(enc.name)
-                continue
-            if any(enc is other for other in self.saved.values()):  # given twice
-                continue
-            # a saved tokenizer is named after its folder, which may be a registered name or another's: each is
-            # offered under a name of its own, never hiding (or hidden by) another encoding
-            name, copies = enc.name, 1
-            while name in registered or name in self.saved:
-                name = f"{enc.name} (saved)" if copies == 1 else f"{enc.name} (saved {copies})"
-                copies += 1
-            self.saved[name] = enc
-            offered.append(name)
-        self.names = list(dict.fromkeys([*offered, *registered]))
+        # a saved tokenizer is named after its folder, which may be a registered name or another's: each is
+        # offered under a name of its own (shown_names), never hiding (or hidden by) another encoding
+        encodings = list(encodings)
+        offered = shown_names(encodings)  # the names of ``encodings``, in their order
+        self.saved: dict[str, Encoding] = {  # the name on offer -> a saved tokenizer
+            name: enc for name, enc in zip(offered, encodings) if not is_registered(enc)}
+        self.names = list(dict.fromkeys([*offered, *list_encoding_names()]))
         self.model = model
         self.routes = {  # path -> (handler, the fields it takes)
             "/api/encodings": (self.encodings, set()),

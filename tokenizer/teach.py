@@ -33,7 +33,7 @@ from .bpe import merge_reference
 from .encoding import Encoding
 from .patterns import WHITESPACE
 from .pretokenize import compile_pattern, special_token_regex
-from .registry import get_encoding
+from .registry import get_encoding, is_registered
 
 # Background colours that cycle over tokens (yellow, cyan, green, magenta, blue, red), black text on them.
 _BACKGROUNDS = [43, 46, 42, 45, 44, 41]
@@ -462,7 +462,7 @@ def _label(encoding: str | Encoding) -> str:
     labels = dict(COMPARED)
     if isinstance(encoding, str) or encoding.name not in labels:
         return labels.get(getattr(encoding, "name", encoding), "")
-    return labels[encoding.name] if get_encoding(encoding.name, core=encoding.core_name) is encoding else "saved"
+    return labels[encoding.name] if is_registered(encoding) else "saved"
 
 
 class Compared:
