@@ -220,6 +220,33 @@ def test_allowed_special_gives_the_id_and_disallowed_none_plain_text(cli, specia
         assert np.fromfile(tmp_path / "out.bin", dtype="<u2").tolist() == ids
 
 
+@pytest.mark.parametrize("command", ["show", "encode"])
+def test_a_token_disallowed_by_name_gets_advice_that_changes_a_flag(cli, command):
+    # show allows special tokens by default: --disallowed_special naming one was answered "pass --allowed_special
+    # all", which was already set, and "--disallowed_special none to encode it as plain text", which gave its id
+    enc = get_encoding("gpt2")
+    as_special = " ".join(map(str, enc.encode(SPECIAL_TEXT, allowed_special="all")))
+    as_text = " ".join(map(str, enc.encode(SPECIAL_TEXT, disallowed_special=())))
+
+    def ids(*flags) -> str:
+        out = cli(command, SPECIAL_TEXT, *flags).stdout
+        return out.splitlines()[1] if command == "show" else out.strip()
+
+    allowing = ["--allowed_special", "all"] if command == "encode" else []  # show's default
+    stderr = cli(command, SPECIAL_TEXT, "--disallowed_special", "<|endoftext|>", *allowing, status=2).stderr
+    assert stderr.endswith("'<|endoftext|>', which is disallowed: pass --disallowed_special none (or leave that token "
+                           "out of it) to encode it as its id, and --allowed_special none as well to encode it as "
+                           "plain text\n")
+    assert ids("--disallowed_special", "none", *allowing) == as_special
+    assert ids("--disallowed_special", "none", "--allowed_special", "none") == as_text
+    stderr = cli(command, SPECIAL_TEXT, "--disallowed_special", "<|endoftext|>", "--allowed_special", "none",
+                 status=2).stderr
+    assert stderr.endswith("'<|endoftext|>', which is disallowed: pass --disallowed_special none (or leave that token "
+                           "out of it) to encode it as plain text, and --allowed_special all (or that token) as well "
+                           "to encode it as its id\n")
+    assert ids("--disallowed_special", "none", "--allowed_special", "<|endoftext|>") == as_special
+
+
 # ---- files: missing, folders, empty, binary, not UTF-8 ----------------------------------------------------
 
 

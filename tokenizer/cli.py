@@ -55,9 +55,11 @@ What this module does not do: tokenize. Each command parses its arguments, calls
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import json
 import os
+import re
 import resource
 import shutil
 import sys
@@ -880,13 +882,26 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     # a download that failed, or a vocabulary file that fails its checksum: the command line was fine
     errors = [(DownloadError, EXIT_FAILED), (ChecksumError, EXIT_FAILED),
               (UsageError, EXIT_MISTAKE), (ValueError, EXIT_MISTAKE), (KeyError, EXIT_MISTAKE), (OSError, EXIT_MISTAKE)]
-    return run_guarded(prog, lambda: args.run(args), errors=errors, wording=cli_wording)
+    return run_guarded(prog, lambda: args.run(args), errors=errors,
+                       wording=lambda message: cli_wording(message, getattr(args, "allowed_special", None),
+                                                           getattr(args, "disallowed_special", None)))
 
 
-def cli_wording(message: str) -> str:
-    """An error from the library, with its advice in flags rather than Python arguments."""
+def cli_wording(message: str, allowed: str | None = None, disallowed: str | None = None) -> str:
+    """An error from the library, with its advice in flags rather than Python arguments: for a disallowed special
+    token, the flags to change given those set (``allowed`` and ``disallowed``, the two flags as typed)."""
     head, found, _ = message.partition("which is disallowed.")
-    if found:
+    if not found:
+        return message
+    if disallowed in (None, "all"):  # tiktoken's rule: every special token the allowed ones leave out
         return (f"{head}which is disallowed: pass --allowed_special all (or that token) to encode it as its id, "
                 "or --disallowed_special none to encode it as plain text")
-    return message
+    # --disallowed_special names it, which refuses it whatever --allowed_special says: dropping it from there lets
+    # --allowed_special decide, which the advice reads to name the one other flag that is left to change
+    named = re.search(r"special token ('.*'|\".*\"), $", head)
+    token = ast.literal_eval(named.group(1)) if named else None
+    if allowed == "all" or (allowed not in (None, "none") and token in comma_list(allowed)):
+        return (f"{head}which is disallowed: pass --disallowed_special none (or leave that token out of it) to "
+                "encode it as its id, and --allowed_special none as well to encode it as plain text")
+    return (f"{head}which is disallowed: pass --disallowed_special none (or leave that token out of it) to encode "
+            "it as plain text, and --allowed_special all (or that token) as well to encode it as its id")
