@@ -790,6 +790,13 @@ def test_a_pipe_named_as_an_input_is_read_once_as_stdin_is(tmp_path, command):
         assert out.startswith(f"{fifo}: gpt2 vs tiktoken gpt2: identical;") and f"{tokens:,} tokens" in out
 
 
+def test_compare_prints_nothing_before_an_encoding_refuses_the_text(cli):
+    # gpt2 has no <|endofprompt|>, cl100k_base refuses it: gpt2's rows were printed above the error
+    result = cli("compare", "hi <|endofprompt|>", "--encodings", "gpt2,cl100k_base", "--allowed_special", "none",
+                 "--disallowed_special", "all", status=2)
+    assert result.stdout == "" and "'<|endofprompt|>', which is disallowed" in result.stderr
+
+
 def test_stats_prints_nothing_before_it_fails(capsys, monkeypatch, tmp_path):
     (tmp_path / "ok.txt").write_text("fine text", encoding="utf-8")
     (tmp_path / "bad.txt").write_bytes(b"ok \xff")

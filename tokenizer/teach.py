@@ -325,8 +325,11 @@ def compare_lines(
     width = max(len(enc.name) for enc, _ in encodings)
     names = [enc.name for enc, _ in encodings]
     counts = {}  # the closing line's name for each row (its label too where two rows share a name) -> tokens
-    for enc, label in encodings:
-        ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+    # every encoding's ids before the first line: one that refuses the text (a special token it disallows, which
+    # another encoding may not have) leaves no half comparison printed above its error
+    rows = [enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+            for enc, _ in encodings]
+    for (enc, label), ids in zip(encodings, rows):
         texts = token_pieces(enc, ids)
         spaces = max((len(t) for t in texts if t and WHITESPACE.issuperset(t)), default=0)
         counts[f"{enc.name} ({label})" if label and names.count(enc.name) > 1 else enc.name] = len(ids)
