@@ -797,6 +797,22 @@ def test_compare_prints_nothing_before_an_encoding_refuses_the_text(cli):
     assert result.stdout == "" and "'<|endofprompt|>', which is disallowed" in result.stderr
 
 
+def test_explain_refuses_a_pre_token_over_its_limit_before_printing(cli):
+    # its work grows with the square of the pre-token's length: 100,000 letters took minutes and gigabytes, after
+    # the lines of the pre-tokens before it were printed
+    from tokenizer.teach import MAX_EXPLAIN_BYTES
+
+    result = cli("explain", "hi " + "a" * 100_000, status=2)
+    assert result.stdout == ""
+    assert result.stderr.endswith(f"the pre-token ' aaaaaaaaaaaaaaaaaaa'... is 100,001 bytes; the merge trace replays "
+                                  f"BPE step by step for pre-tokens up to {MAX_EXPLAIN_BYTES:,} bytes (its work grows "
+                                  "with the square of the length): explain a shorter text, or see its tokens with "
+                                  "show\n")
+    longest = "a" * (MAX_EXPLAIN_BYTES - 1)
+    assert f"pre-token ' {longest}': {MAX_EXPLAIN_BYTES} bytes" in cli("explain", f"hi {longest}").stdout
+    assert "special token '<|endoftext|>'" in cli("explain", "<|endoftext|>" * 100).stdout  # special tokens: no limit
+
+
 def test_stats_prints_nothing_before_it_fails(capsys, monkeypatch, tmp_path):
     (tmp_path / "ok.txt").write_text("fine text", encoding="utf-8")
     (tmp_path / "bad.txt").write_bytes(b"ok \xff")

@@ -248,8 +248,9 @@ def test_next_tokens_want_gpt2s_vocabulary():
         ("/api/explain?text=&token=0", 400, "token=0; the text has no tokens"),
         ("/api/explain?text=hi&token=5", 400, "the text has 1 tokens (0 to 0)"),
         (f"/api/explain?text={'a' * (MAX_EXPLAIN_BYTES + 1)}&token=0", 413,
-         f"is {MAX_EXPLAIN_BYTES + 1:,} bytes; the merge trace replays BPE step by step for pre-tokens up to "
-         f"{MAX_EXPLAIN_BYTES:,} bytes"),
+         f"token 0: the pre-token 'aaaaaaaaaaaaaaaaaaaa'... is {MAX_EXPLAIN_BYTES + 1:,} bytes; the merge trace "
+         f"replays BPE step by step for pre-tokens up to {MAX_EXPLAIN_BYTES:,} bytes (its work grows with the square "
+         "of the length); pick a token of a shorter pre-token, or explain a shorter text"),
         (f"/api/compare?text={'a' * (MAX_COMPARE_CHARS + 1)}", 413,
          f"text is {MAX_COMPARE_CHARS + 1:,} characters; the playground compares at most {MAX_COMPARE_CHARS:,}: "
          f"compare a part of it, or encode it alone (up to {MAX_CHARS:,})"),

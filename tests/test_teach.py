@@ -213,6 +213,16 @@ def test_the_teaching_tools_share_one_special_token_rule(cli):
                                         "--allowed_special", "none").stdout
 
 
+def test_notebook_explain_refuses_a_pre_token_over_the_limit_when_called():
+    # its HTML replays every pre-token's merges, in time and memory that grow with the square of its length
+    from tokenizer import teach
+
+    with pytest.raises(ValueError, match=rf"is {teach.MAX_EXPLAIN_BYTES + 1:,} bytes; .* up to "
+                       rf"{teach.MAX_EXPLAIN_BYTES:,} bytes"):
+        teach.explain("ok " + "7" * teach.MAX_EXPLAIN_BYTES)
+    assert teach.explain("7" * teach.MAX_EXPLAIN_BYTES).pieces[0].text == "7" * teach.MAX_EXPLAIN_BYTES
+
+
 # ---- compare ----------------------------------------------------------------------------------------------
 
 

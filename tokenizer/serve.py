@@ -46,8 +46,9 @@ from urllib.parse import parse_qs, urlsplit
 from .command_line import ascii_digits
 from .encoding import Encoding
 from .registry import get_encoding, is_registered, list_encoding_names, shown_names
-from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, merge_number, merge_story, pre_tokens,
-                    show_bytes, split_differences, token_spans, token_texts, visible_whitespace)
+from .teach import MAX_EXPLAIN_BYTES  # noqa: F401 - one of the API's limits, all of them read here
+from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, explain_limit, merge_number, merge_story,
+                    pre_tokens, show_bytes, split_differences, token_spans, token_texts, visible_whitespace)
 from .vocab_files import token_to_gpt2_str
 
 # The limits. An answer's work grows with its text: encode's with the tokens it lists (JSON included), compare's
@@ -58,7 +59,7 @@ from .vocab_files import token_to_gpt2_str
 MAX_CHARS = 20_000  # longest text the API takes (encode, explain, next)
 MAX_COMPARE_CHARS = 5_000  # longest text compare takes: it lists the tokens of up to 4 encodings
 MAX_BODY = 1_000_000  # bytes of a POST body (20,000 characters of JSON-escaped text fit)
-MAX_EXPLAIN_BYTES = 500  # merge_reference replays a pre-token step by step, in time that grows with its square
+# and MAX_EXPLAIN_BYTES, the longest pre-token explain replays: tokenizer.teach's, the explain command's too
 TOP_K = 10
 PAGE_DIR = Path(__file__).resolve().parent / "playground"
 PAGE_FILES = {  # URL path -> (file in PAGE_DIR, content type); nothing else is served from disk
@@ -257,10 +258,10 @@ def piece_answer(piece, enc: Encoding, first: int, index: int) -> dict:
     if piece.special:
         return {**answer, "bytes": piece.text.encode("utf-8").hex(" "), "whole": True, "steps": []}
     data = piece.text.encode("utf-8")
-    if len(data) > MAX_EXPLAIN_BYTES:
-        raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                       f"the pre-token holding token {index} is {len(data):,} bytes; the merge trace replays BPE "
-                       f"step by step for pre-tokens up to {MAX_EXPLAIN_BYTES:,} bytes")
+    too_long = explain_limit(piece.text)
+    if too_long:
+        raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"token {index}: {too_long}; pick a token of a shorter "
+                       "pre-token, or explain a shorter text")
     story = merge_story(piece.text, enc)
     steps = [{"merge": merge_number(enc, s.left + s.right), "id": enc.token_ids[s.left + s.right],
               "left": show_bytes(s.left), "right": show_bytes(s.right),

@@ -60,6 +60,12 @@ selector) for the other rules."""
 TEACHING_ALLOWED = SPECIAL_RULES[TEACHING_SPECIAL_RULE]["allowed_special"]
 TEACHING_DISALLOWED = SPECIAL_RULES[TEACHING_SPECIAL_RULE]["disallowed_special"]
 
+# The longest pre-token explain replays merge by merge (the explain command, explain() and the playground):
+# merge_steps keeps every step's parts, so its time and memory grow with the square of the pre-token's length
+# (4,000 bytes of one letter take over a second; 100,000 would take minutes and gigabytes). A word, a number or a
+# run of spaces is far shorter; what is longer (a pasted line of one character) has nothing more to teach.
+MAX_EXPLAIN_BYTES = 500
+
 
 class MergeStep(NamedTuple):
     """One BPE merge: the pair joined, its rank and the parts afterwards. ``rank`` is the encoding's
@@ -268,16 +274,38 @@ def merge_story(piece: str, encoding: str | Encoding = "gpt2") -> MergeStory:
     return MergeStory(data, whole, steps, builds, tokens)
 
 
+def explain_limit(piece: str) -> str | None:
+    """Why ``piece``, a pre-token, is too long to explain (over :data:`MAX_EXPLAIN_BYTES`); None when it is not."""
+    n_bytes = len(piece.encode("utf-8", errors="surrogatepass"))
+    if n_bytes <= MAX_EXPLAIN_BYTES:
+        return None
+    shown = repr(piece[:20]) + ("..." if len(piece) > 20 else "")
+    return (f"the pre-token {shown} is {n_bytes:,} bytes; the merge trace replays BPE step by step for pre-tokens "
+            f"up to {MAX_EXPLAIN_BYTES:,} bytes (its work grows with the square of the length)")
+
+
+def check_explainable(pieces: list[PreToken]) -> None:
+    """``ValueError`` when one of ``pieces`` is a pre-token too long to explain (:func:`explain_limit`), before
+    anything is shown of the others."""
+    for piece in pieces:
+        why = None if piece.special else explain_limit(piece.text)
+        if why:
+            raise ValueError(f"{why}: explain a shorter text, or see its tokens with show")
+
+
 def explain_lines(
     text: str, encoding: str | Encoding = "gpt2", *,
     allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
 ) -> Iterator[str]:
     """What encode does to ``text``, one line per step: special tokens, pre-tokens, merges, ids.
 
-    ``encoding``, ``allowed_special`` and ``disallowed_special`` are :func:`render_show`'s.
+    ``encoding``, ``allowed_special`` and ``disallowed_special`` are :func:`render_show`'s. Raises
+    ``ValueError`` (before the first line) for a disallowed special token, or for a pre-token over
+    :data:`MAX_EXPLAIN_BYTES`.
     """
     enc = _as_encoding(encoding)
     pieces = pre_tokens(text, enc, allowed_special=allowed_special, disallowed_special=disallowed_special)
+    check_explainable(pieces)
     yield f"encoding {enc.name}: special tokens first, then the pattern cuts pre-tokens, then BPE merges each"
     yield "(merge #N: the merge's place among the encoding's merges, from 0; token id: the id of the token it makes,"
     yield " which is also the merge's rank in OpenAI's encodings: merges apply in that order)"
@@ -431,6 +459,7 @@ class Explained:
         self.text, self.encoding = text, enc
         self._rule = dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
         self.pieces = pre_tokens(text, enc, **self._rule)
+        check_explainable(self.pieces)  # here, not in the notebook's rendering of it
 
     def __repr__(self) -> str:
         return "\n".join(explain_lines(self.text, self.encoding, **self._rule))
