@@ -5,6 +5,7 @@ chromium and chromium-driver, driven by Selenium; nothing is downloaded)."""
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import os
@@ -372,6 +373,47 @@ def test_a_failure_inside_is_a_json_500_not_a_traceback(server, monkeypatch):
 
     monkeypatch.setitem(server.playground.routes, "/api/encode", (broken, {"text"}))
     assert get_json(server, "/api/encode?text=hi", 500) == {"error": "internal error: RuntimeError: boom"}
+
+
+def request(server, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    """``(status, headers, body)`` of one request as a client sends it, whatever its method."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=60)
+    try:
+        connection.request(method, path)
+        response = connection.getresponse()
+        return response.status, dict(response.headers), response.read()
+    finally:
+        connection.close()
+
+
+def test_head_and_options_are_answered_as_the_api_answers(server):
+    # http.server answered both with its HTML 501 page
+    for path in ["/api/encode?text=hi", "/", "/playground.js", "/api/encode?text=hi&encoding=gpt5", "/nowhere"]:
+        status, headers, body = request(server, "GET", path)
+        head_status, head_headers, head_body = request(server, "HEAD", path)
+        assert (head_status, head_body) == (status, b"")
+        assert {k: v for k, v in head_headers.items() if k != "Date"} == {k: v for k, v in headers.items()
+                                                                           if k != "Date"}
+        assert int(head_headers["Content-Length"]) == len(body) > 0
+    for path, allowed in [("/api/encode", "GET, HEAD, POST, OPTIONS"), ("*", "GET, HEAD, POST, OPTIONS"),
+                          ("/", "GET, HEAD, OPTIONS"), ("/playground.css", "GET, HEAD, OPTIONS")]:
+        status, headers, body = request(server, "OPTIONS", path)
+        assert (status, headers["Allow"], body) == (204, allowed, b"")
+    assert request(server, "OPTIONS", "/nowhere")[0] == 404
+
+
+def test_http_servers_own_refusals_are_json(server):
+    # a URL over 64 KB, a method without an answer: http.server's HTML pages
+    status, headers, body = request(server, "GET", "/api/encode?text=" + "a" * 70_000)
+    assert (status, headers["Content-Type"]) == (414, "application/json; charset=utf-8")
+    assert json.loads(body) == {"error": 'the request line is over 65,536 bytes; send a long text as a POST of a JSON '
+                                         'object of fields, e.g. {"text": "..."}, to the same /api/ path'}
+    status, headers, body = request(server, "DELETE", "/api/encode")
+    assert (status, headers["Content-Type"], headers["Allow"]) == (501, "application/json; charset=utf-8",
+                                                                   "GET, HEAD, POST, OPTIONS")
+    assert json.loads(body) == {"error": "the playground does not answer DELETE; use GET, HEAD, POST, OPTIONS"}
+    answer = get_json(server, "/api/encode?text=hi")  # the server still answers
+    assert answer["count"]["tokens"] == 1
 
 
 def test_the_page_and_only_the_page_is_served(server):

@@ -17,8 +17,10 @@ special-token text becomes its id (the teaching tools' default, :data:`tokenizer
 is an error (tiktoken's default), or is encoded as plain text. Each merge of the trace is named by its place
 among the encoding's merges (``merge``, from 0: for gpt2 its line of ``vocab.bpe``) and by the id of the token it
 makes (``id``; OpenAI's encodings also rank merges by it), never by a bare rank. A mistake
-(unknown encoding or field, text over a limit below, a malformed query) is answered with a 4xx status and
-``{"error": "one line that says what to pass instead"}``.
+(unknown encoding or field, text over a limit below, a malformed query, a URL over 64 KB, a method other than
+GET, POST, HEAD and OPTIONS) is answered with a 4xx or 5xx status and
+``{"error": "one line that says what to pass instead"}``. HEAD answers as GET does, without the body; OPTIONS
+lists a path's methods in its ``Allow`` header.
 
 The answers are :mod:`tokenizer.teach`'s (pre_tokens, merge_story, token_spans, split_differences): this module
 turns HTTP into calls and results into JSON. The next-token panel asks the model it was handed (any object
@@ -274,12 +276,35 @@ def piece_answer(piece, enc: Encoding, first: int, index: int) -> dict:
 # ---- HTTP -------------------------------------------------------------------------------------------------
 
 
+API_METHODS = "GET, HEAD, POST, OPTIONS"  # what the API answers (the Allow header's list)
+PAGE_METHODS = "GET, HEAD, OPTIONS"  # and the page's files
+MAX_REQUEST_LINE = 65_536  # bytes: http.server's limit on "GET /api/encode?text=... HTTP/1.1"
+
+
 class Handler(BaseHTTPRequestHandler):
-    """GET serves the page and the API; POST the API (a JSON object of fields, so long texts fit)."""
+    """GET serves the page and the API; POST the API (a JSON object of fields, so long texts fit); HEAD answers
+    as GET does, without the body; OPTIONS says which of these a path takes (the Allow header)."""
 
     server_version = "tokenizer-playground"
     server: PlaygroundServer
     timeout = 30  # seconds a client may stay silent mid-request before its connection is closed
+
+    def do_HEAD(self):
+        self.do_GET()  # send() leaves the body out, and only it
+
+    def do_OPTIONS(self):
+        path = urlsplit(self.path).path
+        if self.path == "*" or path.startswith("/api/"):
+            allowed = API_METHODS
+        elif path in PAGE_FILES:
+            allowed = PAGE_METHODS
+        else:
+            self.do_GET()  # the 404 GET gives
+            return
+        self.send_response(HTTPStatus.NO_CONTENT)
+        self.send_header("Allow", allowed)
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
 
     def do_GET(self):
         url = urlsplit(self.path)
@@ -329,14 +354,33 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(HTTPStatus.BAD_REQUEST, f"field {name!r} is {type(value).__name__}; send a string")
         return fields
 
-    def send(self, status: int, body: bytes, content_type: str) -> None:
+    def send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals, before a request reaches do_GET or do_POST (a request line over 64 KB, a
+        method without a ``do_`` here, a malformed request), answered as the API answers every mistake: JSON, one
+        line that says what to send instead, not http.server's HTML page."""
+        headers = {"Connection": "close"}  # what is left of a refused request is never read as the next one
+        self.close_connection = True
+        if code == HTTPStatus.REQUEST_URI_TOO_LONG:
+            said = (f"the request line is over {MAX_REQUEST_LINE:,} bytes; send a long text as a POST of a JSON "
+                    "object of fields, e.g. {\"text\": \"...\"}, to the same /api/ path")
+        elif code == HTTPStatus.NOT_IMPLEMENTED:
+            said = f"the playground does not answer {self.command}; use {API_METHODS}"
+            headers["Allow"] = API_METHODS
+        else:
+            said = message or HTTPStatus(code).phrase
+        self.send(code, json_body({"error": said}), "application/json; charset=utf-8", headers)
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass  # a request log would bury the one line that matters: where the page is
