@@ -400,6 +400,9 @@ def test_head_and_options_are_answered_as_the_api_answers(server):
         status, headers, body = request(server, "OPTIONS", path)
         assert (status, headers["Allow"], body) == (204, allowed, b"")
     assert request(server, "OPTIONS", "/nowhere")[0] == 404
+    status, headers, body = request(server, "OPTIONS", "/api/tokens")
+    api = ", ".join(server.playground.routes)
+    assert (status, json.loads(body)["error"]) == (404, f"no API at /api/tokens; the API is {api}")
 
 
 def test_http_servers_own_refusals_are_json(server):

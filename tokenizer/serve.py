@@ -294,12 +294,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_OPTIONS(self):
         path = urlsplit(self.path).path
-        if self.path == "*" or path.startswith("/api/"):
+        if self.path == "*" or path in self.server.playground.routes:
             allowed = API_METHODS
         elif path in PAGE_FILES:
             allowed = PAGE_METHODS
         else:
-            self.do_GET()  # the 404 GET gives
+            self.do_GET()  # the 404 GET gives (JSON for a path under /api/, which names the API's paths)
             return
         self.send_response(HTTPStatus.NO_CONTENT)
         self.send_header("Allow", allowed)
