@@ -272,11 +272,11 @@ def encode_dataset(args) -> None:
     removed = m["removed"]
     if removed:
         shown = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3 else "")
-        print(f"{args.out}: removed {len(removed)} .bin file{'s' if len(removed) != 1 else ''} that the earlier "
-              f"manifest listed for inputs not given this time ({shown})")
+        print(f"{args.out}: removed {parity.plural(len(removed), '.bin file')} that the earlier manifest listed for "
+              f"inputs not given this time ({shown})")
     print(
-        f"{args.out}: {t['tokens']:,} tokens ({m['settings']['dtype']}) in {t['shards']} shard"
-        f"{'s' if t['shards'] != 1 else ''} from {text_bytes(t)}, {t['documents']:,} documents; "
+        f"{args.out}: {parity.plural(t['tokens'], 'token')} ({m['settings']['dtype']}) in "
+        f"{parity.plural(t['shards'], 'shard')} from {text_bytes(t)}, {parity.plural(t['documents'], 'document')}; "
         f"encoded {m['encoded']}, already complete {m['skipped']} ({m['seconds']:.1f} s, {args.engine} engine, "
         f"{enc.name}); see {Path(args.out) / 'manifest.json'}"
     )
