@@ -111,7 +111,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("dtype", default="f32", choices=half.DTYPES,
            help="the weights' number format: f32 (default), or bf16, half the bytes and about twice as fast to "
            "generate with, its logits rounded (needs numba: pip install 'gpt2-numpy[half]'; the first run "
-           "converts the checkpoint and keeps the copy beside it)")
+           "converts the checkpoint and keeps the copy beside it; with --draft, the draft's weights too)")
     option("draft", default=None, metavar="PATH_OR_SIZE",
            help="speculative decoding: a smaller GPT-2 (a size or a folder, as --model; same vocabulary) drafts "
            "tokens that the model checks several at a time in one pass; the output is the same (greedy: the "
@@ -306,18 +306,28 @@ def load_model(name, models_dir):
         raise CommandError(error_message(error), EXIT_FAILED) from None
 
 
-def load_draft(args, models_dir, encoder):
-    """The draft --draft or --lookup asks for (None without them): a DraftModel of the same vocabulary."""
-    if args.lookup is not None:
-        return PromptLookup(args.lookup)
+def load_draft_model(args, models_dir, encoder):
+    """--draft's (hparams, params), checked to share the model's vocabulary; None without --draft. Loaded with
+    the model, so that a draft that cannot serve is told before anything is written or converted."""
     if args.draft is None:
         return None
     draft_encoder, draft_hparams, draft_params = load_model(args.draft, models_dir)
     if draft_encoder.decoder != encoder.decoder:  # id -> token: the ids must mean the same
         raise CommandError(f"--draft {args.draft}: its vocabulary differs from --model {args.model}'s; a draft "
                            "must share the model's tokens (every GPT-2 size does)", EXIT_MISTAKE)
-    # (its rows kept beside its checkpoint too, as the model's: a long run's draft decodes as long)
-    weights = DecodingWeights(draft_params, folder=model_folder(args.draft, models_dir))
+    return draft_hparams, draft_params
+
+
+def make_draft(args, models_dir, draft_model):
+    """The draft --draft or --lookup asks for (None without them), ready to decode. --draft's weights take
+    --dtype as the model's do (bf16: half the bytes to read for the draft too), and are kept beside its own
+    checkpoint (the bf16 copy, or the compiled kernel's rows: a long run's draft decodes as long)."""
+    if args.lookup is not None:
+        return PromptLookup(args.lookup)
+    if draft_model is None:
+        return None
+    draft_hparams, draft_params = draft_model
+    weights = DecodingWeights(draft_params, dtype=args.dtype, folder=model_folder(args.draft, models_dir))
     return DraftModel(weights, draft_hparams["n_head"])
 
 
@@ -414,7 +424,7 @@ def run(args, text: str | None) -> None:
     """The work the command line asked for, once it was checked."""
     models_dir = default_models_dir() if args.models_dir is None else args.models_dir
     encoder, hparams, params = load_model(args.model, models_dir)
-    draft = load_draft(args, models_dir, encoder)
+    draft_model = load_draft_model(args, models_dir, encoder)
     if args.save_hf is not None:
         with said_if_slow(f"writing {args.save_hf}"):  # (1558M: 6 GB of float32)
             save_hf(args.save_hf, encoder, hparams, params, overwrite=args.force, flag="--save_hf")
@@ -434,4 +444,4 @@ def run(args, text: str | None) -> None:
         # the checkpoint's folder: a long run's weights as the compiled kernel reads them are kept beside it
         # (float32 rows, or bf16), made once and mapped by later runs
         params = DecodingWeights(params, dtype=args.dtype, folder=model_folder(args.model, models_dir))
-        generate_text(encoder, hparams, params, args, ids, draft)
+        generate_text(encoder, hparams, params, args, ids, make_draft(args, models_dir, draft_model))

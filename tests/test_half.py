@@ -321,6 +321,16 @@ def test_gpt2_dtype_bf16_generates_and_scores_with_the_rounded_weights(model_fol
     encoder, hparams, loaded = load_encoder_hparams_and_params(str(folder))
     expected = kvcache.generate(encoder.encode("a b"), half.rounded_params(loaded), N_HEAD, 6)
     assert out == encoder.decode(expected) + "\n" and half.cache_path(folder).is_file()
+    # a draft decodes in bf16 too, from the copy beside its own checkpoint: the same tokens as plain decoding
+    draft_folder = tmp_path / "draft"
+    hfmodel.save_hf_folder(draft_folder, {**hparams, "n_layer": 1}, random_params(seed=6, n_vocab=300, n_embd=32,
+                           n_layer=1), encoder.encoder, [])
+    for draft in (folder, draft_folder):
+        status, drafted, err = run_main(["a b", "--model", str(folder), "--dtype", "bf16", "--n_tokens_to_generate",
+                                         "6", "--draft", str(draft), "--draft_tokens", "2"])
+        assert (status, drafted) == (0, out), err
+    # (converted once, into the file beside the draft's checkpoint, as the model's was)
+    assert str(half.cache_path(draft_folder)) in err and half.cache_path(draft_folder).is_file()
     text = tmp_path / "text.txt"
     text.write_text("one two three four five six seven", encoding="utf-8")
     lines = {}
