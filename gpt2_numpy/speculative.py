@@ -60,7 +60,9 @@ DEFAULT_DRAFT_TOKENS = 4  # k: drafted tokens verified per pass (bench/bench_spe
 class DraftModel:
     """A smaller GPT-2 that drafts tokens, with a KV cache kept in step with the model's.
 
-    params: picoGPT's params tree (or a DecodingWeights) of a GPT-2 with the model's vocabulary.
+    params: picoGPT's params tree (or a DecodingWeights) of a GPT-2 with the model's vocabulary. Its context
+    (n_ctx) may be shorter than the model's: it drafts while the positions fit in it, then proposes nothing,
+    and the model goes on alone (one token a pass, as plain decoding).
     """
 
     def __init__(self, params, n_head):
@@ -72,16 +74,24 @@ class DraftModel:
         if self.weights.n_vocab != n_vocab:
             raise ValueError(f"the draft model has {self.weights.n_vocab} tokens and the model {n_vocab}: a draft "
                              "must share the model's vocabulary (GPT-2's sizes all do)")
-        try:
-            self.decoder = KVDecoder([prompt], self.weights, self.n_head, n_tokens_to_generate)
-        except ValueError as error:
-            raise ValueError(f"the draft model: {error}") from None
+        self.n_run = 0  # drafted tokens of the last proposal run through the draft (all but the last)
+        # the positions its cache holds: the prompt's and the new tokens', no more than its context
+        self.n_positions = min(len(prompt) + count_of_new_tokens(n_tokens_to_generate), self.weights.n_ctx)
+        if len(prompt) >= self.n_positions:  # no position left to draft from (propose never runs it)
+            self.decoder = None
+            return
+        self.decoder = KVDecoder([prompt], self.weights, self.n_head, self.n_positions - len(prompt))
         self.decoder.prefill()
         self.n_cached = len(prompt)  # tokens of the sequence in the draft's cache
-        self.n_run = 0  # drafted tokens of the last proposal run through the draft (all but the last)
 
-    def propose(self, sequence, k, pick):  # -> k token ids, k distributions
-        """k tokens drafted after `sequence`, each chosen by pick(logits) -> (token, its distribution)."""
+    def propose(self, sequence, k, pick):  # -> up to k token ids, as many distributions
+        """Up to k tokens drafted after `sequence`, each chosen by pick(logits) -> (token, its distribution): as
+        many as its context holds (running `sequence` and all but the last drafted token takes len(sequence) + k - 1
+        positions), none once `sequence` fills it."""
+        k = min(k, self.n_positions - len(sequence) + 1) if self.decoder is not None else 0
+        if k <= 0:
+            self.n_run = 0
+            return [], []
         logits = self.decoder.extend([sequence[self.n_cached :]])[0, -1]  # the tokens it has not seen yet
         self.n_cached = len(sequence)
         tokens, dists = [], []
@@ -96,6 +106,8 @@ class DraftModel:
 
     def accepted(self, n_kept):
         """The model kept the first n_kept drafted tokens: forget the draft's cache past them."""
+        if self.decoder is None:  # (a prompt that filled its context: it never ran)
+            return
         valid = min(n_kept, self.n_run)
         self.decoder.rollback(self.n_run - valid)
         self.n_cached += valid

@@ -134,11 +134,20 @@ def test_a_batch_or_a_draft_of_another_vocabulary_is_refused():
         PromptLookup(0)
 
 
-def test_a_draft_whose_context_is_too_short_says_it_is_the_draft():
+@pytest.mark.parametrize("draft_n_ctx", [12, 10, 9, 5])  # past the prompt's 9 tokens, at the very end, inside it
+def test_a_draft_with_a_shorter_context_drafts_while_it_fits_then_the_model_goes_on_alone(draft_n_ctx):
     weights, n_head = shaped("tiny")
-    short = random_params(n_vocab=N_VOCAB, n_embd=16, n_layer=1, n_ctx=12)
-    with pytest.raises(ValueError, match="^the draft model: prompt of 9 tokens"):
-        speculative.generate(PROMPT, weights, n_head, 8, DraftModel(short, 2))
+    plain = kvcache.generate(PROMPT, weights, n_head, 16)  # positions up to 25, past every draft's context
+    short = {**weights, "wpe": weights["wpe"][:draft_n_ctx]}  # the model itself, cut short: it drafts right
+    for k in (1, 3):
+        counts = Counts()
+        assert speculative.generate(PROMPT, weights, n_head, 16, DraftModel(short, n_head), draft_tokens=k,
+                                    counts=counts) == plain, (draft_n_ctx, k)
+        # it drafts (every draft kept) while its context holds the positions, the tokens it predicts at most up
+        # to its last position's, and none after
+        n_fits = draft_n_ctx - len(PROMPT)
+        assert (0 < counts.drafted <= n_fits if n_fits > 0 else counts.drafted == 0), (draft_n_ctx, k, counts)
+        assert counts.accepted == counts.drafted
 
 
 def test_stop_at_eot_and_zero_tokens():
@@ -321,6 +330,19 @@ def test_bad_draft_options_are_one_line_and_exit_2_before_loading(fake_model, ar
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and named in err, err
     assert fake_model.loads == []
+
+
+def test_the_command_with_a_draft_of_a_shorter_context_prints_plain_decodings_text(fake_model, monkeypatch):
+    plain = run_main(["hi hi hi", "--n_tokens_to_generate", "40"])  # positions up to 48
+    short = {**fake_model.params, "wpe": fake_model.params["wpe"][:20]}
+
+    def load(name, models_dir):
+        return fake_model.encoder, {"n_head": 4, "n_ctx": 20 if name == "124M" else 64}, \
+            short if name == "124M" else fake_model.params
+
+    monkeypatch.setattr(cli, "load_encoder_hparams_and_params", load)
+    assert plain[0] == 0 and run_main(["hi hi hi", "--n_tokens_to_generate", "40", "--model", "355M",
+                                       "--draft", "124M"]) == plain
 
 
 def test_a_draft_of_another_vocabulary_is_one_line_and_exit_2(fake_model, monkeypatch):
