@@ -274,19 +274,25 @@ def read_score_file(path: str) -> str:
     return text
 
 
-def print_score(encoder, params, n_head, text, stride, path, *, progress=None):
-    """Tokens, perplexity and bits per byte of `text`, over the tokens the model predicted (all but
-    the first, and without window overlap, all but each window's first) and the bytes they hold.
-    progress: a bar on stderr counting the tokens scored, window by window (default: show_progress())."""
-    from tqdm import tqdm  # imported here, as the other commands do: only a run that scores needs it
-
+def ids_to_score(encoder, text, stride, n_ctx, path):
+    """The token ids of --score's `text`, or ValueError (exit 2) when the model (its context, n_ctx, known only
+    once it is loaded) cannot score them: told before anything is written."""
     ids = encoder.encoding.encode_ordinary(text)  # a whole file: the fast core (encoder.encode's ids, sooner)
     if len(ids) < 2:
         raise ValueError(f"--score {path} holds {len(ids)} token; the first has no context, so give at least two")
-    n_ctx = len(params["wpe"])  # known only now: the model's context
     if stride is not None and stride > n_ctx:
         raise ValueError(f"--stride {stride} is more than the model's context, n_ctx={n_ctx}: windows start at most "
                          f"a context apart, or the tokens between them would go unscored; give at most {n_ctx}")
+    return ids
+
+
+def print_score(encoder, params, n_head, ids, stride, *, progress=None):
+    """Tokens, perplexity and bits per byte of the text of `ids` (ids_to_score's), over the tokens the model
+    predicted (all but the first, and without window overlap, all but each window's first) and the bytes they hold.
+    progress: a bar on stderr counting the tokens scored, window by window (default: show_progress())."""
+    from tqdm import tqdm  # imported here, as the other commands do: only a run that scores needs it
+
+    n_ctx = len(params["wpe"])
     n_to_score = sum(end - first for _, end, first in windows(len(ids), n_ctx, stride=stride))
     progress = show_progress() if progress is None else progress
     with tqdm(total=n_to_score, unit="tok", desc="scoring", disable=not progress, leave=False) as bar:
@@ -426,22 +432,24 @@ def run(args, text: str | None) -> None:
     models_dir = default_models_dir() if args.models_dir is None else args.models_dir
     encoder, hparams, params = load_model(args.model, models_dir)
     draft_model = load_draft_model(args, models_dir, encoder)
+    # every check the loaded model makes possible, before any work (--save_hf's folder written, bf16 weights
+    # converted, their kernel compiled): a prompt too long, a text too short, costs one line and nothing written
+    ids = encoder.encode(args.prompt) if args.prompt is not None else None
+    if ids is not None:
+        check_fits_context(len(ids), args.n_tokens_to_generate, hparams["n_ctx"])
+    score_ids = ids_to_score(encoder, text, args.stride, len(params["wpe"]), args.score) if text is not None else None
     if args.save_hf is not None:
         with said_if_slow(f"writing {args.save_hf}"):  # (1558M: 6 GB of float32)
             save_hf(args.save_hf, encoder, hparams, params, overwrite=args.force, flag="--save_hf")
         # what the command made, so stdout; unless stdout carries the continuation of a PROMPT
         print(f"wrote {args.save_hf}", file=sys.stdout if args.prompt is None else sys.stderr)
-    if text is not None:
+    if score_ids is not None:
         # the rounded weights in float32: the bf16 model's numbers, through the readable forward pass
         scored = half.rounded_params(params) if args.dtype == "bf16" else params
-        print_score(encoder, scored, hparams["n_head"], text, args.stride, args.score)
+        print_score(encoder, scored, hparams["n_head"], score_ids, args.stride)
     if args.serve:
         serve_playground(args, hparams, params)
-    if args.prompt is not None:
-        ids = encoder.encode(args.prompt)
-        # checked before any work for the run (bf16 weights converted, their kernel compiled): a prompt too long
-        # costs one line and nothing written
-        check_fits_context(len(ids), args.n_tokens_to_generate, hparams["n_ctx"])
+    if ids is not None:
         # the checkpoint's folder: a long run's weights as the compiled kernel reads them are kept beside it
         # (float32 rows, or bf16), made once and mapped by later runs
         params = DecodingWeights(params, dtype=args.dtype, folder=model_folder(args.model, models_dir))

@@ -186,6 +186,23 @@ def test_cli_save_hf_refuses_the_folder_the_model_is_read_from(tmp_path):
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
+def test_cli_save_hf_writes_nothing_when_the_prompt_or_the_text_cannot_be_run(tmp_path):
+    """A mistake the loaded model shows (a prompt too long for its context, a text too short to score, a stride
+    past the context) is told, in one line, before --save_hf's folder is written: nothing is left behind."""
+    from tiny_checkpoint import write_tiny_checkpoint
+
+    write_tiny_checkpoint(tmp_path / "openai")  # n_ctx 32
+    (tmp_path / "one.txt").write_text("a", encoding="utf-8")
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "hf"
+    for run, said in [(["Hello", "--n_tokens_to_generate", "40"], "exceeds the model's context"),
+                      (["--score", str(tmp_path / "one.txt")], "holds 1 token"),
+                      (["--score", str(tmp_path / "text.txt"), "--stride", "40"], "--stride 40 is more than")]:
+        status, stdout, stderr = run_main([*run, "--model", str(tmp_path / "openai"), "--save_hf", str(out)])
+        assert (status, stdout) == (2, "") and stderr.count("\n") == 1 and said in stderr, stderr
+        assert not out.exists()
+
+
 def test_cli_save_hf_says_what_it_writes_when_it_is_slow(tmp_path, monkeypatch):
     """A large model's --save_hf (6 GB at 1558M) says "writing DIR ..." on a terminal after
     command_line.SLOW_AFTER_SECONDS; a quick one, or stderr on no terminal, says nothing but its `wrote`."""
