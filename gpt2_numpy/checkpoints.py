@@ -37,7 +37,7 @@ import numpy as np
 from . import hfmodel
 from .models_dir import MODEL_SIZES, default_models_dir
 from .tfcheckpoint import CheckpointError, read_checkpoint
-from tokenizer.command_line import bar_if_slow
+from tokenizer.command_line import bar_if_slow, said_if_large
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
 from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
@@ -239,13 +239,15 @@ def _load_openai_folder(model_dir: Path) -> tuple[dict, dict]:
 
 class _CheckingBar:
     """A bar in bytes over a checkpoint's CRC check (a first load reads the whole file: 1558M's 6 GB take about
-    10 s), on a terminal, when it is slow (tokenizer.command_line.bar_if_slow); made on the first report."""
+    10 s), on a terminal, when it is slow (tokenizer.command_line.bar_if_slow); made on the first report. Off a
+    terminal, one line at the start of a check that large (said_if_large: 355M and up), so a log says it too."""
 
     def __init__(self, desc: str):
         self.desc, self.bar = desc, None
 
     def update(self, n_bytes: int, total_bytes: int) -> None:
         if self.bar is None:
+            said_if_large(self.desc, total_bytes)
             self.bar = bar_if_slow(desc=self.desc, total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024)
         self.bar.update(n_bytes)
 

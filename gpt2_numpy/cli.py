@@ -304,6 +304,15 @@ def print_score(encoder, params, n_head, ids, stride, *, progress=None):
     print(f"bits per byte: {nlls.sum() / math.log(2) / predicted_bytes:.4f}")
 
 
+def weight_bytes(tree) -> int:
+    """The bytes of every array in a params tree (nested dicts and lists of arrays)."""
+    if isinstance(tree, dict):
+        return sum(weight_bytes(branch) for branch in tree.values())
+    if isinstance(tree, list):
+        return sum(weight_bytes(branch) for branch in tree)
+    return tree.nbytes
+
+
 def load_model(name, models_dir):
     """(encoder, hparams, params), or CommandError 1: a download failed, or a model file is missing or
     damaged (the command line itself was checked before)."""
@@ -439,7 +448,7 @@ def run(args, text: str | None) -> None:
         check_fits_context(len(ids), args.n_tokens_to_generate, hparams["n_ctx"])
     score_ids = ids_to_score(encoder, text, args.stride, len(params["wpe"]), args.score) if text is not None else None
     if args.save_hf is not None:
-        with said_if_slow(f"writing {args.save_hf}"):  # (1558M: 6 GB of float32)
+        with said_if_slow(f"writing {args.save_hf}", n_bytes=weight_bytes(params)):  # (1558M: 6 GB of float32)
             save_hf(args.save_hf, encoder, hparams, params, overwrite=args.force, flag="--save_hf")
         # what the command made, so stdout; unless stdout carries the continuation of a PROMPT
         print(f"wrote {args.save_hf}", file=sys.stdout if args.prompt is None else sys.stderr)

@@ -224,6 +224,27 @@ def test_cli_save_hf_says_what_it_writes_when_it_is_slow(tmp_path, monkeypatch):
     assert checkpoints.folder_layout(tmp_path / "said") == "hf"
 
 
+def test_off_a_terminal_a_large_save_hf_says_what_it_writes_at_its_start(tmp_path, monkeypatch):
+    """A log gets no timed line: writing command_line.SLOW_BYTES or more of weights (355M and up) is announced by
+    its size as it starts. SLOW_BYTES lowered to the tiny model's float32 bytes stands in for a large model."""
+    from tiny_checkpoint import write_tiny_checkpoint
+    from tokenizer import command_line
+
+    params = write_tiny_checkpoint(tmp_path / "openai")
+    argv = ["--model", str(tmp_path / "openai"), "--save_hf"]
+    assert run_main(argv + [str(tmp_path / "first")])[0] == 0  # (the first load's CRC check done)
+    def arrays(tree):  # every array of a params tree
+        branches = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, list) else None
+        return [tree] if branches is None else [array for branch in branches for array in arrays(branch)]
+
+    n_bytes = sum(array.nbytes for array in arrays(params))
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes + 1)
+    assert run_main(argv + [str(tmp_path / "quiet")]) == (0, f"wrote {tmp_path / 'quiet'}\n", "")
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes)
+    assert run_main(argv + [str(tmp_path / "said")]) == (0, f"wrote {tmp_path / 'said'}\n",
+                                                          f"writing {tmp_path / 'said'} ...\n")
+
+
 # -------------------------------------------------------------------------------- score
 def hf_token_nlls(model, ids):
     """Every predicted token's NLL from one HF pass (the input must fit the context)."""

@@ -213,6 +213,27 @@ def test_a_first_loads_crc_check_draws_a_bar_in_bytes_on_a_terminal(tiny, monkey
     assert capsys.readouterr().err == ""
 
 
+def test_off_a_terminal_a_large_crc_check_says_so_in_one_line_at_its_start(tiny, monkeypatch, capsys):
+    """A log gets no bar and no timed line (it would differ from run to run): a check of command_line.SLOW_BYTES
+    or more (355M and up) is announced by its size, once, as it starts; a smaller one, or one skipped, says
+    nothing. SLOW_BYTES lowered to the tiny checkpoint's size stands in for a large model."""
+    from gpt2_numpy import tfcheckpoint
+    from tokenizer import command_line
+
+    model_dir, _ = tiny
+    prefix = model_dir / "model.ckpt"
+    hparams = json.loads((model_dir / "hparams.json").read_text())
+    n_bytes = sum(array.nbytes for array in tfcheckpoint.read_checkpoint(prefix).values())
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes + 1)
+    checkpoints.load_gpt2_params_from_tf_ckpt(prefix, hparams)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes)
+    checkpoints.load_gpt2_params_from_tf_ckpt(prefix, hparams)
+    assert capsys.readouterr().err == "checking model.ckpt ...\n"
+    checkpoints.load_gpt2_params_from_tf_ckpt(prefix, hparams, verify_data=False)
+    assert capsys.readouterr().err == ""
+
+
 def test_cold_load_downloads_and_checks_then_warm_load_skips_the_crcs(
     served, tiny, tmp_path, stub_encoder, conversions, monkeypatch
 ):

@@ -59,13 +59,21 @@ def show_progress() -> bool:
 
 
 SLOW_AFTER_SECONDS = 1.5  # a wait longer than this says what it is (said_if_slow)
+# Off a terminal (a log, CI) a step is announced by its size, never by a timer: a line that comes or not with the
+# machine's speed would make logs, and tests that compare stderr exactly, differ from run to run. A step that
+# reads, checks, converts or writes at least this many bytes says so at its start. Why a GiB: 1558M's first load
+# checks its 6 GB of weights in about 10 s (gpt2_numpy/checkpoints.py), 0.6 GB/s, so a GiB takes about the 2 s
+# that nothing waits in silence; 124M's 0.5 GB stays quiet, 355M's 1.4 GB and up speak.
+SLOW_BYTES = 1 << 30
 
 
 @contextlib.contextmanager
-def said_if_slow(what: str):
+def said_if_slow(what: str, *, n_bytes: int = 0):
     """Say ``what ...`` on stderr if the block is still running after SLOW_AFTER_SECONDS, when a person is
-    watching (as progress bars): nothing waits more than 2 s in silence, and a quick block says nothing."""
+    watching (as progress bars): nothing waits more than 2 s in silence, and a quick block says nothing. Off a
+    terminal, said at the block's start when it handles ``n_bytes`` >= SLOW_BYTES (said_if_large)."""
     if not show_progress():
+        said_if_large(what, n_bytes)
         yield
         return
     timer = threading.Timer(SLOW_AFTER_SECONDS, lambda: say(f"{what} ..."))
@@ -75,6 +83,14 @@ def said_if_slow(what: str):
         yield
     finally:
         timer.cancel()
+
+
+def said_if_large(what: str, n_bytes: int) -> None:
+    """Off a terminal, ``what ...`` on stderr now if the step about to start handles at least SLOW_BYTES (see
+    SLOW_BYTES: decided by size, so a log says the same on every machine); on a terminal, nothing (said_if_slow
+    and bar_if_slow speak there, after SLOW_AFTER_SECONDS)."""
+    if n_bytes >= SLOW_BYTES and not show_progress():
+        say(f"{what} ...")
 
 
 def say(line: str) -> None:
