@@ -454,7 +454,10 @@ def run(args, text: str | None) -> None:
         print(f"wrote {args.save_hf}", file=sys.stdout if args.prompt is None else sys.stderr)
     if score_ids is not None:
         # the rounded weights in float32: the bf16 model's numbers, through the readable forward pass
-        scored = half.rounded_params(params) if args.dtype == "bf16" else params
+        scored = params
+        if args.dtype == "bf16":
+            with said_if_slow("rounding the weights to bf16", n_bytes=weight_bytes(params)):  # (1558M: ~20 s)
+                scored = half.rounded_params(params)
         print_score(encoder, scored, hparams["n_head"], score_ids, args.stride)
     if args.serve:
         serve_playground(args, hparams, params)

@@ -45,6 +45,13 @@ def random_params(seed=0, n_vocab=N_VOCAB, n_ctx=N_CTX, n_embd=N_EMBD, n_layer=N
     }
 
 
+def params_bytes(tree):
+    """The bytes of every array in a params tree (nested dicts and lists), counted here on their own."""
+    if isinstance(tree, dict):
+        tree = list(tree.values())
+    return sum(params_bytes(branch) for branch in tree) if isinstance(tree, list) else tree.nbytes
+
+
 def hf_model(params, n_head=N_HEAD):
     """transformers' GPT2LMHeadModel with the same weights (its Conv1D stores w as [nx, nf] too)."""
     n_vocab, n_embd = params["wte"].shape

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from conftest import FUZZ_EXAMPLES, REPO
 from gpt2_numpy import bands, half, hfmodel, kvcache, rows_cache
 from gpt2_numpy.scoring import score
-from test_gpt2 import N_HEAD, random_params, run_main
+from test_gpt2 import N_HEAD, params_bytes, random_params, run_main
 
 # One worker runs this file: the first test to need the kernel compiles it (into the suite's fresh cache) under a lock,
 # and a second worker starting on the file at the same time would only wait for it, idle, instead of running other
@@ -339,6 +339,30 @@ def test_gpt2_dtype_bf16_generates_and_scores_with_the_rounded_weights(model_fol
         assert status == 0, err
         lines[dtype] = out
     assert lines["f32"] != lines["bf16"] and lines["f32"].splitlines()[0] == lines["bf16"].splitlines()[0]
+
+
+def test_gpt2_score_dtype_bf16_says_it_rounds_the_weights_when_that_is_slow(model_folder, tmp_path, monkeypatch):
+    """Rounding every matrix to bf16 for --score takes seconds from 355M up (1558M: about 20 s) before the scoring's
+    bar: on a terminal said after command_line.SLOW_AFTER_SECONDS, off one by its size (command_line.SLOW_BYTES,
+    lowered here to the small model's bytes), at its start; a quick one says nothing."""
+    from tokenizer import command_line
+
+    folder, params = model_folder
+    text = tmp_path / "text.txt"
+    text.write_text("one two three four five six seven", encoding="utf-8")
+    argv = ["--score", str(text), "--model", str(folder), "--dtype", "bf16"]
+    n_bytes = params_bytes(params)
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes + 1)
+    status, scored, err = run_main(argv)
+    assert (status, err) == (0, ""), err
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes)
+    assert run_main(argv) == (0, scored, "rounding the weights to bf16 ...\n")
+    monkeypatch.setattr(command_line, "show_progress", lambda: True)  # on a terminal: said once it is slow
+    monkeypatch.setattr(command_line, "SLOW_AFTER_SECONDS", 0)
+    monkeypatch.setattr(half, "rounded_params", lambda params, rounded=half.rounded_params: time.sleep(0.3) or
+                        rounded(params))
+    status, out, err = run_main(argv)
+    assert (status, out) == (0, scored) and err.startswith("rounding the weights to bf16 ...\n"), err
 
 
 @pytest.mark.parametrize("argv, named", [

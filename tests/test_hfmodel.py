@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
 import gpt2  # noqa: E402 - the checkout's picoGPT face: gpt2.gpt2, gpt2.generate, gpt2.score
 from gpt2_numpy import hfmodel  # noqa: E402
 from gpt2_numpy import checkpoints  # noqa: E402
-from test_gpt2 import N_HEAD, hf_logits, hf_model, random_params, run_main  # noqa: E402
+from test_gpt2 import N_HEAD, hf_logits, hf_model, params_bytes, random_params, run_main  # noqa: E402
 from test_utils import assert_same_params  # noqa: E402
 
 VOCAB = ROOT / "tokenizer" / "data"
@@ -233,11 +233,7 @@ def test_off_a_terminal_a_large_save_hf_says_what_it_writes_at_its_start(tmp_pat
     params = write_tiny_checkpoint(tmp_path / "openai")
     argv = ["--model", str(tmp_path / "openai"), "--save_hf"]
     assert run_main(argv + [str(tmp_path / "first")])[0] == 0  # (the first load's CRC check done)
-    def arrays(tree):  # every array of a params tree
-        branches = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, list) else None
-        return [tree] if branches is None else [array for branch in branches for array in arrays(branch)]
-
-    n_bytes = sum(array.nbytes for array in arrays(params))
+    n_bytes = params_bytes(params)
     monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes + 1)
     assert run_main(argv + [str(tmp_path / "quiet")]) == (0, f"wrote {tmp_path / 'quiet'}\n", "")
     monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes)
