@@ -44,6 +44,8 @@ import time
 
 import numpy as np
 
+from tokenizer.command_line import said_if_large
+
 from . import bands, blas_threads, compiled_matvec, model
 from .bands import in_bands
 from .model import (as_float32, attention, attention_in_blocks, causal_mask, check_fits_context, layer_norm, linear,
@@ -305,6 +307,9 @@ class DecodingWeights:
         if kernel is None or not long_run or self.kernel_is_slower:
             return False
         rows = self.f32_kernel_rows()
+        if rows is None:  # every block matrix copied, in memory (no folder to keep them beside): seconds from 355M
+            said_if_large("arranging the weights as the compiled kernel reads them, in memory",
+                          sum(w.nbytes for w in self.f32_matrices().values()))
         wrapped = with_kernel(self.params, kernel, rows)
         if not compiled_matvec.is_forced():
             # NumPy's side as its long runs read it: its copies, or with the kernel's rows at hand, those

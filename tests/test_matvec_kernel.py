@@ -499,6 +499,25 @@ def test_a_folder_that_can_keep_no_rows_is_forgotten(kernel_on, model_folder, mo
     assert kvcache.generate(prompt, weights, N_HEAD, 8) == model.generate_reference(prompt, loaded, N_HEAD, 8)
 
 
+def test_off_a_terminal_copying_large_weights_for_the_kernel_in_memory_says_so_at_its_start(kernel_on, model_folder,
+                                                                                              monkeypatch, capsys):
+    """The kernel's copies made in memory (no folder to keep them beside) take seconds from 355M up: a log is told,
+    by their size (command_line.SLOW_BYTES, lowered here to the small model's block matrices), as they start."""
+    from tokenizer import command_line
+
+    _, loaded = hfmodel.load_hf_folder(model_folder)
+    n_bytes = sum(layer["w"].nbytes for block in loaded["blocks"] for part in ("attn", "mlp")
+                  for layer in block[part].values())
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes + 1)
+    kvcache.DecodingWeights(loaded).for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes)
+    weights = kvcache.DecodingWeights(loaded)
+    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    weights.for_run(1, kvcache.RELAYOUT_MIN_STEPS)  # (copied once: the second run says nothing)
+    assert capsys.readouterr().err == "arranging the weights as the compiled kernel reads them, in memory ...\n"
+
+
 def test_a_fifo_by_the_rows_files_name_is_not_opened_and_the_folder_is_forgotten(kernel_on, model_folder, capsys):
     """A FIFO where the rows file would go (opening it to read would block): the run neither hangs nor replaces
     it, and goes as without a folder."""
