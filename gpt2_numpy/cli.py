@@ -115,8 +115,8 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("draft", default=None, metavar="PATH_OR_SIZE",
            help="speculative decoding: a smaller GPT-2 (a size or a folder, as --model; same vocabulary) drafts "
            "tokens that the model checks several at a time in one pass; the output is the same (greedy: the "
-           "same tokens; sampling: the same distribution); a draft with a shorter context drafts while the positions fit in "
-           "it, then the model goes on alone")
+           "same tokens; sampling: the same distribution); a draft with a shorter context drafts while the "
+           "positions fit in it, then the model goes on alone")
     option("lookup", type=whole_number, default=None, metavar="N",
            help="prompt-lookup decoding: draft the tokens that followed the latest earlier occurrence of the "
            "last N tokens (prompt and output), checked as with --draft; pays on text that repeats itself")
