@@ -30,8 +30,8 @@ import textwrap
 from pathlib import Path
 
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, ascii_digits, bar_if_slow,
-                                    cannot_listen, error_message, run_guarded, said_if_slow, show_progress,
-                                    unrecognized, whole_number)
+                                    cannot_listen, decimal_number, error_message, run_guarded, said_if_slow,
+                                    show_progress, unrecognized, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
 
@@ -100,11 +100,11 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
            help=f"folder of the checkpoints, one subfolder per size (default: {default_models_dir()}: "
            "$GPT2_MODELS_DIR if set, else the models/ folder of this checkout, else "
            "$XDG_CACHE_HOME/gpt2-numpy/models, ~/.cache/gpt2-numpy/models without XDG_CACHE_HOME)")
-    option("temperature", type=float, default=None, metavar="T",
+    option("temperature", type=decimal_number, default=None, metavar="T",
            help="sample from softmax(logits / T); 0 is greedy (default: greedy, or 1 with --top_k, --top_p "
            "or --seed)")
     option("top_k", type=whole_number, default=None, metavar="K", help="sample only among the K most likely tokens")
-    option("top_p", type=float, default=None, metavar="P",
+    option("top_p", type=decimal_number, default=None, metavar="P",
            help="sample only among the fewest most likely tokens whose probability reaches P")
     option("seed", type=seed_number, default=None, help="seed the sampling, for a reproducible run (0 to 2**32 - 1)")
     option("stream", action="store_true", help="print each token as soon as it is generated")

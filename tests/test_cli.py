@@ -140,6 +140,15 @@ def test_top_level_help_lists_every_command(cli):
          "--checkpoint_every: expected a number of seconds, 0 or more, got '-5'"),
         (["train", "--input", "x", "--vocab_size", "300", "--out", "d", "--checkpoint_every", "nan"],
          "--checkpoint_every: expected a number of seconds, 0 or more, got 'nan'"),
+        # as typed: float() reads "1_0" as 10, other scripts' digits, and 1e999 as inf
+        (["train", "--input", "x", "--vocab_size", "300", "--out", "d", "--checkpoint_every", "1_0"],
+         "--checkpoint_every: expected a number of seconds, 0 or more, got '1_0'"),
+        (["train", "--input", "x", "--vocab_size", "300", "--out", "d", "--checkpoint_every", "\u0661\u0660"],
+         "--checkpoint_every: expected a number of seconds, 0 or more, got '\u0661\u0660'"),
+        (["train", "--input", "x", "--vocab_size", "300", "--out", "d", "--checkpoint-every", "1e999"],
+         "--checkpoint-every: expected a number of seconds, 0 or more, got '1e999'"),
+        (["stats", "x.txt", "--min_seconds", " 1"], "--min_seconds: expected a number of seconds, 0 or more, got ' 1'"),
+        (["stats", "x.txt", "--min-seconds", "1_0"], "--min-seconds: expected a number of seconds, 0 or more, got '1_0'"),
     ],
 )
 def test_mistakes_are_one_line_and_exit_2(cli, args, message):

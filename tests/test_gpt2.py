@@ -689,6 +689,26 @@ def test_numbers_are_written_in_ascii_digits(option, typed):
     assert f"{option}: expected a whole number" in err and f"got {typed!r}" in err, err
 
 
+@pytest.mark.parametrize("option", ["--temperature", "--top_p", "--top-p"])
+@pytest.mark.parametrize("typed", ["1_0", "0.\u0665", "\uff11", " 0.5", "+0.5", "nan", "inf", "Infinity", "1e999", ".", ""])
+def test_decimal_numbers_are_written_in_ascii_digits_and_finite(option, typed):
+    # float() reads "1_0" as 10, other scripts' digits, spaces around a number and "+0.5": none is how a number is
+    # typed; nan, inf and 1e999 (inf) are no temperature or probability, told as a number's mistake here too
+    status, out, err = run_main(["hi", option, typed])
+    assert (status, out) == (2, "") and err.count("\n") == 1, err
+    assert f"{option}: expected a decimal number (digits 0-9 and a point" in err and f"got {typed!r}" in err, err
+
+
+def test_decimal_numbers_as_typed_are_read(fake_model):
+    ids = fake_model.encoder.encode("hi")
+    for typed, value in [("0.5", 0.5), (".5", 0.5), ("2.", 2.0), ("5e-1", 0.5), ("1", 1.0)]:
+        expected = gpt2.generate(ids, fake_model.params, N_HEAD, 3, temperature=value, seed=4)
+        assert run_main(["hi", "--temperature", typed, "--seed", "4", "--n_tokens_to_generate", "3"]) == \
+            (0, fake_model.encoder.decode(expected) + "\n", ""), typed
+    status, _, err = run_main(["hi", "--temperature", "-0.5"])  # a minus is read, and refused by the option's rule
+    assert status == 2 and "temperature must be a number >= 0" in err
+
+
 def test_main_prints_the_continuation_streamed_or_not(fake_model):
     ids = fake_model.encoder.encode("hi é")
     expected = fake_model.encoder.decode(gpt2.generate(ids, fake_model.params, N_HEAD, 12))
@@ -760,8 +780,10 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["hi", "--draft", ""], "--draft is empty; give a GPT-2 size"),
     (["hi", "--models_dir", ""], "--models_dir is empty; give the folder that holds the models"),  # not "."
     (["hi", "--temperature", "-1"], "temperature must be"),
-    (["hi", "--temperature", "nan"], "temperature must be"),
-    (["hi", "--temperature", "hot"], "invalid float value: 'hot'"),
+    (["hi", "--temperature", "nan"], "--temperature: expected a decimal number (digits 0-9 and a point, e.g. 0.8), "
+                                     "got 'nan'"),
+    (["hi", "--temperature", "hot"], "--temperature: expected a decimal number (digits 0-9 and a point, e.g. 0.8), "
+                                     "got 'hot'"),
     (["hi", "--top_k", "0"], "top_k must be"),
     (["hi", "--top_p", "0"], "top_p must be"),
     (["hi", "--top_p", "1.5"], "top_p must be"),

@@ -68,7 +68,8 @@ from pathlib import Path
 
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag, ascii_digits,
-                           cannot_listen, run_guarded, said_if_slow, show_progress, unrecognized, whole_number)
+                           cannot_listen, decimal_digits, run_guarded, said_if_slow, show_progress, unrecognized,
+                           whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, inputs, parity, sharded
@@ -106,11 +107,8 @@ def positive_int(value: str) -> int:
 
 
 def seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not number >= 0 or number == float("inf"):
+    number = float(value) if decimal_digits(value) else -1.0  # (as typed: not "1_0", "nan" or "١")
+    if not 0 <= number < float("inf"):  # (1e999 is inf)
         raise argparse.ArgumentTypeError(f"expected a number of seconds, 0 or more, got {value!r}")
     return number
 

@@ -24,7 +24,9 @@ import argparse
 import codecs
 import contextlib
 import errno
+import math
 import os
+import re
 import shlex
 import signal
 import socket
@@ -147,6 +149,26 @@ def whole_number(value: str) -> int:
     if not ascii_digits(value.removeprefix("-")):
         raise argparse.ArgumentTypeError(f"expected a whole number (digits 0-9), got {value!r}")
     return int(value)
+
+
+# A decimal number as people type one: digits 0-9, at most one point, and an exponent (0.8, .5, 2., 1e-3)
+DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def decimal_digits(value: str) -> bool:
+    """Whether ``value`` is a decimal number as people type one (DECIMAL; no sign): float() also reads "1_0",
+    other scripts' digits ("١"), spaces around it, "+1", "nan" and "infinity", none of which is typed as one."""
+    return DECIMAL.fullmatch(value) is not None
+
+
+def decimal_number(value: str) -> float:
+    """argparse's ``type`` for an option that takes a decimal number: float() of decimal_digits only (a minus is
+    read, for the option's own check to refuse a negative number with its own message), and finite: nan, inf
+    and a number past float's range ("1e999") mean nothing as a temperature or a probability."""
+    number = float(value) if decimal_digits(value.removeprefix("-")) else math.nan
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"expected a decimal number (digits 0-9 and a point, e.g. 0.8), got {value!r}")
+    return number
 
 
 def cannot_print(error: BaseException) -> str | None:
