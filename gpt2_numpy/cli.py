@@ -322,7 +322,7 @@ def load_model(name, models_dir):
         raise CommandError(error_message(error), EXIT_FAILED) from None
 
 
-def load_draft_model(args, models_dir, encoder):
+def load_draft_model(args, models_dir, encoder, model_params):
     """--draft's (hparams, params), checked to share the model's vocabulary; None without --draft. Loaded with
     the model, so that a draft that cannot serve is told before anything is written or converted."""
     if args.draft is None:
@@ -331,6 +331,12 @@ def load_draft_model(args, models_dir, encoder):
     if draft_encoder.decoder != encoder.decoder:  # id -> token: the ids must mean the same
         raise CommandError(f"--draft {args.draft}: its vocabulary differs from --model {args.model}'s; a draft "
                            "must share the model's tokens (every GPT-2 size does)", EXIT_MISTAKE)
+    # the same tokens, but a model may have more ids than tokens (a vocabulary padded to 50304, as nanoGPT's):
+    # told here, not once the run (and --save_hf's writing) is under way
+    n_ids, n_draft_ids = len(model_params["wte"]), len(draft_params["wte"])
+    if n_draft_ids != n_ids:
+        raise CommandError(f"--draft {args.draft}: its model has {n_draft_ids} token ids and --model {args.model}'s "
+                           f"{n_ids}; a draft must have the model's (every GPT-2 size has 50257)", EXIT_MISTAKE)
     return draft_hparams, draft_params
 
 
@@ -440,7 +446,7 @@ def run(args, text: str | None) -> None:
     """The work the command line asked for, once it was checked."""
     models_dir = default_models_dir() if args.models_dir is None else args.models_dir
     encoder, hparams, params = load_model(args.model, models_dir)
-    draft_model = load_draft_model(args, models_dir, encoder)
+    draft_model = load_draft_model(args, models_dir, encoder, params)
     # every check the loaded model makes possible, before any work (--save_hf's folder written, bf16 weights
     # converted, their kernel compiled): a prompt too long, a text too short, costs one line and nothing written
     ids = encoder.encode(args.prompt) if args.prompt is not None else None

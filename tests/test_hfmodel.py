@@ -224,6 +224,24 @@ def test_cli_save_hf_says_what_it_writes_when_it_is_slow(tmp_path, monkeypatch):
     assert checkpoints.folder_layout(tmp_path / "said") == "hf"
 
 
+def test_a_draft_with_more_token_ids_than_the_model_is_told_before_save_hf_writes(tmp_path):
+    """A draft with GPT-2's tokens but a padded number of ids (50304, as nanoGPT's) cannot draft for the model:
+    one line naming --draft, exit 2, before --save_hf's folder is written (not once the run is under way)."""
+    from tiny_checkpoint import write_tiny_checkpoint
+
+    write_tiny_checkpoint(tmp_path / "openai")
+    encoder, hparams, _ = checkpoints.load_encoder_hparams_and_params(str(tmp_path / "openai"))
+    hfmodel.save_hf_folder(tmp_path / "padded", {**hparams, "n_vocab": 50304, "n_layer": 1},
+                           random_params(n_vocab=50304, n_ctx=hparams["n_ctx"], n_embd=hparams["n_embd"], n_layer=1),
+                           encoder.encoder, sorted(encoder.bpe_ranks, key=encoder.bpe_ranks.__getitem__))
+    out = tmp_path / "out"
+    status, stdout, stderr = run_main(["hi", "--model", str(tmp_path / "openai"), "--draft", str(tmp_path / "padded"),
+                                       "--n_tokens_to_generate", "5", "--save_hf", str(out)])
+    assert (status, stdout) == (2, "") and stderr.count("\n") == 1, stderr
+    assert f"--draft {tmp_path / 'padded'}: its model has 50304 token ids and --model" in stderr
+    assert not out.exists()
+
+
 def test_off_a_terminal_a_large_save_hf_says_what_it_writes_at_its_start(tmp_path, monkeypatch):
     """A log gets no timed line: writing command_line.SLOW_BYTES or more of weights (355M and up) is announced by
     its size as it starts. SLOW_BYTES lowered to the tiny model's float32 bytes stands in for a large model."""
