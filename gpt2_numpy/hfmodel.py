@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenizer.command_line import said_if_slow
 from tokenizer.outputs import check_folder, replaced_folder_files
 from tokenizer.vocab_files import read_json_object
 
@@ -48,7 +49,9 @@ def is_hf_folder(folder: Path) -> bool:
 
 # ------------------------------------------------------------------------ safetensors
 def read_safetensors(path) -> dict[str, np.ndarray]:
-    """Every tensor of a ``.safetensors`` file, by name, as read-only arrays mapped from the file."""
+    """Every tensor of a ``.safetensors`` file, by name, as read-only arrays mapped from the file; those not stored
+    as float32 (F16, BF16, F64) converted to float32, a copy (1558M in 16 bits: 6 GB made, seconds; said on
+    stderr, tokenizer.command_line.said_if_slow)."""
     path = Path(path)
 
     def damaged(why):
@@ -70,7 +73,7 @@ def read_safetensors(path) -> dict[str, np.ndarray]:
     if not isinstance(header, dict):
         raise damaged("its header is not a JSON object")
     body = data[8 + header_size :]
-    tensors = {}
+    tensors, stored_as = {}, {}  # name -> the array as stored, its safetensors dtype
     for name, info in header.items():
         if name == "__metadata__":
             continue
@@ -85,10 +88,19 @@ def read_safetensors(path) -> dict[str, np.ndarray]:
         if not 0 <= begin <= end <= len(body) or end - begin != itemsize * int(np.prod(shape, dtype=np.int64)):
             raise damaged(f"tensor {name} {dtype}{list(shape)} has data offsets {[begin, end]} that do not fit "
                           f"(the data is {len(body)} bytes: truncated?)")
-        array = body[begin:end].view(SAFETENSORS_DTYPES[dtype]).reshape(shape)
-        if dtype == "BF16":  # bfloat16 is the top half of a float32
-            array = (array.astype(np.uint32) << 16).view(np.float32)
-        tensors[name] = array
+        tensors[name], stored_as[name] = body[begin:end].view(SAFETENSORS_DTYPES[dtype]).reshape(shape), dtype
+    converted = [name for name, dtype in stored_as.items() if dtype != "F32"]
+    if not converted:
+        return tensors
+    kinds = " and ".join(sorted({stored_as[name] for name in converted}))
+    with said_if_slow(f"converting the {kinds} weights of {path} to float32",
+                      n_bytes=4 * sum(tensors[name].size for name in converted)):
+        for name in converted:
+            array = tensors[name]
+            if stored_as[name] == "BF16":  # bfloat16 is the top half of a float32
+                tensors[name] = (array.astype(np.uint32) << 16).view(np.float32)
+            else:
+                tensors[name] = array.astype(np.float32)
     return tensors
 
 
@@ -162,7 +174,7 @@ def params_from_hf_tensors(tensors: dict[str, np.ndarray], hparams: dict, where:
     params: dict = {"blocks": [{} for _ in range(hparams["n_layer"])]}
     for name, shape in expected.items():
         array = tensors[name]
-        if array.dtype != np.float32:  # float16 or float64 weights: widened or narrowed (a copy)
+        if array.dtype != np.float32:  # (read_safetensors converts its own; a caller's tensors may be of any)
             array = array.astype(np.float32)
         if array.shape != shape:
             raise ValueError(f"{where}: tensor {name} has shape {list(array.shape)}, but config.json "

@@ -359,6 +359,32 @@ def test_config_disagreeing_with_the_tensors(hf_folder, tmp_path):
         checkpoints.load_encoder_hparams_and_params(str(folder))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16_bit_weights_are_widened_and_a_large_widening_says_so(params, hf_folder, tmp_path, dtype, monkeypatch,
+                                                                  capsys):
+    """A folder saved in 16 bits loads as the float32 its numbers are, every one exact. Widening them makes the
+    whole model again in memory (1558M: 6 GB, seconds): off a terminal said in one line at its start when that
+    is command_line.SLOW_BYTES or more (lowered here to the tiny model's bytes), nothing when it is less."""
+    from tokenizer import command_line
+
+    folder = tmp_path / "half"
+    hf_model(params).to(dtype).save_pretrained(folder, safe_serialization=True)
+    capsys.readouterr()  # (transformers' own bar)
+    loaded = hfmodel.read_safetensors(folder / "model.safetensors")
+    expected = hfmodel.read_safetensors(hf_folder / "model.safetensors")  # float32
+    n_bytes = sum(array.nbytes for array in loaded.values())
+    assert capsys.readouterr().err == ""  # (a small model: nothing said)
+    for name, array in loaded.items():
+        assert array.dtype == np.float32
+        rounded = torch.from_numpy(np.array(expected[name])).to(dtype).float().numpy()
+        assert np.array_equal(array, rounded), name
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes)
+    hfmodel.read_safetensors(folder / "model.safetensors")
+    kind = "F16" if dtype == torch.float16 else "BF16"
+    said = capsys.readouterr().err
+    assert said == f"converting the {kind} weights of {folder / 'model.safetensors'} to float32 ...\n"
+
+
 def test_a_missing_tensor_and_a_truncated_file(hf_folder, tmp_path):
     tensors = hfmodel.read_safetensors(hf_folder / "model.safetensors")
     folder = tmp_path / "missing"
