@@ -148,7 +148,8 @@ def test_top_level_help_lists_every_command(cli):
         (["train", "--input", "x", "--vocab_size", "300", "--out", "d", "--checkpoint-every", "1e999"],
          "--checkpoint-every: expected a number of seconds, 0 or more, got '1e999'"),
         (["stats", "x.txt", "--min_seconds", " 1"], "--min_seconds: expected a number of seconds, 0 or more, got ' 1'"),
-        (["stats", "x.txt", "--min-seconds", "1_0"], "--min-seconds: expected a number of seconds, 0 or more, got '1_0'"),
+        (["stats", "x.txt", "--min-seconds", "1_0"],
+         "--min-seconds: expected a number of seconds, 0 or more, got '1_0'"),
     ],
 )
 def test_mistakes_are_one_line_and_exit_2(cli, args, message):

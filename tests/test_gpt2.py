@@ -690,7 +690,8 @@ def test_numbers_are_written_in_ascii_digits(option, typed):
 
 
 @pytest.mark.parametrize("option", ["--temperature", "--top_p", "--top-p"])
-@pytest.mark.parametrize("typed", ["1_0", "0.\u0665", "\uff11", " 0.5", "+0.5", "nan", "inf", "Infinity", "1e999", ".", ""])
+@pytest.mark.parametrize("typed", ["1_0", "0.\u0665", "\uff11", " 0.5", "+0.5", "nan", "inf", "Infinity", "1e999", ".",
+                                   ""])
 def test_decimal_numbers_are_written_in_ascii_digits_and_finite(option, typed):
     # float() reads "1_0" as 10, other scripts' digits, spaces around a number and "+0.5": none is how a number is
     # typed; nan, inf and 1e999 (inf) are no temperature or probability, told as a number's mistake here too
