@@ -30,7 +30,7 @@ import textwrap
 from pathlib import Path
 
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, ascii_digits, bar_if_slow,
-                                    cannot_listen, decimal_number, error_message, run_guarded, said_if_slow,
+                                    cannot_listen, decimal_number, error_message, run_guarded, said_if_slow, say,
                                     show_progress, unrecognized, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
@@ -365,15 +365,29 @@ def generate_text(encoder, hparams, params, args, ids, draft=None) -> None:
                                             draft_tokens=k, **options)
     new_ids = said_before_the_first(new_ids, "loading the weights and reading the prompt")
     if args.stream:
-        for piece in decode_stream(encoder, new_ids):
+        for piece in decode_stream(encoder, with_text(new_ids, encoder, params.n_vocab)):
             sys.stdout.write(piece)
             sys.stdout.flush()
         sys.stdout.write("\n")
     else:  # the text comes at the end: until then a bar counts the tokens on a terminal (drawn after the wait
         # for the first token, so never on the line where that wait is announced)
         with bar_if_slow(new_ids, total=args.n_tokens_to_generate, unit="tok", desc="generating") as bar:
-            text = encoder.decode(list(bar))
+            text = encoder.decode(list(with_text(bar, encoder, params.n_vocab)))
         print(text)
+
+
+def with_text(token_ids, encoder, n_ids):
+    """token_ids without those the tokenizer has no text for, saying so once on stderr. A model may have more ids
+    than its tokenizer has tokens (a vocabulary padded to a round number, as nanoGPT's 50304 for GPT-2's 50257);
+    such an id stands for no text, so it prints as nothing, as Hugging Face's tokenizers decode it."""
+    told = False
+    for token in token_ids:
+        if token in encoder.decoder:
+            yield token
+        elif not told:
+            say(f"token id {token} stands for no text: the model has {n_ids} token ids, its tokenizer "
+                f"{len(encoder.decoder)} tokens (a padded vocabulary); such ids print as nothing")
+            told = True
 
 
 def said_before_the_first(token_ids, what: str):

@@ -242,6 +242,27 @@ def test_a_draft_with_more_token_ids_than_the_model_is_told_before_save_hf_write
     assert not out.exists()
 
 
+def test_an_id_past_the_tokenizers_prints_as_nothing_and_is_said_once(tmp_path):
+    """A model with more token ids than its tokenizer has tokens (padded to 50304, as nanoGPT's): an id past them
+    stands for no text, so it prints as nothing (as HF's tokenizers decode it), said once on stderr; not a
+    traceback from the decoder. Here ln_f sends every position to the same vector, which row 50300 of wte
+    matches best: greedy picks it every time."""
+    from tiny_checkpoint import write_tiny_checkpoint
+
+    write_tiny_checkpoint(tmp_path / "openai")
+    encoder, hparams, _ = checkpoints.load_encoder_hparams_and_params(str(tmp_path / "openai"))
+    padded = random_params(n_vocab=50304, n_ctx=hparams["n_ctx"], n_embd=hparams["n_embd"], n_layer=1)
+    padded["ln_f"] = {"g": np.zeros(hparams["n_embd"], np.float32), "b": np.ones(hparams["n_embd"], np.float32)}
+    padded["wte"][50300] = 1.0
+    hfmodel.save_hf_folder(tmp_path / "padded", {**hparams, "n_vocab": 50304, "n_layer": 1}, padded,
+                           encoder.encoder, sorted(encoder.bpe_ranks, key=encoder.bpe_ranks.__getitem__))
+    said = ("token id 50300 stands for no text: the model has 50304 token ids, its tokenizer 50257 tokens (a padded "
+            "vocabulary); such ids print as nothing\n")
+    for stream in ([], ["--stream"]):
+        assert run_main(["hi", "--model", str(tmp_path / "padded"), "--n_tokens_to_generate", "3", *stream]) == \
+            (0, "\n", said)
+
+
 def test_off_a_terminal_a_large_save_hf_says_what_it_writes_at_its_start(tmp_path, monkeypatch):
     """A log gets no timed line: writing command_line.SLOW_BYTES or more of weights (355M and up) is announced by
     its size as it starts. SLOW_BYTES lowered to the tiny model's float32 bytes stands in for a large model."""
