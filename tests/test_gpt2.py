@@ -590,6 +590,25 @@ def test_decoding_weights_copy_once_and_are_reused_across_runs():
     assert np.shares_memory(kvcache.DecodingWeights(small).for_run(1, 1)[1], small["wte"])  # per object
 
 
+def test_off_a_terminal_large_copies_for_numpys_products_say_so_once_at_their_start(monkeypatch, capsys):
+    """The copies a long run makes for NumPy's products (wte.T and every mlp c_proj: 2.3 GB at 1558M, seconds)
+    are told in a log by their size (command_line.SLOW_BYTES, lowered here to the small model's copies), once, as
+    they start; smaller ones, and runs that reuse them, say nothing."""
+    from tokenizer import command_line
+
+    small = long_run_params()
+    n_copied = small["wte"].nbytes + sum(block["mlp"]["c_proj"]["w"].nbytes for block in small["blocks"])
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_copied + 1)
+    kvcache.DecodingWeights(small).for_run(1, kvcache.RELAYOUT_MIN_STEPS)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_copied)
+    weights = kvcache.DecodingWeights(small)
+    for n_batch in (1, 1, 8):  # (the second reuses the copies; a batch reads c_proj as loaded: nothing copied)
+        weights.for_run(n_batch, kvcache.RELAYOUT_MIN_STEPS)
+    assert capsys.readouterr().err == "arranging two weight matrices as NumPy's products read them faster, in " \
+        "memory ...\n"
+
+
 def test_copy_in_order_keeps_values_and_shape():
     a = np.arange(600 * 7, dtype=np.float32).reshape(600, 7)
     f = kvcache.copy_in_order(a, "F", block=64)
