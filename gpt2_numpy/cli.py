@@ -110,8 +110,8 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("stream", action="store_true", help="print each token as soon as it is generated")
     option("dtype", default="f32", choices=half.DTYPES,
            help="the weights' number format: f32 (default), or bf16, half the bytes and about twice as fast to "
-           "generate with, its logits rounded (needs numba: pip install 'gpt2-numpy[half]'; the first run "
-           "converts the checkpoint and keeps the copy beside it; with --draft, the draft's weights too)")
+           "generate with, its logits rounded (generating needs numba: pip install 'gpt2-numpy[half]'; the first "
+           "run converts the checkpoint and keeps the copy beside it; with --draft, the draft's weights too)")
     option("draft", default=None, metavar="PATH_OR_SIZE",
            help="speculative decoding: a smaller GPT-2 (a size or a folder, as --model; same vocabulary) drafts "
            "tokens that the model checks several at a time in one pass; the output is the same (greedy: the "
@@ -227,7 +227,8 @@ def check_command_line(parser, args) -> None:
         if args.prompt is None and args.score is None:
             raise ValueError(f"--dtype {args.dtype} goes with a PROMPT or --score, which are not given: add one, "
                              f"or drop --dtype")
-        if half.missing_extra(args.dtype):
+        # generating multiplies through numba's kernel; --score runs the rounded weights through NumPy alone
+        if args.prompt is not None and half.missing_extra(args.dtype):
             raise ValueError(f"--{half.missing_extra(args.dtype)}")
 
 

@@ -375,11 +375,17 @@ def test_gpt2_dtype_mistakes_are_one_line(argv, named, tmp_path, monkeypatch):
     assert status == 2 and out == "" and err.count("\n") == 1 and named in err, err
 
 
-def test_without_numba_dtype_bf16_is_one_line_naming_the_extra(monkeypatch, tmp_path):
+def test_without_numba_dtype_bf16_is_one_line_naming_the_extra(monkeypatch, tmp_path, model_folder):
     monkeypatch.setitem(sys.modules, "numba", None)  # importlib.util.find_spec("numba") is None: as not installed
     status, out, err = run_main(["hi", "--dtype", "bf16", "--models_dir", str(tmp_path)])  # before any download
     assert status == 2 and out == "" and err.count("\n") == 1, err
     assert "numba, which is not installed: pip install 'gpt2-numpy[half]'" in err
+    # --score runs the rounded weights through NumPy: numba is not needed, so not asked for
+    folder, params = model_folder
+    text = tmp_path / "text.txt"
+    text.write_text("one two three four five six seven", encoding="utf-8")
+    status, out, err = run_main(["--score", str(text), "--model", str(folder), "--dtype", "bf16"])
+    assert (status, err) == (0, "") and out.startswith("tokens: "), err
     with pytest.raises(ValueError, match=r"gpt2-numpy\[half\]"):
         kvcache.DecodingWeights(random_params(n_vocab=10, n_embd=8, n_layer=1), dtype="bf16")
 
