@@ -752,7 +752,11 @@ def sample(logits, temperature=0.0, top_k=None, top_p=None, rng=None):  # [n_voc
 def sampling_distribution(logits, temperature, top_k=None, top_p=None):  # [n_vocab] -> [n_cand], [n_cand]
     """(candidates, probs): the token ids sample() may draw at temperature > 0 and their probabilities,
     softmax(logits / temperature) over the top_k best, then over the top_p nucleus of those."""
-    logits = logits.astype(np.float64) / temperature  # [n_vocab]
+    logits = logits.astype(np.float64)  # [n_vocab]
+    # the best first subtracted (softmax's own step, taken before the division): a temperature near 0 (1e-310)
+    # then sends the others to -inf, greedy's limit, where logits / temperature would overflow to inf - inf = NaN
+    with np.errstate(over="ignore"):
+        logits = (logits - logits.max()) / temperature
     candidates = np.arange(len(logits))  # token ids still allowed
     if top_k is not None and top_k < len(logits):
         candidates = np.argpartition(-logits, int(top_k) - 1)[: int(top_k)]  # the k best, unordered

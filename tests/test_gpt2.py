@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import types
+import warnings
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -383,6 +384,18 @@ def test_top_k_never_samples_outside_the_k_best():
     allowed = set(np.argsort(-logits)[:10].tolist())
     drawn = sample_many(logits, temperature=5.0, top_k=10)  # hot: outsiders would show up
     assert set(drawn.tolist()) == allowed  # only the 10 best, and every one of them
+
+
+@pytest.mark.parametrize("temperature", [1e-310, 5e-324, 1e-200])
+def test_a_temperature_near_0_samples_the_best_token_as_greedy_does(temperature):
+    """softmax(logits / T) tends to the best token alone as T goes to 0: so it must stay at the smallest T a float
+    holds, not overflow to inf - inf = NaN probabilities (which drew the last token, <|endoftext|>, every time)."""
+    logits = np.random.default_rng(5).standard_normal(1000).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (nor a RuntimeWarning on stderr)
+        candidates, probs = kvcache.sampling_distribution(logits, temperature, top_k=50, top_p=0.9)
+        assert set(sample_many(logits, n=50, temperature=temperature).tolist()) == {int(np.argmax(logits))}
+    assert candidates.tolist() == [int(np.argmax(logits))] and probs.tolist() == [1.0]
 
 
 def test_top_p_keeps_the_smallest_set_reaching_p():
