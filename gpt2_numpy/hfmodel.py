@@ -208,8 +208,11 @@ def read_hf_weights(folder: Path) -> tuple[dict[str, np.ndarray], Path]:
     except ImportError:
         raise ValueError(f"{folder / PYTORCH_BIN} is a PyTorch pickle, which needs torch to read: pip install "
                          f"torch, or convert the folder to {SAFETENSORS}") from None
-    state = torch.load(folder / PYTORCH_BIN, map_location="cpu", weights_only=True)
-    return {name: value.float().numpy() for name, value in state.items()}, folder / PYTORCH_BIN
+    path = folder / PYTORCH_BIN
+    # a pickle is read whole, not mapped (1558M: 6 GB, seconds): said as the other slow steps of a load are
+    with said_if_slow(f"reading {path} through torch", n_bytes=path.stat().st_size):
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        return {name: value.float().numpy() for name, value in state.items()}, path
 
 
 def load_hf_folder(folder) -> tuple[dict, dict]:

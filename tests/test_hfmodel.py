@@ -406,6 +406,27 @@ def test_16_bit_weights_are_widened_and_a_large_widening_says_so(params, hf_fold
     assert said == f"converting the {kind} weights of {folder / 'model.safetensors'} to float32 ...\n"
 
 
+def test_a_pytorch_pickle_is_read_through_torch_and_a_large_one_says_so(params, hf_folder, tmp_path, monkeypatch,
+                                                                         capsys):
+    """An old-style folder (pytorch_model.bin, no safetensors) loads the same weights through torch. The pickle is
+    read whole (1558M: 6 GB, seconds): off a terminal said in one line at its start when it is
+    command_line.SLOW_BYTES or more (lowered here to the file's size), nothing when it is less."""
+    from tokenizer import command_line
+
+    folder = tmp_path / "pickled"
+    folder.mkdir()
+    shutil.copyfile(hf_folder / "config.json", folder / "config.json")
+    torch.save(hf_model(params).float().state_dict(), folder / hfmodel.PYTORCH_BIN)
+    n_bytes = (folder / hfmodel.PYTORCH_BIN).stat().st_size
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes + 1)
+    _, loaded = hfmodel.load_hf_folder(folder)
+    assert capsys.readouterr().err == ""
+    assert_same_params(loaded, hfmodel.load_hf_folder(hf_folder)[1])
+    monkeypatch.setattr(command_line, "SLOW_BYTES", n_bytes)
+    hfmodel.load_hf_folder(folder)
+    assert capsys.readouterr().err == f"reading {folder / hfmodel.PYTORCH_BIN} through torch ...\n"
+
+
 def test_a_missing_tensor_and_a_truncated_file(hf_folder, tmp_path):
     tensors = hfmodel.read_safetensors(hf_folder / "model.safetensors")
     folder = tmp_path / "missing"
