@@ -58,6 +58,7 @@ def gelu(x):  # [...] -> [...]
 
 
 def softmax(x):  # [..., n] -> [..., n], each row summing to 1
+    x = np.asarray(x)  # a list too, as picoGPT's np.max(x, ...) takes one: softmax([2.0, 1.0, 0.1])
     exp_x = np.exp(x - x.max(axis=-1, keepdims=True))  # minus the max: exp cannot overflow
     return exp_x / exp_x.sum(axis=-1, keepdims=True)
 
@@ -65,6 +66,7 @@ def softmax(x):  # [..., n] -> [..., n], each row summing to 1
 def layer_norm(x, g, b, eps: float = 1e-5):  # [..., n_embd] -> [..., n_embd]
     # sums divided by n rather than np.mean and np.var, whose Python-level overhead outweighs the
     # arithmetic on the single row a decoding step normalises (the .sum method: less of it again)
+    x = np.asarray(x)  # a list too, as picoGPT's np.mean(x, ...) takes one
     n = x.shape[-1]
     centred = x - x.sum(axis=-1, keepdims=True) / n  # [..., n_embd], each row's mean now 0
     variance = (centred * centred).sum(axis=-1, keepdims=True) / n  # [..., 1]
@@ -74,6 +76,7 @@ def layer_norm(x, g, b, eps: float = 1e-5):  # [..., n_embd] -> [..., n_embd]
 def linear(x, w, b):  # [..., n_in] @ [n_in, n_out] + [n_out] -> [..., n_out]
     # the rows of every leading axis as one 2-D product: x @ w on a batch [n_batch, n_seq, n_in]
     # multiplies each sequence apart, reading w once per sequence instead of once
+    x = np.asarray(x)  # a list too, as picoGPT's x @ w takes one
     rows = x.reshape(-1, x.shape[-1])  # [n_rows, n_in]
     return (rows @ w + b).reshape(*x.shape[:-1], w.shape[-1])  # [n_rows, n_out] -> [..., n_out]
 

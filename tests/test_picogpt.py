@@ -180,3 +180,33 @@ def test_the_checkout_faces_are_the_package():
     assert gpt2.gpt2 is model.gpt2 and gpt2.generate is kvcache.generate
     assert utils.load_encoder_hparams_and_params is checkpoints.load_encoder_hparams_and_params
     assert encoder.get_encoder is package_encoder.get_encoder and encoder.get_pairs is package_encoder.get_pairs
+
+
+def test_the_layers_take_what_picogpts_take_lists_included():
+    """A learner tries a layer on a plain list, as picoGPT's softmax, layer_norm, linear and ffn allow
+    (np.max, np.mean and x @ w take one): ours raised AttributeError ('list' object has no attribute 'max')
+    from inside model.py. Each gives picoGPT's numbers, for a list and for an array."""
+    import numpy as np
+
+    import gpt2 as ours
+
+    picogpt: dict = {}
+    exec(textwrap.dedent(PICOGPT_GPT2), picogpt)
+    rows = [[2.0, 1.0, 0.1], [-5.0, 0.0, 1.0]]
+    rng = np.random.default_rng(0)
+    dense = {"w": rng.normal(size=(3, 4)), "b": rng.normal(size=4)}
+    mlp = {"c_fc": {"w": rng.normal(size=(3, 12)), "b": rng.normal(size=12)},
+           "c_proj": {"w": rng.normal(size=(12, 3)), "b": rng.normal(size=3)}}
+    calls = {
+        "softmax": lambda layers, x: layers["softmax"](x),
+        "layer_norm": lambda layers, x: layers["layer_norm"](x, g=np.ones(3), b=np.zeros(3)),
+        "linear": lambda layers, x: layers["linear"](x, **dense),
+        "ffn": lambda layers, x: layers["ffn"](x, **mlp),
+    }
+    for name, call in calls.items():
+        for x in (rows, rows[0], np.array(rows)):
+            expected = call(picogpt, x)
+            got = call(vars(ours), x)
+            assert isinstance(got, np.ndarray) and got.shape == expected.shape, (name, x)
+            assert np.allclose(got, expected, atol=1e-6), (name, x)
+    assert np.allclose(ours.softmax([2.0, 1.0, 0.1]).sum(), 1.0)
