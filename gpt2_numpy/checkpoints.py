@@ -150,8 +150,8 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
         if layout == "hf":
             hparams, params = hfmodel.load_hf_folder(folder)
             vocab = hfmodel.read_hf_vocab(folder)
-            if vocab:
-                return encoder.Encoder(*vocab), hparams, params
+            if vocab:  # its Encoding built now: a vocabulary the fast core refuses stops the load, not a later encode
+                return encoder.Encoder(*vocab, encoding=encoder.encoding_of(*vocab)), hparams, params
             # A model saved without its tokenizer (save_pretrained of the model alone): GPT-2's own vocabulary,
             # the one shipped, when the model has GPT-2's number of ids; any other is unknown here
             if hparams["n_vocab"] != GPT2_N_VOCAB:

@@ -70,7 +70,9 @@ class Encoder:
     def __init__(self, encoder: dict[str, int], bpe_merges: list[tuple[str, str]], errors: str = "replace", *,
                  encoding: Encoding | None = None):
         """``encoding``: the :class:`tokenizer.Encoding` of these very files, if the caller has it (GPT-2's
-        shared one, say); else one is built from them."""
+        shared one, say, or :func:`encoding_of` them); else one is built from them when :attr:`encoding` is
+        first asked for. OpenAI's ``Encoder`` takes any table, a toy one of a few strings too, and so does this
+        one: ``bpe()``, ``encode()`` and ``decode()`` need no ``Encoding``."""
         self.encoder = encoder  # token string (byte->unicode mapped) -> id
         self.decoder = {v: k for k, v in encoder.items()}  # id -> token string
         self.errors = errors  # how to handle bytes that are not valid UTF-8 when decoding
@@ -81,7 +83,7 @@ class Encoder:
         self.pat = regex.compile(GPT2_PATTERN)  # GPT-2's pre-tokenizer, as OpenAI wrote it
         # ids whose string is special-token text, not mapped bytes
         self.special_ids = {i for text, i in encoder.items() if is_gpt2_special_token(text)}
-        self._encoding = encoding or _encoding_of(encoder, bpe_merges)
+        self._encoding = encoding  # None: built on first use (the fast core refuses a table that is no byte-level BPE)
 
     def bpe(self, token: str) -> str:
         """One pre-token (byte->unicode mapped, ``"Ġcapes"``) -> its tokens, joined by spaces (``"Ġcap es"``).
@@ -147,10 +149,13 @@ class Encoder:
     def encoding(self) -> Encoding:
         """The same vocabulary as a :class:`tokenizer.Encoding` (tiktoken's API, the fast core): what long texts
         and hot paths use. ``enc.encoding.encode_ordinary(text) == enc.encode(text)``."""
+        if self._encoding is None:
+            # the merges in bpe()'s order: bpe_ranks is what bpe() applies
+            self._encoding = encoding_of(self.encoder, sorted(self.bpe_ranks, key=self.bpe_ranks.__getitem__))
         return self._encoding
 
 
-def _encoding_of(encoder: dict[str, int], bpe_merges: list[tuple[str, str]]) -> Encoding:
+def encoding_of(encoder: dict[str, int], bpe_merges: list[tuple[str, str]]) -> Encoding:
     """A new :class:`tokenizer.Encoding` of an ``encoder.json`` table and ``vocab.bpe`` merges."""
     token_ids, specials = gpt2_vocab(encoder)
     vocab = {i: t for t, i in token_ids.items()} | {i: s.encode("utf-8") for s, i in specials.items()}
@@ -187,7 +192,8 @@ def get_encoder(model_name: str, models_dir: str | os.PathLike) -> Encoder:
             f"{folder}: no tokenizer files there (the {what}). Pass the folder that holds encoder.json and "
             f"vocab.bpe, or one of GPT-2's model names {', '.join(GPT2_MODEL_NAMES)} for GPT-2's own vocabulary"
         )
-    # GPT-2's own files (any size's) get the process's shared GPT-2 Encoding; other files, one of their own
+    table, merges = read_encoder_json(folder / "encoder.json"), read_vocab_bpe(folder / "vocab.bpe")
+    # GPT-2's own files (any size's) get the process's shared GPT-2 Encoding; other files, one of their own, built
+    # now so that files the fast core refuses stop here rather than at a later encode
     shared = get_encoding("gpt2") if folder == PACKAGED or holds_gpt2_vocabulary(folder) else None
-    return Encoder(encoder=read_encoder_json(folder / "encoder.json"), bpe_merges=read_vocab_bpe(folder / "vocab.bpe"),
-                   encoding=shared)
+    return Encoder(encoder=table, bpe_merges=merges, encoding=shared or encoding_of(table, merges))

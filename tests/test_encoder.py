@@ -134,6 +134,32 @@ def test_reads_files_from_model_folder(tmp_path):
     assert enc.encode("hehe") == enc.encoding.encode_ordinary("hehe") == [256, 256]
 
 
+def test_any_table_makes_an_encoder_as_in_openais(tmp_path, oracle):
+    """OpenAI's Encoder(encoder, bpe_merges) takes any token table, and a learner builds a toy one to watch bpe();
+    ours built the fast core's Encoding in the constructor, which refused it (ValueError: vocab lacks 254
+    single-byte tokens) before bpe() could run. That Encoding is now built when first asked for."""
+    toy = encoder.Encoder({"a": 0, "b": 1, "ab": 2}, [("a", "b")])
+    assert toy.bpe("abab") == "ab ab" and toy.cache == {"abab": "ab ab"}
+    assert toy.encode("abab") == [2, 2] and toy.decode([2, 0]) == "aba"
+    with pytest.raises(KeyError):
+        toy.encode("abc")  # as OpenAI's: the table has no "c"
+    with pytest.raises(ValueError, match="lacks 254 single-byte tokens"):
+        toy.encoding  # the fast core needs all 256 bytes, and says so when it is asked for
+    # GPT-2's files read as OpenAI's get_encoder reads them: the Encoding built on demand gives tiktoken's ids
+    table = json.loads((Path(encoder.PACKAGED) / "encoder.json").read_text(encoding="utf-8"))
+    lines = (Path(encoder.PACKAGED) / "vocab.bpe").read_text(encoding="utf-8").split("\n")
+    openai_style = encoder.Encoder(table, [tuple(line.split()) for line in lines[1:-1]])
+    text = corpus_text(CORPUS_FILES[0], 5_000)
+    assert openai_style.encoding.encode_ordinary(text) == openai_style.encode(text) == oracle.encode_ordinary(text)
+    # files in a model folder are still checked by get_encoder itself, not at a later encode
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    (folder / "encoder.json").write_text(json.dumps({"a": 0, "b": 1, "ab": 2}))
+    (folder / "vocab.bpe").write_text("#version: 0.2\na b\n")
+    with pytest.raises(ValueError, match="lacks 254 single-byte tokens"):
+        encoder.get_encoder("toy", tmp_path)
+
+
 def test_unknown_model_name_without_files_is_an_error_not_gpt2(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"my-tokenizr-gpt2.*folder does not exist.*124M"):
