@@ -42,6 +42,19 @@ def test_leftmost_wins_ties():
     assert all_three(b"aaaaa", ranks) == [b"aa", b"aa", b"a"]
 
 
+def test_a_str_piece_is_refused_not_left_unmerged():
+    """A learner who forgets the b of b" capes" (walkthroughs 01, 03 and 04 call these on bytes) got
+    [' ', 'c', 'a', 'p', 'e', 's'] from merge_reference and [] from teach.merge_steps: no str equals a bytes key,
+    so nothing merged, and nothing said so. Now a TypeError says to pass the bytes."""
+    from tokenizer.teach import merge_steps
+
+    ranks = get_encoding("gpt2").merge_ranks
+    for call in (lambda: bpe.merge_reference(" capes", ranks), lambda: merge_steps(" capes", ranks)):
+        with pytest.raises(TypeError, match=r"takes a piece's bytes, not str: pass ' capes'\.encode\('utf-8'\)"):
+            call()
+    assert bpe.merge_reference(" capes".encode("utf-8"), ranks) == [b" cap", b"es"]
+
+
 def test_max_rank_is_the_reference_on_a_truncated_table():
     ranks = {b"aa": 0, b"ab": 1, b"aab": 2}
     assert bpe.merge_reference(b"aab", ranks, max_rank=0) == [b"a", b"a", b"b"]

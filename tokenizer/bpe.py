@@ -83,6 +83,9 @@ def merge_reference(
     0 b'a' b'a' (b'aa', b'b')
     2 b'aa' b'b' (b'aab',)
     """
+    if isinstance(piece, str):  # its characters would never equal the table's bytes: no merge, silently
+        raise TypeError(f"merge_reference takes a piece's bytes, not str: pass {piece[:20]!r}.encode('utf-8') "
+                        f"(or b'...'), as merge_ranks maps bytes to ranks")
     limit = _NO_MERGE if max_rank is None else max_rank
     parts = [piece[i : i + 1] for i in range(len(piece))]
     while len(parts) > 1:
