@@ -253,6 +253,20 @@ def test_notebook_compare_keeps_a_saved_tokenizer_apart_from_the_registered_enco
     assert "GPT-2" in compare(text, [get_encoding("gpt2", core="reference")])._repr_html_()
 
 
+def test_notebook_compare_of_one_encoding_or_none_says_what_it_takes():
+    """compare(text, "cl100k_base"), one name where walkthrough 02 passes a list, read the name a character at a
+    time ("Unknown encoding 'c'"); an Encoding there raised "not iterable"; an empty list made the object, whose
+    printing then failed inside with "max() arg is an empty sequence". Each is now refused at the call."""
+    from tokenizer.teach import compare
+
+    for one in ("cl100k_base", get_encoding("gpt2")):
+        with pytest.raises(TypeError, match=r"compare takes a list of encodings .* not one encoding; show\(text"):
+            compare("hello world", one)
+    with pytest.raises(ValueError, match=r"compare needs at least one encoding"):
+        compare("hello world", [])
+    assert compare("hello world", ["cl100k_base"]).ids == {"cl100k_base": [15339, 1917]}
+
+
 # ---- characters -------------------------------------------------------------------------------------------
 
 

@@ -549,7 +549,12 @@ def compare(
 ) -> Compared:
     """``text`` under several encodings, for a notebook or the REPL (arguments as :func:`compare_lines`'s;
     ``encodings`` may also be plain names)."""
+    if isinstance(encodings, (str, Encoding)):  # one name would be taken a character at a time: 'g', 'p', ...
+        raise TypeError("compare takes a list of encodings to set side by side, e.g. ['gpt2', 'cl100k_base'], "
+                        "not one encoding; show(text, encoding) shows one")
     labelled = [item if isinstance(item, tuple) else (item, _label(item)) for item in encodings]
+    if not labelled:  # else the first print fails inside (max() of nothing)
+        raise ValueError("compare needs at least one encoding, e.g. ['gpt2', 'cl100k_base']")
     return Compared(text, labelled, allowed_special=allowed_special, disallowed_special=disallowed_special)
 
 
