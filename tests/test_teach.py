@@ -189,6 +189,25 @@ def test_merge_number_is_the_place_in_the_merge_list():
     assert merge_number(trained, b"ab") == 0 and merge_number(trained, b"abc") == 1  # ids 300 and 256
 
 
+def test_merge_number_of_what_no_merge_makes_is_refused():
+    """merge_number(gpt2, b"a") answered 0, the place of the first merge (" t"): gpt2's table ranks its 256 bytes
+    too, and a byte's rank counted no merged token before it. A trained encoding said KeyError: b'a', and a str
+    a bare KeyError. Each now says what is wrong."""
+    from tokenizer import Tokenizer
+    from tokenizer.teach import merge_number
+
+    gpt2 = get_encoding("gpt2")
+    listed = Tokenizer.from_files(REPO / "tokenizer/data/encoder.json", REPO / "tokenizer/data/vocab.bpe").encoding
+    for enc in (gpt2, listed):
+        with pytest.raises(ValueError, match=r"b'a' is a single byte, one of the 256 tokens BPE starts from"):
+            merge_number(enc, b"a")
+        with pytest.raises(ValueError, match=rf"b'xyzzy!' is not a token of {enc.name}"):
+            merge_number(enc, b"xyzzy!")
+        with pytest.raises(TypeError, match=r"takes a token's bytes, not str: pass ' c'\.encode\('utf-8'\)"):
+            merge_number(enc, " c")
+        assert (merge_number(enc, b" t"), merge_number(enc, b" c")) == (0, 13)
+
+
 def test_the_teaching_tools_share_one_special_token_rule(cli):
     from tokenizer import teach
 

@@ -97,6 +97,12 @@ def merge_number(enc: Encoding, token: bytes) -> int:
     >>> merge_number(gpt2, b" c"), gpt2.token_ids[b" c"]
     (13, 269)
     """
+    if isinstance(token, str):
+        raise TypeError(f"merge_number takes a token's bytes, not str: pass {token[:20]!r}.encode('utf-8') (or b'...')")
+    if len(token) == 1:  # gpt2's table ranks the 256 bytes too: its single bytes would count as merge #0
+        raise ValueError(f"{token!r} is a single byte, one of the 256 tokens BPE starts from: no merge makes it")
+    if token not in enc.merge_ranks:
+        raise ValueError(f"{token!r} is not a token of {enc.name}: no merge makes it")
     rank = enc.merge_ranks[token]
     single_byte_ranks, merged_ranks = _rank_order(enc)
     if not single_byte_ranks:  # the ranks are merge numbers already (Encoding.from_vocab_merges)
