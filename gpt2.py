@@ -31,6 +31,12 @@ __all__ = ["gpt2", "generate", "generate_batch", "generate_reference", "score", 
 def main(prompt: str, n_tokens_to_generate: int = 40, model_size: str = "124M", models_dir: str | None = None):
     """picoGPT's main: GPT-2's greedy continuation of `prompt`, returned as text. `models_dir` None means
     the usual models folder (gpt2_numpy/models_dir.py); a folder passed by name ("models") is that folder."""
+    # a prompt that is no text, or none, is refused before any download (as the gpt2 command refuses it)
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be text (a str), got {type(prompt).__name__}; to continue token ids, call "
+                        "generate(ids, params, n_head, n_tokens_to_generate)")
+    if not prompt:
+        raise ValueError("the prompt is empty; give some text to continue, e.g. main('Alan Turing theorized that')")
     count_of_new_tokens(n_tokens_to_generate)  # a count that is no int is refused before any download
     encoder, hparams, params = load_encoder_hparams_and_params(model_size, models_dir)
     input_ids = encoder.encode(prompt)

@@ -160,6 +160,25 @@ def test_our_main_is_picogpts_main(models, monkeypatch, tmp_path):
     assert gpt2.main(PROMPT, n_tokens_to_generate=5, models_dir="models") == expected
 
 
+def test_main_refuses_an_empty_or_non_text_prompt_before_loading(models, monkeypatch, tmp_path):
+    """main("") loaded the model, then failed inside generate with "every prompt needs at least one token (e.g.
+    [50256], ...)", ids where main takes text; main(ids) failed inside the regex ("expected string"). Both are
+    refused first, before a model is loaded or downloaded, as the gpt2 command refuses an empty prompt."""
+    import gpt2
+    from gpt2_numpy import checkpoints
+
+    def no_download(*args):
+        raise AssertionError("main downloaded a model for a prompt it cannot use")
+
+    monkeypatch.setattr(checkpoints, "download_gpt2_files", no_download)
+    folder, _ = models
+    for models_dir in (str(folder), str(tmp_path / "no-models-here")):
+        with pytest.raises(ValueError, match=r"^the prompt is empty; give some text to continue, e\.g\. main\('"):
+            gpt2.main("", 3, "124M", models_dir)
+        with pytest.raises(TypeError, match=r"^prompt must be text \(a str\), got list; to continue token ids"):
+            gpt2.main([36235, 39141], 3, "124M", models_dir)
+
+
 def test_python_gpt2_py_names_itself_as_it_was_run():
     """Its messages quote a command to type again, `python gpt2.py -- -x`, not `gpt2.py -- -x` (not on PATH)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
