@@ -9,7 +9,9 @@ Run one file by hand: ``python tests/test_docs.py docs/01-characters-to-bpe.md``
 
 from __future__ import annotations
 
+import ast
 import doctest
+import io
 import os
 import re
 import subprocess
@@ -31,10 +33,37 @@ def python_blocks(markdown: str) -> list[tuple[int, str]]:
     return [(markdown.count("\n", 0, m.start(1)) + 1, m.group(1)) for m in PYTHON_BLOCK.finditer(markdown)]
 
 
+# `print(pieces)  # ['Not', ' all']`: a comment that starts as a value does ([ ( { ' " or a digit) is the output the
+# page promises for that line, which a reader takes on trust; other comments (`# head 0: ...`) are prose
+PRINT_CLAIM = re.compile(r"^print\(.*\)\s+#\s+(?P<claim>[\[({'\"0-9].*?)\s*$")
+
+
+def checked_prints(code: str) -> str:
+    """``code`` with each one-line top-level ``print(...)  # output`` checking that it prints that output."""
+    lines = code.split("\n")
+    for node in ast.parse(code).body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "print" and node.lineno == node.end_lineno:
+            claim = PRINT_CLAIM.match(lines[node.lineno - 1])
+            if claim:  # print(ARGS)  # CLAIM -> __printed__('CLAIM', ARGS)  # CLAIM, on the same line
+                lines[node.lineno - 1] = f"__printed__({claim['claim']!r}, " + lines[node.lineno - 1][len("print(") :]
+    return "\n".join(lines)
+
+
+def printed(claim: str, *args, **kwargs) -> None:
+    """print(*args, **kwargs), failing when what it prints is not ``claim``."""
+    out = io.StringIO()
+    print(*args, **kwargs, file=out)
+    sys.stdout.write(out.getvalue())
+    shown = out.getvalue().rstrip("\n")
+    if shown != claim:
+        raise AssertionError(f"this line prints {shown!r}; its comment says {claim!r}")
+
+
 def run_markdown(path: str) -> None:
     """Run the blocks of ``path``; exit non-zero at the first failure, naming the doc line."""
     path = Path(path)
-    namespace: dict = {"__name__": "__doc_walkthrough__"}
+    namespace: dict = {"__name__": "__doc_walkthrough__", "__printed__": printed}
     # outputs compared exactly, as a reader sees them: a space inside a printed string is part of the lesson
     # (NORMALIZE_WHITESPACE let a table show '   ' where the code prints '  '); "..." only under +ELLIPSIS
     runner = doctest.DocTestRunner(optionflags=0)
@@ -47,7 +76,7 @@ def run_markdown(path: str) -> None:
                 sys.exit(f"{path}:{line}: a doctest block printed something else (see above)")
         else:
             # blank lines in front make tracebacks point at the markdown's own line numbers
-            exec(compile("\n" * (line - 1) + code, str(path), "exec"), namespace)
+            exec(compile("\n" * (line - 1) + checked_prints(code), str(path), "exec"), namespace)
 
 
 def run_in_subprocess(path: Path) -> subprocess.CompletedProcess:
@@ -77,6 +106,7 @@ def test_doc_code_runs(path):
         (">>> print('a  b')\na b\n", "printed something else"),
         (">>> print('abc')\na...\n", "printed something else"),  # no wildcard unless the block asks for one
         ("x = 1\nassert x == 2, 'x is not 2'\n", "x is not 2"),
+        ("print([1 + 1, 'two'])  # [3, 'two']\n", "its comment says \"[3, 'two']\""),  # a promised output, checked
         ("y = undefined_name\n", "NameError"),
     ],
 )
