@@ -79,10 +79,11 @@ class Encoder:
         self.byte_encoder = bytes_to_unicode()  # byte -> printable character
         self.byte_decoder = {v: k for k, v in self.byte_encoder.items()}
         self.bpe_ranks = dict(zip(bpe_merges, range(len(bpe_merges))))  # (left, right) -> 0-based merge index
+        merged = {left + right for left, right in self.bpe_ranks}  # the token strings the merges make
         self.cache: dict[str, str] = {}  # pre-token string -> bpe()'s answer, filled as words are met
         self.pat = regex.compile(GPT2_PATTERN)  # GPT-2's pre-tokenizer, as OpenAI wrote it
-        # ids whose string is special-token text, not mapped bytes
-        self.special_ids = {i for text, i in encoder.items() if is_gpt2_special_token(text)}
+        # ids whose string is special-token text, not mapped bytes (one a merge makes, as <|>, is BPE's own)
+        self.special_ids = {i for text, i in encoder.items() if is_gpt2_special_token(text) and text not in merged}
         self._encoding = encoding  # None: built on first use (the fast core refuses a table that is no byte-level BPE)
 
     def bpe(self, token: str) -> str:
@@ -157,7 +158,7 @@ class Encoder:
 
 def encoding_of(encoder: dict[str, int], bpe_merges: list[tuple[str, str]]) -> Encoding:
     """A new :class:`tokenizer.Encoding` of an ``encoder.json`` table and ``vocab.bpe`` merges."""
-    token_ids, specials = gpt2_vocab(encoder)
+    token_ids, specials = gpt2_vocab(encoder, merged={left + right for left, right in bpe_merges})
     vocab = {i: t for t, i in token_ids.items()} | {i: s.encode("utf-8") for s, i in specials.items()}
     # merges only, as bpe() applies them: a piece that is itself a token but no merge makes it (a hand-made
     # vocabulary) keeps bpe()'s ids; for vocabularies BPE trained, the two rules agree (walkthrough 04)

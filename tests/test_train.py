@@ -627,6 +627,32 @@ def test_trained_encoding_round_trips_through_every_format(trained, tmp_path):
         assert loaded.special_tokens == {EOT: 1199}
 
 
+def test_a_learned_token_written_like_a_special_token_survives_the_gpt2_format(tmp_path):
+    """Haskell's <|> (or ASCII art's <||>) in the training text: BPE learns b"<|>", encoder.json writes it "<|>",
+    and its readers took every entry written <|...|> for a special token. Loading the saved tokenizer (the train
+    command's default format) then failed: merge #1 b'<' + b'|>' makes b'<|>', which is not in the vocab; and
+    encoder.py's Encoding made "<|>" a special token that encode() refused. A token a merge makes is BPE's."""
+    from gpt2_numpy import encoder
+    from tokenizer import Tokenizer
+
+    path = write("<|> q\n<|> r\n" * 40 + "<||> art\n" * 20, tmp_path)  # each line's first pre-token: <|>, <||>
+    vocab, merges = train_bpe(path, 300, [EOT], num_workers=1, progress=False)
+    assert b"<|>" in vocab.values() and b"<||>" in vocab.values()
+    enc = Encoding.from_vocab_merges(vocab, merges, [EOT], name="haskell")
+    text = "f <|> g <||> h"
+    ids = enc.encode(text + EOT, allowed_special="all")
+    save_encoding(enc, tmp_path / "saved", "gpt2")
+    loaded = load_encoding(tmp_path / "saved")
+    assert loaded.special_tokens == {EOT: len(vocab) - 1}
+    assert loaded.encode(text + EOT, allowed_special="all") == ids
+    files = [tmp_path / "saved" / name for name in ("encoder.json", "vocab.bpe")]
+    assert Tokenizer.from_files(*files, special_tokens=[EOT]).encode(text + EOT) == ids
+    openai_style = encoder.get_encoder("saved", tmp_path)
+    assert openai_style.encoding.special_tokens == {EOT: len(vocab) - 1}
+    assert openai_style.encode(text) == openai_style.encoding.encode(text) == ids[:-1]
+    assert openai_style.decode(ids) == text + EOT
+
+
 def test_saved_files_give_the_same_ids_in_hf_tiktoken_and_encoder_py(trained, tmp_path):
     import tiktoken
     import tokenizers

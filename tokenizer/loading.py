@@ -26,12 +26,14 @@ from .saving import GPT2_FILES, HF_FILE, TIKTOKEN_META_FILE, hf_regex
 
 HF_GPT2_FILES = ("vocab.json", "merges.txt")  # GPT-2's two files under Hugging Face's names
 from .vocab_files import (
+    gpt2_merges,
     gpt2_str_to_token,
     gpt2_strs_to_tokens,
-    read_gpt2_encoder_json,
-    read_gpt2_vocab_bpe,
+    gpt2_vocab,
+    read_encoder_json,
     read_json_object,
     read_tiktoken_file,
+    read_vocab_bpe,
 )
 
 
@@ -84,8 +86,10 @@ def _load_gpt2(folder: Path, files: tuple[str, str] = GPT2_FILES, *, core: str =
     for name in files:
         if not (folder / name).exists():
             raise FileNotFoundError(f"{folder / name}: missing; {vocab_file} and {merges_file} go together")
-    token_ids, specials = read_gpt2_encoder_json(folder / vocab_file)
-    merges = read_gpt2_vocab_bpe(folder / merges_file)
+    table, pairs = read_encoder_json(folder / vocab_file), read_vocab_bpe(folder / merges_file)
+    # an entry written like a special token (<|>) that a merge makes is BPE's own token, learned from text
+    token_ids, specials = gpt2_vocab(table, where=str(folder / vocab_file), merged={a + b for a, b in pairs})
+    merges = gpt2_merges(pairs, where=str(folder / merges_file))
     vocab = {idx: token for token, idx in token_ids.items()}
     for text, idx in specials.items():
         vocab[idx] = text.encode("utf-8")

@@ -22,6 +22,7 @@ import re
 from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
+from typing import AbstractSet
 
 from .text_input import read_utf8_file
 
@@ -98,16 +99,22 @@ def is_gpt2_special_token(text: str) -> bool:
     return bool(_NOT_GPT2_CHAR.search(text)) or (text.startswith("<|") and text.endswith("|>"))
 
 
-def gpt2_vocab(encoder: dict[str, int], *, where: str = "encoder.json") -> tuple[dict[bytes, int], dict[str, int]]:
+def gpt2_vocab(encoder: dict[str, int], *, where: str = "encoder.json",
+               merged: AbstractSet[str] = frozenset()) -> tuple[dict[bytes, int], dict[str, int]]:
     """Split ``encoder.json``'s table into ``(token bytes -> id, special token -> id)``.
+
+    ``merged``: the token strings ``vocab.bpe``'s merges make (``left + right``). An entry written like a special
+    token that a merge makes is an ordinary token, which BPE learned from text holding it (Haskell's ``<|>``).
 
     >>> gpt2_vocab({"a": 64, "Ġa": 257, "<|endoftext|>": 50256})
     ({b'a': 64, b' a': 257}, {'<|endoftext|>': 50256})
+    >>> gpt2_vocab({"<": 27, "|>": 91, "<|>": 257}, merged={"<|>"})
+    ({b'<': 27, b'|>': 91, b'<|>': 257}, {})
     """
-    texts = [text for text in encoder if not is_gpt2_special_token(text)]
+    specials = {text: idx for text, idx in encoder.items() if is_gpt2_special_token(text) and text not in merged}
+    texts = [text for text in encoder if text not in specials]
     tokens = gpt2_strs_to_tokens(texts, where=where)
     token_ids = dict(zip(tokens, map(encoder.__getitem__, texts)))
-    specials = {text: idx for text, idx in encoder.items() if is_gpt2_special_token(text)}
     return token_ids, specials
 
 
@@ -171,9 +178,10 @@ def read_vocab_bpe(path: str | os.PathLike) -> list[tuple[str, str]]:
     return pairs
 
 
-def read_gpt2_encoder_json(path: str | os.PathLike) -> tuple[dict[bytes, int], dict[str, int]]:
+def read_gpt2_encoder_json(path: str | os.PathLike,
+                           merged: AbstractSet[str] = frozenset()) -> tuple[dict[bytes, int], dict[str, int]]:
     """Read an ``encoder.json``: ``(token bytes -> id, special token -> id)`` (see :func:`gpt2_vocab`)."""
-    return gpt2_vocab(read_encoder_json(path), where=str(path))
+    return gpt2_vocab(read_encoder_json(path), where=str(path), merged=merged)
 
 
 def read_gpt2_vocab_bpe(path: str | os.PathLike) -> list[tuple[bytes, bytes]]:
