@@ -653,6 +653,22 @@ def test_a_learned_token_written_like_a_special_token_survives_the_gpt2_format(t
     assert openai_style.decode(ids) == text + EOT
 
 
+def test_a_special_token_not_written_like_one_is_refused_by_the_gpt2_format(trained, tmp_path):
+    """encoder.json has no mark for special tokens: its readers tell them by the form <|...|>. A tokenizer with the
+    special token [SEP] (or <pad>) saved in the gpt2 format loaded back with no special tokens at all, [SEP]
+    encoded as five bytes of text: lost without a word. The gpt2 format now refuses it; hf and tiktoken keep it."""
+    vocab, merges, _, _ = trained
+    base = {i: token for i, token in vocab.items() if i < len(vocab) - 1}  # without <|endoftext|>
+    enc = Encoding.from_vocab_merges(base | {len(base): b"[SEP]"}, merges, ["[SEP]"], name="sep")
+    with pytest.raises(ValueError, match=r"tells special tokens only by their form <\|\.\.\.\|>, so '\[SEP\]' would "
+                                         r"load back as ordinary text: save as 'hf' or 'tiktoken'"):
+        save_encoding(enc, tmp_path / "gpt2", "gpt2")
+    assert not (tmp_path / "gpt2").exists()  # refused before anything is written
+    for fmt in ("hf", "tiktoken"):
+        save_encoding(enc, tmp_path / fmt, fmt)
+        assert load_encoding(tmp_path / fmt).special_tokens == {"[SEP]": len(base)}, fmt
+
+
 def test_saved_files_give_the_same_ids_in_hf_tiktoken_and_encoder_py(trained, tmp_path):
     import tiktoken
     import tokenizers

@@ -8,7 +8,8 @@ pattern and the special tokens:
 * ``"gpt2"``: ``encoder.json`` (GPT-2 token string -> id, special tokens included) and ``vocab.bpe``
   (``#version`` line, then one merge per line, two GPT-2 token strings). OpenAI's ``encoder.py``, this
   project's ``encoder.get_encoder`` and HF's ``BPE.from_file`` read them. There is no place for the pattern, so
-  only GPT-2's pattern can be saved this way.
+  only GPT-2's pattern can be saved this way; nor a mark for special tokens, which readers tell by their form
+  ``<|...|>``, so a special token written otherwise (``[SEP]``) cannot be.
 * ``"tiktoken"``: ``encoding.tiktoken`` (``base64(token) rank`` per line: what ``tiktoken.load`` reads) and
   ``encoding.json`` with the name, pattern and special tokens. One number per token is both its id and its merge
   priority, so the ids must be in merge order.
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from . import outputs
 from .pretokenize import GPT2_PATTERN, R50K_PATTERN
-from .vocab_files import token_to_gpt2_str
+from .vocab_files import is_gpt2_special_token, token_to_gpt2_str
 
 SAVE_FORMATS = ("gpt2", "tiktoken", "hf")
 GPT2_FILES = ("encoder.json", "vocab.bpe")
@@ -129,6 +130,10 @@ def _gpt2_files(enc) -> tuple[str, str]:
         raise ValueError(
             f"the gpt2 format implies GPT-2's pattern; {enc.name!r} uses another one: save as 'hf' or 'tiktoken'"
         )
+    unmarked = [text for text in enc.special_tokens if not is_gpt2_special_token(text)]
+    if unmarked:  # its encoder.json entry would read back as plain text, and the special token be lost
+        raise ValueError(f"the gpt2 format tells special tokens only by their form <|...|>, so {unmarked[0]!r} would "
+                         "load back as ordinary text: save as 'hf' or 'tiktoken', or name it like <|...|>")
     merge_strs = _gpt2_merge_strs(enc)
     if not merge_strs:
         raise ValueError(f"{enc.name!r} has no merges, and a vocab.bpe without merges is not read back: "
