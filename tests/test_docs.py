@@ -14,6 +14,7 @@ import doctest
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -138,6 +139,32 @@ def test_blocks_share_one_namespace(tmp_path):
     doc = tmp_path / "ok.md"
     doc.write_text("```python\nvalue = 41\n```\n\n```python\n>>> value + 1\n42\n```\n", encoding="utf-8")
     assert run_in_subprocess(doc).returncode == 0
+
+
+@pytest.mark.exhaustive  # trains twice and generates with a tiny GPT-2: some 20 s
+def test_the_readmes_python_examples_run(tmp_path):
+    """README.md's python blocks, run in order as the walkthroughs' are, in a folder holding the files they name: a
+    tiny 124M in the models folder ($GPT2_MODELS_DIR), data.txt, corpus.txt and big.txt (the fortunes that start
+    the shared corpus), GPT-2's encoder.json and vocab.bpe, Llama 3's tokenizer.json at path/to/llama3/. Nothing
+    ran them: the train_bpe example (train, save, load) failed on that text, tokenizer.load refusing the saved
+    folder (merge #7066 b'<' + b'||>' makes b'<||>', which is not in the vocab)."""
+    from conftest import SHARED, corpus_text
+    from tiny_checkpoint import write_tiny_checkpoint
+
+    write_tiny_checkpoint(tmp_path / "models" / "124M", n_ctx=64, n_embd=32, n_head=2, seed=7)
+    for name in ("data.txt", "corpus.txt", "big.txt"):
+        (tmp_path / name).write_text(corpus_text("en_docs.txt", 100_000), encoding="utf-8")
+    for name in ("encoder.json", "vocab.bpe"):
+        shutil.copy(REPO / "tokenizer" / "data" / name, tmp_path / name)
+    (tmp_path / "path" / "to" / "llama3").mkdir(parents=True)
+    shutil.copy(SHARED / "encodings" / "hf" / "llama3" / "tokenizer.json", tmp_path / "path" / "to" / "llama3")
+    # NumPy's products: the compiled kernel's first load is not what this checks
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GPT2_MODELS_DIR": str(tmp_path / "models"),
+           "GPT2_COMPILED_MATVEC": "0"}
+    result = subprocess.run([sys.executable, __file__, str(REPO / "README.md")], capture_output=True, text=True,
+                            env=env, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, f"README.md failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    assert (tmp_path / "my-tokenizer" / "vocab.bpe").is_file()  # the training example saved its tokenizer
 
 
 if __name__ == "__main__":
