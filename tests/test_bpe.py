@@ -42,7 +42,7 @@ def test_leftmost_wins_ties():
     assert all_three(b"aaaaa", ranks) == [b"aa", b"aa", b"a"]
 
 
-def test_a_str_piece_is_refused_not_left_unmerged():
+def test_a_str_piece_or_an_encoding_for_its_table_is_refused_in_one_line():
     """A learner who forgets the b of b" capes" (walkthroughs 01, 03 and 04 call these on bytes) got
     [' ', 'c', 'a', 'p', 'e', 's'] from merge_reference and [] from teach.merge_steps: no str equals a bytes key,
     so nothing merged, and nothing said so. Now a TypeError says to pass the bytes."""
@@ -53,6 +53,11 @@ def test_a_str_piece_is_refused_not_left_unmerged():
         with pytest.raises(TypeError, match=r"takes a piece's bytes, not str: pass ' capes'\.encode\('utf-8'\)"):
             call()
     assert bpe.merge_reference(" capes".encode("utf-8"), ranks) == [b" cap", b"es"]
+    # the encoding where its table goes: AttributeError ('RegisteredEncoding' object has no attribute 'get')
+    for call in (lambda: bpe.merge_reference(b" capes", get_encoding("gpt2")),
+                 lambda: merge_steps(b" capes", get_encoding("gpt2"))):
+        with pytest.raises(TypeError, match=r"merge_ranks maps token bytes to ranks \(an encoding's \.merge_ranks\)"):
+            call()
 
 
 def test_max_rank_is_the_reference_on_a_truncated_table():

@@ -86,6 +86,9 @@ def merge_reference(
     if isinstance(piece, str):  # its characters would never equal the table's bytes: no merge, silently
         raise TypeError(f"merge_reference takes a piece's bytes, not str: pass {piece[:20]!r}.encode('utf-8') "
                         f"(or b'...'), as merge_ranks maps bytes to ranks")
+    if not hasattr(merge_ranks, "get"):  # an Encoding itself, say: its table is enc.merge_ranks
+        raise TypeError(f"merge_ranks maps token bytes to ranks (an encoding's .merge_ranks), got a "
+                        f"{type(merge_ranks).__name__}")
     limit = _NO_MERGE if max_rank is None else max_rank
     parts = [piece[i : i + 1] for i in range(len(piece))]
     while len(parts) > 1:
