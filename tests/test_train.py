@@ -584,6 +584,14 @@ def test_bad_special_tokens(tmp_path):
         train_bpe(path, 300, [b"<|x|>"], progress=False)
 
 
+def test_no_special_tokens_may_be_said_with_none(tmp_path):
+    """tokenizer.Tokenizer (CS336's class) reads special_tokens=None as none; train_bpe(path, n, None), a student's
+    same value for the same argument, failed inside with TypeError: 'NoneType' object is not iterable."""
+    path = write("low lower lowest newest " * 20, tmp_path)
+    vocab, merges = train_bpe(path, 264, None, progress=False)
+    assert (vocab, merges) == train_bpe(path, 264, [], progress=False) and len(vocab) == 264
+
+
 def test_bad_workers_and_chunk_size(tmp_path):
     path = write("hello", tmp_path)
     with pytest.raises(ValueError, match="num_workers"):

@@ -74,7 +74,7 @@ Vocab = dict[int, bytes]
 def train_bpe(
     inputs: str | os.PathLike | Iterable[str | os.PathLike],
     vocab_size: int,
-    special_tokens: Iterable[str] = (),
+    special_tokens: Iterable[str] | None = (),
     *,
     pattern: str = GPT2_PATTERN,
     text_field: str = "text",
@@ -97,7 +97,7 @@ def train_bpe(
     read here (the inputs are read in parallel, and again to resume): copy it to a file first.
 
     ``special_tokens`` are strings; each gets an id after the merges, in the order given (duplicates are
-    dropped). ``pattern`` is the pre-tokenization regex (``regex`` package syntax). ``num_workers`` processes
+    dropped; None is none, as for :class:`tokenizer.Tokenizer`). ``pattern`` is the pre-tokenization regex (``regex`` package syntax). ``num_workers`` processes
     count pre-tokens (default: ``os.cpu_count()``); ``chunk_size`` is the target size in bytes of the pieces of
     the files they get. ``progress`` shows tqdm bars (default: when stderr is a terminal, so a log or a notebook's
     captured stderr gets none; ``True`` or ``False`` decides). The result does not depend on ``num_workers`` or
@@ -167,7 +167,9 @@ def train_bpe(
     return vocab, merges
 
 
-def _check_special_tokens(special_tokens: Iterable[str]) -> list[str]:
+def _check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
+    if special_tokens is None:  # none, as tokenizer.Tokenizer reads None
+        return []
     if isinstance(special_tokens, (str, bytes)):
         raise TypeError("special_tokens must be a list of strings, not a single string")
     out: list[str] = []
