@@ -366,6 +366,22 @@ def test_special_tokens_must_be_a_list_of_strings():
         Tokenizer(BYTES, [], [""])
 
 
+def test_from_vocab_merges_takes_special_tokens_as_tokenizer_does():
+    """Encoding.from_vocab_merges, which README and walkthroughs 01 and 05 call on a trainer's vocab and merges,
+    took one string ("<|endoftext|>") a character at a time, each a special token ("vocab lacks 4 single-byte
+    tokens (e.g. b'<')"), failed on None ('NoneType' object is not iterable) and took an empty one, which failed
+    at the first encode ("empty separator"). Each as Tokenizer: None is none, the others a TypeError at once."""
+    from tokenizer import Encoding
+
+    with pytest.raises(TypeError, match=r"a list of strings, e\.g\. \['<\|endoftext\|>'\], not one string"):
+        Encoding.from_vocab_merges(BYTES, [], EOT)
+    for bad in ([""], [b"<|x|>"]):
+        with pytest.raises(TypeError, match="non-empty strings"):
+            Encoding.from_vocab_merges(BYTES, [], bad)
+    assert Encoding.from_vocab_merges(BYTES, [], None).special_tokens == {}
+    assert Encoding.from_vocab_merges(BYTES, [], [EOT]).encode(EOT, allowed_special="all") == [256]
+
+
 @pytest.mark.parametrize("fmt", ["gpt2", "hf", "tiktoken"])
 def test_from_files_reads_this_packages_saved_formats(trained, tmp_path, fmt):
     vocab, merges, _, _ = trained

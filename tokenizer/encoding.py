@@ -117,7 +117,14 @@ class Encoding:
         ``tokenizer.json``) replaces the pattern: a normalizer, several splits, added tokens that are not
         special. ``pat_str`` is then only shown, not used.
         """
+        if special_tokens is None:  # none, as Tokenizer and train_bpe read it
+            special_tokens = ()
+        if isinstance(special_tokens, (str, bytes)):  # else each of its characters would be a special token
+            raise TypeError(f"special_tokens must be a list of strings, e.g. [{special_tokens!r}], not one string")
         special_tokens = list(special_tokens)
+        bad_special = next((s for s in special_tokens if not isinstance(s, str) or not s), None)
+        if bad_special is not None:  # (an empty one would fail only at the first encode, inside the split)
+            raise TypeError(f"special_tokens must be non-empty strings, got {bad_special!r}")
         special_bytes = {s.encode("utf-8") for s in special_tokens}
         bad = next(((i, t) for i, t in vocab.items() if type(t) is not bytes or type(i) is not int), None)
         if bad:
