@@ -96,12 +96,12 @@ def train_bpe(
     as if a special token stood between them: no pair is counted across two of them. Standard input is not
     read here (the inputs are read in parallel, and again to resume): copy it to a file first.
 
-    ``special_tokens`` are strings; each gets an id after the merges, in the order given (duplicates are
-    dropped; None is none, as for :class:`tokenizer.Tokenizer`). ``pattern`` is the pre-tokenization regex (``regex`` package syntax). ``num_workers`` processes
-    count pre-tokens (default: ``os.cpu_count()``); ``chunk_size`` is the target size in bytes of the pieces of
-    the files they get. ``progress`` shows tqdm bars (default: when stderr is a terminal, so a log or a notebook's
-    captured stderr gets none; ``True`` or ``False`` decides). The result does not depend on ``num_workers`` or
-    ``chunk_size``.
+    ``special_tokens`` are strings; each gets an id after the merges, in the order given (duplicates are dropped;
+    None is none, as for :class:`tokenizer.Tokenizer`). ``pattern`` is the pre-tokenization regex (``regex``
+    package syntax). ``num_workers`` processes count pre-tokens (default: ``os.cpu_count()``); ``chunk_size`` is
+    the target size in bytes of the pieces of the files they get. ``progress`` shows tqdm bars (default: when
+    stderr is a terminal, so a log or a notebook's captured stderr gets none; ``True`` or ``False`` decides). The
+    result does not depend on ``num_workers`` or ``chunk_size``.
 
     ``checkpoint`` is a folder where the training state is kept: the pre-token counts once counted, and the
     merges so far every ``checkpoint_every`` seconds, each file replaced atomically. With ``resume=True`` a run
