@@ -30,6 +30,7 @@ from itertools import accumulate
 from typing import Iterator, Mapping, NamedTuple
 
 from .bpe import merge_reference
+from .cs336 import Tokenizer
 from .encoding import Encoding
 from .patterns import WHITESPACE
 from .pretokenize import compile_pattern, special_token_regex
@@ -376,7 +377,9 @@ def compare_lines(
         yield f"\nfewest tokens: {fewest} ({counts[fewest]}); {others[0]} as many" + "".join(f", {o}" for o in others[1:])
 
 
-def _as_encoding(encoding: str | Encoding) -> Encoding:
+def _as_encoding(encoding: str | Encoding | Tokenizer) -> Encoding:
+    if isinstance(encoding, Tokenizer):  # CS336's class (walkthrough 01 section 6): its Encoding does the work
+        return encoding.encoding
     return get_encoding(encoding) if isinstance(encoding, str) else encoding
 
 
@@ -555,9 +558,10 @@ def compare(
 ) -> Compared:
     """``text`` under several encodings, for a notebook or the REPL (arguments as :func:`compare_lines`'s;
     ``encodings`` may also be plain names)."""
-    if isinstance(encodings, (str, Encoding)):  # one name would be taken a character at a time: 'g', 'p', ...
+    if isinstance(encodings, (str, Encoding, Tokenizer)):  # one name would be taken a character at a time: 'g', ...
         raise TypeError("compare takes a list of encodings to set side by side, e.g. ['gpt2', 'cl100k_base'], "
                         "not one encoding; show(text, encoding) shows one")
+    encodings = [item if isinstance(item, (str, tuple)) else _as_encoding(item) for item in encodings]
     labelled = [item if isinstance(item, tuple) else (item, _label(item)) for item in encodings]
     if not labelled:  # else the first print fails inside (max() of nothing)
         raise ValueError("compare needs at least one encoding, e.g. ['gpt2', 'cl100k_base']")
