@@ -286,21 +286,25 @@ def test_notebook_compare_of_one_encoding_or_none_says_what_it_takes():
     assert compare("hello world", ["cl100k_base"]).ids == {"cl100k_base": [15339, 1917]}
 
 
-def test_show_explain_and_compare_take_cs336s_tokenizer():
-    """Walkthrough 01 builds a CS336 Tokenizer (section 6), then shows tokens with show/explain/compare (section 7):
-    given the Tokenizer, show and explain failed inside (Tokenizer.encode() got an unexpected keyword argument
-    'allowed_special') and compare too ('Tokenizer' object has no attribute 'name'). They take its Encoding."""
+def test_show_explain_and_compare_take_cs336s_tokenizer_and_openais_encoder():
+    """Walkthrough 01 builds a CS336 Tokenizer (section 6), then shows tokens with show/explain/compare (section 7);
+    03 and 04 build OpenAI's Encoder. Given either, show and explain failed inside (encode() got an unexpected
+    keyword argument 'allowed_special') and compare too ('Tokenizer' object has no attribute 'name'). They now
+    take the Encoding each holds as .encoding."""
+    from gpt2_numpy.encoder import get_encoder
     from tokenizer import Tokenizer
     from tokenizer.teach import compare, explain, show
 
     gpt2 = get_encoding("gpt2")
     tok = Tokenizer({i: token for token, i in gpt2.token_ids.items()}, gpt2.merges, ["<|endoftext|>"])
     text = "Not all heroes wear capes.<|endoftext|>"
-    assert show(text, tok).ids == tok.encode(text) == gpt2.encode(text, allowed_special="all")
-    assert repr(explain(" heroes", tok)).endswith("tokens ' heroes' = ids [10281]")
-    assert compare(text, ["gpt2", tok]).ids == {"gpt2": tok.encode(text), "cs336": tok.encode(text)}
-    with pytest.raises(TypeError, match="compare takes a list of encodings"):
-        compare(text, tok)
+    ids = gpt2.encode(text, allowed_special="all")
+    for holder in (tok, get_encoder("124M", "models")):
+        assert show(text, holder).ids == ids
+        assert repr(explain(" heroes", holder)).endswith("tokens ' heroes' = ids [10281]")
+        assert compare(text, ["gpt2", holder]).ids == {"gpt2": ids, holder.encoding.name: ids}
+        with pytest.raises(TypeError, match="compare takes a list of encodings"):
+            compare(text, holder)
 
 
 # ---- characters -------------------------------------------------------------------------------------------

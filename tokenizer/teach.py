@@ -30,7 +30,6 @@ from itertools import accumulate
 from typing import Iterator, Mapping, NamedTuple
 
 from .bpe import merge_reference
-from .cs336 import Tokenizer
 from .encoding import Encoding
 from .patterns import WHITESPACE
 from .pretokenize import compile_pattern, special_token_regex
@@ -377,8 +376,10 @@ def compare_lines(
         yield f"\nfewest tokens: {fewest} ({counts[fewest]}); {others[0]} as many" + "".join(f", {o}" for o in others[1:])
 
 
-def _as_encoding(encoding: str | Encoding | Tokenizer) -> Encoding:
-    if isinstance(encoding, Tokenizer):  # CS336's class (walkthrough 01 section 6): its Encoding does the work
+def _as_encoding(encoding) -> Encoding:
+    """A registered name, an Encoding, or what holds one as ``.encoding`` (CS336's Tokenizer, built in walkthrough
+    01; OpenAI's Encoder of gpt2_numpy/encoder.py, in 03 and 04): the Encoding that does the work."""
+    if isinstance(getattr(encoding, "encoding", None), Encoding):
         return encoding.encoding
     return get_encoding(encoding) if isinstance(encoding, str) else encoding
 
@@ -558,7 +559,7 @@ def compare(
 ) -> Compared:
     """``text`` under several encodings, for a notebook or the REPL (arguments as :func:`compare_lines`'s;
     ``encodings`` may also be plain names)."""
-    if isinstance(encodings, (str, Encoding, Tokenizer)):  # one name would be taken a character at a time: 'g', ...
+    if isinstance(encodings, str) or isinstance(_as_encoding(encodings), Encoding):  # one: a name went by letter
         raise TypeError("compare takes a list of encodings to set side by side, e.g. ['gpt2', 'cl100k_base'], "
                         "not one encoding; show(text, encoding) shows one")
     encodings = [item if isinstance(item, (str, tuple)) else _as_encoding(item) for item in encodings]
