@@ -49,6 +49,7 @@ from typing import Callable
 import regex
 
 from .patterns import GPT2_PATTERN, WHITESPACE_CLASS, has_any_newer, mask_any_newer, unmask
+from .unicode9 import ASSIGNED
 
 # What each Split ``behavior`` is called in a tokenizer.json (and in HF's Python API, in snake case).
 BEHAVIORS = ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous")
@@ -86,7 +87,7 @@ def normalizer_from_json(spec: dict | None) -> Normalizer | None:
             return steps[0]
         return lambda text: _run_all(steps, text)
     if kind in ("NFC", "NFD", "NFKC", "NFKD"):
-        return lambda text: unicodedata.normalize(kind, text)
+        return lambda text: _normalize_as_unicode9(kind, text)
     if kind == "Lowercase":
         return _lowercase
     if kind == "Prepend":
@@ -101,6 +102,27 @@ def normalizer_from_json(spec: dict | None) -> Normalizer | None:
         strip = re.compile("|".join(filter(None, [left, right])) or "(?!)")
         return lambda text: strip.sub("", text)
     raise UnsupportedStep(f"normalizer {kind!r} is not supported")
+
+
+# HF normalizes with Unicode 9.0's tables (the unicode-normalization-alignments crate), Python with its own
+# version's: a character assigned since (U+1AC7, a mark of class 230 in 13.0) is to HF a character of class 0 with
+# no decomposition, which no mark is moved across and nothing composes with. So such characters are left as they
+# are, and only the text between them is normalized, which gives HF's result whatever Python's version.
+_NEWER_THAN_UNICODE9 = re.compile(
+    "([^" + "".join("-".join(f"\\U{int(end, 16):08X}" for end in run.split("-")) for run in ASSIGNED.split()) + "]+)"
+)
+
+
+def _normalize_as_unicode9(form: str, text: str) -> str:
+    """``unicodedata.normalize(form, text)`` as HF's normalizers do it: with Unicode 9.0's tables.
+
+    >>> _normalize_as_unicode9("NFC", "\u0301a\u0316\u0301"), _normalize_as_unicode9("NFC", "a\u1ac7\u0316")
+    ('\u0301á\u0316', 'a\u1ac7\u0316')
+    """
+    if text.isascii():
+        return text  # every normal form of ASCII is itself
+    parts = _NEWER_THAN_UNICODE9.split(text)  # the runs of newer characters at the odd places
+    return "".join(part if at % 2 else unicodedata.normalize(form, part) for at, part in enumerate(parts))
 
 
 def _lowercase(text: str) -> str:
