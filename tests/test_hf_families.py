@@ -406,6 +406,15 @@ def test_lowercase_makes_every_capital_sigma_small_sigma_as_hfs():
         assert normalizer_from_json({"type": "Lowercase"})(text) == theirs.normalize_str(text), text
 
 
+def test_lowercase_equals_hfs_on_all_of_unicode_at_once():
+    # HF lowers each character on its own, with Rust's tables (Unicode 17.0): capitals new since Python 3.11's 14.0,
+    # such as U+A7CB or Garay's U+10D50, must be lowered too
+    every_character = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF)
+    ours, theirs = normalizer_from_json({"type": "Lowercase"}), tokenizers.normalizers.Lowercase()
+    for text in ["\ua7cb\ua7dc \U00010d50\U00016ea0", every_character]:
+        assert ours(text) == theirs.normalize_str(text)
+
+
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=fuzz_texts, which=st.integers(0, len(NORMALIZERS) - 1))
 def test_normalizers_equal_hfs(text, which):

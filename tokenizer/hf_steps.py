@@ -125,10 +125,23 @@ def _normalize_as_unicode9(form: str, text: str) -> str:
     return "".join(part if at % 2 else unicodedata.normalize(form, part) for at, part in enumerate(parts))
 
 
+# Capitals whose lowercase Unicode gave after 14.0, Python 3.11's version (its str.lower leaves them), and HF's
+# Lowercase (Rust's, Unicode 17.0) knows: (first, last, what a code point adds for its lowercase), found by
+# comparing the two on every code point. A Python that knows them already gives the same.
+_LOWERCASE_SINCE_UNICODE14 = {
+    cp: cp + shift
+    for first, last, shift in [(0x1C89, 0x1C89, 1), (0xA7CB, 0xA7CB, -42343), (0xA7CC, 0xA7CC, 1), (0xA7CE, 0xA7CE, 1),
+                               (0xA7D2, 0xA7D2, 1), (0xA7D4, 0xA7D4, 1), (0xA7DA, 0xA7DA, 1), (0xA7DC, 0xA7DC, -42561),
+                               (0x10D50, 0x10D65, 32), (0x16EA0, 0x16EB8, 27)]
+    for cp in range(first, last + 1)
+}
+
+
 def _lowercase(text: str) -> str:
     """HF's ``Lowercase``: each character's lowercase on its own. ``str.lower`` looks at context for one letter,
     capital sigma, which it makes final "ς" at the end of a word; HF makes every one "σ"."""
-    return text.replace("\u03a3", "\u03c3").lower()
+    lowered = text.replace("\u03a3", "\u03c3").lower()
+    return lowered if lowered.isascii() else lowered.translate(_LOWERCASE_SINCE_UNICODE14)
 
 
 def _run_all(steps: list[Normalizer], text: str) -> str:
