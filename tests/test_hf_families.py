@@ -466,7 +466,7 @@ def test_every_code_point_normalizes_as_hfs(spec, theirs):
     # before an acute (U+0301), which composes with a letter that has a composition with it. All in one text, each
     # case on a line of its own: a line break is a character of class 0 that composes with nothing, so the cases
     # cannot touch (and comparing line by line names the first that differs).
-    cases = [text for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF
+    cases = [text for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF and cp != 0x0A
              for text in (chr(cp), "a\u0345" + chr(cp), chr(cp) + "\u0301")]
     ours, want = normalizer_from_json(spec)("\n".join(cases)), theirs.normalize_str("\n".join(cases))
     if ours != want:
