@@ -271,8 +271,11 @@ def _pre_tokenizer_step(spec: dict) -> PreTokenizer:
             return _isolated(find)
         return lambda pieces, seen_as: [p for piece in pieces for p in split_by(find, behavior, invert, piece, seen_as)]
     if kind == "Digits":
-        # HF's "digit" is Rust's char::is_numeric: any number (Nd, Nl, No), so "²", "½" and "Ⅻ" too
-        return _isolated(regex.compile(r"\p{N}" if spec.get("individual_digits") else r"\p{N}+"))
+        # HF's "digit" is Rust's char::is_numeric: any number (Nd, Nl, No), so "²", "½" and "Ⅻ" too. Its tables are
+        # not Oniguruma's, so the text is seen as it is, not masked (see _NUMBERS_TO_RUST).
+        one = "(?V1)" + _NUMBERS_TO_RUST
+        numbers = _isolated(regex.compile(one if spec.get("individual_digits") else one + "+"))
+        return lambda pieces, seen_as: numbers(pieces, None)
     if kind == "ByteLevel":
         words = _isolated(regex.compile(GPT2_PATTERN)) if spec.get("use_regex", True) else None
         prefix = bool(spec.get("add_prefix_space"))
@@ -280,6 +283,13 @@ def _pre_tokenizer_step(spec: dict) -> PreTokenizer:
     if kind == "Metaspace":
         raise UnsupportedStep("pre-tokenizer 'Metaspace' (SentencePiece-style '▁' words) is not supported")
     raise UnsupportedStep(f"pre-tokenizer {kind!r} is not supported")
+
+
+# What Rust's char::is_numeric counts as a number, as a `regex` class: Unicode 17.0's new digits (Tolong Siki's
+# U+11DE0..U+11DE9, U+16FF4..U+16FF6), which Oniguruma's 16.0 tables do not know, but not the cuneiform numbers
+# that the `regex` package's tables count and Rust's do not (U+1246F, U+12475..U+1247F, U+12550..U+12686): found
+# by splitting every code point with HF's Digits.
+_NUMBERS_TO_RUST = r"[\p{N}--[\U0001246F\U00012475-\U0001247F\U00012550-\U00012686]]"
 
 
 def _isolated(find: regex.Pattern) -> PreTokenizer:
