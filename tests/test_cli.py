@@ -453,6 +453,19 @@ def test_train_a_gpt2_format_without_merges_is_refused_before_any_work(cli, tmp_
     assert tokenizer.load(tmp_path / "tok").encode("hi <|endoftext|>", allowed_special="all") == [104, 105, 32, 256]
 
 
+def test_train_a_gpt2_format_with_a_special_token_it_cannot_mark_is_refused_before_any_work(cli, tmp_path):
+    # encoder.json tells a special token only by its form <|...|>: saving refused [SEP], but after the training
+    (tmp_path / "corpus.txt").write_text("hello world [SEP] hello\n", encoding="utf-8")
+    stderr = cli("train", "--input", "corpus.txt", "--vocab_size", "270", "--special_tokens", "<|endoftext|>,[SEP]",
+                 "--out", "tok", status=2).stderr
+    assert "--special_tokens [SEP]: the gpt2 format tells special tokens only by their form <|...|>, so it would " \
+           "load back as ordinary text: pass --format hf or tiktoken, or name it like <|...|>" in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]  # no state folder left behind either
+    cli("train", "--input", "corpus.txt", "--vocab_size", "270", "--special_tokens", "<|endoftext|>,[SEP]",
+        "--out", "tok", "--format", "tiktoken")
+    assert tokenizer.load(tmp_path / "tok").special_tokens_set == {"<|endoftext|>", "[SEP]"}
+
+
 def test_compare_prints_only_what_it_computed(cli):
     out = cli("compare", "hi", "--encodings", "gpt2").stdout
     assert out == "gpt2  GPT-2       1 token   longest whitespace token:  0 chars\n      |hi|\n"

@@ -81,6 +81,7 @@ from .saving import SAVE_FORMATS, check_tokenizer_folder, replaced_tokenizer_fil
 from .registry import is_registered, list_encoding_names, shown_names
 from .training.checkpoint import STATE_FILES
 from .training.train import train_bpe
+from .vocab_files import is_gpt2_special_token
 
 
 # ---- argument types ---------------------------------------------------------------------------------------
@@ -364,6 +365,11 @@ def check_train_outputs(args, found: list[Path]) -> Path:
     before any work (:mod:`tokenizer.outputs`), and against the input files ``found``; returns the checkpoint
     folder."""
     checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
+    unmarked = [token for token in args.special_tokens if not is_gpt2_special_token(token)]
+    if args.format == "gpt2" and unmarked:  # saving would refuse it, but only once the training is done
+        raise UsageError(f"--special_tokens {unmarked[0]}: the gpt2 format tells special tokens only by their form "
+                         "<|...|>, so it would load back as ordinary text: pass --format hf or tiktoken, or name it "
+                         "like <|...|>")
     refuse_replacing_train_inputs(found, args.out, args.format, checkpoint)
     check_tokenizer_folder(args.out, overwrite=args.force or args.resume, flag="--out")
     outputs.check_folder(checkpoint, overwrite=True, flag=f"--out {args.out}: its state folder")
