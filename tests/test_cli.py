@@ -383,7 +383,7 @@ def test_train_then_use_the_folder_everywhere(cli, tmp_path):
     (tmp_path / "corpus.txt").write_bytes(corpus_prefix("en_docs.txt", 300_000))
     out = cli("train", "--input", "corpus.txt", "--vocab_size", "400", "--out", "tok",
               "--special_tokens", "<|endoftext|>,<|pad|>", "--num_workers", "2").stdout
-    assert "trained 142 merges (400 tokens)" in out and "saved as gpt2 in tok" in out
+    assert "trained 142 merges (400 tokens)" in out and "saved in the gpt2 format in tok" in out
     enc = tokenizer.load(tmp_path / "tok")
     assert enc.special_tokens_set == {"<|endoftext|>", "<|pad|>"}  # the comma list is two tokens
     # encode-file with two workers (the file holds two chunks): the trained encoding reaches them by its tables
@@ -411,7 +411,8 @@ def test_train_saves_a_loadable_tokenizer(cli, tmp_path, fmt):
     (tmp_path / "corpus.txt").write_bytes(corpus_prefix("en_docs.txt", 300_000))
     out = cli("train", "--input", "corpus.txt", "--vocab-size", "400", "--special_tokens", "<|endoftext|>",
               "--out", "tok", "--format", fmt, "--num_workers", "2").stdout
-    for expected in ["trained 143 merges (400 tokens)", "peak memory:", "longest token:", "bytes/token"]:
+    for expected in ["trained 143 merges (400 tokens)", f"saved in the {fmt} format in tok", "peak memory:",
+                     "longest token:", "bytes/token"]:
         assert expected in out
     # the longest learned token, and a word that special tokens (longer here) were left out
     vocab_bytes = [token for token in tokenizer.load(tmp_path / "tok").token_byte_values()]

@@ -467,7 +467,7 @@ def print_training_summary(paths: list[Path], source: str, args, vocab, merges, 
     if clock.earlier is not None:  # a resumed run: the time of the runs before it counts too
         took += f" ({clock.earlier + seconds:.1f} s in all, with the run{'s' if clock.runs > 1 else ''} it resumed)"
     print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) from {source} in {took}; "
-          f"saved as {args.format} in {args.out}")
+          f"saved in the {args.format} format in {args.out}")
     print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
     print(longest_token_line(longest, specials))
     print(f"on the training text: {n_tokens:,} tokens, {n_bytes / max(n_tokens, 1):.3f} bytes/token")
