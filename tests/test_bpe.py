@@ -60,6 +60,21 @@ def test_a_str_piece_or_an_encoding_for_its_table_is_refused_in_one_line():
             call()
 
 
+def test_merge_and_merge_heap_refuse_a_str_piece_as_merge_reference_does():
+    """tokenizer.merge(" capes", ranks) raised "list indices must be integers or slices, not str", and
+    merge_heap (and merge on a long str) returned the characters, unmerged: both now say to pass the bytes."""
+    import tokenizer
+
+    ranks = get_encoding("gpt2").merge_ranks
+    calls = {"merge": lambda piece: tokenizer.merge(piece, ranks),
+             "merge_heap": lambda piece: bpe.merge_heap(piece, ranks)}
+    for name, call in calls.items():
+        for piece in (" capes", " capes" * 100):  # the short pieces' loop and the heap's
+            with pytest.raises(TypeError, match=rf"^{name} takes a piece's bytes, not str: pass ' capes"):
+                call(piece)
+        assert call(" capes".encode("utf-8")) == [b" cap", b"es"]
+
+
 def test_max_rank_is_the_reference_on_a_truncated_table():
     ranks = {b"aa": 0, b"ab": 1, b"aab": 2}
     assert bpe.merge_reference(b"aab", ranks, max_rank=0) == [b"a", b"a", b"b"]
