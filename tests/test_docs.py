@@ -194,3 +194,21 @@ def test_every_local_link_in_the_readme_and_docs_leads_to_a_file():
             assert (page.parent / target).exists(), f"{page.relative_to(REPO)} links to {target}, which does not exist"
             checked += 1
     assert checked >= 10  # the README's curriculum alone links every walkthrough
+
+
+README_POINTER = re.compile(r"Walkthrough (\d\d)(?: ends with|'s section (\d+))[^:\n]*: ([^\n]*)")
+
+
+def test_the_readmes_pointers_into_a_walkthrough_lead_to_the_section_that_holds_what_they_name():
+    """"Walkthrough 01 ends with a student's round trip" while a section (the notebook, the browser) came after it:
+    a README sentence that sends the reader to a walkthrough's end, or to its section N, names code (in backticks)
+    that this section shows."""
+    pointers = README_POINTER.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    assert pointers  # the round trip's, at least
+    for number, section, named in pointers:
+        (walkthrough,) = (REPO / "docs").glob(f"{number}-*.md")
+        sections = re.split(r"^## ", walkthrough.read_text(encoding="utf-8"), flags=re.M)[1:]
+        meant = [text for text in sections if text.startswith(f"{section}. ")] if section else sections[-1:]
+        assert len(meant) == 1, f"README: {walkthrough.name} has no section {section}"
+        for code in re.findall(r"`([^`]+)`", named):
+            assert code in meant[0], f"README: {code} is not in the section of {walkthrough.name} it points to"
