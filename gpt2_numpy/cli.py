@@ -198,6 +198,11 @@ def check_command_line(parser, args) -> None:
             raise ValueError("--draft and --lookup are two ways to draft tokens; give one of them")
     if args.model in MODEL_SIZES or args.draft in MODEL_SIZES:  # a size is read from (or fetched into) that folder
         check_models_dir(args.models_dir)
+    elif args.models_dir is not None:  # only sizes are looked for there: a folder is read where it is
+        folders = [f"{flag} {name}" for flag, name in (("--model", args.model), ("--draft", args.draft)) if name]
+        named = f"{folders[0]} names a folder" if len(folders) == 1 else f"{' and '.join(folders)} name folders"
+        raise ValueError(f"--models_dir is where GPT-2's sizes ({', '.join(MODEL_SIZES)}) are kept, and {named}, "
+                         "read where it is: drop --models_dir, or give a size")
     if args.lookup is not None and args.lookup < 1:
         raise ValueError(f"--lookup {args.lookup}: expected the number of tokens to match, a whole number >= 1")
     if args.draft_tokens is not None and args.draft_tokens < 1:

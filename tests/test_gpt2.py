@@ -1034,6 +1034,25 @@ def test_a_models_dir_that_is_no_folder_is_one_line_and_exit_2_before_loading(fa
     assert fake_model.loads == []
 
 
+def test_a_models_dir_with_no_size_to_read_there_is_one_line_and_exit_2_before_loading(fake_model, tmp_path):
+    """--models_dir is where sizes are looked for: with --model FOLDER (and no --draft size) it was ignored,
+    silently, and the folder read; now refused, as any option that goes with one not given is."""
+    model_dir = tmp_path / "my-gpt2"
+    write_tiny_checkpoint(model_dir, n_ctx=64, n_embd=32, n_head=2, seed=3)
+    for extra, named in [([], f"--model {model_dir} names a folder"),
+                         (["--draft", str(model_dir)], f"--model {model_dir} and --draft {model_dir} name folders")]:
+        status, out, err = run_main(["hi", "--model", str(model_dir), "--models_dir", str(tmp_path), *extra])
+        assert (status, out) == (2, "") and err.count("\n") == 1, err
+        assert "--models_dir is where GPT-2's sizes (124M, 355M, 774M, 1558M) are kept" in err and named in err
+        assert "drop --models_dir, or give a size" in err
+    assert fake_model.loads == []
+    # a --draft size is read from --models_dir, and the --model folder where it is
+    status, _, err = run_main(["hi", "--model", str(model_dir), "--draft", "124M", "--models_dir", str(tmp_path),
+                               "--n_tokens_to_generate", "1"])
+    assert status == 0, err
+    assert fake_model.loads == [(str(model_dir), str(tmp_path)), ("124M", str(tmp_path))]
+
+
 def test_a_stride_longer_than_the_context_names_the_flag_and_the_most_it_takes(fake_model, tmp_path):
     """It used to be scoring.windows' own "score needs >= 2 ids and 0 < stride <= n_ctx (...)", no flag named."""
     essay = tmp_path / "essay.txt"
