@@ -25,6 +25,7 @@ import argparse
 import codecs
 import math
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -227,7 +228,10 @@ def check_command_line(parser, args) -> None:
         args.n_tokens_to_generate = DEFAULT_NEW_TOKENS
     if args.n_tokens_to_generate < 0:
         raise ValueError(f"n_tokens_to_generate must be >= 0, got {args.n_tokens_to_generate}")
-    sampling_temperature(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    try:
+        sampling_temperature(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    except ValueError as error:  # the library names its parameters; the user typed flags
+        raise ValueError(sampling_flags(str(error))) from None
     if args.dtype != "f32":
         if args.prompt is None and args.score is None:
             raise ValueError(f"--dtype {args.dtype} goes with a PROMPT or --score, which are not given: add one, "
@@ -235,6 +239,12 @@ def check_command_line(parser, args) -> None:
         # generating multiplies through numba's kernel; --score runs the rounded weights through NumPy alone
         if args.prompt is not None and half.missing_extra(args.dtype):
             raise ValueError(f"--{half.missing_extra(args.dtype)}")
+
+
+def sampling_flags(message: str) -> str:
+    """A message of kvcache.sampling_temperature, its parameters (top_p) named as the flags typed (--top_p)."""
+    message = message.replace("leave out the temperature", "leave out --temperature")
+    return re.sub(r"\b(?<!--)(temperature|top_k|top_p|seed)\b", r"--\1", message)
 
 
 def check_model_name(flag: str, name: str) -> None:

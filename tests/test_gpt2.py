@@ -739,7 +739,7 @@ def test_decimal_numbers_as_typed_are_read(fake_model):
         assert run_main(["hi", "--temperature", typed, "--seed", "4", "--n_tokens_to_generate", "3"]) == \
             (0, fake_model.encoder.decode(expected) + "\n", ""), typed
     status, _, err = run_main(["hi", "--temperature", "-0.5"])  # a minus is read, and refused by the option's rule
-    assert status == 2 and "temperature must be a number >= 0" in err
+    assert status == 2 and "--temperature must be a number >= 0" in err
 
 
 def test_main_prints_the_continuation_streamed_or_not(fake_model):
@@ -812,16 +812,17 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["hi", "--model", ""], "--model is empty; give a GPT-2 size (124M, 355M, 774M, 1558M) or a model's folder"),
     (["hi", "--draft", ""], "--draft is empty; give a GPT-2 size"),
     (["hi", "--models_dir", ""], "--models_dir is empty; give the folder that holds the models"),  # not "."
-    (["hi", "--temperature", "-1"], "temperature must be"),
+    (["hi", "--temperature", "-1"], "--temperature must be a number >= 0 (0 means greedy), got -1.0"),
     (["hi", "--temperature", "nan"], "--temperature: expected a decimal number (digits 0-9 and a point, e.g. 0.8), "
                                      "got 'nan'"),
     (["hi", "--temperature", "hot"], "--temperature: expected a decimal number (digits 0-9 and a point, e.g. 0.8), "
                                      "got 'hot'"),
-    (["hi", "--top_k", "0"], "top_k must be"),
-    (["hi", "--top_p", "0"], "top_p must be"),
-    (["hi", "--top_p", "1.5"], "top_p must be"),
-    (["hi", "--temperature", "0", "--top_k", "5"], "temperature 0 means greedy"),
-    (["hi", "--temperature", "0", "--seed", "3"], "temperature 0 means greedy"),
+    (["hi", "--top_k", "0"], "--top_k must be a whole number >= 1, got 0"),  # the flag typed, not the parameter
+    (["hi", "--top_p", "0"], "--top_p must be in (0, 1], got 0.0"),
+    (["hi", "--top_p", "1.5"], "--top_p must be in (0, 1], got 1.5"),
+    (["hi", "--temperature", "0", "--top_k", "5"], "--temperature 0 means greedy decoding, which --top_k would not "
+                                                   "change; leave out --temperature (sampling at 1) or give one"),
+    (["hi", "--temperature", "0", "--seed", "3", "--top_p", "0.5"], "which --top_p and --seed would not change"),
     (["hi", "--seed", "x"], "--seed: expected a whole number from 0 to 2**32 - 1, got 'x'"),
     (["hi", "--seed", "-1"], "--seed: expected a whole number from 0 to 2**32 - 1, got '-1'"),
     # an option that needs another is a mistake without it, never silently ignored: one rule
