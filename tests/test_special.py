@@ -46,6 +46,38 @@ def test_disallowed_error_says_what_to_pass():
     assert "<|endoftext|>" in message and "allowed_special" in message and "disallowed_special=()" in message
 
 
+def test_a_token_both_allowed_and_named_disallowed_gets_advice_that_changes_an_argument():
+    """allowed_special="all" with disallowed_special={token} was told to pass allowed_special={token} (or "all"),
+    already passed, and to pass disallowed_special=() to encode it as plain text, which gives its id. The advice
+    now names the argument still to change, as the command line's does (tokenizer.cli.cli_wording); tiktoken's
+    advice, for the default disallowed_special="all", is kept word for word."""
+    enc = get_encoding("gpt2")
+    text = "a <|endoftext|>"
+    refused = {"encode": lambda **rule: enc.encode(text, **rule),
+               "encode_batch": lambda **rule: enc.encode_batch([text], **rule),
+               "encode_to_numpy": lambda **rule: enc.encode_to_numpy(text, **rule),
+               "encode_with_unstable": lambda **rule: enc.encode_with_unstable(text, **rule),
+               "encode_iterable": lambda **rule: list(enc.encode_iterable([text], **rule))}
+    advice = ("The text contains the special token '<|endoftext|>', which is disallowed. allowed_special allows it, "
+              "but disallowed_special names it, which refuses it: to encode it as the special token, pass "
+              "disallowed_special=() (or leave '<|endoftext|>' out of it); to encode it as plain text, leave it out "
+              "of allowed_special as well (allowed_special=set()).")
+    for name, call in refused.items():
+        for allowed in ("all", {"<|endoftext|>"}):
+            with pytest.raises(ValueError) as info:
+                call(allowed_special=allowed, disallowed_special={"<|endoftext|>"})
+            assert str(info.value) == advice, name
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == (
+            "The text contains the special token '<|endoftext|>', which is disallowed. To encode it as the special "
+            "token, pass allowed_special={'<|endoftext|>'} (or \"all\"); to encode it as plain text, pass "
+            "disallowed_special=() (or enc.special_tokens_set - {'<|endoftext|>'} to keep checking the others)."), name
+    # the advice, followed, does what it says
+    assert enc.encode(text, allowed_special="all", disallowed_special=()) == enc.encode(text, allowed_special="all")
+    assert enc.encode(text, allowed_special=set(), disallowed_special=()) == enc.encode_ordinary(text)
+
+
 def test_allowed_special_all_gives_ids():
     enc = get_encoding("cl100k_base")
     assert enc.encode("<|endoftext|><|endofprompt|>", allowed_special="all") == [100257, 100276]

@@ -292,7 +292,7 @@ class Encoding:
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
         try:
-            self.check_disallowed_special(text, disallowed)
+            self.check_disallowed_special(text, disallowed, allowed=allowed)
             if not allowed:
                 return self.core.encode_ordinary_texts([text])[0]
             stretches, specials = self._cut_at_special_tokens(text, allowed)
@@ -357,15 +357,24 @@ class Encoding:
             disallowed = frozenset(disallowed_special)
         return allowed, disallowed
 
-    def check_disallowed_special(self, text: str, disallowed: AbstractSet[str]) -> None:
+    def check_disallowed_special(self, text: str, disallowed: AbstractSet[str], *,
+                                 allowed: AbstractSet[str] = frozenset()) -> None:
         """Raise :meth:`encode`'s ``ValueError`` (which says what to pass instead) if ``text`` contains one of
-        the ``disallowed`` special tokens (the second set of :meth:`special_token_sets`)."""
+        the ``disallowed`` special tokens (the second set of :meth:`special_token_sets`; ``allowed``, the first,
+        tells which advice applies)."""
         present = special_tokens_in(text, frozenset(disallowed)) if disallowed else None
         if present:
             m = special_token_regex(present).search(text)
             if m:
                 token = m.group()
-                raise ValueError(
+                if token in allowed:  # disallowed_special names it, which refuses it whatever allowed_special says
+                    raise ValueError(
+                        f"The text contains the special token {token!r}, which is disallowed. allowed_special "
+                        f"allows it, but disallowed_special names it, which refuses it: to encode it as the special "
+                        f"token, pass disallowed_special=() (or leave {token!r} out of it); to encode it as plain "
+                        f"text, leave it out of allowed_special as well (allowed_special=set())."
+                    )
+                raise ValueError(  # tiktoken's advice: with disallowed_special="all", either change alone does it
                     f"The text contains the special token {token!r}, which is disallowed. "
                     f"To encode it as the special token, pass allowed_special={{{token!r}}} (or \"all\"); "
                     f"to encode it as plain text, pass disallowed_special=() "
@@ -395,7 +404,7 @@ class Encoding:
         texts = list(text)
         try:
             for one in texts:
-                self.check_disallowed_special(one, disallowed)
+                self.check_disallowed_special(one, disallowed, allowed=allowed)
             if not allowed:
                 return self.core.encode_ordinary_texts(texts)
             # Every stretch between special tokens, of every text, encoded together; then put back in place.
@@ -464,7 +473,7 @@ class Encoding:
         allowed, disallowed = self.special_token_sets(
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
-        self.check_disallowed_special(text, disallowed)
+        self.check_disallowed_special(text, disallowed, allowed=allowed)
         return unstable.encode_with_unstable(self, text, allowed)
 
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:

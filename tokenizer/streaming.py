@@ -144,7 +144,7 @@ class _DisallowedChecker:
         # Only a match with room for the longest token after its start is certain to be the token encode()
         # would report (a longer one might start at the same place).
         if m is not None and (final or m.start() + self.longest <= len(self.window)):
-            self.enc.check_disallowed_special(self.window[m.start() :], self.disallowed)
+            self.enc.check_disallowed_special(self.window[m.start() :], self.disallowed, allowed=self.allowed)
         self.window = self.window[max(len(self.window) - self.longest + 1, 0) :]
 
     def forget(self, n: int) -> None:
