@@ -503,6 +503,28 @@ def test_stats_names_a_saved_tokenizer_apart_from_the_registered_encoding_of_its
                                                                           str(saved)]]
 
 
+def test_every_command_names_a_saved_tokenizer_apart_from_the_registered_encoding_of_its_name(cli, tmp_path):
+    # show, explain, count, encode-file and encode-dataset printed GPT-2's vocabulary saved in cl100k_base/ as
+    # plain "cl100k_base", while stats and the playground said "cl100k_base (saved)"
+    get_encoding("gpt2").save(tmp_path / "cl100k_base")
+    text = "        return x"
+    (tmp_path / "code.txt").write_text(text, encoding="utf-8")
+    ids = get_encoding("gpt2").encode(text)
+    assert ids != get_encoding("cl100k_base").encode(text)  # the two are told apart by more than their names
+    saved = ["--encoding", "./cl100k_base"]
+    assert cli("show", text, *saved).stdout.splitlines()[2] == f"{len(ids)} tokens, 16 characters, 16 bytes " \
+                                                               "(cl100k_base (saved))"
+    assert cli("explain", text, *saved).stdout.startswith("encoding cl100k_base (saved): special tokens first")
+    assert cli("count", "code.txt", *saved).stdout.startswith(f"code.txt: {len(ids)} tokens, 16 bytes, "
+                                                              f"{16 / len(ids):.3f} bytes/token (cl100k_base (saved), ")
+    assert "1 worker, cl100k_base (saved))" in cli("encode-file", "code.txt", *saved).stdout
+    assert "local engine, cl100k_base (saved)); see" in cli("encode-dataset", "code.txt", "--out", "shards",
+                                                             *saved).stdout
+    # the registered encoding keeps its own name
+    assert cli("show", text, "--encoding", "cl100k_base").stdout.splitlines()[2].endswith(" bytes (cl100k_base)")
+    assert cli("explain", text, "--encoding", "cl100k_base").stdout.startswith("encoding cl100k_base: ")
+
+
 def test_outputs_are_checked_before_any_work(cli, tmp_path):
     """Issue 42's output mistakes as a user types them, each one line and exit 2 with nothing written (each is
     tested in detail, with devices and symlinks, in test_outputs.py)."""

@@ -156,6 +156,12 @@ def _special_set(enc: Encoding, value: str, flag: str):
     return set(tokens)
 
 
+def shown_name(enc: Encoding) -> str:
+    """The name an output gives ``enc``: a saved tokenizer whose folder is named like a registered encoding
+    (cl100k_base/) is "cl100k_base (saved)", as stats and the playground say (:func:`shown_names`)."""
+    return shown_names([enc])[0]
+
+
 def find_inputs(names: list[str]) -> list[Path]:
     """INPUT arguments -> the input files (:func:`tokenizer.jobs.inputs.find_inputs`: files, folders, globs,
     ``-``); a package that reading them needs (pyarrow) and is missing is a mistake, told before any work."""
@@ -225,7 +231,7 @@ def count(args) -> None:
         s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
                                errors=args.errors, text_field=args.text_field, progress=show_progress())
         lines.append(f"{s['file']}: {s['tokens']:,} tokens, {s['bytes']:,} bytes, {s['bytes_per_token']:.3f} "
-                     f"bytes/token ({enc.name}, {s['mb_per_s']:.1f} MB/s)")
+                     f"bytes/token ({shown_name(enc)}, {s['mb_per_s']:.1f} MB/s)")
     print("\n".join(lines))
 
 
@@ -243,7 +249,7 @@ def encode_file(args) -> None:
                             progress=show_progress(), overwrite=args.force, flag=flag)
     summary = (f"{s['out']}: {s['tokens']:,} tokens ({s['dtype']}) from {text_bytes(s)}, "
                f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
-               f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {enc.name})")
+               f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {shown_name(enc)})")
     # the summary is the command's result, unless the ids themselves went to stdout (--out -)
     print(summary, file=sys.stderr if out == outputs.STDOUT else sys.stdout)
 
@@ -277,7 +283,7 @@ def encode_dataset(args) -> None:
         f"{args.out}: {parity.plural(t['tokens'], 'token')} ({m['settings']['dtype']}) in "
         f"{parity.plural(t['shards'], 'shard')} from {text_bytes(t)}, {parity.plural(t['documents'], 'document')}; "
         f"encoded {m['encoded']}, already complete {m['skipped']} ({m['seconds']:.1f} s, {args.engine} engine, "
-        f"{enc.name}); see {Path(args.out) / 'manifest.json'}"
+        f"{shown_name(enc)}); see {Path(args.out) / 'manifest.json'}"
     )
 
 
@@ -319,14 +325,15 @@ def show(args) -> None:
     if color is None:  # auto: colours on a terminal, unless NO_COLOR is set (no-color.org)
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     print(teach.render_show(text_argument(args, "show"), enc, color, allowed_special=allowed,
-                            disallowed_special=disallowed))
+                            disallowed_special=disallowed, shown_as=shown_name(enc)))
 
 
 def explain(args) -> None:
     enc = open_encoding(args.encoding)
     allowed, disallowed = special_rule(enc, args.allowed_special, args.disallowed_special)
     text = text_argument(args, "explain")
-    for line in teach.explain_lines(text, enc, allowed_special=allowed, disallowed_special=disallowed):
+    for line in teach.explain_lines(text, enc, allowed_special=allowed, disallowed_special=disallowed,
+                                    shown_as=shown_name(enc)):
         print(line)
 
 

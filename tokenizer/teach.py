@@ -169,14 +169,15 @@ def _visible(text: str) -> str:
 
 def render_show(
     text: str, encoding: str | Encoding = "gpt2", color: bool = False, *,
-    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
+    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED, shown_as: str | None = None,
 ) -> str:
     """The text with token boundaries marked (colours, or ``|`` without), then the ids and a count. A token
     that holds part of a character shows its bytes (:func:`token_pieces`).
 
     ``encoding`` is a registered name or an :class:`Encoding`; ``allowed_special`` and ``disallowed_special``
     mean what they mean for :meth:`Encoding.encode`; by default special-token text shows as its token
-    (:data:`TEACHING_SPECIAL_RULE` says why).
+    (:data:`TEACHING_SPECIAL_RULE` says why). ``shown_as``: the name the count gives the encoding (default its
+    own; the command line's, for a saved tokenizer named like a registered encoding, says so).
     """
     enc = _as_encoding(encoding)
     ids = enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
@@ -193,7 +194,7 @@ def render_show(
     else:
         body, id_line = "|".join(texts), " ".join(map(str, ids))
     n_bytes = len(text.encode("utf-8", errors="surrogatepass"))
-    summary = f"{len(ids)} tokens, {len(text)} characters, {n_bytes} bytes ({enc.name})"
+    summary = f"{len(ids)} tokens, {len(text)} characters, {n_bytes} bytes ({shown_as or enc.name})"
     return f"{body}\n{id_line}\n{summary}"
 
 
@@ -301,18 +302,19 @@ def check_explainable(pieces: list[PreToken]) -> None:
 
 def explain_lines(
     text: str, encoding: str | Encoding = "gpt2", *,
-    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED,
+    allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED, shown_as: str | None = None,
 ) -> Iterator[str]:
     """What encode does to ``text``, one line per step: special tokens, pre-tokens, merges, ids.
 
-    ``encoding``, ``allowed_special`` and ``disallowed_special`` are :func:`render_show`'s. Raises
+    ``encoding``, ``allowed_special``, ``disallowed_special`` and ``shown_as`` are :func:`render_show`'s. Raises
     ``ValueError`` (before the first line) for a disallowed special token, or for a pre-token over
     :data:`MAX_EXPLAIN_BYTES`.
     """
     enc = _as_encoding(encoding)
     pieces = pre_tokens(text, enc, allowed_special=allowed_special, disallowed_special=disallowed_special)
     check_explainable(pieces)
-    yield f"encoding {enc.name}: special tokens first, then the pattern cuts pre-tokens, then BPE merges each"
+    yield (f"encoding {shown_as or enc.name}: special tokens first, then the pattern cuts pre-tokens, then BPE "
+           "merges each")
     yield "(merge #N: the merge's place among the encoding's merges, from 0; token id: the id of the token it makes,"
     yield " which is also the merge's rank in OpenAI's encodings: merges apply in that order)"
     for piece in pieces:
