@@ -454,6 +454,18 @@ def test_train_a_gpt2_format_without_merges_is_refused_before_any_work(cli, tmp_
     assert tokenizer.load(tmp_path / "tok").encode("hi <|endoftext|>", allowed_special="all") == [104, 105, 32, 256]
 
 
+def test_train_a_gpt2_format_of_a_text_with_nothing_to_merge_is_one_line_and_leaves_nothing(cli, tmp_path):
+    # told only at save time, as the library's "save as 'hf' or 'tiktoken'", with a state folder left behind that
+    # the next run took for a run that stopped
+    (tmp_path / "letters.txt").write_text("a\nb\n", encoding="utf-8")  # pre-tokens of one byte each
+    stderr = cli("train", "--input", "letters.txt", "--vocab_size", "300", "--out", "tok", status=2).stderr
+    assert stderr.endswith("--out tok: the training text holds no pair of bytes to merge, so there are no merges, "
+                           "and the gpt2 format's vocab.bpe is its merges: pass --format hf or tiktoken\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["letters.txt"]
+    cli("train", "--input", "letters.txt", "--vocab_size", "300", "--out", "tok", "--format", "hf")
+    assert tokenizer.load(tmp_path / "tok").encode("a\nb") == [97, 10, 98]
+
+
 def test_train_a_gpt2_format_with_a_special_token_it_cannot_mark_is_refused_before_any_work(cli, tmp_path):
     # encoder.json tells a special token only by its form <|...|>: saving refused [SEP], but after the training
     (tmp_path / "corpus.txt").write_text("hello world [SEP] hello\n", encoding="utf-8")

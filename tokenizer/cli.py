@@ -433,6 +433,10 @@ def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
                                   resume=args.resume, checkpoint_every=args.checkpoint_every, engine=args.engine,
                                   address=args.address)
         seconds = time.perf_counter() - clock.start
+        if args.format == "gpt2" and not merges:  # a text without one pair to merge (seconds' work: not kept)
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            raise UsageError(f"--out {args.out}: the training text holds no pair of bytes to merge, so there are no "
+                             "merges, and the gpt2 format's vocab.bpe is its merges: pass --format hf or tiktoken")
         enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
         save_encoding(enc, args.out, args.format, overwrite=True, flag="--out")  # checked by check_train_outputs
     except BaseException as e:
