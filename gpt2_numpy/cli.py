@@ -227,7 +227,7 @@ def check_command_line(parser, args) -> None:
     if args.n_tokens_to_generate is None:
         args.n_tokens_to_generate = DEFAULT_NEW_TOKENS
     if args.n_tokens_to_generate < 0:
-        raise ValueError(f"n_tokens_to_generate must be >= 0, got {args.n_tokens_to_generate}")
+        raise ValueError(f"--n_tokens_to_generate must be >= 0, got {args.n_tokens_to_generate}")
     try:
         sampling_temperature(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     except ValueError as error:  # the library names its parameters; the user typed flags

@@ -806,7 +806,7 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["hi", "--top_kk", "5"], "unrecognized arguments: --top_kk"),
     (["hi", "--temp", "1"], "unrecognized arguments: --temp"),  # no guessing from abbreviations
     (["hi", "--n_tokens_to_generate", "1e3"], "expected a whole number (digits 0-9), got '1e3'"),
-    (["hi", "--n_tokens_to_generate", "-1"], "n_tokens_to_generate must be >= 0"),
+    (["hi", "--n_tokens_to_generate", "-1"], "--n_tokens_to_generate must be >= 0, got -1"),
     (["hi", "--model_size", "125M"], "--model '125M' is neither a GPT-2 size (124M, 355M, 774M, 1558M) nor a folder"),
     (["hi", "--model", "no/such/folder"], "nor a folder"),
     (["hi", "--model", ""], "--model is empty; give a GPT-2 size (124M, 355M, 774M, 1558M) or a model's folder"),
