@@ -316,6 +316,16 @@ def test_saved_tokenizer_against_tiktoken_uses_tiktokens_engine_with_its_tables(
     assert "identical: 1 check" in cli("text.txt", "--encoding", "altered").stdout
 
 
+def test_a_saved_tokenizer_named_like_a_tiktoken_encoding_is_checked_against_its_own_tables(cli, tmp_path):
+    # GPT-2's tables saved in cl100k_base/ were checked against tiktoken's cl100k_base: DIFFERENT, exit 1
+    get_encoding("gpt2").save(tmp_path / "cl100k_base")
+    (tmp_path / "text.txt").write_text("hello world, again\n", encoding="utf-8")
+    out = cli("text.txt", "--encoding", "./cl100k_base,cl100k_base").stdout.splitlines()
+    assert out[0].startswith("text.txt: cl100k_base vs tiktoken engine with cl100k_base's tables: identical;")
+    assert out[1].startswith("text.txt: cl100k_base vs tiktoken cl100k_base: identical;")
+    assert out[2] == "identical: 2 checks"
+
+
 def test_json_parses_and_matches_the_text_report(cli, altered):
     args = ["text.txt", "--encoding", "base", "--against", "altered", "--fuzz", "40", "--seed", "5"]
     text = cli(*args, status=1).stdout

@@ -51,6 +51,7 @@ from . import dataset
 from ..encoding import Encoding
 from ..fast.stdlib_patterns import compile_fast
 from ..pretokenize import special_token_regex
+from ..registry import is_registered
 from ..vocab_files import gpt2_str_to_token
 from .inputs import (decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records,
                      record_place)
@@ -147,9 +148,10 @@ class ParityReport:
 
 
 def tiktoken_counterpart(enc: Encoding):
-    """tiktoken's encoding of ``enc``'s name; for a name tiktoken does not have (a trained tokenizer), or one whose
-    files tiktoken cannot fetch (offline, nothing in its cache), tiktoken's BPE engine loaded with ``enc``'s tables
-    (read from this project's checksummed files), the label saying so. Returns ``(encoding, label)``.
+    """tiktoken's encoding of ``enc``'s name, for a registered encoding that tiktoken has; for a saved or trained
+    tokenizer (whatever its name), or one whose files tiktoken cannot fetch (offline, nothing in its cache),
+    tiktoken's BPE engine loaded with ``enc``'s tables (read from this project's checksummed files), the label
+    saying so. Returns ``(encoding, label)``.
 
     tiktoken is optional: ``ImportError`` with what to do when it is missing.
     """
@@ -162,7 +164,9 @@ def tiktoken_counterpart(enc: Encoding):
             "check a dataset of ids (--ids FILE.bin)"
         ) from None
     offline = ""
-    if enc.name in tiktoken.list_encoding_names():
+    # a saved tokenizer bears its folder's name, which may be one of tiktoken's (GPT-2's tables in cl100k_base/):
+    # only the registry's own encoding of a name is checked against tiktoken's encoding of it
+    if is_registered(enc) and enc.name in tiktoken.list_encoding_names():
         try:
             return tiktoken.get_encoding(enc.name), f"tiktoken {enc.name}"
         except Exception:  # no network, and tiktoken's cache lacks the file: its engine on our checksummed tables
