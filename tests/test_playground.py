@@ -776,3 +776,17 @@ def test_screenshot(browser, tmp_path):
         server.server_close()
     png = path.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000  # a drawn page, not a blank one
+
+
+def test_a_text_too_long_to_compare_keeps_its_tokens(browser, server):
+    """Compare takes 5,000 characters, encode 20,000: a text between keeps its tokens, count and next tokens;
+    the compare panel says why it has no rows (the page drew nothing but the error line)."""
+    text = "hello " * (MAX_COMPARE_CHARS // 5)
+    browser.get(server.url + f"?text={quote(text)}&compare=cl100k_base")
+    wait_for(lambda: page_shows(browser, text, "gpt2"))
+    n = len(get_encoding("gpt2").encode(text))
+    assert browser.find_element("id", "count").text.startswith(f"{n} tokens · {len(text)} characters")
+    said = wait_for(lambda: browser.find_element("css selector", "#compare-rows .panel-error").text)
+    assert said.startswith(f"text is {len(text):,} characters; the playground compares at most")
+    assert not browser.find_element("id", "error").is_displayed()
+    wait_for(lambda: len(browser.find_elements("css selector", "#next-tokens li[data-token-id]")) == 10)

@@ -235,16 +235,6 @@ async function update() {
     drawTokens($("tokens"), answer.tokens, s.view);
     $("tokens").dataset.encoding = answer.encoding;
     $("merge-trace").innerHTML = '<p class="hint">Click a token to see the merges that built it, step by step.</p>';
-    if (s.compare.length) {
-      const compared = await api("/api/compare", { text: s.text, special: s.special,
-                                                   encodings: [s.encoding, ...s.compare].join(",") });
-      if (current()) drawCompare(compared.results, s.view);
-    }
-    if (state.model) {
-      const next = await api("/api/next", { text: s.text, special: s.special });
-      if (current()) drawNext(next);
-    }
-    if (current()) document.body.dataset.ready = String(seq);
   } catch (e) {
     if (!current()) return;
     showError(e.message);
@@ -252,7 +242,36 @@ async function update() {
     $("count").textContent = "";
     $("compare-rows").replaceChildren();
     document.body.dataset.ready = String(seq);
+    return;
   }
+  // a panel's own refusal (compare takes a shorter text than encode does) is said in that panel: the text's
+  // tokens, drawn above, stay
+  if (s.compare.length) {
+    try {
+      const compared = await api("/api/compare", { text: s.text, special: s.special,
+                                                   encodings: [s.encoding, ...s.compare].join(",") });
+      if (current()) drawCompare(compared.results, s.view);
+    } catch (e) {
+      if (current()) panelError($("compare-rows"), e.message);
+    }
+  }
+  if (state.model) {
+    try {
+      const next = await api("/api/next", { text: s.text, special: s.special });
+      if (current()) drawNext(next);
+    } catch (e) {
+      if (current()) panelError($("next-tokens"), e.message);
+    }
+  }
+  if (current()) document.body.dataset.ready = String(seq);
+}
+
+// a panel's error line, in place of what the panel drew for an earlier text
+function panelError(box, message) {
+  const line = document.createElement(box.tagName === "OL" ? "li" : "p");
+  line.className = "panel-error";
+  line.textContent = message;
+  box.replaceChildren(line);
 }
 
 function later() {
