@@ -790,3 +790,11 @@ def test_a_text_too_long_to_compare_keeps_its_tokens(browser, server):
     assert said.startswith(f"text is {len(text):,} characters; the playground compares at most")
     assert not browser.find_element("id", "error").is_displayed()
     wait_for(lambda: len(browser.find_elements("css selector", "#next-tokens li[data-token-id]")) == 10)
+
+
+def test_a_link_comparing_with_one_encoding_opens_with_one(browser, server):
+    # the second compare selector kept its default (o200k_base): a third row, and the link rewritten to name it
+    browser.get(server.url + "?text=hi%20there&compare=cl100k_base")
+    rows = wait_for(lambda: browser.find_elements("css selector", "#compare-rows .compare-row"))
+    assert [row.get_attribute("data-encoding") for row in rows] == ["gpt2", "cl100k_base"]
+    assert browser.current_url.endswith("compare=cl100k_base")

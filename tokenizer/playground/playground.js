@@ -60,7 +60,8 @@ function readUrl() {
     const [first, second] = query.get("compare").split(",");
     $("compare-on").checked = true;
     pick($("compare-1"), first);
-    pick($("compare-2"), second || "");
+    if (second) pick($("compare-2"), second);
+    else $("compare-2").value = "";  // a link naming one encoding to compare with compares one, not the default two
   }
 }
 
