@@ -798,3 +798,21 @@ def test_a_link_comparing_with_one_encoding_opens_with_one(browser, server):
     rows = wait_for(lambda: browser.find_elements("css selector", "#compare-rows .compare-row"))
     assert [row.get_attribute("data-encoding") for row in rows] == ["gpt2", "cl100k_base"]
     assert browser.current_url.endswith("compare=cl100k_base")
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
+def test_every_token_is_drawn_with_a_width_of_its_own_in_text_order(browser, server, name):
+    """A token that starts with a combining mark (e + U+0301, a variation selector) was drawn onto the token
+    before, and one of a format character (zero-width joiner and space, byte order mark) as nothing: spans of no
+    width, unseen and unclickable. A right-to-left override reversed the order of the tokens after it."""
+    text = "e\u0301 ka\u0915\u093f x\u200dy \u2764\ufe0f a\u200bb \ufeffc d\u202e123 456 end"
+    browser.get(server.url + f"?text={quote(text)}&encoding={name}")
+    wait_for(lambda: page_shows(browser, text, name))
+    # each span's first box (a span that wraps has one more on the next line): [top, left, width]
+    boxes = browser.execute_script("return [...document.querySelectorAll('#tokens .token')].map((span) => {"
+                                   "const box = span.getClientRects()[0]; return [box.top, box.left, box.width]})")
+    assert all(width > 1 for _, _, width in boxes), boxes
+    assert sorted(boxes) == boxes  # left to right, line by line
+    labels = [e.text for e in browser.find_elements("css selector", "#tokens .token")]
+    assert "\\u202e" in "".join(labels) and "\u202e" not in "".join(labels)
+    assert any(label.startswith("\u25cc\u0301") for label in labels)

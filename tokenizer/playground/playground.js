@@ -80,7 +80,22 @@ function tokenLabel(token, view) {
   if (view === "bytes") return token.bytes;
   if (view === "gpt2") return token.gpt2;
   // a token holding the first bytes of a character that a later token completes adds no text of its own
-  return token.text === "" ? token.shown : token.visible;
+  return token.text === "" ? token.shown : drawable(token.visible);
+}
+
+// A token's text as a span of its own can draw it. A combining mark (an accent, a vowel sign, an emoji's
+// variation selector) that starts a token would be drawn onto the last letter of the token before, and an
+// invisible format character (a zero-width joiner or space, a byte order mark) as nothing: a span of no width
+// that no one can see or click. A direction override would also reverse the order of every token after it.
+// So a leading mark is drawn on a dotted circle, as Unicode's charts draw marks alone, and each format character
+// as Python's escape of it, as the token's bytes are shown.
+function drawable(text) {
+  const escaped = text.replace(/\p{Cf}/gu, (character) => {
+    const code = character.codePointAt(0);
+    const [prefix, digits] = code <= 0xff ? ["\\x", 2] : code <= 0xffff ? ["\\u", 4] : ["\\U", 8];
+    return prefix + code.toString(16).padStart(digits, "0");
+  });
+  return /^\p{M}/u.test(escaped) ? `\u25cc${escaped}` : escaped;
 }
 
 function drawTokens(box, tokens, view, options = {}) {
