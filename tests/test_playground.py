@@ -816,3 +816,22 @@ def test_every_token_is_drawn_with_a_width_of_its_own_in_text_order(browser, ser
     labels = [e.text for e in browser.find_elements("css selector", "#tokens .token")]
     assert "\\u202e" in "".join(labels) and "\u202e" not in "".join(labels)
     assert any(label.startswith("\u25cc\u0301") for label in labels)
+
+
+def test_a_paste_over_the_limit_is_kept_whole_and_the_limit_is_said(browser, server):
+    """The text box's maxlength (the API's limit) cut a longer paste to its first 20,000 UTF-16 units without a
+    word, and took only 10,000 emoji, which the API counts as 10,000 of its 20,000 characters."""
+    browser.get(server.url)
+    box = wait_for(lambda: browser.find_element("id", "text"))
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready"))
+    box.click()
+    emoji = "\U0001f600" * (MAX_CHARS // 2 + 1)
+    browser.execute_cdp_cmd("Input.insertText", {"text": emoji})  # as a paste puts text in
+    n = len(get_encoding("gpt2").encode(emoji))
+    wait_for(lambda: browser.find_element("id", "count").text.startswith(f"{n} tokens · {len(emoji)} characters"))
+    assert browser.execute_script("return [...document.getElementById('text').value].length") == len(emoji)
+    browser.execute_cdp_cmd("Input.insertText", {"text": "a" * MAX_CHARS})
+    error = wait_for(lambda: browser.find_element("id", "error").text)
+    assert error == (f"text is {len(emoji) + MAX_CHARS:,} characters; the playground takes at most {MAX_CHARS:,}: "
+                     "send a shorter text")
+    assert browser.execute_script("return [...document.getElementById('text').value].length") == len(emoji) + MAX_CHARS

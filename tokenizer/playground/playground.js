@@ -318,7 +318,6 @@ async function start() {
   $("compare-1").value = others[0] || info.encodings[0];
   $("compare-2").value = others[1] || "";
   $("next").hidden = !info.model;
-  $("text").maxLength = info.max_chars;
   readUrl();
   $("text").addEventListener("input", later);
   for (const id of ["encoding", "special", "compare-on", "compare-1", "compare-2"]) $(id).addEventListener("change", update);
