@@ -835,3 +835,27 @@ def test_a_paste_over_the_limit_is_kept_whole_and_the_limit_is_said(browser, ser
     assert error == (f"text is {len(emoji) + MAX_CHARS:,} characters; the playground takes at most {MAX_CHARS:,}: "
                      "send a shorter text")
     assert browser.execute_script("return [...document.getElementById('text').value].length") == len(emoji) + MAX_CHARS
+
+
+def test_the_keyboard_reaches_the_tokens_and_the_next_token_guesses(browser, server, model):
+    """Tab from the text box went past the tokens and the next-token guesses (spans and list items, never
+    focusable) to the end of the page: no merge trace and no guess without a mouse."""
+    from selenium.webdriver.common.keys import Keys
+
+    text = "Not all heroes wear capes."
+    browser.get(server.url + "?text=" + quote(text))
+    wait_for(lambda: page_shows(browser, text, "gpt2")
+             and browser.find_elements("css selector", "#next-tokens li[data-token-id]"))
+    box = browser.find_element("id", "text")
+    box.send_keys(Keys.TAB)
+    assert browser.switch_to.active_element.get_attribute("data-index") == "0"
+    for _ in range(4):
+        browser.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for(lambda: "Token 4: id 1451, ' cap'" in browser.find_element("id", "merge-trace").text)
+    browser.switch_to.active_element.send_keys(Keys.TAB)  # the tokens are one stop: on to the first guess
+    first = browser.find_element("css selector", "#next-tokens li[data-token-id]")
+    assert browser.switch_to.active_element == first.find_element("tag name", "button")
+    guessed = get_encoding("gpt2").decode([int(first.get_attribute("data-token-id"))])
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for(lambda: browser.find_element("id", "text").get_attribute("value") == text + guessed)

@@ -108,6 +108,12 @@ function drawTokens(box, tokens, view, options = {}) {
     if (options.marks && token.differs) span.classList.add("differs");
     span.dataset.tokenId = token.id;
     span.dataset.index = n;
+    // the text's tokens are one stop of the Tab key (the first token; arrow keys move on): a stop per token
+    // would take a keyboard user through thousands of them to reach the panels
+    if (options.keys) {
+      span.setAttribute("role", "button");
+      span.tabIndex = n === 0 ? 0 : -1;
+    }
     span.textContent = tokenLabel(token, view);
     span.title = `token ${n}: id ${token.id}, bytes ${token.bytes}, ${token.shown}`;
     return span;
@@ -146,9 +152,12 @@ function drawNext(answer) {
     const bar = document.createElement("span");
     bar.className = "bar";
     bar.style.width = `${Math.max(1, Math.round(guess.probability * 120))}px`;
-    item.append(code, bar, `${(guess.probability * 100).toFixed(1)}%  id ${guess.id}`);
+    const button = document.createElement("button");  // a button: reached and pressed from the keyboard too
+    button.type = "button";
+    button.append(code, bar, `${(guess.probability * 100).toFixed(1)}%  id ${guess.id}`);
+    item.append(button);
     item.dataset.tokenId = guess.id;
-    item.addEventListener("click", () => {
+    button.addEventListener("click", () => {
       $("text").value += guess.text;
       update();
     });
@@ -225,12 +234,35 @@ async function explainToken(index) {
   state.selected = index;
   document.querySelectorAll("#tokens .selected").forEach((e) => e.classList.remove("selected"));
   const span = document.querySelector(`#tokens [data-index="${index}"]`);
-  if (span) span.classList.add("selected");
+  if (span) {
+    span.classList.add("selected");
+    moveTokenFocus(span, false);
+  }
   try {
     drawMerges(await api("/api/explain", { text: s.text, encoding: s.encoding, special: s.special, token: index }));
   } catch (e) {
     $("merge-trace").textContent = e.message;
   }
+}
+
+// the keyboard among the text's tokens: arrows move, Home and End go to the ends, Enter or Space explains
+function tokenKeys(event) {
+  const span = event.target.closest("[data-index]");
+  if (!span) return;
+  const spans = $("tokens").children;
+  const index = Number(span.dataset.index);
+  const to = { ArrowRight: index + 1, ArrowDown: index + 1, ArrowLeft: index - 1, ArrowUp: index - 1, Home: 0,
+               End: spans.length - 1 }[event.key];
+  if (event.key === "Enter" || event.key === " ") explainToken(index);
+  else if (to === undefined) return;
+  else if (spans[to]) moveTokenFocus(spans[to], true);
+  event.preventDefault();
+}
+
+function moveTokenFocus(span, focus) {
+  $("tokens").querySelectorAll('[tabindex="0"]').forEach((e) => { e.tabIndex = -1; });
+  span.tabIndex = 0;
+  if (focus) span.focus();
 }
 
 // ---- one update: encode, then compare and next token ------------------------------------------------------
@@ -248,7 +280,7 @@ async function update() {
     state.answer = answer;
     showError("");
     drawCount(answer.count, answer.encoding);
-    drawTokens($("tokens"), answer.tokens, s.view);
+    drawTokens($("tokens"), answer.tokens, s.view, { keys: true });
     $("tokens").dataset.encoding = answer.encoding;
     $("merge-trace").innerHTML = '<p class="hint">Click a token to see the merges that built it, step by step.</p>';
   } catch (e) {
@@ -326,6 +358,7 @@ async function start() {
     const span = event.target.closest("[data-index]");
     if (span) explainToken(Number(span.dataset.index));
   });
+  $("tokens").addEventListener("keydown", tokenKeys);
   update();
 }
 
