@@ -859,3 +859,24 @@ def test_the_keyboard_reaches_the_tokens_and_the_next_token_guesses(browser, ser
     guessed = get_encoding("gpt2").decode([int(first.get_attribute("data-token-id"))])
     browser.switch_to.active_element.send_keys(Keys.ENTER)
     wait_for(lambda: browser.find_element("id", "text").get_attribute("value") == text + guessed)
+
+
+def test_a_text_too_long_for_a_link_leaves_the_link_and_the_page_opens_again(browser, server):
+    """The page wrote every text into its address: 10,000 CJK characters are 90,000 bytes of percent-escapes,
+    over the server's 64 KB request line, so a reload answered with the JSON 414 instead of the page."""
+    browser.get(server.url + "?view=ids")
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready"))
+    text = "\u4f60\u597d" * 5_000
+    browser.execute_script("const box = document.getElementById('text'); box.value = arguments[0];"
+                           "box.dispatchEvent(new Event('input'));", text)
+    wait_for(lambda: browser.find_element("id", "count").text.startswith(
+        f"{len(get_encoding('gpt2').encode(text))} tokens"))
+    assert "text=" not in browser.current_url and "view=ids" in browser.current_url
+    assert browser.find_element("id", "link-note").is_displayed()
+    browser.refresh()
+    wait_for(lambda: browser.find_element("id", "text") and browser.execute_script(
+        "return document.body.dataset.ready"))
+    assert not browser.find_element("id", "link-note").is_displayed()
+    assert browser.find_element("css selector", 'input[name="view"][value="ids"]').is_selected()
+    browser.find_element("id", "text").send_keys("hi")
+    wait_for(lambda: "text=hi&" in browser.current_url)  # a short text is kept in the link again

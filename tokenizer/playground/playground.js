@@ -4,6 +4,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+const MAX_LINK_BYTES = 65_536;  // serve.py's MAX_REQUEST_LINE: the longest request line it reads, CRLF too
 const COLORS = 6;  // token background classes c0..c5 (playground.css)
 const RULES = {
   allowed: 'allowed: text such as <|endoftext|> becomes its special id (encode(text, allowed_special="all"))',
@@ -70,6 +71,11 @@ function writeUrl(s) {
   if (s.special !== state.specialDefault) query.set("special", s.special);
   if (s.view !== "text") query.set("view", s.view);
   if (s.compare.length) query.set("compare", s.compare.join(","));
+  // the server reads a request line of up to 64 KB (tokenizer/serve.py): a link holding a longer text would
+  // not open the page again, not even on reload, so such a link keeps the settings and leaves the text out
+  const tooLong = `GET /?${query} HTTP/1.1\r\n`.length > MAX_LINK_BYTES;
+  if (tooLong) query.delete("text");
+  $("link-note").hidden = !tooLong;
   history.replaceState(null, "", `?${query}`);
 }
 
