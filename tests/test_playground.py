@@ -880,3 +880,37 @@ def test_a_text_too_long_for_a_link_leaves_the_link_and_the_page_opens_again(bro
     assert browser.find_element("css selector", 'input[name="view"][value="ids"]').is_selected()
     browser.find_element("id", "text").send_keys("hi")
     wait_for(lambda: "text=hi&" in browser.current_url)  # a short text is kept in the link again
+
+
+class PartialGuesses:
+    """A next-token model that guesses the first byte of 我 (part of a character), then ' the'."""
+
+    name, n_ctx = "partial", 16
+
+    def top(self, ids, k=10):
+        enc = get_encoding("gpt2")
+        return [(enc.encode_single_token(b"\xe6"), 0.6), (enc.encode_single_token(b" the"), 0.4)]
+
+
+def test_a_next_token_guess_of_part_of_a_character_is_marked_partial():
+    answer = Playground(model=PartialGuesses()).answer("/api/next", {"text": "hi"})
+    assert [(g["shown"], g["text"], g["partial"]) for g in answer["next"]] == [
+        ("b'\\xe6'", "\ufffd", True), ("' the'", " the", False)]
+
+
+def test_a_guess_of_part_of_a_character_adds_no_replacement_character(browser):
+    """Clicking a guess added its decoded text to the text box: for a byte of a character, U+FFFD, a token the
+    model never guessed."""
+    server = PlaygroundServer(Playground(model=PartialGuesses()), "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        browser.get(server.url + "?text=hi")
+        items = wait_for(lambda: browser.find_elements("css selector", "#next-tokens li[data-token-id]"))
+        buttons = [item.find_element("tag name", "button") for item in items]
+        assert [button.is_enabled() for button in buttons] == [False, True]
+        buttons[0].click()
+        buttons[1].click()
+        wait_for(lambda: browser.find_element("id", "text").get_attribute("value") == "hi the")
+    finally:
+        server.shutdown()
+        server.server_close()

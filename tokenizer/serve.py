@@ -10,7 +10,8 @@ JSON API, which scripts may use too (GET with a query, or POST a JSON object of 
     GET /api/encode?text=hi%20there&encoding=gpt2      tokens: id, text, bytes, GPT-2 form, byte span; counts
     GET /api/compare?text=...&encodings=gpt2,o200k_base   each encoding's tokens, those split differently marked
     GET /api/explain?text=...&encoding=gpt2&token=1    the pre-token holding token 1 and its merges, step by step
-    GET /api/next?text=...                             GPT-2's 10 likeliest next tokens (gpt2 --serve)
+    GET /api/next?text=...                             GPT-2's 10 likeliest next tokens (gpt2 --serve); "partial"
+                                                       marks those holding part of a character, no text to add
 
 ``special`` (``allowed``, ``disallowed`` or ``text``) is the special-token rule of :meth:`Encoding.encode`:
 special-token text becomes its id (the teaching tools' default, :data:`tokenizer.teach.TEACHING_SPECIAL_RULE`),
@@ -227,7 +228,10 @@ class Playground:
         text, rule = self.text(fields), self.special(fields)
         enc = get_encoding("gpt2")
         ids = self.encode_ids(text, enc, rule)
-        guesses = [{**token_answer(enc, i), "text": enc.decode([i]), "probability": p} for i, p in self.model.top(ids)]
+        # a guess of part of a character (a byte of 我, say) has no text to add: its "text" is U+FFFD, and
+        # "partial" says so, so the page does not add a replacement character to the text for it
+        guesses = [{**token_answer(enc, i), "text": enc.decode([i]), "partial": not whole_text(enc, i),
+                    "probability": p} for i, p in self.model.top(ids)]
         return {"model": self.model.name, "context": min(len(ids), self.model.n_ctx), "tokens": len(ids),
                 "next": guesses}
 
@@ -240,6 +244,15 @@ def token_answer(enc: Encoding, token: int) -> dict:
     special = enc.is_special_token(token)
     return {"id": token, "shown": show_bytes(data), "bytes": data.hex(" "), "special": special,
             "gpt2": data.decode("utf-8") if special else token_to_gpt2_str(data)}
+
+
+def whole_text(enc: Encoding, token: int) -> bool:
+    """Whether the token's bytes are whole UTF-8 characters, which text can hold."""
+    try:
+        enc.decode_single_token_bytes(token).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def tokens_answer(text: str, name: str, enc: Encoding, ids: list[int]) -> dict:

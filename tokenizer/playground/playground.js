@@ -163,6 +163,10 @@ function drawNext(answer) {
     button.append(code, bar, `${(guess.probability * 100).toFixed(1)}%  id ${guess.id}`);
     item.append(button);
     item.dataset.tokenId = guess.id;
+    if (guess.partial) {  // its bytes begin or end a character: the text would get U+FFFD, not this token
+      button.disabled = true;
+      button.title = "part of a character: its bytes are not text, so it cannot be added to the text";
+    }
     button.addEventListener("click", () => {
       $("text").value += guess.text;
       update();
