@@ -914,3 +914,18 @@ def test_a_guess_of_part_of_a_character_adds_no_replacement_character(browser):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_an_error_leaves_no_panel_of_the_text_before(browser, server):
+    """A text the encode refuses cleared the tokens, but the merge trace and the next tokens of the text before
+    stayed on the page, as if of this one."""
+    browser.get(server.url + "?text=" + quote("capes<|endoftext|>"))
+    wait_for(lambda: span_ids(browser) == get_encoding("gpt2").encode("capes<|endoftext|>", allowed_special="all")
+             and browser.find_elements("css selector", "#next-tokens li[data-token-id]"))
+    browser.find_elements("css selector", "#tokens [data-token-id]")[0].click()
+    wait_for(lambda: browser.find_elements("css selector", "#merge-steps tr[data-merge]"))
+    select(browser, "special", "disallowed")
+    wait_for(lambda: browser.find_element("id", "error").text)
+    assert not browser.find_elements("css selector", "#next-tokens li")
+    assert not browser.find_elements("css selector", "#merge-steps")
+    assert browser.find_element("id", "model-name").text == ""

@@ -5,7 +5,8 @@
 
 const $ = (id) => document.getElementById(id);
 const MAX_LINK_BYTES = 65_536;  // serve.py's MAX_REQUEST_LINE: the longest request line it reads, CRLF too
-const COLORS = 6;  // token background classes c0..c5 (playground.css)
+const COLORS = 6;
+const MERGES_HINT = '<p class="hint">Click a token to see the merges that built it, step by step.</p>';  // token background classes c0..c5 (playground.css)
 const RULES = {
   allowed: 'allowed: text such as <|endoftext|> becomes its special id (encode(text, allowed_special="all"))',
   disallowed: "disallowed: text such as <|endoftext|> is an error, tiktoken's default (encode(text))",
@@ -292,13 +293,17 @@ async function update() {
     drawCount(answer.count, answer.encoding);
     drawTokens($("tokens"), answer.tokens, s.view, { keys: true });
     $("tokens").dataset.encoding = answer.encoding;
-    $("merge-trace").innerHTML = '<p class="hint">Click a token to see the merges that built it, step by step.</p>';
+    $("merge-trace").innerHTML = MERGES_HINT;
   } catch (e) {
     if (!current()) return;
     showError(e.message);
+    // what the panels drew is of an earlier text: gone with its tokens, not left to be read as this one's
     $("tokens").replaceChildren();
     $("count").textContent = "";
     $("compare-rows").replaceChildren();
+    $("merge-trace").innerHTML = MERGES_HINT;
+    $("next-tokens").replaceChildren();
+    $("model-name").textContent = "";
     document.body.dataset.ready = String(seq);
     return;
   }
