@@ -929,3 +929,28 @@ def test_an_error_leaves_no_panel_of_the_text_before(browser, server):
     assert not browser.find_elements("css selector", "#next-tokens li")
     assert not browser.find_elements("css selector", "#merge-steps")
     assert browser.find_element("id", "model-name").text == ""
+
+
+def test_a_merge_trace_answered_late_is_dropped_when_the_text_changed(browser, server):
+    """An explain answer that came back after the text changed (or after another token was clicked) was drawn:
+    the merge trace of a token of the text before, under the new text's tokens."""
+    browser.get(server.url + "?text=" + quote("Not all heroes wear capes."))
+    wait_for(lambda: page_shows(browser, "Not all heroes wear capes.", "gpt2"))
+    browser.execute_script("""const fetchNow = window.fetch;  // the answers explaining token 4 arrive a second late
+        window.fetch = async (path, init) => {
+          const response = await fetchNow(path, init);
+          if (String(path).includes('/api/explain') && init.body.includes('"token":4')) {
+            await new Promise((done) => setTimeout(done, 1000));
+          }
+          return response;
+        };""")
+    browser.find_elements("css selector", "#tokens [data-token-id]")[4].click()
+    browser.find_element("id", "text").send_keys(" More.")
+    wait_for(lambda: page_shows(browser, "Not all heroes wear capes. More.", "gpt2"))
+    time.sleep(1.5)
+    assert not browser.find_elements("css selector", "#merge-steps")
+    browser.find_elements("css selector", "#tokens [data-token-id]")[4].click()  # ' cap', late
+    browser.find_elements("css selector", "#tokens [data-token-id]")[2].click()  # then ' heroes', at once
+    wait_for(lambda: "Token 2:" in browser.find_element("id", "merge-trace").text)
+    time.sleep(1.5)
+    assert "Token 2:" in browser.find_element("id", "merge-trace").text

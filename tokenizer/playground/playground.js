@@ -12,7 +12,8 @@ const RULES = {
   disallowed: "disallowed: text such as <|endoftext|> is an error, tiktoken's default (encode(text))",
   text: "plain text: <|endoftext|> is encoded as ordinary text, < | end ... (encode(text, disallowed_special=()))",
 };
-const state = { names: [], model: null, answer: null, selected: null, seq: 0, timer: null, specialDefault: null };
+const state = { names: [], model: null, answer: null, selected: null, seq: 0, explained: 0, timer: null,
+                specialDefault: null };
 
 // ---- talking to the server ---------------------------------------------------------------------------------
 
@@ -242,6 +243,9 @@ function drawMerges(story) {
 
 async function explainToken(index) {
   const s = settings();
+  const asked = ++state.explained, seq = state.seq;
+  // the answer is of this text and this token: drop it if the text changed or another token was asked since
+  const current = () => asked === state.explained && seq === state.seq;
   state.selected = index;
   document.querySelectorAll("#tokens .selected").forEach((e) => e.classList.remove("selected"));
   const span = document.querySelector(`#tokens [data-index="${index}"]`);
@@ -250,9 +254,10 @@ async function explainToken(index) {
     moveTokenFocus(span, false);
   }
   try {
-    drawMerges(await api("/api/explain", { text: s.text, encoding: s.encoding, special: s.special, token: index }));
+    const story = await api("/api/explain", { text: s.text, encoding: s.encoding, special: s.special, token: index });
+    if (current()) drawMerges(story);
   } catch (e) {
-    $("merge-trace").textContent = e.message;
+    if (current()) $("merge-trace").textContent = e.message;
   }
 }
 
