@@ -5,8 +5,8 @@
 
 const $ = (id) => document.getElementById(id);
 const MAX_LINK_BYTES = 65_536;  // serve.py's MAX_REQUEST_LINE: the longest request line it reads, CRLF too
-const COLORS = 6;
-const MERGES_HINT = '<p class="hint">Click a token to see the merges that built it, step by step.</p>';  // token background classes c0..c5 (playground.css)
+const COLORS = 6;  // token background classes c0..c5 (playground.css)
+const MERGES_HINT = '<p class="hint">Click a token to see the merges that built it, step by step.</p>';
 const RULES = {
   allowed: 'allowed: text such as <|endoftext|> becomes its special id (encode(text, allowed_special="all"))',
   disallowed: "disallowed: text such as <|endoftext|> is an error, tiktoken's default (encode(text))",
