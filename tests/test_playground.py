@@ -954,3 +954,16 @@ def test_a_merge_trace_answered_late_is_dropped_when_the_text_changed(browser, s
     wait_for(lambda: "Token 2:" in browser.find_element("id", "merge-trace").text)
     time.sleep(1.5)
     assert "Token 2:" in browser.find_element("id", "merge-trace").text
+
+
+def test_a_links_mistakes_are_said_on_the_page(browser, server):
+    """readUrl wrote "unknown encoding ... in the link" to the error line, and the first update, a success,
+    cleared it at once: the page silently showed gpt2. An unknown view was not said at all."""
+    browser.get(server.url + "?text=hi&encoding=gpt5&view=tokens&compare=gpt2,o300k")
+    wait_for(lambda: page_shows(browser, "hi", "gpt2"))
+    assert browser.find_element("id", "error").text == (
+        'unknown encoding "gpt5" in the link; using gpt2; unknown view "tokens" in the link; using text; '
+        'unknown encoding to compare "o300k" in the link; using o200k_base')
+    browser.find_element("id", "text").send_keys("!")  # said once: the next change clears it
+    wait_for(lambda: page_shows(browser, "hi!", "gpt2"))
+    assert not browser.find_element("id", "error").is_displayed()

@@ -13,7 +13,7 @@ const RULES = {
   text: "plain text: <|endoftext|> is encoded as ordinary text, < | end ... (encode(text, disallowed_special=()))",
 };
 const state = { names: [], model: null, answer: null, selected: null, seq: 0, explained: 0, timer: null,
-                specialDefault: null };
+                specialDefault: null, linkMistakes: "" };
 
 // ---- talking to the server ---------------------------------------------------------------------------------
 
@@ -51,21 +51,24 @@ function showError(message) {
 function readUrl() {
   const query = new URLSearchParams(location.search);
   if (query.has("text")) $("text").value = query.get("text");
-  const pick = (select, value) => {
+  const mistakes = [];  // said on the page once the first update is drawn, which would otherwise clear them
+  const pick = (select, value, name = select.id) => {
     if (value && [...select.options].some((o) => o.value === value)) select.value = value;
-    else if (value) showError(`unknown ${select.id} ${JSON.stringify(value)} in the link; using ${select.value}`);
+    else if (value) mistakes.push(`unknown ${name} ${JSON.stringify(value)} in the link; using ${select.value}`);
   };
   pick($("encoding"), query.get("encoding"));
   pick($("special"), query.get("special"));
   const view = document.querySelector(`input[name="view"][value="${CSS.escape(query.get("view") || "text")}"]`);
   if (view) view.checked = true;
+  else mistakes.push(`unknown view ${JSON.stringify(query.get("view"))} in the link; using text`);
   if (query.get("compare")) {
     const [first, second] = query.get("compare").split(",");
     $("compare-on").checked = true;
-    pick($("compare-1"), first);
-    if (second) pick($("compare-2"), second);
+    pick($("compare-1"), first, "encoding to compare");
+    if (second) pick($("compare-2"), second, "encoding to compare");
     else $("compare-2").value = "";  // a link naming one encoding to compare with compares one, not the default two
   }
+  state.linkMistakes = mistakes.join("; ");
 }
 
 function writeUrl(s) {
@@ -294,7 +297,8 @@ async function update() {
     const answer = await api("/api/encode", { text: s.text, encoding: s.encoding, special: s.special });
     if (!current()) return;
     state.answer = answer;
-    showError("");
+    showError(state.linkMistakes);  // the link's mistakes, the first time; else no error
+    state.linkMistakes = "";
     drawCount(answer.count, answer.encoding);
     drawTokens($("tokens"), answer.tokens, s.view, { keys: true });
     $("tokens").dataset.encoding = answer.encoding;
