@@ -967,3 +967,18 @@ def test_a_links_mistakes_are_said_on_the_page(browser, server):
     browser.find_element("id", "text").send_keys("!")  # said once: the next change clears it
     wait_for(lambda: page_shows(browser, "hi!", "gpt2"))
     assert not browser.find_element("id", "error").is_displayed()
+
+
+def test_a_stopped_server_is_said_in_words_that_say_what_to_do(browser):
+    """With the server stopped (Ctrl-C), each change showed the browser's bare "Failed to fetch"."""
+    server = PlaygroundServer(Playground(), "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        browser.get(server.url + "?text=hi")
+        wait_for(lambda: page_shows(browser, "hi", "gpt2"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    browser.find_element("id", "text").send_keys("!")
+    error = wait_for(lambda: browser.find_element("id", "error").text)
+    assert error.startswith("the playground server did not answer (") and "start it again, then reload" in error

@@ -18,9 +18,14 @@ const state = { names: [], model: null, answer: null, selected: null, seq: 0, ex
 // ---- talking to the server ---------------------------------------------------------------------------------
 
 async function api(path, fields) {
-  const response = await fetch(path, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(fields || {}),
-  });
+  let response;
+  try {
+    response = await fetch(path, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(fields || {}),
+    });
+  } catch (e) {  // no answer at all (the browser says only "Failed to fetch"): the server was stopped
+    throw new Error(`the playground server did not answer (${e.message}): start it again, then reload this page`);
+  }
   let answer;
   try {
     answer = await response.json();
@@ -356,7 +361,7 @@ async function start() {
   try {
     info = await api("/api/encodings");
   } catch (e) {
-    showError(`the playground server did not answer: ${e.message}`);
+    showError(`the page cannot start: ${e.message}`);
     return;
   }
   state.names = info.encodings;
