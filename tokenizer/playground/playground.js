@@ -205,8 +205,9 @@ function drawMerges(story) {
   ];
   // a pre-token that is a token: tiktoken's shortcut takes it whole, and OpenAI's bpe() merges reach it too
   const reached = story.steps.length && story.steps[story.steps.length - 1].result === token.shown;
-  if (story.special) lines.push("A special token: no merges build it; the special-token rule turned its text into its id.");
-  else if (story.whole && reached) {
+  if (story.special) {
+    lines.push("A special token: no merges build it; the special-token rule turned its text into its id.");
+  } else if (story.whole && reached) {
     lines.push("It is itself a token, so encode takes it whole (tiktoken's shortcut); the merges OpenAI's bpe() "
       + "makes, below, lead there too: each token is made by one merge of two earlier ones.");
   } else if (story.whole && story.steps.length) {
@@ -381,7 +382,9 @@ async function start() {
   $("next").hidden = !info.model;
   readUrl();
   $("text").addEventListener("input", later);
-  for (const id of ["encoding", "special", "compare-on", "compare-1", "compare-2"]) $(id).addEventListener("change", update);
+  for (const id of ["encoding", "special", "compare-on", "compare-1", "compare-2"]) {
+    $(id).addEventListener("change", update);
+  }
   document.querySelectorAll('input[name="view"]').forEach((radio) => radio.addEventListener("change", update));
   $("tokens").addEventListener("click", (event) => {
     const span = event.target.closest("[data-index]");
