@@ -982,3 +982,20 @@ def test_a_stopped_server_is_said_in_words_that_say_what_to_do(browser):
     browser.find_element("id", "text").send_keys("!")
     error = wait_for(lambda: browser.find_element("id", "error").text)
     assert error.startswith("the playground server did not answer (") and "start it again, then reload" in error
+
+
+def test_a_merge_trace_stays_when_only_the_view_changes(browser, server):
+    """Switching the view (text, ids, bytes, Ġ form) drew the same tokens again and dropped the merge trace the
+    learner was reading, and the token's selection with it."""
+    browser.get(server.url + "?text=" + quote("Not all heroes wear capes."))
+    wait_for(lambda: page_shows(browser, "Not all heroes wear capes.", "gpt2"))
+    browser.find_elements("css selector", "#tokens [data-token-id]")[4].click()
+    wait_for(lambda: "Token 4: id 1451" in browser.find_element("id", "merge-trace").text)
+    browser.find_element("css selector", 'input[name="view"][value="ids"]').click()
+    wait_for(lambda: "view-ids" in browser.find_element("id", "tokens").get_attribute("class"))
+    assert "Token 4: id 1451" in browser.find_element("id", "merge-trace").text
+    assert [e.get_attribute("data-index") for e in browser.find_elements("css selector", "#tokens .selected")] == ["4"]
+    browser.find_element("id", "text").send_keys(" More.")  # a new text: a new trace is to be asked for
+    wait_for(lambda: page_shows(browser, "Not all heroes wear capes. More.", "gpt2"))
+    assert "Click a token" in browser.find_element("id", "merge-trace").text
+    assert not browser.find_elements("css selector", "#tokens .selected")

@@ -250,18 +250,27 @@ function drawMerges(story) {
   box.replaceChildren(...notes, ...(story.steps.length ? [table] : []));
 }
 
-async function explainToken(index) {
-  const s = settings();
-  const asked = ++state.explained, seq = state.seq;
-  // the answer is of this text and this token: drop it if the text changed or another token was asked since
-  const current = () => asked === state.explained && seq === state.seq;
-  state.selected = index;
+// what a token's merge trace is of: the text's tokens, which a change of view alone keeps
+function tokensOf(s) {
+  return JSON.stringify([s.text, s.encoding, s.special]);
+}
+
+function markSelected(index) {
   document.querySelectorAll("#tokens .selected").forEach((e) => e.classList.remove("selected"));
   const span = document.querySelector(`#tokens [data-index="${index}"]`);
   if (span) {
     span.classList.add("selected");
     moveTokenFocus(span, false);
   }
+}
+
+async function explainToken(index) {
+  const s = settings();
+  const asked = ++state.explained;
+  // the answer is of this text and this token: drop it if the text changed or another token was asked since
+  const current = () => asked === state.explained && tokensOf(settings()) === tokensOf(s);
+  state.selected = { index, of: tokensOf(s) };
+  markSelected(index);
   try {
     const story = await api("/api/explain", { text: s.text, encoding: s.encoding, special: s.special, token: index });
     if (current()) drawMerges(story);
@@ -308,7 +317,12 @@ async function update() {
     drawCount(answer.count, answer.encoding);
     drawTokens($("tokens"), answer.tokens, s.view, { keys: true });
     $("tokens").dataset.encoding = answer.encoding;
-    $("merge-trace").innerHTML = MERGES_HINT;
+    if (state.selected && state.selected.of === tokensOf(s)) {  // the view alone changed: the trace stays true
+      markSelected(state.selected.index);
+    } else {
+      state.selected = null;
+      $("merge-trace").innerHTML = MERGES_HINT;
+    }
   } catch (e) {
     if (!current()) return;
     showError(e.message);
@@ -316,6 +330,7 @@ async function update() {
     $("tokens").replaceChildren();
     $("count").textContent = "";
     $("compare-rows").replaceChildren();
+    state.selected = null;
     $("merge-trace").innerHTML = MERGES_HINT;
     $("next-tokens").replaceChildren();
     $("model-name").textContent = "";
