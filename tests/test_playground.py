@@ -5,6 +5,7 @@ chromium and chromium-driver, driven by Selenium; nothing is downloaded)."""
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import io
 import json
@@ -18,6 +19,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import zlib
 from pathlib import Path
 from urllib.parse import quote
 
@@ -769,13 +771,57 @@ def test_screenshot(browser, tmp_path):
         wait_for(lambda: browser.find_elements("css selector", "#merge-steps tr[data-merge]"))
         assert not browser.find_element("id", "next").is_displayed()
         path = Path(os.environ.get("PLAYGROUND_SCREENSHOT") or tmp_path / "playground.png")
-        assert browser.save_screenshot(str(path))
+        png = browser.get_screenshot_as_png()
     finally:
         browser.set_window_size(1280, 900)
         server.shutdown()
         server.server_close()
-    png = path.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000  # a drawn page, not a blank one
+    path.write_bytes(with_png_text(png, SCREENSHOT_KEY, page_digest()))  # which page it shows
+    assert png_texts(path.read_bytes())[SCREENSHOT_KEY] == page_digest()
+
+
+# The README's picture of the page (docs/playground.png) records which page it shows: a digest of the page's
+# files, in a text chunk of the PNG. It showed a merge trace of "# rank pair result" long after the page had
+# come to show "step pair result merge # token id".
+SCREENSHOT_KEY = "playground-page-sha256"
+PAGE_FILES = ["index.html", "playground.js", "playground.css"]
+
+
+def page_digest() -> str:
+    digest = hashlib.sha256()
+    for name in PAGE_FILES:
+        digest.update((REPO / "tokenizer" / "playground" / name).read_bytes())
+    return digest.hexdigest()
+
+
+def png_chunks(png: bytes):
+    """``(kind, data)`` of each chunk of a PNG file, in order."""
+    at = 8  # past the signature
+    while at < len(png):
+        length = int.from_bytes(png[at : at + 4], "big")
+        yield png[at + 4 : at + 8], png[at + 8 : at + 8 + length]
+        at += 12 + length  # length, kind, data, CRC
+
+
+def png_texts(png: bytes) -> dict[str, str]:
+    """The PNG's tEXt chunks: keyword -> text."""
+    return dict(data.decode("latin-1").split("\0", 1) for kind, data in png_chunks(png) if kind == b"tEXt")
+
+
+def with_png_text(png: bytes, key: str, text: str) -> bytes:
+    """The PNG with a tEXt chunk ``key`` = ``text`` right after its header chunk (IHDR, 25 bytes in all)."""
+    data = b"tEXt" + key.encode("latin-1") + b"\0" + text.encode("latin-1")
+    chunk = (len(data) - 4).to_bytes(4, "big") + data + zlib.crc32(data).to_bytes(4, "big")
+    return png[:33] + chunk + png[33:]
+
+
+def test_the_readmes_screenshot_is_of_the_page_as_it_is():
+    shown = png_texts((REPO / "docs" / "playground.png").read_bytes()).get(SCREENSHOT_KEY)
+    assert shown == page_digest(), (
+        "docs/playground.png is a picture of another version of the page: take it again with "
+        "PLAYGROUND_SCREENSHOT=docs/playground.png python -m pytest tests/test_playground.py -k test_screenshot "
+        "-m exhaustive, look at it, and commit it")
 
 
 def test_a_text_too_long_to_compare_keeps_its_tokens(browser, server):
