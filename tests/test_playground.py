@@ -944,6 +944,32 @@ def test_a_next_token_guess_of_part_of_a_character_is_marked_partial():
         ("b'\\xe6'", "\ufffd", True), ("' the'", " the", False)]
 
 
+class SpecialGuesses:
+    """A next-token model that guesses <|endoftext|>, then ' the'."""
+
+    name, n_ctx = "special", 16
+
+    def top(self, ids, k=10):
+        return [(50256, 0.6), (262, 0.4)]
+
+
+def test_a_special_token_guess_is_added_only_where_its_text_becomes_it(browser):
+    """With special tokens as plain text, the guess <|endoftext|> added its text, which the page then encoded as
+    seven ordinary tokens, not the token guessed (and with them disallowed, as an error)."""
+    server = PlaygroundServer(Playground(model=SpecialGuesses()), "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for rule, enabled in [("text", [False, True]), ("disallowed", [False, True]), ("allowed", [True, True])]:
+            browser.get(server.url + f"?text=hi&special={rule}")
+            items = wait_for(lambda: browser.find_elements("css selector", "#next-tokens li[data-token-id]"))
+            assert [item.find_element("tag name", "button").is_enabled() for item in items] == enabled, rule
+        items[0].find_element("tag name", "button").click()
+        wait_for(lambda: span_ids(browser) == [5303, 50256])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_guess_of_part_of_a_character_adds_no_replacement_character(browser):
     """Clicking a guess added its decoded text to the text box: for a byte of a character, U+FFFD, a token the
     model never guessed."""

@@ -159,7 +159,7 @@ function drawCompare(results, view) {
   }));
 }
 
-function drawNext(answer) {
+function drawNext(answer, rule) {
   $("model-name").textContent = `(${answer.model}, ${answer.context} tokens of context)`;
   $("next-tokens").replaceChildren(...answer.next.map((guess) => {
     const item = document.createElement("li");
@@ -176,6 +176,9 @@ function drawNext(answer) {
     if (guess.partial) {  // its bytes begin or end a character: the text would get U+FFFD, not this token
       button.disabled = true;
       button.title = "part of a character: its bytes are not text, so it cannot be added to the text";
+    } else if (guess.special && rule !== "allowed") {  // its text would be plain text (or an error), not it
+      button.disabled = true;
+      button.title = "a special token: its text becomes this token only with special tokens allowed";
     }
     button.addEventListener("click", () => {
       $("text").value += guess.text;
@@ -351,7 +354,7 @@ async function update() {
   if (state.model) {
     try {
       const next = await api("/api/next", { text: s.text, special: s.special });
-      if (current()) drawNext(next);
+      if (current()) drawNext(next, s.special);
     } catch (e) {
       if (current()) panelError($("next-tokens"), e.message);
     }
