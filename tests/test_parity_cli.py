@@ -19,7 +19,7 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, FUZZ_EXAMPLES, PROG, REPO
+from conftest import CORPUS, ENCODINGS_DIR, FUZZ_EXAMPLES, PROG, REPO
 from tokenizer import Encoding, get_encoding
 from tokenizer.jobs import dataset, parity
 from tokenizer.pretokenize import compile_pattern
@@ -314,6 +314,17 @@ def test_saved_tokenizer_against_tiktoken_uses_tiktokens_engine_with_its_tables(
     out = cli("text.txt", "--encoding", "base").stdout
     assert out.startswith("text.txt: base vs tiktoken engine with base's tables: identical;")
     assert "identical: 1 check" in cli("text.txt", "--encoding", "altered").stdout
+
+
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3"])
+def test_a_tokenizer_json_with_steps_tiktoken_cannot_run_is_sent_to_hf(cli, tmp_path, family):
+    # tiktoken's engine knows one pattern: it neither composes "e" + U+0301 (Qwen3's NFC) nor runs DeepSeek V3's
+    # three splits, so it reported differences that were its own (a traceback, for DeepSeek's)
+    (tmp_path / "text.txt").write_text("cafe\u0301 2024年的中文文本 12345\n", encoding="utf-8")
+    folder = ENCODINGS_DIR / "hf" / family
+    stderr = cli("text.txt", "--encoding", str(folder), status=2).stderr
+    assert f"{family}: its tokenizer.json runs steps before BPE" in stderr and "(--against hf)" in stderr
+    assert "identical: 1 check" in cli("text.txt", "--encoding", str(folder), "--against", "hf").stdout
 
 
 def test_a_saved_tokenizer_named_like_a_tiktoken_encoding_is_checked_against_its_own_tables(cli, tmp_path):

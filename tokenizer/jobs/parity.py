@@ -153,7 +153,9 @@ def tiktoken_counterpart(enc: Encoding):
     tiktoken's BPE engine loaded with ``enc``'s tables (read from this project's checksummed files), the label
     saying so. Returns ``(encoding, label)``.
 
-    tiktoken is optional: ``ImportError`` with what to do when it is missing.
+    tiktoken is optional: ``ImportError`` with what to do when it is missing. ``ValueError`` for a tokenizer.json
+    that normalizes or splits text in more steps than one pattern (:attr:`Encoding.text_steps`): tiktoken's
+    engine would differ wherever those steps change the text (NFC, DeepSeek V3's three splits).
     """
     try:
         import tiktoken
@@ -171,6 +173,12 @@ def tiktoken_counterpart(enc: Encoding):
             return tiktoken.get_encoding(enc.name), f"tiktoken {enc.name}"
         except Exception:  # no network, and tiktoken's cache lacks the file: its engine on our checksummed tables
             offline = " (tiktoken could not fetch its own files: offline?)"
+    if enc.text_steps is not None:  # tiktoken's engine cuts text with one pattern and nothing else
+        raise ValueError(
+            f"{enc.name}: its tokenizer.json runs steps before BPE (a normalizer, several splits or added tokens) "
+            "that tiktoken's engine cannot run, so the two would differ where this project does not: compare "
+            "with HF tokenizers reading the same file (--against hf)"
+        )
     ranks = {token: enc.encode_single_token(token) for token in enc.token_byte_values()}
     merged = list(enc.merge_ranks)
     if sorted(merged, key=ranks.__getitem__) != sorted(merged, key=enc.merge_ranks.__getitem__):
