@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS, ENCODINGS_DIR, FUZZ_EXAMPLES, PROG, REPO
-from tokenizer import Encoding, get_encoding
+from tokenizer import Encoding, get_encoding, load
 from tokenizer.jobs import dataset, parity
 from tokenizer.pretokenize import compile_pattern
 
@@ -544,6 +544,21 @@ def test_bounded_memory(tmp_path):
             assert "identical: 1 check" in proc.stdout
             peak_kib[name] = int(proc.stderr.split()[-1])
         assert peak_kib["big"] - peak_kib["small"] < 100 * 1024, (extra, peak_kib)
+
+
+def test_a_tokenizer_json_with_several_splits_is_shown_at_its_own_pre_tokens(cli, tmp_path):
+    # DeepSeek V3 splits numbers, CJK runs and words in three steps, which its one pattern does not cover: the
+    # pre-tokens of a difference were cut by that pattern alone, and a difference ended in an IndexError
+    deepseek = load(ENCODINGS_DIR / "hf" / "deepseek_v3")
+    text = "CMPP 常见问题 2024年 x\n"
+    pieces = parity.pretokens(deepseek, text)
+    assert "".join(pieces) == text and pieces == deepseek.text_steps.split(text)
+    (tmp_path / "text.txt").write_text(text, encoding="utf-8")
+    llama3 = str(ENCODINGS_DIR / "hf" / "llama3")
+    out = cli("text.txt", "--encoding", str(ENCODINGS_DIR / "hf" / "deepseek_v3"), "--against", llama3,
+              status=1).stdout.splitlines()
+    assert out[1] == "  1. byte 0, line 1: 'CMPP'  utf-8: 43 4d 50 50"
+    assert out[-1] == "different: 1 of 1 check"
 
 
 def test_docstring_examples():

@@ -465,13 +465,14 @@ class _Rule:
 
 def pretokens(enc: Encoding, text: str, special_tokens: Iterable[str] = ()) -> list[str]:
     """Our split of ``text``, the pieces ``enc.encode`` encodes one by one: each of ``special_tokens`` (the ones
-    encoded as their ids) whole, the text between them cut by the pattern.
+    encoded as their ids) whole, the text between them cut by the pattern (for a ``tokenizer.json`` with more
+    steps, :attr:`Encoding.text_steps`: normalized, cut at its added tokens, which are pieces too, then split).
 
     >>> from tokenizer import get_encoding
     >>> pretokens(get_encoding("gpt2"), "Hi<|endoftext|>it's", {"<|endoftext|>"})
     ['Hi', '<|endoftext|>', 'it', "'s"]
     """
-    split = compile_fast(enc.pat_str).split
+    split = _splitter(enc)
     if not special_tokens:
         return split(text)
     pieces, start = [], 0
@@ -480,6 +481,37 @@ def pretokens(enc: Encoding, text: str, special_tokens: Iterable[str] = ()) -> l
         pieces.append(m.group())
         start = m.end()
     return pieces + split(text[start:])
+
+
+def _splitter(enc: Encoding):
+    """How ``enc`` cuts text that holds no special token into pre-tokens."""
+    steps = enc.text_steps
+    if steps is None:
+        return compile_fast(enc.pat_str).split
+
+    def split_by_steps(text: str) -> list[str]:
+        stretches, added_ids = steps.cut(text)
+        pieces = []
+        for k, stretch in enumerate(stretches):
+            pieces += steps.split(stretch)
+            if k < len(added_ids):
+                pieces.append(enc.decode_single_token_bytes(added_ids[k]).decode("utf-8", errors="replace"))
+        return pieces
+
+    return split_by_steps
+
+
+def _whole_characters(pieces: list[bytes]) -> list[str]:
+    """Our ids' bytes, joined where an id ends inside a character: pieces that always spell the text."""
+    joined, pending = [], b""
+    for piece in pieces:
+        pending += piece
+        try:
+            joined.append(pending.decode("utf-8"))
+        except UnicodeDecodeError:  # part of a character: the next id holds the rest
+            continue
+        pending = b""
+    return joined + ([pending.decode("utf-8", errors="replace")] if pending else [])
 
 
 def _check_text(report, text, enc, other, rule, base, max_report, *, where) -> None:
@@ -513,6 +545,8 @@ def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, ma
     # The text our ids stand for: the input, with lone surrogates as U+FFFD as encode() saw them.
     text_bytes = b"".join(our_pieces)
     pieces = pretokens(enc, text_bytes.decode("utf-8"), rule.special_ids_for)
+    if "".join(pieces).encode("utf-8") != text_bytes:  # a split that drops or rewrites text (a Removed split, a
+        pieces = _whole_characters(our_pieces)  # normalizer run twice): each id is shown as its own pre-token
     bounds = np.cumsum([0] + [len(p.encode("utf-8")) for p in pieces])  # pre-token k: bytes bounds[k]:[k+1]
     starts = np.cumsum([0] + [len(p) for p in our_pieces])  # our id t: bytes starts[t]:starts[t + 1]
     for k_lo, k_hi, t_lo, t_hi, j_lo, j_hi in _widen(regions, bounds, starts):
