@@ -6,6 +6,7 @@ are known in advance."""
 from __future__ import annotations
 
 import doctest
+import io
 import json
 import os
 import random
@@ -184,6 +185,18 @@ def test_ids_shorter_or_longer_than_the_text(tmp_path, dataset_files):
     m = report.shown[0]
     assert (m.offset, m.line, m.pretokens, m.ours, m.theirs) == (
         len(data), data.count(b"\n") + 1, [], [], [31373, 995])
+
+
+def test_ids_left_over_after_standard_input(tmp_path, monkeypatch):
+    # the line of the end of the text was counted by opening the input again: "stdin", a file that is not there
+    text = "one\ntwo\nthree"
+    enc = get_encoding("gpt2")
+    np.array(enc.encode(text) + [995], dtype="<u2").tofile(tmp_path / "long.bin")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8"))))
+    (report,) = parity.check_ids(["-"], tmp_path / "long.bin", enc)
+    assert (report.input, report.mismatches, report.other_tokens) == ("stdin", 1, len(enc.encode(text)) + 1)
+    m = report.shown[0]
+    assert (m.offset, m.line, m.theirs, m.their_pieces) == (len(text), 3, [995], [b" world"])
 
 
 def test_ids_of_several_files_one_after_another(tmp_path):

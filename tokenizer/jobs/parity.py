@@ -373,7 +373,9 @@ def check_ids(
             report = ParityReport(name, enc.name, str(ids_path), other_seconds=None)
             with _bar(None if size is None else size / 1e6, f"{Path(name).name} ({enc.name})", progress) as bar:
                 chunks = _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes)
+                end_line = 1  # the last line of the text, where ids left over in the .bin are shown
                 for text, offset, line, size in chunks:
+                    end_line = line + text.count("\n")
                     ours = rule.encode(enc, text, where=name, report=report)
                     report.bytes += size
                     report.tokens += len(ours)
@@ -388,7 +390,7 @@ def check_ids(
                     bar.update(size / 1e6)
             reports.append(report)
         if reports and ids_file.left:
-            _extra_ids(reports[-1], enc, ids_file, max_report)
+            _extra_ids(reports[-1], end_line, enc, ids_file, max_report)
     return reports
 
 
@@ -707,16 +709,14 @@ class _IdsFile:
         self.pos += count
 
 
-def _extra_ids(report: ParityReport, enc: Encoding, ids_file: _IdsFile, max_report: int) -> None:
-    """Ids left in the .bin after the text's: one difference, at the end of the text."""
+def _extra_ids(report: ParityReport, end_line: int, enc: Encoding, ids_file: _IdsFile, max_report: int) -> None:
+    """Ids left in the .bin after the text's: one difference, at the end of the text (its line ``end_line``)."""
     extra = ids_file.peek(SHOWN_IDS)
     report.other_tokens += ids_file.left
     report.mismatches += 1
     if len(report.shown) < max_report:
-        with open(report.input, "rb") as f:
-            lines = 1 + sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
         token_bytes = _bytes_or_none(enc)
-        report.shown.append(Mismatch(report.bytes, lines, None, [], [], extra, [], [token_bytes(t) for t in extra],
+        report.shown.append(Mismatch(report.bytes, end_line, None, [], [], extra, [], [token_bytes(t) for t in extra],
                                      truncated=ids_file.left > SHOWN_IDS))
 
 
