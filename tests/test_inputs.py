@@ -87,6 +87,22 @@ def test_count_stats_encode_file_and_parity_read_stdin(cli, tmp_path):
     assert "--out" in err
 
 
+def test_errors_about_a_copy_of_stdin_name_stdin(cli, tmp_path):
+    # stats and parity read standard input twice, from a temporary copy: their errors named that copy's path
+    bad = b"fine\n\xff"
+    for command in (["stats", "-", "--encodings", "gpt2"], ["parity", "-", "--encoding", "gpt2"]):
+        err = cli(*command, stdin=bad, status=2).stderr
+        assert ": error: stdin is not valid UTF-8: byte 5 is b'\\xff'" in err and "tokenizer-stdin-" not in err
+    err = cli("parity", "-", "--encoding", "gpt2", stdin=b"a <|endoftext|> b", status=2).stderr
+    assert ": error: stdin: The text contains the special token '<|endoftext|>'" in err
+    # --ids: ids left over after the text are shown at its last line, as for a file
+    ids = get_encoding("gpt2").encode("one\ntwo")
+    np.array(ids + [995], dtype="<u2").tofile(tmp_path / "long.bin")
+    out = cli("parity", "-", "--ids", "long.bin", stdin=b"one\ntwo", status=1).stdout.splitlines()
+    assert out[0].startswith(f"stdin: gpt2 vs long.bin: DIFFERENT at 1 place (0 pre-tokens); 7 bytes, {len(ids)} ")
+    assert out[1] == "  1. byte 7, line 2: (the end of the text)  utf-8: -"
+
+
 def test_train_reads_stdin_like_a_file(cli, tmp_path):
     (tmp_path / "corpus.txt").write_text(TEXT)
     cli("train", "--input", "-", "--vocab_size", "300", "--out", "from_stdin", stdin=TEXT.encode())

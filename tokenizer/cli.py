@@ -547,13 +547,8 @@ def check_parity(args) -> int:
     elif args.dtype is not None:
         args.parser.error("--dtype is the type of the ids in --ids FILE.bin: pass it with --ids")
     found = find_inputs(args.inputs) if args.inputs else []
-    with inputs.stdin_as_file(found) as paths:  # each encoding reads each input again
+    with inputs.stdin_as_file(found) as paths:  # each encoding reads each input again (a copy: named as its input)
         reports = parity_reports(args, paths)
-        copied = {inputs.input_name(copy): inputs.input_name(given) for given, copy in zip(found, paths)
-                  if copy != given}
-    for report in reports:
-        if report.input in copied:  # a copy of standard input or of a pipe is reported as the input it holds
-            report.input = copied[report.input]
     differ = sum(not r.identical for r in reports)
     if args.json:
         print(json.dumps({"identical": not differ, "checks": [r.to_dict() for r in reports]}, indent=2))

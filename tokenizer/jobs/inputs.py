@@ -61,8 +61,14 @@ def is_stdin(path: str | os.PathLike) -> bool:
 
 
 def input_name(path: str | os.PathLike) -> str:
-    """How messages name an input: its path as given, or ``stdin``."""
-    return "stdin" if is_stdin(path) else os.fspath(path)
+    """How messages name an input: its path as given, or ``stdin``; a copy made by :func:`stdin_as_file`, as the
+    input it holds (never the temporary file, which is gone by the time a user reads the message)."""
+    if is_stdin(path):
+        return "stdin"
+    return _COPIED_FROM.get(os.fspath(path), os.fspath(path))
+
+
+_COPIED_FROM: dict[str, str] = {}  # the path of each live copy of standard input or a pipe -> the input's name
 
 
 def input_format(path: str | os.PathLike) -> str:
@@ -185,7 +191,12 @@ def stdin_as_file(paths: list[Path]):
             with open_input(path) as source, open(copy, "wb") as f:
                 shutil.copyfileobj(source, f, 1 << 20)
             readable.append(copy)
-        yield readable
+            _COPIED_FROM[os.fspath(copy)] = input_name(path)
+        try:
+            yield readable
+        finally:
+            for copy in readable:
+                _COPIED_FROM.pop(os.fspath(copy), None)
 
 
 @contextmanager
