@@ -517,6 +517,9 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
          "is it a file of ids"),
         (["a.txt", "--ids", "six.bin", "--dtype", "uint32"], "was it written as uint16? pass --dtype uint16"),
         (["a.txt", "--ids", "odd.bin", "--dtype", "uint32"], "not a whole number of uint32 ids"),
+        # a header of 128 bytes, read as 64 ids: every id after it was reported out of place
+        (["a.txt", "--ids", "a.npy"], "a.npy is a NumPy .npy file (a header, then the array), not a flat file of "
+         "ids as nanoGPT's .bin: save its array with np.load('a.npy').tofile('ids.bin') and check ids.bin"),
         (["docs.jsonl", "--ids", "a.bin"], "--ids checks text files in encode-file's layout"),
         (["docs.jsonl", "--encoding", "gpt2"], "docs.jsonl line 2: not JSON"),
         (["fields.jsonl", "--encoding", "gpt2"], 'fields.jsonl line 1: no "text" field (its fields: "body")'),
@@ -529,6 +532,7 @@ def test_bad_values_are_one_line_and_exit_2(cli, tmp_path, args, message):
     (tmp_path / "a.bin").write_bytes(b"\x00\x00")
     (tmp_path / "odd.bin").write_bytes(b"\x00\x00\x00")
     (tmp_path / "six.bin").write_bytes(b"\x00" * 6)
+    np.save(tmp_path / "a.npy", np.array(get_encoding("gpt2").encode("hello"), dtype="<u2"))
     (tmp_path / "ids").mkdir()
     (tmp_path / "docs.jsonl").write_text('{"text": "fine"}\n{"text": \n')
     (tmp_path / "fields.jsonl").write_text('{"body": "fine"}\n')

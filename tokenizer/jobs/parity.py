@@ -678,9 +678,18 @@ def _agreement(ours, theirs, x, y, complete) -> int:
 # ---- a .bin read a window at a time -------------------------------------------------------------------------
 
 
+NPY_MAGIC = b"\x93NUMPY"  # how every .npy file begins (NumPy's format)
+
+
 class _IdsFile:
     def __init__(self, path: Path, dtype: np.dtype):
         size = path.stat().st_size
+        with open(path, "rb") as f:
+            starts_like_npy = f.read(len(NPY_MAGIC)) == NPY_MAGIC
+        if starts_like_npy:  # its header would be read as ids, and every id after it out of place
+            raise ValueError(f"{path} is a NumPy .npy file (a header, then the array), not a flat file of ids as "
+                             f"nanoGPT's .bin: save its array with np.load({str(path)!r}).tofile('ids.bin') and "
+                             "check ids.bin")
         if size % dtype.itemsize:
             other = np.dtype("<u4") if dtype.itemsize == 2 else np.dtype("<u2")
             said = f"{path} is {size:,} bytes, not a whole number of {dtype.name} ids"
