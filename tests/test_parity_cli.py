@@ -128,6 +128,24 @@ def test_ids_with_one_id_changed_names_the_offset_and_the_pre_token(cli, tmp_pat
     assert out[4:] == ["different: 1 of 1 check"]
 
 
+def test_ids_of_the_other_type_say_which_dtype_to_pass(cli, tmp_path, dataset_files):
+    # uint32 ids read as uint16 are twice as many, every other one 0: a flood of differences that said nothing of
+    # --dtype; read as uint32 they are exactly the text's count
+    data, ids = dataset_files
+    ids.astype("<u4").tofile(tmp_path / "wide.bin")
+    out = cli("en.txt", "--ids", "wide.bin", "--allowed_special", "all", status=1).stdout.splitlines()
+    assert out[-2:] == [f"  note: read as uint32, wide.bin holds exactly as many ids as the text's {len(ids):,}: "
+                        "was it written as uint32? pass --dtype uint32", "different: 1 of 1 check"]
+    report = json.loads(cli("en.txt", "--ids", "wide.bin", "--allowed_special", "all", "--json", status=1).stdout)
+    assert report["checks"][0]["note"].startswith("read as uint32, wide.bin holds exactly as many ids")
+    cli("en.txt", "--ids", "wide.bin", "--dtype", "uint32", "--allowed_special", "all")
+    # and uint16 ids read as uint32: half as many
+    ids[: len(ids) // 2 * 2].tofile(tmp_path / "narrow.bin")
+    (tmp_path / "even.txt").write_bytes(b"".join(get_encoding("gpt2").decode_tokens_bytes(ids[: len(ids) // 2 * 2])))
+    out = cli("even.txt", "--ids", "narrow.bin", "--dtype", "uint32", "--allowed_special", "all", status=1).stdout
+    assert "  note: read as uint16, narrow.bin holds exactly as many ids as the text's" in out
+
+
 @pytest.mark.parametrize("chunk_bytes", [2_000, 1 << 20])
 @pytest.mark.parametrize("edit", ["replace", "insert", "drop", "replace3", "unknown id"])
 def test_check_ids_finds_each_damaged_place_once(tmp_path, dataset_files, chunk_bytes, edit):

@@ -118,6 +118,7 @@ class ParityReport:
     shown: list[Mismatch] = field(default_factory=list)  # the first max_report places
     seconds: float = 0.0  # encoding time, ours
     other_seconds: float | None = 0.0  # theirs; None when the other side is a file of ids (nothing to time)
+    note: str = ""  # what may explain the differences (a .bin read as the wrong id type)
 
     @property
     def identical(self) -> bool:
@@ -391,7 +392,18 @@ def check_ids(
             reports.append(report)
         if reports and ids_file.left:
             _extra_ids(reports[-1], end_line, enc, ids_file, max_report)
+    if reports and not all(r.identical for r in reports):
+        reports[-1].note = _dtype_advice(ids_path, dtype, ids_file.total, sum(r.tokens for r in reports))
     return reports
+
+
+def _dtype_advice(ids_path, dtype: np.dtype, n_ids: int, n_ours: int) -> str:
+    """Why every id may differ: a .bin read as the other id type holds exactly as many ids as our encoding."""
+    other = np.dtype("<u4") if dtype.itemsize == 2 else np.dtype("<u2")
+    if n_ours == 0 or n_ids * dtype.itemsize != n_ours * other.itemsize:
+        return ""
+    return (f"read as {other.name}, {ids_path} holds exactly as many ids as the text's {n_ours:,}: was it written "
+            f"as {other.name}? pass --dtype {other.name}")
 
 
 def fuzz_texts(n: int, seed: int = 0) -> Iterator[str]:
@@ -772,6 +784,8 @@ def report_lines(report: ParityReport) -> list[str]:
     hidden = report.mismatches - len(report.shown)
     if hidden:
         lines.append(f"  ... and {hidden:,} more not shown")
+    if report.note:
+        lines.append(f"  note: {report.note}")
     return lines
 
 
