@@ -100,7 +100,7 @@ def test_errors_about_a_copy_of_stdin_name_stdin(cli, tmp_path):
     np.array(ids + [995], dtype="<u2").tofile(tmp_path / "long.bin")
     out = cli("parity", "-", "--ids", "long.bin", stdin=b"one\ntwo", status=1).stdout.splitlines()
     assert out[0].startswith(f"stdin: gpt2 vs long.bin: DIFFERENT at 1 place (0 pre-tokens); 7 bytes, {len(ids)} ")
-    assert out[1] == "  1. byte 7, line 2: (the end of the text)  utf-8: -"
+    assert out[1] == f"  1. byte 7, line 2, .bin index {len(ids)}: (the end of the text)  utf-8: -"
 
 
 def test_train_reads_stdin_like_a_file(cli, tmp_path):

@@ -122,7 +122,8 @@ def test_ids_with_one_id_changed_names_the_offset_and_the_pre_token(cli, tmp_pat
     bad.tofile(tmp_path / "bad.bin")
     out = cli("en.txt", "--ids", "bad.bin", "--allowed_special", "all", status=1).stdout.splitlines()
     assert out[0].startswith(f"en.txt: gpt2 vs bad.bin: DIFFERENT at 1 place (1 pre-token); {len(data):,} bytes")
-    assert out[1] == f"  1. byte {offset:,}, line {line:,}: ' the'  utf-8: 20 74 68 65"
+    # where in the text, and where in the .bin (np.memmap(...)[k]): the index was not said
+    assert out[1] == f"  1. byte {offset:,}, line {line:,}, .bin index {k:,}: ' the'  utf-8: 20 74 68 65"
     assert out[2].split() == ["ours", str(ids[k]), "'", "the'"]
     assert out[3].split() == ["theirs", str(bad[k]), "'", "a'"]
     assert out[4:] == ["different: 1 of 1 check"]
@@ -179,10 +180,12 @@ def test_check_ids_finds_each_damaged_place_once(tmp_path, dataset_files, chunk_
                                  chunk_bytes=chunk_bytes)
     assert (report.tokens, report.other_tokens, report.bytes) == (len(ids), len(damaged), len(data))
     assert report.mismatches == len(places), report.shown
-    for k, m in zip(places, report.shown):
+    shift = {"insert": 1, "drop": -1}.get(edit, 0)  # ids the .bin gained per place damaged
+    for n, (k, m) in enumerate(zip(places, report.shown)):
         assert m.offset <= ends[k] - len(pieces[k]) < m.offset + len(m.text.encode())  # the pre-token holds it
         first = int(np.searchsorted(ends, m.offset, "right"))
         assert m.ours == ids[first:first + len(m.ours)].tolist()
+        assert m.index == first + n * shift and damaged[m.index:m.index + len(m.theirs)] == m.theirs
         assert data[m.offset:].startswith(m.text.encode())
         assert m.line == data[: m.offset].count(b"\n") + 1
     if edit == "unknown id":

@@ -79,6 +79,7 @@ class Mismatch:
     our_pieces: list[bytes]  # the bytes of each id
     their_pieces: list[bytes | None]  # None: an id the vocabulary does not have (a .bin check)
     truncated: bool = False  # more pre-tokens or ids than are kept here (SHOWN_PRETOKENS, SHOWN_IDS)
+    index: int | None = None  # a .bin check: the .bin's array index (from 0) of the first of ``theirs``
 
     @property
     def text(self) -> str:
@@ -90,7 +91,7 @@ class Mismatch:
             "pretokens": self.pretokens, "utf8": self.text.encode("utf-8").hex(" "),
             "ours": _side_dict(self.ours, self.our_pieces),
             "theirs": _side_dict(self.theirs, self.their_pieces),
-            "truncated": self.truncated,
+            "truncated": self.truncated, "index": self.index,
         }
 
 
@@ -385,7 +386,7 @@ def check_ids(
                         used = len(ours)
                     else:
                         used = _explain(report, enc, rule, ours, theirs, _bytes_or_none(enc), complete=False,
-                                        base=(offset, line, None), max_report=max_report)
+                                        base=(offset, line, None), max_report=max_report, ids_at=ids_file.pos)
                     ids_file.advance(used)
                     report.other_tokens += used
                     bar.update(size / 1e6)
@@ -550,9 +551,10 @@ def _bytes_or_none(encoder):
     return token_bytes
 
 
-def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, max_report) -> int:
+def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, max_report, ids_at=None) -> int:
     """Add the differences between ``ours`` and ``theirs`` (the ids of one text) to ``report``; returns how
-    many of ``theirs`` belong to this text (all, when ``complete``; a .bin window may reach past it)."""
+    many of ``theirs`` belong to this text (all, when ``complete``; a .bin window may reach past it).
+    ``ids_at``: where ``theirs`` begins in a .bin (an array index), for each difference's own."""
     our_pieces = enc.decode_tokens_bytes(ours)
     their_pieces = [their_bytes(t) for t in theirs]
     regions, used = diff_regions(ours, theirs, our_pieces, their_pieces, complete=complete)
@@ -581,6 +583,7 @@ def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, ma
             our_pieces=our_pieces[t_lo:t_hi][shown_ids],
             their_pieces=their_pieces[j_lo:j_hi][shown_ids],
             truncated=k_hi - k_lo > SHOWN_PRETOKENS or max(t_hi - t_lo, j_hi - j_lo) > SHOWN_IDS,
+            index=None if ids_at is None else ids_at + j_lo,
         ))
     return used
 
@@ -738,7 +741,7 @@ def _extra_ids(report: ParityReport, end_line: int, enc: Encoding, ids_file: _Id
     if len(report.shown) < max_report:
         token_bytes = _bytes_or_none(enc)
         report.shown.append(Mismatch(report.bytes, end_line, None, [], [], extra, [], [token_bytes(t) for t in extra],
-                                     truncated=ids_file.left > SHOWN_IDS))
+                                     truncated=ids_file.left > SHOWN_IDS, index=ids_file.pos))
 
 
 # ---- reports ------------------------------------------------------------------------------------------------
@@ -774,6 +777,8 @@ def report_lines(report: ParityReport) -> list[str]:
         where = f"byte {m.offset:,}, line {m.line:,}"
         if m.record is not None:
             where = f"record {m.record:,}: {where} of its text"
+        if m.index is not None:  # where to look in the .bin (np.memmap(path)[index])
+            where += f", .bin index {m.index:,}"
         what = " ".join(map(repr, m.pretokens)) if m.pretokens else "(the end of the text)"
         lines.append(f"  {number}. {where}: {what}  utf-8: {m.text.encode('utf-8').hex(' ') or '-'}")
         for side, ids, pieces in (("ours", m.ours, m.our_pieces), ("theirs", m.theirs, m.their_pieces)):
