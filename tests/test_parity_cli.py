@@ -208,6 +208,37 @@ def test_ids_shorter_or_longer_than_the_text(tmp_path, dataset_files):
         len(data), data.count(b"\n") + 1, [], [], [31373, 995])
 
 
+def test_ids_of_documents_as_encode_file_and_nanogpt_write_them(cli, tmp_path):
+    # a .jsonl or .parquet was refused with --ids, though encode-file (and nanoGPT's prepare.py) lay its documents
+    # out one way: encode_ordinary(text) + <|endoftext|> each
+    texts = ["first <|endoftext|> doc", "", "second\nline two", "中文 😀"]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"body": t}) + "\n" for t in texts), encoding="utf-8")
+    oracle = tiktoken.get_encoding("gpt2")
+    ids = [i for t in texts for i in oracle.encode_ordinary(t) + [oracle.eot_token]]
+    np.array(ids, dtype="<u2").tofile(tmp_path / "docs.bin")
+    out = cli("docs.jsonl", "--ids", "docs.bin", "--text_field", "body").stdout
+    assert out.startswith(f"docs.jsonl: gpt2 vs docs.bin: identical; {sum(len(t.encode()) for t in texts)} bytes, "
+                          f"{len(ids)} tokens; ")
+    # one id changed in the third document, and one id more at the end: each said by record and .bin index
+    k = len(oracle.encode_ordinary(texts[0])) + 2 + 3  # "second", "\n", "line", then " two"
+    bad = list(ids)
+    bad[k] = oracle.encode_single_token(" three")
+    np.array(bad + [995], dtype="<u2").tofile(tmp_path / "bad.bin")
+    out = cli("docs.jsonl", "--ids", "bad.bin", "--text_field", "body", status=1).stdout.splitlines()
+    assert out[1:7] == [
+        f"  1. record 3: byte 11, line 2 of its text, .bin index {k}: ' two'  utf-8: 20 74 77 6f",
+        f"       ours   {ids[k]:<24} ' two'",
+        f"       theirs {bad[k]:<24} ' three'",
+        f"  2. record 4: byte 11, line 1 of its text, .bin index {len(ids)}: (the end of the text)  utf-8: -",
+        "       ours   (none)                   ",
+        "       theirs 995                      ' world'",
+    ]
+    # an encoding with no <|endoftext|> to end each document with: one line
+    Encoding.from_vocab_merges({i: bytes([i]) for i in range(256)}, []).save(tmp_path / "bare", format="hf")
+    assert "has no <|endoftext|> token" in cli("docs.jsonl", "--ids", "docs.bin", "--encoding", "bare",
+                                                "--text_field", "body", status=2).stderr
+
+
 def test_ids_left_over_after_standard_input(tmp_path, monkeypatch):
     # the line of the end of the text was counted by opening the input again: "stdin", a file that is not there
     text = "one\ntwo\nthree"
@@ -541,7 +572,6 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
         # a header of 128 bytes, read as 64 ids: every id after it was reported out of place
         (["a.txt", "--ids", "a.npy"], "a.npy is a NumPy .npy file (a header, then the array), not a flat file of "
          "ids as nanoGPT's .bin: save its array with np.load('a.npy').tofile('ids.bin') and check ids.bin"),
-        (["docs.jsonl", "--ids", "a.bin"], "--ids checks text files in encode-file's layout"),
         (["docs.jsonl", "--encoding", "gpt2"], "docs.jsonl line 2: not JSON"),
         (["fields.jsonl", "--encoding", "gpt2"], 'fields.jsonl line 1: no "text" field (its fields: "body")'),
         (["numbers.jsonl", "--encoding", "gpt2"], 'numbers.jsonl line 1: "text" holds a number, not text'),

@@ -574,7 +574,7 @@ def parity_reports(args, paths: list[Path]) -> list:
     if args.ids is not None:
         (allowed, disallowed), = rules
         reports += parity.check_ids(paths, args.ids, encs[0], dtype=args.dtype, allowed_special=allowed,
-                                    disallowed_special=disallowed, **options)
+                                    disallowed_special=disallowed, text_field=args.text_field, **options)
     for enc, (other, label), (allowed, disallowed) in zip(encs, others, rules):
         for path in paths:
             reports.append(parity.check_file(path, enc, other, other_name=label, allowed_special=allowed,
@@ -841,7 +841,8 @@ def build_parser(prog: str) -> OneLineParser:
              "names (pip install tokenizers); or a saved tokenizer (a tokenizer.json, its folder, a train --out "
              "folder) read by this project")
     add_flag(p, "ids", metavar="FILE.bin",
-             help="instead, check this file of ids (nanoGPT's layout, as encode-file writes it) against "
+             help="instead, check this file of ids (nanoGPT's layout, as encode-file writes it: a text encoded "
+             "whole, each .jsonl or .parquet document as encode_ordinary(text) + <|endoftext|>) against "
              "this project's encoding of the INPUTs, one after another; with --against, that encoding against "
              "the other side too (--against hf: the ids against HF tokenizers)")
     add_flag(p, "dtype", choices=["uint16", "uint32"],

@@ -51,7 +51,7 @@ from . import dataset
 from ..encoding import Encoding
 from ..fast.stdlib_patterns import compile_fast
 from ..pretokenize import special_token_regex
-from ..registry import is_registered
+from ..registry import ENDOFTEXT, is_registered
 from ..vocab_files import gpt2_str_to_token
 from .inputs import (decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records,
                      record_place)
@@ -346,14 +346,17 @@ def check_ids(
     allowed_special="all",
     disallowed_special="all",
     errors: str = "strict",
+    text_field: str = "text",
     max_report: int = 10,
     chunk_bytes: int = dataset.CHUNK_BYTES,
     progress: bool = False,
 ) -> list[ParityReport]:
     """Check a ``.bin`` of ids (nanoGPT's layout: flat little-endian ``dtype``, by default
-    :func:`tokenizer.jobs.dataset.id_dtype` of the vocabulary) against ``enc``'s encoding of the text files
-    ``paths``, one after another — for one file, exactly what ``encode-file`` writes. One report per file; ids
-    left over at the end of the ``.bin`` are a mismatch in the last one.
+    :func:`tokenizer.jobs.dataset.id_dtype` of the vocabulary) against ``enc``'s encoding of the inputs
+    ``paths``, one after another, as ``encode-file`` writes each: a text file encoded whole (with the special-token
+    rule given), each document of a ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` file (its ``text_field``) as
+    ``encode_ordinary(text) + [eot_token]`` (nanoGPT's own layout too). One report per input; ids left over at
+    the end of the ``.bin`` are a mismatch in the last one.
     """
     ids_path = Path(ids_path)
     if ids_path.is_dir():
@@ -363,39 +366,59 @@ def check_ids(
     dtype = dataset.id_dtype(enc.n_vocab) if dtype is None else np.dtype(dtype).newbyteorder("<")
     rule = _Rule(enc, allowed_special, disallowed_special)
     for path in paths:
-        if input_format(path) != "text":
-            raise ValueError(f"{path}: --ids checks text files in encode-file's layout; a file of records has "
-                             "no such layout (how records are joined depends on the tool that wrote the ids)")
         if not is_stdin(path) and not Path(path).is_file():
             raise FileNotFoundError(f"input file not found: {path}")
+        dataset.check_documents_can_end(enc, path)
     reports = []
     with _IdsFile(ids_path, dtype) as ids_file:
         for path in paths:
             name, size = input_name(path), input_size(path)
             report = ParityReport(name, enc.name, str(ids_path), other_seconds=None)
+            end = (0, 1, None)  # where the input ends (offset, line, record): ids left over are shown there
             with _bar(None if size is None else size / 1e6, f"{Path(name).name} ({enc.name})", progress) as bar:
-                chunks = _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes)
-                end_line = 1  # the last line of the text, where ids left over in the .bin are shown
-                for text, offset, line, size in chunks:
-                    end_line = line + text.count("\n")
-                    ours = rule.encode(enc, text, where=name, report=report)
-                    report.bytes += size
+                pieces = _ids_as_written(path, enc, rule, report, errors=errors, text_field=text_field,
+                                         chunk_bytes=chunk_bytes)
+                for ours, piece_rule, base, end, n_bytes, n_read in pieces:
+                    report.bytes += n_bytes
                     report.tokens += len(ours)
                     theirs = ids_file.peek(len(ours) + MAX_SHIFT)
                     if theirs[: len(ours)] == ours:
                         used = len(ours)
                     else:
-                        used = _explain(report, enc, rule, ours, theirs, _bytes_or_none(enc), complete=False,
-                                        base=(offset, line, None), max_report=max_report, ids_at=ids_file.pos)
+                        used = _explain(report, enc, piece_rule, ours, theirs, _bytes_or_none(enc), complete=False,
+                                        base=base, max_report=max_report, ids_at=ids_file.pos)
                     ids_file.advance(used)
                     report.other_tokens += used
-                    bar.update(size / 1e6)
+                    bar.update(n_read / 1e6)
             reports.append(report)
         if reports and ids_file.left:
-            _extra_ids(reports[-1], end_line, enc, ids_file, max_report)
+            _extra_ids(reports[-1], end, enc, ids_file, max_report)
     if reports and not all(r.identical for r in reports):
         reports[-1].note = _dtype_advice(ids_path, dtype, ids_file.total, sum(r.tokens for r in reports))
     return reports
+
+
+def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, errors, text_field, chunk_bytes):
+    """Our ids of each piece of an input, laid out as encode-file writes them, with what a difference there
+    needs: ``(ids, the rule they were encoded with, where the piece starts, where it ends (offset, line,
+    record), bytes of text, bytes of the file read)``."""
+    if input_format(path) == "text":
+        name = input_name(path)
+        for text, offset, line, size in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
+            ours = rule.encode(enc, text, where=name, report=report)
+            yield ours, rule, (offset, line, None), (offset + size, line + text.count("\n"), None), size, size
+        return
+    # a document's special-token text is plain text; the <|endoftext|> after it is the one special token
+    documents = _Rule(enc, {ENDOFTEXT}, ())
+    eot, read = enc.eot_token, 0
+    for record in read_records(path, text_field, errors=errors):
+        start = time.perf_counter()
+        ours = enc.encode_ordinary(record.text) + [eot]
+        report.seconds += time.perf_counter() - start
+        n_bytes = len(record.text.encode("utf-8", "surrogatepass"))
+        end = (n_bytes, record.text.count("\n") + 1, record.number)
+        yield ours, documents, (0, 1, record.number), end, n_bytes, record.done - read
+        read = record.done
 
 
 def _dtype_advice(ids_path, dtype: np.dtype, n_ids: int, n_ours: int) -> str:
@@ -733,14 +756,16 @@ class _IdsFile:
         self.pos += count
 
 
-def _extra_ids(report: ParityReport, end_line: int, enc: Encoding, ids_file: _IdsFile, max_report: int) -> None:
-    """Ids left in the .bin after the text's: one difference, at the end of the text (its line ``end_line``)."""
+def _extra_ids(report: ParityReport, end: tuple, enc: Encoding, ids_file: _IdsFile, max_report: int) -> None:
+    """Ids left in the .bin after the input's: one difference, at the ``end`` of the input (offset, line,
+    record)."""
     extra = ids_file.peek(SHOWN_IDS)
     report.other_tokens += ids_file.left
     report.mismatches += 1
     if len(report.shown) < max_report:
         token_bytes = _bytes_or_none(enc)
-        report.shown.append(Mismatch(report.bytes, end_line, None, [], [], extra, [], [token_bytes(t) for t in extra],
+        offset, line, record = end
+        report.shown.append(Mismatch(offset, line, record, [], [], extra, [], [token_bytes(t) for t in extra],
                                      truncated=ids_file.left > SHOWN_IDS, index=ids_file.pos))
 
 
