@@ -239,6 +239,30 @@ def test_ids_of_documents_as_encode_file_and_nanogpt_write_them(cli, tmp_path):
                                                 "--text_field", "body", status=2).stderr
 
 
+@pytest.mark.parametrize("k", [50_001, 3])
+def test_a_difference_inside_a_long_pre_token_is_shown_where_it_is(cli, tmp_path, k):
+    # one pre-token of 100,001 ids: the 64 ids shown were its first, equal on both sides, and the whole
+    # pre-token was printed twice (text and UTF-8), 800 kB for one difference
+    text = "x" + "ab" * 100_000 + "\n"
+    (tmp_path / "long.txt").write_text(text, encoding="utf-8")
+    ids = get_encoding("gpt2").encode(text)
+    bad = np.array(ids, dtype="<u2")
+    bad[k] = 7
+    bad.tofile(tmp_path / "long.bin")
+    out = cli("long.txt", "--ids", "long.bin", status=1).stdout
+    assert max(map(len, out.splitlines())) < 2_000
+    lines = out.splitlines()
+    if k > parity.SHOWN_IDS:  # shown from a few ids before it: where, and both sides' ids, start there
+        first = k - parity.CONTEXT_IDS
+        assert lines[1].startswith(f"  1. byte {1 + 2 * (first - 1):,}, line 1, .bin index {first:,}: 'abab")
+    else:
+        first = 0
+        assert lines[1].startswith("  1. byte 0, line 1, .bin index 0: 'xabab") and "characters more)" in lines[1]
+    assert lines[2].split()[1:65] == list(map(str, ids[first:first + 64]))
+    assert lines[3].split()[1:65] == list(map(str, bad[first:first + 64]))
+    assert lines[-2:] == ["       (cut: a longer difference)", "different: 1 of 1 check"]
+
+
 def test_ids_left_over_after_standard_input(tmp_path, monkeypatch):
     # the line of the end of the text was counted by opening the input again: "stdin", a file that is not there
     text = "one\ntwo\nthree"

@@ -63,6 +63,8 @@ MAX_SHIFT = 8  # the most ids replaced, inserted or dropped at one place that a 
 BYTE_SYNC_IDS = 100_000  # how far to follow the same text split differently (a pre-token may be long)
 SHOWN_IDS = 64  # per side, per mismatch: a longer difference is shown cut, marked ``truncated``
 SHOWN_PRETOKENS = 16
+CONTEXT_IDS = 8  # equal ids shown before a difference deep inside a long pre-token
+SHOWN_CHARS = 400  # of the pre-tokens' text and of their UTF-8, per difference in the text report
 
 
 @dataclass
@@ -73,7 +75,8 @@ class Mismatch:
     line: int  # 1-based line of that byte (within the record, for a record)
     record: int | None  # the record's line (.jsonl) or row (.parquet), or the fuzz string's number, from 1;
     # None for a text file
-    pretokens: list[str]  # our pre-tokens covering the difference, usually one
+    pretokens: list[str]  # our pre-tokens covering the difference, usually one; for a difference deep inside a
+    # long pre-token, the text of the ids shown, which start just before it (and ``truncated``)
     ours: list[int]
     theirs: list[int]
     our_pieces: list[bytes]  # the bytes of each id
@@ -588,24 +591,32 @@ def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, ma
         pieces = _whole_characters(our_pieces)  # normalizer run twice): each id is shown as its own pre-token
     bounds = np.cumsum([0] + [len(p.encode("utf-8")) for p in pieces])  # pre-token k: bytes bounds[k]:[k+1]
     starts = np.cumsum([0] + [len(p) for p in our_pieces])  # our id t: bytes starts[t]:starts[t + 1]
-    for k_lo, k_hi, t_lo, t_hi, j_lo, j_hi in _widen(regions, bounds, starts):
+    for k_lo, k_hi, t_lo, t_hi, j_lo, j_hi, first in _widen(regions, bounds, starts):
         report.mismatches += 1
         report.mismatching_pretokens += k_hi - k_lo
         if len(report.shown) >= max_report:
             continue
         offset, line, record = base
         cut = int(bounds[k_lo])
+        shown = pieces[k_lo:min(k_hi, k_lo + SHOWN_PRETOKENS)]
+        if first - t_lo > SHOWN_IDS // 2:  # a long pre-token, equal for more ids than are shown: show from just
+            # before its first differing id, where the ids and the text shown both start
+            skip = first - t_lo - CONTEXT_IDS
+            t_lo, j_lo = t_lo + skip, j_lo + skip
+            cut = int(starts[t_lo])
+            shown = [b"".join(our_pieces[t_lo:t_lo + SHOWN_IDS]).decode("utf-8", errors="replace")]
         shown_ids = slice(0, SHOWN_IDS)
         report.shown.append(Mismatch(
             offset=offset + cut,
             line=line + text_bytes.count(b"\n", 0, cut),
             record=record,
-            pretokens=pieces[k_lo:min(k_hi, k_lo + SHOWN_PRETOKENS)],
+            pretokens=shown,
             ours=list(ours[t_lo:t_hi])[shown_ids],
             theirs=list(theirs[j_lo:j_hi])[shown_ids],
             our_pieces=our_pieces[t_lo:t_hi][shown_ids],
             their_pieces=their_pieces[j_lo:j_hi][shown_ids],
-            truncated=k_hi - k_lo > SHOWN_PRETOKENS or max(t_hi - t_lo, j_hi - j_lo) > SHOWN_IDS,
+            truncated=(k_hi - k_lo > SHOWN_PRETOKENS or max(t_hi - t_lo, j_hi - j_lo) > SHOWN_IDS
+                       or bool(cut > bounds[k_lo])),
             index=None if ids_at is None else ids_at + j_lo,
         ))
     return used
@@ -613,7 +624,8 @@ def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, ma
 
 def _widen(regions, bounds, starts):
     """Each differing region (ids ours[i1:i2] vs theirs[j1:j2]) widened to whole pre-tokens of our split,
-    regions within one pre-token joined: (first pre-token, end, our ids start, end, their ids start, end)."""
+    regions within one pre-token joined: (first pre-token, end, our ids start, end, their ids start, end, our
+    first differing id)."""
     widened: list[list[int]] = []
     n_pretokens = len(bounds) - 1
     for i1, i2, j1, j2 in regions:
@@ -632,7 +644,7 @@ def _widen(regions, bounds, starts):
         if widened and k_lo < widened[-1][1]:
             widened[-1][1], widened[-1][3], widened[-1][5] = k_hi, t_hi, j_hi
         else:
-            widened.append([k_lo, k_hi, t_lo, t_hi, j_lo, j_hi])
+            widened.append([k_lo, k_hi, t_lo, t_hi, j_lo, j_hi, i1])
     return widened
 
 
@@ -804,8 +816,9 @@ def report_lines(report: ParityReport) -> list[str]:
             where = f"record {m.record:,}: {where} of its text"
         if m.index is not None:  # where to look in the .bin (np.memmap(path)[index])
             where += f", .bin index {m.index:,}"
-        what = " ".join(map(repr, m.pretokens)) if m.pretokens else "(the end of the text)"
-        lines.append(f"  {number}. {where}: {what}  utf-8: {m.text.encode('utf-8').hex(' ') or '-'}")
+        what = _cut(" ".join(map(repr, m.pretokens)), SHOWN_CHARS) if m.pretokens else "(the end of the text)"
+        utf8 = _cut(m.text.encode("utf-8", errors="surrogatepass").hex(" "), SHOWN_CHARS) or "-"
+        lines.append(f"  {number}. {where}: {what}  utf-8: {utf8}")
         for side, ids, pieces in (("ours", m.ours, m.our_pieces), ("theirs", m.theirs, m.their_pieces)):
             shown = " ".join(map(str, ids)) or "(none)"
             lines.append(f"       {side:<7}{shown:<24} {' '.join(map(piece_text, pieces))}")
@@ -817,6 +830,11 @@ def report_lines(report: ParityReport) -> list[str]:
     if report.note:
         lines.append(f"  note: {report.note}")
     return lines
+
+
+def _cut(shown: str, limit: int) -> str:
+    """``shown``, or its first ``limit`` characters and how many more there are (a pre-token may be megabytes)."""
+    return shown if len(shown) <= limit else f"{shown[:limit]} ... ({len(shown) - limit:,} characters more)"
 
 
 def plural(count: int, noun: str) -> str:
