@@ -275,6 +275,20 @@ def test_ids_left_over_after_standard_input(tmp_path, monkeypatch):
     assert (m.offset, m.line, m.theirs, m.their_pieces) == (len(text), 3, [995], [b" world"])
 
 
+def test_a_bin_cut_short_says_so(cli, tmp_path, dataset_files):
+    # the text past the end of the .bin was reported as one difference per chunk read, with no word of the cause
+    data, ids = dataset_files
+    ids[:1_000].tofile(tmp_path / "cut.bin")
+    out = cli("en.txt", "--ids", "cut.bin", "--allowed_special", "all", status=1).stdout.splitlines()
+    assert out[1].startswith("  1. byte ") and ", .bin index 1,000: " in out[1]
+    assert out[-2:] == [f"  note: cut.bin ends at index 1,000, {len(ids) - 1_000:,} ids short of the {len(ids):,} of "
+                        "the text: was it cut short (a copy or a write that did not finish)?",
+                        "different: 1 of 1 check"]
+    # a few ids dropped at the end are shown in full: no guess
+    ids[:-3].tofile(tmp_path / "short.bin")
+    assert "note:" not in cli("en.txt", "--ids", "short.bin", "--allowed_special", "all", status=1).stdout
+
+
 def test_ids_of_several_files_one_after_another(tmp_path):
     enc = get_encoding("cl100k_base")
     texts = ["first file, " * 50, "second file\n" * 40, "third"]

@@ -373,6 +373,7 @@ def check_ids(
             raise FileNotFoundError(f"input file not found: {path}")
         dataset.check_documents_can_end(enc, path)
     reports = []
+    ended = False  # the .bin ended before our ids did
     with _IdsFile(ids_path, dtype) as ids_file:
         for path in paths:
             name, size = input_name(path), input_size(path)
@@ -384,6 +385,7 @@ def check_ids(
                 for ours, piece_rule, base, end, n_bytes, n_read in pieces:
                     report.bytes += n_bytes
                     report.tokens += len(ours)
+                    ended = ended or ids_file.left < len(ours)
                     theirs = ids_file.peek(len(ours) + MAX_SHIFT)
                     if theirs[: len(ours)] == ours:
                         used = len(ours)
@@ -397,7 +399,12 @@ def check_ids(
         if reports and ids_file.left:
             _extra_ids(reports[-1], end, enc, ids_file, max_report)
     if reports and not all(r.identical for r in reports):
-        reports[-1].note = _dtype_advice(ids_path, dtype, ids_file.total, sum(r.tokens for r in reports))
+        n_ours = sum(r.tokens for r in reports)
+        reports[-1].note = _dtype_advice(ids_path, dtype, ids_file.total, n_ours)
+        if not reports[-1].note and ended and n_ours - ids_file.total > MAX_SHIFT:  # more than a few ids dropped
+            reports[-1].note = (f"{ids_path} ends at index {ids_file.total:,}, {n_ours - ids_file.total:,} ids short "
+                                f"of the {n_ours:,} of the text: was it cut short (a copy or a write that did not "
+                                "finish)?")
     return reports
 
 
