@@ -1,12 +1,13 @@
-"""Benchmark: GPT-2 124M's many-position work (`gpt2 --score`, a long prompt's prefill) against HF transformers.
+"""Benchmark: GPT-2's many-position work (`gpt2 --score`, a long prompt's prefill) against HF transformers.
 
-    python bench/bench_score.py                          # 3 alternated rounds (about 6 minutes on 2 cores)
+    python bench/bench_score.py                          # 124M, 3 alternated rounds (about 6 minutes on 2 cores)
     python bench/bench_score.py --rounds 1 --tokens 2100 # quick check
+    python bench/bench_score.py --sizes 355M,774M,1558M --rounds 2 --tokens 1024 --repeats 1   # the larger sizes
     python bench/bench_score.py --baseline /work/main    # adds rows for another checkout's code, same run
 
-What it measures, fp32, on a 124M-shaped Hugging Face folder of random weights (speed does not depend on
-them; the first run writes it with gpt2_numpy.hfmodel.save_hf_folder to ~/.cache/gpt2-bench/124M-hf-random),
-both engines on the same number of threads (--threads, default 2: torch.set_num_threads and OPENBLAS_NUM_THREADS):
+What it measures, fp32, per size (--sizes), on the random-weight Hugging Face folders bench_generate.py writes
+(its ensure_folder, into --models-dir: speed does not depend on the weights), both engines on the same number of
+threads (--threads, default 2: torch.set_num_threads and OPENBLAS_NUM_THREADS):
 
 - score: `gpt2 --score`'s work (scoring.token_nlls) on --tokens ids in windows of 1,024 starting 512 apart,
   against HF's recipe on the same windows (model(input_ids, labels=...) with the overlap's labels -100, as
@@ -19,9 +20,10 @@ both engines on the same number of threads (--threads, default 2: torch.set_num_
   KVDecoder.decode; HF: the model's forward on one id with its past_key_values), the prefill untimed. A long
   prompt's first pass must leave the process as fast at one position per step as a short one's did.
 
-Every measurement runs in its own subprocess, engines alternated round by round (torch's OpenMP threads
-and OpenBLAS's spin-wait, so two engines in one process slow each other). Ratios are HF's seconds over
-ours (above 1: we are faster), one per round; the table gives their median and range.
+--measures picks some of the three (score, first, after). Every measurement runs in its own subprocess, engines
+alternated round by round (torch's OpenMP threads and OpenBLAS's spin-wait, so two engines in one process slow
+each other). Ratios are HF's seconds over ours (above 1: we are faster), one per round; the table gives their
+median and range.
 """
 import argparse
 import json
@@ -35,42 +37,14 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-SHAPE_124M = dict(n_vocab=50257, n_ctx=1024, n_embd=768, n_head=12, n_layer=12)
+sys.path.insert(0, str(REPO / "bench"))
+from bench_generate import SIZES, ensure_folder  # noqa: E402  (one writer of the random folders for every bench)
+
 WINDOW, STRIDE = 1024, 512
+MEASURES = {"score": "score", "first": "ttft", "after": "after"}  # --measures' names -> the workers' jobs
 
 
-# ------------------------------------------------------------------------- checkpoint
-def ensure_hf_folder(folder):
-    """A random 124M-shaped Hugging Face folder, written once (GPT-2's init: std 0.02, layer norms 1 and 0)."""
-    if (folder / "model.safetensors").is_file():
-        return folder
-    from gpt2_numpy.hfmodel import save_hf_folder
-
-    print(f"writing a random 124M-shaped Hugging Face folder to {folder} (once) ...", file=sys.stderr)
-    rng = np.random.default_rng(0)
-    d = SHAPE_124M["n_embd"]
-
-    def normal(*shape):
-        return rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
-
-    def norm():
-        return {"g": np.ones(d, np.float32), "b": np.zeros(d, np.float32)}
-
-    def dense(n_in, n_out):
-        return {"w": normal(n_in, n_out), "b": normal(n_out)}
-
-    params = {"wte": normal(SHAPE_124M["n_vocab"], d), "wpe": normal(SHAPE_124M["n_ctx"], d), "ln_f": norm(),
-              "blocks": [{"ln_1": norm(), "ln_2": norm(),
-                          "attn": {"c_attn": dense(d, 3 * d), "c_proj": dense(d, d)},
-                          "mlp": {"c_fc": dense(d, 4 * d), "c_proj": dense(4 * d, d)}}
-                         for _ in range(SHAPE_124M["n_layer"])]}
-    vocab = json.loads((REPO / "tokenizer" / "data" / "encoder.json").read_text(encoding="utf-8"))
-    lines = (REPO / "tokenizer" / "data" / "vocab.bpe").read_text(encoding="utf-8").split("\n")
-    merges = [tuple(line.split(" ")) for line in lines[1:] if line]
-    save_hf_folder(folder, SHAPE_124M, params, vocab, merges)
-    return folder
-
-
+# ------------------------------------------------------------------------------ ids
 def text_ids(n_tokens):
     """Deterministic ids spread over the vocabulary: the time does not depend on which ids they are."""
     return [(i * 104729 + 7919) % 50257 for i in range(n_tokens)]
@@ -200,6 +174,9 @@ def spread(values):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="124M", help=f"comma-separated, of {', '.join(SIZES)} (default 124M)")
+    parser.add_argument("--measures", default=",".join(MEASURES),
+                        help=f"comma-separated, of {', '.join(MEASURES)} (default all)")
     parser.add_argument("--tokens", type=int, default=8030, help="ids scored (default 8030, 16 windows)")
     parser.add_argument("--prompt-tokens", type=int, default=1000, help="prompt length for the first token")
     parser.add_argument("--after-tokens", type=int, default=16,
@@ -207,7 +184,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3, help="alternated rounds (one ratio each)")
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per process, after a warm-up (median)")
     parser.add_argument("--threads", type=int, default=2, help="threads for both engines")
-    parser.add_argument("--models-dir", type=Path, default=Path.home() / ".cache" / "gpt2-bench")
+    parser.add_argument("--models-dir", type=Path, default=Path.home() / ".cache" / "gpt2-bench" / "hf",
+                        help="where the random folders are (bench_generate.py's, written on first use)")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another checkout (e.g. the main branch) whose gpt2_numpy is timed too, same rounds")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -219,18 +197,35 @@ def main():
         engine, what = args.worker.split(":")
         print(json.dumps((worker_ours if engine == "ours" else worker_hf)(args, what)))
         return
+    sizes, measures = args.sizes.split(","), args.measures.split(",")
+    for name, given, known in (("--sizes", sizes, SIZES), ("--measures", measures, MEASURES)):
+        if not set(given) <= set(known):
+            parser.error(f"{name} takes {', '.join(known)}; got {', '.join(sorted(set(given) - set(known)))}")
+    load_before = os.getloadavg()[0]
+    sections = [(size, bench_size(args, size, [MEASURES[m] for m in MEASURES if m in measures])) for size in sizes]
+    print(f"\n`{' '.join([Path(sys.executable).name, 'bench/bench_score.py'] + sys.argv[1:])}` "
+          f"({args.threads} threads each; {args.rounds} alternated rounds, median (range); 1-min load "
+          f"average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after: other work on the machine skews "
+          f"every wall-clock figure; CPU seconds, of every thread of the process, much less)")
+    for size, section in sections:
+        print(f"\n{size}:\n")
+        print(section)
+
+
+def bench_size(args, size, whats):
+    """One size's rounds (its folder written first if missing); its tables, as text."""
     sys.path.insert(0, str(REPO))
     from gpt2_numpy.scoring import windows
 
-    args.folder = ensure_hf_folder(args.models_dir / "124M-hf-random")
+    args.folder = ensure_folder(args.models_dir, size)
     ours = {"ours": REPO} if args.baseline is None else {"ours": REPO, "baseline": args.baseline.resolve()}
-    jobs = [(name, what, repo) for what in ("score", "ttft", "after") for name, repo in ours.items()]
-    jobs += [("hf", what, REPO) for what in ("score", "score_keep", "ttft", "generate", "after")]
-    load_before = os.getloadavg()[0]
+    hf_jobs = {"score": ("score", "score_keep"), "ttft": ("ttft", "generate"), "after": ("after",)}
+    jobs = [(name, what, repo) for what in whats for name, repo in ours.items()]
+    jobs += [("hf", job, REPO) for what in whats for job in hf_jobs[what]]
     results = {}  # (name, what) -> [result per round]
     for round_number in range(args.rounds):
         for name, what, repo in jobs if round_number % 2 == 0 else reversed(jobs):  # alternate the order too
-            print(f"  round {round_number + 1}/{args.rounds}: {name} {what} ...", file=sys.stderr, flush=True)
+            print(f"  {size} round {round_number + 1}/{args.rounds}: {name} {what} ...", file=sys.stderr, flush=True)
             engine = "hf" if name == "hf" else "ours"
             results.setdefault((name, what), []).append(run_worker(args, engine, what, repo))
 
@@ -241,39 +236,42 @@ def main():
         return [p / o for p, o in zip(seconds(*peer, kind), seconds(name, what, kind))]
 
     n_windows = len(windows(args.tokens, WINDOW, stride=STRIDE))
-    print(f"\n`{' '.join([Path(sys.executable).name, 'bench/bench_score.py'] + sys.argv[1:])}` "
-          f"({args.threads} threads each; {args.rounds} alternated rounds, median (range); 1-min load "
-          f"average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after: other work on the machine skews "
-          f"every wall-clock figure; CPU seconds, of every thread of the process, much less)\n")
+    lines = []
     for kind, title in (("seconds", "wall-clock seconds"), ("cpu_seconds", "CPU seconds")):
-        print(f"| measure | engine | {title} | HF's recipe / this | HF's leanest / this |")
-        print("| --- | --- | --- | --- | --- |")
+        lines += [f"| measure | engine | {title} | HF's recipe / this | HF's leanest / this |",
+                  "| --- | --- | --- | --- | --- |"]
         for label, what, recipe, leanest in (
                 (f"score {args.tokens} ids ({n_windows} windows of {WINDOW}, stride {STRIDE})", "score",
                  ("hf", "score"), ("hf", "score_keep")),
                 (f"first token of a {args.prompt_tokens}-token prompt", "ttft", ("hf", "generate"), ("hf", "ttft")),
                 (f"a step after that prompt, in ms (median of {args.after_tokens})", "after", ("hf", "after"),
                  ("hf", "after"))):
+            if what not in whats:
+                continue
             scale = 1000 if what == "after" else 1  # a step's time in milliseconds
             for name in ours:
                 s = [scale * value for value in seconds(name, what, kind)]
-                print(f"| {label} | {name} ({'this checkout' if name == 'ours' else args.baseline}) | "
-                      f"{statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) | "
-                      f"{spread(ratios(recipe, name, what, kind))} | {spread(ratios(leanest, name, what, kind))} |")
+                lines.append(f"| {label} | {name} ({'this checkout' if name == 'ours' else args.baseline}) | "
+                             f"{statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) | "
+                             f"{spread(ratios(recipe, name, what, kind))} | "
+                             f"{spread(ratios(leanest, name, what, kind))} |")
             hf_rows = {"score": ((recipe, "labels="), (leanest, "logits_to_keep")),
                        "ttft": ((recipe, "generate()"), (leanest, "logits_to_keep")),
                        "after": ((recipe, "past_key_values"),)}[what]
             for peer, how in hf_rows:
                 s = [scale * value for value in seconds(*peer, kind)]
-                print(f"| {label} | HF transformers ({how}) | {statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) "
-                      f"| | |")
-        print()
-    nll = {name: results[(name, "score")][0]["mean_nll"] for name in list(ours) + ["hf"]}
-    tokens = {name: results[(name, "ttft")][0]["token"] for name in list(ours) + ["hf"]}
-    last = {name: results[(name, "after")][0]["token"] for name in list(ours) + ["hf"]}
-    print(f"mean NLL (nats/token): {', '.join(f'{k} {v:.6f}' for k, v in nll.items())}; "
-          f"first token: {', '.join(f'{k} {v}' for k, v in tokens.items())}; "
-          f"token after {args.after_tokens} steps: {', '.join(f'{k} {v}' for k, v in last.items())}")
+                lines.append(f"| {label} | HF transformers ({how}) | "
+                             f"{statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f}) | | |")
+        lines.append("")
+    agree = []  # what both engines computed, from the first round: equal, or the bench is comparing unlike work
+    for what, field, label in (("score", "mean_nll", "mean NLL (nats/token)"), ("ttft", "token", "first token"),
+                               ("after", "token", f"token after {args.after_tokens} steps")):
+        if what in whats:
+            values = {name: results[(name, what)][0][field] for name in list(ours) + ["hf"]}
+            shown = {name: f"{v:.6f}" if isinstance(v, float) else str(v) for name, v in values.items()}
+            agree.append(f"{label}: {', '.join(f'{k} {v}' for k, v in shown.items())}")
+    lines.append("; ".join(agree))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
