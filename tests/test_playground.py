@@ -470,6 +470,79 @@ def test_a_saved_tokenizer_named_as_a_registered_encoding_is_served_not_hidden(t
         tiny.encode("newest"), get_encoding("cl100k_base").encode("newest")]
 
 
+def tiny_saved(name: str) -> Encoding:
+    """A saved tokenizer named ``name`` (a folder's name), with two merges of its own: es, est."""
+    return Encoding.from_vocab_merges({**{i: bytes([i]) for i in range(256)}, 256: b"es", 257: b"est"},
+                                      [(b"e", b"s"), (b"es", b"t")], name=name)
+
+
+@pytest.fixture(scope="module")
+def comma_server():
+    """A playground offering saved tokenizers whose folder names hold commas, one of them two registered names."""
+    playground = Playground([tiny_saved("my,tok"), tiny_saved("gpt2,cl100k_base")])
+    server = PlaygroundServer(playground, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def compared_names(server, query: str = "", body: dict | None = None) -> list[str]:
+    """The encodings /api/compare answered for "newest", asked with a query or a POST of a JSON object."""
+    if body is None:
+        answer = get_json(server, f"/api/compare?text=newest&{query}")
+    else:
+        code, _, data = fetch(server, "/api/compare", json.dumps({"text": "newest", **body}).encode())
+        assert code == 200, data
+        answer = json.loads(data)
+    return [r["encoding"] for r in answer["results"]]
+
+
+def test_compare_takes_each_name_whole_however_many_commas_it_holds(comma_server):
+    """The names to compare were joined with commas and split at every comma: a saved folder called my,tok
+    could not be compared (unknown encoding 'my'), and a list of names had no other way to be sent."""
+    assert compared_names(comma_server, "encodings=my%2Ctok&encodings=gpt2") == ["my,tok", "gpt2"]
+    assert compared_names(comma_server, body={"encodings": ["my,tok", "gpt2"]}) == ["my,tok", "gpt2"]
+    assert compared_names(comma_server, body={"encodings": ["gpt2,cl100k_base"]}) == ["gpt2,cl100k_base"]
+    answer = comma_server.playground.answer("/api/compare", {"text": "newest", "encodings": ["my,tok", "gpt2"]})
+    assert [[t["id"] for t in r["tokens"]] for r in answer["results"]] == [
+        tiny_saved("my,tok").encode("newest"), get_encoding("gpt2").encode("newest")]
+
+
+@pytest.mark.parametrize("joined, names", [
+    ("gpt2,o200k_base", ["gpt2", "o200k_base"]),  # the old links' and scripts' form keeps working
+    ("gpt2, o200k_base,", ["gpt2", "o200k_base"]),  # spaces around a name and blank items, as before
+    ("my,tok", ["my,tok"]),  # one name, whole
+    ("gpt2,my,tok", ["gpt2", "my,tok"]),  # the one way to read it
+    ("gpt2,cl100k_base", ["gpt2,cl100k_base"]),  # a name given whole is that name
+])
+def test_compare_still_reads_names_joined_by_commas_where_they_read_one_way(comma_server, joined, names):
+    assert compared_names(comma_server, f"encodings={quote(joined)}") == names
+    assert compared_names(comma_server, body={"encodings": joined}) == names
+
+
+@pytest.mark.parametrize("query, status, message", [
+    ("encodings=gpt2,cl100k_base,o200k_base", 400,
+     "encodings='gpt2,cl100k_base,o200k_base' reads as gpt2 | cl100k_base | o200k_base or as gpt2,cl100k_base | "
+     "o200k_base (a name holds a comma): give each name as a field of its own, encodings=A&encodings=B"),
+    ("encodings=gpt2,my", 400, "unknown encoding 'my'; pass one of my,tok, gpt2,cl100k_base, gpt2, "),
+    ("encodings=gpt2&encodings=my", 400, "unknown encoding 'my'; pass one of "),
+    ("encodings=gpt2&encodings=gpt2&encodings=gpt2&encodings=gpt2&encodings=gpt2", 400,
+     "5 encodings; compare takes 1 to 4"),
+    ("encodings=gpt2&text=a", 400, "text given more than once; give each field once"),
+])
+def test_compare_says_what_it_cannot_read(comma_server, query, status, message):
+    answer = get_json(comma_server, f"/api/compare?text=newest&{query}", status)
+    assert list(answer) == ["error"] and answer["error"].startswith(message), answer
+
+
+def test_only_the_list_of_encodings_to_compare_takes_a_list(comma_server):
+    code, _, data = fetch(comma_server, "/api/encode", json.dumps({"text": "hi", "encoding": ["gpt2"]}).encode())
+    assert (code, json.loads(data)) == (400, {"error": "field 'encoding' is list; send a string"})
+    code, _, data = fetch(comma_server, "/api/compare", json.dumps({"text": "hi", "encodings": ["gpt2", 2]}).encode())
+    assert (code, json.loads(data)) == (400, {"error": "field 'encodings' holds a int; send a list of strings"})
+
+
 # ---- the serve command ------------------------------------------------------------------------------------
 
 
@@ -1071,3 +1144,36 @@ def test_a_merge_trace_stays_when_only_the_view_changes(browser, server):
     wait_for(lambda: page_shows(browser, "Not all heroes wear capes. More.", "gpt2"))
     assert "Click a token" in browser.find_element("id", "merge-trace").text
     assert not browser.find_elements("css selector", "#tokens .selected")
+
+
+def compare_rows(browser, names: list[str]) -> bool:
+    """The compare panel's rows are of these encodings, in this order, each with "newest"'s tokens under it."""
+    rows = browser.find_elements("css selector", "#compare-rows .compare-row")
+    encodings = {"my,tok": tiny_saved("my,tok"), "gpt2,cl100k_base": tiny_saved("gpt2,cl100k_base")}
+    return [row.get_attribute("data-encoding") for row in rows] == names and all(
+        [int(e.get_attribute("data-token-id")) for e in row.find_elements("css selector", "[data-token-id]")]
+        == (encodings.get(name) or get_encoding(name)).encode("newest") for row, name in zip(rows, names))
+
+
+def test_a_link_compares_encodings_whose_names_hold_commas(browser, comma_server):
+    """The page's link joined the names to compare with commas, and the page split them at every comma (as the
+    API did): a saved folder called my,tok could be picked to compare with, and then its row was an error."""
+    browser.get(comma_server.url + "?text=newest&encoding=gpt2&compare=my%2Ctok&compare=gpt2%2Ccl100k_base")
+    wait_for(lambda: compare_rows(browser, ["gpt2", "my,tok", "gpt2,cl100k_base"]))
+    assert not browser.find_element("id", "error").is_displayed()
+    assert browser.current_url.endswith("&compare=my%2Ctok&compare=gpt2%2Ccl100k_base")
+    select(browser, "compare-2", "")
+    select(browser, "compare-1", "gpt2,cl100k_base")
+    wait_for(lambda: compare_rows(browser, ["gpt2", "gpt2,cl100k_base"]))
+    browser.refresh()  # one name whole, though it reads as two names joined by a comma too
+    wait_for(lambda: compare_rows(browser, ["gpt2", "gpt2,cl100k_base"]))
+    # an older link, names joined by commas, opens as before where it reads one way only
+    browser.get(comma_server.url + "?text=newest&encoding=gpt2&compare=cl100k_base,my,tok")
+    wait_for(lambda: compare_rows(browser, ["gpt2", "cl100k_base", "my,tok"]))
+    browser.get(comma_server.url + "?text=newest&encoding=gpt2&compare=gpt2,cl100k_base,o200k_base")
+    wait_for(lambda: page_shows(browser, "newest", "gpt2"))
+    assert browser.find_element("id", "error").text == (
+        'compare="gpt2,cl100k_base,o200k_base" in the link reads as gpt2 | cl100k_base | o200k_base or as '
+        "gpt2,cl100k_base | o200k_base (a name holds a comma); comparing with neither: give each encoding a "
+        "compare= of its own")
+    assert not browser.find_element("id", "compare").is_displayed()

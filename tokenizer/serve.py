@@ -8,7 +8,8 @@ JSON API, which scripts may use too (GET with a query, or POST a JSON object of 
 
     GET /api/encodings                                 the encodings on offer, the default, whether a model is on
     GET /api/encode?text=hi%20there&encoding=gpt2      tokens: id, text, bytes, GPT-2 form, byte span; counts
-    GET /api/compare?text=...&encodings=gpt2,o200k_base   each encoding's tokens, those split differently marked
+    GET /api/compare?text=...&encodings=gpt2&encodings=o200k_base   each encoding's tokens, those split
+                                                       differently marked (the older encodings=gpt2,o200k_base too)
     GET /api/explain?text=...&encoding=gpt2&token=1    the pre-token holding token 1 and its merges, step by step
     GET /api/next?text=...                             GPT-2's 10 likeliest next tokens (gpt2 --serve); "partial"
                                                        marks those holding part of a character, no text to add
@@ -21,7 +22,9 @@ makes (``id``; OpenAI's encodings also rank merges by it), never by a bare rank.
 (unknown encoding or field, text over a limit below, a malformed query, a URL over 64 KB, a method other than
 GET, POST, HEAD and OPTIONS) is answered with a 4xx or 5xx status and
 ``{"error": "one line that says what to pass instead"}``. HEAD answers as GET does, without the body; OPTIONS
-lists a path's methods in its ``Allow`` header.
+lists a path's methods in its ``Allow`` header. Each field is given once, but for compare's ``encodings``: one
+field per name (a JSON list in a POST), since a saved tokenizer's name is its folder's and may hold a comma. One
+``encodings`` field is one name, or names joined by commas where they read only one way (the older form).
 
 The answers are :mod:`tokenizer.teach`'s (pre_tokens, merge_story, token_spans, split_differences): this module
 turns HTTP into calls and results into JSON. The next-token panel asks the model it was handed (any object
@@ -62,8 +65,10 @@ from .vocab_files import token_to_gpt2_str
 MAX_CHARS = 20_000  # longest text the API takes (encode, explain, next)
 MAX_COMPARE_CHARS = 5_000  # longest text compare takes: it lists the tokens of up to 4 encodings
 MAX_BODY = 1_000_000  # bytes of a POST body (20,000 characters of JSON-escaped text fit)
+MAX_COMPARED = 4  # encodings one compare lists
 # and MAX_EXPLAIN_BYTES, the longest pre-token explain replays: tokenizer.teach's, the explain command's too
 TOP_K = 10
+LIST_FIELDS = {"encodings"}  # the fields given once per item (repeated in a query, a list in a POST body)
 PAGE_DIR = Path(__file__).resolve().parent / "playground"
 PAGE_FILES = {  # URL path -> (file in PAGE_DIR, content type); nothing else is served from disk
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -121,7 +126,8 @@ class Playground:
             "/api/next": (self.next_tokens, {"text", "special"}),
         }
 
-    def answer(self, path: str, fields: dict[str, str]) -> dict:
+    def answer(self, path: str, fields: dict[str, str | list[str]]) -> dict:
+        """The answer to ``fields``: each a string, but for :data:`LIST_FIELDS`, a string or a list of them."""
         if path not in self.routes:
             raise ApiError(HTTPStatus.NOT_FOUND, f"no API at {path}; the API is {', '.join(self.routes)}")
         handler, takes = self.routes[path]
@@ -129,6 +135,9 @@ class Playground:
         if unknown:
             raise ApiError(HTTPStatus.BAD_REQUEST, f"{path} takes {', '.join(sorted(takes)) or 'no fields'}; "
                            f"got {', '.join(unknown)}")
+        repeated = sorted(name for name, value in fields.items() if isinstance(value, list) and name not in LIST_FIELDS)
+        if repeated:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{', '.join(repeated)} given more than once; give each field once")
         return handler(fields)
 
     # ---- the fields
@@ -191,10 +200,10 @@ class Playground:
         text = self.text(fields, limit=MAX_COMPARE_CHARS, does="compares",
                          instead=f"compare a part of it, or encode it alone (up to {MAX_CHARS:,})")
         rule = self.special(fields)
-        names = [name.strip() for name in fields.get("encodings", "").split(",") if name.strip()]
-        names = names or [name for name, _ in COMPARED]
-        if not 1 <= len(names) <= 4:
-            raise ApiError(HTTPStatus.BAD_REQUEST, f"{len(names)} encodings; compare takes 1 to 4, comma separated")
+        names = self.compared_names(fields.get("encodings", ""))
+        if not 1 <= len(names) <= MAX_COMPARED:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{len(names)} encodings; compare takes 1 to {MAX_COMPARED}, "
+                           "each as a field of its own: encodings=A&encodings=B")
         encs = [self.encoding(name) for name in names]
         answers = [tokens_answer(text, name, enc, self.encode_ids(text, enc, rule)) for name, enc in zip(names, encs)]
         differs = split_differences([[(t["start"], t["end"]) for t in a["tokens"]] for a in answers])
@@ -202,6 +211,22 @@ class Playground:
             for token, differ in zip(answer["tokens"], marks):
                 token["differs"] = differ
         return {"results": answers}
+
+    def compared_names(self, given: str | list[str]) -> list[str]:
+        """The names of the encodings to compare: each item of a list, whole; one string is one name, or names
+        joined by commas (the older form) where they read only one way; none, the page's default."""
+        if isinstance(given, list):
+            return given
+        if given in self.names:
+            return [given]
+        readings = comma_readings(given, self.names)
+        if len(readings) > 1:
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"encodings={given!r:.100} reads as "
+                           f"{' or as '.join(' | '.join(names) for names in readings)} (a name holds a comma): "
+                           "give each name as a field of its own, encodings=A&encodings=B")
+        # no reading: an unknown name, which self.encoding() names in its error
+        names = readings[0] if readings else [name.strip() for name in given.split(",") if name.strip()]
+        return names or [name for name, _ in COMPARED]
 
     def explain(self, fields) -> dict:
         text, rule = self.text(fields), self.special(fields)
@@ -234,6 +259,39 @@ class Playground:
                     "probability": p} for i, p in self.model.top(ids)]
         return {"model": self.model.name, "context": min(len(ids), self.model.n_ctx), "tokens": len(ids),
                 "next": guesses}
+
+
+def comma_readings(joined: str, names: list[str]) -> list[list[str]]:
+    """The ways, at most two, to read ``joined`` as ``names`` joined by commas, when a name may hold commas
+    itself: with gpt2, o200k_base and "gpt2,o200k_base" on offer, "gpt2,o200k_base,gpt2" reads as
+    gpt2 | o200k_base | gpt2 and as gpt2,o200k_base | gpt2. Spaces around an item and blank items are not
+    names (`a, b,` is a and b), as in the older comma-joined form."""
+    parts = joined.split(",")
+    known = set(names)
+    widest = 1 + max((name.count(",") for name in names), default=0)  # the most parts one name spans
+
+    def items(start: int):
+        """``(end, item)`` of each item that can start at part ``start``: a name, or nothing for a blank part."""
+        for end in range(start + 1, min(start + widest, len(parts)) + 1):
+            item = ",".join(parts[start:end]).strip()
+            if item in known or (not item and end == start + 1):
+                yield end, item
+
+    ways = [0] * len(parts) + [1]  # ways[i]: how many readings parts[i:] has, counted up to 2
+    for start in reversed(range(len(parts))):
+        ways[start] = min(2, sum(ways[end] for end, _ in items(start)))
+    readings = []
+    for which in range(ways[0]):  # the first reading, then the second: walk the parts, choosing an item each step
+        reading, start, skip = [], 0, which
+        while start < len(parts):
+            for end, item in items(start):
+                if skip < ways[end]:
+                    break
+                skip -= ways[end]
+            reading += [item] if item else []
+            start = end
+        readings.append(reading)
+    return readings
 
 
 @lru_cache(maxsize=1 << 15)
@@ -341,7 +399,7 @@ class Handler(BaseHTTPRequestHandler):
             status, body = self.server.answer(path, fields)
         self.send(status, body, "application/json; charset=utf-8")
 
-    def body_fields(self) -> dict[str, str]:
+    def body_fields(self) -> dict[str, str | list[str]]:
         given = self.headers.get("Content-Length")
         if given is None:
             raise ApiError(HTTPStatus.LENGTH_REQUIRED, "POST needs a Content-Length header")
@@ -363,6 +421,11 @@ class Handler(BaseHTTPRequestHandler):
         for name, value in fields.items():
             if isinstance(value, int) and not isinstance(value, bool):
                 fields[name] = str(value)
+            elif isinstance(value, list) and name in LIST_FIELDS:
+                odd = next((item for item in value if not isinstance(item, str)), None)
+                if odd is not None:
+                    raise ApiError(HTTPStatus.BAD_REQUEST, f"field {name!r} holds a {type(odd).__name__}; send a "
+                                   "list of strings")
             elif not isinstance(value, str):
                 raise ApiError(HTTPStatus.BAD_REQUEST, f"field {name!r} is {type(value).__name__}; send a string")
         return fields
@@ -399,17 +462,15 @@ class Handler(BaseHTTPRequestHandler):
         pass  # a request log would bury the one line that matters: where the page is
 
 
-def query_fields(query: str) -> dict[str, str]:
-    """``text=a%20b&encoding=gpt2`` -> ``{"text": "a b", "encoding": "gpt2"}``; each field once."""
+def query_fields(query: str) -> dict[str, str | list[str]]:
+    """``text=a%20b&encodings=gpt2&encodings=r50k_base`` -> ``{"text": "a b", "encodings": ["gpt2", "r50k_base"]}``:
+    a field given more than once is a list (:meth:`Playground.answer` takes one only for :data:`LIST_FIELDS`)."""
     try:
         pairs = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query), errors="strict")
     except ValueError as e:  # a field without "=", or percent-escapes that are not UTF-8
         raise ApiError(HTTPStatus.BAD_REQUEST, f"malformed query ({e}); send name=value pairs joined by &, "
                        "percent-encoded UTF-8") from None
-    repeated = sorted(name for name, values in pairs.items() if len(values) > 1)
-    if repeated:
-        raise ApiError(HTTPStatus.BAD_REQUEST, f"{', '.join(repeated)} given more than once; give each field once")
-    return {name: values[0] for name, values in pairs.items()}
+    return {name: values if len(values) > 1 else values[0] for name, values in pairs.items()}
 
 
 def json_body(answer: dict) -> bytes:
@@ -438,11 +499,11 @@ class PlaygroundServer(ThreadingHTTPServer):
         self.workers = ThreadPoolExecutor(workers, thread_name_prefix="playground-answer")
         super().__init__((host, port), Handler)
 
-    def answer(self, path: str, fields: dict[str, str]) -> tuple[int, bytes]:
+    def answer(self, path: str, fields: dict[str, str | list[str]]) -> tuple[int, bytes]:
         """``(status, JSON body)`` of an API request, computed by one of the workers."""
         return self.workers.submit(self.compute, path, fields).result()
 
-    def compute(self, path: str, fields: dict[str, str]) -> tuple[int, bytes]:
+    def compute(self, path: str, fields: dict[str, str | list[str]]) -> tuple[int, bytes]:
         try:
             return HTTPStatus.OK, json_body(self.playground.answer(path, fields))
         except ApiError as e:

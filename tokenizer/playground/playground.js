@@ -51,7 +51,7 @@ function showError(message) {
   $("error").hidden = !message;
 }
 
-// ---- the URL: ?text=...&encoding=...&special=...&view=...&compare=a,b --------------------------------------
+// ---- the URL: ?text=...&encoding=...&special=...&view=...&compare=a&compare=b ---------------------------
 
 function readUrl() {
   const query = new URLSearchParams(location.search);
@@ -66,8 +66,9 @@ function readUrl() {
   const view = document.querySelector(`input[name="view"][value="${CSS.escape(query.get("view") || "text")}"]`);
   if (view) view.checked = true;
   else mistakes.push(`unknown view ${JSON.stringify(query.get("view"))} in the link; using text`);
-  if (query.get("compare")) {
-    const [first, second] = query.get("compare").split(",");
+  const compared = linkedNames(query.getAll("compare"), mistakes);
+  if (compared.length) {
+    const [first, second] = compared;
     $("compare-on").checked = true;
     pick($("compare-1"), first, "encoding to compare");
     if (second) pick($("compare-2"), second, "encoding to compare");
@@ -76,11 +77,64 @@ function readUrl() {
   state.linkMistakes = mistakes.join("; ");
 }
 
+// The encodings a link compares with: one compare= per name, since a saved tokenizer's name is its folder's and
+// may hold a comma. An older link joined them with commas in one compare=, which is read where it reads one way.
+function linkedNames(values, mistakes) {
+  if (values.length !== 1 || state.names.includes(values[0])) return values.filter(Boolean);
+  const readings = commaReadings(values[0], state.names);
+  if (readings.length > 1) {
+    mistakes.push(`compare=${JSON.stringify(values[0])} in the link reads as `
+      + `${readings.map((names) => names.join(" | ")).join(" or as ")} (a name holds a comma); comparing with `
+      + "neither: give each encoding a compare= of its own");
+    return [];
+  }
+  // no reading: an unknown name, which pick() names
+  return readings.length ? readings[0] : values[0].split(",").map((name) => name.trim()).filter(Boolean);
+}
+
+// The ways, at most two, to read `joined` as `names` joined by commas when a name may hold commas itself
+// (tokenizer/serve.py's comma_readings, for the API's older encodings=a,b): with gpt2, o200k_base and
+// "gpt2,o200k_base" on offer, "gpt2,o200k_base,gpt2" reads as gpt2 | o200k_base | gpt2 and as
+// gpt2,o200k_base | gpt2. Spaces around an item and blank items are not names.
+function commaReadings(joined, names) {
+  const parts = joined.split(",");
+  const known = new Set(names);
+  const widest = 1 + Math.max(0, ...names.map((name) => name.split(",").length - 1));  // parts one name spans
+  const items = (start) => {  // [end, item] of each item that can start at part `start`
+    const found = [];
+    for (let end = start + 1; end <= Math.min(start + widest, parts.length); end++) {
+      const item = parts.slice(start, end).join(",").trim();
+      if (known.has(item) || (!item && end === start + 1)) found.push([end, item]);
+    }
+    return found;
+  };
+  const ways = new Array(parts.length).fill(0).concat([1]);  // ways[i]: readings of parts[i:], counted up to 2
+  for (let start = parts.length - 1; start >= 0; start--) {
+    ways[start] = Math.min(2, items(start).reduce((sum, [end]) => sum + ways[end], 0));
+  }
+  const readings = [];
+  for (let which = 0; which < ways[0]; which++) {  // walk the parts, choosing an item each step
+    const reading = [];
+    let start = 0;
+    let skip = which;
+    while (start < parts.length) {
+      const choices = items(start);
+      let choice = 0;
+      while (skip >= ways[choices[choice][0]]) skip -= ways[choices[choice++][0]];
+      const [end, item] = choices[choice];
+      if (item) reading.push(item);
+      start = end;
+    }
+    readings.push(reading);
+  }
+  return readings;
+}
+
 function writeUrl(s) {
   const query = new URLSearchParams({ text: s.text, encoding: s.encoding });
   if (s.special !== state.specialDefault) query.set("special", s.special);
   if (s.view !== "text") query.set("view", s.view);
-  if (s.compare.length) query.set("compare", s.compare.join(","));
+  for (const name of s.compare) query.append("compare", name);  // one each: a name may hold a comma
   // the server reads a request line of up to 64 KB (tokenizer/serve.py): a link holding a longer text would
   // not open the page again, not even on reload, so such a link keeps the settings and leaves the text out
   const tooLong = `GET /?${query} HTTP/1.1\r\n`.length > MAX_LINK_BYTES;
@@ -345,7 +399,7 @@ async function update() {
   if (s.compare.length) {
     try {
       const compared = await api("/api/compare", { text: s.text, special: s.special,
-                                                   encodings: [s.encoding, ...s.compare].join(",") });
+                                                   encodings: [s.encoding, ...s.compare] });
       if (current()) drawCompare(compared.results, s.view);
     } catch (e) {
       if (current()) panelError($("compare-rows"), e.message);
