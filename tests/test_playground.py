@@ -1177,3 +1177,14 @@ def test_a_link_compares_encodings_whose_names_hold_commas(browser, comma_server
         "gpt2,cl100k_base | o200k_base (a name holds a comma); comparing with neither: give each encoding a "
         "compare= of its own")
     assert not browser.find_element("id", "compare").is_displayed()
+
+
+@pytest.mark.parametrize("compare", ["compare=cl100k_base&compare=o200k_base&compare=r50k_base&compare=p50k_base",
+                                     "compare=cl100k_base,o200k_base,r50k_base,p50k_base"])
+def test_a_link_comparing_with_more_than_two_says_which_it_left_out(browser, server, compare):
+    """The page has two encodings to compare with: a link naming more compared the first two and silently
+    dropped the rest, from the page and from the link it wrote back."""
+    browser.get(server.url + f"?text=newest&{compare}")
+    wait_for(lambda: compare_rows(browser, ["gpt2", "cl100k_base", "o200k_base"]))
+    assert browser.find_element("id", "error").text == (
+        'the page compares with at most two encodings; left out of the link: "r50k_base", "p50k_base"')

@@ -67,6 +67,10 @@ function readUrl() {
   if (view) view.checked = true;
   else mistakes.push(`unknown view ${JSON.stringify(query.get("view"))} in the link; using text`);
   const compared = linkedNames(query.getAll("compare"), mistakes);
+  if (compared.length > 2) {  // the page's two selectors: the rest are not compared, and the page says which
+    mistakes.push("the page compares with at most two encodings; left out of the link: "
+      + compared.slice(2).map((name) => JSON.stringify(name)).join(", "));
+  }
   if (compared.length) {
     const [first, second] = compared;
     $("compare-on").checked = true;
