@@ -1188,3 +1188,127 @@ def test_a_link_comparing_with_more_than_two_says_which_it_left_out(browser, ser
     wait_for(lambda: compare_rows(browser, ["gpt2", "cl100k_base", "o200k_base"]))
     assert browser.find_element("id", "error").text == (
         'the page compares with at most two encodings; left out of the link: "r50k_base", "p50k_base"')
+
+
+class SlowPlayground(Playground):
+    """A playground that notes each text it encodes and each token it explains, and takes 2 s over the text
+    "slow" and over token 0's merges."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoded, self.explained = [], []
+
+    def encode(self, fields):
+        self.encoded.append(fields.get("text", ""))
+        if fields.get("text") == "slow":
+            time.sleep(2)
+        return super().encode(fields)
+
+    def explain(self, fields):
+        self.explained.append(fields.get("token"))
+        if fields.get("token") == "0":
+            time.sleep(2)
+        return super().explain(fields)
+
+
+RECORD_FETCHES = """window.asked = [];  // each request the page sends: its body and whether it was aborted
+    const fetchNow = window.fetch;
+    window.fetch = (path, init) => {
+      window.asked.push({ path: String(path), body: init.body, signal: init.signal });
+      return fetchNow(path, init);
+    };"""
+
+
+def aborted(browser, path: str, part: str) -> list[bool]:
+    """Whether each request the page sent to ``path`` with ``part`` in its body was aborted."""
+    return browser.execute_script("return window.asked.filter((a) => a.path === arguments[0] && "
+                                  "a.body.includes(arguments[1])).map((a) => Boolean(a.signal && a.signal.aborted))",
+                                  path, part)
+
+
+def type_text(browser, text: str) -> None:
+    browser.execute_script("const box = document.getElementById('text'); box.value = arguments[0];"
+                           "box.dispatchEvent(new Event('input'));", text)
+
+
+def test_a_request_a_newer_one_replaced_is_aborted_and_not_computed(browser):
+    """Typing on while an answer was on its way, or clicking another token, left the older requests running:
+    the page dropped their answers when they came, but the browser waited for them (six at a time to one
+    server), and the server computed each, however long ago its client had moved on."""
+    playground = SlowPlayground()
+    server = PlaygroundServer(playground, "127.0.0.1", 0, workers=1)  # one worker: a request waits its turn
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        browser.get(server.url)
+        wait_for(lambda: browser.execute_script("return document.body.dataset.ready"))
+        browser.execute_script(RECORD_FETCHES)
+        type_text(browser, "slow")  # the worker is busy with it for 2 s
+        wait_for(lambda: playground.encoded[-1:] == ["slow"])
+        type_text(browser, "gone")  # waits for the worker, and is replaced meanwhile
+        wait_for(lambda: len(aborted(browser, "/api/encode", '"gone"')) == 1)  # sent
+        type_text(browser, "fast")
+        wait_for(lambda: page_shows(browser, "fast", "gpt2"))
+        assert aborted(browser, "/api/encode", '"slow"') == aborted(browser, "/api/encode", '"gone"') == [True]
+        assert aborted(browser, "/api/encode", '"fast"') == [False]
+        assert playground.encoded == ["", "slow", "fast"]  # the worker never took up the request left behind
+        # a merge trace asked for, then another token's: the first request is aborted, its answer never drawn
+        type_text(browser, "Not all heroes")
+        wait_for(lambda: page_shows(browser, "Not all heroes", "gpt2"))
+        browser.find_elements("css selector", "#tokens [data-token-id]")[0].click()
+        wait_for(lambda: playground.explained[-1:] == ["0"])
+        browser.find_elements("css selector", "#tokens [data-token-id]")[2].click()
+        wait_for(lambda: "Token 2:" in browser.find_element("id", "merge-trace").text)
+        assert aborted(browser, "/api/explain", '"token":0') == [True]
+        assert aborted(browser, "/api/explain", '"token":2') == [False]
+        # and so is one of a text that changed since
+        browser.find_elements("css selector", "#tokens [data-token-id]")[0].click()
+        wait_for(lambda: len(aborted(browser, "/api/explain", '"token":0')) == 2)
+        type_text(browser, "Not all heroes wear")
+        wait_for(lambda: page_shows(browser, "Not all heroes wear", "gpt2"))
+        assert aborted(browser, "/api/explain", '"token":0') == [True, True]
+        time.sleep(2.5)  # the slow answers would have come by now
+        assert page_shows(browser, "Not all heroes wear", "gpt2") and "Click a token" in browser.find_element(
+            "id", "merge-trace").text
+        assert not browser.find_element("id", "error").is_displayed()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_request_whose_client_left_before_a_worker_took_it_up_is_not_computed():
+    playground = SlowPlayground()
+    server = PlaygroundServer(playground, "127.0.0.1", 0, workers=1)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        first = threading.Thread(target=get_json, args=(server, "/api/encode?text=slow"))
+        first.start()
+        wait_for(lambda: playground.encoded == ["slow"])  # the worker is busy with it for 2 s
+        with socket.create_connection(server.server_address[:2], timeout=10) as client:
+            client.sendall(b"GET /api/encode?text=gone HTTP/1.1\r\nHost: playground\r\n\r\n")
+            time.sleep(0.5)  # read, and waiting for the worker; then the client leaves
+        assert get_json(server, "/api/encode?text=next")["count"]["tokens"] == 1
+        first.join()
+        assert playground.encoded == ["slow", "next"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_connection_of_a_descriptor_past_1024_is_answered(server):
+    """A look at the client's socket with select(), which takes file descriptors below 1,024 only, took a
+    connection of a room's 1,025th descriptor for a client that had left, and answered nothing."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(1200, hard), hard))
+    held = []
+    try:
+        with open(os.devnull) as null:
+            while not held or held[-1] < 1030:
+                held.append(os.dup(null.fileno()))
+        assert get_json(server, "/api/encode?text=hi")["count"]["tokens"] == 1
+    finally:
+        for descriptor in held:
+            os.close(descriptor)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -33,13 +33,17 @@ with ``name``, ``n_ctx`` and ``top(ids, k)``, see :class:`NextTokenModel`) about
 
 It listens on 127.0.0.1 (this machine) unless told otherwise; ``--host 0.0.0.0`` serves a room, sized for one
 (:class:`PlaygroundServer`: connections wait in a backlog, never dropped; a few workers compute the answers in
-turn; limits bound what one request can cost). What it does not do: know who asks. There is no login and no
-TLS; it reads only the text each request sends, writes nothing to disk and keeps no state between requests.
+turn, skipping a request whose client closed its connection before a worker took it up, as the page does with
+a request a newer one replaced, so a client keeps its sending side open until it has its answer; limits bound
+what one request can cost). What it does not do: know who asks. There is no login and no TLS; it reads only
+the text each request sends, writes nothing to disk and keeps no state between requests.
 """
 
 from __future__ import annotations
 
 import json
+import selectors
+import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
@@ -396,8 +400,25 @@ class Handler(BaseHTTPRequestHandler):
         except ApiError as e:
             status, body = e.status, json_body({"error": str(e)})
         else:
-            status, body = self.server.answer(path, fields)
+            answered = self.server.answer(path, fields, gone=self.client_gone)
+            if answered is None:  # the client left while the request waited for a worker: no one to answer
+                self.close_connection = True
+                return
+            status, body = answered
         self.send(status, body, "application/json; charset=utf-8")
+
+    def client_gone(self) -> bool:
+        """Whether the client has closed its connection, as the page does when a newer request replaces one
+        (typing on, another token clicked). A look at the socket that reads nothing: the end of its stream, or
+        a reset; a request sent after this one's end stays unread."""
+        try:
+            # a selector, not select.select(), which refuses a descriptor past 1,023: a room's connections reach it
+            with selectors.DefaultSelector() as selector:
+                selector.register(self.connection, selectors.EVENT_READ)
+                readable = selector.select(timeout=0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):  # reset by the client, or closed here already
+            return True
 
     def body_fields(self) -> dict[str, str | list[str]]:
         given = self.headers.get("Content-Length")
@@ -499,11 +520,16 @@ class PlaygroundServer(ThreadingHTTPServer):
         self.workers = ThreadPoolExecutor(workers, thread_name_prefix="playground-answer")
         super().__init__((host, port), Handler)
 
-    def answer(self, path: str, fields: dict[str, str | list[str]]) -> tuple[int, bytes]:
-        """``(status, JSON body)`` of an API request, computed by one of the workers."""
-        return self.workers.submit(self.compute, path, fields).result()
+    def answer(self, path: str, fields: dict[str, str | list[str]], *, gone=lambda: False) -> tuple[int, bytes] | None:
+        """``(status, JSON body)`` of an API request, computed by one of the workers; None, not computed, if the
+        client was ``gone()`` when a worker took it up. Checked then only: a look at a socket is cheap, and an
+        answer already begun is a fraction of a second's work (the limits), which a check between its steps
+        would not save."""
+        return self.workers.submit(self.compute, path, fields, gone).result()
 
-    def compute(self, path: str, fields: dict[str, str | list[str]]) -> tuple[int, bytes]:
+    def compute(self, path: str, fields: dict[str, str | list[str]], gone=lambda: False) -> tuple[int, bytes] | None:
+        if gone():  # a request that waited behind others, and was replaced meanwhile
+            return None
         try:
             return HTTPStatus.OK, json_body(self.playground.answer(path, fields))
         except ApiError as e:

@@ -13,23 +13,28 @@ const RULES = {
   text: "plain text: <|endoftext|> is encoded as ordinary text, < | end ... (encode(text, disallowed_special=()))",
 };
 const state = { names: [], model: null, answer: null, selected: null, seq: 0, explained: 0, timer: null,
-                specialDefault: null, linkMistakes: "" };
+                specialDefault: null, linkMistakes: "", updating: null, explaining: null };
 
 // ---- talking to the server ---------------------------------------------------------------------------------
 
-async function api(path, fields) {
+// `signal`: an AbortController's, aborted when a newer request replaces this one, so that the browser stops
+// waiting for it (and closes its connection: the server skips a request whose client has gone)
+async function api(path, fields, signal) {
   let response;
   try {
     response = await fetch(path, {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(fields || {}),
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(fields || {}), signal,
     });
-  } catch (e) {  // no answer at all (the browser says only "Failed to fetch"): the server was stopped
+  } catch (e) {
+    if (e.name === "AbortError") throw e;  // replaced: its caller drops it without a word
+    // no answer at all (the browser says only "Failed to fetch"): the server was stopped
     throw new Error(`the playground server did not answer (${e.message}): start it again, then reload this page`);
   }
   let answer;
   try {
     answer = await response.json();
   } catch (e) {
+    if (e.name === "AbortError") throw e;
     throw new Error(`${path} answered HTTP ${response.status} without JSON`);
   }
   if (!response.ok) throw new Error(answer.error || `${path} answered HTTP ${response.status}`);
@@ -329,11 +334,16 @@ async function explainToken(index) {
   const s = settings();
   const asked = ++state.explained;
   // the answer is of this text and this token: drop it if the text changed or another token was asked since
+  // (and abort its request: update() does when the text changes, this when another token is asked about)
   const current = () => asked === state.explained && tokensOf(settings()) === tokensOf(s);
+  if (state.explaining) state.explaining.controller.abort();
+  const controller = new AbortController();
+  state.explaining = { controller, of: tokensOf(s) };
   state.selected = { index, of: tokensOf(s) };
   markSelected(index);
   try {
-    const story = await api("/api/explain", { text: s.text, encoding: s.encoding, special: s.special, token: index });
+    const story = await api("/api/explain", { text: s.text, encoding: s.encoding, special: s.special, token: index },
+                            controller.signal);
     if (current()) drawMerges(story);
   } catch (e) {
     if (current()) $("merge-trace").textContent = e.message;
@@ -366,11 +376,17 @@ async function update() {
   const s = settings();
   const seq = ++state.seq;
   const current = () => seq === state.seq;  // a newer update has started: drop this one's answers
+  // and abort its requests, which no one waits for now; a merge trace's too, unless it is of the same tokens
+  if (state.updating) state.updating.abort();
+  const controller = new AbortController();
+  state.updating = controller;
+  if (state.explaining && state.explaining.of !== tokensOf(s)) state.explaining.controller.abort();
   writeUrl(s);
   $("rule").textContent = `Special tokens ${RULES[s.special]}`;
   $("compare").hidden = !s.compare.length;
   try {
-    const answer = await api("/api/encode", { text: s.text, encoding: s.encoding, special: s.special });
+    const answer = await api("/api/encode", { text: s.text, encoding: s.encoding, special: s.special },
+                             controller.signal);
     if (!current()) return;
     state.answer = answer;
     showError(state.linkMistakes);  // the link's mistakes, the first time; else no error
@@ -403,7 +419,7 @@ async function update() {
   if (s.compare.length) {
     try {
       const compared = await api("/api/compare", { text: s.text, special: s.special,
-                                                   encodings: [s.encoding, ...s.compare] });
+                                                   encodings: [s.encoding, ...s.compare] }, controller.signal);
       if (current()) drawCompare(compared.results, s.view);
     } catch (e) {
       if (current()) panelError($("compare-rows"), e.message);
@@ -411,7 +427,7 @@ async function update() {
   }
   if (state.model) {
     try {
-      const next = await api("/api/next", { text: s.text, special: s.special });
+      const next = await api("/api/next", { text: s.text, special: s.special }, controller.signal);
       if (current()) drawNext(next, s.special);
     } catch (e) {
       if (current()) panelError($("next-tokens"), e.message);
