@@ -539,8 +539,12 @@ def test_compare_says_what_it_cannot_read(comma_server, query, status, message):
 def test_only_the_list_of_encodings_to_compare_takes_a_list(comma_server):
     code, _, data = fetch(comma_server, "/api/encode", json.dumps({"text": "hi", "encoding": ["gpt2"]}).encode())
     assert (code, json.loads(data)) == (400, {"error": "field 'encoding' is list; send a string"})
-    code, _, data = fetch(comma_server, "/api/compare", json.dumps({"text": "hi", "encodings": ["gpt2", 2]}).encode())
-    assert (code, json.loads(data)) == (400, {"error": "field 'encodings' holds a int; send a list of strings"})
+    for odd, kind in [(2, "int"), (None, "NoneType"), (["gpt2"], "list")]:
+        body = json.dumps({"text": "hi", "encodings": ["gpt2", odd]}).encode()
+        code, _, data = fetch(comma_server, "/api/compare", body)
+        assert (code, json.loads(data)) == (400, {"error": f"field 'encodings' holds a {kind}; send a list of strings"})
+    code, _, data = fetch(comma_server, "/api/compare", json.dumps({"text": "hi", "encodings": {"a": "b"}}).encode())
+    assert (code, json.loads(data)) == (400, {"error": "field 'encodings' is dict; send a string or a list of strings"})
 
 
 # ---- the serve command ------------------------------------------------------------------------------------

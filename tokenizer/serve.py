@@ -443,12 +443,12 @@ class Handler(BaseHTTPRequestHandler):
             if isinstance(value, int) and not isinstance(value, bool):
                 fields[name] = str(value)
             elif isinstance(value, list) and name in LIST_FIELDS:
-                odd = next((item for item in value if not isinstance(item, str)), None)
-                if odd is not None:
-                    raise ApiError(HTTPStatus.BAD_REQUEST, f"field {name!r} holds a {type(odd).__name__}; send a "
-                                   "list of strings")
+                odd = [type(item).__name__ for item in value if not isinstance(item, str)]
+                if odd:
+                    raise ApiError(HTTPStatus.BAD_REQUEST, f"field {name!r} holds a {odd[0]}; send a list of strings")
             elif not isinstance(value, str):
-                raise ApiError(HTTPStatus.BAD_REQUEST, f"field {name!r} is {type(value).__name__}; send a string")
+                raise ApiError(HTTPStatus.BAD_REQUEST, f"field {name!r} is {type(value).__name__}; send a string"
+                               + (" or a list of strings" if name in LIST_FIELDS else ""))
         return fields
 
     def send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
