@@ -523,7 +523,7 @@ class PlaygroundServer(ThreadingHTTPServer):
     def answer(self, path: str, fields: dict[str, str | list[str]], *, gone=lambda: False) -> tuple[int, bytes] | None:
         """``(status, JSON body)`` of an API request, computed by one of the workers; None, not computed, if the
         client was ``gone()`` when a worker took it up. Checked then only: a look at a socket is cheap, and an
-        answer already begun is a fraction of a second's work (the limits), which a check between its steps
+        answer already begun is at most about a second's work (the limits), which a check between its steps
         would not save."""
         return self.workers.submit(self.compute, path, fields, gone).result()
 
