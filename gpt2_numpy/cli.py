@@ -30,9 +30,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, ascii_digits, bar_if_slow,
-                                    cannot_listen, decimal_number, error_message, run_guarded, said_if_slow, say,
-                                    show_progress, unrecognized, whole_number)
+from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, add_version_flag,
+                                    ascii_digits, bar_if_slow, cannot_listen, decimal_number, error_message,
+                                    run_guarded, said_if_slow, say, show_progress, unrecognized, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
 
@@ -90,6 +90,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
     parser.add_argument("prompt", nargs="?",
                         help="the text to continue, used exactly as given; - reads it from standard input")
+    add_version_flag(parser)
     option("n_tokens_to_generate", type=whole_number, default=None, metavar="N",
            help=f"how many tokens to add (default: {DEFAULT_NEW_TOKENS})")
     option("model", default="124M", metavar="PATH_OR_SIZE",

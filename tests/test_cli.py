@@ -12,6 +12,7 @@ import ast
 import io
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 
 import numpy as np
 import pytest
@@ -26,6 +28,7 @@ import tiktoken
 
 import tokenizer
 import tokenizer.cli
+import tokenizer.version
 from conftest import CORPUS, PROG, REPO, interrupt
 from tokenizer import get_encoding
 from tokenizer.encoding import Encoding
@@ -110,6 +113,17 @@ def test_every_command_has_help(cli, command):
 def test_top_level_help_lists_every_command(cli):
     out = cli("--help").stdout
     assert all(command in out for command in COMMANDS)
+
+
+def test_version_names_the_version_the_folder_the_code_runs_from_and_the_python(cli):
+    """What a bug report needs: --version before any command, exit 0, one line on stdout; the version is the one
+    pyproject.toml builds the package with (it reads tokenizer/version.py)."""
+    run = cli("--version")
+    assert run.stdout == (f"{PROG} {tokenizer.version.VERSION} (gpt2-numpy, from {REPO}; "
+                          f"Python {platform.python_version()})\n") and run.stderr == ""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "tokenizer.version.VERSION"}
 
 
 @pytest.mark.parametrize(

@@ -38,8 +38,8 @@ from tokenizer.cli import main as tokenizer_main
 
 EXAMPLES = max(FUZZ_EXAMPLES // 10, 20)
 EXIT_STATUSES = {0, 1, 2, 130, 141}
-NOT_FUZZED = {"serve", "--serve", "--help", "-h", "--engine", "--address"}  # a server runs until stopped;
-# --help only prints; --engine ray would start a Ray cluster
+NOT_FUZZED = {"serve", "--serve", "--help", "-h", "--version", "--engine", "--address"}  # a server runs until
+# stopped; --help and --version only print; --engine ray would start a Ray cluster
 NOT_UTF8 = os.fsdecode(b"caf\xe9")  # how Python hands over an argument that is not UTF-8: a lone surrogate
 SECONDS_ALLOWED = 60
 

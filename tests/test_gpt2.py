@@ -3,6 +3,7 @@ logits against HF transformers, the KV-cached decoder against picoGPT's full-rec
 batching, sampling, and the gpt2 command (gpt2_numpy/cli.py)."""
 import io
 import os
+import platform
 import subprocess
 import sys
 import types
@@ -18,6 +19,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 import gpt2
 from gpt2_numpy import cli, kvcache, model
 from tiny_checkpoint import write_tiny_checkpoint
+from tokenizer.version import VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 N_VOCAB, N_CTX, N_EMBD, N_HEAD, N_LAYER = 50257, 64, 64, 4, 2
@@ -839,6 +841,13 @@ def test_bad_command_lines_are_one_line_and_exit_2_before_loading(fake_model, ar
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and "error: " in err and named in err, err
     assert fake_model.loads == []  # nothing downloaded or loaded
+
+
+def test_version_is_one_line_and_loads_nothing(fake_model):
+    status, out, err = run_main(["--version"])
+    assert status == 0 and err == "" and fake_model.loads == []
+    assert out == (f"{cli.command_line_parser().prog} {VERSION} (gpt2-numpy, from {ROOT}; "
+                   f"Python {platform.python_version()})\n")
 
 
 def test_help_says_where_models_go(fake_model, monkeypatch, tmp_path):

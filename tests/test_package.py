@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from tokenizer.version import VERSION
 
 HELLO_IDS = "15496 11 995"  # "Hello, world" in GPT-2's vocabulary
 
@@ -97,6 +98,15 @@ def test_pip_install_gives_commands_that_work_from_any_folder(tmp_path, elsewher
     assert sorted(p.name for p in (site / "tokenizer" / "playground").iterdir()) == ["index.html", "playground.css",
                                                                                   "playground.js"]
     assert not any((site / name).exists() for name in ("tests", "bench", "docs", "models", "tools"))
+
+    # --version: the version the package was built with (pyproject.toml reads tokenizer/version.py), and the
+    # installed copy's folder, for both commands
+    metadata_version = "import importlib.metadata; print(importlib.metadata.version('gpt2-numpy'))"
+    built = run([bin_dir / "python", "-c", metadata_version], elsewhere).stdout.strip()
+    assert built == VERSION
+    for command in ("gpt2", "gpt2-tokenizer"):
+        assert run([bin_dir / command, "--version"], elsewhere).stdout.startswith(
+            f"{command} {VERSION} (gpt2-numpy, from {site}; Python ")
 
     # Every OpenAI encoding from the installed files alone: no variable, empty caches, nowhere to download from.
     offline = {"TIKTOKEN_CACHE_DIR": "", "TOKENIZER_CACHE_DIR": str(tmp_path / "empty-cache"),

@@ -67,9 +67,9 @@ import time
 from pathlib import Path
 
 from . import encoding_argument, outputs, serve, teach
-from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag, ascii_digits,
-                           cannot_listen, decimal_digits, run_guarded, said_if_slow, show_progress, unrecognized,
-                           whole_number)
+from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag,
+                           add_version_flag, ascii_digits, cannot_listen, decimal_digits, run_guarded, said_if_slow,
+                           show_progress, unrecognized, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, inputs, parity, sharded
@@ -693,6 +693,7 @@ def build_parser(prog: str) -> OneLineParser:
                     "GPT-4's (cl100k_base), GPT-4o's (o200k_base) or your own.",
                     epilog=f"{prog} COMMAND --help shows each command's options. Flags may also be spelt with "
                     "dashes: --vocab-size for --vocab_size.")
+    add_version_flag(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
 
     def command(name: str, run, summary: str, usage: str, *, needs=()) -> OneLineParser:

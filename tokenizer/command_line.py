@@ -114,6 +114,32 @@ def bar_if_slow(iterable=None, **options):
     return tqdm(iterable, disable=not show_progress(), leave=False, delay=SLOW_AFTER_SECONDS, **options)
 
 
+class PrintVersion(argparse.Action):
+    """``--version``: print :func:`version_line` on stdout and exit 0, as ``--help`` does (argparse's own version
+    action would rewrap the line to the terminal's width, cutting the folder's path in two)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line(parser.prog), flush=True)
+        parser.exit(EXIT_OK)
+
+
+def version_line(prog: str) -> str:
+    """What ``PROG --version`` says: the version, and the two things a bug report needs beside it: the folder the
+    code runs from (an installed copy's site-packages or a checkout) and the Python that runs it."""
+    from .version import VERSION
+
+    packages_folder = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return f"{prog} {VERSION} (gpt2-numpy, from {packages_folder}; Python {sys.version.split()[0]})"
+
+
+def add_version_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action=PrintVersion,
+                        help="print the version of gpt2-numpy, where it runs from and the Python, then exit")
+
+
 def add_flag(parser: argparse.ArgumentParser, name: str, **options) -> None:
     """``--name``, and its dashed spelling (``--vocab-size`` for ``--vocab_size``) kept out of the help text."""
     dest = options.pop("dest", name)
