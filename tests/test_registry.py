@@ -170,7 +170,10 @@ def test_a_damaged_shipped_file_is_refused_in_one_line(nothing_but_the_package, 
         get_encoding("gpt-4")
     message = str(info.value)
     assert "\n" not in message and str(damaged / "cl100k_base.tiktoken") in message
-    assert registry.CL100K.sha256 in message and "reinstall" in message and "TOKENIZER_DATA_DIR" in message
+    assert registry.CL100K.sha256 in message and "TOKENIZER_DATA_DIR" in message
+    # the package is installed from a checkout or a wheel, never by its name from an index: the advice names those
+    assert "git checkout -- tokenizer/data" in message and "--force-reinstall --no-deps" in message
+    assert "the checkout or wheel it came from" in message and "reinstall gpt2-numpy" not in message
     assert get_encoding("r50k_base").encode("hello world") == [31373, 995]  # the others are good
 
 
@@ -183,7 +186,7 @@ def test_a_damaged_shipped_file_is_one_line_from_the_command_line(nothing_but_th
     monkeypatch.setattr(registry, "PACKAGE_DATA", damaged)
     assert main(["encode", "hi", "--encoding", "o200k_harmony"], prog="gpt2-tokenizer") == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("gpt2-tokenizer") and "reinstall" in err, err
+    assert err.count("\n") == 1 and err.startswith("gpt2-tokenizer") and "--force-reinstall --no-deps" in err, err
 
 
 def test_the_folders_a_user_names_win_over_the_package(nothing_but_the_package, monkeypatch):

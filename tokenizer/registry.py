@@ -355,9 +355,12 @@ def vocab_file_path(vocab: VocabFile) -> Path:
         return tiktokens
     shipped = PACKAGE_DATA / Path(vocab.name).name
     if shipped.exists():
-        return _verified(shipped, vocab, advice="the installed package is damaged: reinstall it (pip install "
-                                                "--force-reinstall gpt2-numpy), or set TOKENIZER_DATA_DIR to a "
-                                                "folder holding a good copy")
+        # gpt2-numpy is installed from a checkout or a wheel built from one, not from an index, so the advice
+        # names that source: `pip install --force-reinstall gpt2-numpy` would ask PyPI for the name
+        return _verified(shipped, vocab, advice="the package's copy is damaged: restore it (in a checkout, git "
+                                                "checkout -- tokenizer/data; an installed copy, pip install "
+                                                "--force-reinstall --no-deps with the checkout or wheel it came "
+                                                "from), or set TOKENIZER_DATA_DIR to a folder holding a good copy")
     cached = cache_dir() / vocab.name
     if _good_copy(cached, vocab):
         return cached
