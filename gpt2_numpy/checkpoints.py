@@ -37,7 +37,7 @@ import numpy as np
 from . import hfmodel
 from .models_dir import MODEL_SIZES, default_models_dir
 from .tfcheckpoint import CheckpointError, read_checkpoint
-from tokenizer.command_line import bar_if_slow, said_if_large
+from tokenizer.command_line import bar_if_slow, said_if_large, say
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
 from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
@@ -62,9 +62,10 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
     """Download the 7 files of GPT-2 ``model_size`` into ``model_dir``; files already there are kept.
 
     If any cannot be fetched, one :class:`DownloadError` names every file still missing, why, and how to
-    supply them by hand. A server that cannot be reached at all is asked once, not once per file; it draws
-    no progress bar and leaves no folder behind (:func:`tokenizer.download.download_file` draws its bar and
-    makes the folder only once the server sends a file).
+    supply them by hand; once all are there, one line on stderr names the folder they are in. A server that
+    cannot be reached at all is asked once, not once per file; it draws no progress bar and leaves no folder
+    behind (:func:`tokenizer.download.download_file` draws its bar and makes the folder only once the server
+    sends a file).
     """
     _check_model_size(model_size)
     model_dir = Path(model_dir)
@@ -101,6 +102,10 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
             f"next run reads that folder), or point $OPENAIPUBLIC_URL at a mirror (default "
             f"{DEFAULT_OPENAIPUBLIC_URL})."
         )
+    # Where they landed, once: each file's bar or line names only the size and file, and the default folder (the
+    # user cache, for an installed copy) is one a user would not guess when looking for half a gigabyte or more
+    size = sum((model_dir / name).stat().st_size for name in CHECKPOINT_FILES)
+    say(f"saved GPT-2 {model_size} in {model_dir} ({size:,} bytes); later runs read it from there")
 
 
 def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: bool = True) -> dict:

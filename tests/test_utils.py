@@ -161,9 +161,15 @@ def test_download_gpt2_files_fetches_all_seven(served, tmp_path, capsys):
     assert len(served.requests) == 7
     said = capsys.readouterr().err
     assert "\r" not in said
-    assert [line.split(" (")[0] for line in said.splitlines()] == [
+    lines = said.splitlines()
+    assert [line.split(" (")[0] for line in lines[:-1]] == [
         f"{what} {SIZE}/{name}{where}" for name in checkpoints.CHECKPOINT_FILES
         for what, where in [("downloading", f" from {served.url}/gpt-2/models/{SIZE}/{name}"), ("downloaded", "")]]
+    # and, once, where they are: the lines above name only the size, and the default folder is not one to guess
+    size = sum(len(served.files[f"/gpt-2/models/{SIZE}/{name}"]) for name in checkpoints.CHECKPOINT_FILES)
+    assert lines[-1] == f"saved GPT-2 {SIZE} in {tmp_path / SIZE} ({size:,} bytes); later runs read it from there"
+    checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
+    assert capsys.readouterr().err == "" and len(served.requests) == 7  # all there: nothing fetched, nothing said
 
 
 def test_a_models_folder_that_cannot_be_written_says_so_and_what_to_do(served, tmp_path, monkeypatch):
