@@ -10,15 +10,18 @@ in a venv, and numpy is not in the base interpreter.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO
+from tokenizer import registry, serve
 from tokenizer.version import VERSION
 
 HELLO_IDS = "15496 11 995"  # "Hello, world" in GPT-2's vocabulary
@@ -167,3 +170,35 @@ def test_pip_install_editable(tmp_path, elsewhere):
     # Installed from a checkout in editable mode, models live in that checkout's models/ folder.
     rule = "from gpt2_numpy.models_dir import default_models_dir; print(default_models_dir())"
     assert run([venv / "bin" / "python", "-c", rule], elsewhere).stdout.strip() == str(src / "models")
+
+
+def test_the_wheel_holds_every_file_the_code_reads_and_is_the_size_the_readme_says(tmp_path):
+    """A wheel built as a user (or an index) builds it: every file of the two packages is in it, so is each file
+    the code names (every vocabulary file, the playground's page), and its size is the README's."""
+    src = project_copy(tmp_path)
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+         "--wheel-dir", str(tmp_path / "wheels"), str(src)], tmp_path)
+    wheel = next((tmp_path / "wheels").glob("gpt2_numpy-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        entries = {entry.filename: entry for entry in archive.infolist()}
+    in_packages = {path.relative_to(REPO).as_posix() for package in ("gpt2_numpy", "tokenizer")
+                   for path in (REPO / package).rglob("*")
+                   if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"}
+    assert in_packages - set(entries) == set()
+    vocabulary_files = {f"tokenizer/data/{Path(vocab.name).name}" for vocab in vars(registry).values()
+                        if isinstance(vocab, registry.VocabFile)}
+    page_files = {f"tokenizer/playground/{file_name}" for file_name, _ in serve.PAGE_FILES.values()}
+    assert len(vocabulary_files) == 6 and len(page_files) == 3
+    assert (vocabulary_files | page_files) - set(entries) == set()
+
+    # README, "What works offline": "That makes the wheel X MB (Y MB without these files; Z MB of vocabulary files
+    # once installed)", in decimal megabytes, each to within 0.1 MB
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    stated = re.search(r"makes the wheel ([\d.]+) MB \(([\d.]+) MB without these files; ([\d.]+) MB of vocabulary "
+                       r"files once installed\)", readme)
+    assert stated, "the README no longer gives the wheel's size"
+    wheel_bytes = wheel.stat().st_size
+    without_bytes = wheel_bytes - sum(entries[name].compress_size for name in vocabulary_files)
+    installed_bytes = sum(entries[name].file_size for name in vocabulary_files)
+    for said, measured in zip(stated.groups(), (wheel_bytes, without_bytes, installed_bytes)):
+        assert abs(float(said) - measured / 1e6) <= 0.1, (stated.group(0), wheel_bytes, without_bytes, installed_bytes)
