@@ -176,7 +176,7 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
                              f"nor Hugging Face's (config.json, {hfmodel.SAFETENSORS})")
         _check_model_size(model_size)  # neither a size nor a folder: the error lists the sizes
     models_dir = default_models_dir() if models_dir is None else models_dir
-    model_dir = model_folder(model_size, models_dir)
+    model_dir = check_size_folder(model_size, models_dir)
     if latest_checkpoint(model_dir) is None or not all((model_dir / n).is_file() for n in NEEDED_FILES):
         download_gpt2_files(model_size, model_dir)
     try:
@@ -191,6 +191,17 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
         damaged = next((model_dir / name for name, sha256 in shipped.items()
                         if sha256_file(model_dir / name) != sha256), None)
         raise _set_aside(CheckpointError(str(error), path=damaged), model_dir) from None
+
+
+def check_size_folder(model_size: str, models_dir=None) -> Path:
+    """The folder of a size (:func:`model_folder`), or a ValueError when something that is not a folder stands
+    there: read from or downloaded into, it would fail deep inside ("checkpoint: Not a directory")."""
+    model_dir = model_folder(model_size, models_dir)
+    if model_dir.exists() and not model_dir.is_dir():
+        raise ValueError(f"{model_dir} is not a folder, but GPT-2 {model_size}'s files go in a folder of that name: "
+                         "move it away, or choose another models folder (--models_dir, $GPT2_MODELS_DIR, or "
+                         "models_dir=)")
+    return model_dir
 
 
 def model_folder(model_size: str, models_dir=None) -> Path:

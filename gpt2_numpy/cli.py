@@ -37,7 +37,8 @@ from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
 
 from . import half
-from .checkpoints import MODEL_SIZES, folder_layout, load_encoder_hparams_and_params, model_folder, save_hf
+from .checkpoints import (MODEL_SIZES, check_size_folder, folder_layout, load_encoder_hparams_and_params, model_folder,
+                          save_hf)
 from .hfmodel import check_hf_folder
 from .kvcache import DecodingWeights, iter_generate_batch, sampling_temperature
 from .model import check_fits_context
@@ -200,6 +201,8 @@ def check_command_line(parser, args) -> None:
             raise ValueError("--draft and --lookup are two ways to draft tokens; give one of them")
     if args.model in MODEL_SIZES or args.draft in MODEL_SIZES:  # a size is read from (or fetched into) that folder
         check_models_dir(args.models_dir)
+        for size in [name for name in (args.model, args.draft) if name in MODEL_SIZES]:  # models/124M a file
+            check_size_folder(size, args.models_dir)
     elif args.models_dir is not None:  # only sizes are looked for there: a folder is read where it is
         folders = [f"{flag} {name}" for flag, name in (("--model", args.model), ("--draft", args.draft)) if name]
         named = f"{folders[0]} names a folder" if len(folders) == 1 else f"{' and '.join(folders)} name folders"

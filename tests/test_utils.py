@@ -172,6 +172,24 @@ def test_download_gpt2_files_fetches_all_seven(served, tmp_path, capsys):
     assert capsys.readouterr().err == "" and len(served.requests) == 7  # all there: nothing fetched, nothing said
 
 
+def test_a_file_where_a_sizes_folder_goes_is_a_mistake_named_before_any_download(served, tmp_path, capsys):
+    """models/124M a file (not the folder the size's files go in): one line naming it and what to do, exit 2 from
+    the command, nothing asked of the server and the file left as it was (it was 'checkpoint: Not a directory',
+    exit 1)."""
+    from gpt2_numpy.cli import main
+
+    (tmp_path / SIZE).write_text("not a folder")
+    with pytest.raises(ValueError) as info:
+        checkpoints.load_encoder_hparams_and_params(SIZE, tmp_path)
+    assert str(info.value).startswith(f"{tmp_path / SIZE} is not a folder, but GPT-2 {SIZE}'s files go in a folder")
+    with pytest.raises(SystemExit) as exit_:  # a mistake in the command line: said before any work
+        main(["hello", "--models_dir", str(tmp_path)], prog="gpt2")
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"gpt2: error: {tmp_path / SIZE} is not a folder"), err
+    assert "move it away" in err and served.requests == [] and (tmp_path / SIZE).read_text() == "not a folder"
+
+
 def test_a_models_folder_that_cannot_be_written_says_so_and_what_to_do(served, tmp_path, monkeypatch):
     """A download into a folder the user may not write (a read-only $GPT2_MODELS_DIR) fails with one line that names
     the folder and how to choose another, not a bare PermissionError from deep inside the download."""
