@@ -6,7 +6,8 @@
    the current folder is;
 3. else (a regular install) ``gpt2-numpy/models`` in the user's cache folder, the one the tokenizer's cache
    shares (:func:`tokenizer.user_cache.user_cache_root`): ``$XDG_CACHE_HOME/gpt2-numpy/models``, or
-   ``~/.cache/gpt2-numpy/models`` when ``XDG_CACHE_HOME`` is unset, empty or not an absolute path.
+   ``~/.cache/gpt2-numpy/models`` when ``XDG_CACHE_HOME`` is unset, empty or not an absolute path (a user with no
+   home folder: ``gpt2-numpy-cache-UID/gpt2-numpy/models`` in the temporary folder).
 
 So a download never lands in the current folder by accident: ``./models`` is used only when it is
 passed by name (``--models_dir models``, ``models_dir="models"``).

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 import regex
 
 import gpt2_numpy.encoder as gpt2_encoder
@@ -144,6 +145,45 @@ def test_one_user_cache_root(tmp_path, monkeypatch):
         assert user_cache.user_cache_root() == root
         assert user_cache.cache_dir() == root / "gpt2-tokenizer"
         assert models_dir.default_models_dir() == root / "gpt2-numpy" / "models"
+
+
+def test_a_user_without_a_home_folder_gets_a_cache_folder_of_their_own(tmp_path, monkeypatch, capsys):
+    """No $HOME and no entry in the passwd database (a container run as a uid of its own): every command stopped
+    with a traceback ("Could not determine home directory"), gpt2 --help too. The cache goes in the temporary
+    folder, in a folder this user alone may write; one that another user made, or may write, is never read."""
+    import pwd
+    import stat
+    import tempfile
+
+    from tokenizer.cli import main as tokenizer_main
+
+    for name in ("HOME", "XDG_CACHE_HOME", "TOKENIZER_CACHE_DIR", "GPT2_MODELS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+    def no_such_user(uid):
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.setattr(pwd, "getpwuid", no_such_user)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(models_dir, "CHECKOUT_MODELS_DIR", tmp_path / "not-a-checkout")  # as an installed package
+    root = tmp_path / f"gpt2-numpy-cache-{os.getuid()}"
+    assert user_cache.user_cache_root() == root and stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert models_dir.default_models_dir() == root / "gpt2-numpy" / "models"
+    assert tokenizer_main(["encode", "hi", "--encoding", "cl100k_base"], prog="gpt2-tokenizer") == 0
+    assert capsys.readouterr().out == "6151\n"
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"], prog="gpt2")
+    assert exit_.value.code == 0 and str(root / "gpt2-numpy" / "models") in " ".join(capsys.readouterr().out.split())
+
+    root.chmod(0o777)  # as if another user had made it first, for everyone to write
+    own = user_cache.user_cache_root()
+    assert own != root and own.parent == tmp_path and stat.S_IMODE(own.stat().st_mode) == 0o700
+    assert user_cache.user_cache_root() == own  # one folder for the whole process
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))  # nowhere to make one: no cache
+    assert user_cache.user_cache_root() == Path(os.devnull) / "gpt2-numpy-cache"
+    assert tokenizer_main(["encode", "hi", "--encoding", "o200k_base"], prog="gpt2-tokenizer") == 0
+    assert capsys.readouterr().out == "3686\n"
 
 
 def test_both_folder_variables_expand_a_quoted_tilde(tmp_path, monkeypatch):

@@ -1,16 +1,18 @@
 """Where this package keeps what it downloads or builds once: vocabulary files and batch BPE's pair tables.
 
 ``$TOKENIZER_CACHE_DIR`` if set, else ``gpt2-tokenizer`` in the user's cache folder (:func:`user_cache_root`:
-``$XDG_CACHE_HOME`` or ``~/.cache``, which :mod:`gpt2_numpy.models_dir` shares): never inside the checkout. This
-module names the folder, and says how a file is saved in it (:func:`save_quietly`: whole or not at all, and never an
-error, since a cache only saves time) and how one begins (:func:`file_header`, :func:`read_file_header`: what it is,
-then a JSON header).
+``$XDG_CACHE_HOME`` or ``~/.cache``, which :mod:`gpt2_numpy.models_dir` shares; a user without a home folder gets
+one in the temporary folder): never inside the checkout. This module names the folder, and says how a file is
+saved in it (:func:`save_quietly`: whole or not at all, and never an error, since a cache only saves time) and how
+one begins (:func:`file_header`, :func:`read_file_header`: what it is, then a JSON header).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import stat
 import tempfile
 from contextlib import suppress
 from pathlib import Path
@@ -18,9 +20,41 @@ from pathlib import Path
 
 def user_cache_root() -> Path:
     """The user's cache folder, where this package and :mod:`gpt2_numpy` each keep a folder of their own:
-    ``$XDG_CACHE_HOME``, or ``~/.cache`` when it is unset, empty or not an absolute path (the XDG rule)."""
+    ``$XDG_CACHE_HOME``, or ``~/.cache`` when it is unset, empty or not an absolute path (the XDG rule); for a user
+    without a home folder, a folder of that user's own in the temporary folder (:func:`temporary_cache_root`)."""
     xdg = Path(os.environ.get("XDG_CACHE_HOME", "")).expanduser()
-    return xdg if xdg.is_absolute() else Path("~/.cache").expanduser()
+    if xdg.is_absolute():
+        return xdg
+    try:
+        return Path("~/.cache").expanduser()
+    except RuntimeError:  # no $HOME, and no entry for this user in the passwd database: a container run as a uid
+        # of its own (docker run --user 1234), where every command would otherwise stop with a traceback
+        return temporary_cache_root()
+
+
+def temporary_cache_root() -> Path:
+    """``gpt2-numpy-cache-UID`` in the temporary folder (tiktoken keeps its own cache there too), made readable and
+    writable by this user alone. A cache is read back (numba's compiled kernels among it), so a folder of that name
+    that another user made, or may write, is never used: this process then takes a new folder of its own."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    folder = Path(tempfile.gettempdir()) / f"gpt2-numpy-cache-{uid if uid is not None else 'user'}"
+    with suppress(OSError):
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()  # (a symbolic link by that name is someone's trap, not a folder)
+        if uid is None or (stat.S_ISDIR(info.st_mode) and info.st_uid == uid and not info.st_mode & 0o022):
+            return folder
+    try:
+        return _folder_of_this_process(folder)
+    except OSError:  # no folder can be made there (a read-only temporary folder): nothing is cached, and a command
+        # that would keep a model here names this path as no folder, and how to choose one
+        return Path(os.devnull) / "gpt2-numpy-cache"
+
+
+@functools.lru_cache(maxsize=None)
+def _folder_of_this_process(untrusted: Path) -> Path:
+    """A new folder in the temporary folder, this process's alone, made once for each untrusted name (so that
+    every cache file of the run goes in one folder)."""
+    return Path(tempfile.mkdtemp(prefix="gpt2-numpy-cache-"))
 
 
 def cache_dir() -> Path:
