@@ -182,6 +182,24 @@ def test_the_readme_states_the_python_version_pyproject_requires():
     assert required == ">=3.11" and stated == {"3.11"}
 
 
+def test_every_readme_block_that_installs_the_test_extra_takes_torchs_cpu_build_first():
+    """The test extra pins torch, and on Linux PyPI's torch is the CUDA build (several GB of nvidia-* wheels): each
+    README block that installs the extra first installs the pinned version from PyTorch's CPU index (the Quick
+    start's and the Test section's did not), and so does requirements-dev.txt's comment."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    pin = next(requirement for requirement in extras["bench"] if requirement.startswith("torch=="))
+    cpu_build = f"pip install {pin} --index-url https://download.pytorch.org/whl/cpu"
+    blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S)
+    installing = [block.splitlines() for block in blocks if ".[test]" in block]
+    assert len(installing) == 3  # Quick start, Install, Test
+    for lines in installing:
+        first = next(i for i, line in enumerate(lines) if ".[test]" in line)
+        assert any(line.startswith(cpu_build) for line in lines[:first]), lines
+    assert cpu_build in (REPO / "requirements-dev.txt").read_text(encoding="utf-8")
+
+
 LOCAL_LINK = re.compile(r"\]\((?!https?://|#)([^)#\s]+)(?:#[^)]*)?\)")
 
 
