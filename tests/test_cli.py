@@ -131,6 +131,9 @@ def test_version_names_the_version_the_folder_the_code_runs_from_and_the_python(
     [
         ([], "required: COMMAND"),
         (["tokenize", "x"], "invalid choice: 'tokenize'"),
+        # an option before any command is named, not taken for a missing COMMAND
+        (["--bogus"], "unrecognized arguments: --bogus; give a COMMAND first"),
+        (["-V", "--verbose"], "unrecognized arguments: -V --verbose; give a COMMAND first"),
         (["train", "--vocab_sise", "300"], "unrecognized arguments: --vocab_sise 300"),  # the typo, first
         (["train", "--input", "x.txt"], "required: --vocab_size, --out"),
         (["encode"], "required: TEXT"),

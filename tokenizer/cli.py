@@ -694,7 +694,9 @@ def build_parser(prog: str) -> OneLineParser:
                     epilog=f"{prog} COMMAND --help shows each command's options. Flags may also be spelt with "
                     "dashes: --vocab-size for --vocab_size.")
     add_version_flag(parser)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
+    # COMMAND is required, but checked in main: argparse would report it missing before an unknown option typed
+    # in its place ("gpt2-tokenizer -V" should name -V)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
 
     def command(name: str, run, summary: str, usage: str, *, needs=()) -> OneLineParser:
         # Required arguments are checked after parsing (see main), not by argparse, which would report a
@@ -884,6 +886,9 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(prog)
     args, unknown = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}; give a COMMAND first" if unknown
+                     else "the following arguments are required: COMMAND")
     if unknown:  # reported by the command's parser, whose --help lists what it takes
         text = getattr(args, "text", None)
         args.parser.error(unrecognized(unknown, argv, prog=args.parser.prog, text="TEXT", text_given=text is not None)
