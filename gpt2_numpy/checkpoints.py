@@ -41,6 +41,7 @@ from tokenizer.command_line import bar_if_slow, said_if_large, say
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
 from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
+from tokenizer.user_cache import expand_home
 
 CHECKPOINT_FILES = (
     "checkpoint",
@@ -208,7 +209,7 @@ def model_folder(model_size: str, models_dir=None) -> Path:
     """The folder of a model's checkpoint: a size's (:data:`MODEL_SIZES`) in the models folder (``models_dir``,
     default :func:`default_models_dir`), else the folder ``model_size`` names."""
     if model_size not in MODEL_SIZES:
-        return Path(model_size).expanduser()
+        return expand_home(model_size)
     return Path(default_models_dir() if models_dir is None else models_dir) / model_size
 
 

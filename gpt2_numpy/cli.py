@@ -35,6 +35,7 @@ from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, ad
                                     run_guarded, said_if_slow, say, show_progress, unrecognized, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
+from tokenizer.user_cache import expand_home
 
 from . import half
 from .checkpoints import (MODEL_SIZES, check_size_folder, folder_layout, load_encoder_hparams_and_params, model_folder,
@@ -216,7 +217,7 @@ def check_command_line(parser, args) -> None:
         # a model's own folder: with --force its files would be replaced by what is read from them; without,
         # a second layout would be written beside the first
         for flag, name in (("--model", args.model), ("--draft", args.draft)):
-            if name is not None and Path(args.save_hf).expanduser().resolve() == model_folder(
+            if name is not None and expand_home(args.save_hf).resolve() == model_folder(
                     name, args.models_dir).resolve():
                 raise ValueError(f"--save_hf {args.save_hf} is the folder {flag} reads the model from; name another "
                                  "folder")

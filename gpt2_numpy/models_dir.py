@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tokenizer.user_cache import user_cache_root
+from tokenizer.user_cache import expand_home, user_cache_root
 
 # The sizes OpenAI released, each a subfolder of the models folder; every one uses the same vocabulary.
 MODEL_SIZES = ("124M", "355M", "774M", "1558M")
@@ -34,7 +34,7 @@ CHECKOUT_MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 def default_models_dir() -> Path:
     """The folder that holds one subfolder per GPT-2 size (``124M/``, ...) when no folder is given."""
     if os.environ.get("GPT2_MODELS_DIR"):
-        return Path(os.environ["GPT2_MODELS_DIR"]).expanduser()
+        return expand_home(os.environ["GPT2_MODELS_DIR"])
     if (CHECKOUT_MODELS_DIR / "README.md").is_file():
         return CHECKOUT_MODELS_DIR
     return user_cache_root() / "gpt2-numpy" / "models"

@@ -186,6 +186,38 @@ def test_a_user_without_a_home_folder_gets_a_cache_folder_of_their_own(tmp_path,
     assert capsys.readouterr().out == "3686\n"
 
 
+def test_a_tilde_that_names_no_home_folder_is_kept_as_typed_as_a_shell_does(tmp_path, monkeypatch, capsys):
+    """"~nobody-here/..." (an unknown user, or no home folder at all): pathlib's expanduser raised RuntimeError, a
+    traceback from gpt2 --help, --model, --save_hf and, through $XDG_CACHE_HOME, every gpt2-tokenizer command. A
+    shell keeps such a word as typed; so does each of them now."""
+    from tokenizer.cli import main as tokenizer_main
+
+    unknown = "~no-such-user-s62"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAIPUBLIC_URL", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setattr(models_dir, "CHECKOUT_MODELS_DIR", tmp_path / "not-a-checkout")  # as an installed package
+    monkeypatch.delenv("TOKENIZER_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", unknown)  # not an absolute path: ~/.cache, by the XDG rule
+    assert user_cache.user_cache_root() == tmp_path / "home" / ".cache"
+    assert tokenizer_main(["encode", "hi"], prog="gpt2-tokenizer") == 0 and capsys.readouterr().out == "5303\n"
+
+    monkeypatch.setenv("GPT2_MODELS_DIR", f"{unknown}/models")
+    assert models_dir.default_models_dir() == Path(unknown) / "models"
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"], prog="gpt2")
+    assert exit_.value.code == 0 and f"default: {unknown}/models" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["hi", "--model", f"{unknown}/gpt2"], prog="gpt2")
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "is neither a GPT-2 size" in err and err.count("\n") == 1, err
+
+    monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "models"))
+    assert cli.main(["--model", "124M", "--save_hf", f"{unknown}/out"], prog="gpt2") == 1  # offline: no model
+    err = capsys.readouterr().err
+    assert err.startswith("gpt2: error: could not download") and err.count("\n") == 1, err
+
+
 def test_both_folder_variables_expand_a_quoted_tilde(tmp_path, monkeypatch):
     """A "~" that reached the program unexpanded (quoted, or from a Dockerfile's ENV) means the home folder in both
     variables, never a folder named "~" inside the current one."""

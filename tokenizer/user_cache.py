@@ -22,14 +22,22 @@ def user_cache_root() -> Path:
     """The user's cache folder, where this package and :mod:`gpt2_numpy` each keep a folder of their own:
     ``$XDG_CACHE_HOME``, or ``~/.cache`` when it is unset, empty or not an absolute path (the XDG rule); for a user
     without a home folder, a folder of that user's own in the temporary folder (:func:`temporary_cache_root`)."""
-    xdg = Path(os.environ.get("XDG_CACHE_HOME", "")).expanduser()
+    xdg = expand_home(os.environ.get("XDG_CACHE_HOME", ""))
     if xdg.is_absolute():
         return xdg
-    try:
-        return Path("~/.cache").expanduser()
-    except RuntimeError:  # no $HOME, and no entry for this user in the passwd database: a container run as a uid
-        # of its own (docker run --user 1234), where every command would otherwise stop with a traceback
-        return temporary_cache_root()
+    home_cache = expand_home("~/.cache")
+    if home_cache.is_absolute():
+        return home_cache
+    # no $HOME, and no entry for this user in the passwd database: a container run as a uid of its own (docker run
+    # --user 1234), where every command would otherwise stop with a traceback
+    return temporary_cache_root()
+
+
+def expand_home(path: str) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` made that home folder, as a shell does; left as typed when there is
+    no such folder to name (a user unknown, or none at all), where pathlib's ``expanduser`` raises RuntimeError: a
+    traceback for a typo in an argument or a variable."""
+    return Path(os.path.expanduser(path))
 
 
 def temporary_cache_root() -> Path:
@@ -62,7 +70,7 @@ def cache_dir() -> Path:
     if os.environ.get("TOKENIZER_CACHE_DIR"):
         # a "~" kept by quoting (an ENV line, a unit file) is the home folder, as in $GPT2_MODELS_DIR: a folder
         # named "~" made in the current folder would be a surprise
-        return Path(os.environ["TOKENIZER_CACHE_DIR"]).expanduser()
+        return expand_home(os.environ["TOKENIZER_CACHE_DIR"])
     return user_cache_root() / "gpt2-tokenizer"
 
 
