@@ -700,3 +700,46 @@ def test_parity_offline_checks_against_tiktokens_engine_on_the_checksummed_table
     out = check_command(run_command(args, cwd=tmp_path, own_process=False), 0).stdout
     assert "tiktoken engine with gpt2's tables (tiktoken could not fetch its own files: offline?)" in out
     assert out.rstrip().endswith("identical: 2 checks")
+
+
+def nfc_tokenizers(folder) -> None:
+    """folder/ours and folder/theirs: tokenizer.json files that normalize text to NFC, with the same ids, ours
+    with the merge "ab" and theirs without it, so that they differ at each "ab" of a text."""
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    enc = Encoding.from_vocab_merges(vocab, [(b"a", b"b")], special_tokens={"<|endoftext|>": 257})
+    for name in ("ours", "theirs"):
+        enc.save(folder / name, format="hf")
+        spec = json.loads((folder / name / "tokenizer.json").read_text(encoding="utf-8"))
+        spec["normalizer"] = {"type": "NFC"}
+        if name == "theirs":
+            spec["model"]["merges"] = []
+        (folder / name / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+
+
+def test_a_difference_after_normalized_text_is_placed_in_the_file(cli, tmp_path):
+    # NFC encodes "e" + U+0301 as "é", a byte shorter: a difference after it was placed by the normalized text's
+    # bytes and lines (byte 9 of this file's " ab", which is at byte 12), nowhere a user could find it
+    nfc_tokenizers(tmp_path)
+    text = "e\u0301" * 3 + "\nxx ab <|endoftext|>e\u0301\u0301\n ab\n"
+    data = text.encode("utf-8")
+    places = [data.index(b" ab"), data.rindex(b" ab")]
+    (tmp_path / "t.txt").write_bytes(data)
+    out = cli("t.txt", "--encoding", "ours/tokenizer.json", "--against", "theirs/tokenizer.json",
+              "--allowed_special", "all", status=1).stdout.splitlines()
+    assert [line for line in out if line.startswith("  ") and ". byte " in line] == [
+        f"  1. byte {places[0]}, line 2: ' ab'  utf-8: 20 61 62",
+        f"  2. byte {places[1]}, line 3: ' ab'  utf-8: 20 61 62",
+    ]
+    # the same text as a .jsonl record, and a .bin of ours ids with the second " ab" changed
+    (tmp_path / "t.jsonl").write_text(json.dumps({"text": text}) + "\n", encoding="utf-8")
+    report = json.loads(cli("t.jsonl", "--encoding", "ours/tokenizer.json", "--against", "theirs/tokenizer.json",
+                            "--allowed_special", "all", "--json", status=1).stdout)
+    assert [(m["record"], m["offset"], m["line"]) for m in report["checks"][0]["shown"]] == [
+        (1, places[0], 2), (1, places[1], 3)]
+    ours = load(tmp_path / "ours" / "tokenizer.json")
+    ids = ours.encode(text, allowed_special="all")
+    ids[ids.index(256, ids.index(257))] = 99
+    np.array(ids, dtype="<u2").tofile(tmp_path / "t.bin")
+    report = json.loads(cli("t.txt", "--ids", "t.bin", "--encoding", "ours/tokenizer.json", "--allowed_special",
+                            "all", "--json", status=1).stdout)
+    assert [(m["offset"], m["line"]) for m in report["checks"][0]["shown"]] == [(places[1], 3)]

@@ -38,6 +38,7 @@ two tokenizers that agree on a text agree, whatever their vocabularies.
 
 from __future__ import annotations
 
+import bisect
 import random
 import sys
 import time
@@ -382,7 +383,7 @@ def check_ids(
             with _bar(None if size is None else size / 1e6, f"{Path(name).name} ({enc.name})", progress) as bar:
                 pieces = _ids_as_written(path, enc, rule, report, errors=errors, text_field=text_field,
                                          chunk_bytes=chunk_bytes)
-                for ours, piece_rule, base, end, n_bytes, n_read in pieces:
+                for text, ours, piece_rule, base, end, n_bytes, n_read in pieces:
                     report.bytes += n_bytes
                     report.tokens += len(ours)
                     ended = ended or ids_file.left < len(ours)
@@ -390,8 +391,8 @@ def check_ids(
                     if theirs[: len(ours)] == ours:
                         used = len(ours)
                     else:
-                        used = _explain(report, enc, piece_rule, ours, theirs, _bytes_or_none(enc), complete=False,
-                                        base=base, max_report=max_report, ids_at=ids_file.pos)
+                        used = _explain(report, enc, piece_rule, text, ours, theirs, _bytes_or_none(enc),
+                                        complete=False, base=base, max_report=max_report, ids_at=ids_file.pos)
                     ids_file.advance(used)
                     report.other_tokens += used
                     bar.update(n_read / 1e6)
@@ -410,13 +411,13 @@ def check_ids(
 
 def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, errors, text_field, chunk_bytes):
     """Our ids of each piece of an input, laid out as encode-file writes them, with what a difference there
-    needs: ``(ids, the rule they were encoded with, where the piece starts, where it ends (offset, line,
+    needs: ``(its text, ids, the rule they were encoded with, where the piece starts, where it ends (offset, line,
     record), bytes of text, bytes of the file read)``."""
     if input_format(path) == "text":
         name = input_name(path)
         for text, offset, line, size in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
             ours = rule.encode(enc, text, where=name, report=report)
-            yield ours, rule, (offset, line, None), (offset + size, line + text.count("\n"), None), size, size
+            yield text, ours, rule, (offset, line, None), (offset + size, line + text.count("\n"), None), size, size
         return
     # a document's special-token text is plain text; the <|endoftext|> after it is the one special token
     documents = _Rule(enc, {ENDOFTEXT}, ())
@@ -427,7 +428,7 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
         report.seconds += time.perf_counter() - start
         n_bytes = len(record.text.encode("utf-8", "surrogatepass"))
         end = (n_bytes, record.text.count("\n") + 1, record.number)
-        yield ours, documents, (0, 1, record.number), end, n_bytes, record.done - read
+        yield record.text, ours, documents, (0, 1, record.number), end, n_bytes, record.done - read
         read = record.done
 
 
@@ -570,7 +571,7 @@ def _check_text(report, text, enc, other, rule, base, max_report, *, where) -> N
     report.tokens += len(ours)
     report.other_tokens += len(theirs)
     if ours != theirs:
-        _explain(report, enc, rule, ours, theirs, _bytes_or_none(other), complete=True, base=base,
+        _explain(report, enc, rule, text, ours, theirs, _bytes_or_none(other), complete=True, base=base,
                  max_report=max_report)
 
 
@@ -584,9 +585,11 @@ def _bytes_or_none(encoder):
     return token_bytes
 
 
-def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, max_report, ids_at=None) -> int:
+def _explain(report, enc, rule, text, ours, theirs, their_bytes, *, complete, base, max_report,
+             ids_at=None) -> int:
     """Add the differences between ``ours`` and ``theirs`` (the ids of one text) to ``report``; returns how
     many of ``theirs`` belong to this text (all, when ``complete``; a .bin window may reach past it).
+    ``text``: what ``ours`` encode, where each difference's place is counted.
     ``ids_at``: where ``theirs`` begins in a .bin (an array index), for each difference's own."""
     our_pieces = enc.decode_tokens_bytes(ours)
     their_pieces = [their_bytes(t) for t in theirs]
@@ -598,6 +601,7 @@ def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, ma
         pieces = _whole_characters(our_pieces)  # normalizer run twice): each id is shown as its own pre-token
     bounds = np.cumsum([0] + [len(p.encode("utf-8")) for p in pieces])  # pre-token k: bytes bounds[k]:[k+1]
     starts = np.cumsum([0] + [len(p) for p in our_pieces])  # our id t: bytes starts[t]:starts[t + 1]
+    places = _TextPlaces(enc, rule.special_ids_for, text, text_bytes)
     for k_lo, k_hi, t_lo, t_hi, j_lo, j_hi, first in _widen(regions, bounds, starts):
         report.mismatches += 1
         report.mismatching_pretokens += k_hi - k_lo
@@ -613,9 +617,10 @@ def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, ma
             cut = int(starts[t_lo])
             shown = [b"".join(our_pieces[t_lo:t_lo + SHOWN_IDS]).decode("utf-8", errors="replace")]
         shown_ids = slice(0, SHOWN_IDS)
+        into_text, lines_before = places.at(cut)
         report.shown.append(Mismatch(
-            offset=offset + cut,
-            line=line + text_bytes.count(b"\n", 0, cut),
+            offset=offset + into_text,
+            line=line + lines_before,
             record=record,
             pretokens=shown,
             ours=list(ours[t_lo:t_hi])[shown_ids],
@@ -627,6 +632,70 @@ def _explain(report, enc, rule, ours, theirs, their_bytes, *, complete, base, ma
             index=None if ids_at is None else ids_at + j_lo,
         ))
     return used
+
+
+class _TextPlaces:
+    """Where a byte of the text our ids spell is in the text they were encoded from: the same byte, unless a
+    tokenizer.json's normalizer rewrote the text (NFC spells "e" + U+0301 as "é", a byte shorter), where a place
+    in the file is found again through the normalization, stretch by stretch."""
+
+    def __init__(self, enc: Encoding, special_tokens, text: str, text_bytes: bytes):
+        self.text_bytes = text_bytes
+        steps = enc.text_steps
+        self.normalize = steps.normalize if steps is not None and steps.has_normalizer else None
+        if self.normalize is None:
+            return
+        # the text as encode() reads it (lone surrogates as U+FFFD), cut as it cuts: special tokens and the
+        # added tokens looked for before the normalizer are kept as they are; each stretch between is normalized
+        self.text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        find_specials, find_added = (special_token_regex(frozenset(tokens)) if tokens else None
+                                     for tokens in (special_tokens, steps.added_raw))
+        # (first byte of the stretch in our ids' text, its first character in the text, the stretch as it is
+        # in the text, and as encoded: normalized, or a token as it is)
+        self.stretches: list[tuple[int, int, str, str]] = []
+        encoded_at = 0
+        for at, between, special in _cut_at_tokens(self.text, 0, find_specials):
+            cut = [(at, between, True)] if special else _cut_at_tokens(between, at, find_added)
+            for stretch_at, stretch, token in cut:
+                encoded = stretch if token else self.normalize(stretch)
+                self.stretches.append((encoded_at, stretch_at, stretch, encoded))
+                encoded_at += len(encoded.encode("utf-8"))
+        self.first_bytes = [stretch[0] for stretch in self.stretches]
+
+    def at(self, encoded_byte: int) -> tuple[int, int]:
+        """``(bytes of the text before the place, newlines before it)`` for a byte of our ids' text."""
+        if self.normalize is None:
+            return encoded_byte, self.text_bytes.count(b"\n", 0, encoded_byte)
+        k = bisect.bisect_right(self.first_bytes, encoded_byte) - 1
+        if k < 0:
+            return 0, 0
+        first_byte, first_char, source, normalized = self.stretches[k]
+        chars = len(normalized.encode("utf-8")[: encoded_byte - first_byte].decode("utf-8", errors="ignore"))
+        if normalized == source:
+            into = chars
+        else:  # the longest start of the stretch whose normalization is no longer than the characters before
+            into, longest = 0, len(source)  # the place (after a combining mark composed into the letter before)
+            while into < longest:
+                middle = (into + longest + 1) // 2
+                if len(self.normalize(source[:middle])) <= chars:
+                    into = middle
+                else:
+                    longest = middle - 1
+        place = first_char + min(into, len(source))
+        return len(self.text[:place].encode("utf-8")), self.text.count("\n", 0, place)
+
+
+def _cut_at_tokens(text: str, at: int, find) -> Iterator[tuple[int, str, bool]]:
+    """``text`` (which begins at character ``at`` of a longer one) cut at each match of ``find``: ``(where a piece
+    begins, the piece, whether it is a match)``."""
+    start = 0
+    for m in find.finditer(text) if find is not None else ():
+        if m.start() > start:
+            yield at + start, text[start : m.start()], False
+        yield at + m.start(), m.group(), True
+        start = m.end()
+    if start < len(text) or not text:
+        yield at + start, text[start:], False
 
 
 def _widen(regions, bounds, starts):
