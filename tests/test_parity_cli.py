@@ -702,15 +702,16 @@ def test_parity_offline_checks_against_tiktokens_engine_on_the_checksummed_table
     assert out.rstrip().endswith("identical: 2 checks")
 
 
-def nfc_tokenizers(folder) -> None:
-    """folder/ours and folder/theirs: tokenizer.json files that normalize text to NFC, with the same ids, ours
-    with the merge "ab" and theirs without it, so that they differ at each "ab" of a text."""
-    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
-    enc = Encoding.from_vocab_merges(vocab, [(b"a", b"b")], special_tokens={"<|endoftext|>": 257})
+def tokenizer_pair(folder, merged: bytes, normalizer: dict | None = None) -> None:
+    """folder/ours and folder/theirs: tokenizer.json files with the same ids (and <|endoftext|>), ours with the
+    one merge that makes ``merged`` (two bytes) and theirs without it, so that they differ wherever ``merged``
+    is encoded as text; both with ``normalizer``."""
+    vocab = {i: bytes([i]) for i in range(256)} | {256: merged}
+    enc = Encoding.from_vocab_merges(vocab, [(merged[:1], merged[1:])], special_tokens={"<|endoftext|>": 257})
     for name in ("ours", "theirs"):
         enc.save(folder / name, format="hf")
         spec = json.loads((folder / name / "tokenizer.json").read_text(encoding="utf-8"))
-        spec["normalizer"] = {"type": "NFC"}
+        spec["normalizer"] = normalizer
         if name == "theirs":
             spec["model"]["merges"] = []
         (folder / name / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
@@ -719,7 +720,7 @@ def nfc_tokenizers(folder) -> None:
 def test_a_difference_after_normalized_text_is_placed_in_the_file(cli, tmp_path):
     # NFC encodes "e" + U+0301 as "é", a byte shorter: a difference after it was placed by the normalized text's
     # bytes and lines (byte 9 of this file's " ab", which is at byte 12), nowhere a user could find it
-    nfc_tokenizers(tmp_path)
+    tokenizer_pair(tmp_path, b"ab", {"type": "NFC"})
     text = "e\u0301" * 3 + "\nxx ab <|endoftext|>e\u0301\u0301\n ab\n"
     data = text.encode("utf-8")
     places = [data.index(b" ab"), data.rindex(b" ab")]
@@ -743,3 +744,23 @@ def test_a_difference_after_normalized_text_is_placed_in_the_file(cli, tmp_path)
     report = json.loads(cli("t.txt", "--ids", "t.bin", "--encoding", "ours/tokenizer.json", "--allowed_special",
                             "all", "--json", status=1).stdout)
     assert [(m["offset"], m["line"]) for m in report["checks"][0]["shown"]] == [(places[1], 3)]
+
+
+def test_ids_of_documents_against_another_side_are_checked_as_encode_file_wrote_them(cli, tmp_path):
+    # encode-file writes a document as encode_ordinary(text) + <|endoftext|>, and --ids checked that; but with
+    # --against each record went to both sides with the command's special-token rule: refused by default (exit 2
+    # for a .bin that was right), and with --allowed_special all its special-token text became the special id on
+    # both sides, so ids that differ from the other side's (here "<|" as text) were called identical
+    tokenizer_pair(tmp_path, b"<|")
+    texts = ["a <|endoftext|> b", "plain"]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    ours = load(tmp_path / "ours" / "tokenizer.json")
+    np.array([i for t in texts for i in ours.encode_ordinary(t) + [ours.eot_token]], dtype="<u2").tofile(
+        tmp_path / "docs.bin")
+    for rule in ([], ["--allowed_special", "all"]):
+        report = json.loads(cli("docs.jsonl", "--ids", "docs.bin", "--encoding", "ours", "--against", "theirs",
+                                *rule, "--json", status=1).stdout)
+        ids_check, against_check = report["checks"]
+        assert ids_check["identical"] and not against_check["identical"]
+        assert [(m["record"], m["pretokens"], m["ours"]["ids"], m["theirs"]["ids"])
+                for m in against_check["shown"]] == [(1, [" <|"], [32, 256], [32, 60, 124])]

@@ -577,8 +577,11 @@ def parity_reports(args, paths: list[Path]) -> list:
                                     disallowed_special=disallowed, text_field=args.text_field, **options)
     for enc, (other, label), (allowed, disallowed) in zip(encs, others, rules):
         for path in paths:
+            # with --ids, encoded as encode-file wrote the ids (a document with encode_ordinary), which together
+            # with the check of the ids checks them against the other side
             reports.append(parity.check_file(path, enc, other, other_name=label, allowed_special=allowed,
-                                             disallowed_special=disallowed, text_field=args.text_field, **options))
+                                             disallowed_special=disallowed, text_field=args.text_field,
+                                             as_written=args.ids is not None, **options))
         if args.fuzz:  # the strings hold special-token text: checked both ways, as the parity tests do
             for how, allowed_special in (("special tokens as ids", "all"), ("special tokens as text", set())):
                 name = f"fuzz ({args.fuzz:,} texts, seed {args.seed}, {how})"
@@ -847,7 +850,8 @@ def build_parser(prog: str) -> OneLineParser:
              help="instead, check this file of ids (nanoGPT's layout, as encode-file writes it: a text encoded "
              "whole, each .jsonl or .parquet document as encode_ordinary(text) + <|endoftext|>) against "
              "this project's encoding of the INPUTs, one after another; with --against, that encoding against "
-             "the other side too (--against hf: the ids against HF tokenizers)")
+             "the other side too, each input encoded as the ids were (--against hf: the ids against HF "
+             "tokenizers). --allowed_special and --disallowed_special are a text file's rule, as encode-file's")
     add_flag(p, "dtype", choices=["uint16", "uint32"],
              help="the type of the ids in --ids (default: uint16 up to 65,536 ids, else uint32)")
     add_flag(p, "json", action="store_true", help="print the report as JSON")

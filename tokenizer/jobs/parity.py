@@ -58,6 +58,9 @@ from .inputs import (decode_utf8, input_format, input_name, input_size, is_stdin
                      record_place)
 
 DEFAULT_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
+# encode()'s special-token arguments for a document of a .jsonl or .parquet as encode-file writes it:
+# encode_ordinary(text), whose special-token text is plain text (the <|endoftext|> after it is added, not read)
+DOCUMENT_SPECIALS = (frozenset(), ())
 SYNC_IDS = 4  # ids that must agree after a replaced, inserted or dropped id for the sides to be back in step
 LOOK_AHEAD_IDS = 64  # ids compared to choose between several ways of getting back in step
 MAX_SHIFT = 8  # the most ids replaced, inserted or dropped at one place that a check steps over
@@ -288,6 +291,7 @@ def check_file(
     max_report: int = 10,
     chunk_bytes: int = dataset.CHUNK_BYTES,
     progress: bool = False,
+    as_written: bool = False,
 ) -> ParityReport:
     """Encode a text input (in chunks; ``"-"``: standard input) or each record of a ``.jsonl``, ``.jsonl.gz`` or
     ``.parquet`` file (its ``text_field``) with ``enc``
@@ -296,11 +300,15 @@ def check_file(
 
     ``allowed_special`` and ``disallowed_special`` go to both sides' ``encode``; ``errors`` is
     :func:`tokenizer.jobs.inputs.decode_utf8`'s. The first ``max_report`` differences are kept in ``shown``.
+    ``as_written``: encode as ``encode-file`` does (the ids :func:`check_ids` checks): a record's text with
+    ``encode_ordinary``, its special-token text plain text, whatever the rule given (which is a text file's).
     """
     if not is_stdin(path) and not Path(path).is_file():
         raise FileNotFoundError(f"input file not found: {path}")
     name = input_name(path)
     report = ParityReport(name, enc.name, other_name)
+    if as_written and input_format(path) != "text":
+        allowed_special, disallowed_special = DOCUMENT_SPECIALS
     rule = _Rule(enc, allowed_special, disallowed_special)
     size = input_size(path)
     with _bar(None if size is None else size / 1e6, f"{Path(name).name} ({enc.name})", progress) as bar:
@@ -419,7 +427,8 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
             ours = rule.encode(enc, text, where=name, report=report)
             yield text, ours, rule, (offset, line, None), (offset + size, line + text.count("\n"), None), size, size
         return
-    # a document's special-token text is plain text; the <|endoftext|> after it is the one special token
+    # a document's special-token text is plain text (DOCUMENT_SPECIALS); the <|endoftext|> after it is the one
+    # special token, split at as such where a difference is widened to pre-tokens
     documents = _Rule(enc, {ENDOFTEXT}, ())
     eot, read = enc.eot_token, 0
     for record in read_records(path, text_field, errors=errors):
