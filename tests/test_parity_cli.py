@@ -147,11 +147,11 @@ def test_ids_of_the_other_type_say_which_dtype_to_pass(cli, tmp_path, dataset_fi
     assert "  note: read as uint16, narrow.bin holds exactly as many ids as the text's" in out
 
 
-@pytest.mark.parametrize("chunk_bytes", [2_000, 1 << 20])
+@pytest.mark.parametrize("chunk_bytes, at_chunk_ends", [(2_000, False), (2_000, True), (1 << 20, False)])
 @pytest.mark.parametrize("edit", ["replace", "insert", "drop", "replace3", "unknown id"])
-def test_check_ids_finds_each_damaged_place_once(tmp_path, dataset_files, chunk_bytes, edit):
+def test_check_ids_finds_each_damaged_place_once(tmp_path, dataset_files, chunk_bytes, at_chunk_ends, edit):
     """Damage at three places, far apart: each is found once, at its pre-token, and the sides are back in step
-    after it (however many chunks the text is read in)."""
+    after it (however many chunks the text is read in, and where a chunk ends at the place)."""
     data, ids = dataset_files
     enc = get_encoding("gpt2")
     pieces = enc.decode_tokens_bytes(ids.tolist())
@@ -159,9 +159,12 @@ def test_check_ids_finds_each_damaged_place_once(tmp_path, dataset_files, chunk_
     with open(tmp_path / "en.txt", "rb") as f:
         chunks = dataset.iter_chunks(f, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str)
         chunk_ends = set(np.cumsum([len(c) for c in chunks]))
-    # A dropped id that is the last of a chunk counts twice, as a changed id and a dropped one (the next
-    # chunk's ids are not read ahead): keep the places off chunk ends.
-    places = [next(k for k in range(start, len(ids)) if ends[k] not in chunk_ends) for start in (3_000, 30_000, 60_000)]
+    # the last id of a chunk dropped was counted twice, as a changed id and, in the next chunk, a dropped one; so
+    # was one inserted before it. (Three replaced ids end there: ids replaced across a cut are a difference in
+    # each chunk's pre-tokens.)
+    last = 2 if edit == "replace3" else 0
+    places = [next(k for k in range(start, len(ids)) if (ends[k + last] in chunk_ends) == at_chunk_ends)
+              for start in (3_000, 30_000, 60_000)]
     damaged = ids.astype("<u4").tolist()
     for k in reversed(places):
         other = 11 if damaged[k] != 11 else 13
@@ -301,6 +304,27 @@ def test_ids_of_several_files_one_after_another(tmp_path):
     reports = parity.check_ids(paths, tmp_path / "all.bin", enc)
     assert [r.identical for r in reports] == [True] * 3
     assert [r.tokens for r in reports] == [len(enc.encode(t)) for t in texts]
+    # the last id of the first file dropped, or the first of the second: one difference, in the file that lost it
+    lengths = [len(enc.encode(t)) for t in texts]
+    for dropped, damaged_file in ((lengths[0] - 1, 0), (lengths[0], 1)):
+        np.array(ids[:dropped] + ids[dropped + 1:], dtype="<u4").tofile(tmp_path / "dropped.bin")
+        reports = parity.check_ids(paths, tmp_path / "dropped.bin", enc)
+        assert [r.mismatches for r in reports] == [int(n == damaged_file) for n in range(3)]
+        assert [r.other_tokens for r in reports] == [n - (k == damaged_file) for k, n in enumerate(lengths)]
+
+
+def test_ids_of_documents_with_an_end_of_text_dropped(tmp_path):
+    # each document is a piece of its own: a document's last id (its <|endoftext|>) dropped was counted twice
+    enc = get_encoding("gpt2")
+    texts = ["one document", "another, longer document", "the last"]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    ids = [i for t in texts for i in enc.encode_ordinary(t) + [enc.eot_token]]
+    dropped = len(enc.encode_ordinary(texts[0]))
+    np.array(ids[:dropped] + ids[dropped + 1:], dtype="<u2").tofile(tmp_path / "docs.bin")
+    (report,) = parity.check_ids([tmp_path / "docs.jsonl"], tmp_path / "docs.bin", enc)
+    assert (report.mismatches, report.other_tokens) == (1, len(ids) - 1)
+    m = report.shown[0]
+    assert (m.record, m.ours, m.theirs, m.index) == (1, [enc.eot_token], [], dropped)
 
 
 @given(st.data())

@@ -381,30 +381,31 @@ def check_ids(
         if not is_stdin(path) and not Path(path).is_file():
             raise FileNotFoundError(f"input file not found: {path}")
         dataset.check_documents_can_end(enc, path)
-    reports = []
+    reports = [ParityReport(input_name(path), enc.name, str(ids_path), other_seconds=None) for path in paths]
+    sizes = [input_size(path) for path in paths]
     ended = False  # the .bin ended before our ids did
-    with _IdsFile(ids_path, dtype) as ids_file:
-        for path in paths:
-            name, size = input_name(path), input_size(path)
-            report = ParityReport(name, enc.name, str(ids_path), other_seconds=None)
-            end = (0, 1, None)  # where the input ends (offset, line, record): ids left over are shown there
-            with _bar(None if size is None else size / 1e6, f"{Path(name).name} ({enc.name})", progress) as bar:
-                pieces = _ids_as_written(path, enc, rule, report, errors=errors, text_field=text_field,
-                                         chunk_bytes=chunk_bytes)
-                for text, ours, piece_rule, base, end, n_bytes, n_read in pieces:
-                    report.bytes += n_bytes
-                    report.tokens += len(ours)
-                    ended = ended or ids_file.left < len(ours)
-                    theirs = ids_file.peek(len(ours) + MAX_SHIFT)
-                    if theirs[: len(ours)] == ours:
-                        used = len(ours)
-                    else:
-                        used = _explain(report, enc, piece_rule, text, ours, theirs, _bytes_or_none(enc),
-                                        complete=False, base=base, max_report=max_report, ids_at=ids_file.pos)
-                    ids_file.advance(used)
-                    report.other_tokens += used
-                    bar.update(n_read / 1e6)
-            reports.append(report)
+    end = (0, 1, None)  # where the last input ends (offset, line, record): ids left over are shown there
+    pieces = (piece for path, report in zip(paths, reports) for piece in _ids_as_written(
+        path, enc, rule, report, errors=errors, text_field=text_field, chunk_bytes=chunk_bytes))
+    total = None if None in sizes else sum(sizes) / 1e6
+    with _IdsFile(ids_path, dtype) as ids_file, _bar(total, f"{ids_path.name} ({enc.name})", progress) as bar:
+        # each piece is compared with the ids that follow it in view, the next piece's: an id dropped (or one
+        # inserted before it) at a piece's end is then told from one replaced, not found again in the next piece
+        for piece, following in _with_next(pieces):
+            report, text, ours, piece_rule, base, end, n_bytes, n_read = piece
+            report.bytes += n_bytes
+            report.tokens += len(ours)
+            ended = ended or ids_file.left < len(ours)
+            after = [] if following is None else following[2][:LOOK_AHEAD_IDS]
+            theirs = ids_file.peek(len(ours) + MAX_SHIFT + len(after))
+            if theirs[: len(ours)] == ours:
+                used = len(ours)
+            else:
+                used = _explain(report, enc, piece_rule, text, ours, theirs, _bytes_or_none(enc), complete=False,
+                                base=base, max_report=max_report, ids_at=ids_file.pos, after=after)
+            ids_file.advance(used)
+            report.other_tokens += used
+            bar.update(n_read / 1e6)
         if reports and ids_file.left:
             _extra_ids(reports[-1], end, enc, ids_file, max_report)
     if reports and not all(r.identical for r in reports):
@@ -419,13 +420,14 @@ def check_ids(
 
 def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, errors, text_field, chunk_bytes):
     """Our ids of each piece of an input, laid out as encode-file writes them, with what a difference there
-    needs: ``(its text, ids, the rule they were encoded with, where the piece starts, where it ends (offset, line,
-    record), bytes of text, bytes of the file read)``."""
+    needs: ``(report, its text, ids, the rule they were encoded with, where the piece starts, where it ends
+    (offset, line, record), bytes of text, bytes of the file read)``."""
     if input_format(path) == "text":
         name = input_name(path)
         for text, offset, line, size in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
             ours = rule.encode(enc, text, where=name, report=report)
-            yield text, ours, rule, (offset, line, None), (offset + size, line + text.count("\n"), None), size, size
+            end = (offset + size, line + text.count("\n"), None)
+            yield report, text, ours, rule, (offset, line, None), end, size, size
         return
     # a document's special-token text is plain text (DOCUMENT_SPECIALS); the <|endoftext|> after it is the one
     # special token, split at as such where a difference is widened to pre-tokens
@@ -437,8 +439,21 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
         report.seconds += time.perf_counter() - start
         n_bytes = len(record.text.encode("utf-8", "surrogatepass"))
         end = (n_bytes, record.text.count("\n") + 1, record.number)
-        yield record.text, ours, documents, (0, 1, record.number), end, n_bytes, record.done - read
+        yield report, record.text, ours, documents, (0, 1, record.number), end, n_bytes, record.done - read
         read = record.done
+
+
+def _with_next(items: Iterable) -> Iterator[tuple]:
+    """Each item with the one after it (None after the last)."""
+    iterator = iter(items)
+    current = next(iterator, _NOTHING)
+    while current is not _NOTHING:
+        following = next(iterator, _NOTHING)
+        yield current, None if following is _NOTHING else following
+        current = following
+
+
+_NOTHING = object()
 
 
 def _dtype_advice(ids_path, dtype: np.dtype, n_ids: int, n_ours: int) -> str:
@@ -595,14 +610,15 @@ def _bytes_or_none(encoder):
 
 
 def _explain(report, enc, rule, text, ours, theirs, their_bytes, *, complete, base, max_report,
-             ids_at=None) -> int:
+             ids_at=None, after=()) -> int:
     """Add the differences between ``ours`` and ``theirs`` (the ids of one text) to ``report``; returns how
     many of ``theirs`` belong to this text (all, when ``complete``; a .bin window may reach past it).
     ``text``: what ``ours`` encode, where each difference's place is counted.
-    ``ids_at``: where ``theirs`` begins in a .bin (an array index), for each difference's own."""
+    ``ids_at``: where ``theirs`` begins in a .bin (an array index), for each difference's own; ``after``: our ids
+    that follow this text's there (:func:`diff_regions`)."""
     our_pieces = enc.decode_tokens_bytes(ours)
     their_pieces = [their_bytes(t) for t in theirs]
-    regions, used = diff_regions(ours, theirs, our_pieces, their_pieces, complete=complete)
+    regions, used = diff_regions(ours, theirs, our_pieces, their_pieces, complete=complete, after=after)
     # The text our ids stand for: the input, with lone surrogates as U+FFFD as encode() saw them.
     text_bytes = b"".join(our_pieces)
     pieces = pretokens(enc, text_bytes.decode("utf-8"), rule.special_ids_for)
@@ -733,11 +749,12 @@ def _widen(regions, bounds, starts):
     return widened
 
 
-def diff_regions(ours, theirs, our_pieces, their_pieces, *, complete: bool = True):
+def diff_regions(ours, theirs, our_pieces, their_pieces, *, complete: bool = True, after=()):
     """Where two id sequences differ: a list of ``(i1, i2, j1, j2)`` (``ours[i1:i2]`` differs from
     ``theirs[j1:j2]``, and the ids between regions are equal one for one), and how many of ``theirs`` were
     used. ``complete``: ``theirs`` is the other side's whole encoding of the text; otherwise a window of a
-    longer stream (a .bin), whose ids past ours are not a difference.
+    longer stream (a .bin), whose ids past ours are not a difference; ``after``: then, our ids that follow
+    ours in that stream (the next text's first), which tell an id dropped at the end of ours from one replaced.
 
     >>> diff_regions([1, 2, 3, 4], [1, 9, 3, 4], [b"a", b"b", b"c", b"d"], [b"a", b"x", b"c", b"d"])
     ([(1, 2, 1, 2)], 4)
@@ -752,7 +769,8 @@ def diff_regions(ours, theirs, our_pieces, their_pieces, *, complete: bool = Tru
             i, j = i + 1, j + 1
         if i == n or j == m:
             break
-        i2, j2 = _same_text_end(text, starts, their_pieces, i, j) or _back_in_step(ours, theirs, i, j, complete)
+        i2, j2 = _same_text_end(text, starts, their_pieces, i, j) or _back_in_step(ours, theirs, i, j, complete,
+                                                                                   after)
         regions.append((i, i2, j, j2))
         i, j = i2, j2
     if i < n or (complete and j < m):
@@ -777,12 +795,13 @@ def _same_text_end(text: bytes, starts, their_pieces, i, j) -> tuple[int, int] |
     return None
 
 
-def _back_in_step(ours, theirs, i, j, complete) -> tuple[int, int]:
+def _back_in_step(ours, theirs, i, j, complete, after=()) -> tuple[int, int]:
     """Where the sides agree again after parting at ``ours[i]``, ``theirs[j]`` over different text (ids
-    replaced, inserted or dropped: a damaged .bin)."""
+    replaced, inserted or dropped: a damaged .bin); ``after``: our ids that follow ours in ``theirs``' stream."""
     # The shift after which the most ids agree; in repetitive text several agree for a while, and the longest
     # agreement tells the true one. Ties go to the fewest ids skipped.
-    agreement = [_agreement(ours, theirs, i + da, j + db, complete) for da, db in _SHIFTS]
+    known = list(ours) + list(after) if after else ours
+    agreement = [_agreement(known, theirs, i + da, j + db, complete, len(ours)) for da, db in _SHIFTS]
     best = max(range(len(_SHIFTS)), key=lambda k: (agreement[k], -k))
     if agreement[best] >= SYNC_IDS:
         return i + _SHIFTS[best][0], j + _SHIFTS[best][1]
@@ -795,11 +814,12 @@ _SHIFTS = sorted(((a, b) for a in range(MAX_SHIFT + 1) for b in range(MAX_SHIFT 
                  key=lambda s: (max(s), abs(s[0] - s[1])))
 
 
-def _agreement(ours, theirs, x, y, complete) -> int:
+def _agreement(ours, theirs, x, y, complete, n_text=None) -> int:
     """How many ids agree from ``ours[x]`` and ``theirs[y]``, up to LOOK_AHEAD_IDS; agreeing to the end of ours
-    counts in full (in a ``complete`` comparison, only if theirs ends there too). -1: outside the ids."""
+    counts in full (in a ``complete`` comparison, only if theirs ends there too). -1: outside the ids. ``ours``
+    may go on past the text's ``n_text`` ids with the ids that follow it, where no shift may start."""
     n, m = len(ours), len(theirs)
-    if x > n or y > m:
+    if x > (n if n_text is None else n_text) or y > m:
         return -1
     limit = min(LOOK_AHEAD_IDS, n - x, m - y)
     k = 0
