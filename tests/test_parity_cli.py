@@ -626,6 +626,9 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
          "--against no_such_folder: no such file or folder; pass tiktoken, hf"),
         (["a.txt", "--ids", "missing.bin"], "ids file not found: missing.bin"),
         (["a.txt", "--ids", "ids"], "error: ids is a folder; name the .bin file of ids"),
+        # a device or a pipe (--ids <(zcat ids.bin.gz)) was "not found"
+        (["a.txt", "--ids", os.devnull], f"error: {os.devnull} is not a regular file (a device or a pipe?): the ids "
+         "are read back and forth; save them to a file and name it"),
         # 3 bytes are no uint32 ids either: --dtype uint32 would be no way out
         (["a.txt", "--ids", "odd.bin"], "odd.bin is 3 bytes, not a whole number of uint16 ids, nor of uint32 ids; "
          "is it a file of ids"),

@@ -373,8 +373,11 @@ def check_ids(
     ids_path = Path(ids_path)
     if ids_path.is_dir():
         raise IsADirectoryError(f"{ids_path} is a folder; name the .bin file of ids")
-    if not ids_path.is_file():
+    if not ids_path.exists():
         raise FileNotFoundError(f"ids file not found: {ids_path}")
+    if not ids_path.is_file():  # a device or a pipe (--ids <(zcat ids.bin.gz)): a window is read again after a move
+        raise ValueError(f"{ids_path} is not a regular file (a device or a pipe?): the ids are read back and forth; "
+                         "save them to a file and name it")
     dtype = dataset.id_dtype(enc.n_vocab) if dtype is None else np.dtype(dtype).newbyteorder("<")
     rule = _Rule(enc, allowed_special, disallowed_special)
     for path in paths:
