@@ -588,6 +588,13 @@ def test_non_utf8_names_the_offset_unless_replaced(cli, tmp_path):
     stderr = cli("bin.dat", "--encoding", "gpt2", status=2).stderr
     assert "bin.dat is not valid UTF-8: byte 1000 is b'\\x89'" in stderr and "--errors replace" in stderr
     assert "identical: 1 check" in cli("bin.dat", "--encoding", "gpt2", "--errors", "replace").stdout
+    # the ids of the text read so, checked with --ids and --against: both checks count the bytes of the text
+    # encoded, each U+FFFD 3 (the --ids check counted the file's bytes)
+    text = BAD_UTF8.decode("utf-8", errors="replace")
+    np.array(get_encoding("gpt2").encode(text), dtype="<u2").tofile(tmp_path / "bin.ids")
+    checks = json.loads(cli("bin.dat", "--ids", "bin.ids", "--against", "tiktoken", "--errors", "replace",
+                            "--json").stdout)["checks"]
+    assert [c["bytes"] for c in checks] == [len(text.encode("utf-8"))] * 2
 
 
 def test_special_token_text_follows_the_api_rule(cli, tmp_path):

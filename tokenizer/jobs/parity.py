@@ -430,7 +430,8 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
         for text, offset, line, size in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
             ours = rule.encode(enc, text, where=name, report=report)
             end = (offset + size, line + text.count("\n"), None)
-            yield report, text, ours, rule, (offset, line, None), end, size, size
+            # the text's bytes, as check_file counts them (an invalid byte read as U+FFFD is 3)
+            yield report, text, ours, rule, (offset, line, None), end, len(text.encode("utf-8")), size
         return
     # a document's special-token text is plain text (DOCUMENT_SPECIALS); the <|endoftext|> after it is the one
     # special token, split at as such where a difference is widened to pre-tokens
