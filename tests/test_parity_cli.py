@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS, ENCODINGS_DIR, FUZZ_EXAMPLES, PROG, REPO
 from tokenizer import Encoding, get_encoding, load
-from tokenizer.jobs import dataset, parity
+from tokenizer.jobs import dataset, parity, sharded
 from tokenizer.pretokenize import compile_pattern
 
 @pytest.fixture
@@ -240,6 +240,25 @@ def test_ids_of_documents_as_encode_file_and_nanogpt_write_them(cli, tmp_path):
     Encoding.from_vocab_merges({i: bytes([i]) for i in range(256)}, []).save(tmp_path / "bare", format="hf")
     assert "has no <|endoftext|> token" in cli("docs.jsonl", "--ids", "docs.bin", "--encoding", "bare",
                                                 "--text_field", "body", status=2).stderr
+
+
+def test_ids_from_encode_dataset_are_read_as_its_manifest_says_they_were_written(cli, tmp_path):
+    # a .bin of encode-dataset checked with another encoding, id type or text field was a flood of differences
+    # (or a "cut short" note) that never named the cause, which the manifest beside it records
+    texts = ["first <|endoftext|> doc", "second\nline two", "中文 😀"]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"body": t}) + "\n" for t in texts), encoding="utf-8")
+    sharded.encode_dataset([tmp_path / "docs.jsonl"], tmp_path / "out", encoding="cl100k_base", text_field="body",
+                           workers=1, progress=False)
+    for args, message in (
+        ([], "out/docs.bin was written with the encoding 'cl100k_base', not 'gpt2' (says out/manifest.json): pass "
+             "--encoding cl100k_base (or the saved tokenizer of that name)"),
+        (["--encoding", "cl100k_base", "--dtype", "uint16"], "out/docs.bin was written as uint32 ids, not uint16 "
+         "(says out/manifest.json): pass --dtype uint32"),
+        (["--encoding", "cl100k_base"], "out/docs.bin was written from each document's 'body', not 'text' (says "
+         "out/manifest.json): pass --text_field body"),
+    ):
+        assert message in cli("docs.jsonl", "--ids", os.path.join("out", "docs.bin"), *args, status=2).stderr
+    cli("docs.jsonl", "--ids", os.path.join("out", "docs.bin"), "--encoding", "cl100k_base", "--text_field", "body")
 
 
 @pytest.mark.parametrize("k", [50_001, 3])

@@ -92,6 +92,23 @@ def recorded_outputs(folder: Path) -> list[str]:
             and not name.startswith(".")]
 
 
+def written_settings(output: Path) -> dict | None:
+    """The settings (``encoding``, ``encoding_sha256``, ``dtype``, ``text_field``) that ``output`` was written
+    with, from the manifest beside it that lists it; None for a file no manifest of ours lists (encode-file's,
+    another tool's)."""
+    try:
+        with open(output.parent / MANIFEST_NAME, encoding="utf-8") as f:
+            manifest = json.load(f)
+        if manifest.get("format") not in (FORMAT, FORMAT_1):
+            return None
+        if output.name not in [entry["output"] for entry in manifest["shards"]]:
+            return None
+        settings = manifest["settings"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return settings if isinstance(settings, dict) else None
+
+
 def is_complete(entry: dict | None, identity: dict, output: Path, itemsize: int) -> bool:
     """Whether ``output`` is the complete output the manifest ``entry`` records, for the input ``identity``."""
     if entry is None or any(entry.get(key) != value for key, value in identity.items()):

@@ -56,6 +56,7 @@ from ..registry import ENDOFTEXT, is_registered
 from ..vocab_files import gpt2_str_to_token
 from .inputs import (decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records,
                      record_place)
+from .manifest import MANIFEST_NAME, encoding_fingerprint, written_settings
 
 DEFAULT_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
 # encode()'s special-token arguments for a document of a .jsonl or .parquet as encode-file writes it:
@@ -384,6 +385,7 @@ def check_ids(
         if not is_stdin(path) and not Path(path).is_file():
             raise FileNotFoundError(f"input file not found: {path}")
         dataset.check_documents_can_end(enc, path)
+    _check_as_written(ids_path, enc, dtype, text_field, paths)
     reports = [ParityReport(input_name(path), enc.name, str(ids_path), other_seconds=None) for path in paths]
     sizes = [input_size(path) for path in paths]
     ended = False  # the .bin ended before our ids did
@@ -445,6 +447,25 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
         end = (n_bytes, record.text.count("\n") + 1, record.number)
         yield report, record.text, ours, documents, (0, 1, record.number), end, n_bytes, record.done - read
         read = record.done
+
+
+def _check_as_written(ids_path: Path, enc: Encoding, dtype: np.dtype, text_field: str, paths) -> None:
+    """A ``ValueError`` saying what to pass when ``encode-dataset``'s manifest beside ``ids_path`` says it was
+    written otherwise than it is about to be read: every id would differ, for a reason the check cannot see."""
+    written = written_settings(ids_path)
+    if written is None:
+        return
+    said = f"{ids_path} was written"
+    where = f"(says {ids_path.parent / MANIFEST_NAME})"
+    if written.get("encoding_sha256") not in (None, encoding_fingerprint(enc)):
+        raise ValueError(f"{said} with the encoding {written.get('encoding')!r}, not {enc.name!r} {where}: pass "
+                         f"--encoding {written.get('encoding')} (or the saved tokenizer of that name)")
+    if written.get("dtype") not in (None, dtype.name):
+        raise ValueError(f"{said} as {written['dtype']} ids, not {dtype.name} {where}: pass --dtype {written['dtype']}")
+    documents = any(input_format(path) != "text" for path in paths)
+    if documents and written.get("text_field") not in (None, text_field):
+        raise ValueError(f"{said} from each document's {written['text_field']!r}, not {text_field!r} {where}: pass "
+                         f"--text_field {written['text_field']}")
 
 
 def _with_next(items: Iterable) -> Iterator[tuple]:
