@@ -297,6 +297,22 @@ def test_ids_left_over_after_standard_input(tmp_path, monkeypatch):
     assert (m.offset, m.line, m.theirs, m.their_pieces) == (len(text), 3, [995], [b" world"])
 
 
+def test_ids_of_another_encoding_say_so(cli, tmp_path, dataset_files):
+    # cl100k_base's ids checked as gpt2's: fewer ids than gpt2's, so the note guessed a .bin cut short
+    data, ids = dataset_files
+    cl100k = np.array(tiktoken.get_encoding("cl100k_base").encode(data.decode(), allowed_special="all"), dtype="<u4")
+    cl100k.tofile(tmp_path / "cl100k.bin")
+    past = int((cl100k > 50256).sum())
+    out = cli("en.txt", "--ids", "cl100k.bin", "--dtype", "uint32", "--allowed_special", "all", status=1).stdout
+    assert out.splitlines()[-2:] == [
+        f"  note: {past:,} of the {len(cl100k):,} ids of cl100k.bin are past gpt2's last id, 50,256: was it written "
+        "with another encoding? pass --encoding with that one", "different: 1 of 1 check"]
+    # a few unknown ids are damage, not another encoding: no guess
+    ids[[10, 2_000]] = 60_000
+    ids.tofile(tmp_path / "damaged.bin")
+    assert "note:" not in cli("en.txt", "--ids", "damaged.bin", "--allowed_special", "all", status=1).stdout
+
+
 def test_a_bin_cut_short_says_so(cli, tmp_path, dataset_files):
     # the text past the end of the .bin was reported as one difference per chunk read, with no word of the cause
     data, ids = dataset_files

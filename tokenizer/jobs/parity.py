@@ -415,7 +415,8 @@ def check_ids(
             _extra_ids(reports[-1], end, enc, ids_file, max_report)
     if reports and not all(r.identical for r in reports):
         n_ours = sum(r.tokens for r in reports)
-        reports[-1].note = _dtype_advice(ids_path, dtype, ids_file.total, n_ours)
+        reports[-1].note = (_dtype_advice(ids_path, dtype, ids_file.total, n_ours)
+                            or _vocabulary_advice(ids_path, dtype, ids_file.total, enc))
         if not reports[-1].note and ended and n_ours - ids_file.total > MAX_SHIFT:  # more than a few ids dropped
             reports[-1].note = (f"{ids_path} ends at index {ids_file.total:,}, {n_ours - ids_file.total:,} ids short "
                                 f"of the {n_ours:,} of the text: was it cut short (a copy or a write that did not "
@@ -488,6 +489,20 @@ def _dtype_advice(ids_path, dtype: np.dtype, n_ids: int, n_ours: int) -> str:
         return ""
     return (f"read as {other.name}, {ids_path} holds exactly as many ids as the text's {n_ours:,}: was it written "
             f"as {other.name}? pass --dtype {other.name}")
+
+
+def _vocabulary_advice(ids_path, dtype: np.dtype, n_ids: int, enc: Encoding) -> str:
+    """Why many ids may differ: ids past the end of our vocabulary, more than a damaged .bin would hold, are a
+    .bin of another encoding (cl100k_base's ids checked as gpt2's)."""
+    if n_ids == 0:
+        return ""
+    ids = np.memmap(ids_path, dtype=dtype, mode="r")
+    block = 1 << 24  # ids compared at once: memory stays bounded however large the .bin
+    past = sum(int((ids[start:start + block] > enc.max_token_value).sum()) for start in range(0, n_ids, block))
+    if past <= MAX_SHIFT or past * 100 < n_ids:
+        return ""
+    return (f"{past:,} of the {n_ids:,} ids of {ids_path} are past {enc.name}'s last id, {enc.max_token_value:,}: was "
+            "it written with another encoding? pass --encoding with that one")
 
 
 def fuzz_texts(n: int, seed: int = 0) -> Iterator[str]:
