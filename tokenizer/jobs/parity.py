@@ -666,7 +666,7 @@ def _explain(report, enc, rule, text, ours, theirs, their_bytes, *, complete, ba
         pieces = _whole_characters(our_pieces)  # normalizer run twice): each id is shown as its own pre-token
     bounds = np.cumsum([0] + [len(p.encode("utf-8")) for p in pieces])  # pre-token k: bytes bounds[k]:[k+1]
     starts = np.cumsum([0] + [len(p) for p in our_pieces])  # our id t: bytes starts[t]:starts[t + 1]
-    places = _TextPlaces(enc, rule.special_ids_for, text, text_bytes)
+    places = None  # made for the first difference shown: a normalized text is walked again
     for k_lo, k_hi, t_lo, t_hi, j_lo, j_hi, first in _widen(regions, bounds, starts):
         report.mismatches += 1
         report.mismatching_pretokens += k_hi - k_lo
@@ -682,6 +682,7 @@ def _explain(report, enc, rule, text, ours, theirs, their_bytes, *, complete, ba
             cut = int(starts[t_lo])
             shown = [b"".join(our_pieces[t_lo:t_lo + SHOWN_IDS]).decode("utf-8", errors="replace")]
         shown_ids = slice(0, SHOWN_IDS)
+        places = places or _TextPlaces(enc, rule.special_ids_for, text, text_bytes)
         into_text, lines_before = places.at(cut)
         report.shown.append(Mismatch(
             offset=offset + into_text,
