@@ -668,6 +668,9 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
          "--against no_such_folder: no such file or folder; pass tiktoken, hf"),
         (["a.txt", "--ids", "missing.bin"], "ids file not found: missing.bin"),
         (["a.txt", "--ids", "ids"], "error: ids is a folder; name the .bin file of ids"),
+        # the text read as ids was a flood of differences
+        (["a.txt", "--ids", "a.txt"], "error: a.txt is the input a.txt itself: name the .bin file of its ids "
+         "(encode-file writes INPUT.bin)"),
         # a device or a pipe (--ids <(zcat ids.bin.gz)) was "not found"
         (["a.txt", "--ids", os.devnull], f"error: {os.devnull} is not a regular file (a device or a pipe?): the ids "
          "are read back and forth; save them to a file and name it"),

@@ -384,6 +384,9 @@ def check_ids(
     for path in paths:
         if not is_stdin(path) and not Path(path).is_file():
             raise FileNotFoundError(f"input file not found: {path}")
+        if not is_stdin(path) and ids_path.samefile(path):  # its text read as ids: a flood of differences
+            raise ValueError(f"{ids_path} is the input {input_name(path)} itself: name the .bin file of its ids "
+                             "(encode-file writes INPUT.bin)")
         dataset.check_documents_can_end(enc, path)
     _check_as_written(ids_path, enc, dtype, text_field, paths)
     reports = [ParityReport(input_name(path), enc.name, str(ids_path), other_seconds=None) for path in paths]
