@@ -313,6 +313,16 @@ def test_ids_of_another_encoding_say_so(cli, tmp_path, dataset_files):
     assert "note:" not in cli("en.txt", "--ids", "damaged.bin", "--allowed_special", "all", status=1).stdout
 
 
+def test_ids_left_over_after_an_empty_last_input_are_shown_at_its_start(tmp_path):
+    enc = get_encoding("gpt2")
+    (tmp_path / "a.txt").write_text("hello world\nsecond line\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    np.array(enc.encode("hello world\nsecond line\n") + [995], dtype="<u2").tofile(tmp_path / "long.bin")
+    first, last = parity.check_ids([tmp_path / "a.txt", tmp_path / "empty.txt"], tmp_path / "long.bin", enc)
+    assert first.identical and (last.mismatches, last.other_tokens) == (1, 1)
+    assert (last.shown[0].offset, last.shown[0].line, last.shown[0].theirs) == (0, 1, [995])
+
+
 def test_a_bin_cut_short_says_so(cli, tmp_path, dataset_files):
     # the text past the end of the .bin was reported as one difference per chunk read, with no word of the cause
     data, ids = dataset_files

@@ -392,19 +392,19 @@ def check_ids(
     reports = [ParityReport(input_name(path), enc.name, str(ids_path), other_seconds=None) for path in paths]
     sizes = [input_size(path) for path in paths]
     ended = False  # the .bin ended before our ids did
-    end = (0, 1, None)  # where the last input ends (offset, line, record): ids left over are shown there
-    pieces = (piece for path, report in zip(paths, reports) for piece in _ids_as_written(
+    ends = [(0, 1, None)] * len(paths)  # where each input ends (offset, line, record): ids left over are shown there
+    pieces = ((k, piece) for k, (path, report) in enumerate(zip(paths, reports)) for piece in _ids_as_written(
         path, enc, rule, report, errors=errors, text_field=text_field, chunk_bytes=chunk_bytes))
     total = None if None in sizes else sum(sizes) / 1e6
     with _IdsFile(ids_path, dtype) as ids_file, _bar(total, f"{ids_path.name} ({enc.name})", progress) as bar:
         # each piece is compared with the ids that follow it in view, the next piece's: an id dropped (or one
         # inserted before it) at a piece's end is then told from one replaced, not found again in the next piece
-        for piece, following in _with_next(pieces):
-            report, text, ours, piece_rule, base, end, n_bytes, n_read = piece
+        for (k, piece), following in _with_next(pieces):
+            report, text, ours, piece_rule, base, ends[k], n_bytes, n_read = piece
             report.bytes += n_bytes
             report.tokens += len(ours)
             ended = ended or ids_file.left < len(ours)
-            after = [] if following is None else following[2][:LOOK_AHEAD_IDS]
+            after = [] if following is None else following[1][2][:LOOK_AHEAD_IDS]
             theirs = ids_file.peek(len(ours) + MAX_SHIFT + len(after))
             if theirs[: len(ours)] == ours:
                 used = len(ours)
@@ -415,7 +415,7 @@ def check_ids(
             report.other_tokens += used
             bar.update(n_read / 1e6)
         if reports and ids_file.left:
-            _extra_ids(reports[-1], end, enc, ids_file, max_report)
+            _extra_ids(reports[-1], ends[-1], enc, ids_file, max_report)
     if reports and not all(r.identical for r in reports):
         n_ours = sum(r.tokens for r in reports)
         reports[-1].note = (_dtype_advice(ids_path, dtype, ids_file.total, n_ours)
