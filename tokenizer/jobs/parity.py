@@ -369,7 +369,9 @@ def check_ids(
     ``paths``, one after another, as ``encode-file`` writes each: a text file encoded whole (with the special-token
     rule given), each document of a ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` file (its ``text_field``) as
     ``encode_ordinary(text) + [eot_token]`` (nanoGPT's own layout too). One report per input; ids left over at
-    the end of the ``.bin`` are a mismatch in the last one.
+    the end of the ``.bin`` are a mismatch in the last one. A ``.bin`` that ``encode-dataset``'s manifest lists
+    is refused (``ValueError``, saying what to pass) when ``enc``, ``dtype`` or ``text_field`` is not what the
+    manifest says it was written with.
     """
     ids_path = Path(ids_path)
     if ids_path.is_dir():
