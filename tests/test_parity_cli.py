@@ -828,6 +828,26 @@ def test_a_difference_after_normalized_text_is_placed_in_the_file(cli, tmp_path)
     assert [(m["offset"], m["line"]) for m in report["checks"][0]["shown"]] == [(places[1], 3)]
 
 
+def test_a_difference_after_invalid_utf8_read_as_replacement_characters_is_placed_in_the_file(cli, tmp_path):
+    # --errors replace reads each run of invalid bytes as U+FFFD, 3 bytes of text for 1 to 3 of the file: the
+    # places after one counted the text's bytes (byte 8 for this file's " ab" at byte 4)
+    tokenizer_pair(tmp_path, b"ab")
+    data = b"x\xff\xfe\n ab\n\xf0\x9f\x98 ab \xef\xbf\xbd ab\n"  # 2 invalid bytes, a cut emoji, a real U+FFFD
+    (tmp_path / "bad.txt").write_bytes(data)
+    places = [k for k in range(len(data)) if data.startswith(b" ab", k)]
+    lines = [data[:k].count(b"\n") + 1 for k in places]
+    report = json.loads(cli("bad.txt", "--encoding", "ours", "--against", "theirs", "--errors", "replace", "--json",
+                            status=1).stdout)
+    assert [(m["offset"], m["line"]) for m in report["checks"][0]["shown"]] == list(zip(places, lines))
+    # and the ids, with the last " ab" changed (edits a few ids apart may be one difference in a .bin)
+    ids = load(tmp_path / "ours" / "tokenizer.json").encode(data.decode("utf-8", errors="replace"))
+    ids[len(ids) - 1 - ids[::-1].index(256)] = 99
+    np.array(ids, dtype="<u2").tofile(tmp_path / "bad.bin")
+    report = json.loads(cli("bad.txt", "--ids", "bad.bin", "--encoding", "ours", "--errors", "replace", "--json",
+                            status=1).stdout)
+    assert [(m["offset"], m["line"]) for m in report["checks"][0]["shown"]] == [(places[-1], lines[-1])]
+
+
 def test_ids_of_documents_against_another_side_are_checked_as_encode_file_wrote_them(cli, tmp_path):
     # encode-file writes a document as encode_ordinary(text) + <|endoftext|>, and --ids checked that; but with
     # --against each record went to both sides with the command's special-token rule: refused by default (exit 2

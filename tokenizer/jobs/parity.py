@@ -44,7 +44,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -266,12 +266,13 @@ def hf_counterpart(tokenizer_json) -> tuple[HFTokenizersSide, str]:
 
 
 def _text_chunks(path, enc: Encoding, split_at, errors: str, chunk_bytes: int):
-    """(text, byte offset, line, bytes read) of each chunk of a text input, cut where ``encode-file`` cuts it."""
+    """(text, byte offset, line, the bytes read) of each chunk of a text input, cut where ``encode-file`` cuts
+    it."""
     offset, line = 0, 1
     with open_input(path) as f:
         chunks = dataset.iter_chunks(f, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str, cut_before=split_at)
         for data in chunks:
-            yield decode_utf8(data, offset, path, errors), offset, line, len(data)
+            yield decode_utf8(data, offset, path, errors), offset, line, data
             offset += len(data)
             line += data.count(b"\n")
 
@@ -321,9 +322,10 @@ def check_file(
                 bar.update((record.done - shown) / 1e6)
                 shown = record.done
         else:
-            for text, offset, line, size in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
-                _check_text(report, text, enc, other, rule, (offset, line, None), max_report, where=name)
-                bar.update(size / 1e6)
+            for text, offset, line, data in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
+                _check_text(report, text, enc, other, rule, (offset, line, None), max_report, where=name,
+                            source=data)
+                bar.update(len(data) / 1e6)
     return report
 
 
@@ -402,20 +404,22 @@ def check_ids(
         # each piece is compared with the ids that follow it in view, the next piece's: an id dropped (or one
         # inserted before it) at a piece's end is then told from one replaced, not found again in the next piece
         for (k, piece), following in _with_next(pieces):
-            report, text, ours, piece_rule, base, ends[k], n_bytes, n_read = piece
-            report.bytes += n_bytes
+            report, ours = piece.report, piece.ours
+            ends[k] = piece.end
+            report.bytes += piece.n_bytes
             report.tokens += len(ours)
             ended = ended or ids_file.left < len(ours)
-            after = [] if following is None else following[1][2][:LOOK_AHEAD_IDS]
+            after = [] if following is None else following[1].ours[:LOOK_AHEAD_IDS]
             theirs = ids_file.peek(len(ours) + MAX_SHIFT + len(after))
             if theirs[: len(ours)] == ours:
                 used = len(ours)
             else:
-                used = _explain(report, enc, piece_rule, text, ours, theirs, _bytes_or_none(enc), complete=False,
-                                base=base, max_report=max_report, ids_at=ids_file.pos, after=after)
+                used = _explain(report, enc, piece.rule, piece.text, ours, theirs, _bytes_or_none(enc),
+                                complete=False, base=piece.base, max_report=max_report, ids_at=ids_file.pos,
+                                after=after, source=piece.source)
             ids_file.advance(used)
             report.other_tokens += used
-            bar.update(n_read / 1e6)
+            bar.update(piece.n_read / 1e6)
         if reports and ids_file.left:
             _extra_ids(reports[-1], ends[-1], enc, ids_file, max_report)
     if reports and not all(r.identical for r in reports):
@@ -429,17 +433,31 @@ def check_ids(
     return reports
 
 
+class _Piece(NamedTuple):
+    """A piece of an input as encode-file writes it, and what a difference in its ids needs."""
+
+    report: ParityReport  # of its input
+    text: str
+    source: bytes | None  # the file's bytes that ``text`` was read from (a text file), where places are counted
+    ours: list[int]  # its ids
+    rule: _Rule  # the special-token rule they were encoded with
+    base: tuple  # where it starts: (byte offset, line, record)
+    end: tuple  # where it ends, the same way
+    n_bytes: int  # of text
+    n_read: int  # bytes of the file read
+
+
 def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, errors, text_field, chunk_bytes):
     """Our ids of each piece of an input, laid out as encode-file writes them, with what a difference there
-    needs: ``(report, its text, ids, the rule they were encoded with, where the piece starts, where it ends
-    (offset, line, record), bytes of text, bytes of the file read)``."""
+    needs (:class:`_Piece`)."""
     if input_format(path) == "text":
         name = input_name(path)
-        for text, offset, line, size in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
+        for text, offset, line, data in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
             ours = rule.encode(enc, text, where=name, report=report)
-            end = (offset + size, line + text.count("\n"), None)
+            end = (offset + len(data), line + text.count("\n"), None)
             # the text's bytes, as check_file counts them (an invalid byte read as U+FFFD is 3)
-            yield report, text, ours, rule, (offset, line, None), end, len(text.encode("utf-8")), size
+            yield _Piece(report, text, data, ours, rule, (offset, line, None), end, len(text.encode("utf-8")),
+                         len(data))
         return
     # a document's special-token text is plain text (DOCUMENT_SPECIALS); the <|endoftext|> after it is the one
     # special token, split at as such where a difference is widened to pre-tokens
@@ -451,7 +469,8 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
         report.seconds += time.perf_counter() - start
         n_bytes = len(record.text.encode("utf-8", "surrogatepass"))
         end = (n_bytes, record.text.count("\n") + 1, record.number)
-        yield report, record.text, ours, documents, (0, 1, record.number), end, n_bytes, record.done - read
+        yield _Piece(report, record.text, None, ours, documents, (0, 1, record.number), end, n_bytes,
+                     record.done - read)
         read = record.done
 
 
@@ -632,7 +651,7 @@ def _whole_characters(pieces: list[bytes]) -> list[str]:
     return joined + ([pending.decode("utf-8", errors="replace")] if pending else [])
 
 
-def _check_text(report, text, enc, other, rule, base, max_report, *, where) -> None:
+def _check_text(report, text, enc, other, rule, base, max_report, *, where, source=None) -> None:
     ours = rule.encode(enc, text, where=where, report=report)
     theirs = rule.encode(other, text, where=where, report=report, ours=False)
     # the UTF-8 bytes of the text (a lone surrogate, which encode() reads as U+FFFD, counts as its 3 bytes)
@@ -641,7 +660,7 @@ def _check_text(report, text, enc, other, rule, base, max_report, *, where) -> N
     report.other_tokens += len(theirs)
     if ours != theirs:
         _explain(report, enc, rule, text, ours, theirs, _bytes_or_none(other), complete=True, base=base,
-                 max_report=max_report)
+                 max_report=max_report, source=source)
 
 
 def _bytes_or_none(encoder):
@@ -655,10 +674,11 @@ def _bytes_or_none(encoder):
 
 
 def _explain(report, enc, rule, text, ours, theirs, their_bytes, *, complete, base, max_report,
-             ids_at=None, after=()) -> int:
+             ids_at=None, after=(), source=None) -> int:
     """Add the differences between ``ours`` and ``theirs`` (the ids of one text) to ``report``; returns how
     many of ``theirs`` belong to this text (all, when ``complete``; a .bin window may reach past it).
-    ``text``: what ``ours`` encode, where each difference's place is counted.
+    ``text``: what ``ours`` encode, where each difference's place is counted; ``source``: the file's bytes it
+    was read from, if they may differ (invalid UTF-8 read as U+FFFD), where the place is counted then.
     ``ids_at``: where ``theirs`` begins in a .bin (an array index), for each difference's own; ``after``: our ids
     that follow this text's there (:func:`diff_regions`)."""
     our_pieces = enc.decode_tokens_bytes(ours)
@@ -687,7 +707,7 @@ def _explain(report, enc, rule, text, ours, theirs, their_bytes, *, complete, ba
             cut = int(starts[t_lo])
             shown = [b"".join(our_pieces[t_lo:t_lo + SHOWN_IDS]).decode("utf-8", errors="replace")]
         shown_ids = slice(0, SHOWN_IDS)
-        places = places or _TextPlaces(enc, rule.special_ids_for, text, text_bytes)
+        places = places or _TextPlaces(enc, rule.special_ids_for, text, text_bytes, source)
         into_text, lines_before = places.at(cut)
         report.shown.append(Mismatch(
             offset=offset + into_text,
@@ -710,8 +730,9 @@ class _TextPlaces:
     tokenizer.json's normalizer rewrote the text (NFC spells "e" + U+0301 as "é", a byte shorter), where a place
     in the file is found again through the normalization, stretch by stretch."""
 
-    def __init__(self, enc: Encoding, special_tokens, text: str, text_bytes: bytes):
+    def __init__(self, enc: Encoding, special_tokens, text: str, text_bytes: bytes, source: bytes | None = None):
         self.text_bytes = text_bytes
+        self.file_byte = _FileBytes(text, source)
         steps = enc.text_steps
         self.normalize = steps.normalize if steps is not None and steps.has_normalizer else None
         if self.normalize is None:
@@ -734,9 +755,9 @@ class _TextPlaces:
         self.first_bytes = [stretch[0] for stretch in self.stretches]
 
     def at(self, encoded_byte: int) -> tuple[int, int]:
-        """``(bytes of the text before the place, newlines before it)`` for a byte of our ids' text."""
+        """``(bytes of the file or text before the place, newlines before it)`` for a byte of our ids' text."""
         if self.normalize is None:
-            return encoded_byte, self.text_bytes.count(b"\n", 0, encoded_byte)
+            return self.file_byte(encoded_byte), self.text_bytes.count(b"\n", 0, encoded_byte)
         k = bisect.bisect_right(self.first_bytes, encoded_byte) - 1
         if k < 0:
             return 0, 0
@@ -753,7 +774,36 @@ class _TextPlaces:
                 else:
                     longest = middle - 1
         place = first_char + min(into, len(source))
-        return len(self.text[:place].encode("utf-8")), self.text.count("\n", 0, place)
+        return self.file_byte(len(self.text[:place].encode("utf-8"))), self.text.count("\n", 0, place)
+
+
+class _FileBytes:
+    """A byte offset in a text -> the offset in the file it was decoded from, where invalid UTF-8 was read as
+    U+FFFD (3 bytes of text for 1 to 3 of the file); the same offset for a text decoded as it is."""
+
+    def __init__(self, text: str, source: bytes | None):
+        # (byte in the text, byte in the file) just after each U+FFFD that stands for invalid bytes
+        self.text_at, self.file_at = [0], [0]
+        if source is None or len(source) == len(text.encode("utf-8", "surrogatepass")):
+            return  # each U+FFFD adds bytes to what it replaced: the same length, none replaced
+        text_at = file_at = 0
+        for valid in text.split("\ufffd")[:-1]:  # each one is followed by a U+FFFD
+            text_at, file_at = text_at + len(valid.encode("utf-8")), file_at + len(valid.encode("utf-8"))
+            if source.startswith("\ufffd".encode("utf-8"), file_at):  # a U+FFFD in the file itself
+                replaced = 3
+            else:  # the invalid bytes the decoder replaced: it stops at the same place with errors="strict"
+                try:
+                    source[file_at:file_at + 4].decode("utf-8")
+                    replaced = 1  # not reached: bytes that decode were not replaced
+                except UnicodeDecodeError as e:
+                    replaced = e.end
+            text_at, file_at = text_at + 3, file_at + replaced
+            self.text_at.append(text_at)
+            self.file_at.append(file_at)
+
+    def __call__(self, text_byte: int) -> int:
+        k = bisect.bisect_right(self.text_at, text_byte) - 1
+        return self.file_at[k] + text_byte - self.text_at[k]
 
 
 def _cut_at_tokens(text: str, at: int, find) -> Iterator[tuple[int, str, bool]]:
