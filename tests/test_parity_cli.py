@@ -249,16 +249,17 @@ def test_ids_from_encode_dataset_are_read_as_its_manifest_says_they_were_written
     (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"body": t}) + "\n" for t in texts), encoding="utf-8")
     sharded.encode_dataset([tmp_path / "docs.jsonl"], tmp_path / "out", encoding="cl100k_base", text_field="body",
                            workers=1, progress=False)
+    ids, manifest = os.path.join("out", "docs.bin"), os.path.join("out", "manifest.json")
     for args, message in (
-        ([], "out/docs.bin was written with the encoding 'cl100k_base', not 'gpt2' (says out/manifest.json): pass "
-             "--encoding cl100k_base (or the saved tokenizer of that name)"),
-        (["--encoding", "cl100k_base", "--dtype", "uint16"], "out/docs.bin was written as uint32 ids, not uint16 "
-         "(says out/manifest.json): pass --dtype uint32"),
-        (["--encoding", "cl100k_base"], "out/docs.bin was written from each document's 'body', not 'text' (says "
-         "out/manifest.json): pass --text_field body"),
+        ([], f"{ids} was written with the encoding 'cl100k_base', not 'gpt2' (says {manifest}): pass --encoding "
+             "cl100k_base (or the saved tokenizer of that name)"),
+        (["--encoding", "cl100k_base", "--dtype", "uint16"], f"{ids} was written as uint32 ids, not uint16 (says "
+         f"{manifest}): pass --dtype uint32"),
+        (["--encoding", "cl100k_base"], f"{ids} was written from each document's 'body', not 'text' (says "
+         f"{manifest}): pass --text_field body"),
     ):
-        assert message in cli("docs.jsonl", "--ids", os.path.join("out", "docs.bin"), *args, status=2).stderr
-    cli("docs.jsonl", "--ids", os.path.join("out", "docs.bin"), "--encoding", "cl100k_base", "--text_field", "body")
+        assert message in cli("docs.jsonl", "--ids", ids, *args, status=2).stderr
+    cli("docs.jsonl", "--ids", ids, "--encoding", "cl100k_base", "--text_field", "body")
 
 
 @pytest.mark.parametrize("k", [50_001, 3])
