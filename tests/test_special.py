@@ -7,6 +7,7 @@ import itertools
 import pytest
 import tiktoken
 
+import tokenizer.encoding
 from tokenizer import Encoding, get_encoding
 
 TEXTS = [
@@ -76,6 +77,36 @@ def test_a_token_both_allowed_and_named_disallowed_gets_advice_that_changes_an_a
     # the advice, followed, does what it says
     assert enc.encode(text, allowed_special="all", disallowed_special=()) == enc.encode(text, allowed_special="all")
     assert enc.encode(text, allowed_special=set(), disallowed_special=()) == enc.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("threads_in_parallel", [False, True])
+def test_a_token_named_disallowed_and_not_allowed_gets_advice_that_changes_both(monkeypatch, threads_in_parallel):
+    """disallowed_special={token} with nothing allowed was told tiktoken's default advice: to pass allowed_special
+    alone (which still raises: the token stays named) to get its id. The advice says both are to change, by every
+    method (encode_batch's threads too: True runs the pool a free-threaded Python uses)."""
+    monkeypatch.setattr(tokenizer.encoding, "THREADS_RUN_IN_PARALLEL", threads_in_parallel)
+    enc = get_encoding("gpt2")
+    text = "a <|endoftext|>"
+    advice = ("The text contains the special token '<|endoftext|>', which is disallowed. disallowed_special names "
+              "it, which refuses it whatever allowed_special says: to encode it as plain text, pass "
+              "disallowed_special=() (or leave '<|endoftext|>' out of it); to encode it as the special token, leave "
+              "it out of disallowed_special and pass allowed_special={'<|endoftext|>'} (or \"all\") as well.")
+    refused = {"encode": lambda **rule: enc.encode(text, **rule),
+               "encode_batch": lambda **rule: enc.encode_batch(["b", text], **rule),
+               "encode_to_numpy": lambda **rule: enc.encode_to_numpy(text, **rule),
+               "encode_with_unstable": lambda **rule: enc.encode_with_unstable(text, **rule),
+               "encode_iterable": lambda **rule: list(enc.encode_iterable(["a <|endof", "text|>"], **rule))}
+    for name, call in refused.items():
+        for named in ({"<|endoftext|>"}, ["<|endoftext|>"], iter(["<|endoftext|>"]), enc.special_tokens_set):
+            with pytest.raises(ValueError) as info:
+                call(disallowed_special=named)
+            assert str(info.value) == advice, (name, named)
+        # allowed_special alone, as tiktoken's advice said, does not do it: the advice no longer says it does
+        with pytest.raises(ValueError):
+            call(allowed_special="all", disallowed_special={"<|endoftext|>"})
+    # the advice, followed, does what it says
+    assert enc.encode(text, disallowed_special=()) == enc.encode_ordinary(text)
+    assert enc.encode(text, allowed_special={"<|endoftext|>"}, disallowed_special=()) == [64, 220, 50256]
 
 
 def test_allowed_special_all_gives_ids():

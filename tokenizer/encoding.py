@@ -292,7 +292,7 @@ class Encoding:
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
         try:
-            self.check_disallowed_special(text, disallowed, allowed=allowed)
+            self.check_disallowed_special(text, disallowed, allowed=allowed, disallowed_special=disallowed_special)
             if not allowed:
                 return self.core.encode_ordinary_texts([text])[0]
             stretches, specials = self._cut_at_special_tokens(text, allowed)
@@ -358,27 +358,36 @@ class Encoding:
         return allowed, disallowed
 
     def check_disallowed_special(self, text: str, disallowed: AbstractSet[str], *,
-                                 allowed: AbstractSet[str] = frozenset()) -> None:
+                                 allowed: AbstractSet[str] = frozenset(),
+                                 disallowed_special: Literal["all"] | Collection[str] = "all") -> None:
         """Raise :meth:`encode`'s ``ValueError`` (which says what to pass instead) if ``text`` contains one of
-        the ``disallowed`` special tokens (the second set of :meth:`special_token_sets`; ``allowed``, the first,
-        tells which advice applies)."""
+        the ``disallowed`` special tokens. ``allowed`` and ``disallowed`` are :meth:`special_token_sets`' two
+        sets; they and ``disallowed_special``, the argument the second was made from, tell which advice applies:
+        with ``"all"`` (tiktoken's default) either argument alone can change the outcome, but a collection that
+        names the token refuses it whatever ``allowed_special`` says."""
         present = special_tokens_in(text, frozenset(disallowed)) if disallowed else None
         if present:
             m = special_token_regex(present).search(text)
             if m:
                 token = m.group()
-                if token in allowed:  # disallowed_special names it, which refuses it whatever allowed_special says
+                head = f"The text contains the special token {token!r}, which is disallowed. "
+                if isinstance(disallowed_special, str):  # "all" (special_token_sets refuses any other str): tiktoken's
                     raise ValueError(
-                        f"The text contains the special token {token!r}, which is disallowed. allowed_special "
-                        f"allows it, but disallowed_special names it, which refuses it: to encode it as the special "
-                        f"token, pass disallowed_special=() (or leave {token!r} out of it); to encode it as plain "
-                        f"text, leave it out of allowed_special as well (allowed_special=set())."
+                        f"{head}To encode it as the special token, pass allowed_special={{{token!r}}} (or \"all\"); "
+                        f"to encode it as plain text, pass disallowed_special=() "
+                        f"(or enc.special_tokens_set - {{{token!r}}} to keep checking the others)."
                     )
-                raise ValueError(  # tiktoken's advice: with disallowed_special="all", either change alone does it
-                    f"The text contains the special token {token!r}, which is disallowed. "
-                    f"To encode it as the special token, pass allowed_special={{{token!r}}} (or \"all\"); "
-                    f"to encode it as plain text, pass disallowed_special=() "
-                    f"(or enc.special_tokens_set - {{{token!r}}} to keep checking the others)."
+                if token in allowed:
+                    raise ValueError(
+                        f"{head}allowed_special allows it, but disallowed_special names it, which refuses it: to "
+                        f"encode it as the special token, pass disallowed_special=() (or leave {token!r} out of it); "
+                        f"to encode it as plain text, leave it out of allowed_special as well (allowed_special=set())."
+                    )
+                raise ValueError(
+                    f"{head}disallowed_special names it, which refuses it whatever allowed_special says: to encode it "
+                    f"as plain text, pass disallowed_special=() (or leave {token!r} out of it); to encode it as the "
+                    f"special token, leave it out of disallowed_special and pass allowed_special={{{token!r}}} "
+                    f"(or \"all\") as well."
                 )
 
     def encode_batch(
@@ -398,13 +407,15 @@ class Encoding:
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
         if THREADS_RUN_IN_PARALLEL:
-            encode = functools.partial(self.encode, allowed_special=allowed, disallowed_special=disallowed)
+            # the sets (an iterator passed is read once), but "all" as given: it chooses a refusal's advice
+            rule = disallowed_special if isinstance(disallowed_special, str) else disallowed
+            encode = functools.partial(self.encode, allowed_special=allowed, disallowed_special=rule)
             return map_batch(encode, text, num_threads=num_threads)
         check_num_threads(num_threads)
         texts = list(text)
         try:
             for one in texts:
-                self.check_disallowed_special(one, disallowed, allowed=allowed)
+                self.check_disallowed_special(one, disallowed, allowed=allowed, disallowed_special=disallowed_special)
             if not allowed:
                 return self.core.encode_ordinary_texts(texts)
             # Every stretch between special tokens, of every text, encoded together; then put back in place.
@@ -473,7 +484,7 @@ class Encoding:
         allowed, disallowed = self.special_token_sets(
             allowed_special=allowed_special, disallowed_special=disallowed_special
         )
-        self.check_disallowed_special(text, disallowed, allowed=allowed)
+        self.check_disallowed_special(text, disallowed, allowed=allowed, disallowed_special=disallowed_special)
         return unstable.encode_with_unstable(self, text, allowed)
 
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:

@@ -61,18 +61,19 @@ def encode_iterable(
         chunks = (chunks,)  # one string is one chunk, not a chunk per character
     if emit_min_chars < 0:
         raise ValueError(f"emit_min_chars must be 0 or more, got {emit_min_chars}")
-    return _encode_chunks(enc, chunks, allowed, disallowed, emit_min_chars)
+    return _encode_chunks(enc, chunks, allowed, disallowed, emit_min_chars, disallowed_special)
 
 
 def _encode_chunks(
-    enc, chunks: Iterable[str], allowed: frozenset, disallowed: frozenset, emit_min_chars: int
+    enc, chunks: Iterable[str], allowed: frozenset, disallowed: frozenset, emit_min_chars: int,
+    disallowed_special: Literal["all"] | Collection[str],
 ) -> Iterator[int]:
     special_ids = enc.special_tokens
     # A tokenizer.json's steps (a normalizer, several splits) have no cut known to be safe: none is tried.
     pattern = enc.pat_str if getattr(enc, "text_steps", None) is None else ""
     encode_ordinary = enc.encode_ordinary
     allowed_regex = special_token_regex(allowed) if allowed else None
-    checker = _DisallowedChecker(enc, allowed, disallowed)
+    checker = _DisallowedChecker(enc, allowed, disallowed, disallowed_special)
     # Characters held back as a possible start of a special token (allowed, or disallowed and not yet seen whole).
     hold = max(map(len, allowed | disallowed), default=1) - 1
 
@@ -126,10 +127,11 @@ class _DisallowedChecker:
     fits wholly in the text seen so far has been looked for already.
     """
 
-    def __init__(self, enc, allowed: frozenset, disallowed: frozenset):
+    def __init__(self, enc, allowed: frozenset, disallowed: frozenset, disallowed_special="all"):
         self.enc = enc
         self.allowed = allowed
         self.disallowed = disallowed
+        self.disallowed_special = disallowed_special  # as given: it chooses the advice of a refusal
         self.regex = special_token_regex(disallowed) if disallowed else None
         self.longest = max(map(len, disallowed), default=0)
         self.window = ""
@@ -144,7 +146,8 @@ class _DisallowedChecker:
         # Only a match with room for the longest token after its start is certain to be the token encode()
         # would report (a longer one might start at the same place).
         if m is not None and (final or m.start() + self.longest <= len(self.window)):
-            self.enc.check_disallowed_special(self.window[m.start() :], self.disallowed, allowed=self.allowed)
+            self.enc.check_disallowed_special(self.window[m.start() :], self.disallowed, allowed=self.allowed,
+                                              disallowed_special=self.disallowed_special)
         self.window = self.window[max(len(self.window) - self.longest + 1, 0) :]
 
     def forget(self, n: int) -> None:
