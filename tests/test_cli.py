@@ -261,17 +261,40 @@ def test_a_token_disallowed_by_name_gets_advice_that_changes_a_flag(cli, command
 
     allowing = ["--allowed_special", "all"] if command == "encode" else []  # show's default
     stderr = cli(command, SPECIAL_TEXT, "--disallowed_special", "<|endoftext|>", *allowing, status=2).stderr
-    assert stderr.endswith("'<|endoftext|>', which is disallowed: pass --disallowed_special none (or leave that token "
-                           "out of it) to encode it as its id, and --allowed_special none as well to encode it as "
-                           "plain text\n")
+    assert stderr.endswith("'<|endoftext|>', which is disallowed. --allowed_special allows it, but "
+                           "--disallowed_special names it, which refuses it: to encode it as the special token, pass "
+                           "--disallowed_special none (or leave '<|endoftext|>' out of it); to encode it as plain "
+                           "text, leave it out of --allowed_special as well (--allowed_special none).\n")
     assert ids("--disallowed_special", "none", *allowing) == as_special
     assert ids("--disallowed_special", "none", "--allowed_special", "none") == as_text
     stderr = cli(command, SPECIAL_TEXT, "--disallowed_special", "<|endoftext|>", "--allowed_special", "none",
                  status=2).stderr
-    assert stderr.endswith("'<|endoftext|>', which is disallowed: pass --disallowed_special none (or leave that token "
-                           "out of it) to encode it as plain text, and --allowed_special all (or that token) as well "
-                           "to encode it as its id\n")
+    assert stderr.endswith("'<|endoftext|>', which is disallowed. --disallowed_special names it, which refuses it "
+                           "whatever --allowed_special says: to encode it as plain text, pass --disallowed_special "
+                           "none (or leave '<|endoftext|>' out of it); to encode it as the special token, leave it out "
+                           "of --disallowed_special and pass --allowed_special all (or that token) as well.\n")
     assert ids("--disallowed_special", "none", "--allowed_special", "<|endoftext|>") == as_special
+
+
+def test_the_flags_advice_keeps_the_input_named_whatever_its_name_says(cli, tmp_path):
+    # the command line reworded the library's advice by cutting its message at "which is disallowed.": a file
+    # whose name holds those words was cut there, and the error lost the rest of the name and the token
+    name = "notes which is disallowed. draft.txt"
+    (tmp_path / name).write_text(SPECIAL_TEXT, encoding="utf-8")
+    stderr = cli("count", name, status=2).stderr
+    assert stderr.endswith(f": error: {name}: The text contains the special token '<|endoftext|>', which is "
+                           "disallowed. To encode it as the special token, pass --allowed_special all (or that "
+                           "token); to encode it as plain text, pass --disallowed_special none.\n")
+
+
+@pytest.mark.parametrize("command", ["count", "encode-file", "parity"])
+def test_a_refusal_read_from_a_file_is_advised_in_flags(cli, special_file, command):
+    # each command names the file; the refusal reaches the command line as itself (encode-file's workers send it
+    # back across processes) or as the context of the error that named the file (parity)
+    out = ["--out", "out.bin"] if command == "encode-file" else []
+    stderr = cli(command, special_file, *out, "--disallowed_special", "<|endoftext|>", status=2).stderr
+    assert f"error: {special_file}" in stderr and "which refuses it whatever --allowed_special says" in stderr
+    assert "allowed_special={" not in stderr and "disallowed_special=()" not in stderr
 
 
 # ---- files: missing, folders, empty, binary, not UTF-8 ----------------------------------------------------

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import doctest
 import itertools
+import pickle
 
 import pytest
 import tiktoken
 
 import tokenizer.encoding
-from tokenizer import Encoding, get_encoding
+from tokenizer import Encoding, get_encoding, special_advice
+from tokenizer.jobs.dataset import PieceEncoder
+from tokenizer.special_advice import SpecialSpelling, SpecialTokenRefusal, refusal_of
 
 TEXTS = [
     "",
@@ -50,8 +54,8 @@ def test_disallowed_error_says_what_to_pass():
 def test_a_token_both_allowed_and_named_disallowed_gets_advice_that_changes_an_argument():
     """allowed_special="all" with disallowed_special={token} was told to pass allowed_special={token} (or "all"),
     already passed, and to pass disallowed_special=() to encode it as plain text, which gives its id. The advice
-    now names the argument still to change, as the command line's does (tokenizer.cli.cli_wording); tiktoken's
-    advice, for the default disallowed_special="all", is kept word for word."""
+    now names the argument still to change (tokenizer.special_advice), as the command line's does in its flags;
+    tiktoken's advice, for the default disallowed_special="all", is kept word for word."""
     enc = get_encoding("gpt2")
     text = "a <|endoftext|>"
     refused = {"encode": lambda **rule: enc.encode(text, **rule),
@@ -107,6 +111,39 @@ def test_a_token_named_disallowed_and_not_allowed_gets_advice_that_changes_both(
     # the advice, followed, does what it says
     assert enc.encode(text, disallowed_special=()) == enc.encode_ordinary(text)
     assert enc.encode(text, allowed_special={"<|endoftext|>"}, disallowed_special=()) == [64, 220, 50256]
+
+
+def test_a_refusal_keeps_its_facts_so_that_each_caller_can_say_it_in_its_own_words():
+    """The advice's meaning is kept once, in the refusal the ValueError holds: which option names the token and
+    whether it is allowed. A command line rewords it in its flags (a SpecialSpelling) without reading the message,
+    also once a file's name is put before it, and after it crossed from a worker process."""
+    assert doctest.testmod(special_advice).failed == 0
+    enc = get_encoding("gpt2")
+    with pytest.raises(ValueError) as info:
+        PieceEncoder(enc, "data.txt", set(), {"<|endoftext|>"}).text_ids("a <|endoftext|>")
+    error = pickle.loads(pickle.dumps(info.value))  # what a worker process sends back
+    assert type(error) is ValueError and str(error) == str(info.value)  # tiktoken's type, the message as was
+    assert refusal_of(error) == SpecialTokenRefusal("<|endoftext|>", allowed=False, named=True, place="data.txt: ")
+    assert str(error).startswith("data.txt: The text contains the special token '<|endoftext|>', which is "
+                                 "disallowed. disallowed_special names it")
+    spelling = SpecialSpelling(allowed="[A]", disallowed="[D]", allow_it="[A {token}]", allow_none="[A none]",
+                               refuse_none="[D none]", refuse_all_but_it="")
+    assert refusal_of(error).advice(spelling) == (
+        "data.txt: The text contains the special token '<|endoftext|>', which is disallowed. [D] names it, which "
+        "refuses it whatever [A] says: to encode it as plain text, pass [D none] (or leave '<|endoftext|>' out of "
+        "it); to encode it as the special token, leave it out of [D] and pass [A '<|endoftext|>'] as well.")
+    # a caller that names the place in its own ValueError (from None keeps the refusal as its context)
+    try:
+        try:
+            enc.encode("<|endoftext|>")
+        except ValueError as e:
+            raise ValueError(f"line 3: {e}") from None
+    except ValueError as e:
+        assert refusal_of(e) == SpecialTokenRefusal("<|endoftext|>", place="line 3: ")
+        assert refusal_of(e).advice(spelling) == (
+            "line 3: The text contains the special token '<|endoftext|>', which is disallowed. To encode it as the "
+            "special token, pass [A '<|endoftext|>']; to encode it as plain text, pass [D none].")
+    assert refusal_of(ValueError("which is disallowed.")) is None
 
 
 def test_allowed_special_all_gives_ids():

@@ -55,11 +55,9 @@ What this module does not do: tokenize. Each command parses its arguments, calls
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import json
 import os
-import re
 import resource
 import shutil
 import sys
@@ -76,6 +74,7 @@ from .jobs import dataset, inputs, parity, sharded
 from .jobs.engines import ENGINES
 from .encoding import Encoding
 from .encoding_argument import WHAT_TO_PASS
+from .special_advice import SpecialSpelling, refusal_of
 from .loading import load_encoding
 from .saving import SAVE_FORMATS, check_tokenizer_folder, replaced_tokenizer_files, save_encoding
 from .registry import is_registered, list_encoding_names, shown_names
@@ -903,26 +902,24 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     # a download that failed, or a vocabulary file that fails its checksum: the command line was fine
     errors = [(DownloadError, EXIT_FAILED), (ChecksumError, EXIT_FAILED),
               (UsageError, EXIT_MISTAKE), (ValueError, EXIT_MISTAKE), (KeyError, EXIT_MISTAKE), (OSError, EXIT_MISTAKE)]
-    return run_guarded(prog, lambda: args.run(args), errors=errors,
-                       wording=lambda message: cli_wording(message, getattr(args, "allowed_special", None),
-                                                           getattr(args, "disallowed_special", None)))
+    return run_guarded(prog, lambda: run_command(args), errors=errors)
 
 
-def cli_wording(message: str, allowed: str | None = None, disallowed: str | None = None) -> str:
-    """An error from the library, with its advice in flags rather than Python arguments: for a disallowed special
-    token, the flags to change given those set (``allowed`` and ``disallowed``, the two flags as typed)."""
-    head, found, _ = message.partition("which is disallowed.")
-    if not found:
-        return message
-    if disallowed in (None, "all"):  # tiktoken's rule: every special token the allowed ones leave out
-        return (f"{head}which is disallowed: pass --allowed_special all (or that token) to encode it as its id, "
-                "or --disallowed_special none to encode it as plain text")
-    # --disallowed_special names it, which refuses it whatever --allowed_special says: dropping it from there lets
-    # --allowed_special decide, which the advice reads to name the one other flag that is left to change
-    named = re.search(r"special token ('.*'|\".*\"), $", head)
-    token = ast.literal_eval(named.group(1)) if named else None
-    if allowed == "all" or (allowed not in (None, "none") and token in comma_list(allowed)):
-        return (f"{head}which is disallowed: pass --disallowed_special none (or leave that token out of it) to "
-                "encode it as its id, and --allowed_special none as well to encode it as plain text")
-    return (f"{head}which is disallowed: pass --disallowed_special none (or leave that token out of it) to encode "
-            "it as plain text, and --allowed_special all (or that token) as well to encode it as its id")
+# How the commands write encode's two special-token options, for the advice of a refused special token: what to
+# change is the library's to say (tokenizer.special_advice), how to write it the command line's.
+FLAG_SPELLING = SpecialSpelling(
+    allowed="--allowed_special", disallowed="--disallowed_special", allow_it="--allowed_special all (or that token)",
+    allow_none="--allowed_special none", refuse_none="--disallowed_special none",
+    refuse_all_but_it="",  # no flag says "every special token but this one" short of listing them
+)
+
+
+def run_command(args):
+    """``args.run(args)``, with a refused special token's advice in flags rather than Python arguments."""
+    try:
+        return args.run(args)
+    except ValueError as e:
+        refusal = refusal_of(e)
+        if refusal is None:
+            raise
+        raise UsageError(refusal.advice(FLAG_SPELLING)) from None

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, I
 from . import bpe, saving, streaming, unstable
 from .core import ReferenceCore, interleave
 from .pretokenize import GPT2_PATTERN, special_token_regex, special_tokens_in
+from .special_advice import SpecialTokenRefusal
 
 if TYPE_CHECKING:
     import numpy as np
@@ -360,35 +361,21 @@ class Encoding:
     def check_disallowed_special(self, text: str, disallowed: AbstractSet[str], *,
                                  allowed: AbstractSet[str] = frozenset(),
                                  disallowed_special: Literal["all"] | Collection[str] = "all") -> None:
-        """Raise :meth:`encode`'s ``ValueError`` (which says what to pass instead) if ``text`` contains one of
-        the ``disallowed`` special tokens. ``allowed`` and ``disallowed`` are :meth:`special_token_sets`' two
-        sets; they and ``disallowed_special``, the argument the second was made from, tell which advice applies:
-        with ``"all"`` (tiktoken's default) either argument alone can change the outcome, but a collection that
-        names the token refuses it whatever ``allowed_special`` says."""
+        """Raise :meth:`encode`'s ``ValueError``, which says what to pass instead (and holds its facts, a
+        :class:`~tokenizer.special_advice.SpecialTokenRefusal`), if ``text`` contains one of the ``disallowed``
+        special tokens.
+
+        ``allowed`` and ``disallowed`` are :meth:`special_token_sets`' two sets; they and ``disallowed_special``,
+        the argument the second was made from, tell which advice applies: with ``"all"`` (tiktoken's default)
+        either argument alone changes the outcome, but a collection that names the token refuses it whatever
+        ``allowed_special`` says."""
         present = special_tokens_in(text, frozenset(disallowed)) if disallowed else None
         if present:
             m = special_token_regex(present).search(text)
             if m:
                 token = m.group()
-                head = f"The text contains the special token {token!r}, which is disallowed. "
-                if isinstance(disallowed_special, str):  # "all" (special_token_sets refuses any other str): tiktoken's
-                    raise ValueError(
-                        f"{head}To encode it as the special token, pass allowed_special={{{token!r}}} (or \"all\"); "
-                        f"to encode it as plain text, pass disallowed_special=() "
-                        f"(or enc.special_tokens_set - {{{token!r}}} to keep checking the others)."
-                    )
-                if token in allowed:
-                    raise ValueError(
-                        f"{head}allowed_special allows it, but disallowed_special names it, which refuses it: to "
-                        f"encode it as the special token, pass disallowed_special=() (or leave {token!r} out of it); "
-                        f"to encode it as plain text, leave it out of allowed_special as well (allowed_special=set())."
-                    )
-                raise ValueError(
-                    f"{head}disallowed_special names it, which refuses it whatever allowed_special says: to encode it "
-                    f"as plain text, pass disallowed_special=() (or leave {token!r} out of it); to encode it as the "
-                    f"special token, leave it out of disallowed_special and pass allowed_special={{{token!r}}} "
-                    f"(or \"all\") as well."
-                )
+                named = not isinstance(disallowed_special, str)  # "all", the one str special_token_sets takes
+                raise SpecialTokenRefusal(token, allowed=token in allowed, named=named).error()
 
     def encode_batch(
         self,

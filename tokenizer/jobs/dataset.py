@@ -44,6 +44,7 @@ from ..cuts import safe_byte_cuts
 from ..encoding import Encoding
 from ..outputs import check_file, replaced_file
 from ..registry import ENDOFTEXT as EOT, get_encoding
+from ..special_advice import placed
 from .engines import LocalEngine, ProgressBar, open_engine
 from .inputs import decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records
 
@@ -185,8 +186,8 @@ class PieceEncoder:
         try:
             return self.enc.encode(text, allowed_special=self.allowed_special,
                                    disallowed_special=self.disallowed_special)
-        except ValueError as e:
-            raise ValueError(f"{self.name}: {e}") from None
+        except ValueError as e:  # a refused special token stays one: a command says it in its own words
+            raise placed(e, self.name) from None
 
     def __call__(self, piece: tuple, report=None) -> bytes:
         return np.asarray(self.ids(piece), dtype=self.dtype).tobytes()
