@@ -113,6 +113,28 @@ def test_open_encoding_rule():
         tokenizer_json("gpt2")
 
 
+def test_a_folder_named_twice_is_one_encoding_under_one_name(tiny, monkeypatch):
+    # ./tiny and tiny/ (or a symlink to it) were read twice, as two tokenizers: stats and the playground showed
+    # "tiny" and "tiny (saved)", as if a registered encoding or another folder had that name
+    from tokenizer.registry import shown_names
+    from tokenizer.serve import Playground
+
+    (tiny.parent / "link").symlink_to(tiny, target_is_directory=True)
+    monkeypatch.chdir(tiny.parent)
+    spellings = ["./tiny", "tiny/", "link", str(tiny), "tiny"]
+    encs = [open_encoding(name) for name in spellings]
+    assert all(enc is encs[0] for enc in encs) and shown_names(encs) == ["tiny"] * len(spellings)
+    assert Playground(encs).answer("/api/encodings", {})["encodings"][:2] == ["tiny", "gpt2"]
+    out = output_of("stats", ["text.txt", "--min-seconds", "0"], "--encodings", ",".join(spellings), tiny.parent, "")
+    assert [line.split("|")[2].strip() for line in out.splitlines() if line.startswith("| text.txt")] == \
+        ["tiny"] * len(spellings)
+    # its files written again (trained anew into the same folder): read anew
+    vocab = {i: bytes([i]) for i in range(256)}
+    Encoding.from_vocab_merges(vocab, [], ["<|endoftext|>"], name="tiny").save(tiny, format="hf", overwrite=True)
+    again = open_encoding("tiny")
+    assert again is not encs[0] and again.encode("Hello") == list(b"Hello")
+
+
 # ---- paths that are wrong: one line, exit 2 ----------------------------------------------------------------
 
 def bad_paths(folder) -> dict[str, str]:

@@ -23,6 +23,7 @@ messages).
 from __future__ import annotations
 
 import os
+import weakref
 from pathlib import Path
 
 from .encoding import Encoding
@@ -42,7 +43,7 @@ def open_encoding(name_or_path: str) -> Encoding:
         raise ValueError(f"an empty name is no encoding; pass {WHAT_TO_PASS}")
     registered = name_or_path in ALIASES or name_or_path in list_encoding_names()
     if not registered and Path(name_or_path).exists():
-        return load_encoding(name_or_path)
+        return _open_path(name_or_path)
     if registered:
         return get_encoding(name_or_path)
     if looks_like_a_path(name_or_path):
@@ -50,6 +51,37 @@ def open_encoding(name_or_path: str) -> Encoding:
     known = ", ".join([*list_encoding_names(), *ALIASES])
     raise ValueError(f"Unknown encoding {name_or_path!r}. Known encodings: {known}; or a path: a tokenizer.json, "
                      "its folder, or a folder saved by train --out")
+
+
+# A tokenizer read from files, by the real path it was named by and the state of its folder's files: a folder
+# named twice (./x and x/, or through a symlink) is one encoding, read once and shown under one name
+# (tokenizer.registry.shown_names), as a registered name given twice is. Weak, so that one no longer in use is let
+# go; its files changed since (a tokenizer trained again into its folder) read it anew.
+_opened: weakref.WeakValueDictionary[tuple, Encoding] = weakref.WeakValueDictionary()
+
+
+def _open_path(name_or_path: str) -> Encoding:
+    path = Path(os.path.realpath(name_or_path))
+    try:
+        key = (path, _files_state(path if path.is_dir() else path.parent))
+    except OSError:  # a folder that cannot be listed: load_encoding says what is wrong, or reads what it can
+        return load_encoding(name_or_path)
+    enc = _opened.get(key)
+    if enc is None:
+        enc = _opened[key] = load_encoding(name_or_path)
+    return enc
+
+
+def _files_state(folder: Path) -> tuple:
+    """What changes when a file of ``folder`` is written: each entry's name, size and time of change."""
+    state = []
+    for entry in os.scandir(folder):
+        try:
+            stat = entry.stat()
+            state.append((entry.name, stat.st_size, stat.st_mtime_ns))
+        except OSError:  # a broken symlink beside the tokenizer's files: there, and nothing more to say
+            state.append((entry.name, -1, -1))
+    return tuple(sorted(state))
 
 
 def looks_like_a_path(name: str) -> bool:
