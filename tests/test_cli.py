@@ -555,6 +555,17 @@ def test_stats_names_a_saved_tokenizer_apart_from_the_registered_encoding_of_its
                                                                           str(saved)]]
 
 
+def test_a_saved_tokenizer_named_like_an_alias_is_named_apart_from_the_encoding_the_alias_gives(cli, tmp_path):
+    # GPT-2's vocabulary saved in a folder called gpt4 was shown as plain "gpt4", a name that, typed back as
+    # --encoding gpt4, gives cl100k_base
+    get_encoding("gpt2").save(tmp_path / "gpt4")
+    assert cli("show", "hi", "--encoding", "./gpt4").stdout.splitlines()[2].endswith(" bytes (gpt4 (saved))")
+    (tmp_path / "code.txt").write_text("hi", encoding="utf-8")
+    out = cli("stats", "code.txt", "--encodings", "gpt4,./gpt4", "--min_seconds", "0").stdout
+    assert [line.split("|")[2].strip() for line in out.splitlines() if line.startswith("| code")] == \
+        ["cl100k_base", "gpt4 (saved)"]
+
+
 def test_every_command_names_a_saved_tokenizer_apart_from_the_registered_encoding_of_its_name(cli, tmp_path):
     # show, explain, count, encode-file and encode-dataset printed GPT-2's vocabulary saved in cl100k_base/ as
     # plain "cl100k_base", while stats and the playground said "cl100k_base (saved)"

@@ -218,9 +218,10 @@ def is_registered(enc: Encoding) -> bool:
 def shown_names(encodings) -> list[str]:
     """The name each of ``encodings`` is shown under, one per encoding, so that no two tokenizers share a name:
     a registered encoding's own name; a saved tokenizer's name, or ``"NAME (saved)"`` (then ``"NAME (saved
-    2)"``, ...) when a registered encoding or an earlier saved tokenizer has that name. The same encoding given
-    twice is shown under the same name."""
-    registered = set(list_encoding_names())
+    2)"``, ...) when a registered encoding, an alias of one (``gpt4``: typed back, the name would give
+    cl100k_base) or an earlier saved tokenizer has that name. The same encoding given twice is shown under the
+    same name."""
+    registered = {*list_encoding_names(), *ALIASES}
     taken: dict[int, str] = {}  # id(a saved tokenizer) -> the name it is shown under
     names = []
     for enc in encodings:
