@@ -67,3 +67,17 @@ def test_half_an_hf_pair_names_the_missing_file(save_hf_folder, tmp_path):
 def test_a_folder_with_nothing_names_every_layout(tmp_path):
     with pytest.raises(ValueError, match=r"vocab\.json \+ merges\.txt"):
         load_encoding(tmp_path)
+
+
+@pytest.mark.parametrize("format_, file", [("gpt2", "encoder.json"), ("hf", "tokenizer.json")])
+def test_a_tokenizer_read_from_the_current_folder_bears_its_name(tmp_path, monkeypatch, capsys, format_, file):
+    # --encoding . (or a file of the current folder) named the tokenizer "": show printed "(...) bytes ()" and
+    # stats a row without a name
+    from tokenizer import Encoding
+
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"hi"}
+    Encoding.from_vocab_merges(vocab, [(b"h", b"i")], [], name="x").save(tmp_path / "mine", format=format_)
+    monkeypatch.chdir(tmp_path / "mine")
+    assert load_encoding(".").name == load_encoding(file).name == load_encoding("./").name == "mine"
+    assert cli.main(["show", "ih", "--encoding", "."], prog="t") == 0
+    assert capsys.readouterr().out.splitlines()[2] == "2 tokens, 2 characters, 2 bytes (mine)"

@@ -12,6 +12,7 @@ refuses the rest (SentencePiece-style, Unigram, WordPiece, unknown steps) in one
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -79,6 +80,17 @@ def load_encoding(path, *, core: str = "fast") -> Encoding:
     raise ValueError(f"{p}: unknown file type (expected a directory, tokenizer.json, *.tiktoken or encoder.json)")
 
 
+def folder_name(folder: Path) -> str:
+    """The name a tokenizer read from ``folder`` bears: the folder's own, also when it was named ``.`` or a file
+    in the current folder was (whose ``Path.name`` is ``""``); a symlink keeps the name it was reached by.
+
+    >>> import os
+    >>> folder_name(Path(".")) == os.path.basename(os.getcwd()), folder_name(Path("models/x/"))
+    (True, 'x')
+    """
+    return Path(os.path.abspath(folder)).name
+
+
 def _load_gpt2(folder: Path, files: tuple[str, str] = GPT2_FILES, *, core: str = "fast") -> Encoding:
     """OpenAI's ``encoder.json`` + ``vocab.bpe``, or the same two files under Hugging Face's names
     (``vocab.json`` + ``merges.txt``, as ``gpt2 --save_hf`` and ``transformers``' GPT2Tokenizer write them)."""
@@ -94,7 +106,7 @@ def _load_gpt2(folder: Path, files: tuple[str, str] = GPT2_FILES, *, core: str =
     for text, idx in specials.items():
         vocab[idx] = text.encode("utf-8")
     try:
-        return Encoding.from_vocab_merges(vocab, merges, specials, name=folder.name, pat_str=GPT2_PATTERN,
+        return Encoding.from_vocab_merges(vocab, merges, specials, name=folder_name(folder), pat_str=GPT2_PATTERN,
                                           core=core)
     except ValueError as e:
         raise ValueError(f"{folder / merges_file}: {_with_line(e, header_lines=1)}") from None
@@ -167,7 +179,7 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
     pat_str = _one_known_pattern(steps)
     try:
         return Encoding.from_vocab_merges(
-            vocab, merges, specials, name=Path(file).parent.name, pat_str=pat_str or _shown_pattern(steps),
+            vocab, merges, specials, name=folder_name(Path(file).parent), pat_str=pat_str or _shown_pattern(steps),
             whole_piece_tokens=bool(model.get("ignore_merges", False)), text_steps=None if pat_str else steps,
             core=core,
         )
