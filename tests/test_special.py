@@ -113,6 +113,21 @@ def test_a_token_named_disallowed_and_not_allowed_gets_advice_that_changes_both(
     assert enc.encode(text, allowed_special={"<|endoftext|>"}, disallowed_special=()) == [64, 220, 50256]
 
 
+def test_text_named_disallowed_that_is_no_special_token_gets_advice_that_can_work():
+    # tiktoken refuses any text disallowed_special names, special token or not; the advice said to pass
+    # allowed_special to "encode it as the special token", which gpt2 has no such token to do
+    enc = get_encoding("gpt2")
+    text = "a <|endofprompt|>"
+    for rule in ({}, {"allowed_special": "all"}, {"allowed_special": {"<|endofprompt|>"}}):
+        with pytest.raises(ValueError) as info:
+            enc.encode_batch([text], disallowed_special={"<|endofprompt|>"}, **rule)
+        assert str(info.value) == (
+            "The text contains '<|endofprompt|>', which is disallowed: disallowed_special names it, though it is no "
+            "special token of this encoding. To encode it as plain text, the one way it can be encoded, pass "
+            "disallowed_special=() (or leave '<|endofprompt|>' out of it).")
+        assert enc.encode(text, disallowed_special=(), **rule) == enc.encode_ordinary(text)  # followed, it works
+
+
 def test_a_refusal_keeps_its_facts_so_that_each_caller_can_say_it_in_its_own_words():
     """The advice's meaning is kept once, in the refusal the ValueError holds: which option names the token and
     whether it is allowed. A command line rewords it in its flags (a SpecialSpelling) without reading the message,

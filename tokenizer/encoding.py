@@ -375,7 +375,8 @@ class Encoding:
             if m:
                 token = m.group()
                 named = not isinstance(disallowed_special, str)  # "all", the one str special_token_sets takes
-                raise SpecialTokenRefusal(token, allowed=token in allowed, named=named).error()
+                special = token in self._special_tokens  # (disallowed_special may name any text)
+                raise SpecialTokenRefusal(token, allowed=token in allowed, named=named, special=special).error()
 
     def encode_batch(
         self,

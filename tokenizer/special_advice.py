@@ -19,7 +19,7 @@ The text contains the special token '<|endoftext|>', which is disallowed. To enc
 pass allowed_special={'<|endoftext|>'} (or "all"); to encode it as plain text, pass disallowed_special=() \
 (or enc.special_tokens_set - {'<|endoftext|>'} to keep checking the others).
 >>> refusal_of(error)
-SpecialTokenRefusal(token='<|endoftext|>', allowed=False, named=False, place='')
+SpecialTokenRefusal(token='<|endoftext|>', allowed=False, named=False, place='', special=True)
 """
 
 from __future__ import annotations
@@ -55,13 +55,15 @@ class SpecialTokenRefusal(NamedTuple):
     ``allowed``: ``allowed_special`` allows the token; ``named``: ``disallowed_special`` names it (a collection)
     rather than being ``"all"``, every special token ``allowed_special`` leaves out (tiktoken's default, where
     either option alone changes the outcome). ``place`` (``"data.txt: "``) goes before the message: where the
-    text came from.
+    text came from. ``special``: the token is one of the encoding's special tokens (``disallowed_special`` may
+    name other text, which tiktoken refuses too, but which no option makes a token).
     """
 
     token: str
     allowed: bool = False
     named: bool = False
     place: str = ""
+    special: bool = True
 
     def error(self) -> ValueError:
         """The ``ValueError`` to raise (tiktoken's type: ``except ValueError`` catches it, a traceback names it),
@@ -78,6 +80,10 @@ class SpecialTokenRefusal(NamedTuple):
         """The message, with the options written as ``spelling`` writes them."""
         token = repr(self.token)
         allow_it = spelling.allow_it.format(token=token)
+        if not self.special:
+            return (f"{self.place}The text contains {token}, which is disallowed: {spelling.disallowed} names it, "
+                    f"though it is no special token of this encoding. To encode it as plain text, the one way it "
+                    f"can be encoded, pass {spelling.refuse_none} (or leave {token} out of it).")
         said = f"{self.place}The text contains the special token {token}, which is disallowed. "
         if not self.named:
             others = spelling.refuse_all_but_it.format(token=token)
