@@ -123,7 +123,7 @@ def test_text_named_disallowed_that_is_no_special_token_gets_advice_that_can_wor
             enc.encode_batch([text], disallowed_special={"<|endofprompt|>"}, **rule)
         assert str(info.value) == (
             "The text contains '<|endofprompt|>', which is disallowed: disallowed_special names it, though it is no "
-            "special token of this encoding. To encode it as plain text, the one way it can be encoded, pass "
+            "special token of gpt2. To encode it as plain text, the one way it can be encoded, pass "
             "disallowed_special=() (or leave '<|endofprompt|>' out of it).")
         assert enc.encode(text, disallowed_special=(), **rule) == enc.encode_ordinary(text)  # followed, it works
 
@@ -138,7 +138,8 @@ def test_a_refusal_keeps_its_facts_so_that_each_caller_can_say_it_in_its_own_wor
         PieceEncoder(enc, "data.txt", set(), {"<|endoftext|>"}).text_ids("a <|endoftext|>")
     error = pickle.loads(pickle.dumps(info.value))  # what a worker process sends back
     assert type(error) is ValueError and str(error) == str(info.value)  # tiktoken's type, the message as was
-    assert refusal_of(error) == SpecialTokenRefusal("<|endoftext|>", allowed=False, named=True, place="data.txt: ")
+    assert refusal_of(error) == SpecialTokenRefusal("<|endoftext|>", allowed=False, named=True, place="data.txt: ",
+                                                    encoding="gpt2")
     assert str(error).startswith("data.txt: The text contains the special token '<|endoftext|>', which is "
                                  "disallowed. disallowed_special names it")
     spelling = SpecialSpelling(allowed="[A]", disallowed="[D]", allow_it="[A {token}]", allow_none="[A none]",
@@ -154,7 +155,7 @@ def test_a_refusal_keeps_its_facts_so_that_each_caller_can_say_it_in_its_own_wor
         except ValueError as e:
             raise ValueError(f"line 3: {e}") from None
     except ValueError as e:
-        assert refusal_of(e) == SpecialTokenRefusal("<|endoftext|>", place="line 3: ")
+        assert refusal_of(e) == SpecialTokenRefusal("<|endoftext|>", place="line 3: ", encoding="gpt2")
         assert refusal_of(e).advice(spelling) == (
             "line 3: The text contains the special token '<|endoftext|>', which is disallowed. To encode it as the "
             "special token, pass [A '<|endoftext|>']; to encode it as plain text, pass [D none].")

@@ -376,7 +376,8 @@ class Encoding:
                 token = m.group()
                 named = not isinstance(disallowed_special, str)  # "all", the one str special_token_sets takes
                 special = token in self._special_tokens  # (disallowed_special may name any text)
-                raise SpecialTokenRefusal(token, allowed=token in allowed, named=named, special=special).error()
+                raise SpecialTokenRefusal(token, allowed=token in allowed, named=named, special=special,
+                                          encoding=self.name).error()
 
     def encode_batch(
         self,

@@ -19,7 +19,7 @@ The text contains the special token '<|endoftext|>', which is disallowed. To enc
 pass allowed_special={'<|endoftext|>'} (or "all"); to encode it as plain text, pass disallowed_special=() \
 (or enc.special_tokens_set - {'<|endoftext|>'} to keep checking the others).
 >>> refusal_of(error)
-SpecialTokenRefusal(token='<|endoftext|>', allowed=False, named=False, place='', special=True)
+SpecialTokenRefusal(token='<|endoftext|>', allowed=False, named=False, place='', special=True, encoding='gpt2')
 """
 
 from __future__ import annotations
@@ -55,8 +55,9 @@ class SpecialTokenRefusal(NamedTuple):
     ``allowed``: ``allowed_special`` allows the token; ``named``: ``disallowed_special`` names it (a collection)
     rather than being ``"all"``, every special token ``allowed_special`` leaves out (tiktoken's default, where
     either option alone changes the outcome). ``place`` (``"data.txt: "``) goes before the message: where the
-    text came from. ``special``: the token is one of the encoding's special tokens (``disallowed_special`` may
-    name other text, which tiktoken refuses too, but which no option makes a token).
+    text came from. ``special``: the token is one of the special tokens of the encoding (named ``encoding``,
+    when known); ``disallowed_special`` may name other text, which tiktoken refuses too, but no option makes it a
+    token.
     """
 
     token: str
@@ -64,6 +65,7 @@ class SpecialTokenRefusal(NamedTuple):
     named: bool = False
     place: str = ""
     special: bool = True
+    encoding: str = ""
 
     def error(self) -> ValueError:
         """The ``ValueError`` to raise (tiktoken's type: ``except ValueError`` catches it, a traceback names it),
@@ -82,8 +84,8 @@ class SpecialTokenRefusal(NamedTuple):
         allow_it = spelling.allow_it.format(token=token)
         if not self.special:
             return (f"{self.place}The text contains {token}, which is disallowed: {spelling.disallowed} names it, "
-                    f"though it is no special token of this encoding. To encode it as plain text, the one way it "
-                    f"can be encoded, pass {spelling.refuse_none} (or leave {token} out of it).")
+                    f"though it is no special token of {self.encoding or 'this encoding'}. To encode it as plain "
+                    f"text, the one way it can be encoded, pass {spelling.refuse_none} (or leave {token} out of it).")
         said = f"{self.place}The text contains the special token {token}, which is disallowed. "
         if not self.named:
             others = spelling.refuse_all_but_it.format(token=token)
