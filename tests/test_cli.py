@@ -181,7 +181,7 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
         (["encode", "x", "--encoding", "./no/such/folder"], "./no/such/folder: no such file or folder"),
         (["encode", "x", "--allowed_special", "yes"], "'yes' is not a special token of gpt2"),
         (["encode", "x", "--disallowed_special", "<|pad|>"], "pass all, none or a comma list"),
-        (["compare", "x", "--allowed_special", "<|endofprompt|>"], "not a special token of gpt2"),
+        (["compare", "x", "--encodings", "gpt2", "--allowed_special", "<|endofprompt|>"], "not a special token of gpt2"),
         (["decode", "99999999"], "not in the vocabulary"),
         (["decode", "hello"], "decode: 'hello' (id 1) is not a token id: write ids in the digits 0-9"),
         (["decode", "1e3"], "decode: '1e3' (id 1) is not a token id"),
@@ -904,6 +904,26 @@ def test_compare_prints_nothing_before_an_encoding_refuses_the_text(cli):
     result = cli("compare", "hi <|endofprompt|>", "--encodings", "gpt2,cl100k_base", "--allowed_special", "none",
                  "--disallowed_special", "all", status=2)
     assert result.stdout == "" and "'<|endofprompt|>', which is disallowed" in result.stderr
+
+
+def test_the_advice_to_name_a_refused_token_works_in_a_command_over_several_encodings(cli, tmp_path):
+    # cl100k_base refused <|endofprompt|> and advised "--allowed_special all (or that token)"; naming the token was
+    # then refused, as no special token of gpt2, the other encoding compared
+    (tmp_path / "p.txt").write_text("hi <|endofprompt|>", encoding="utf-8")
+    both = ["--encodings", "gpt2,cl100k_base"]
+    assert "(or that token)" in cli("stats", "p.txt", *both, status=2).stderr
+    named = ["--allowed_special", "<|endofprompt|>"]
+    rows = [line.split("|")[2:5] for line in cli("stats", "p.txt", *both, *named, "--min_seconds", "0").stdout
+            .splitlines() if line.startswith("| p.txt")]
+    gpt2, cl100k = get_encoding("gpt2"), get_encoding("cl100k_base")
+    assert [int(tokens.replace(",", "")) for _, _, tokens in rows] == [
+        len(gpt2.encode_ordinary("hi <|endofprompt|>")), len(cl100k.encode("hi <|endofprompt|>", allowed_special="all"))]
+    compared = cli("compare", "hi <|endofprompt|>", *both, *named, "--disallowed_special", "all").stdout
+    assert "|<|endofprompt|>|" in compared and "|hi| <|||end|of|prom|pt|||>|" in compared
+    # a token none of them has is still a mistake, said against all of them
+    assert cli("stats", "p.txt", *both, "--allowed_special", "<|x|>", status=2).stderr.endswith(
+        "'<|x|>' is not a special token of gpt2 or cl100k_base (their special tokens: <|endofprompt|>, <|endoftext|>, "
+        "<|fim_middle|>, <|fim_prefix|>, <|fim_suffix|>); pass all, none or a comma list of their special tokens\n")
 
 
 def test_explain_refuses_a_pre_token_over_its_limit_before_printing(cli):

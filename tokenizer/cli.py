@@ -135,22 +135,28 @@ def open_encoding(name_or_path: str) -> Encoding:
         return encoding_argument.open_encoding(name_or_path)
 
 
-def special_rule(enc: Encoding, allowed: str, disallowed: str) -> tuple[object, object]:
+def special_rule(encs: Encoding | list[Encoding], allowed: str, disallowed: str) -> tuple[object, object]:
     """``--allowed_special`` and ``--disallowed_special`` -> the ``allowed_special``, ``disallowed_special``
-    arguments of :meth:`Encoding.encode`, each checked against ``enc``'s special tokens."""
-    return _special_set(enc, allowed, "--allowed_special"), _special_set(enc, disallowed, "--disallowed_special")
+    arguments of :meth:`Encoding.encode`, each checked against the special tokens of ``encs``: one encoding, or
+    the several a command sets side by side, where a token that some of them have means nothing to the others
+    (as ``encode`` ignores an allowed name that is none of its special tokens), so that the advice of a refused
+    token, to name it in a flag, works whichever of them refused it."""
+    encs = [encs] if isinstance(encs, Encoding) else encs
+    return _special_set(encs, allowed, "--allowed_special"), _special_set(encs, disallowed, "--disallowed_special")
 
 
-def _special_set(enc: Encoding, value: str, flag: str):
+def _special_set(encs: list[Encoding], value: str, flag: str):
     if value in ("all", "none"):
         return "all" if value == "all" else set()
     tokens = comma_list(value)
+    known = set().union(*(enc.special_tokens_set for enc in encs))
     for token in tokens:
-        if token not in enc.special_tokens_set:
-            own = ", ".join(sorted(enc.special_tokens_set)) or "none"
+        if token not in known:
+            names = list(dict.fromkeys(enc.name for enc in encs))
+            whose = "its" if len(names) == 1 else "their"
             raise UsageError(
-                f"{flag} {value!r}: {token!r} is not a special token of {enc.name} (its special tokens: {own}); "
-                "pass all, none or a comma list of its special tokens"
+                f"{flag} {value!r}: {token!r} is not a special token of {' or '.join(names)} ({whose} special tokens: "
+                f"{', '.join(sorted(known)) or 'none'}); pass all, none or a comma list of {whose} special tokens"
             )
     return set(tokens)
 
@@ -294,15 +300,16 @@ STATS_MIN_SECONDS = 1.0
 def stats(args) -> None:
     paths = find_inputs(args.files)
     encs = [open_encoding(name) for name in args.encodings]
-    # checked against each encoding; a rule that passes every check means the same for all of them
-    allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
+    allowed, disallowed = special_rule(encs, args.allowed_special, args.disallowed_special)
     # a saved tokenizer's name is its folder's, which may be a registered encoding's: each row names its own
     names = shown_names(encs)
     rows = []  # the table is printed whole once every file is read: an error leaves no half table behind
     with inputs.stdin_as_file(paths) as readable:  # each encoding reads each input again
         for path in readable:
             for enc, name in zip(encs, names):
-                s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
+                # an allowed token of another encoding means nothing to this one (file_stats would refuse it)
+                its_allowed = allowed if isinstance(allowed, str) else allowed & enc.special_tokens_set
+                s = dataset.file_stats(path, enc, allowed_special=its_allowed, disallowed_special=disallowed,
                                        errors=args.errors, text_field=args.text_field, progress=show_progress(),
                                        min_seconds=args.min_seconds)
                 rows.append(
@@ -339,8 +346,7 @@ def explain(args) -> None:
 def compare(args) -> None:
     labels = dict(teach.COMPARED)
     encs = [open_encoding(name) for name in args.encodings]
-    # checked against each encoding; a rule that passes every check means the same for all of them
-    allowed, disallowed = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs][0]
+    allowed, disallowed = special_rule(encs, args.allowed_special, args.disallowed_special)
     # a saved tokenizer's name is its folder's, which may be a registered encoding's: label it for what it is
     chosen = [(enc, labels.get(enc.name, "") if is_registered(enc) else "saved") for enc in encs]
     text = text_argument(args, "compare")
