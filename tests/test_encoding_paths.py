@@ -114,14 +114,14 @@ def test_open_encoding_rule():
 
 
 def test_a_folder_named_twice_is_one_encoding_under_one_name(tiny, monkeypatch):
-    # ./tiny and tiny/ (or a symlink to it) were read twice, as two tokenizers: stats and the playground showed
-    # "tiny" and "tiny (saved)", as if a registered encoding or another folder had that name
+    # ./tiny and tiny/ (a symlink to it, its tokenizer.json) were read twice, as two tokenizers: stats and the
+    # playground showed "tiny" and "tiny (saved)", as if a registered encoding or another folder had that name
     from tokenizer.registry import shown_names
     from tokenizer.serve import Playground
 
     (tiny.parent / "link").symlink_to(tiny, target_is_directory=True)
     monkeypatch.chdir(tiny.parent)
-    spellings = ["./tiny", "tiny/", "link", str(tiny), "tiny"]
+    spellings = ["./tiny", "tiny/", "link", str(tiny), "tiny/tokenizer.json", "link/tokenizer.json", "tiny"]
     encs = [open_encoding(name) for name in spellings]
     assert all(enc is encs[0] for enc in encs) and shown_names(encs) == ["tiny"] * len(spellings)
     assert Playground(encs).answer("/api/encodings", {})["encodings"][:2] == ["tiny", "gpt2"]

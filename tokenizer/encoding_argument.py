@@ -27,7 +27,7 @@ import weakref
 from pathlib import Path
 
 from .encoding import Encoding
-from .loading import load_encoding
+from .loading import load_encoding, saved_layout
 from .registry import ALIASES, get_encoding, list_encoding_names
 
 # what names a path even when it does not exist (a registered name never holds these)
@@ -53,18 +53,19 @@ def open_encoding(name_or_path: str) -> Encoding:
                      "its folder, or a folder saved by train --out")
 
 
-# A tokenizer read from files, by the real path it was named by and the state of its folder's files: a folder
-# named twice (./x and x/, or through a symlink) is one encoding, read once and shown under one name
-# (tokenizer.registry.shown_names), as a registered name given twice is. Weak, so that one no longer in use is let
-# go; its files changed since (a tokenizer trained again into its folder) read it anew.
+# A tokenizer read from files, by the real path of what load_encoding reads and the state of its folder's files:
+# a folder named twice (./x and x/, through a symlink, or as x/tokenizer.json) is one encoding, read once and
+# shown under one name (tokenizer.registry.shown_names), as a registered name given twice is. Weak, so that one no
+# longer in use is let go; its files changed since (a tokenizer trained again into its folder) read it anew.
 _opened: weakref.WeakValueDictionary[tuple, Encoding] = weakref.WeakValueDictionary()
 
 
 def _open_path(name_or_path: str) -> Encoding:
-    path = Path(os.path.realpath(name_or_path))
     try:
-        key = (path, _files_state(path if path.is_dir() else path.parent))
-    except OSError:  # a folder that cannot be listed: load_encoding says what is wrong, or reads what it can
+        layout, where = saved_layout(name_or_path)
+        where = Path(os.path.realpath(where))
+        key = (layout, where, _files_state(where if where.is_dir() else where.parent))
+    except (ValueError, OSError):  # no layout, or a folder that cannot be listed: load_encoding says what is wrong
         return load_encoding(name_or_path)
     enc = _opened.get(key)
     if enc is None:

@@ -57,26 +57,46 @@ def load_encoding(path, *, core: str = "fast") -> Encoding:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no saved encoding at {p}")
+    layout, where = saved_layout(p)
+    if layout == "hf":
+        return _load_hf(where, core)
+    if layout == "tiktoken":
+        return _load_tiktoken(where, core)
+    return _load_gpt2(where, GPT2_FILES if layout == "gpt2" else HF_GPT2_FILES, core=core)
+
+
+def saved_layout(path) -> tuple[str, Path]:
+    """Which layout :func:`load_encoding` reads at ``path`` (an existing file or folder), and from where:
+    ``("hf", its tokenizer.json)``, ``("gpt2", the folder of encoder.json + vocab.bpe)``, ``("hf_gpt2", the
+    folder of vocab.json + merges.txt)`` or ``("tiktoken", the .tiktoken file)``; ``ValueError`` for none. Paths
+    that give the same answer (a folder and its tokenizer.json, after their real paths are taken) name the same
+    tokenizer.
+
+    >>> layout, where = saved_layout("mine/vocab.bpe")  # a file is known by its name (this one need not exist)
+    >>> layout, str(where)
+    ('gpt2', 'mine')
+    """
+    p = Path(path)
     if p.is_dir():
         if (p / HF_FILE).exists():
-            return _load_hf(p / HF_FILE, core)
+            return "hf", p / HF_FILE
         if any((p / name).exists() for name in GPT2_FILES):
-            return _load_gpt2(p, core=core)
+            return "gpt2", p
         if any((p / name).exists() for name in HF_GPT2_FILES):
-            return _load_gpt2(p, HF_GPT2_FILES, core=core)
+            return "hf_gpt2", p
         tiktoken_files = sorted(p.glob("*.tiktoken"))
         if tiktoken_files:
-            return _load_tiktoken(tiktoken_files[0], core)
+            return "tiktoken", tiktoken_files[0]
         raise ValueError(f"{p}: no saved encoding here (expected {HF_FILE}, encoder.json + vocab.bpe, "
                          "vocab.json + merges.txt, or *.tiktoken)")
     if p.suffix == ".tiktoken":
-        return _load_tiktoken(p, core)
+        return "tiktoken", p
     if p.name in GPT2_FILES:
-        return _load_gpt2(p.parent, core=core)
+        return "gpt2", p.parent
     if p.name in HF_GPT2_FILES:
-        return _load_gpt2(p.parent, HF_GPT2_FILES, core=core)
+        return "hf_gpt2", p.parent
     if p.suffix == ".json":
-        return _load_hf(p, core)
+        return "hf", p
     raise ValueError(f"{p}: unknown file type (expected a directory, tokenizer.json, *.tiktoken or encoder.json)")
 
 
