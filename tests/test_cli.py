@@ -181,7 +181,8 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
         (["encode", "x", "--encoding", "./no/such/folder"], "./no/such/folder: no such file or folder"),
         (["encode", "x", "--allowed_special", "yes"], "'yes' is not a special token of gpt2"),
         (["encode", "x", "--disallowed_special", "<|pad|>"], "pass all, none or a comma list"),
-        (["compare", "x", "--encodings", "gpt2", "--allowed_special", "<|endofprompt|>"], "not a special token of gpt2"),
+        (["compare", "x", "--encodings", "gpt2", "--allowed_special", "<|endofprompt|>"],
+         "not a special token of gpt2"),
         (["decode", "99999999"], "not in the vocabulary"),
         (["decode", "hello"], "decode: 'hello' (id 1) is not a token id: write ids in the digits 0-9"),
         (["decode", "1e3"], "decode: '1e3' (id 1) is not a token id"),
@@ -916,8 +917,9 @@ def test_the_advice_to_name_a_refused_token_works_in_a_command_over_several_enco
     rows = [line.split("|")[2:5] for line in cli("stats", "p.txt", *both, *named, "--min_seconds", "0").stdout
             .splitlines() if line.startswith("| p.txt")]
     gpt2, cl100k = get_encoding("gpt2"), get_encoding("cl100k_base")
+    text = "hi <|endofprompt|>"
     assert [int(tokens.replace(",", "")) for _, _, tokens in rows] == [
-        len(gpt2.encode_ordinary("hi <|endofprompt|>")), len(cl100k.encode("hi <|endofprompt|>", allowed_special="all"))]
+        len(gpt2.encode_ordinary(text)), len(cl100k.encode(text, allowed_special="all"))]
     compared = cli("compare", "hi <|endofprompt|>", *both, *named, "--disallowed_special", "all").stdout
     assert "|<|endofprompt|>|" in compared and "|hi| <|||end|of|prom|pt|||>|" in compared
     # a token none of them has is still a mistake, said against all of them
