@@ -160,6 +160,35 @@ def test_our_main_is_picogpts_main(models, monkeypatch, tmp_path):
     assert gpt2.main(PROMPT, n_tokens_to_generate=5, models_dir="models") == expected
 
 
+def test_main_refuses_models_dir_beside_a_model_folder_but_picogpts_main_reads_the_folder(models, monkeypatch):
+    """gpt2.main(prompt, n, FOLDER, models_dir=DIR) read FOLDER and ignored DIR without a word; it is refused in
+    one line naming both (as gpt2 --model FOLDER --models_dir DIR is), before any load. picoGPT's own main passes
+    its models_dir ("models") whatever model_size is, so utils.load_encoder_hparams_and_params keeps reading a
+    folder given with one: picoGPT's code, run on our utils, continues with a model's folder."""
+    import gpt2
+    from gpt2_numpy import checkpoints
+
+    folder, params = models
+    model = str(folder / "124M")
+    expected = expected_text(folder, params, 3)
+    assert gpt2.main(PROMPT, 3, model) == expected  # a folder alone: read where it is
+    picogpt = {"__name__": "picogpt_gpt2"}  # (not "__main__": its fire.Fire(main) stays out of this run)
+    exec(textwrap.dedent(PICOGPT_GPT2), picogpt)
+    assert picogpt["main"](PROMPT, 3, model) == expected  # picoGPT's models_dir="models" beside a folder
+
+    def no_load(*args):
+        raise AssertionError("main loaded a model for a call it refuses")
+
+    monkeypatch.setattr(checkpoints, "load_encoder_hparams_and_params", no_load)
+    monkeypatch.setattr(gpt2, "load_encoder_hparams_and_params", no_load)
+    for models_dir in (str(folder), "models"):
+        with pytest.raises(ValueError) as refused:
+            gpt2.main(PROMPT, 3, model, models_dir=models_dir)
+        message = str(refused.value)
+        assert "\n" not in message and f"models_dir={models_dir!r}" in message, message
+        assert f"model_size={model!r}" in message and "drop models_dir, or give a size" in message, message
+
+
 def test_main_refuses_an_empty_or_non_text_prompt_before_loading(models, monkeypatch, tmp_path):
     """main("") loaded the model, then failed inside generate with "every prompt needs at least one token (e.g.
     [50256], ...)", ids where main takes text; main(ids) failed inside the regex ("expected string"). Both are
