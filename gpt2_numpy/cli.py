@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import math
 import os
 import re
@@ -386,15 +387,33 @@ def generate_text(encoder, hparams, params, args, ids, draft=None) -> None:
                                             draft_tokens=k, **options)
     new_ids = said_before_the_first(new_ids, "loading the weights and reading the prompt")
     if args.stream:
-        for piece in decode_stream(encoder, with_text(new_ids, encoder, params.n_vocab)):
-            sys.stdout.write(piece)
-            sys.stdout.flush()
-        sys.stdout.write("\n")
+        print_streamed(decode_stream(encoder, with_text(new_ids, encoder, params.n_vocab)))
     else:  # the text comes at the end: until then a bar counts the tokens on a terminal (drawn after the wait
         # for the first token, so never on the line where that wait is announced)
         with bar_if_slow(new_ids, total=args.n_tokens_to_generate, unit="tok", desc="generating") as bar:
             text = encoder.decode(list(with_text(bar, encoder, params.n_vocab)))
         print(text)
+
+
+def print_streamed(pieces) -> None:
+    """The pieces of text on stdout as they come, then the end of the line. What can stop it once a piece is out
+    (every check of the command line and the model came before the first token): Ctrl-C, a character stdout's
+    encoding cannot print, a full disk. The text so far then gets the end of its line, so that the error, which
+    run_guarded prints on stderr, starts on a line of its own where both streams share a terminal; the exit
+    status is the error's. A reader gone away (BrokenPipeError) is told nothing, and nothing more is written."""
+    line_is_open = False  # text printed since the last line's end
+    try:
+        for piece in pieces:
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+            line_is_open = line_is_open if not piece else not piece.endswith("\n")
+    except BaseException as error:  # (KeyboardInterrupt too: Ctrl-C is the usual way to end a long stream)
+        if line_is_open and not isinstance(error, BrokenPipeError):
+            with contextlib.suppress(Exception):  # stdout may be what failed: then the error says so, as it is
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+        raise
+    sys.stdout.write("\n")
 
 
 def with_text(token_ids, encoder, n_ids):

@@ -751,6 +751,45 @@ def test_main_prints_the_continuation_streamed_or_not(fake_model):
     assert run_main(["hi é", "--n-tokens-to-generate", "12", "--stream"]) == (0, expected + "\n", "")
 
 
+def steps_then(text, error):
+    """A stand-in for kvcache.iter_generate_batch: the bytes of `text` as one row's steps (the byte encoder's
+    ids), then `error` raised, as from a later step (None: the run ends there)."""
+    def steps(*args, **kwargs):
+        for byte in text.encode("utf-8"):
+            yield [byte]
+        if error is not None:
+            raise error
+    return steps
+
+
+def test_ctrl_c_in_a_stream_ends_the_text_so_far_before_saying_interrupted(fake_model, monkeypatch):
+    """gpt2 --stream stopped by Ctrl-C printed "Hello, wor" and no line's end: on a terminal, where stdout and
+    stderr meet, "interrupted" was glued to the text. The text so far gets its line's end (stdout) and the notice
+    a line of its own (stderr), status 130; text that ended its line gets no blank one, nor a run that printed
+    nothing yet (Ctrl-C while the model loads)."""
+    for text, printed in [("Hello, wor", "Hello, wor\n"), ("a line\n", "a line\n"), ("", "")]:
+        monkeypatch.setattr(cli, "iter_generate_batch", steps_then(text, KeyboardInterrupt()))
+        status, out, err = run_main(["hi", "--stream", "--n_tokens_to_generate", "30"])
+        assert (status, out) == (130, printed), text
+        assert err.count("\n") == 1 and err.endswith(": interrupted\n"), err
+
+
+def test_a_character_stdout_cannot_print_mid_stream_is_told_on_a_line_of_its_own(fake_model, monkeypatch):
+    """The first character stdout's encoding cannot print (here ASCII) comes mid-stream, once the text before
+    it is out (it cannot be known before the tokens are): that text ends its line, then the error says how to get
+    the rest (PYTHONIOENCODING=utf-8), exit 2, as a run printed at its end says (with nothing printed)."""
+    monkeypatch.setattr(cli, "iter_generate_batch", steps_then("caf\u00e9 au lait", None))
+    for stream, printed in ([], b""), (["--stream"], b"caf\n"):
+        out, err = io.BytesIO(), io.StringIO()
+        ascii_stdout = io.TextIOWrapper(out, encoding="ascii", newline="\n")
+        with redirect_stdout(ascii_stdout), redirect_stderr(err):
+            status = cli.main(["hi", "--n_tokens_to_generate", "30", *stream])
+            ascii_stdout.flush()
+        assert (status, out.getvalue()) == (2, printed), stream
+        assert err.getvalue().count("\n") == 1 and ": error: the output holds '\u00e9' (U+00E9), which stdout's " \
+            "encoding, ascii, cannot print: set PYTHONIOENCODING=utf-8" in err.getvalue(), err.getvalue()
+
+
 def test_a_slow_run_says_what_it_waits_for_and_counts_its_tokens_on_a_terminal(fake_model, monkeypatch):
     """Nothing waits more than 2 s in silence: on a terminal, a first token slow to come is announced (a large
     model's weights read from disk, a long prompt), and a run printed at its end draws a bar counting the
