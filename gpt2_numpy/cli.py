@@ -308,14 +308,19 @@ def ids_to_score(encoder, text, stride, n_ctx, path):
     return ids
 
 
-def print_score(encoder, params, n_head, ids, stride, *, progress=None):
+def print_score(encoder, params, n_head, ids, stride, *, progress=None, what="scoring"):
     """Tokens, perplexity and bits per byte of the text of `ids` (ids_to_score's), over the tokens the model
     predicted (all but the first, and without window overlap, all but each window's first) and the bytes they hold.
-    progress: a bar on stderr counting the tokens scored, window by window (default: show_progress())."""
+    progress: a bar on stderr counting the tokens scored, window by window (default: show_progress()); off a
+    terminal, a long score says ``what: N tokens in W windows ...`` as it starts (said_if_long)."""
     from tqdm import tqdm  # imported here, as the other commands do: only a run that scores needs it
 
     n_ctx = len(params["wpe"])
-    n_to_score = sum(end - first for _, end, first in windows(len(ids), n_ctx, stride=stride))
+    spans = windows(len(ids), n_ctx, stride=stride)
+    n_to_score = sum(end - first for _, end, first in spans)
+    # every position of every window goes through the weights, the overlap's too
+    said_if_long(f"{what}: {n_to_score} tokens in {len(spans)} window{'s' * (len(spans) != 1)} of up to {n_ctx}",
+                 sum(end - start for start, end, _ in spans) / PREFILL_POSITIONS_PER_PASS * weight_bytes(params))
     progress = show_progress() if progress is None else progress
     with tqdm(total=n_to_score, unit="tok", desc="scoring", disable=not progress, leave=False) as bar:
         nlls, positions = token_nlls(ids, params, n_head, stride=stride, progress=bar.update)  # [n_scored] each
@@ -324,6 +329,25 @@ def print_score(encoder, params, n_head, ids, stride, *, progress=None):
     print(f"mean NLL: {nlls.mean():.4f} nats/token")
     print(f"perplexity: {math.exp(nlls.mean()):.4f}")
     print(f"bits per byte: {nlls.sum() / math.log(2) / predicted_bytes:.4f}")
+
+
+# Off a terminal, generating and scoring say one line as they start when they are long, told by their size, never
+# by a timer (as tokenizer.command_line.SLOW_BYTES: a log reads the same on every machine). Their size is the
+# bytes of weights the model reads: decoding reads every weight once a new token; a prompt's positions, or a
+# scored window's, go through the weights together, bound by the arithmetic more than by the reading, about
+# PREFILL_POSITIONS_PER_PASS of them in one decoding step's time (docs/performance.md: 1,000 positions of 124M in
+# 0.7 s, where one step takes 10-12 ms). Decoding reads the weights at tens of GB/s (124M's 0.5 GB in 10-20 ms),
+# so the 2 s that nothing waits in silence are about SLOW_WEIGHT_READS: the default 40 new tokens stay quiet at
+# 124M and 355M (20 and 57 GB read) and speak at 774M and 1558M (124 and 250 GB); 500 speak from 124M up.
+SLOW_WEIGHT_READS = 64 << 30
+PREFILL_POSITIONS_PER_PASS = 16
+
+
+def said_if_long(what: str, n_bytes_read: float) -> None:
+    """Off a terminal, ``what ...`` on stderr now if the work about to start reads SLOW_WEIGHT_READS bytes of
+    weights or more; on a terminal, nothing (its bars and said_if_slow speak there, after a moment)."""
+    if n_bytes_read >= SLOW_WEIGHT_READS and not show_progress():
+        say(f"{what} ...")
 
 
 def weight_bytes(tree) -> int:
@@ -375,8 +399,9 @@ def make_draft(args, models_dir, draft_model):
     return DraftModel(weights, draft_hparams["n_head"])
 
 
-def generate_text(encoder, hparams, params, args, ids, draft=None) -> None:
-    """The continuation of the prompt's `ids`, on stdout (streamed with --stream)."""
+def generate_text(encoder, hparams, params, args, ids, draft=None, *, bytes_per_pass=0) -> None:
+    """The continuation of the prompt's `ids`, on stdout (streamed with --stream). bytes_per_pass: the weights'
+    bytes a decoding step reads, for the line a long run says at its start off a terminal (said_if_long)."""
     options = dict(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
     if draft is None:
         steps = iter_generate_batch([ids], params, hparams["n_head"], args.n_tokens_to_generate, **options)
@@ -385,6 +410,10 @@ def generate_text(encoder, hparams, params, args, ids, draft=None) -> None:
         k = DEFAULT_DRAFT_TOKENS if args.draft_tokens is None else args.draft_tokens
         new_ids = iter_generate_speculative(ids, params, hparams["n_head"], args.n_tokens_to_generate, draft,
                                             draft_tokens=k, **options)
+    n_new = args.n_tokens_to_generate
+    if n_new:  # (no new token: the prompt is not run either)
+        said_if_long(f"generating {n_new} token{'s' * (n_new != 1)} with {args.model} after a {len(ids)}-token "
+                     "prompt", (n_new + len(ids) / PREFILL_POSITIONS_PER_PASS) * bytes_per_pass)
     new_ids = said_before_the_first(new_ids, "loading the weights and reading the prompt")
     if args.stream:
         print_streamed(decode_stream(encoder, with_text(new_ids, encoder, params.n_vocab)))
@@ -518,11 +547,15 @@ def run(args, text: str | None) -> None:
         if args.dtype == "bf16":
             with said_if_slow("rounding the weights to bf16", n_bytes=weight_bytes(params)):  # (1558M: ~20 s)
                 scored = half.rounded_params(params)
-        print_score(encoder, scored, hparams["n_head"], score_ids, args.stride)
+        print_score(encoder, scored, hparams["n_head"], score_ids, args.stride,
+                    what=f"scoring {args.score} with {args.model}")
     if args.serve:
         serve_playground(args, hparams, params)
     if ids is not None:
         # the checkpoint's folder: a long run's weights as the compiled kernel reads them are kept beside it
         # (float32 rows, or bf16), made once and mapped by later runs
+        # (a step reads the weights as loaded, float32, or bf16's half of their bytes)
+        bytes_per_pass = weight_bytes(params) // (2 if args.dtype == "bf16" else 1)
         params = DecodingWeights(params, dtype=args.dtype, folder=model_folder(args.model, models_dir))
-        generate_text(encoder, hparams, params, args, ids, make_draft(args, models_dir, draft_model))
+        generate_text(encoder, hparams, params, args, ids, make_draft(args, models_dir, draft_model),
+                      bytes_per_pass=bytes_per_pass)

@@ -823,6 +823,55 @@ def test_a_slow_run_says_what_it_waits_for_and_counts_its_tokens_on_a_terminal(f
     assert run_main(["hi", "--n_tokens_to_generate", "12"]) == (0, expected, "")
 
 
+def test_off_a_terminal_a_long_generation_says_what_it_does_and_how_much_as_it_starts(fake_model, monkeypatch):
+    """A log got nothing from a long run until its end (1558M's 500 tokens: minutes of silence), the wait for the
+    first token and the token bar being a terminal's. Off a terminal a run says one line as it starts, told by its
+    size, never a timer: the weights' bytes read, once a new token and once every cli.PREFILL_POSITIONS_PER_PASS
+    positions of the prompt, against cli.SLOW_WEIGHT_READS (lowered here to this run's). A shorter run, or any on
+    a terminal (its bars as they were), says nothing here."""
+    from tokenizer import command_line
+
+    default = cli.SLOW_WEIGHT_READS
+    ids = fake_model.encoder.encode("hi")
+    expected = fake_model.encoder.decode(gpt2.generate(ids, fake_model.params, N_HEAD, 12)) + "\n"
+    n_bytes_read = (12 + len(ids) / cli.PREFILL_POSITIONS_PER_PASS) * cli.weight_bytes(fake_model.params)
+    said = f"generating 12 tokens with 124M after a {len(ids)}-token prompt ...\n"
+    for stream in ([], ["--stream"]):
+        argv = ["hi", "--n_tokens_to_generate", "12", *stream]
+        monkeypatch.setattr(cli, "SLOW_WEIGHT_READS", n_bytes_read + 1)
+        assert run_main(argv) == (0, expected, ""), stream
+        monkeypatch.setattr(cli, "SLOW_WEIGHT_READS", n_bytes_read)
+        assert run_main(argv) == (0, expected, said), stream
+        assert run_main(["hi", "--n_tokens_to_generate", "0", *stream]) == (0, "\n", "")  # nothing is run
+        with monkeypatch.context() as terminal:
+            for module in (command_line, cli):  # (cli holds the function under its own name too)
+                terminal.setattr(module, "show_progress", lambda: True)
+            assert run_main(argv) == (0, expected, ""), stream  # a quick run: no bar, no notice
+    monkeypatch.setattr(cli, "SLOW_WEIGHT_READS", default)
+    assert run_main(["hi", "--n_tokens_to_generate", "12"]) == (0, expected, "")  # the tiny model: quiet
+    assert 40 * 124e6 * 4 < default <= 40 * 774e6 * 4  # 40 tokens of 124M's float32 weights quiet, of 774M's said
+
+
+def test_off_a_terminal_a_long_score_says_what_it_scores_and_how_much_as_it_starts(fake_model, monkeypatch, tmp_path):
+    """--score's bar is a terminal's: a log waited for the figures in silence. Off a terminal a long score says
+    one line as it starts, told by its size: every window's positions, PREFILL_POSITIONS_PER_PASS a pass over the
+    weights, against SLOW_WEIGHT_READS (lowered here to this file's)."""
+    from gpt2_numpy.scoring import windows
+
+    essay = tmp_path / "essay.txt"
+    essay.write_text("The quick brown fox jumps over the lazy dog. " * 4, encoding="utf-8")  # 180 ids: 4 windows
+    spans = windows(180, N_CTX)
+    n_bytes_read = (sum(end - start for start, end, _ in spans) / cli.PREFILL_POSITIONS_PER_PASS
+                    * cli.weight_bytes(fake_model.params))
+    argv = ["--score", str(essay)]
+    monkeypatch.setattr(cli, "SLOW_WEIGHT_READS", n_bytes_read + 1)
+    status, figures, err = run_main(argv)
+    assert (status, err) == (0, "") and figures.startswith("tokens: 180 (179 predicted)\n"), figures
+    monkeypatch.setattr(cli, "SLOW_WEIGHT_READS", n_bytes_read)
+    assert run_main(argv) == (0, figures, f"scoring {essay} with 124M: 179 tokens in {len(spans)} windows of up to "
+                                          f"{N_CTX} ...\n")
+
+
 @pytest.mark.parametrize("prompt", [
     "Hello, world", "'quoted'", '"double quoted"', "[1, 2, 3]", "{'a': 1}", "(1, 2)", "1e3", "42", "-7",
     "True", "None", "a,b,c", "  spaced  ", "naïve café 🙂 日本語", "line one\nline two", "--not-a-flag"])
