@@ -510,6 +510,9 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     if unknown:
         parser.error(unrecognized(unknown, argv, prog=parser.prog, text="prompt", text_given=args.prompt is not None))
     try:
+        if sys.stdout is None:  # started with stdout closed (>&-): Python leaves no stream to print to
+            raise ValueError("stdout is closed, and the output is printed there: give it a file (> out.txt), or "
+                             "/dev/null to drop it")
         if args.prompt == "-":  # as gpt2-tokenizer's TEXT: the prompt is standard input, exactly as it comes
             args.prompt = read_stdin_text("the prompt on stdin")
         elif args.prompt is not None:

@@ -1198,6 +1198,24 @@ def test_a_reader_that_goes_away_ends_gpt2_quietly_with_141(fake_model, monkeypa
     assert err.getvalue() == ""
 
 
+@pytest.mark.parametrize("argv", [["hi"], ["hi", "--stream"], ["--score", "FILE"]])
+def test_a_closed_stdout_is_one_line_and_exit_2_before_loading(fake_model, tmp_path, argv):
+    """`gpt2 hi >&-` (Python's sys.stdout is then None) loaded the model and generated, printed nothing (print
+    drops text with no stream), then ended in a traceback ("'NoneType' object has no attribute 'flush'"); with
+    --stream, at the first token. Nothing can be printed: told first, exit 2."""
+    essay = tmp_path / "essay.txt"
+    essay.write_text("Some text to score.", encoding="utf-8")
+    argv = [str(essay) if word == "FILE" else word for word in argv]
+    err = io.StringIO()
+    with redirect_stdout(None), redirect_stderr(err):
+        try:
+            status = cli.main(argv)
+        except SystemExit as exit_:
+            status = exit_.code
+    assert status == 2 and err.getvalue().count("\n") == 1 and fake_model.loads == [], err.getvalue()
+    assert ": error: stdout is closed, and the output is printed there: give it a file" in err.getvalue()
+
+
 @pytest.mark.exhaustive
 def test_gpt2_stream_into_head_exits_like_gpt2_tokenizer(tmp_path):
     """`gpt2 PROMPT --stream | head -c 5` on a tiny checkpoint: quiet, and the status of SIGPIPE, as the other
