@@ -69,10 +69,19 @@ def decode_stream(encoder, token_ids):
 
 
 class PathFriendlyFormatter(argparse.HelpFormatter):
-    """Help text wrapped only at spaces, so a path such as ~/.cache/gpt2-numpy stays whole to copy."""
+    """Help text wrapped only at spaces, so a path such as ~/.cache/gpt2-numpy stays whole to copy; in the
+    description and the epilog, a line that starts with spaces is an example command, printed as it is, so
+    that one copied from there holds no line break."""
 
     def _split_lines(self, text, width):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text, width, indent):
+        def filled(line):
+            return textwrap.fill(" ".join(line.split()), width, initial_indent=indent, subsequent_indent=indent,
+                                 break_on_hyphens=False, break_long_words=False)
+
+        return "\n".join(indent + line if line.startswith(" ") else filled(line) for line in text.split("\n"))
 
 
 def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -83,11 +92,12 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
         "with --save_hf, write the model as a Hugging Face folder; with --serve, start the tokenizer "
         "playground with GPT-2's next-token panel). The first run downloads OpenAI's checkpoint and checks "
         "it; later runs map it straight from disk.",
-        epilog="Sampling: greedy by default; --top_k, --top_p or --seed without --temperature sample at "
-        "temperature 1, and --temperature 0 (greedy) takes none of them. A prompt that starts with a dash "
-        "goes after --, as in: gpt2 -- '-5 degrees outside, and'",
         allow_abbrev=False,  # a misspelt flag is an error, never a guess
     )
+    # (the command as it was run, e.g. python gpt2.py from a checkout, where no gpt2 may be installed)
+    parser.epilog = ("Sampling: greedy by default; --top_k, --top_p or --seed without --temperature sample at "
+                     "temperature 1, and --temperature 0 (greedy) takes none of them. A prompt that starts with a "
+                     f"dash goes after --, as in:\n    {parser.prog} -- '-5 degrees outside, and'")
     def option(name, **options):  # --name, and its dashed spelling (--top-k) kept out of the help text
         add_flag(parser, name, **options)
 

@@ -947,6 +947,19 @@ def test_help_says_where_models_go(fake_model, monkeypatch, tmp_path):
     assert "~/.cache/gpt2-numpy/models" in text and "temperature 1" in text
 
 
+@pytest.mark.parametrize("columns", ["60", "80", "100", "120"])
+def test_help_shows_the_dash_example_as_the_command_was_run_on_one_line(monkeypatch, columns):
+    """--help's example for a prompt that starts with a dash said `gpt2 -- '-5 degrees outside, and'` under
+    `python gpt2.py` too (a checkout may have no gpt2 installed), wrapped inside its quotes at some widths, so that
+    a copied command held a line break in its prompt. It names the command as run, on a line of its own."""
+    monkeypatch.setenv("COLUMNS", columns)
+    for prog in ("python gpt2.py", "gpt2"):
+        out = io.StringIO()
+        with redirect_stdout(out), pytest.raises(SystemExit):
+            cli.main(["--help"], prog=prog)
+        assert f"\n    {prog} -- '-5 degrees outside, and'\n" in out.getvalue(), out.getvalue()
+
+
 def test_models_dir_default_and_override(fake_model, monkeypatch, tmp_path):
     monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "env"))
     run_main(["hi", "--n_tokens_to_generate", "1"])
