@@ -347,8 +347,9 @@ def print_score(encoder, params, n_head, ids, stride, *, progress=None, what="sc
 # scored window's, go through the weights together, bound by the arithmetic more than by the reading, about
 # PREFILL_POSITIONS_PER_PASS of them in one decoding step's time (docs/performance.md: 1,000 positions of 124M in
 # 0.7 s, where one step takes 10-12 ms). Decoding reads the weights at tens of GB/s (124M's 0.5 GB in 10-20 ms),
-# so the 2 s that nothing waits in silence are about SLOW_WEIGHT_READS: the default 40 new tokens stay quiet at
-# 124M and 355M (20 and 57 GB read) and speak at 774M and 1558M (124 and 250 GB); 500 speak from 124M up.
+# so the 2 s that nothing waits in silence are about SLOW_WEIGHT_READS: the default 40 new tokens after a short
+# prompt stay quiet at 124M and 355M (20 and 57 GB read) and speak at 774M and 1558M (124 and 250 GB); 500 speak
+# from 124M up.
 SLOW_WEIGHT_READS = 64 << 30
 PREFILL_POSITIONS_PER_PASS = 16
 
