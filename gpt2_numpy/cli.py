@@ -566,10 +566,10 @@ def run(args, text: str | None) -> None:
     if args.serve:
         serve_playground(args, hparams, params)
     if ids is not None:
+        # a decoding step reads the weights as loaded, float32, or bf16's half of their bytes
+        bytes_per_pass = weight_bytes(params) // (2 if args.dtype == "bf16" else 1)
         # the checkpoint's folder: a long run's weights as the compiled kernel reads them are kept beside it
         # (float32 rows, or bf16), made once and mapped by later runs
-        # (a step reads the weights as loaded, float32, or bf16's half of their bytes)
-        bytes_per_pass = weight_bytes(params) // (2 if args.dtype == "bf16" else 1)
         params = DecodingWeights(params, dtype=args.dtype, folder=model_folder(args.model, models_dir))
         generate_text(encoder, hparams, params, args, ids, make_draft(args, models_dir, draft_model),
                       bytes_per_pass=bytes_per_pass)
