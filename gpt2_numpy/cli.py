@@ -335,10 +335,10 @@ def print_score(encoder, params, n_head, ids, stride, *, progress=None, what="sc
     with tqdm(total=n_to_score, unit="tok", desc="scoring", disable=not progress, leave=False) as bar:
         nlls, positions = token_nlls(ids, params, n_head, stride=stride, progress=bar.update)  # [n_scored] each
     predicted_bytes = sum(len(encoder.encoding.decode_single_token_bytes(ids[i])) for i in positions)
-    print(f"tokens: {len(ids)} ({len(positions)} predicted)")
-    print(f"mean NLL: {nlls.mean():.4f} nats/token")
-    print(f"perplexity: {math.exp(nlls.mean()):.4f}")
-    print(f"bits per byte: {nlls.sum() / math.log(2) / predicted_bytes:.4f}")
+    to_stdout(f"tokens: {len(ids)} ({len(positions)} predicted)\n"
+              f"mean NLL: {nlls.mean():.4f} nats/token\n"
+              f"perplexity: {math.exp(nlls.mean()):.4f}\n"
+              f"bits per byte: {nlls.sum() / math.log(2) / predicted_bytes:.4f}\n")
 
 
 # Off a terminal, generating and scoring say one line as they start when they are long, told by their size, never
@@ -432,7 +432,7 @@ def generate_text(encoder, hparams, params, args, ids, draft=None, *, bytes_per_
         # for the first token, so never on the line where that wait is announced)
         with bar_if_slow(new_ids, total=args.n_tokens_to_generate, unit="tok", desc="generating") as bar:
             text = encoder.decode(list(with_text(bar, encoder, params.n_vocab)))
-        print(text)
+        to_stdout(text + "\n")
 
 
 def print_streamed(pieces) -> None:
@@ -444,8 +444,7 @@ def print_streamed(pieces) -> None:
     line_is_open = False  # text printed since the last line's end
     try:
         for piece in pieces:
-            sys.stdout.write(piece)
-            sys.stdout.flush()
+            to_stdout(piece)
             line_is_open = line_is_open if not piece else not piece.endswith("\n")
     except BaseException as error:  # (KeyboardInterrupt too: Ctrl-C is the usual way to end a long stream)
         if line_is_open and not isinstance(error, BrokenPipeError):
@@ -453,7 +452,20 @@ def print_streamed(pieces) -> None:
                 sys.stdout.write("\n")
                 sys.stdout.flush()
         raise
-    sys.stdout.write("\n")
+    to_stdout("\n")
+
+
+def to_stdout(text: str) -> None:
+    """`text` on stdout, written through now. stdout that cannot take it (a full disk) is one line naming it, exit
+    1, not the bare "No space left on device" of a flush at the end; a reader gone away (BrokenPipeError) is left
+    to end the run quietly (141), and a character stdout's encoding cannot print to be told as such."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise CommandError(f"cannot write the output to stdout: {error_message(error)}", EXIT_FAILED) from None
 
 
 def with_text(token_ids, encoder, n_ids):

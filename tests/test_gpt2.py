@@ -1,6 +1,7 @@
 """Tests for the model (gpt2_numpy/model.py, through the checkout's picoGPT face gpt2.py) and gpt2_numpy/kvcache.py:
 logits against HF transformers, the KV-cached decoder against picoGPT's full-recompute loop (generate_reference),
 batching, sampling, and the gpt2 command (gpt2_numpy/cli.py)."""
+import errno
 import io
 import os
 import platform
@@ -1201,6 +1202,27 @@ class GoneReader(io.StringIO):
 
     def write(self, text):
         raise BrokenPipeError(32, "Broken pipe")
+
+
+class FullDisk(io.StringIO):
+    """A stdout on a full disk (``> /dev/full``): every write fails with ENOSPC."""
+
+    def write(self, text):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("argv", [["hi"], ["hi", "--stream"], ["--score", "FILE"]])
+def test_a_stdout_on_a_full_disk_is_named_in_one_line_and_exit_1(fake_model, monkeypatch, tmp_path, argv):
+    """`gpt2 hi > /dev/full` said "error: No space left on device", naming nothing: the disk of the input, of the
+    models folder? The error names stdout; exit 1, the work failed."""
+    essay = tmp_path / "essay.txt"
+    essay.write_text("Some text to score.", encoding="utf-8")
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", FullDisk())
+    monkeypatch.setattr(sys, "stderr", err)
+    assert cli.main([str(essay) if word == "FILE" else word for word in argv]) == 1
+    assert err.getvalue().endswith(": error: cannot write the output to stdout: No space left on device\n")
+    assert err.getvalue().count("\n") == 1, err.getvalue()
 
 
 def test_a_reader_that_goes_away_ends_gpt2_quietly_with_141(fake_model, monkeypatch):
