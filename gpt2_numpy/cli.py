@@ -426,8 +426,10 @@ def generate_text(encoder, hparams, params, args, ids, draft=None, *, bytes_per_
         said_if_long(f"generating {n_new} token{'s' * (n_new != 1)} with {args.model} after a {len(ids)}-token "
                      "prompt", (n_new + len(ids) / PREFILL_POSITIONS_PER_PASS) * bytes_per_pass)
     new_ids = said_before_the_first(new_ids, "loading the weights and reading the prompt")
-    if args.stream:
-        print_streamed(decode_stream(encoder, with_text(new_ids, encoder, params.n_vocab)))
+    if args.stream:  # (a notice waits for the line's end: said mid-line, it would cut the text on a terminal)
+        notices = []
+        print_streamed(decode_stream(encoder, with_text(new_ids, encoder, params.n_vocab, tell=notices.append)),
+                       notices)
     else:  # the text comes at the end: until then a bar counts the tokens on a terminal (drawn after the wait
         # for the first token, so never on the line where that wait is announced)
         with bar_if_slow(new_ids, total=args.n_tokens_to_generate, unit="tok", desc="generating") as bar:
@@ -435,12 +437,13 @@ def generate_text(encoder, hparams, params, args, ids, draft=None, *, bytes_per_
         to_stdout(text + "\n")
 
 
-def print_streamed(pieces) -> None:
-    """The pieces of text on stdout as they come, then the end of the line. What can stop it once a piece is out
-    (every check of the command line and the model came before the first token): Ctrl-C, a character stdout's
-    encoding cannot print, a full disk. The text so far then gets the end of its line, so that the error, which
-    run_guarded prints on stderr, starts on a line of its own where both streams share a terminal; the exit
-    status is the error's. A reader gone away (BrokenPipeError) is told nothing, and nothing more is written."""
+def print_streamed(pieces, notices=()) -> None:
+    """The pieces of text on stdout as they come, then the end of the line, then ``notices`` (lines for stderr,
+    added to while the pieces come) said below it. What can stop it once a piece is out (every check of the
+    command line and the model came before the first token): Ctrl-C, a character stdout's encoding cannot print,
+    a full disk. The text so far then gets the end of its line, so that the notices and the error, which
+    run_guarded prints on stderr, start on lines of their own where both streams share a terminal; the exit
+    status is the error's. A reader gone away (BrokenPipeError) gets nothing more on stdout."""
     line_is_open = False  # text printed since the last line's end
     try:
         for piece in pieces:
@@ -452,7 +455,11 @@ def print_streamed(pieces) -> None:
                 sys.stdout.write("\n")
                 sys.stdout.flush()
         raise
-    to_stdout("\n")
+    else:
+        to_stdout("\n")
+    finally:
+        for notice in notices:
+            say(notice)
 
 
 def to_stdout(text: str) -> None:
@@ -468,17 +475,17 @@ def to_stdout(text: str) -> None:
         raise CommandError(f"cannot write the output to stdout: {error_message(error)}", EXIT_FAILED) from None
 
 
-def with_text(token_ids, encoder, n_ids):
-    """token_ids without those the tokenizer has no text for, saying so once on stderr. A model may have more ids
-    than its tokenizer has tokens (a vocabulary padded to a round number, as nanoGPT's 50304 for GPT-2's 50257);
-    such an id stands for no text, so it prints as nothing, as Hugging Face's tokenizers decode it."""
+def with_text(token_ids, encoder, n_ids, *, tell=say):
+    """token_ids without those the tokenizer has no text for, saying so once (``tell``: on stderr). A model may
+    have more ids than its tokenizer has tokens (a vocabulary padded to a round number, as nanoGPT's 50304 for
+    GPT-2's 50257); such an id stands for no text, so it prints as nothing, as Hugging Face's tokenizers decode it."""
     told = False
     for token in token_ids:
         if token in encoder.decoder:
             yield token
         elif not told:
-            say(f"token id {token} stands for no text: the model has {n_ids} token ids, its tokenizer "
-                f"{len(encoder.decoder)} tokens (a padded vocabulary); such ids print as nothing")
+            tell(f"token id {token} stands for no text: the model has {n_ids} token ids, its tokenizer "
+                 f"{len(encoder.decoder)} tokens (a padded vocabulary); such ids print as nothing")
             told = True
 
 

@@ -775,6 +775,27 @@ def test_ctrl_c_in_a_stream_ends_the_text_so_far_before_saying_interrupted(fake_
         assert err.count("\n") == 1 and err.endswith(": interrupted\n"), err
 
 
+def test_an_id_with_no_text_mid_stream_is_told_below_the_text_not_inside_it(fake_model, monkeypatch):
+    """An id the tokenizer has no text for (a padded vocabulary's) is said once on stderr; mid-stream it was said
+    as it came, inside the streamed text where stdout and stderr share a terminal ("Hetoken id ... nothing\nllo").
+    --stream says it below the text's line; a run printed at its end says it before the text, as it did."""
+    no_text = N_VOCAB + 3  # (the byte encoder has a token for ids below N_VOCAB)
+
+    def steps(*args, **kwargs):
+        yield from ([byte] for byte in b"He")
+        yield [no_text]
+        yield from ([byte] for byte in b"llo")
+
+    monkeypatch.setattr(cli, "iter_generate_batch", steps)
+    notice = (f"token id {no_text} stands for no text: the model has {N_VOCAB} token ids, its tokenizer {N_VOCAB} "
+              "tokens (a padded vocabulary); such ids print as nothing\n")
+    for stream, seen in ([], notice + "Hello\n"), (["--stream"], "Hello\n" + notice):
+        terminal = io.StringIO()  # both streams on one terminal, in the order written
+        with redirect_stdout(terminal), redirect_stderr(terminal):
+            assert cli.main(["hi", "--n_tokens_to_generate", "6", *stream]) == 0
+        assert terminal.getvalue() == seen, stream
+
+
 def test_a_character_stdout_cannot_print_mid_stream_is_told_on_a_line_of_its_own(fake_model, monkeypatch):
     """The first character stdout's encoding cannot print (here ASCII) comes mid-stream, once the text before
     it is out (it cannot be known before the tokens are): that text ends its line, then the error says how to get
