@@ -192,6 +192,19 @@ def test_bad_values_are_one_line_and_exit_2(cli, args, message):
     assert message in cli(*args, status=2).stderr
 
 
+@pytest.mark.parametrize("typed", [["31373", "7" * 5000], ["[31373, %s]" % ("7" * 5000)], ["31373,-" + "7" * 4400],
+                                   ["-"]])
+def test_an_id_too_long_for_int_is_out_of_range_like_any_other(cli, typed):
+    # int() refuses numbers of over 4,300 digits and its message advises sys.set_int_max_str_digits(), a Python
+    # call no one at a command line can make: such an id is out of range, said as for any other, shortened
+    stdin = b"31373 " + b"7" * 5000 + b"\n" if typed == ["-"] else None
+    stderr = cli("decode", *typed, status=2, stdin=stdin).stderr
+    digits = 4400 if typed[0].startswith("31373,-") else 5000
+    assert "is not in the vocabulary of 'gpt2' (ids run from 0 to 50256)" in stderr, stderr
+    assert f"7777777777 ({digits:,} digits)" in stderr and "set_int_max_str_digits" not in stderr
+    assert len(stderr) < 200, stderr
+
+
 @pytest.mark.parametrize("typed", ["1_0", "+4", "\u0664", "\uff14", "4\u00b2"])
 def test_numbers_of_options_are_written_in_ascii_digits(cli, typed):
     # int() reads all of these (as 10, 4, 4, 4 and... an error), which no one types as a number of workers

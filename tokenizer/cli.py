@@ -192,17 +192,31 @@ def encode(args) -> None:
     print(" ".join(map(str, enc.encode(text, allowed_special=allowed, disallowed_special=disallowed))))
 
 
+# An id is at most a few billion; a number of more digits than this is past every vocabulary. Such a number is
+# told as an out-of-range id, shortened, without int(), which refuses numbers of over 4,300 digits (and would
+# advise a Python call that no one at a command line can make).
+ID_DIGITS = 40
+
+
+class TooLongId(str):
+    """A number typed as an id (its digits, a minus included) too long to be one: more than ID_DIGITS digits."""
+
+    def shown(self) -> str:
+        return f"{self[:10]}...{self[-10:]} ({len(self.removeprefix('-')):,} digits)"
+
+
 def parse_ids(words: list[str]) -> list[int]:
     """Token ids as typed: separate arguments, comma or space lists, or JSON lists (``"[15496, 11, 995]"``, as
-    Python prints a list of ids)."""
+    Python prints a list of ids). A number too long to be any id is kept as a :class:`TooLongId`, which
+    :func:`check_id_range` refuses once the encoding is known."""
     ids = []
     for word in words:
         if word.lstrip().startswith("["):
             try:
-                items = json.loads(word)
+                items = json.loads(word, parse_int=id_number)
             except ValueError:
                 raise UsageError(f"decode: {word.strip()[:40]!r} is not a JSON list of token ids") from None
-            if not isinstance(items, list) or any(type(i) is not int for i in items):
+            if not isinstance(items, list) or any(type(i) not in (int, TooLongId) for i in items):
                 raise UsageError(f"decode: {word.strip()[:40]!r} must be a list of integer token ids") from None
             ids += items
             continue
@@ -212,8 +226,21 @@ def parse_ids(words: list[str]) -> list[int]:
             if not ascii_digits(part.removeprefix("-")):
                 raise UsageError(f"decode: {part!r} (id {len(ids) + 1}) is not a token id: write ids in the "
                                  "digits 0-9")
-            ids.append(int(part))
+            ids.append(id_number(part))
     return ids
+
+
+def id_number(digits: str) -> int | TooLongId:
+    """``digits`` (0-9, maybe after a minus) as a number, or as a :class:`TooLongId` past ID_DIGITS digits."""
+    return TooLongId(digits) if len(digits.removeprefix("-")) > ID_DIGITS else int(digits)
+
+
+def check_id_range(ids: list, enc: Encoding) -> None:
+    """A :class:`TooLongId` among ``ids`` is refused as :meth:`Encoding.decode` refuses any id out of range."""
+    for token in ids:
+        if isinstance(token, TooLongId):
+            raise UsageError(f"token id {token.shown()} is not in the vocabulary of {enc.name!r} (ids run from 0 "
+                             f"to {enc.max_token_value})")
 
 
 def decode(args) -> None:
@@ -224,6 +251,7 @@ def decode(args) -> None:
         words = [read_stdin_text("decode -: stdin")]
     ids = parse_ids(words)
     enc = open_encoding(args.encoding)
+    check_id_range(ids, enc)
     print(enc.decode(ids))
 
 
