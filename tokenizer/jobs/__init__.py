@@ -7,6 +7,7 @@
   ``encode-dataset``), and measuring tokenizers on inputs;
 - ``sharded``, ``manifest``: many shards to ``.bin`` files, resumably, with a manifest that proves each output
   whole;
+- ``id_files``: a ``.bin`` of ids read a window at a time (``parity --ids``, ``decode --ids``);
 - ``parity``: this tokenizer's ids against another's on files, with where and why they differ.
 
 What is not here: how text becomes ids (the modules above this folder), or training (:mod:`tokenizer.training`).

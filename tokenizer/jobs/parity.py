@@ -49,6 +49,7 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from . import dataset
+from .id_files import IdsFile
 from ..encoding import Encoding
 from ..fast.stdlib_patterns import compile_fast
 from ..pretokenize import special_token_regex
@@ -400,7 +401,7 @@ def check_ids(
     pieces = ((k, piece) for k, (path, report) in enumerate(zip(paths, reports)) for piece in _ids_as_written(
         path, enc, rule, report, errors=errors, text_field=text_field, chunk_bytes=chunk_bytes))
     total = None if None in sizes else sum(sizes) / 1e6
-    with _IdsFile(ids_path, dtype) as ids_file, _bar(total, f"{ids_path.name} ({enc.name})", progress) as bar:
+    with IdsFile(ids_path, dtype) as ids_file, _bar(total, f"{ids_path.name} ({enc.name})", progress) as bar:
         # each piece is compared with the ids that follow it in view, the next piece's: an id dropped (or one
         # inserted before it) at a piece's end is then told from one replaced, not found again in the next piece
         for (k, piece), following in _with_next(pieces):
@@ -926,50 +927,10 @@ def _agreement(ours, theirs, x, y, complete, n_text=None) -> int:
     return k
 
 
-# ---- a .bin read a window at a time -------------------------------------------------------------------------
+# ---- a .bin longer than the inputs' ids (read by tokenizer.jobs.id_files) -----------------------------------
 
 
-NPY_MAGIC = b"\x93NUMPY"  # how every .npy file begins (NumPy's format)
-
-
-class _IdsFile:
-    def __init__(self, path: Path, dtype: np.dtype):
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            starts_like_npy = f.read(len(NPY_MAGIC)) == NPY_MAGIC
-        if starts_like_npy:  # its header would be read as ids, and every id after it out of place
-            raise ValueError(f"{path} is a NumPy .npy file (a header, then the array), not a flat file of ids as "
-                             f"nanoGPT's .bin: save its array with np.load({str(path)!r}).tofile('ids.bin') and "
-                             "check ids.bin")
-        if size % dtype.itemsize:
-            other = np.dtype("<u4") if dtype.itemsize == 2 else np.dtype("<u2")
-            said = f"{path} is {size:,} bytes, not a whole number of {dtype.name} ids"
-            if size % other.itemsize:  # no whole number of either: --dtype would not help
-                raise ValueError(f"{said}, nor of {other.name} ids; is it a file of ids (as encode-file writes)?")
-            raise ValueError(f"{said}; was it written as {other.name}? pass --dtype {other.name}")
-        self.path, self.dtype, self.total, self.pos = path, dtype, size // dtype.itemsize, 0
-        self.f = open(path, "rb")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
-
-    @property
-    def left(self) -> int:
-        return self.total - self.pos
-
-    def peek(self, count: int) -> list[int]:
-        """Up to ``count`` ids from the current position, which does not move."""
-        self.f.seek(self.pos * self.dtype.itemsize)
-        return np.frombuffer(self.f.read(count * self.dtype.itemsize), dtype=self.dtype).tolist()
-
-    def advance(self, count: int) -> None:
-        self.pos += count
-
-
-def _extra_ids(report: ParityReport, end: tuple, enc: Encoding, ids_file: _IdsFile, max_report: int) -> None:
+def _extra_ids(report: ParityReport, end: tuple, enc: Encoding, ids_file: IdsFile, max_report: int) -> None:
     """Ids left in the .bin after the input's: one difference, at the ``end`` of the input (offset, line,
     record)."""
     extra = ids_file.peek(SHOWN_IDS)
