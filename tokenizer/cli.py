@@ -2,6 +2,7 @@
 
     python -m tokenizer encode "hello world"                  # 31373 995
     python -m tokenizer decode 31373 995                      # hello world   (also "31373,995", "[31373, 995]")
+    python -m tokenizer encode - < a.txt | python -m tokenizer decode - > b.txt   # b.txt is a.txt, byte for byte
     echo -n "hello world" | python -m tokenizer encode -      # - reads the text (decode -: the ids) from stdin
     python -m tokenizer count FILE...                         # tokens, bytes/token, MB/s
     python -m tokenizer encode-file data.txt --out data.bin [--workers N]
@@ -15,7 +16,9 @@
 Every command follows the same rules:
 
 * **Text arguments reach the code exactly as typed**: ``encode "Hello, world"``, ``encode 1e3``,
-  ``encode "'quoted'"``. Text that starts with a dash goes after ``--``: ``encode -- "-x"``.
+  ``encode "'quoted'"``. Text that starts with a dash goes after ``--``: ``encode -- "-x"``. ``decode`` writes
+  the text exactly as its ids spell it (only on a terminal is a newline added after it), so a text encoded and
+  decoded again is the same bytes.
 * **Special tokens: the API's rule.** Text that spells a special token (``<|endoftext|>``) is an error unless
   ``--allowed_special all|TOKEN,...`` makes it the special token or ``--disallowed_special none|TOKEN,...``
   lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``. ``show``,
@@ -252,7 +255,10 @@ def decode(args) -> None:
     ids = parse_ids(words)
     enc = open_encoding(args.encoding)
     check_id_range(ids, enc)
-    print(enc.decode(ids))
+    text = enc.decode(ids)
+    # exactly the text, as a decoder gives it back (encode - | decode - is the text byte for byte); on a terminal a
+    # newline after it, only for the eye, so that the shell's prompt starts on a line of its own
+    sys.stdout.write(text + ("\n" if sys.stdout.isatty() and text and not text.endswith("\n") else ""))
 
 
 def count(args) -> None:
@@ -750,7 +756,9 @@ def build_parser(prog: str) -> OneLineParser:
     add_specials(p)
 
     p = command("decode", decode, "Print the text of token ids (separate arguments, a comma/space list, a JSON "
-                "list, or - for stdin).",
+                "list, or - for stdin). The text is written exactly as the ids spell it, so encode then decode gives "
+                "back the text byte for byte; only on a terminal is a newline added after a text that does not end "
+                "with one.",
                 "ID [ID ...] [options]", needs=[("ids", "ID")])
     p.add_argument("ids", nargs="*", metavar="ID", help='token ids: "31373 995", 31373,995, 31373 995 or a JSON '
                    'list "[31373, 995]"; - reads them from stdin')
