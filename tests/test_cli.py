@@ -832,6 +832,9 @@ def test_encode_then_decode_gives_back_the_bytes(tmp_path, name):
     back = subprocess.run([*command, "decode", "-"], input=ids, capture_output=True, check=True, cwd=tmp_path,
                           env=env).stdout
     assert back == text
+    subprocess.run([*command, "decode", "-", "--out", "back.txt"], input=ids, check=True, cwd=tmp_path, env=env,
+                   capture_output=True)
+    assert (tmp_path / "back.txt").read_bytes() == text
 
 
 def test_train_refuses_a_folder_that_holds_a_tokenizer_unless_force(capsys, monkeypatch, tmp_path):

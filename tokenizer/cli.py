@@ -3,6 +3,7 @@
     python -m tokenizer encode "hello world"                  # 31373 995
     python -m tokenizer decode 31373 995                      # hello world   (also "31373,995", "[31373, 995]")
     python -m tokenizer encode - < a.txt | python -m tokenizer decode - > b.txt   # b.txt is a.txt, byte for byte
+    python -m tokenizer decode --ids train.bin --start 1000 --count 200   # a .bin's ids, as text
     echo -n "hello world" | python -m tokenizer encode -      # - reads the text (decode -: the ids) from stdin
     python -m tokenizer count FILE...                         # tokens, bytes/token, MB/s
     python -m tokenizer encode-file data.txt --out data.bin [--workers N]
@@ -58,6 +59,7 @@ What this module does not do: tokenize. Each command parses its arguments, calls
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import json
 import os
@@ -67,13 +69,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag,
-                           add_version_flag, ascii_digits, cannot_listen, decimal_digits, run_guarded, said_if_slow,
-                           show_progress, unrecognized, whole_number)
+                           add_version_flag, ascii_digits, bar_if_slow, cannot_listen, decimal_digits,
+                           run_guarded, said_if_slow, say, show_progress, unrecognized, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
-from .jobs import dataset, inputs, parity, sharded
+from .jobs import dataset, id_files, inputs, manifest, parity, sharded
 from .jobs.engines import ENGINES
 from .encoding import Encoding
 from .encoding_argument import WHAT_TO_PASS
@@ -107,6 +111,13 @@ def positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
     return number
+
+
+def index_number(value: str) -> int:
+    """A position in an array: a whole number from 0, in the digits 0-9."""
+    if not ascii_digits(value):
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0, got {value!r}")
+    return int(value)
 
 
 def seconds(value: str) -> float:
@@ -247,18 +258,160 @@ def check_id_range(ids: list, enc: Encoding) -> None:
 
 
 def decode(args) -> None:
+    if args.ids_file is not None:
+        if args.ids:
+            args.parser.error("--ids FILE.bin decodes the ids in that file: pass no ids with it")
+        return decode_ids_file(args)
+    if not args.ids:
+        args.parser.error("the following arguments are required: ID (or --ids FILE.bin)")
+    for flag in ("dtype", "start", "count"):
+        if getattr(args, flag) is not None:
+            args.parser.error(f"--{flag} is about the ids of --ids FILE.bin: pass it with --ids")
     words = args.ids
     if "-" in words:
         if words != ["-"]:
             raise UsageError("decode -: reads the ids from stdin; pass no other ids with it")
         words = [read_stdin_text("decode -: stdin")]
     ids = parse_ids(words)
+    out = decode_destination(args)
     enc = open_encoding(args.encoding)
     check_id_range(ids, enc)
-    text = enc.decode(ids)
-    # exactly the text, as a decoder gives it back (encode - | decode - is the text byte for byte); on a terminal a
-    # newline after it, only for the eye, so that the shell's prompt starts on a line of its own
-    sys.stdout.write(text + ("\n" if sys.stdout.isatty() and text and not text.endswith("\n") else ""))
+    written = write_text([enc.decode(ids)], out)
+    say_written(args.out, out, f"{parity.plural(len(ids), 'id')} decoded into {written:,} bytes of text "
+                               f"({shown_name(enc)})")
+
+
+# decode --ids reads and writes this many ids at a time: about 10 MB as Python ints, however large the .bin
+DECODE_WINDOW_IDS = 1 << 18
+
+
+def decode_ids_file(args) -> None:
+    """``decode --ids FILE.bin``: the text of a file of ids (or of ``--start``/``--count``'s slice of it), written
+    a window at a time, so that memory does not grow with the file."""
+    if inputs.is_stdin(args.ids_file):
+        raise UsageError("--ids -: a .bin is read from a file, whose size tells how many ids it holds; save the ids "
+                         "to a file, or pipe ids written as text to decode -")
+    path = Path(args.ids_file)
+    out = decode_destination(args, input_path=path)
+    enc = open_encoding(args.encoding)
+    dtype = args.dtype
+    written_by = manifest.written_settings(path)  # an encode-dataset shard: its manifest says what wrote it
+    if written_by is not None and written_by.get("dtype") not in ("uint16", "uint32"):
+        written_by = None  # not a manifest this project wrote: nothing in it is trusted
+    if written_by is not None:
+        if written_by.get("encoding_sha256") != manifest.encoding_fingerprint(enc):
+            raise UsageError(f"--ids {path}: its folder's {manifest.MANIFEST_NAME} says it was written with "
+                             f"{written_by.get('encoding')}, not {shown_name(enc)}: pass that --encoding")
+        if dtype is not None and dtype != written_by.get("dtype"):
+            raise UsageError(f"--dtype {dtype}: {path}'s folder's {manifest.MANIFEST_NAME} says its ids are "
+                             f"{written_by.get('dtype')}: drop --dtype")
+        dtype = written_by.get("dtype")
+    dtype = np.dtype(dtype).newbyteorder("<") if dtype else dataset.id_dtype(enc.n_vocab)
+    with id_files.IdsFile(path, dtype, verb="decode") as ids_file:
+        start = args.start or 0
+        if start > ids_file.total or (start == ids_file.total and start):
+            raise UsageError(f"--start {start:,}: {path} holds {parity.plural(ids_file.total, 'id')} ({dtype.name}), "
+                             f"indexed from 0 to {max(ids_file.total - 1, 0):,}")
+        ids_file.advance(start)
+        n_ids = ids_file.left if args.count is None else min(args.count, ids_file.left)
+        if written_by is None:
+            note_other_dtype(ids_file.peek(1024), path, dtype, start)
+        # a bar on stderr when a person watches it (bar_if_slow), unless the text goes to that same terminal
+        to_terminal = out == outputs.STDOUT and sys.stdout.isatty()
+        with bar_if_slow(total=n_ids, unit="id", unit_scale=True, desc=f"decoding {path.name}",
+                         disable=to_terminal) as bar:
+            pieces = decoded_pieces(ids_file, n_ids, enc, dtype, bar)
+            written = write_text(pieces, out)
+    say_written(args.out, out, f"{parity.plural(n_ids, 'id')} ({dtype.name}) of {path} from index {start:,} "
+                               f"decoded into {written:,} bytes of text ({shown_name(enc)})")
+
+
+def decoded_pieces(ids_file, n_ids: int, enc: Encoding, dtype: np.dtype, bar):
+    """The text of the next ``n_ids`` ids of ``ids_file``, a window at a time: what ``enc.decode`` of them all
+    gives (a character cut between two windows is joined, not replaced)."""
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while n_ids:
+        ids = ids_file.peek(min(n_ids, DECODE_WINDOW_IDS))
+        try:
+            data = enc.decode_bytes(ids)
+        except KeyError:
+            raise UsageError(unknown_id_in_file(ids_file, ids, enc, dtype)) from None
+        ids_file.advance(len(ids))
+        n_ids -= len(ids)
+        bar.update(len(ids))
+        yield utf8.decode(data, final=not n_ids)
+    yield utf8.decode(b"", final=True)
+
+
+def unknown_id_in_file(ids_file, ids: list[int], enc: Encoding, dtype: np.dtype) -> str:
+    """Which id of the window ``ids`` (read at ``ids_file``'s position) the vocabulary lacks, and what may be wrong."""
+    index, token = next((k, t) for k, t in enumerate(ids) if not is_token(enc, t))
+    other = id_files.other_dtype(dtype)
+    maybe = (f"was it written as {other.name}? pass --dtype {other.name}; or "
+             if ids_file.total * dtype.itemsize % other.itemsize == 0 else "")
+    return (f"--ids {ids_file.path} index {ids_file.pos + index:,}: token id {token} is not in the vocabulary of "
+            f"{enc.name!r} (ids run from 0 to {enc.max_token_value}); {maybe}was it written with another "
+            "encoding? pass its --encoding")
+
+
+def is_token(enc: Encoding, token: int) -> bool:
+    try:
+        enc.decode_single_token_bytes(token)
+    except KeyError:
+        return False
+    return True
+
+
+def note_other_dtype(first_ids: list[int], path: Path, dtype: np.dtype, start: int) -> None:
+    """A note on stderr when the ids of ``path`` from index ``start`` look like uint32 ids read as uint16 (every
+    other one 0, which decodes as "!"): a uint32 file of a small vocabulary's ids reads so, every id in range, and
+    nothing else would tell."""
+    if dtype.itemsize != 2 or len(first_ids) < 16:
+        return
+    evens, odds = any(first_ids[::2]), any(first_ids[1::2])
+    if evens != odds:  # one of the two all 0, the other not
+        say(f"note: in {path}, every other one of the {len(first_ids):,} ids from index {start:,} is 0: was it "
+            "written as uint32? pass --dtype uint32")
+
+
+def decode_destination(args, input_path: Path | None = None):
+    """``decode --out``, checked before any work (:mod:`tokenizer.outputs`): standard output by default; never
+    the ``--ids`` file it reads, even with ``--force``."""
+    if args.out is None or args.out == outputs.STDOUT:
+        return outputs.STDOUT
+    target = outputs.check_file(args.out, overwrite=args.force, flag="--out", stdout_ok=True)
+    if input_path is not None and target.exists() and input_path.exists() and os.path.samefile(target, input_path):
+        raise UsageError(f"--out {args.out} is the --ids file it would read; name another --out")
+    return target
+
+
+def write_text(pieces, out) -> int:
+    """Write the text ``pieces`` to ``out``: a file (UTF-8, exactly, whole or not at all:
+    :func:`tokenizer.outputs.replaced_file`) or standard output (in its encoding, as it comes; on a terminal, a
+    newline after a text that does not end with one, so that the prompt starts on its own line). Returns the
+    UTF-8 bytes of the text."""
+    n_bytes, last = 0, "\n"
+    if out == outputs.STDOUT:
+        for text in pieces:
+            sys.stdout.write(text)
+            n_bytes += len(text.encode("utf-8"))
+            last = text[-1:] or last
+        if sys.stdout.isatty() and last != "\n":  # only for the eye: a pipe or a file gets the text exactly
+            sys.stdout.write("\n")
+        return n_bytes
+    with outputs.replaced_file(out) as f:
+        for text in pieces:
+            data = text.encode("utf-8")
+            f.write(data)
+            n_bytes += len(data)
+    return n_bytes
+
+
+def say_written(given: str | None, out, what: str) -> None:
+    """The summary of a decode into a file (``--out`` as ``given``), on stdout, free then; nothing when the text
+    itself went to stdout."""
+    if out != outputs.STDOUT:
+        print(f"{given}: {what}")
 
 
 def count(args) -> None:
@@ -756,12 +909,25 @@ def build_parser(prog: str) -> OneLineParser:
     add_specials(p)
 
     p = command("decode", decode, "Print the text of token ids (separate arguments, a comma/space list, a JSON "
-                "list, or - for stdin). The text is written exactly as the ids spell it, so encode then decode gives "
-                "back the text byte for byte; only on a terminal is a newline added after a text that does not end "
-                "with one.",
-                "ID [ID ...] [options]", needs=[("ids", "ID")])
+                "list, - for stdin, or --ids FILE.bin, a file of ids as encode-file writes it). The text is written "
+                "exactly as the ids spell it, so encode then decode gives back the text byte for byte; only on a "
+                "terminal is a newline added after a text that does not end with one.",
+                "ID [ID ...] [options]  (or --ids FILE.bin)")
     p.add_argument("ids", nargs="*", metavar="ID", help='token ids: "31373 995", 31373,995, 31373 995 or a JSON '
                    'list "[31373, 995]"; - reads them from stdin')
+    add_flag(p, "ids", dest="ids_file", metavar="FILE.bin",
+             help="instead, decode this file of ids (nanoGPT's layout, as encode-file and encode-dataset write it: "
+             "flat little-endian uint16, or uint32 for vocabularies over 65,536), a window at a time")
+    add_flag(p, "dtype", choices=["uint16", "uint32"],
+             help="the type of the ids in --ids (default: as encode-dataset's manifest.json beside it says, else "
+             "uint16 up to 65,536 ids, else uint32)")
+    add_flag(p, "start", type=index_number, metavar="INDEX",
+             help="with --ids: the index of the first id to decode, from 0 (default 0; parity --ids names indexes)")
+    add_flag(p, "count", type=positive_int, metavar="N", help="with --ids: decode at most N ids (default: all)")
+    add_flag(p, "out", metavar="FILE", help="write the text into FILE (UTF-8, exactly; whole or not at all) "
+             "instead of standard output")
+    add_flag(p, "force", action="store_true", help="replace the --out file if it exists (without it, decode "
+             "refuses to write over one)")
     add_encoding(p)
 
     p = command("count", count, "Print tokens, bytes and bytes/token of each FILE (read in chunks).",

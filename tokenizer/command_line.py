@@ -111,7 +111,8 @@ def bar_if_slow(iterable=None, **options):
     none, and the bar is erased when done."""
     from tqdm import tqdm  # imported here: ~0.1 s, and most runs draw no bar
 
-    return tqdm(iterable, disable=not show_progress(), leave=False, delay=SLOW_AFTER_SECONDS, **options)
+    hidden = options.pop("disable", False)  # a caller's own reason for no bar (its output on the same terminal)
+    return tqdm(iterable, disable=hidden or not show_progress(), leave=False, delay=SLOW_AFTER_SECONDS, **options)
 
 
 class PrintVersion(argparse.Action):
