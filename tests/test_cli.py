@@ -28,6 +28,7 @@ import tiktoken
 
 import tokenizer
 import tokenizer.cli
+import tokenizer.command_line
 import tokenizer.version
 from conftest import CORPUS, PROG, REPO, interrupt
 from tokenizer import get_encoding
@@ -213,6 +214,19 @@ def test_numbers_of_options_are_written_in_ascii_digits(cli, typed):
     with pytest.raises(argparse.ArgumentTypeError, match="expected a port from 0 to 65535"):
         tokenizer.cli.port_number(typed.replace("4", "\u0668\u0660\u0660\u0660"))  # as 8000: a server started
     assert tokenizer.cli.positive_int("4") == 4 and tokenizer.cli.port_number("8000") == 8000
+
+
+@pytest.mark.parametrize("args", [["encode-file", "x.txt", "--workers"], ["decode", "--ids", "x.bin", "--start"],
+                                  ["decode", "--ids", "x.bin", "--count"], ["parity", "--fuzz", "1", "--seed"],
+                                  ["serve", "--port"], ["train", "--input", "x", "--out", "d", "--vocab_size"]])
+def test_an_option_number_too_long_for_int_is_one_short_line(cli, args):
+    # int() refuses over 4,300 digits: argparse said "invalid positive_int value: '...'", 5,000 digits long
+    stderr = cli(*args, "7" * 5000, status=2).stderr
+    assert f"argument {args[-1]}: expected a " in stderr and "'7777777777...7777777777' (5,000 characters)" in stderr
+    assert "invalid" not in stderr and len(stderr) < 250, stderr
+    assert tokenizer.command_line.whole_number("-" + "7" * 40) == -int("7" * 40)  # (gpt2's options too)
+    with pytest.raises(argparse.ArgumentTypeError, match="of at most 40 digits, got '77777"):
+        tokenizer.command_line.whole_number("7" * 41)
 
 
 # ---- special tokens: one rule, the API's ------------------------------------------------------------------

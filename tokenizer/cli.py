@@ -74,7 +74,8 @@ import numpy as np
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag,
                            add_version_flag, ascii_digits, bar_if_slow, cannot_listen, decimal_digits,
-                           run_guarded, said_if_slow, say, show_progress, unrecognized, whole_number)
+                           run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
+                           unrecognized, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, id_files, inputs, manifest, parity, sharded
@@ -107,7 +108,7 @@ def names_list(value: str) -> list[str]:
 
 
 def positive_int(value: str) -> int:
-    number = int(value) if ascii_digits(value) else 0
+    number = typed_number(value, "a positive whole number")
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
     return number
@@ -115,9 +116,10 @@ def positive_int(value: str) -> int:
 
 def index_number(value: str) -> int:
     """A position in an array: a whole number from 0, in the digits 0-9."""
-    if not ascii_digits(value):
+    number = typed_number(value, "a whole number from 0")
+    if number < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0, got {value!r}")
-    return int(value)
+    return number
 
 
 def seconds(value: str) -> float:
@@ -128,8 +130,9 @@ def seconds(value: str) -> float:
 
 
 def port_number(value: str) -> int:
-    if not ascii_digits(value) or int(value) > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535 (0: any free port), got {value!r}")
+    if not ascii_digits(value) or len(value) > 5 or int(value) > 65535:  # (int() refuses over 4,300 digits)
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535 (0: any free port), got "
+                                         f"{shown_typed(value)}")
     return int(value)
 
 

@@ -170,12 +170,34 @@ def ascii_digits(value: str) -> bool:
     return value.isascii() and value.isdigit()
 
 
-def whole_number(value: str) -> int:
-    """argparse's ``type`` for an option that takes a whole number: int(), in the digits 0-9 only (a minus is
-    read, for the option's own check to refuse a negative number with its own message)."""
-    if not ascii_digits(value.removeprefix("-")):
-        raise argparse.ArgumentTypeError(f"expected a whole number (digits 0-9), got {value!r}")
+# The most digits an option's number is read with: no count, size, index, port or seed needs more, and int()
+# refuses numbers of over 4,300 digits with advice (sys.set_int_max_str_digits) no one at a command line can take.
+OPTION_DIGITS = 40
+
+
+def typed_number(value: str, expected: str) -> int:
+    """An option's whole number as typed: int() of the digits 0-9 (after a minus, for the option's own check to
+    refuse a negative number with its own message), at most OPTION_DIGITS of them; argparse's error saying
+    ``expected`` otherwise, a long value shortened."""
+    digits = value.removeprefix("-")
+    if not ascii_digits(digits):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {shown_typed(value)}")
+    if len(digits) > OPTION_DIGITS:
+        raise argparse.ArgumentTypeError(f"expected {expected} of at most {OPTION_DIGITS} digits, got "
+                                         f"{shown_typed(value)}")
     return int(value)
+
+
+def shown_typed(value: str) -> str:
+    """``value`` quoted for a message, its middle left out when it is long (a line, not a screenful)."""
+    if len(value) <= 2 * OPTION_DIGITS:
+        return repr(value)
+    return f"{value[:10] + '...' + value[-10:]!r} ({len(value):,} characters)"
+
+
+def whole_number(value: str) -> int:
+    """argparse's ``type`` for an option that takes a whole number: :func:`typed_number`."""
+    return typed_number(value, "a whole number (digits 0-9)")
 
 
 # A decimal number as people type one: digits 0-9, at most one point, and an exponent (0.8, .5, 2., 1e-3)
