@@ -183,3 +183,22 @@ def test_a_progress_bar_only_when_the_text_goes_elsewhere_than_the_terminal(tmp_
 class Terminal(io.TextIOWrapper):
     def isatty(self):
         return True
+
+
+def test_ctrl_c_leaves_no_output_file(tmp_path, monkeypatch, capsys):
+    np.array(get_encoding("gpt2").encode("hello world " * 100), dtype="<u2").tofile(tmp_path / "x.bin")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tokenizer.cli, "DECODE_WINDOW_IDS", 10)
+    calls = []
+    peek = IdsFile.peek
+
+    def interrupted_at_the_fifth_window(self, count):
+        calls.append(count)
+        if len(calls) == 6:  # (the first look is for the note on the type)
+            raise KeyboardInterrupt
+        return peek(self, count)
+
+    monkeypatch.setattr(IdsFile, "peek", interrupted_at_the_fifth_window)
+    assert tokenizer.cli.main(["decode", "--ids", "x.bin", "--out", "out/x.txt"], prog=PROG) == 130
+    assert capsys.readouterr().err == f"{PROG}: interrupted\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.bin"]  # no x.txt, no partial, no out/ made for it
