@@ -202,3 +202,17 @@ def test_ctrl_c_leaves_no_output_file(tmp_path, monkeypatch, capsys):
     assert tokenizer.cli.main(["decode", "--ids", "x.bin", "--out", "out/x.txt"], prog=PROG) == 130
     assert capsys.readouterr().err == f"{PROG}: interrupted\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.bin"]  # no x.txt, no partial, no out/ made for it
+
+
+@pytest.mark.parametrize("encoding", ["gpt2", "o200k_base"])  # uint16 and uint32 ids; 1 MB of every corpus
+def test_every_corpus_round_trips_through_encode_file_and_decode_ids(tmp_path, monkeypatch, encoding):
+    from tokenizer.jobs.dataset import encode_file
+
+    monkeypatch.chdir(tmp_path)
+    for path in sorted(CORPUS.glob("*.txt")):
+        text = corpus_prefix(path.name, 1_000_000)
+        (tmp_path / "in.txt").write_bytes(text)
+        encode_file("in.txt", "in.bin", encoding=encoding, workers=1, progress=False, overwrite=True)
+        argv = ["decode", "--ids", "in.bin", "--encoding", encoding, "--out", "back.txt", "--force"]
+        assert tokenizer.cli.main(argv, prog=PROG) == 0
+        assert (tmp_path / "back.txt").read_bytes() == text, path.name
