@@ -216,3 +216,14 @@ def test_every_corpus_round_trips_through_encode_file_and_decode_ids(tmp_path, m
         argv = ["decode", "--ids", "in.bin", "--encoding", encoding, "--out", "back.txt", "--force"]
         assert tokenizer.cli.main(argv, prog=PROG) == 0
         assert (tmp_path / "back.txt").read_bytes() == text, path.name
+
+
+def test_a_bad_ids_file_is_told_before_the_vocabulary_loads(tmp_path, monkeypatch, capsys):
+    # a vocabulary not yet in the cache is a download: a missing file or a .npy is said first
+    np.save(tmp_path / "ids.npy", np.arange(10, dtype="<u2"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tokenizer.cli, "open_encoding", lambda name: pytest.fail("the vocabulary was loaded"))
+    for ids_file, said in (("missing.bin", "ids file not found: missing.bin"), ("ids.npy", "is a NumPy .npy file"),
+                           (".", "is a folder; name the .bin file of ids")):
+        assert tokenizer.cli.main(["decode", "--ids", ids_file, "--encoding", "cl100k_base"], prog=PROG) == 2
+        assert said in capsys.readouterr().err

@@ -296,6 +296,7 @@ def decode_ids_file(args) -> None:
                          "to a file, or pipe ids written as text to decode -")
     path = Path(args.ids_file)
     out = decode_destination(args, input_path=path)
+    id_files.check_ids_file(path, verb="decode")  # before the vocabulary, which may have to be downloaded
     enc = open_encoding(args.encoding)
     dtype = args.dtype
     written_by = manifest.written_settings(path)  # an encode-dataset shard: its manifest says what wrote it

@@ -30,26 +30,33 @@ def other_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype("<u4") if dtype.itemsize == 2 else np.dtype("<u2")
 
 
+def check_ids_file(path: Path, *, verb: str = "check") -> int:
+    """What can be told of ``path`` as a ``.bin`` before its type is known (a command checks it before loading
+    a vocabulary, which may be a download): a folder, a missing file or one that is not a regular file is an
+    ``OSError``, a ``.npy`` a ``ValueError`` saying how to ``verb`` its array; returns its size in bytes."""
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; name the .bin file of ids")
+    if not path.exists():
+        raise FileNotFoundError(f"ids file not found: {path}")
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):  # a pipe's size is unknown, and it cannot be read from a position
+        raise ValueError(f"{path} is not a regular file; save the ids to a file (nanoGPT's .bin) first")
+    with open(path, "rb") as f:
+        starts_like_npy = f.read(len(NPY_MAGIC)) == NPY_MAGIC
+    if starts_like_npy:  # its header would be read as ids, and every id after it out of place
+        raise ValueError(f"{path} is a NumPy .npy file (a header, then the array), not a flat file of ids as "
+                         f"nanoGPT's .bin: save its array with np.load({str(path)!r}).tofile('ids.bin') and "
+                         f"{verb} ids.bin")
+    return info.st_size
+
+
 class IdsFile:
     """The ids of ``path`` as ``dtype``, from a position that moves forward; ``verb`` is what the command does with
-    the file ("check", "decode"), for the advice on a ``.npy``. A folder, a missing file or one that is not a
-    regular file is an ``OSError``, a file that cannot hold ids of ``dtype`` a ``ValueError``, each one line."""
+    the file ("check", "decode"), for the advice on a ``.npy`` (:func:`check_ids_file`). A file that cannot hold
+    ids of ``dtype`` is a ``ValueError`` naming the type that would fit, in one line."""
 
     def __init__(self, path: Path, dtype: np.dtype, *, verb: str = "check"):
-        if path.is_dir():
-            raise IsADirectoryError(f"{path} is a folder; name the .bin file of ids")
-        if not path.exists():
-            raise FileNotFoundError(f"ids file not found: {path}")
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):  # a pipe's size is unknown, and it cannot be read from a position
-            raise ValueError(f"{path} is not a regular file; save the ids to a file (nanoGPT's .bin) first")
-        size = info.st_size
-        with open(path, "rb") as f:
-            starts_like_npy = f.read(len(NPY_MAGIC)) == NPY_MAGIC
-        if starts_like_npy:  # its header would be read as ids, and every id after it out of place
-            raise ValueError(f"{path} is a NumPy .npy file (a header, then the array), not a flat file of ids as "
-                             f"nanoGPT's .bin: save its array with np.load({str(path)!r}).tofile('ids.bin') and "
-                             f"{verb} ids.bin")
+        size = check_ids_file(path, verb=verb)
         if size % dtype.itemsize:
             other = other_dtype(dtype)
             said = f"{path} is {size:,} bytes, not a whole number of {dtype.name} ids"
