@@ -790,9 +790,17 @@ def test_a_dash_on_a_real_terminal_says_how_to_end_the_text_and_reads_it(tmp_pat
 def test_decode_takes_a_json_list(capsys, monkeypatch):
     for args in (["[15496, 11, 995]"], ["[15496,11,995]"], [" [15496, 11]", "995"], ["[]", "15496", "11,995"]):
         assert run_main(capsys, monkeypatch, "decode", *args)[:2] == (0, "Hello, world"), args
-    for bad in ("[15496, 11", "[1.5]", "[true]", '["a"]', "[[1]]"):
+    for bad in ("[15496, 11", "[1.5]", "[true]", '["a"]', "[[1]]", "[[15496 11]]", '["15496" 11]'):
         status, _, err = run_main(capsys, monkeypatch, "decode", bad)
         assert status == 2 and "token ids" in err, bad
+    # NumPy prints an array of ids (np.memmap's of a train.bin) without commas: it was "not a JSON list"
+    printed = str(np.array([15496, 11, 995], dtype=np.uint16))
+    assert printed == "[15496    11   995]"
+    for args in ([printed], ["[15496 11\n 995]\n"], ["[ 15496 ]", "[11   995]"]):
+        assert run_main(capsys, monkeypatch, "decode", *args)[:2] == (0, "Hello, world"), args
+    assert run_main(capsys, monkeypatch, "decode", "-", stdin=printed.encode())[:2] == (0, "Hello, world")
+    status, _, err = run_main(capsys, monkeypatch, "decode", "[15496 ... 995]")
+    assert status == 2 and "decode: '...' (id 2) is not a token id" in err
 
 
 def test_encode_and_decode_read_stdin_for_a_dash(capsys, monkeypatch):

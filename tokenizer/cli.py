@@ -223,8 +223,9 @@ class TooLongId(str):
 
 
 def parse_ids(words: list[str]) -> list[int]:
-    """Token ids as typed: separate arguments, comma or space lists, or JSON lists (``"[15496, 11, 995]"``, as
-    Python prints a list of ids). A number too long to be any id is kept as a :class:`TooLongId`, which
+    """Token ids as typed: separate arguments, comma or space lists, JSON lists (``"[15496, 11, 995]"``, as
+    Python prints a list of ids) or NumPy's (``"[15496    11   995]"``, as it prints an array of them, a .bin's
+    read with np.memmap). A number too long to be any id is kept as a :class:`TooLongId`, which
     :func:`check_id_range` refuses once the encoding is known."""
     ids = []
     for word in words:
@@ -232,11 +233,15 @@ def parse_ids(words: list[str]) -> list[int]:
             try:
                 items = json.loads(word, parse_int=id_number)
             except ValueError:
-                raise UsageError(f"decode: {word.strip()[:40]!r} is not a JSON list of token ids") from None
-            if not isinstance(items, list) or any(type(i) not in (int, TooLongId) for i in items):
-                raise UsageError(f"decode: {word.strip()[:40]!r} must be a list of integer token ids") from None
-            ids += items
-            continue
+                inner = word.strip()[1:-1]
+                if not word.rstrip().endswith("]") or any(c in inner for c in '[]"'):
+                    raise UsageError(f"decode: {word.strip()[:40]!r} is not a JSON list of token ids") from None
+                word = inner  # NumPy's print of an array: the ids between brackets, apart but without commas
+            else:
+                if not isinstance(items, list) or any(type(i) not in (int, TooLongId) for i in items):
+                    raise UsageError(f"decode: {word.strip()[:40]!r} must be a list of integer token ids") from None
+                ids += items
+                continue
         for part in word.replace(",", " ").split():
             # int() also reads "1_000", "+5" and other scripts' digits ("١٢"), which no one means as an id; a minus
             # is read, so that "-5" gets the vocabulary's own message (ids run from 0 to ...)
@@ -917,8 +922,8 @@ def build_parser(prog: str) -> OneLineParser:
                 "exactly as the ids spell it, so encode then decode gives back the text byte for byte; only on a "
                 "terminal is a newline added after a text that does not end with one.",
                 "ID [ID ...] [options]  (or --ids FILE.bin)")
-    p.add_argument("ids", nargs="*", metavar="ID", help='token ids: "31373 995", 31373,995, 31373 995 or a JSON '
-                   'list "[31373, 995]"; - reads them from stdin')
+    p.add_argument("ids", nargs="*", metavar="ID", help='token ids: "31373 995", 31373,995, 31373 995, a JSON '
+                   'list "[31373, 995]" or a NumPy array as printed, "[31373   995]"; - reads them from stdin')
     add_flag(p, "ids", dest="ids_file", metavar="FILE.bin",
              help="instead, decode this file of ids (nanoGPT's layout, as encode-file and encode-dataset write it: "
              "flat little-endian uint16, or uint32 for vocabularies over 65,536), a window at a time")
