@@ -137,8 +137,9 @@ def test_files_that_are_no_bin_are_refused_in_one_line(cli, tmp_path, en_bin):
 
 @pytest.mark.parametrize("args, message", [
     (["decode", "--ids", "en.bin", "31373"], "--ids FILE.bin decodes the ids in that file: pass no ids with it"),
-    (["decode", "31373", "--start", "5"], "--start is about the ids of --ids FILE.bin: pass it with --ids"),
-    (["decode", "31373", "--dtype", "uint32"], "--dtype is about the ids of --ids FILE.bin: pass it with --ids"),
+    (["decode", "31373", "--start", "5"], "--start is an index in --ids FILE.bin: pass it with --ids"),
+    (["decode", "31373", "--count", "5"], "--count is how many ids of --ids FILE.bin: pass it with --ids"),
+    (["decode", "31373", "--dtype", "uint32"], "--dtype is the type of the ids in --ids FILE.bin: pass it with --ids"),
     (["decode", "--ids", "en.bin", "--count", "0"], "--count: expected a positive whole number, got '0'"),
     (["decode", "--ids", "en.bin", "--start", "-1"], "--start: expected a whole number from 0, got '-1'"),
     (["decode", "--ids", "en.bin", "--out", "en.bin", "--force"], "--out en.bin is the --ids file it would read"),

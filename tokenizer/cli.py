@@ -272,9 +272,10 @@ def decode(args) -> None:
         return decode_ids_file(args)
     if not args.ids:
         args.parser.error("the following arguments are required: ID (or --ids FILE.bin)")
-    for flag in ("dtype", "start", "count"):
+    # (parity's wording for its --dtype)
+    for flag, what in (("dtype", "the type of the ids in"), ("start", "an index in"), ("count", "how many ids of")):
         if getattr(args, flag) is not None:
-            args.parser.error(f"--{flag} is about the ids of --ids FILE.bin: pass it with --ids")
+            args.parser.error(f"--{flag} is {what} --ids FILE.bin: pass it with --ids")
     words = args.ids
     if "-" in words:
         if words != ["-"]:
