@@ -56,6 +56,16 @@ def test_an_id_that_is_not_a_token_is_named_wherever_it_is(at, bad):
         enc.decode_bytes(ids)
 
 
+def test_an_unknown_id_is_named_as_the_number_it_is():
+    # a .bin's ids come as NumPy integers (np.memmap): the message said "token id np.uint16(60000)"; an id of over
+    # 4,300 digits, which Python will not write out, raised int()'s ValueError instead of the KeyError
+    enc = get_encoding("gpt2")
+    for bad, shown in ((np.uint16(60000), "60000"), (np.int64(-1), "-1"), (10**5000, "of 16,610 bits")):
+        for decode in (enc.decode, enc.decode_bytes, enc.decode_tokens_bytes):
+            with pytest.raises(KeyError, match=f"token id {shown} is not in the vocabulary of 'gpt2'"):
+                decode(np.array([31373, bad]) if isinstance(bad, np.integer) else [31373, bad])
+
+
 @pytest.mark.parametrize("at", [0, CHUNK + 3])
 @pytest.mark.parametrize("bad", [1.0, "hello", None])
 def test_an_id_that_is_not_an_integer_is_a_type_error(at, bad):

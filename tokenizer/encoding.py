@@ -18,6 +18,7 @@ default) gives the same ids at tiktoken's speed (:mod:`tokenizer.fast.core`).
 from __future__ import annotations
 
 import functools
+import operator
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
@@ -632,8 +633,14 @@ class Encoding:
         return map_batch(self.decode_bytes, batch, num_threads=num_threads)
 
     def _unknown_token(self, token) -> KeyError:
+        try:  # a NumPy id (a .bin's, read with np.memmap) as the number it is, not as np.uint16(60000)
+            shown = repr(operator.index(token))
+        except TypeError:
+            shown = repr(token)
+        except ValueError:  # a number of over 4,300 digits, which Python will not write out
+            shown = f"of {operator.index(token).bit_length():,} bits"
         return KeyError(
-            f"token id {token!r} is not in the vocabulary of {self.name!r} (ids run from 0 to {self.max_token_value})"
+            f"token id {shown} is not in the vocabulary of {self.name!r} (ids run from 0 to {self.max_token_value})"
         )
 
     # ---- streaming -----------------------------------------------------------------------------------------
