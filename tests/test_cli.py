@@ -1246,3 +1246,22 @@ def test_cannot_print_is_told_only_for_the_output(monkeypatch, tmp_path):
     _, stderr = run_with_stdout_encoding(monkeypatch, tmp_path, "ascii", lambda: statuses.append(
         run_guarded("gpt2", lambda: print("na\u00efve \u4e2d"), errors=[(ValueError, 2)])))
     assert statuses == [2] and stderr == f"gpt2: error: the output holds '\\xef' (U+00EF), which {CANNOT_PRINT}\n"
+
+
+def test_a_list_option_takes_a_path_that_holds_a_comma_whole(cli, tmp_path, monkeypatch):
+    # --encoding ./my,tok was split at its comma, "./my: no such file or folder", in every command that takes a
+    # comma list; gpt2 --serve --encoding took it whole
+    get_encoding("gpt2").save(tmp_path / "my,tok")
+    (tmp_path / "a,b.txt").write_text("hello world", encoding="utf-8")
+    compared = cli("compare", "hello world", "--encodings", "my,tok, cl100k_base").stdout.splitlines()
+    assert compared[0].startswith("my,tok       saved") and compared[2].startswith("cl100k_base  GPT-4")
+    rows = [line.split(" | ")[1:4] for line in cli("stats", "a,b.txt", "--encodings", "my,tok").stdout.splitlines()
+            if line.startswith("| a,b.txt")]
+    assert rows == [["my,tok", "11", "2"]]
+    assert cli("parity", "a,b.txt", "--encoding", "my,tok").stdout.startswith("a,b.txt: my,tok vs ")
+    monkeypatch.chdir(tmp_path)  # the commands that loop forever or train: what their parser makes of it
+    parser = tokenizer.cli.build_parser(PROG)
+    assert parser.parse_args(["serve", "--encoding", "gpt2,my,tok"]).encoding == ["gpt2", "my,tok"]
+    train = parser.parse_args(["train", "--input", "a,b.txt,my,tok", "--vocab_size", "300", "--out", "d"])
+    assert train.input == ["a,b.txt", "my,tok"]
+    assert parser.parse_args(["stats", "x", "--encodings", " gpt2, ,o200k_base"]).encodings == ["gpt2", "o200k_base"]

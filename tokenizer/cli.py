@@ -37,7 +37,8 @@ Every command follows the same rules:
   to standard output. What is written appears whole or not at all.
 * ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or a path: a Hugging Face
   ``tokenizer.json``, its folder, or the folder of a saved tokenizer (``train --out DIR``)
-  (:mod:`tokenizer.encoding_argument`); list options take comma lists; flags are spelt ``--vocab_size`` or
+  (:mod:`tokenizer.encoding_argument`); list options take comma lists (a path that exists is one item, commas
+  and all); flags are spelt ``--vocab_size`` or
   ``--vocab-size``.
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
   before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file (``train`` names the
@@ -100,10 +101,28 @@ def comma_list(value: str) -> list[str]:
 
 
 def names_list(value: str) -> list[str]:
-    """A comma list that must name something (``--encodings ''`` is a mistake, not an empty table)."""
-    names = comma_list(value)
+    """A comma list that must name something (``--encodings ''`` is a mistake, not an empty table), in which a
+    file or folder that exists is one name, commas and all: ``--encodings my,tok,gpt2`` beside a folder called
+    ``my,tok`` is that folder and gpt2, not the three names ``my``, ``tok`` and ``gpt2`` (``gpt2 --serve
+    --encoding my,tok`` takes the path whole too)."""
+    names = joined_paths(value.split(","))
     if not names:
         raise argparse.ArgumentTypeError(f"expected a comma list of names, got {value!r}")
+    return names
+
+
+def joined_paths(pieces: list[str]) -> list[str]:
+    """The pieces of a value split at its commas, each run of them that joins up again into an existing path taken
+    as that one path (the longest such run first), every other piece as a name of its own; blanks dropped, as
+    :func:`comma_list` drops them."""
+    names, start = [], 0
+    while start < len(pieces):
+        end = next((end for end in range(len(pieces), start + 1, -1)
+                    if os.path.exists(",".join(pieces[start:end]).strip())), start + 1)
+        name = ",".join(pieces[start:end]).strip()
+        if name:
+            names.append(name)
+        start = end
     return names
 
 
