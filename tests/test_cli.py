@@ -1265,3 +1265,24 @@ def test_a_list_option_takes_a_path_that_holds_a_comma_whole(cli, tmp_path, monk
     train = parser.parse_args(["train", "--input", "a,b.txt,my,tok", "--vocab_size", "300", "--out", "d"])
     assert train.input == ["a,b.txt", "my,tok"]
     assert parser.parse_args(["stats", "x", "--encodings", " gpt2, ,o200k_base"]).encodings == ["gpt2", "o200k_base"]
+
+
+@pytest.mark.parametrize("argv", [["encode", "hi"], ["count", "FILE"], ["encode-file", "FILE", "--out", "-"],
+                                  ["stats", "FILE", "--min_seconds", "0"], ["compare", "hi"]])
+def test_a_closed_stdout_is_one_line_and_exit_2_before_any_work(monkeypatch, tmp_path, argv):
+    # `gpt2-tokenizer encode hi >&-` (Python's sys.stdout is then None) did the work, printed nothing, then ended in
+    # a traceback: "'NoneType' object has no attribute 'flush'"; told first, as gpt2 tells it
+    from tokenizer.cli import main
+
+    (tmp_path / "a.txt").write_text("hello", encoding="utf-8")
+    monkeypatch.setattr(tokenizer.cli, "open_encoding", lambda name: pytest.fail("loaded an encoding"))
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", None)
+    monkeypatch.setattr(sys, "stderr", err)
+    try:
+        status = main([str(tmp_path / "a.txt") if word == "FILE" else word for word in argv], prog=PROG)
+    except SystemExit as exit_:
+        status = exit_.code
+    assert status == 2 and err.getvalue() == (f"{PROG} {argv[0]}: error: stdout is closed, and the output is printed "
+                                              f"there: give it a file (> out.txt), or /dev/null to drop it "
+                                              f"(see {PROG} {argv[0]} --help)\n")

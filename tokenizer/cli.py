@@ -1136,6 +1136,9 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     missing = [label for dest, label in args.needs if getattr(args, dest) in (None, [])]
     if missing:
         args.parser.error(f"the following arguments are required: {', '.join(missing)}")
+    if sys.stdout is None:  # started with stdout closed (>&-): every command prints there (a result, a summary)
+        args.parser.error("stdout is closed, and the output is printed there: give it a file (> out.txt), or "
+                          "/dev/null to drop it")
     # a download that failed, or a vocabulary file that fails its checksum: the command line was fine
     errors = [(DownloadError, EXIT_FAILED), (ChecksumError, EXIT_FAILED),
               (UsageError, EXIT_MISTAKE), (ValueError, EXIT_MISTAKE), (KeyError, EXIT_MISTAKE), (OSError, EXIT_MISTAKE)]
