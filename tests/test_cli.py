@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import errno
 import io
 import json
 import os
@@ -1286,3 +1287,38 @@ def test_a_closed_stdout_is_one_line_and_exit_2_before_any_work(monkeypatch, tmp
     assert status == 2 and err.getvalue() == (f"{PROG} {argv[0]}: error: stdout is closed, and the output is printed "
                                               f"there: give it a file (> out.txt), or /dev/null to drop it "
                                               f"(see {PROG} {argv[0]} --help)\n")
+
+
+class FullDiskBytes(io.RawIOBase):
+    """The file under a stdout on a full disk (``> /dev/full``): every write fails with ENOSPC."""
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("argv", [["encode", "hi"], ["encode", "BIG"], ["encode-file", "FILE", "--out", "-"],
+                                  ["decode", "31373"], ["count", "FILE"], ["compare", "hi"]])
+def test_a_stdout_on_a_full_disk_is_named_in_one_line_and_exit_1(monkeypatch, tmp_path, argv):
+    # `gpt2-tokenizer encode hi > /dev/full` said "error: No space left on device", naming nothing, with 2, the
+    # status of a mistake in what was asked: the machine failed (1, as gpt2 says it), and stdout is the one
+    from tokenizer.cli import main
+
+    (tmp_path / "a.txt").write_text("hello", encoding="utf-8")
+    words = {"FILE": str(tmp_path / "a.txt"), "BIG": "hello " * 10_000}  # (BIG: fails in a print, not at the end)
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(FullDiskBytes()), encoding="utf-8"))
+    monkeypatch.setattr(sys, "stderr", err)
+    assert main([words.get(word, word) for word in argv], prog=PROG) == 1
+    assert err.getvalue() == f"{PROG}: error: cannot write the output to stdout: No space left on device\n"
+
+
+def test_a_stdout_on_dev_full_is_named_in_one_line_and_exit_1(tmp_path):
+    # the real thing, Linux's device that is always full: the final flush failed
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "tokenizer", "encode", "hi"], cwd=tmp_path, stdout=full,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert (proc.returncode, proc.stderr) == (1, "python -m tokenizer: error: cannot write the output to stdout: No "
+                                                 "space left on device\n")

@@ -76,7 +76,7 @@ from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag,
                            add_version_flag, ascii_digits, bar_if_slow, cannot_listen, decimal_digits,
                            run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
-                           unrecognized, whole_number)
+                           unrecognized, watched_stdout, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, id_files, inputs, manifest, parity, sharded
@@ -1142,7 +1142,8 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     # a download that failed, or a vocabulary file that fails its checksum: the command line was fine
     errors = [(DownloadError, EXIT_FAILED), (ChecksumError, EXIT_FAILED),
               (UsageError, EXIT_MISTAKE), (ValueError, EXIT_MISTAKE), (KeyError, EXIT_MISTAKE), (OSError, EXIT_MISTAKE)]
-    return run_guarded(prog, lambda: run_command(args), errors=errors)
+    with watched_stdout():  # stdout that cannot take the output (a full disk): one line naming it, exit 1
+        return run_guarded(prog, lambda: run_command(args), errors=errors)
 
 
 # How the commands write encode's two special-token options, for the advice of a refused special token: what to

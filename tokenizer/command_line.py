@@ -261,12 +261,67 @@ def cannot_listen(error: OSError, host: str, port: int) -> str:
     return f"cannot listen on {host}:{port} ({reason}); pass another --port, or --port 0 for any free one"
 
 
+class StdoutFailed(Exception):
+    """stdout could not take the output (a full disk, an I/O error): the work failed, exit status 1, with a message
+    that names stdout, where a bare "No space left on device" could be any file's."""
+
+
+@contextlib.contextmanager
+def stdout_named():
+    """Run the block, its failure to write stdout (an OSError; not a reader gone away, which ends the command
+    quietly) raised as :class:`StdoutFailed`. Wrap only writes to stdout: an OSError of anything else is not
+    stdout's."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise StdoutFailed(f"cannot write the output to stdout: {error_message(error)}") from None
+
+
+class WatchedStdout:
+    """A text stream (sys.stdout) whose writes and flushes that fail are :class:`StdoutFailed`; everything else
+    is the stream's. A print anywhere in a command then fails naming stdout (see :func:`watched_stdout`)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def write(self, text):
+        with stdout_named():
+            return self.stream.write(text)
+
+    def writelines(self, lines):
+        with stdout_named():
+            self.stream.writelines(lines)
+
+    def flush(self):
+        with stdout_named():
+            self.stream.flush()
+
+
+@contextlib.contextmanager
+def watched_stdout():
+    """sys.stdout as a :class:`WatchedStdout` for the block (none when stdout is closed), then as it was."""
+    stream = sys.stdout
+    if stream is not None:
+        sys.stdout = WatchedStdout(stream)
+    try:
+        yield
+    finally:
+        if stream is not None and isinstance(sys.stdout, WatchedStdout) and sys.stdout.stream is stream:
+            sys.stdout = stream
+
+
 def run_guarded(prog: str, body, *, errors: list[tuple[type, int]], wording=lambda message: message) -> int:
     """``body()`` (its exit status, None for 0), ended the way every command ends: Ctrl-C is one line and 130
     (with what to do next, for :class:`Interrupted`); a reader that went away ends it quietly with 141; an
     error of a class in ``errors`` (``(class, status)`` pairs, the first that matches; a status may be a
     function of the error) is one line, ``wording(message)``, and that status. Anything else is a
-    bug, and keeps its traceback."""
+    bug, and keeps its traceback. stdout that cannot take the output (:class:`StdoutFailed`; a full disk) is one
+    line and 1."""
     try:
         status = body()
         sys.stdout.flush()  # here, so that a reader gone away is seen here, not at exit
@@ -281,6 +336,9 @@ def run_guarded(prog: str, body, *, errors: list[tuple[type, int]], wording=lamb
         with contextlib.suppress(OSError, ValueError):  # a stdout without a file (a test's) needs nothing
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except StdoutFailed as e:  # the machine's failure, not a mistake in what was asked
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return EXIT_FAILED
     except Exception as e:
         unprintable = cannot_print(e)
         if unprintable:  # the output, not the input, is at fault: say how to get it

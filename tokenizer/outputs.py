@@ -49,6 +49,8 @@ import uuid
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
+from .command_line import WatchedStdout, stdout_named
+
 STDOUT = "-"  # as an output path, where a command takes it: standard output
 
 
@@ -120,8 +122,9 @@ def replaced_file(target) -> Iterator[BinaryIO]:
     """Open a hidden sibling of ``target`` (checked by :func:`check_file`) for writing; when the block ends
     without error it is renamed to ``target``, else removed. ``"-"`` is standard output, written as it comes."""
     if os.fspath(target) == STDOUT:
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
+        yield WatchedStdout(sys.stdout.buffer)  # a write that fails (a full disk) names stdout
+        with stdout_named():
+            sys.stdout.buffer.flush()
         return
     target = Path(target)
     made = make_folders(target.parent)
