@@ -87,7 +87,7 @@ def test_pip_install_gives_commands_that_work_from_any_folder(tmp_path, elsewher
     assert run([bin_dir / "gpt2-tokenizer", "encode", "Hello, world"], elsewhere).stdout.split() == HELLO_IDS.split()
     assert run([bin_dir / "python", "-m", "tokenizer", "decode", HELLO_IDS], elsewhere).stdout == "Hello, world"
     assert run([bin_dir / "gpt2-tokenizer", "--help"], elsewhere).stdout.startswith("usage: gpt2-tokenizer")
-    assert "1 tokens" in run([bin_dir / "python", "-m", "tokenizer", "show", "hello"], elsewhere).stdout
+    assert "1 token, 5 characters" in run([bin_dir / "python", "-m", "tokenizer", "show", "hello"], elsewhere).stdout
 
     # The installed copy is the one used (GPT-2's vocabulary files shipped inside it), and nothing else of the
     # checkout was installed as a package.

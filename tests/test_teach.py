@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer import get_encoding, merge_reference
-from tokenizer.teach import CharTokenizer, compare_lines, merge_steps, render_show, token_pieces, token_texts
+from tokenizer.teach import CharTokenizer, compare_lines, merge_steps, render_show, show, token_pieces, token_texts
 
 REPO = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -332,3 +332,13 @@ def test_char_tokenizer_errors_name_the_problem():
     with pytest.raises(TypeError, match=r"^CharTokenizer encodes a str, got bytes: decode it first"):
         tok.encode(b"ab")
     assert tok.encode(["a", "b"]) == [0, 1]  # as stoi over any sequence of characters
+
+
+def test_show_says_each_count_in_the_singular_where_it_is_1():
+    # "1 tokens, 1 characters, 1 bytes": the summary line of show, printed and in a notebook
+    gpt2 = get_encoding("gpt2")
+    assert render_show("a", gpt2, False).splitlines()[2] == "1 token, 1 character, 1 byte (gpt2)"
+    assert render_show("hi", gpt2, False).splitlines()[2] == "1 token, 2 characters, 2 bytes (gpt2)"
+    assert render_show("é", gpt2, False).splitlines()[2] == "1 token, 1 character, 2 bytes (gpt2)"
+    assert render_show("", gpt2, False).splitlines()[2] == "0 tokens, 0 characters, 0 bytes (gpt2)"
+    assert "1 token, 1 character, 1 byte (gpt2)" in show("a")._repr_html_()

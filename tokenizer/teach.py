@@ -193,9 +193,16 @@ def render_show(
         body, id_line = "".join(shown), " ".join(id_words)
     else:
         body, id_line = "|".join(texts), " ".join(map(str, ids))
+    return f"{body}\n{id_line}\n{show_summary(text, ids, shown_as or enc.name)}"
+
+
+def show_summary(text: str, ids: list[int], name: str) -> str:
+    """show's last line: how many tokens, characters and bytes ``text`` is, each word singular where the count
+    is 1 ("1 token, 2 characters, 2 bytes (gpt2)")."""
     n_bytes = len(text.encode("utf-8", errors="surrogatepass"))
-    summary = f"{len(ids)} tokens, {len(text)} characters, {n_bytes} bytes ({shown_as or enc.name})"
-    return f"{body}\n{id_line}\n{summary}"
+    counts = (f"{count} {noun}{'' if count == 1 else 's'}"
+              for count, noun in ((len(ids), "token"), (len(text), "character"), (n_bytes, "byte")))
+    return f"{', '.join(counts)} ({name})"
 
 
 # ---- explain ----------------------------------------------------------------------------------------------
@@ -458,8 +465,7 @@ class Shown:
         return render_show(self.text, self.encoding, False, **self._rule)
 
     def _repr_html_(self) -> str:
-        n_bytes = len(self.text.encode("utf-8", errors="surrogatepass"))
-        summary = f"{len(self.ids)} tokens, {len(self.text)} characters, {n_bytes} bytes ({self.encoding.name})"
+        summary = show_summary(self.text, self.ids, self.encoding.name)
         tokens = _html_tokens(self.encoding, self.ids, self.texts)
         return _html_block(f"{tokens}\n<small>{html.escape(summary)}</small>")
 
