@@ -553,8 +553,9 @@ def test_compare_prints_only_what_it_computed(cli):
     assert out == "gpt2  GPT-2       1 token   longest whitespace token:  0 chars\n      |hi|\n"
     out = cli("compare", "        return x").stdout
     counts = {name: len(get_encoding(name).encode("        return x")) for name in ("gpt2", "cl100k_base")}
-    assert "spaces before 'return'" not in out and f"fewest tokens: cl100k_base ({counts['cl100k_base']})" in out
-    assert f"gpt2 {counts['gpt2'] / counts['cl100k_base']:.2f}x as many" in out
+    assert "spaces before 'return'" not in out
+    assert f"fewest tokens: cl100k_base (GPT-4) ({counts['cl100k_base']})" in out
+    assert f"gpt2 (GPT-2) {counts['gpt2'] / counts['cl100k_base']:.2f}x as many" in out
 
 
 def test_compare_tells_a_saved_tokenizer_from_the_registered_encoding_of_its_name(cli, tmp_path):

@@ -342,3 +342,16 @@ def test_show_says_each_count_in_the_singular_where_it_is_1():
     assert render_show("é", gpt2, False).splitlines()[2] == "1 token, 1 character, 2 bytes (gpt2)"
     assert render_show("", gpt2, False).splitlines()[2] == "0 tokens, 0 characters, 0 bytes (gpt2)"
     assert "1 token, 1 character, 1 byte (gpt2)" in show("a")._repr_html_()
+
+
+def test_compare_names_an_encoding_the_same_way_whatever_it_is_compared_with():
+    # the closing line said "gpt2 (2)" beside cl100k_base, and "gpt2 (GPT-2) (2)" beside a saved gpt2: its label
+    # was added only where another row had its name (test_cli checks that case); and two rows alike
+    # ("--encodings gpt2,gpt-2") were one, and the line was left out
+    text = "        return x"
+    beside_gpt4 = list(compare_lines(text, [("gpt2", "GPT-2"), ("cl100k_base", "GPT-4")]))[-1]
+    assert beside_gpt4 == "\nfewest tokens: cl100k_base (GPT-4) (3); gpt2 (GPT-2) 3.00x as many"
+    twice = list(compare_lines("hi", [("gpt2", "GPT-2"), ("gpt2", "GPT-2")]))[-1]
+    assert twice == "\nfewest tokens: gpt2 (GPT-2) (1); gpt2 (GPT-2) 1.00x as many"
+    unlabelled = list(compare_lines(text, [("gpt2", ""), ("cl100k_base", "GPT-4")]))[-1]
+    assert unlabelled == "\nfewest tokens: cl100k_base (GPT-4) (3); gpt2 3.00x as many"

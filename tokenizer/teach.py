@@ -366,8 +366,9 @@ def compare_lines(
     """
     encodings = [(_as_encoding(encoding), label) for encoding, label in encodings]
     width = max(len(enc.name) for enc, _ in encodings)
-    names = [enc.name for enc, _ in encodings]
-    counts = {}  # the closing line's name for each row (its label too where two rows share a name) -> tokens
+    # the closing line's name for each row and its count of tokens: its name and label (where it has one) in every
+    # comparison, so an encoding is called the same whatever it is compared with; a list, as two rows may be alike
+    counts = []
     # every encoding's ids before the first line: one that refuses the text (a special token it disallows, which
     # another encoding may not have) leaves no half comparison printed above its error
     rows = [enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
@@ -375,14 +376,15 @@ def compare_lines(
     for (enc, label), ids in zip(encodings, rows):
         texts = token_pieces(enc, ids)
         spaces = max((len(t) for t in texts if t and WHITESPACE.issuperset(t)), default=0)
-        counts[f"{enc.name} ({label})" if label and names.count(enc.name) > 1 else enc.name] = len(ids)
+        counts.append((f"{enc.name} ({label})" if label else enc.name, len(ids)))
         tokens, chars = ("token " if len(ids) == 1 else "tokens"), ("char" if spaces == 1 else "chars")
         yield f"{enc.name:<{width}}  {label:<6}  {len(ids):>5} {tokens}  longest whitespace token: {spaces:>2} {chars}"
         yield f"{'':<{width}}  |{'|'.join(map(_visible, texts))}|"
-    fewest = min(counts, key=counts.get)
-    if len(counts) > 1 and counts[fewest]:
-        others = [f"{name} {n / counts[fewest]:.2f}x" for name, n in counts.items() if name != fewest]
-        yield f"\nfewest tokens: {fewest} ({counts[fewest]}); {others[0]} as many" + "".join(f", {o}" for o in others[1:])
+    fewest = min(range(len(counts)), key=lambda row: counts[row][1])
+    (fewest_name, least), others = counts[fewest], counts[:fewest] + counts[fewest + 1:]
+    if others and least:
+        ratios = [f"{name} {n / least:.2f}x" for name, n in others]
+        yield f"\nfewest tokens: {fewest_name} ({least}); {ratios[0]} as many" + "".join(f", {r}" for r in ratios[1:])
 
 
 def _as_encoding(encoding) -> Encoding:
