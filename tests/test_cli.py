@@ -1005,6 +1005,21 @@ def test_the_advice_to_name_a_refused_token_works_in_a_command_over_several_enco
         "<|fim_middle|>, <|fim_prefix|>, <|fim_suffix|>); pass all, none or a comma list of their special tokens\n")
 
 
+def test_parity_over_several_encodings_takes_the_token_its_advice_names(cli, tmp_path):
+    # parity checked the flags against each encoding alone: cl100k_base's refusal advised "(or that token)", and
+    # naming it was then refused as no special token of gpt2; checked against both, as stats and compare do
+    (tmp_path / "p.txt").write_text("hi <|endofprompt|>", encoding="utf-8")
+    both = ["--encoding", "gpt2,cl100k_base"]
+    assert "(or that token)" in cli("parity", "p.txt", *both, status=2).stderr
+    out = cli("parity", "p.txt", *both, "--allowed_special", "<|endofprompt|>").stdout.splitlines()
+    gpt2_tokens, cl100k_tokens = (len(get_encoding("gpt2").encode_ordinary("hi <|endofprompt|>")),
+                                  len(get_encoding("cl100k_base").encode("hi <|endofprompt|>", allowed_special="all")))
+    assert out[0].startswith("p.txt: gpt2 vs ") and f"identical; 18 bytes, {gpt2_tokens} tokens;" in out[0]
+    assert out[1].startswith("p.txt: cl100k_base vs ") and f"identical; 18 bytes, {cl100k_tokens} tokens;" in out[1]
+    assert out[2] == "identical: 2 checks"
+    assert "is not a special token of gpt2 or cl100k_base" in cli("parity", "p.txt", *both, "--allowed_special",
+                                                                   "<|x|>", status=2).stderr
+
 def test_explain_refuses_a_pre_token_over_its_limit_before_printing(cli):
     # its work grows with the square of the pre-token's length: 100,000 letters took minutes and gigabytes, after
     # the lines of the pre-tokens before it were printed

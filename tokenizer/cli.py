@@ -181,6 +181,12 @@ def special_rule(encs: Encoding | list[Encoding], allowed: str, disallowed: str)
     return _special_set(encs, allowed, "--allowed_special"), _special_set(encs, disallowed, "--disallowed_special")
 
 
+def allowed_of(enc: Encoding, allowed):
+    """The ``allowed_special`` of :func:`special_rule` (checked against several encodings) that ``enc`` is given:
+    an allowed token of another encoding means nothing to this one, which would refuse it as none of its own."""
+    return allowed if isinstance(allowed, str) else allowed & enc.special_tokens_set
+
+
 def _special_set(encs: list[Encoding], value: str, flag: str):
     if value in ("all", "none"):
         return "all" if value == "all" else set()
@@ -523,11 +529,9 @@ def stats(args) -> None:
     with inputs.stdin_as_file(paths) as readable:  # each encoding reads each input again
         for path in readable:
             for enc, name in zip(encs, names):
-                # an allowed token of another encoding means nothing to this one (file_stats would refuse it)
-                its_allowed = allowed if isinstance(allowed, str) else allowed & enc.special_tokens_set
-                s = dataset.file_stats(path, enc, allowed_special=its_allowed, disallowed_special=disallowed,
-                                       errors=args.errors, text_field=args.text_field, progress=show_progress(),
-                                       min_seconds=args.min_seconds)
+                s = dataset.file_stats(path, enc, allowed_special=allowed_of(enc, allowed),
+                                       disallowed_special=disallowed, errors=args.errors, text_field=args.text_field,
+                                       progress=show_progress(), min_seconds=args.min_seconds)
                 rows.append(
                     f"| {path.name} | {name} | {s['bytes']:,} | {s['tokens']:,} | {s['bytes_per_token']:.3f} | "
                     f"{s['mb_per_s']:.2f} | {dataset.format_duration(s['pile_seconds']) if s['bytes'] else '-'} |"
@@ -787,7 +791,10 @@ def parity_reports(args, paths: list[Path]) -> list:
     that side, which together check the ids against it."""
     names = args.encoding or (["gpt2"] if args.ids else list(parity.DEFAULT_ENCODINGS))
     encs = [open_encoding(name) for name in names]
-    rules = [special_rule(enc, args.allowed_special, args.disallowed_special) for enc in encs]
+    # each token checked against all the encodings together, as stats and compare check them: a refused token's
+    # advice ("--allowed_special all (or that token)") then works whichever encoding refused it
+    allowed, disallowed = special_rule(encs, args.allowed_special, args.disallowed_special)
+    rules = [(allowed_of(enc, allowed), disallowed) for enc in encs]
     options = dict(errors=args.errors, max_report=args.max_report, progress=show_progress())
     # every other side loaded (or refused) before any work; with --ids, only one that --against names
     others = parity_sides(args.against, names, encs) if args.ids is None or args.against is not None else []
