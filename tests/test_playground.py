@@ -141,6 +141,17 @@ def test_special_token_rule(playground):
         playground.answer("/api/encode", {"text": text, "special": "disallowed"})
 
 
+def test_a_refused_special_token_is_named_whole_whatever_it_spells(model):
+    # the message was cut at the first "which is disallowed." in it, which a special token may spell: the token
+    # was then cut off ("the special token '<|which is disallowed: set special tokens ...")
+    odd = "<|which is disallowed.|>"
+    enc = Encoding.from_vocab_merges({i: bytes([i]) for i in range(256)}, [], [odd], name="odd")
+    with pytest.raises(Exception) as refused:
+        Playground([enc], model=model).answer("/api/encode", {"text": f"a{odd}", "encoding": "odd",
+                                                              "special": "disallowed"})
+    assert str(refused.value) == (f"The text contains the special token {odd!r}, which is disallowed: set special "
+                                  "tokens to allowed (it becomes its id) or to plain text")
+
 @pytest.mark.parametrize("name", ENCODINGS)
 def test_explain_every_token_is_its_pre_tokens_and_merge_reference_builds_it(playground, name):
     enc = get_encoding(name)

@@ -56,6 +56,7 @@ from urllib.parse import parse_qs, urlsplit
 from .command_line import ascii_digits
 from .encoding import Encoding
 from .registry import get_encoding, is_registered, list_encoding_names, shown_names
+from .special_advice import refusal_of
 from .teach import MAX_EXPLAIN_BYTES  # noqa: F401 - one of the API's limits, all of them read here
 from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, explain_limit, merge_number, merge_story,
                     pre_tokens, show_bytes, split_differences, token_spans, token_texts, visible_whitespace)
@@ -178,12 +179,13 @@ class Playground:
     def encode_ids(self, text: str, enc: Encoding, rule: dict) -> list[int]:
         try:
             return enc.encode(text, **rule)
-        except ValueError as e:  # a disallowed special token: the message names it
-            head, found, _ = str(e).partition("which is disallowed.")
-            if not found:
+        except ValueError as e:  # a disallowed special token: the error keeps the refusal, which names it
+            refusal = refusal_of(e)
+            if refusal is None:
                 raise
-            raise ApiError(HTTPStatus.BAD_REQUEST, f"{head}which is disallowed: set special tokens to allowed "
-                           "(it becomes its id) or to plain text") from None
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{refusal.place}The text contains the special token "
+                           f"{refusal.token!r}, which is disallowed: set special tokens to allowed (it becomes its "
+                           "id) or to plain text") from None
 
     # ---- the answers
 
