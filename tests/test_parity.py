@@ -7,6 +7,7 @@ slow, so the readable core is an oracle for the fast one too."""
 from __future__ import annotations
 
 import unicodedata
+from pathlib import Path
 
 import pytest
 import tiktoken
@@ -189,3 +190,21 @@ def test_pathological_input(name, text):
         assert len(set(ids[:-1])) == 1
         return
     assert ids == oracle.encode_ordinary(text)
+
+
+def test_a_refused_special_token_keeps_its_refusal_on_the_error_said_where(tmp_path, monkeypatch):
+    # parity rebuilt the message, ValueError(f"{where}: {e}"), which keeps the refusal only as the error's context:
+    # pickled (an error from a worker process) it was lost, and with it the advice in the caller's words
+    import pickle
+
+    from tokenizer.jobs.parity import check_file
+    from tokenizer.special_advice import refusal_of
+
+    monkeypatch.chdir(tmp_path)
+    Path("p.txt").write_text("hi <|endoftext|>", encoding="utf-8")
+    gpt2 = get_encoding("gpt2")
+    with pytest.raises(ValueError) as refused:
+        check_file(Path("p.txt"), gpt2, gpt2, allowed_special=set(), disallowed_special="all")
+    assert str(refused.value).startswith("p.txt: The text contains the special token '<|endoftext|>'")
+    refusal = refusal_of(pickle.loads(pickle.dumps(refused.value)))
+    assert refusal is not None and (refusal.token, refusal.place) == ("<|endoftext|>", "p.txt: ")

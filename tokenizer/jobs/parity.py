@@ -54,6 +54,7 @@ from ..encoding import Encoding
 from ..fast.stdlib_patterns import compile_fast
 from ..pretokenize import special_token_regex
 from ..registry import ENDOFTEXT, is_registered
+from ..special_advice import placed
 from ..vocab_files import gpt2_str_to_token
 from .inputs import (decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records,
                      record_place)
@@ -585,8 +586,8 @@ class _Rule:
         start = time.perf_counter()
         try:
             ids = encoder.encode(text, allowed_special=self.allowed, disallowed_special=self.disallowed)
-        except ValueError as e:
-            raise ValueError(f"{where}: {e}") from None
+        except ValueError as e:  # a refused special token's refusal kept on the error, said to be at where
+            raise placed(e, where) from None
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # the other side failing (tiktoken's Rust code panics on some inputs)
