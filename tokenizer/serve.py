@@ -82,6 +82,10 @@ PAGE_FILES = {  # URL path -> (file in PAGE_DIR, content type); nothing else is 
 }
 
 
+class JsonDigits(str):
+    """A whole number of a JSON body, as the digits it is written in (``json.loads``' ``parse_int``)."""
+
+
 class ApiError(Exception):
     """A request the API cannot answer: sent as ``{"error": message}`` with ``status``."""
 
@@ -433,19 +437,22 @@ class Handler(BaseHTTPRequestHandler):
         if length > MAX_BODY:
             raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body of {length:,} bytes; up to {MAX_BODY:,}")
         try:
-            fields = json.loads(self.rfile.read(length).decode("utf-8"))
-        # ValueError (UnicodeDecodeError, JSONDecodeError, a number over int's digit limit) and RecursionError
-        # (arrays nested deeper than the parser recurses) all mean a body this API cannot read
+            # a whole number kept as its digits (a field's number is read as a query's, its text): int() refuses
+            # one of over 4,300 digits, with advice for Python (sys.set_int_max_str_digits) no client can take
+            fields = json.loads(self.rfile.read(length).decode("utf-8"), parse_int=JsonDigits)
+        # ValueError (UnicodeDecodeError, JSONDecodeError) and RecursionError (arrays nested deeper than the
+        # parser recurses) all mean a body this API cannot read
         except (ValueError, RecursionError) as e:
             raise ApiError(HTTPStatus.BAD_REQUEST, f"the body is not UTF-8 JSON ({e}); send a JSON object of "
                            "fields, e.g. {\"text\": \"hi\"}") from None
         if not isinstance(fields, dict):
             raise ApiError(HTTPStatus.BAD_REQUEST, "the body must be a JSON object of fields, e.g. {\"text\": \"hi\"}")
         for name, value in fields.items():
-            if isinstance(value, int) and not isinstance(value, bool):
+            if isinstance(value, JsonDigits):  # a number where the query has text ({"token": 3}): its digits
                 fields[name] = str(value)
             elif isinstance(value, list) and name in LIST_FIELDS:
-                odd = [type(item).__name__ for item in value if not isinstance(item, str)]
+                odd = ["int" if isinstance(item, JsonDigits) else type(item).__name__ for item in value
+                       if type(item) is not str]
                 if odd:
                     raise ApiError(HTTPStatus.BAD_REQUEST, f"field {name!r} holds a {odd[0]}; send a list of strings")
             elif not isinstance(value, str):
