@@ -43,9 +43,10 @@ Every command follows the same rules:
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
   before any work; Ctrl-C is one line and exit status 130, and leaves no partial output file (``train`` names the
   folder its state is kept in, for ``--resume``). ``parity`` exits with 1 when the ids differ, so other projects can
-  run it in their CI; a download that fails exits with 1 too (:mod:`tokenizer.command_line`: the rule of both
-  commands). A TEXT argument, like stdin, must be UTF-8. A reader that goes away (``| head``) ends a command
-  quietly, with the status of a process killed by SIGPIPE (141).
+  run it in their CI; a download that fails exits with 1 too, as does stdout that cannot take the output (a full
+  disk) (:mod:`tokenizer.command_line`: the rule of both commands). A TEXT argument, like stdin, must be UTF-8.
+  A reader that goes away (``| head``) ends a command quietly, with the status of a process killed by SIGPIPE
+  (141).
 
 Why argparse and not fire: fire parses every argument as a Python literal when it can, so ``"Hello, world"``
 arrives as the tuple ``('Hello', 'world')``, ``1e3`` as the float ``1000.0``, ``'quoted'`` without its quotes

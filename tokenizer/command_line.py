@@ -8,9 +8,10 @@ reader that went away (``| head``) or on an error.
 
 The exit statuses, one rule for both commands:
 
-* 0 done; 1 the command line was fine but the work failed: a download, a damaged file (``parity``: the ids
-  differ); 2 a mistake in what was asked (a flag, a missing or unreadable input, bad input), said before any
-  work where it can be; 130 Ctrl-C; 141 the reader of stdout went away, as for a process killed by SIGPIPE.
+* 0 done; 1 the command line was fine but the work failed: a download, a damaged file, stdout on a full disk
+  (``parity``: the ids differ); 2 a mistake in what was asked (a flag, a missing or unreadable input, bad
+  input), said before any work where it can be; 130 Ctrl-C; 141 the reader of stdout went away, as for a process
+  killed by SIGPIPE.
 
 Every error is one line, ``PROG: error: WHAT; what to do``, never a traceback. Progress bars go to stderr,
 and only when a person is watching it (:func:`show_progress`).
