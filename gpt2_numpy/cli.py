@@ -32,8 +32,9 @@ import textwrap
 from pathlib import Path
 
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, add_version_flag,
-                                    ascii_digits, bar_if_slow, cannot_listen, decimal_number, error_message,
-                                    run_guarded, said_if_slow, say, show_progress, unrecognized, whole_number)
+                                    bar_if_slow, cannot_listen, decimal_number, error_message,
+                                    run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
+                                    unrecognized, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
 from tokenizer.user_cache import expand_home
@@ -159,10 +160,12 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def seed_number(value: str) -> int:
-    """``--seed``: what NumPy's generator takes, a whole number from 0 up."""
-    seed = int(value) if ascii_digits(value) else -1
+    """``--seed``: what NumPy's generator takes, a whole number from 0 to 2**32 - 1. Read as every option's whole
+    number is (whole_number: digits 0-9, a long value refused in one short line before int() is asked)."""
+    expected = "a whole number from 0 to 2**32 - 1"
+    seed = typed_number(value, expected)
     if not 0 <= seed < 2**32:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**32 - 1, got {value!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {shown_typed(value)}")
     return seed
 
 

@@ -724,6 +724,15 @@ def test_numbers_are_written_in_ascii_digits(option, typed):
     assert f"{option}: expected a whole number" in err and f"got {typed!r}" in err, err
 
 
+@pytest.mark.parametrize("typed", ["1" * 5000, "-" + "1" * 5000, "4294967296", "-1"])
+def test_a_seed_out_of_range_or_of_thousands_of_digits_is_one_short_line(typed):
+    # 5,000 digits reached int(), whose limit of 4,300 digits printed a traceback's advice
+    # (sys.set_int_max_str_digits), and the message quoted all the digits
+    status, out, err = run_main(["hi", "--seed", typed])
+    assert (status, out) == (2, "") and err.count("\n") == 1 and len(err) < 300, err
+    assert "--seed: expected a whole number from 0 to 2**32 - 1" in err, err
+
+
 @pytest.mark.parametrize("option", ["--temperature", "--top_p", "--top-p"])
 @pytest.mark.parametrize("typed", ["1_0", "0.\u0665", "\uff11", " 0.5", "+0.5", "nan", "inf", "Infinity", "1e999", ".",
                                    ""])
