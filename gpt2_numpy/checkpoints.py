@@ -36,7 +36,7 @@ import numpy as np
 
 from . import hfmodel
 from .models_dir import MODEL_SIZES, default_models_dir
-from .tfcheckpoint import CheckpointError, read_checkpoint
+from .tfcheckpoint import CheckpointError, DamagedFile, read_checkpoint
 from tokenizer.command_line import bar_if_slow, said_if_large, say
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
     openai_public_url, sha256_file
@@ -114,8 +114,11 @@ def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: b
     params tree of read-only float32 arrays mapped from the data file, checking every name, shape and
     dtype against ``hparams`` and (with ``verify_data``) every tensor's CRC-32C."""
     expected = _expected_shapes(hparams)
-    with _CheckingBar(f"checking {Path(tf_ckpt_path).name}") as bar:
-        stored = read_checkpoint(tf_ckpt_path, verify_data=verify_data, checked=bar.update)
+    try:
+        with _CheckingBar(f"checking {Path(tf_ckpt_path).name}") as bar:
+            stored = read_checkpoint(tf_ckpt_path, verify_data=verify_data, checked=bar.update)
+    except CheckpointError as error:  # the index or data file's own bytes (the names and shapes are checked below)
+        raise DamagedFile(str(error), path=error.path) from error
     missing = sorted(set(expected) - set(stored))
     unexpected = sorted(name for name in stored if name.startswith("model/") and name not in expected)
     if missing or unexpected:
@@ -154,7 +157,13 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
         folder = model_folder(model_size)
         layout = folder_layout(folder)
         if layout == "hf":
-            hparams, params = hfmodel.load_hf_folder(folder)
+            try:
+                hparams, params = hfmodel.load_hf_folder(folder)
+            except DamagedFile:
+                raise
+            except ValueError as error:  # config.json and the weights are not one GPT-2: say what a folder needs
+                raise ValueError(f"{error}; give a folder holding one whole GPT-2 (its config.json and weights, "
+                                 "from the same model), or a size") from None
             vocab = hfmodel.read_hf_vocab(folder)
             if vocab:  # its Encoding built now: a vocabulary the fast core refuses stops the load, not a later encode
                 return encoder.Encoder(*vocab, encoding=encoder.encoding_of(*vocab)), hparams, params
@@ -170,7 +179,7 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
                 hparams, params = _load_openai_folder(folder)
             except CheckpointError as error:  # a folder of the user's: nothing to fetch it from, nor to delete
                 advice = "replace it with a good copy" if error.path else "put the missing files there"
-                raise CheckpointError(f"{error}; {advice}", path=error.path) from None
+                raise type(error)(f"{error}; {advice}", path=error.path) from None
             return encoder.get_encoder(folder.name, folder.parent), hparams, params
         if folder.is_dir():
             raise ValueError(f"{folder} holds neither OpenAI's layout (checkpoint, hparams.json, model.ckpt.*) "

@@ -10,10 +10,11 @@
 `main(argv)` parses the arguments (argparse: text arrives exactly as typed), loads the model
 (`checkpoints.load_encoder_hparams_and_params`, which downloads a missing size into the models folder
 of `models_dir.default_models_dir`), and prints. Exit status, the rule both commands share
-(`tokenizer.command_line`): 0 done; 1 a download failed or a model file is missing or damaged (a damaged
-file of a downloaded size is moved aside, so the next run fetches it again); 2 a mistake on the command
-line or in its input (one line, before any download where it can be told then; an option that needs
-another, such as --stride without --score, is one); 130 Ctrl-C; 141 the reader went away (| head).
+(`tokenizer.command_line`): 0 done; 1 a download failed or a model file is damaged or cannot be read (a
+damaged file of a downloaded size is moved aside, so the next run fetches it again); 2 a mistake on the
+command line or in its input (one line, before any download where it can be told then; an option that needs
+another, such as --stride without --score, is one; a --model folder that holds no whole, consistent GPT-2,
+found as it is read); 130 Ctrl-C; 141 the reader went away (| head).
 
 What it does not do: hold model code. The forward pass is model.py's, decoding kvcache.py's (with
 --draft or --lookup, speculative.py's), scoring scoring.py's; the playground's server is the tokenizer's
@@ -47,6 +48,7 @@ from .kvcache import DecodingWeights, iter_generate_batch, sampling_temperature
 from .model import check_fits_context
 from .models_dir import default_models_dir
 from .speculative import DEFAULT_DRAFT_TOKENS, DraftModel, PromptLookup
+from .tfcheckpoint import DamagedFile
 from .speculative import iter_generate as iter_generate_speculative
 from .scoring import token_nlls, windows
 
@@ -373,13 +375,21 @@ def weight_bytes(tree) -> int:
     return tree.nbytes
 
 
-def load_model(name, models_dir):
-    """(encoder, hparams, params), or CommandError 1: a download failed, or a model file is missing or
-    damaged (the command line itself was checked before)."""
+def load_model(name, models_dir, flag="--model"):
+    """(encoder, hparams, params) of --model's (or --draft's: ``flag``) ``name``, or a CommandError found only
+    now that the files are read (the command line itself was checked before). Exit 1 for what the machine or a
+    download did: a download failed, a downloaded size's file is damaged (set aside to fetch again), a file that
+    cannot be read, a weights file of a folder whose bytes are damaged. Exit 2 for a folder the user named that
+    holds no whole, consistent GPT-2 (a file missing, a config that contradicts its weights, no tokenizer): a
+    mistake in what was passed, told with what to pass instead."""
     try:
         return load_encoder_hparams_and_params(name, models_dir)
-    except (ValueError, OSError) as error:
+    except OSError as error:
         raise CommandError(error_message(error), EXIT_FAILED) from None
+    except ValueError as error:
+        if name in MODEL_SIZES or isinstance(error, DamagedFile):
+            raise CommandError(error_message(error), EXIT_FAILED) from None
+        raise CommandError(f"{flag} {name}: {error_message(error)}", EXIT_MISTAKE) from None
 
 
 def load_draft_model(args, models_dir, encoder, model_params):
@@ -387,7 +397,7 @@ def load_draft_model(args, models_dir, encoder, model_params):
     the model, so that a draft that cannot serve is told before anything is written or converted."""
     if args.draft is None:
         return None
-    draft_encoder, draft_hparams, draft_params = load_model(args.draft, models_dir)
+    draft_encoder, draft_hparams, draft_params = load_model(args.draft, models_dir, flag="--draft")
     if draft_encoder.decoder != encoder.decoder:  # id -> token: the ids must mean the same
         raise CommandError(f"--draft {args.draft}: its vocabulary differs from --model {args.model}'s; a draft "
                            "must share the model's tokens (every GPT-2 size does)", EXIT_MISTAKE)

@@ -35,6 +35,8 @@ from tokenizer.command_line import said_if_slow
 from tokenizer.outputs import check_folder, replaced_folder_files
 from tokenizer.vocab_files import read_json_object
 
+from .tfcheckpoint import DamagedFile
+
 SAFETENSORS = "model.safetensors"
 HF_MODEL_FILES = ("config.json", SAFETENSORS, "vocab.json", "merges.txt")  # what save_hf_folder writes
 PYTORCH_BIN = "pytorch_model.bin"
@@ -55,7 +57,7 @@ def read_safetensors(path) -> dict[str, np.ndarray]:
     path = Path(path)
 
     def damaged(why):
-        return ValueError(f"{path} is not a readable safetensors file: {why}")
+        return DamagedFile(f"{path} is not a readable safetensors file: {why}", path=path)
 
     try:
         data = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, np.uint8)

@@ -68,6 +68,12 @@ class CheckpointError(ValueError):
         self.path = path
 
 
+class DamagedFile(CheckpointError):
+    """A weights file whose bytes are wrong (a failed CRC, a truncated file, an index or header that cannot be
+    parsed): a file to fetch again, where a CheckpointError of another kind is a folder that holds no whole,
+    consistent model (a file missing, a config that contradicts the weights), a mistake in what was passed."""
+
+
 @dataclass(frozen=True)
 class TensorEntry:
     """Where one tensor lives: ``size`` bytes at ``offset`` in data shard ``shard_id``."""

@@ -3,6 +3,7 @@ logits against HF transformers, the KV-cached decoder against picoGPT's full-rec
 batching, sampling, and the gpt2 command (gpt2_numpy/cli.py)."""
 import errno
 import io
+import json
 import os
 import platform
 import subprocess
@@ -1217,14 +1218,42 @@ def test_a_broken_model_folder_of_the_users_is_never_to_be_deleted_for_a_downloa
     for content, named in [("[1]", "holds list, not a JSON object"), ('{"n_vocab": 5}', "lacks integer values")]:
         (folder / "hparams.json").write_text(content)
         status, out, err = run_main(["hi", "--model", str(folder)])
-        assert (status, out) == (1, "") and err.count("\n") == 1, err
-        assert named in err and "replace it with a good copy" in err, err
+        assert (status, out) == (2, "") and err.count("\n") == 1, err  # what was passed holds no model: a mistake
+        assert f"--model {folder}: " in err and named in err and "replace it with a good copy" in err, err
         assert "download" not in err and "delete" not in err, err
         assert (folder / "hparams.json").read_text() == content
     (folder / "checkpoint").unlink()
     status, _, err = run_main(["hi", "--model", str(folder)])
-    assert status == 1 and f"{folder} has no checkpoint file" in err and "put the missing files there" in err, err
+    assert status == 2 and f"{folder} has no checkpoint file" in err and "put the missing files there" in err, err
     assert "download" not in err and "delete" not in err, err
+
+
+def test_a_model_folder_found_wrong_at_load_is_exit_2_and_its_damaged_weights_exit_1(tmp_path, params):
+    """Every error of a load was exit 1, as if the machine or a download had failed, for a folder the user named
+    that is no consistent GPT-2 (a config.json that contradicts its weights) too: that is a mistake in what was
+    passed, exit 2, with what to pass instead (named by its flag, --draft's too). Weights whose bytes are damaged
+    stay exit 1, in OpenAI's layout (the CRC, above) and in Hugging Face's."""
+    from gpt2_numpy import hfmodel
+
+    hparams = {"n_vocab": N_VOCAB, "n_ctx": N_CTX, "n_embd": N_EMBD, "n_head": N_HEAD, "n_layer": N_LAYER}
+    folder = tmp_path / "hf"
+    hfmodel.save_hf_folder(folder, hparams, params, {chr(65 + i): i for i in range(N_VOCAB)}, [])
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "n_layer": N_LAYER + 1}))  # one block more
+    for argv, flag in ((["hi", "--model", str(folder)], "--model"),
+                       (["hi", "--model", "124M", "--draft", str(folder), "--models_dir", str(tmp_path)], "--draft")):
+        if flag == "--draft":  # a model that loads (the draft is read after it)
+            write_tiny_checkpoint(tmp_path / "124M", n_ctx=64, n_embd=32, n_head=2, seed=3)
+        status, out, err = run_main(argv)
+        assert (status, out) == (2, "") and err.count("\n") == 1, err
+        assert f"{flag} {folder}: " in err and "does not match its config.json" in err, err
+        assert "give a folder holding one whole GPT-2" in err, err
+    (folder / "config.json").write_text(json.dumps(config))
+    weights = folder / hfmodel.SAFETENSORS
+    weights.write_bytes(weights.read_bytes()[:100])  # a download cut short
+    status, out, err = run_main(["hi", "--model", str(folder)])
+    assert (status, out) == (1, "") and err.count("\n") == 1, err
+    assert "is not a readable safetensors file" in err, err
 
 
 class GoneReader(io.StringIO):
