@@ -37,6 +37,7 @@ from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, ad
                                     run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
                                     unrecognized, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
+from tokenizer.extras import install_hint
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
 from tokenizer.user_cache import expand_home
 
@@ -128,7 +129,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("stream", action="store_true", help="print each token as soon as it is generated")
     option("dtype", default="f32", choices=half.DTYPES,
            help="the weights' number format: f32 (default), or bf16, half the bytes and about twice as fast to "
-           "generate with, its logits rounded (generating needs numba: pip install 'gpt2-numpy[half]'; the first "
+           f"generate with, its logits rounded (generating needs numba: {install_hint(half.EXTRA)}; the first "
            "run converts the checkpoint and keeps the copy beside it; with --draft, the draft's weights too)")
     option("draft", default=None, metavar="PATH_OR_SIZE",
            help="speculative decoding: a smaller GPT-2 (a size or a folder, as --model; same vocabulary) drafts "

@@ -37,11 +37,13 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenizer.extras import install_hint
+
 from . import rows_cache
 from .bands import in_bands
 
 DTYPES = ("f32", "bf16")  # what --dtype and DecodingWeights(dtype=...) take; f32 is the plain NumPy path
-EXTRA = "half"  # the optional dependencies' name: pip install 'gpt2-numpy[half]'
+EXTRA = "half"  # the optional dependencies' name in pyproject.toml (tokenizer.extras: how to install them)
 # Products of more rows than this (prefill, a large batch) widen the weights block by block and use NumPy's
 # float32 product: with many rows the arithmetic, not reading the weights, is the cost.
 KERNEL_MAX_ROWS = 16
@@ -117,14 +119,14 @@ def missing_extra(dtype: str) -> str | None:
         return f"dtype {dtype!r} is not one of {', '.join(DTYPES)}"
     if dtype != "f32" and importlib.util.find_spec("numba") is None:
         return (f"dtype {dtype} multiplies through a kernel compiled by numba, which is not installed: "
-                f"pip install 'gpt2-numpy[{EXTRA}]' (or use the default, f32)")
+                f"{install_hint(EXTRA)} (or use the default, f32)")
     if dtype != "f32":
         try:  # installed is not enough: numba refuses to import beside a NumPy (or llvmlite) it does not know
             importlib.import_module("numba")  # (the kernel imports it anyway: this costs nothing more)
         except ImportError as error:
             reason = " ".join(str(error).split())
             return (f"dtype {dtype} multiplies through a kernel compiled by numba, which is installed but cannot be "
-                    f"imported ({reason}): pip install --upgrade 'gpt2-numpy[{EXTRA}]' (or use the default, f32)")
+                    f"imported ({reason}): {install_hint(EXTRA, upgrade=True)} (or use the default, f32)")
     return None
 
 

@@ -379,14 +379,14 @@ def test_without_numba_dtype_bf16_is_one_line_naming_the_extra(monkeypatch, tmp_
     monkeypatch.setitem(sys.modules, "numba", None)  # importlib.util.find_spec("numba") is None: as not installed
     status, out, err = run_main(["hi", "--dtype", "bf16", "--models_dir", str(tmp_path)])  # before any download
     assert status == 2 and out == "" and err.count("\n") == 1, err
-    assert "numba, which is not installed: pip install 'gpt2-numpy[half]'" in err
+    assert "numba, which is not installed: pip install 'numba>=0.59'" in err
     # --score runs the rounded weights through NumPy: numba is not needed, so not asked for
     folder, params = model_folder
     text = tmp_path / "text.txt"
     text.write_text("one two three four five six seven", encoding="utf-8")
     status, out, err = run_main(["--score", str(text), "--model", str(folder), "--dtype", "bf16"])
     assert (status, err) == (0, "") and out.startswith("tokens: "), err
-    with pytest.raises(ValueError, match=r"gpt2-numpy\[half\]"):
+    with pytest.raises(ValueError, match=r"pip install 'numba>=0.59'"):
         kvcache.DecodingWeights(random_params(n_vocab=10, n_embd=8, n_layer=1), dtype="bf16")
 
 
@@ -400,7 +400,7 @@ def test_a_numba_that_cannot_be_imported_is_one_line_naming_the_extra(monkeypatc
     status, out, err = run_main(["hi", "--dtype", "bf16", "--models_dir", str(tmp_path)])  # before any download
     assert status == 2 and out == "" and err.count("\n") == 1, err
     assert "numba, which is installed but cannot be imported (Numba needs NumPy 2.2 or less. Got NumPy 2.3.)" in err
-    assert "pip install --upgrade 'gpt2-numpy[half]'" in err
+    assert "pip install --upgrade 'numba>=0.59'" in err
     with pytest.raises(ValueError, match=r"cannot be imported"):
         kvcache.DecodingWeights(random_params(n_vocab=10, n_embd=8, n_layer=1), dtype="bf16")
 

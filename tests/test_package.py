@@ -202,3 +202,24 @@ def test_the_wheel_holds_every_file_the_code_reads_and_is_the_size_the_readme_sa
     installed_bytes = sum(entries[name].file_size for name in vocabulary_files)
     for said, measured in zip(stated.groups(), (wheel_bytes, without_bytes, installed_bytes)):
         assert abs(float(said) - measured / 1e6) <= 0.1, (stated.group(0), wheel_bytes, without_bytes, installed_bytes)
+
+
+def test_install_advice_names_packages_pip_can_find():
+    """Messages, help and the README said pip install 'gpt2-numpy[half]', which fails for every user: the name is
+    not on PyPI, so neither a checkout run as it is nor one installed from it can take it that way. The advice
+    names the extra's own packages (tokenizer.extras, one place), the same as pyproject.toml's extras."""
+    import tomllib
+
+    from tokenizer.extras import EXTRA_PACKAGES
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    for extra, packages in EXTRA_PACKAGES.items():
+        assert tuple(extras[extra]) == packages, extra
+    # tokenizer/jobs/ is another piece of work's at the time of writing: its messages are listed to be fixed there
+    elsewhere = {"tokenizer/jobs/engines.py", "tokenizer/jobs/inputs.py", "tokenizer/jobs/parity.py"}
+    texts = [*REPO.glob("gpt2_numpy/**/*.py"), *REPO.glob("tokenizer/**/*.py"), *REPO.glob("*.md"),
+             *REPO.glob("docs/*.md"), *REPO.glob("docs/*.ipynb")]
+    advising = [str(path.relative_to(REPO)) for path in texts
+                if "gpt2-numpy[" in path.read_text(encoding="utf-8")
+                and str(path.relative_to(REPO)) not in elsewhere]
+    assert advising == []

@@ -35,6 +35,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
 from . import numba_cache
+from .extras import install_hint
 
 if TYPE_CHECKING:
     import subprocess
@@ -139,7 +140,7 @@ class KernelLoader:
         if self.unavailable or self._kernel or self._thread or self._process:
             return True
         if importlib.util.find_spec("numba") is None:
-            self.unavailable = "numba is not installed (pip install 'gpt2-numpy[train]')"
+            self.unavailable = f"numba is not installed ({install_hint('train')})"
             return True
         self._kernel = self._loaded()  # loaded already, by a caller that asked for it and waited
         return self._kernel is not None

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from ..extras import install_hint
 from . import compiled_merges
 from .compiled_loop_loader import LOADER, CompiledLoopLoader
 from .merge_tables import FlatWords, PairTable
@@ -87,7 +88,7 @@ def learn_merges(
         kernel = compiled_merges.load_kernel()
         if kernel is None:
             bar.close()
-            raise ImportError("compiled=True needs numba: pip install 'gpt2-numpy[train]', or pass compiled=False")
+            raise ImportError(f"compiled=True needs numba: {install_hint('train')}, or pass compiled=False")
         bar.set_description_str("merging (loading the fast merge loop; compiling it takes 20-40 s the first "
                                  "time on a machine)", refresh=True)
         compiled_merges.warm_up(kernel, (words.weight.dtype.name,))
