@@ -10,6 +10,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -321,3 +323,26 @@ def test_get_encoding_offline_prints_only_its_error(tmp_path):
     assert "%|" not in proc.stderr and "B/s" not in proc.stderr
     assert "are you offline?" in proc.stderr.splitlines()[-1]
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_second_run_for_the_same_file_waits_for_the_first_and_fetches_nothing(served, tmp_path, capsys,
+                                                                                  monkeypatch):
+    """Two runs downloading the same file at once both appended to its one .part (the size check caught it, but
+    the bytes were lost): the second now waits for the first, saying so in one line naming it, and finds the file
+    in place."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # where the lock lives
+    served.stall_seconds = 1.5
+    served.fault(PATH, "stall")  # the first run's request is held while the second one starts
+    first = threading.Thread(target=_get, args=(tmp_path,))
+    first.start()
+    deadline = time.monotonic() + 10
+    while not served.requests_for(PATH) and time.monotonic() < deadline:  # the first run holds the lock now
+        time.sleep(0.01)
+    dest, _ = _get(tmp_path)
+    first.join()
+    assert dest.read_bytes() == BODY and _no_part_files(tmp_path)
+    assert served.requests_for(PATH) == [None]  # the second run asked the server for nothing
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and f"another run (process {os.getpid()}) is downloading" in said, said
+    assert "waiting for it to finish" in said, said
+

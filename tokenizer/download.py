@@ -16,10 +16,17 @@ Failures that retrying will not fix fail at once: a 4xx answer (404 and friends)
 cannot be reached at all (its name does not resolve, or nothing accepts the connection: typically no
 network), which raises :class:`CannotConnect`. Every :class:`DownloadError` says how to put the file
 in place by hand, and its ``reason`` holds the cause alone, for callers that report many files at once.
+
+One run at a time fetches a given ``dest``: two runs asking for the same file at once (two terminals fetching the
+same GPT-2 size) would append to the same ``.part``. A second run waits for the first, saying so in one line, and
+then finds the file in place (or, if the first failed, resumes its ``.part``). The lock is an ``flock`` on a small
+file in the user's cache folder named by a hash of ``dest``'s path (not beside ``dest``: an offline attempt makes
+no folder there), released by the system on any exit of the run that holds it, a crash or a kill included.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pathlib
@@ -27,6 +34,7 @@ import re
 import time
 
 from . import command_line
+from .user_cache import user_cache_root
 
 DEFAULT_OPENAIPUBLIC_URL = "https://openaipublic.blob.core.windows.net"
 
@@ -112,6 +120,49 @@ def download_file(
     if dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
         return dest
 
+    with _one_run_at_a_time(dest, desc or dest.name) as waited:
+        if waited and dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
+            return dest  # the other run fetched it
+        return _download(url, dest, sha256=sha256, progress=progress, retries=retries, timeout=timeout, desc=desc)
+
+
+@contextlib.contextmanager
+def _one_run_at_a_time(dest: pathlib.Path, desc: str):
+    """Hold the lock on downloading ``dest`` for the ``with`` block, waiting (said in one line on stderr) while
+    another run holds it; yields whether it waited. Where no lock can be taken (no fcntl, as on Windows; a cache
+    folder that cannot be written), the download goes on without one, as it did before."""
+    try:
+        import fcntl
+    except ImportError:
+        yield False
+        return
+    key = hashlib.sha256(os.fsencode(os.path.abspath(dest))).hexdigest()[:16]
+    locks = user_cache_root() / "gpt2-numpy" / "download-locks"
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+        lock = os.open(locks / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        yield False
+        return
+    try:
+        waited = False
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(lock, 32, 0).decode("ascii", "replace").strip()
+            by = f" (process {holder})" if holder.isdigit() else ""
+            command_line.say(f"another run{by} is downloading {desc} to {dest}; waiting for it to finish ...")
+            fcntl.flock(lock, fcntl.LOCK_EX)  # (Ctrl-C while waiting ends this run, the other goes on)
+            waited = True
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, str(os.getpid()).encode("ascii"), 0)  # who holds it, for the next run's line
+        yield waited
+    finally:
+        os.close(lock)  # (closing releases the lock; a run that dies releases it the same way)
+
+
+def _download(url: str, dest: pathlib.Path, *, sha256, progress, retries, timeout, desc) -> pathlib.Path:
+    """download_file's work, once this run holds the lock on ``dest``."""
     part = dest.with_name(dest.name + ".part")
     # imported here: it takes ~0.1 s (tqdm too, imported by the bar), and a warm start (a file already in
     # place) needs neither
