@@ -346,3 +346,27 @@ def test_a_second_run_for_the_same_file_waits_for_the_first_and_fetches_nothing(
     assert said.count("\n") == 1 and f"another run (process {os.getpid()}) is downloading" in said, said
     assert "waiting for it to finish" in said, said
 
+
+def test_ctrl_c_mid_download_keeps_the_part_and_says_the_next_run_resumes(served, tmp_path, monkeypatch):
+    """Ctrl-C mid-transfer said only "interrupted": the bytes received stay in the .part, and the next run asks
+    only for the rest, which is now said with the interruption."""
+    received = []
+    counting = download._LazyBar.update  # (put back for the run that resumes)
+
+    def update(self, n):
+        received.append(n)
+        if sum(received) > len(BODY) // 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(download._LazyBar, "update", update)
+    with pytest.raises(command_line.Interrupted) as info:
+        _get(tmp_path)
+    dest = tmp_path / "deep" / "dir" / "model.ckpt.data"
+    part = dest.with_name(dest.name + ".part")
+    kept = part.read_bytes()
+    assert 0 < len(kept) < len(BODY) and BODY.startswith(kept)
+    assert str(info.value) == (f"the {len(kept):,} bytes of {dest.name} received so far are kept in {part}; run "
+                               "again to resume from there")
+    monkeypatch.setattr(download._LazyBar, "update", counting)
+    _get(tmp_path)
+    assert dest.read_bytes() == BODY and served.requests_for(PATH)[-1] == f"bytes={len(kept)}-"

@@ -194,6 +194,12 @@ def _download(url: str, dest: pathlib.Path, *, sha256, progress, retries, timeou
                     raise DownloadError(f"could not download {url}: {reason}. {_by_hand(url, dest)}",
                                         reason=reason) from exc
                 _sleep(BACKOFF_SECONDS * 2**attempt)
+    except KeyboardInterrupt:  # Ctrl-C mid-transfer: what was received stays, and the next run goes on from it
+        have = part.stat().st_size if part.exists() else 0
+        if not have:
+            raise
+        raise command_line.Interrupted(f"the {have:,} bytes of {desc or dest.name} received so far are kept in "
+                                       f"{part}; run again to resume from there") from None
     finally:
         bar.close()
 
