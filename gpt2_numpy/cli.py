@@ -118,7 +118,9 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("models_dir", default=None, metavar="DIR",
            help=f"folder of the checkpoints, one subfolder per size (default: {default_models_dir()}: "
            "$GPT2_MODELS_DIR if set, else the models/ folder of this checkout, else "
-           "$XDG_CACHE_HOME/gpt2-numpy/models, ~/.cache/gpt2-numpy/models without XDG_CACHE_HOME)")
+           "$XDG_CACHE_HOME/gpt2-numpy/models, ~/.cache/gpt2-numpy/models without XDG_CACHE_HOME; so a copy "
+           "installed with pip install . and the checkout it came from download into two folders: set "
+           "$GPT2_MODELS_DIR to share one)")
     option("temperature", type=decimal_number, default=None, metavar="T",
            help="sample from softmax(logits / T); 0 is greedy (default: greedy, or 1 with --top_k, --top_p "
            "or --seed)")

@@ -979,6 +979,18 @@ def test_help_says_where_models_go(fake_model, monkeypatch, tmp_path):
     assert "~/.cache/gpt2-numpy/models" in text and "temperature 1" in text
 
 
+def test_help_and_readme_say_an_installed_copy_and_its_checkout_download_into_two_folders():
+    """After a plain pip install . in a checkout, the installed gpt2 (the user cache) and python gpt2.py (the
+    checkout's models/) each downloaded the 500 MB, as the rule says, but nowhere a user looks said so."""
+    help_text = " ".join(run_main(["--help"])[1].split())
+    assert ("a copy installed with pip install . and the checkout it came from download into two folders: set "
+            "$GPT2_MODELS_DIR to share one") in help_text, help_text
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    models_paragraph = readme[readme.index("**Where models go:**"):readme.index("Options: `--n_tokens_to_generate")]
+    assert "after a plain `pip install .` in a checkout" in models_paragraph
+    assert "each downloads the 500 MB of 124M once: set `GPT2_MODELS_DIR`" in models_paragraph
+
+
 @pytest.mark.parametrize("columns", ["60", "80", "100", "120"])
 def test_help_shows_the_dash_example_as_the_command_was_run_on_one_line(monkeypatch, columns):
     """--help's example for a prompt that starts with a dash said `gpt2 -- '-5 degrees outside, and'` under
