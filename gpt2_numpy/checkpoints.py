@@ -109,6 +109,11 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
     say(f"saved GPT-2 {model_size} in {model_dir} ({size:,} bytes); later runs read it from there")
 
 
+class HparamsMismatch(CheckpointError):
+    """hparams.json and the checkpoint describe different models (each file may be whole: which is wrong is not
+    known)."""
+
+
 def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: bool = True) -> dict:
     """Read OpenAI's TF checkpoint at ``tf_ckpt_path`` (a prefix such as ``.../model.ckpt``) into the
     params tree of read-only float32 arrays mapped from the data file, checking every name, shape and
@@ -122,7 +127,7 @@ def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: b
     missing = sorted(set(expected) - set(stored))
     unexpected = sorted(name for name in stored if name.startswith("model/") and name not in expected)
     if missing or unexpected:
-        raise CheckpointError(
+        raise HparamsMismatch(
             f"checkpoint {tf_ckpt_path} does not match hparams {hparams}: missing variables {missing}, "
             f"unexpected variables {unexpected}; are hparams.json and the checkpoint from the same model?"
         )
@@ -130,7 +135,7 @@ def load_gpt2_params_from_tf_ckpt(tf_ckpt_path, hparams: dict, *, verify_data: b
     for name, shape in expected.items():
         array = stored[name]
         if array.shape != shape or array.dtype != np.float32:
-            raise CheckpointError(
+            raise HparamsMismatch(
                 f"checkpoint {tf_ckpt_path}: variable {name} is {array.dtype}{list(array.shape)}, but hparams "
                 f"{hparams} expect float32{list(shape)}; are hparams.json and the checkpoint from the same model?"
             )
@@ -178,7 +183,10 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
             try:
                 hparams, params = _load_openai_folder(folder)
             except CheckpointError as error:  # a folder of the user's: nothing to fetch it from, nor to delete
-                advice = "replace it with a good copy" if error.path else "put the missing files there"
+                if isinstance(error, HparamsMismatch):
+                    advice = "give a folder whose hparams.json and checkpoint are one model's, or a size"
+                else:
+                    advice = "replace it with a good copy" if error.path else "put the missing files there"
                 raise type(error)(f"{error}; {advice}", path=error.path) from None
             return encoder.get_encoder(folder.name, folder.parent), hparams, params
         if folder.is_dir():

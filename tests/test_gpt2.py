@@ -1261,6 +1261,14 @@ def test_a_model_folder_found_wrong_at_load_is_exit_2_and_its_damaged_weights_ex
         assert f"{flag} {folder}: " in err and "does not match its config.json" in err, err
         assert "give a folder holding one whole GPT-2" in err, err
     (folder / "config.json").write_text(json.dumps(config))
+    openai_folder = tmp_path / "openai"  # the same in OpenAI's layout: its hparams.json one block more
+    write_tiny_checkpoint(openai_folder, n_ctx=64, n_embd=32, n_head=2, seed=3)
+    hparams_path = openai_folder / "hparams.json"
+    hparams_path.write_text(json.dumps({**json.loads(hparams_path.read_text()), "n_layer": 3}))
+    status, out, err = run_main(["hi", "--model", str(openai_folder)])
+    assert (status, out) == (2, "") and err.count("\n") == 1, err
+    assert "does not match hparams" in err and "give a folder whose hparams.json and checkpoint are one model's" in err
+    assert "put the missing files there" not in err, err
     weights = folder / hfmodel.SAFETENSORS
     weights.write_bytes(weights.read_bytes()[:100])  # a download cut short
     status, out, err = run_main(["hi", "--model", str(folder)])
