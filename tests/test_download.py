@@ -330,7 +330,6 @@ def test_a_second_run_for_the_same_file_waits_for_the_first_and_fetches_nothing(
     """Two runs downloading the same file at once both appended to its one .part (the size check caught it, but
     the bytes were lost): the second now waits for the first, saying so in one line naming it, and finds the file
     in place."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # where the lock lives
     served.stall_seconds = 1.5
     served.fault(PATH, "stall")  # the first run's request is held while the second one starts
     first = threading.Thread(target=_get, args=(tmp_path,))

@@ -20,8 +20,10 @@ in place by hand, and its ``reason`` holds the cause alone, for callers that rep
 One run at a time fetches a given ``dest``: two runs asking for the same file at once (two terminals fetching the
 same GPT-2 size) would append to the same ``.part``. A second run waits for the first, saying so in one line, and
 then finds the file in place (or, if the first failed, resumes its ``.part``). The lock is an ``flock`` on a small
-file in the user's cache folder named by a hash of ``dest``'s path (not beside ``dest``: an offline attempt makes
-no folder there), released by the system on any exit of the run that holds it, a crash or a kill included.
+file named by a hash of ``dest``'s path, in this user's own folder in the temporary folder
+(:func:`tokenizer.user_cache.temporary_cache_root`: not beside ``dest``, nor in a cache folder, since an offline
+attempt makes no folder there), released by the system on any exit of the run that holds it, a crash or a kill
+included.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import re
 import time
 
 from . import command_line
-from .user_cache import user_cache_root
+from .user_cache import temporary_cache_root
 
 DEFAULT_OPENAIPUBLIC_URL = "https://openaipublic.blob.core.windows.net"
 
@@ -137,7 +139,7 @@ def _one_run_at_a_time(dest: pathlib.Path, desc: str):
         yield False
         return
     key = hashlib.sha256(os.fsencode(os.path.abspath(dest))).hexdigest()[:16]
-    locks = user_cache_root() / "gpt2-numpy" / "download-locks"
+    locks = temporary_cache_root() / "download-locks"
     try:
         locks.mkdir(parents=True, exist_ok=True)
         lock = os.open(locks / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
