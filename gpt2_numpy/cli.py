@@ -32,10 +32,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, OneLineParser, add_flag, add_version_flag,
-                                    bar_if_slow, cannot_listen, decimal_number, error_message,
-                                    run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
-                                    unrecognized, whole_number)
+from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, OneLineParser, add_flag,
+                                    add_version_flag, bar_if_slow, cannot_listen, decimal_number, error_message,
+                                    run_guarded, said_if_slow, say, show_progress, shown_typed, stdout_named,
+                                    typed_number, unrecognized, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.extras import install_hint
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
@@ -482,13 +482,9 @@ def to_stdout(text: str) -> None:
     """`text` on stdout, written through now. stdout that cannot take it (a full disk) is one line naming it, exit
     1, not the bare "No space left on device" of a flush at the end; a reader gone away (BrokenPipeError) is left
     to end the run quietly (141), and a character stdout's encoding cannot print to be told as such."""
-    try:
+    with stdout_named():  # run_guarded says a StdoutFailed in one line, exit 1
         sys.stdout.write(text)
         sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as error:
-        raise CommandError(f"cannot write the output to stdout: {error_message(error)}", EXIT_FAILED) from None
 
 
 def with_text(token_ids, encoder, n_ids, *, tell=say):
@@ -557,8 +553,7 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
         parser.error(unrecognized(unknown, argv, prog=parser.prog, text="prompt", text_given=args.prompt is not None))
     try:
         if sys.stdout is None:  # started with stdout closed (>&-): Python leaves no stream to print to
-            raise ValueError("stdout is closed, and the output is printed there: give it a file (> out.txt), or "
-                             "/dev/null to drop it")
+            raise ValueError(STDOUT_CLOSED)
         if args.prompt == "-":  # as gpt2-tokenizer's TEXT: the prompt is standard input, exactly as it comes
             args.prompt = read_stdin_text("the prompt on stdin")
         elif args.prompt is not None:

@@ -375,9 +375,9 @@ def test_cli_writes_the_dataset_and_reports_mistakes_in_one_line(shard_dir, tmp_
     assert "pass it with --engine ray" in error(str(shard_dir), "--out", str(tmp_path / "o"), "--address", "auto")
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     said = error(str(shard_dir), "--out", str(tmp_path / "o"), "--engine", "ray")
-    assert 'pip install "gpt2-numpy[distributed]"' in said
+    assert "pip install 'ray>=2.9' 'pyarrow>=14'" in said
     said = train_error(capsys, tmp_path)
-    assert 'pip install "gpt2-numpy[distributed]"' in said
+    assert "pip install 'ray>=2.9' 'pyarrow>=14'" in said
 
 
 def train_error(capsys, tmp_path) -> str:

@@ -74,7 +74,7 @@ from pathlib import Path
 import numpy as np
 
 from . import encoding_argument, outputs, serve, teach
-from .command_line import (EXIT_FAILED, EXIT_MISTAKE, Interrupted, OneLineParser, UsageError, add_flag,
+from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted, OneLineParser, UsageError, add_flag,
                            add_version_flag, ascii_digits, bar_if_slow, cannot_listen, decimal_digits,
                            run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
                            unrecognized, watched_stdout, whole_number)
@@ -1145,8 +1145,7 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     if missing:
         args.parser.error(f"the following arguments are required: {', '.join(missing)}")
     if sys.stdout is None:  # started with stdout closed (>&-): every command prints there (a result, a summary)
-        args.parser.error("stdout is closed, and the output is printed there: give it a file (> out.txt), or "
-                          "/dev/null to drop it")
+        args.parser.error(STDOUT_CLOSED)
     # a download that failed, or a vocabulary file that fails its checksum: the command line was fine
     errors = [(DownloadError, EXIT_FAILED), (ChecksumError, EXIT_FAILED),
               (UsageError, EXIT_MISTAKE), (ValueError, EXIT_MISTAKE), (KeyError, EXIT_MISTAKE), (OSError, EXIT_MISTAKE)]

@@ -280,6 +280,10 @@ def stdout_named():
         raise StdoutFailed(f"cannot write the output to stdout: {error_message(error)}") from None
 
 
+# A command started with stdout closed (>&-): Python leaves no stream to print to, and every command prints there
+STDOUT_CLOSED = "stdout is closed, and the output is printed there: give it a file (> out.txt), or /dev/null to drop it"
+
+
 class WatchedStdout:
     """A text stream (sys.stdout) whose writes and flushes that fail are :class:`StdoutFailed`; everything else
     is the stream's. A print anywhere in a command then fails naming stdout (see :func:`watched_stdout`)."""

@@ -45,11 +45,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from ..extras import install_hint
 from .workers import worker_pool
 
 ENGINES = ("local", "ray")
 RAY_TASK_RETRIES = 3  # a task whose worker process dies is started again, this many times at most
-INSTALL_HINT = 'pip install "gpt2-numpy[distributed]"'
+INSTALL_HINT = install_hint("distributed")
 _POLL_SECONDS = 0.1  # how often the driver looks at progress while it waits for results
 
 

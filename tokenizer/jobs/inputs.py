@@ -17,7 +17,7 @@ Formats, by extension (:func:`input_format`):
 * ``.jsonl`` / ``.jsonl.gz``: one JSON object per line; each object is a document, its text in ``text_field``.
   Blank lines are no document; an empty text is one.
 * ``.parquet``: one document per row, its text in the column ``text_field``, read a row group at a time.
-  pyarrow is imported only when a parquet file is named (``pip install "gpt2-numpy[distributed]"``).
+  pyarrow is imported only when a parquet file is named (:data:`INSTALL_PYARROW`).
 * anything else, and standard input: UTF-8 text, the whole file one text. Text files are not read here but
   by whoever cuts them into chunks (:func:`tokenizer.jobs.dataset.iter_chunks`), which decode each chunk with
   :func:`decode_utf8`.
@@ -48,11 +48,12 @@ from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
 from .. import text_input
+from ..extras import install_hint
 
 STDIN = Path("-")
 RECORD_FORMATS = {".jsonl.gz": "jsonl", ".jsonl": "jsonl", ".parquet": "parquet"}
 FOLDER_SUFFIXES = (".txt", *RECORD_FORMATS)  # what a folder given as input is searched for
-INSTALL_PYARROW = 'pip install "gpt2-numpy[distributed]"'
+INSTALL_PYARROW = install_hint("distributed")
 FIELD_ADVICE = "name the text's field with --text_field"
 
 

@@ -51,6 +51,7 @@ import numpy as np
 from . import dataset
 from .id_files import IdsFile
 from ..encoding import Encoding
+from ..extras import install_hint
 from ..fast.stdlib_patterns import compile_fast
 from ..pretokenize import special_token_regex
 from ..registry import ENDOFTEXT, is_registered
@@ -173,7 +174,7 @@ def tiktoken_counterpart(enc: Encoding):
         import tiktoken
     except ImportError:
         raise ImportError(
-            'parity against tiktoken needs tiktoken, which is not installed: pip install "gpt2-numpy[parity]" (the '
+            f"parity against tiktoken needs tiktoken, which is not installed: {install_hint('parity')} (the "
             "version whose ids this project matches); or compare with another saved tokenizer (--against DIR) or "
             "check a dataset of ids (--ids FILE.bin)"
         ) from None
