@@ -3,7 +3,8 @@
 tests/test_docs.py runs the pages' Python; this runs their command lines, each block in a fresh temporary folder
 holding the inputs its lines name, with this checkout's code: ``gpt2-tokenizer`` is ``python -m tokenizer``,
 ``gpt2`` is ``python -m gpt2_numpy`` (and ``python`` is the interpreter running the tests), through bash, so that
-pipes and redirections mean what they mean in a terminal. ``$GPT2_MODELS_DIR`` holds a tiny random 124M.
+pipes and redirections mean what they mean in a terminal. The first ``gpt2`` downloads a tiny random 124M from a
+local server (``$OPENAIPUBLIC_URL``) into an empty ``$GPT2_MODELS_DIR``.
 
 Which blocks are commands to run:
 
@@ -291,12 +292,22 @@ def varying(output: str) -> str:
 
 @pytest.fixture(scope="module")
 def command_env(tmp_path_factory):
+    """The commands' environment: this checkout's code, and an empty models folder whose first ``gpt2`` downloads
+    a tiny random 124M from a local server standing in for OpenAI's ($OPENAIPUBLIC_URL), as README's first run
+    downloads the real one."""
+    from conftest_download import FileServer
     from tiny_checkpoint import write_tiny_checkpoint
 
-    models = tmp_path_factory.mktemp("models")
-    write_tiny_checkpoint(models / "124M", n_ctx=64, n_embd=32, n_head=2, seed=7)
-    return {**os.environ, "PYTHONPATH": str(REPO), "PYTHON": sys.executable, "GPT2_MODELS_DIR": str(models),
-            "GPT2_COMPILED_MATVEC": "0"}
+    release = tmp_path_factory.mktemp("release") / "124M"
+    write_tiny_checkpoint(release, n_ctx=64, n_embd=32, n_head=2, seed=7)
+    server = FileServer()
+    server.files = {f"/gpt-2/models/124M/{path.name}": path.read_bytes() for path in release.iterdir()
+                    if not path.name.endswith(".crc32c-ok.json")}  # the stamp a first load leaves, not released
+    server.files.setdefault("/gpt-2/models/124M/model.ckpt.meta", b"a graph nothing here reads\n")
+    yield {**os.environ, "PYTHONPATH": str(REPO), "PYTHON": sys.executable,
+           "GPT2_MODELS_DIR": str(tmp_path_factory.mktemp("models")), "OPENAIPUBLIC_URL": server.url,
+           "GPT2_COMPILED_MATVEC": "0"}
+    server.close()
 
 
 def runs_something(kind: str, lines: list[str]) -> bool:
@@ -346,9 +357,12 @@ def test_the_pages_command_lines_run(page, line, kind, lines, command_env, tmp_p
         if re.search(r"(^|\s)(serve|--serve)(\s|$)", runnable):
             serve_until_the_page_answers(runnable, tmp_path, command_env)
             continue
+        first_download = not (Path(command_env["GPT2_MODELS_DIR"]) / "124M").exists()
         result = run_command(runnable, tmp_path, command_env)
         assert result.returncode == 0, f"{where}: exit {result.returncode}\n{result.stdout[-2000:]}\n" \
                                        f"{result.stderr[-2000:]}"
+        if first_download and re.match(r"gpt2 (?!-)", runnable):  # README: "The first run downloads ..."
+            assert "saved GPT-2 124M in " in result.stderr, f"{where}: downloaded nothing\n{result.stderr}"
         if command.startswith(OUTPUT_IN_COMMENT):
             claimed = re.split(r";|  ", comment)[0].strip()
             assert result.stdout.strip() == claimed, f"{where}: prints {result.stdout!r}, its comment says {claimed!r}"
