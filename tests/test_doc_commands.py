@@ -61,6 +61,9 @@ OUTPUT_IN_COMMENT = ('gpt2-tokenizer encode "Hello, world"', "gpt2-tokenizer dec
 SAME_FILES = {"gpt2-tokenizer encode - < a.txt | gpt2-tokenizer decode - > b.txt": ("a.txt", "b.txt")}
 # sessions whose output shows a difference: parity's status for "different" is 1
 EXPECTED_STATUS = {"gpt2-tokenizer parity en_docs_1mb.txt --ids damaged.bin --allowed_special all": 1}
+# README's quote of the line a first download ends with, after the folder: "saved GPT-2 124M in FOLDER (N bytes)..."
+README_SAVED_LINE_END = re.search(r"`saved GPT-2 124M in ~/\S+ (\(N bytes\)[^`]*)`",
+                                  (REPO / "README.md").read_text(encoding="utf-8")).group(1)
 PLACEHOLDERS = [(r"--vocab_size N\b", "--vocab_size 400"), (r"\bN\b", "2"), (r"\bK\b", "2"),
                 (r"\bFILE(\.\.\.)?(?![\w.])", "plain.txt"), (r"\bNAME\b", "gpt2")]
 
@@ -362,7 +365,10 @@ def test_the_pages_command_lines_run(page, line, kind, lines, command_env, tmp_p
         assert result.returncode == 0, f"{where}: exit {result.returncode}\n{result.stdout[-2000:]}\n" \
                                        f"{result.stderr[-2000:]}"
         if first_download and re.match(r"gpt2 (?!-)", runnable):  # README: "The first run downloads ..."
-            assert "saved GPT-2 124M in " in result.stderr, f"{where}: downloaded nothing\n{result.stderr}"
+            saved = f"saved GPT-2 124M in {command_env['GPT2_MODELS_DIR']}{os.sep}124M ("
+            (line_said,) = [said for said in result.stderr.splitlines() if said.startswith(saved)] or [None]
+            assert line_said, f"{where}: downloaded nothing\n{result.stderr}"
+            assert re.sub(r"\([\d,]+ bytes\)", "(N bytes)", line_said[len(saved) - 1 :]) == README_SAVED_LINE_END
         if command.startswith(OUTPUT_IN_COMMENT):
             claimed = re.split(r";|  ", comment)[0].strip()
             assert result.stdout.strip() == claimed, f"{where}: prints {result.stdout!r}, its comment says {claimed!r}"
