@@ -31,6 +31,7 @@ parity line alone about 10 s, ``stats`` about 4 s): exhaustive tier.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import re
@@ -122,8 +123,11 @@ def block_commands(lines: list[str]) -> list[tuple[str, str]]:
 def concrete(command: str) -> str:
     """A synopsis line as a command to run (the module docstring's rule)."""
     command = re.sub(r"\s*\[--resume\]", "", command)
-    command = re.sub(r"\[((?:[^\]\"']|\"[^\"]*\"|'[^']*')*)\]", r"\1", command)
-    command = re.sub(r"(?<![\w<|.-])([\w.-]+)(?:\|[\w.-]+)+(?![\w>|])", r"\1", command)
+    command = re.sub(r"(\"[^\"]*\"|'[^']*')|\[((?:[^\]\"']|\"[^\"]*\"|'[^']*')*)\]",  # quoted: text, kept
+                     lambda found: found.group(1) or found.group(2), command)
+    parts = re.split(r"(\"[^\"]*\"|'[^']*')", command)  # odd parts are quoted: text, never alternatives
+    command = "".join(part if quoted else re.sub(r"(?<![\w<|.-])([\w.-]+)(?:\|[\w.-]+)+(?![\w>|])", r"\1", part)
+                      for quoted, part in zip(itertools.cycle((False, True)), parts))
     for placeholder, value in PLACEHOLDERS:
         command = re.sub(placeholder, value, command)
     return command
@@ -375,3 +379,26 @@ def test_the_pages_command_lines_run(page, line, kind, lines, command_env, tmp_p
         for named, (first, second) in SAME_FILES.items():
             if command.startswith(named):
                 assert (tmp_path / first).read_bytes() == (tmp_path / second).read_bytes(), where
+
+
+@pytest.mark.parametrize("synopsis, command", [
+    ('gpt2-tokenizer encode "Hello, world" [--encoding NAME|PATH]',
+     'gpt2-tokenizer encode "Hello, world" --encoding gpt2'),
+    ('train --input FILE --vocab_size N --out DIR [--special_tokens "<|endoftext|>,<|pad|>"] [--format gpt2|hf]',
+     'train --input plain.txt --vocab_size 400 --out DIR --special_tokens "<|endoftext|>,<|pad|>" --format gpt2'),
+    ("count FILE... [--workers N] [--resume]", "count plain.txt --workers 2"),
+    ("echo -n 'a|b' | gpt2-tokenizer encode -", "echo -n 'a|b' | gpt2-tokenizer encode -"),  # a pipe stays one
+    ('gpt2-tokenizer decode "[15496, 11]" [--out b.txt]', 'gpt2-tokenizer decode "[15496, 11]" --out b.txt'),
+])
+def test_a_synopsis_becomes_the_command_the_docstring_says(synopsis, command):
+    assert concrete(synopsis) == command
+
+
+def test_a_comment_starts_at_an_unquoted_hash_and_a_backslash_joins_lines():
+    lines = ['encode "a # b" --x 1   # prose', "train --input f \\", "    --out DIR  # more", "", "# alone"]
+    assert block_commands(lines) == [('encode "a # b" --x 1', "prose"), ("train --input f     --out DIR", "more")]
+
+
+def test_only_a_speed_may_differ_from_a_sessions_output():
+    assert varying("ours 1.5 MB/s") == varying("ours 12 MB/s")
+    assert varying("263,052 tokens") != varying("263,053 tokens")
