@@ -12,7 +12,9 @@ Which blocks are commands to run:
   joins the next line; an unquoted `` # `` starts a comment, which is prose for the reader);
 - an untagged fenced block whose first line starts with ``$ ``: a session, whose command runs and whose output
   is the rest of the block, compared exactly but for what varies from run to run (a speed: ``1.5 MB/s``);
-- any other untagged fenced block is an illustration (a usage synopsis, a benchmark's output) and is not run.
+- any other untagged fenced block is an illustration (a usage synopsis, a benchmark's output) and is not run;
+- in a walkthrough, a command in a sentence (``python -m tokenizer explain "lowest newest"``: the command with an
+  option or a quoted text) runs too, as a block of its own.
 
 Lines that install (``pip``, ``python -m venv``), run the test suite or a benchmark (``python -m pytest``,
 ``python bench/...``) are illustrations too: they take minutes, build things or need the network.
@@ -53,6 +55,9 @@ from conftest import REPO, SHARED, corpus_text
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("[0-9][0-9]-*.md"))]
 FENCED = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 INDENTED_LINE = re.compile(r"^    (\S.*)$")
+# a command in a walkthrough's sentence: the command, then an option or a quoted text (a bare `python -m tokenizer
+# explain` in a table names the command; README's sentences name commands with placeholders: TEXT, IDS)
+INLINE_COMMAND = re.compile(r"`((?:python -m tokenizer|gpt2-tokenizer|gpt2) [^`]*?(?:--|\")[^`]*)`")
 ILLUSTRATION = re.compile(r"^(pip |python -m (venv|pytest)\b|\w+=\S* python -m pytest\b|python bench/)")
 SEPARATOR = "\n<|endoftext|>\n"
 
@@ -91,6 +96,9 @@ def shell_blocks(page: Path) -> list[tuple[int, str, list[str]]]:
                 number += 1
             blocks.append((start, "indented", body))
         number += 1
+    if page.name != "README.md":  # a walkthrough's commands in its sentences, each a block of one line
+        for number, line in enumerate(outside, 1):
+            blocks.extend((number, "inline", [command]) for command in INLINE_COMMAND.findall(line))
     return sorted(blocks)
 
 
@@ -331,7 +339,8 @@ def test_the_pages_shell_blocks_are_found():
     05's command lines (a rule that found nothing would pass every block)."""
     found = {(page.name, kind) for page, _, kind, _ in BLOCKS}
     assert {("README.md", "bash"), ("README.md", "session"), ("01-characters-to-bpe.md", "indented"),
-            ("05-training-cs336.md", "indented")} <= found
+            ("05-training-cs336.md", "indented"), ("01-characters-to-bpe.md", "inline"),
+            ("04-three-spellings-of-bpe.md", "inline")} <= found
     run = [concrete(command) for _, _, kind, lines in BLOCKS if kind != "session"
            for command, _ in block_commands(lines) if not ILLUSTRATION.match(command)]
     assert len(run) >= 30
