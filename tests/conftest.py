@@ -20,8 +20,10 @@
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,9 +47,19 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 os.environ.setdefault("TOKENIZER_DATA_DIR", str(ENCODINGS_DIR))
+
+
+def private_folder(prefix: str) -> str:
+    """A new temporary folder, removed when this process ends: the caches below hold up to a few hundred MB a
+    run (pair tables, compiled kernels), which runs one after another would otherwise pile up in /tmp."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 # A private download cache: tests never touch the user's ~/.cache.
 if "TOKENIZER_CACHE_DIR" not in os.environ:  # made once: workers and the suite's own pytest runs inherit it
-    os.environ["TOKENIZER_CACHE_DIR"] = tempfile.mkdtemp(prefix="tokenizer-cache-")
+    os.environ["TOKENIZER_CACHE_DIR"] = private_folder("tokenizer-cache-")
 # The fast core's compiled BPE comes to a process only after much new text (tokenizer/fast/compiled_bpe.py), so
 # which BPE a test met would depend on the tests before it in its worker: off, unless asked for (the tests of
 # the kernel ask for it; TOKENIZER_COMPILED_BPE=1 runs the whole suite with it).
@@ -70,7 +82,7 @@ def pytest_configure(config):
     if not CORPUS_FILES:
         raise pytest.UsageError(f"no corpus files (*.txt) in {CORPUS}; the tests loop over them")
     if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        tiktoken_cache = tempfile.mkdtemp(prefix="tiktoken-cache-")
+        tiktoken_cache = private_folder("tiktoken-cache-")
         subprocess.run([sys.executable, str(ENCODINGS_DIR / "seed_tiktoken_cache.py"), tiktoken_cache],
                        check=True, capture_output=True)
         os.environ["TIKTOKEN_CACHE_DIR"] = tiktoken_cache
