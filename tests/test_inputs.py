@@ -57,7 +57,7 @@ def test_missing_pyarrow_is_said_before_any_work(tmp_path, monkeypatch):
     (tmp_path / "a.parquet").write_bytes(b"PAR1")
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-    with pytest.raises(ImportError, match=r'pip install "gpt2-numpy\[distributed\]"'):
+    with pytest.raises(ImportError, match=r"pip install 'ray>=2.9' 'pyarrow>=14'"):
         find_inputs([tmp_path])
 
 
