@@ -497,7 +497,7 @@ def test_without_numba_the_numpy_merge_loop_runs(monkeypatch):
     counts = {"aaabdaaabac": 1, " ab": 3, "dab": 2}
     monkeypatch.setattr(fast_merges, "COMPILED_LOOP_MIN_WORK", 0)
     assert learn_merges(counts, 20, loader=loader) == learn_merges_reference(counts, 20)
-    with pytest.raises(ImportError, match=r"needs numba: pip install 'gpt2-numpy\[train\]'"):
+    with pytest.raises(ImportError, match=r"needs numba: pip install 'numba>=0.59'"):
         learn_merges(counts, 20, compiled=True)
 
 
