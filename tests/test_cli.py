@@ -972,7 +972,7 @@ def test_a_pipe_named_as_an_input_is_read_once_as_stdin_is(tmp_path, command):
     assert proc.returncode == 0, err
     tokens = len(get_encoding("gpt2").encode(text, allowed_special="all"))
     if command[0] == "stats":
-        assert f"| corpus.fifo | gpt2 | {len(text.encode()):,} | {tokens:,} |" in out
+        assert f"| {fifo} | gpt2 | {len(text.encode()):,} | {tokens:,} |" in out  # named as given
     else:
         assert out.startswith(f"{fifo}: gpt2 vs tiktoken gpt2: identical;") and f"{tokens:,} tokens" in out
 
@@ -1043,7 +1043,17 @@ def test_stats_prints_nothing_before_it_fails(capsys, monkeypatch, tmp_path):
                                 "--encodings", "gpt2")
     assert (status, out) == (2, "") and "not valid UTF-8" in err
     status, out, _ = run_main(capsys, monkeypatch, "stats", str(tmp_path / "ok.txt"), "--encodings", "gpt2")
-    assert status == 0 and out.startswith("| file | encoding |") and "| ok.txt | gpt2 | 9 | 2 |" in out
+    assert status == 0 and out.startswith("| file | encoding |") and f"| {tmp_path / 'ok.txt'} | gpt2 | 9 | 2 |" in out
+
+
+def test_stats_names_each_file_as_given_so_that_two_of_one_name_are_told_apart(capsys, monkeypatch, tmp_path):
+    for folder, text in (("a", "one"), ("b", "one two three")):  # same file name, other folders
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.txt").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = run_main(capsys, monkeypatch, "stats", "a/notes.txt", "b/notes.txt", "--encodings", "gpt2",
+                              "--min_seconds", "0")
+    assert status == 0 and "| a/notes.txt | gpt2 | 3 | 1 |" in out and "| b/notes.txt | gpt2 | 13 | 3 |" in out
 
 
 # ---- issue 42: every mistake told before any work, in one line; one meaning of "bytes" ------------------------

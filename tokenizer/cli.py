@@ -533,9 +533,10 @@ def stats(args) -> None:
                 s = dataset.file_stats(path, enc, allowed_special=allowed_of(enc, allowed),
                                        disallowed_special=disallowed, errors=args.errors, text_field=args.text_field,
                                        progress=show_progress(), min_seconds=args.min_seconds)
-                rows.append(
-                    f"| {path.name} | {name} | {s['bytes']:,} | {s['tokens']:,} | {s['bytes_per_token']:.3f} | "
-                    f"{s['mb_per_s']:.2f} | {dataset.format_duration(s['pile_seconds']) if s['bytes'] else '-'} |"
+                rows.append(  # the file as given (stdin, a pipe's name): two of one name in two folders differ
+                    f"| {inputs.input_name(path)} | {name} | {s['bytes']:,} | {s['tokens']:,} | "
+                    f"{s['bytes_per_token']:.3f} | {s['mb_per_s']:.2f} | "
+                    f"{dataset.format_duration(s['pile_seconds']) if s['bytes'] else '-'} |"
                 )
     print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
     print("|---|---|---:|---:|---:|---:|---:|")
