@@ -72,20 +72,34 @@ def decode_stream(encoder, token_ids):
     yield utf8.decode(b"", final=True)
 
 
+# a space inside a command that help text quotes (pip install 'numba>=0.59'): the formatter wraps lines only at
+# other spaces, then prints it as a plain space, so that the command stays on one line and copies as typed
+UNBROKEN_SPACE = "\xa0"
+ASCII_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")  # str.split() would also split at UNBROKEN_SPACE
+
+
+def unbroken(command: str) -> str:
+    """``command`` as help text that the help's line wrapping keeps on one line (:class:`PathFriendlyFormatter`)."""
+    return command.replace(" ", UNBROKEN_SPACE)
+
+
 class PathFriendlyFormatter(argparse.HelpFormatter):
-    """Help text wrapped only at spaces, so a path such as ~/.cache/gpt2-numpy stays whole to copy; in the
-    description and the epilog, a line that starts with spaces is an example command, printed as it is, so
-    that one copied from there holds no line break."""
+    """Help text wrapped only at spaces, so a path such as ~/.cache/gpt2-numpy stays whole to copy, and never
+    inside a command marked :func:`unbroken`; in the description and the epilog, a line that starts with spaces
+    is an example command, printed as it is, so that one copied from there holds no line break."""
 
     def _split_lines(self, text, width):
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+        lines = textwrap.wrap(ASCII_WHITESPACE.sub(" ", text).strip(), width, break_on_hyphens=False,
+                              break_long_words=False)
+        return [line.replace(UNBROKEN_SPACE, " ") for line in lines]
 
     def _fill_text(self, text, width, indent):
         def filled(line):
-            return textwrap.fill(" ".join(line.split()), width, initial_indent=indent, subsequent_indent=indent,
-                                 break_on_hyphens=False, break_long_words=False)
+            return textwrap.fill(ASCII_WHITESPACE.sub(" ", line).strip(), width, initial_indent=indent,
+                                 subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
 
-        return "\n".join(indent + line if line.startswith(" ") else filled(line) for line in text.split("\n"))
+        lines = (indent + line if line.startswith(" ") else filled(line) for line in text.split("\n"))
+        return "\n".join(lines).replace(UNBROKEN_SPACE, " ")
 
 
 def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -119,8 +133,8 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
            help=f"folder of the checkpoints, one subfolder per size (default: {default_models_dir()}: "
            "$GPT2_MODELS_DIR if set, else the models/ folder of this checkout, else "
            "$XDG_CACHE_HOME/gpt2-numpy/models, ~/.cache/gpt2-numpy/models without XDG_CACHE_HOME; so a copy "
-           "installed with pip install . and the checkout it came from download into two folders: set "
-           "$GPT2_MODELS_DIR to share one)")
+           f"installed with {unbroken('pip install .')} and the checkout it came from download into two folders: "
+           "set $GPT2_MODELS_DIR to share one)")
     option("temperature", type=decimal_number, default=None, metavar="T",
            help="sample from softmax(logits / T); 0 is greedy (default: greedy, or 1 with --top_k, --top_p "
            "or --seed)")
@@ -131,8 +145,8 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("stream", action="store_true", help="print each token as soon as it is generated")
     option("dtype", default="f32", choices=half.DTYPES,
            help="the weights' number format: f32 (default), or bf16, half the bytes and about twice as fast to "
-           f"generate with, its logits rounded (generating needs numba: {install_hint(half.EXTRA)}; the first "
-           "run converts the checkpoint and keeps the copy beside it; with --draft, the draft's weights too)")
+           f"generate with, its logits rounded (generating needs numba: {unbroken(install_hint(half.EXTRA))}; the "
+           "first run converts the checkpoint and keeps the copy beside it; with --draft, the draft's weights too)")
     option("draft", default=None, metavar="PATH_OR_SIZE",
            help="speculative decoding: a smaller GPT-2 (a size or a folder, as --model; same vocabulary) drafts "
            "tokens that the model checks several at a time in one pass; the output is the same (greedy: the "

@@ -1004,6 +1004,21 @@ def test_help_shows_the_dash_example_as_the_command_was_run_on_one_line(monkeypa
         assert f"\n    {prog} -- '-5 degrees outside, and'\n" in out.getvalue(), out.getvalue()
 
 
+@pytest.mark.parametrize("columns", ["40", "60", "72", "80", "100", "120", "160"])
+def test_help_never_breaks_a_command_it_quotes_across_lines(monkeypatch, columns):
+    """--dtype's help said `(generating needs numba: pip` at the end of one line and `install 'numba>=0.59'; ...`
+    on the next at 60 and 80 columns (argparse wraps at any space), so a command copied from it was two lines;
+    --models_dir's `pip install .` could break the same way. Each is whole on one line, with plain spaces."""
+    monkeypatch.setenv("COLUMNS", columns)
+    out = io.StringIO()
+    with redirect_stdout(out), pytest.raises(SystemExit):
+        cli.main(["--help"], prog="gpt2")
+    help_lines = out.getvalue().splitlines()
+    for command in ("pip install 'numba>=0.59'", "pip install ."):
+        assert any(command in line for line in help_lines), (command, out.getvalue())
+    assert "\xa0" not in out.getvalue()  # the spaces a reader copies are spaces
+
+
 def test_models_dir_default_and_override(fake_model, monkeypatch, tmp_path):
     monkeypatch.setenv("GPT2_MODELS_DIR", str(tmp_path / "env"))
     run_main(["hi", "--n_tokens_to_generate", "1"])
