@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer import get_encoding, merge_reference
-from tokenizer.teach import CharTokenizer, compare_lines, merge_steps, render_show, show, token_pieces, token_texts
+from tokenizer.teach import (CharTokenizer, compare, compare_lines, explain, merge_steps, render_show, show,
+                            token_pieces, token_texts)
 
 REPO = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -342,6 +343,17 @@ def test_show_says_each_count_in_the_singular_where_it_is_1():
     assert render_show("é", gpt2, False).splitlines()[2] == "1 token, 1 character, 2 bytes (gpt2)"
     assert render_show("", gpt2, False).splitlines()[2] == "0 tokens, 0 characters, 0 bytes (gpt2)"
     assert "1 token, 1 character, 1 byte (gpt2)" in show("a")._repr_html_()
+
+
+def test_explain_and_compare_in_a_notebook_say_1_byte_and_1_token():
+    """explain's notebook table headed a one-byte pre-token "1 bytes" and compare's rows said "1 tokens" (their
+    printed forms said "1 byte" already): each count's noun is singular where the count is 1."""
+    one_byte = explain("a")._repr_html_()
+    assert "</b>: 1 byte, ids [64]" in one_byte and "1 bytes" not in one_byte
+    assert "</b>: 3 bytes, ids [1169]" in explain("the", "r50k_base")._repr_html_()
+    compared = compare("a", ["gpt2", "cl100k_base"])._repr_html_()
+    assert compared.count(": 1 token\n") == 2 and "1 tokens" not in compared
+    assert ": 2 tokens\n" in compare("a b", ["gpt2"])._repr_html_()
 
 
 def test_compare_names_an_encoding_the_same_way_whatever_it_is_compared_with():

@@ -196,11 +196,16 @@ def render_show(
     return f"{body}\n{id_line}\n{show_summary(text, ids, shown_as or enc.name)}"
 
 
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, the noun singular where the count is 1: "1 token", "2 tokens", "0 bytes"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def show_summary(text: str, ids: list[int], name: str) -> str:
     """show's last line: how many tokens, characters and bytes ``text`` is, each word singular where the count
     is 1 ("1 token, 2 characters, 2 bytes (gpt2)")."""
     n_bytes = len(text.encode("utf-8", errors="surrogatepass"))
-    counts = (f"{count} {noun}{'' if count == 1 else 's'}"
+    counts = (counted(count, noun)
               for count, noun in ((len(ids), "token"), (len(text), "character"), (n_bytes, "byte")))
     return f"{', '.join(counts)} ({name})"
 
@@ -335,7 +340,7 @@ def explain_lines(
 def _explain_piece(enc, piece: str) -> Iterator[str]:
     story = merge_story(piece, enc)
     data = story.data
-    yield f"\npre-token {piece!r}: {len(data)} byte{'s' if len(data) != 1 else ''} {' '.join(f'{b:02x}' for b in data)}"
+    yield f"\npre-token {piece!r}: {counted(len(data), 'byte')} {' '.join(f'{b:02x}' for b in data)}"
     token_ids = enc.token_ids
     if story.whole and len(data) > 1:
         merged = story.steps[-1].parts if story.steps else tuple(bytes([b]) for b in data)  # no merge: its bytes
@@ -501,7 +506,7 @@ class Explained:
             )
             note = " (itself a token: encode takes it whole; the merges lead to it too)" if story.whole else ""
             rows.append(
-                f"<p><b>{head}</b>: {len(story.data)} bytes, ids {list(piece.ids)}{note}</p>"
+                f"<p><b>{head}</b>: {counted(len(story.data), 'byte')}, ids {list(piece.ids)}{note}</p>"
                 "<table><tr><th>step</th><th>pair</th><th>result</th><th>merge #</th><th>token id</th></tr>"
                 f"{merges}</table>"
             )
@@ -537,7 +542,8 @@ class Compared:
         rows = []
         for (enc, label), marks, ids in zip(self.encodings, differs, self._row_ids):
             tokens = _html_tokens(enc, ids, token_texts(enc, ids), marks)
-            rows.append(f"<b>{html.escape(enc.name)}</b> {html.escape(label)}: {len(ids)} tokens\n{tokens}\n")
+            count = counted(len(ids), "token")
+            rows.append(f"<b>{html.escape(enc.name)}</b> {html.escape(label)}: {count}\n{tokens}\n")
         return _html_block("\n".join(rows))
 
 
