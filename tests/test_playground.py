@@ -258,9 +258,10 @@ def test_next_tokens_want_gpt2s_vocabulary():
          "token='1_0'; pass the position of a token in the text (0 for the first), in the digits 0-9"),
         ("/api/explain?text=a%20b&token=%D9%A1", 400, "token='\u0661'; pass the position"),
         ("/api/explain?text=a%20b&token=-1", 400, "token='-1'; pass the position"),
-        (f"/api/explain?text=hi&token={'9' * 5000}", 400, f"token={'9' * 40}; the text has 1 tokens (0 to 0)"),
+        (f"/api/explain?text=hi&token={'9' * 5000}", 400, f"token={'9' * 40}; the text has 1 token (0 to 0)"),
         ("/api/explain?text=&token=0", 400, "token=0; the text has no tokens"),
-        ("/api/explain?text=hi&token=5", 400, "the text has 1 tokens (0 to 0)"),
+        ("/api/explain?text=hi&token=5", 400, "the text has 1 token (0 to 0)"),
+        ("/api/explain?text=hi%20you&token=2", 400, "token=2; the text has 2 tokens (0 to 1)"),
         (f"/api/explain?text={'a' * (MAX_EXPLAIN_BYTES + 1)}&token=0", 413,
          f"token 0: the pre-token 'aaaaaaaaaaaaaaaaaaaa'... is {MAX_EXPLAIN_BYTES + 1:,} bytes; the merge trace "
          f"replays BPE step by step for pre-tokens up to {MAX_EXPLAIN_BYTES:,} bytes (its work grows with the square "

@@ -58,8 +58,9 @@ from .encoding import Encoding
 from .registry import get_encoding, is_registered, list_encoding_names, shown_names
 from .special_advice import refusal_of
 from .teach import MAX_EXPLAIN_BYTES  # noqa: F401 - one of the API's limits, all of them read here
-from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, explain_limit, merge_number, merge_story,
-                    pre_tokens, show_bytes, split_differences, token_spans, token_texts, visible_whitespace)
+from .teach import (COMPARED, SPECIAL_RULES, TEACHING_SPECIAL_RULE, counted, explain_limit, merge_number,
+                    merge_story, pre_tokens, show_bytes, split_differences, token_spans, token_texts,
+                    visible_whitespace)
 from .vocab_files import token_to_gpt2_str
 
 # The limits. An answer's work grows with its text: encode's with the tokens it lists (JSON included), compare's
@@ -253,7 +254,7 @@ class Playground:
             if first <= index < first + len(piece.ids):
                 return piece_answer(piece, enc, first, index)
             first += len(piece.ids)
-        has = f"{first} tokens (0 to {first - 1})" if first else "no tokens"
+        has = f"{counted(first, 'token')} (0 to {first - 1})" if first else "no tokens"
         raise ApiError(HTTPStatus.BAD_REQUEST, f"token={given:.40}; the text has {has}")
 
     def next_tokens(self, fields) -> dict:
