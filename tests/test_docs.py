@@ -230,3 +230,21 @@ def test_the_readmes_pointers_into_a_walkthrough_lead_to_the_section_that_holds_
         assert len(meant) == 1, f"README: {walkthrough.name} has no section {section}"
         for code in re.findall(r"`([^`]+)`", named):
             assert code in meant[0], f"README: {code} is not in the section of {walkthrough.name} it points to"
+
+
+def test_every_line_of_vocab_bpe_a_walkthrough_names_holds_the_merge_it_says():
+    """docs/04 called `Ġhero es`, merge #10,025, "line 10,025 of vocab.bpe": the merges are numbered from 0 after
+    the header line, so merge #r is line r + 2 of the file (counted from 1, as an editor counts), and line 10,025
+    holds another merge. Each "line N of `vocab.bpe`, `MERGE`" names the merge on that line, and each "merge #R
+    ... line N of vocab.bpe" has N = R + 2."""
+    file_lines = (REPO / "tokenizer" / "data" / "vocab.bpe").read_text(encoding="utf-8").split("\n")
+    checked = 0
+    for page in DOCS:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for line, merge in re.findall(r"line ([\d,]+) of `vocab\.bpe`, `([^`]+)`", text):
+            assert file_lines[int(line.replace(",", "")) - 1] == merge, f"{page.name}: line {line} is not {merge!r}"
+            checked += 1
+        for number, line in re.findall(r"merge #([\d,]+)[^.;#]{0,30}?\bline ([\d,]+) of `?vocab\.bpe", text):
+            assert int(line.replace(",", "")) == int(number.replace(",", "")) + 2, f"{page.name}: merge #{number}"
+            checked += 1
+    assert checked >= 5

@@ -21,8 +21,9 @@ find the pair whose concatenation has the lowest rank and join it. When no adjac
 
 When two pairs have the same rank (the same merge at two places) the leftmost goes first. This is
 tiktoken's formulation; for GPT-2's files it gives exactly the ids of OpenAI's ``encoder.py``, which ranks
-pairs instead (``bpe_ranks``: the 0-based merge lines of ``vocab.bpe``), because each GPT-2 token is produced
-by one merge (docs/04-three-spellings-of-bpe.md sets the spellings side by side).
+pairs instead (``bpe_ranks``: each merge's place in ``vocab.bpe`` from 0, the header line not counted), because
+each GPT-2 token is produced by one
+merge (docs/04-three-spellings-of-bpe.md sets the spellings side by side).
 
 ``merge_reference`` is that loop, written to be read. Tools that replay BPE use it through two hooks instead of
 re-typing it: a rank limit (``recover_merges`` rebuilds a ``.tiktoken`` file's merges with it) and a callback

@@ -6,9 +6,10 @@
 
 ``explain`` replays BPE with :func:`merge_steps`: :func:`tokenizer.bpe.merge_reference` reporting every
 merge as it happens (its ``on_merge`` hook), so the steps shown are the reference's own. Each merge is named
-twice, never by a bare "rank": ``merge #13`` is its place among the encoding's merges (0-based; for gpt2 the
-merge lines of ``vocab.bpe``, the ``bpe_ranks`` of OpenAI's ``encoder.py``) and ``token id 269`` the token it
-makes (for OpenAI's encodings also the rank BPE orders merges by, their ``merge_ranks``). A pre-token that is
+twice, never by a bare "rank": ``merge #13`` is its place among the encoding's merges (0-based; for gpt2 its
+place in ``vocab.bpe`` after the header line, so merge #r is line r + 2 of the file, and the ``bpe_ranks`` of
+OpenAI's ``encoder.py``) and ``token id 269`` the token it makes (for OpenAI's encodings also the rank BPE orders
+merges by, their ``merge_ranks``). A pre-token that is
 itself a token (``" heroes"``) shows both views, which agree: tiktoken's shortcut takes it whole, and the
 merges OpenAI's ``bpe()`` makes end at the same token, because each token of OpenAI's files is made by exactly
 one merge of two tokens made before it.
@@ -90,8 +91,9 @@ def merge_steps(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[MergeSte
 
 
 def merge_number(enc: Encoding, token: bytes) -> int:
-    """The place (0-based) among ``enc``'s merges of the merge that makes ``token``: for gpt2 its merge line in
-    ``vocab.bpe`` (OpenAI's ``bpe_ranks``), for a trained encoding its place in the trainer's list.
+    """The place (0-based) among ``enc``'s merges of the merge that makes ``token``: for gpt2 its place in
+    ``vocab.bpe`` after the header line (OpenAI's ``bpe_ranks``; merge r is line r + 2 of the file), for a trained
+    encoding its place in the trainer's list.
 
     >>> gpt2 = get_encoding("gpt2")
     >>> merge_number(gpt2, b" c"), gpt2.token_ids[b" c"]
