@@ -784,6 +784,25 @@ def test_type_text_switch_encodings_and_read_the_counts(browser, server):
     assert [e.get_attribute("data-token-id") for e in special] == ["50256"]
 
 
+def test_the_page_says_1_token_1_byte_and_1_merge_in_the_singular(browser, server):
+    """The page said "1 tokens · 1 characters · 1 bytes", "1 tokens, 0 split differently" and "1 of the
+    pre-token's 1 merges" (the API's counts, written after them as plurals): a count of 1 takes the singular,
+    as show's line does; and the merge trace's note says which line of vocab.bpe a merge number is."""
+    browser.get(server.url + "?text=a&compare=cl100k_base")
+    wait_for(lambda: page_shows(browser, "a", "gpt2"))
+    assert browser.find_element("id", "count").text.startswith("1 token · 1 character · 1 byte · ")
+    rows = wait_for(lambda: browser.find_elements("css selector", "#compare-rows .compare-row"))
+    assert rows and all("1 token, 0 split differently" in row.text for row in rows)
+    browser.get(server.url + "?text=" + quote("a a"))
+    wait_for(lambda: page_shows(browser, "a a", "gpt2"))
+    browser.find_elements("css selector", "#tokens [data-token-id]")[1].click()  # ' a': merge #1, ' ' + 'a'
+    trace = wait_for(lambda: (lambda text: "pre-token's" in text and text)(
+        browser.find_element("id", "merge-trace").text))
+    assert "1 of the pre-token's 1 merge built this token" in trace
+    assert "merge #r is line r + 2 of vocab.bpe" in trace
+    assert "2 tokens · 3 characters · 3 bytes · " in browser.find_element("id", "count").text
+
+
 def test_click_a_token_to_read_its_merges(browser, server):
     browser.get(server.url + "?text=" + quote("Not all heroes wear capes."))
     wait_for(lambda: page_shows(browser, "Not all heroes wear capes.", "gpt2"))

@@ -199,10 +199,15 @@ function drawTokens(box, tokens, view, options = {}) {
   }));
 }
 
+// a count and its noun, singular where the count is 1 ("1 token", "0 tokens"), as teach.counted writes them
+function counted(count, noun) {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
 function drawCount(count, encoding) {
   const perToken = count.bytes_per_token === null ? "-" : count.bytes_per_token.toFixed(2);
-  $("count").textContent = `${count.tokens} tokens · ${count.characters} characters · ${count.bytes} bytes · `
-    + `${perToken} bytes/token (${encoding})`;
+  $("count").textContent = `${counted(count.tokens, "token")} · ${counted(count.characters, "character")} · `
+    + `${counted(count.bytes, "byte")} · ${perToken} bytes/token (${encoding})`;
 }
 
 function drawCompare(results, view) {
@@ -214,7 +219,7 @@ function drawCompare(results, view) {
     const differing = result.tokens.filter((t) => t.differs).length;
     head.innerHTML = "<b></b> ";
     head.firstChild.textContent = result.encoding;
-    head.append(`${result.count.tokens} tokens, ${differing} split differently`);
+    head.append(`${counted(result.count.tokens, "token")}, ${differing} split differently`);
     const tokens = document.createElement("div");
     drawTokens(tokens, result.tokens, view, { marks: true });
     row.append(head, tokens);
@@ -308,8 +313,10 @@ function drawMerges(story) {
   if (story.steps.length) {
     const p = document.createElement("p");
     p.className = "hint";
-    p.textContent = `${built} of the pre-token's ${story.steps.length} merges built this token (highlighted). `
-      + "merge #: the merge's place among the encoding's merges, from 0 (gpt2: its line of vocab.bpe); "
+    p.textContent = `${built} of the pre-token's ${counted(story.steps.length, "merge")} built this token `
+      + "(highlighted). "
+      + "merge #: the merge's place among the encoding's merges, from 0 (gpt2: merge #r is line r + 2 of "
+      + "vocab.bpe, after its header); "
       + "token id: the token it makes, which OpenAI's encodings also rank merges by.";
     notes.push(p);
   }
