@@ -235,6 +235,7 @@ INPUTS = {  # name -> how to make it in a folder, given the command that reads i
     "damaged.bin": lambda path, command: damaged_ids(path),
     "llama3": lambda path, command: llama3_folder(path),
     "DIR": lambda path, command: saved_tokenizer(path),
+    "fortunes-1k": lambda path, command: saved_tokenizer(path),  # docs/05's tokenizer, saved by its code
     "my_tokenizer": lambda path, command: saved_tokenizer(path),
     "mytok": lambda path, command: saved_tokenizer(path),
     "other_tok": lambda path, command: saved_tokenizer(path, format="hf"),
@@ -388,6 +389,32 @@ def test_the_pages_command_lines_run(page, line, kind, lines, command_env, tmp_p
         for named, (first, second) in SAME_FILES.items():
             if command.startswith(named):
                 assert (tmp_path / first).read_bytes() == (tmp_path / second).read_bytes(), where
+
+
+def test_the_training_walkthroughs_command_lines_read_what_its_code_made_above_them():
+    """docs/05's command lines named `--encoding DIR`, a folder only a later block saved (as fortunes-1k), and its
+    encode-file wrote --out held_out.bin, which the block above had written: a learner running the page in order
+    met a missing folder, then "already exists". Each file a command line reads is one the page's code wrote into
+    `folder` above it (or a command before it wrote), and each file it writes is a new one."""
+    page = REPO / "docs" / "05-training-cs336.md"
+    text = page.read_text(encoding="utf-8")
+    code_blocks = [(text.count("\n", 0, found.start(1)) + 1, found.group(1))
+                   for found in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M)]
+    commands = [(line, command) for shown, line, kind, lines in BLOCKS if shown == page and kind == "indented"
+                for command, _ in block_commands(lines)]
+    assert len(commands) >= 3
+    written_by_commands: set[str] = set()
+    for line, command in commands:
+        code_above = "".join(code for start, code in code_blocks if start < line)
+        made_above = set(re.findall(r'folder / "([^"]+)"', code_above)) | written_by_commands
+        out = re.search(r"--out (\S+)", command)
+        read = [name for name in re.split(r"[\s,]+", command) if name in INPUTS or name.endswith((".txt", ".bin"))]
+        for name in read:
+            if out and name == out.group(1):
+                assert name not in made_above, f"{page.name}:{line}: --out {name} replaces a file made above it"
+            else:
+                assert name in made_above, f"{page.name}:{line}: {command} reads {name}, which nothing above made"
+        written_by_commands |= {out.group(1)} if out else set()
 
 
 @pytest.mark.parametrize("synopsis, command", [
