@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer import get_encoding, merge_reference
+from tokenizer import Encoding, get_encoding, merge_reference
 from tokenizer.teach import (CharTokenizer, compare, compare_lines, explain, merge_steps, render_show, show,
                             token_pieces, token_texts)
 
@@ -343,6 +343,21 @@ def test_show_says_each_count_in_the_singular_where_it_is_1():
     assert render_show("é", gpt2, False).splitlines()[2] == "1 token, 1 character, 2 bytes (gpt2)"
     assert render_show("", gpt2, False).splitlines()[2] == "0 tokens, 0 characters, 0 bytes (gpt2)"
     assert "1 token, 1 character, 1 byte (gpt2)" in show("a")._repr_html_()
+
+
+def test_explains_notebook_table_says_what_its_printed_form_says_of_a_pre_token_that_is_a_token():
+    """In a notebook, every pre-token that is itself a token was said to be reached by "the merges ... too": a
+    single byte (no merge at all, under an empty table) and a hand-made vocabulary's token that no merge builds
+    as well, where the printed explain says "the merges alone end at 'ab' 'c': no merge builds this token"."""
+    single = explain("a")._repr_html_()
+    assert "<b>a</b>: 1 byte, ids [64]</p>" in single and "<table>" not in single and "merges lead" not in single
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}
+    hand_made = Encoding.from_vocab_merges(vocab, [(b"a", b"b")], name="hand-made")
+    assert "the merges alone end at 'ab' 'c': no merge builds this token" in repr(explain("abc", hand_made))
+    html = explain("abc", hand_made)._repr_html_()
+    assert "the merges alone end at &#x27;ab&#x27; &#x27;c&#x27;: no merge builds this token" in html
+    assert "merges lead to it too" not in html
+    assert "(itself a token: encode takes it whole; the merges lead to it too)" in explain(" heroes")._repr_html_()
 
 
 def test_explain_and_compare_in_a_notebook_say_1_byte_and_1_token():

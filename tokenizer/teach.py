@@ -506,12 +506,16 @@ class Explained:
                 f"<td>{self.encoding.token_ids[s.left + s.right]}</td></tr>"
                 for n, s in enumerate(story.steps, 1)
             )
-            note = " (itself a token: encode takes it whole; the merges lead to it too)" if story.whole else ""
-            rows.append(
-                f"<p><b>{head}</b>: {counted(len(story.data), 'byte')}, ids {list(piece.ids)}{note}</p>"
-                "<table><tr><th>step</th><th>pair</th><th>result</th><th>merge #</th><th>token id</th></tr>"
-                f"{merges}</table>"
-            )
+            note = ""
+            if story.whole and len(story.data) > 1:  # a single byte is one of the tokens BPE starts from
+                # as explain_lines says it: a hand-made vocabulary may hold a token that no merge builds
+                merged = story.steps[-1].parts if story.steps else tuple(bytes([b]) for b in story.data)
+                note = (" (itself a token: encode takes it whole; the merges lead to it too)" if merged == (story.data,)
+                        else f" (itself a token: encode takes it whole; the merges alone end at "
+                        f"{html.escape(' '.join(map(show_bytes, merged)))}: no merge builds this token)")
+            table = ("<table><tr><th>step</th><th>pair</th><th>result</th><th>merge #</th><th>token id</th></tr>"
+                     f"{merges}</table>") if story.steps else ""
+            rows.append(f"<p><b>{head}</b>: {counted(len(story.data), 'byte')}, ids {list(piece.ids)}{note}</p>{table}")
         return f'<div style="font-family:monospace">{"".join(rows)}</div>'
 
 
