@@ -495,6 +495,17 @@ def test_train_saves_a_loadable_tokenizer(cli, tmp_path, fmt):
     assert enc.decode(ids) == text and max(ids) < 400
 
 
+def test_train_says_1_merge_and_1_byte_in_the_singular(cli, tmp_path):
+    """A vocab_size of 257 (no special token) learns one merge, and a token of one byte is one byte: train
+    said "trained 1 merges" and "(1 bytes"."""
+    (tmp_path / "corpus.txt").write_text("hello world, hello help\n", encoding="utf-8")
+    out = cli("train", "--input", "corpus.txt", "--vocab_size", "257", "--out", "tok").stdout
+    assert "trained 1 merge (257 tokens)" in out, out
+    assert tokenizer.cli.longest_token_line(b"a", []) == "longest token: b'a' (1 byte)"
+    assert tokenizer.cli.longest_token_line(b"ab", ["|"]) == (
+        "longest token: b'ab' (2 bytes; special tokens left out: '|' is 1 byte)")
+
+
 def test_train_vocab_size_too_small(cli):
     stderr = cli("train", "--input", str(CORPUS / "de_manpages.txt"), "--vocab_size", "10", "--out", "tok",
                  status=2).stderr

@@ -704,7 +704,8 @@ def print_training_summary(paths: list[Path], source: str, args, vocab, merges, 
     took = f"{seconds:.1f} s"
     if clock.earlier is not None:  # a resumed run: the time of the runs before it counts too
         took += f" ({clock.earlier + seconds:.1f} s in all, with the run{'s' if clock.runs > 1 else ''} it resumed)"
-    print(f"trained {len(merges):,} merges ({len(vocab):,} tokens) from {source} in {took}; "
+    merges_said = f"{len(merges):,} merge{'' if len(merges) == 1 else 's'}"  # "1 merge": a vocab_size of 257
+    print(f"trained {merges_said} ({len(vocab):,} tokens) from {source} in {took}; "
           f"saved in the {args.format} format in {args.out}")
     print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
     print(longest_token_line(longest, specials))
@@ -718,11 +719,11 @@ def longest_token_line(longest: bytes, specials: list[str]) -> str:
     >>> longest_token_line(b" accomplishment", ["<|endoftext|>"])
     "longest token: b' accomplishment' (15 bytes; special tokens left out: '<|endoftext|>' is 13 bytes)"
     """
-    said = f"longest token: {longest!r} ({len(longest)} bytes"
+    said = f"longest token: {longest!r} ({teach.counted(len(longest), 'byte')}"
     if not specials:
         return said + ")"
     special = max(specials, key=lambda token: len(token.encode("utf-8")))
-    return said + f"; special tokens left out: {special!r} is {len(special.encode('utf-8'))} bytes)"
+    return said + f"; special tokens left out: {special!r} is {teach.counted(len(special.encode('utf-8')), 'byte')})"
 
 
 class RunClock:
