@@ -39,7 +39,7 @@ from .models_dir import MODEL_SIZES, default_models_dir
 from .tfcheckpoint import CheckpointError, DamagedFile, read_checkpoint
 from tokenizer.command_line import bar_if_slow, said_if_large, say
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
-    openai_public_url, sha256_file
+    one_run_at_a_time, openai_public_url, sha256_file
 from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
 from tokenizer.user_cache import expand_home
 
@@ -66,12 +66,24 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
     supply them by hand; once all are there, one line on stderr names the folder they are in. A server that
     cannot be reached at all is asked once, not once per file; it draws no progress bar and leaves no folder
     behind (:func:`tokenizer.download.download_file` draws its bar and makes the folder only once the server
-    sends a file).
+    sends a file). A second run for the same folder waits for the first, saying so once, and then fetches only
+    what is still missing.
     """
     _check_model_size(model_size)
     model_dir = Path(model_dir)
+    if all((model_dir / name).is_file() for name in CHECKPOINT_FILES):
+        return
+    # One lock over the whole size, not only each file's (download_file's): a run that joins another's download
+    # says once that it waits, where it said so for every file still to come, and takes the folder over whole
+    # (finding it complete, or what the other run left to fetch: a 404, or a .part after Ctrl-C)
+    with one_run_at_a_time(model_dir, f"downloading GPT-2 {model_size} into {model_dir}"):
+        _download_missing_files(model_size, model_dir)
+
+
+def _download_missing_files(model_size: str, model_dir: Path) -> None:
+    """download_gpt2_files' work, once this run holds the lock on ``model_dir``."""
     missing = [name for name in CHECKPOINT_FILES if not (model_dir / name).is_file()]
-    if not missing:
+    if not missing:  # the run this one waited for fetched them all (and said where they are)
         return
     base = openai_public_url(f"gpt-2/models/{model_size}/")
     failed = {}  # file name -> why it is missing

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -593,3 +594,26 @@ def test_ctrl_c_during_a_download_is_one_line_and_exit_130(file_server, tiny, tm
     assert [line for line in err.decode().replace("\r", "\n").splitlines() if "interrupted" in line] == \
         ["python gpt2.py: interrupted"]
     assert not (models / SIZE / "checkpoint").exists()
+
+
+def test_a_second_run_joining_a_sizes_download_says_it_waits_once(served, tmp_path, capsys):
+    """A second run that starts while another downloads the same size said its waiting line once per file still to
+    come (each file had a lock of its own, and between two files either run could take the next one's): now one
+    line for the whole size, naming the other run and the folder, and no file is asked for twice."""
+    served.stall_seconds = 1.0
+    for name in ("model.ckpt.data-00000-of-00001", "model.ckpt.index"):  # two files still to come when it joins
+        served.fault(f"/gpt-2/models/{SIZE}/{name}", "stall")
+    first = threading.Thread(target=checkpoints.download_gpt2_files, args=(SIZE, tmp_path / SIZE))
+    first.start()
+    deadline = time.monotonic() + 20
+    while len(served.requests) < 4 and time.monotonic() < deadline:  # the first run is on the data file
+        time.sleep(0.01)
+    checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
+    first.join()
+    for name in checkpoints.CHECKPOINT_FILES:
+        assert (tmp_path / SIZE / name).read_bytes() == served.files[f"/gpt-2/models/{SIZE}/{name}"]
+    assert sorted(path for path, _ in served.requests) == sorted(
+        f"/gpt-2/models/{SIZE}/{name}" for name in checkpoints.CHECKPOINT_FILES)  # each asked for once
+    waiting = [line for line in capsys.readouterr().err.splitlines() if "waiting" in line]
+    assert waiting == [f"another run (process {os.getpid()}) is downloading GPT-2 {SIZE} into {tmp_path / SIZE}; "
+                       "waiting for it to finish ..."], waiting

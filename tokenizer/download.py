@@ -23,7 +23,8 @@ then finds the file in place (or, if the first failed, resumes its ``.part``). T
 file named by a hash of ``dest``'s path, in this user's own folder in the temporary folder
 (:func:`tokenizer.user_cache.temporary_cache_root`: not beside ``dest``, nor in a cache folder, since an offline
 attempt makes no folder there), released by the system on any exit of the run that holds it, a crash or a kill
-included.
+included. A caller that fills a folder file by file (a GPT-2 size) takes the same lock over the folder
+(:func:`one_run_at_a_time`), so that a run joining another's download says once that it waits, not once per file.
 """
 
 from __future__ import annotations
@@ -122,23 +123,24 @@ def download_file(
     if dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
         return dest
 
-    with _one_run_at_a_time(dest, desc or dest.name) as waited:
+    with one_run_at_a_time(dest, f"downloading {desc or dest.name} to {dest}") as waited:
         if waited and dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
             return dest  # the other run fetched it
         return _download(url, dest, sha256=sha256, progress=progress, retries=retries, timeout=timeout, desc=desc)
 
 
 @contextlib.contextmanager
-def _one_run_at_a_time(dest: pathlib.Path, desc: str):
-    """Hold the lock on downloading ``dest`` for the ``with`` block, waiting (said in one line on stderr) while
-    another run holds it; yields whether it waited. Where no lock can be taken (no fcntl, as on Windows; a cache
-    folder that cannot be written), the download goes on without one, as it did before."""
+def one_run_at_a_time(target, doing: str):
+    """Hold the lock on writing ``target`` (a file, or a folder filled file by file) for the ``with`` block, waiting
+    while another run holds it, which is said in one line on stderr: "another run (process N) is ``doing``; waiting
+    for it to finish ...". Yields whether it waited. Where no lock can be taken (no fcntl, as on Windows; a cache
+    folder that cannot be written), the work goes on without one, as it did before."""
     try:
         import fcntl
     except ImportError:
         yield False
         return
-    key = hashlib.sha256(os.fsencode(os.path.abspath(dest))).hexdigest()[:16]
+    key = hashlib.sha256(os.fsencode(os.path.abspath(target))).hexdigest()[:16]
     locks = temporary_cache_root() / "download-locks"
     try:
         locks.mkdir(parents=True, exist_ok=True)
@@ -153,7 +155,7 @@ def _one_run_at_a_time(dest: pathlib.Path, desc: str):
         except BlockingIOError:
             holder = os.pread(lock, 32, 0).decode("ascii", "replace").strip()
             by = f" (process {holder})" if holder.isdigit() else ""
-            command_line.say(f"another run{by} is downloading {desc} to {dest}; waiting for it to finish ...")
+            command_line.say(f"another run{by} is {doing}; waiting for it to finish ...")
             fcntl.flock(lock, fcntl.LOCK_EX)  # (Ctrl-C while waiting ends this run, the other goes on)
             waited = True
         os.ftruncate(lock, 0)
