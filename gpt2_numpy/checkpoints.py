@@ -38,8 +38,8 @@ from . import hfmodel
 from .models_dir import MODEL_SIZES, default_models_dir
 from .tfcheckpoint import CheckpointError, DamagedFile, read_checkpoint
 from tokenizer.command_line import bar_if_slow, said_if_large, say
-from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, CannotConnect, DownloadError, download_file, \
-    one_run_at_a_time, openai_public_url, sha256_file
+from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, RETRIES, CannotConnect, DownloadError, KeptFailing, \
+    download_file, one_run_at_a_time, openai_public_url, sha256_file
 from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
 from tokenizer.user_cache import expand_home
 
@@ -64,7 +64,8 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
 
     If any cannot be fetched, one :class:`DownloadError` names every file still missing, why, and how to
     supply them by hand; once all are there, one line on stderr names the folder they are in. A server that
-    cannot be reached at all is asked once, not once per file; it draws no progress bar and leaves no folder
+    cannot be reached at all is asked once, not once per file, and one that failed a file through every retry is
+    asked once for each later file; it draws no progress bar and leaves no folder
     behind (:func:`tokenizer.download.download_file` draws its bar and makes the folder only once the server
     sends a file). A second run for the same folder waits for the first, saying so once, and then fetches only
     what is still missing.
@@ -88,14 +89,18 @@ def _download_missing_files(model_size: str, model_dir: Path) -> None:
     base = openai_public_url(f"gpt-2/models/{model_size}/")
     failed = {}  # file name -> why it is missing
     unreachable = None  # the reason, once the server could not be reached
+    retries = RETRIES  # download_file's own number, until the server has failed a file through all of them
     for name in missing:
         if unreachable is not None:
             failed[name] = unreachable
             continue
         try:
-            download_file(base + name, model_dir / name, desc=f"{model_size}/{name}")
+            download_file(base + name, model_dir / name, desc=f"{model_size}/{name}", retries=retries)
         except CannotConnect as exc:
             unreachable = failed[name] = exc.reason
+        except KeptFailing as exc:  # (a server failing every file would cost its backoff, 7.5 s, once per file)
+            failed[name] = exc.reason
+            retries = 0  # each later file is still asked once: a failure may be this file's alone
         except DownloadError as exc:
             failed[name] = exc.reason
         except OSError as exc:  # the file came, but could not be saved: the folder's fault, not the server's

@@ -617,3 +617,23 @@ def test_a_second_run_joining_a_sizes_download_says_it_waits_once(served, tmp_pa
     waiting = [line for line in capsys.readouterr().err.splitlines() if "waiting" in line]
     assert waiting == [f"another run (process {os.getpid()}) is downloading GPT-2 {SIZE} into {tmp_path / SIZE}; "
                        "waiting for it to finish ..."], waiting
+
+
+def test_a_server_failing_every_attempt_costs_its_retries_once_not_once_per_file(served, tmp_path, monkeypatch):
+    """A server answering 500 to everything was retried with backoff for each of the seven files: 52 s of silence
+    before the error. The first file still gets every retry (a 500 may pass); once it failed through all of them,
+    each later file is asked once, and the error still names every file and why."""
+    delays = []
+    monkeypatch.setattr(download, "_sleep", delays.append)
+    for name in checkpoints.CHECKPOINT_FILES:
+        served.fault(f"/gpt-2/models/{SIZE}/{name}", *["500"] * 5)
+    with pytest.raises(DownloadError) as info:
+        checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
+    assert delays == [0.5, 1.0, 2.0, 4.0]  # the first file's retries, and no one else's
+    assert [path.rsplit("/", 1)[1] for path, _ in served.requests] == ["checkpoint"] * 5 + list(
+        checkpoints.CHECKPOINT_FILES[1:])
+    message = str(info.value)
+    assert message.startswith(f"could not download 7 of the 7 files of GPT-2 {SIZE}")
+    assert "(checkpoint: HTTP 500 Internal Server Error (after 5 attempts); encoder.json, hparams.json, " in message
+    assert "vocab.bpe: HTTP 500 Internal Server Error (after 1 attempt))" in message and "\n" not in message
+    assert not (tmp_path / SIZE).exists()

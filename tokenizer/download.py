@@ -48,6 +48,7 @@ CHUNK_SIZE = 1 << 20
 # Tests patch it (or `_sleep`) so that retries cost nothing.
 BACKOFF_SECONDS = 0.5
 _sleep = time.sleep
+RETRIES = 4  # download_file's default: 0.5 + 1 + 2 + 4 = 7.5 s of waits in all
 
 
 class DownloadError(OSError):
@@ -64,6 +65,11 @@ class DownloadError(OSError):
 class CannotConnect(DownloadError):
     """The server could not be reached at all (name not resolved, connection refused): not retried,
     since asking again at once would meet the same answer, and other files from it will fail too."""
+
+
+class KeptFailing(DownloadError):
+    """The server failed (5xx, a body cut short, a timeout) on every attempt, retries included: a caller fetching
+    several files from it can give the others fewer tries (GPT-2's seven files)."""
 
 
 class ChecksumError(ValueError):
@@ -99,7 +105,7 @@ def download_file(
     *,
     sha256: str | None = None,
     progress: bool = True,
-    retries: int = 4,
+    retries: int = RETRIES,
     timeout: float = 30.0,
     desc: str | None = None,
 ) -> pathlib.Path:
@@ -195,8 +201,8 @@ def _download(url: str, dest: pathlib.Path, *, sha256, progress, retries, timeou
                     kept = f"; the {have} bytes received are kept in {part}, run again to resume" if have else ""
                     tries = f"{retries + 1} attempt{'s' if retries else ''}"
                     reason = f"{exc} (after {tries}){kept}"
-                    raise DownloadError(f"could not download {url}: {reason}. {_by_hand(url, dest)}",
-                                        reason=reason) from exc
+                    raise KeptFailing(f"could not download {url}: {reason}. {_by_hand(url, dest)}",
+                                      reason=reason) from exc
                 _sleep(BACKOFF_SECONDS * 2**attempt)
     except KeyboardInterrupt:  # Ctrl-C mid-transfer: what was received stays, and the next run goes on from it
         have = part.stat().st_size if part.exists() else 0
