@@ -25,6 +25,7 @@ What it does not do: run the model, or decide where models live (``models_dir.py
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -104,9 +105,7 @@ def _download_missing_files(model_size: str, model_dir: Path) -> None:
         except DownloadError as exc:
             failed[name] = exc.reason
         except OSError as exc:  # the file came, but could not be saved: the folder's fault, not the server's
-            raise OSError(exc.errno, f"cannot save GPT-2 {model_size}'s files in {model_dir} ({exc.strerror or exc}"
-                          f"{f': {exc.filename}' if exc.filename else ''}); make that folder writable, or choose "
-                          "another models folder (--models_dir, $GPT2_MODELS_DIR, or models_dir=)") from None
+            raise _cannot_save(exc, model_size, model_dir, name) from None
     if failed:
         by_reason = {}
         for name in CHECKPOINT_FILES:
@@ -124,6 +123,23 @@ def _download_missing_files(model_size: str, model_dir: Path) -> None:
     # user cache, for an installed copy) is one a user would not guess when looking for half a gigabyte or more
     size = sum((model_dir / name).stat().st_size for name in CHECKPOINT_FILES)
     say(f"saved GPT-2 {model_size} in {model_dir} ({size:,} bytes); later runs read it from there")
+
+
+def _cannot_save(error: OSError, model_size: str, model_dir: Path, name: str) -> OSError:
+    """The error of a file that came but could not be written into ``model_dir``, saying what to do: a full disk
+    (where the bytes received wait for the next run) is not a folder that refuses writes."""
+    cause = f"{error.strerror or error}{f': {error.filename}' if error.filename else ''}"
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        part = model_dir / f"{name}.part"
+        received = part.stat().st_size if part.is_file() else 0
+        kept = (f" (the {received:,} bytes of {name} received so far are kept in {part.name}, and the next run "
+                "resumes from them)") if received else ""
+        return OSError(error.errno, f"cannot save GPT-2 {model_size}'s files in {model_dir}: its disk is full "
+                                    f"({cause}); free some space and run again{kept}, or choose another models "
+                                    "folder (--models_dir, $GPT2_MODELS_DIR, or models_dir=)")
+    return OSError(error.errno, f"cannot save GPT-2 {model_size}'s files in {model_dir} ({cause}); make that folder "
+                                "writable, or choose another models folder (--models_dir, $GPT2_MODELS_DIR, or "
+                                "models_dir=)")
 
 
 class HparamsMismatch(CheckpointError):

@@ -8,6 +8,7 @@ exercise only the checkpoint code; the warm-start test runs the real one in a fr
 checkout's utils.py.
 """
 
+import errno
 import json
 import os
 import shutil
@@ -637,3 +638,44 @@ def test_a_server_failing_every_attempt_costs_its_retries_once_not_once_per_file
     assert "(checkpoint: HTTP 500 Internal Server Error (after 5 attempts); encoder.json, hparams.json, " in message
     assert "vocab.bpe: HTTP 500 Internal Server Error (after 1 attempt))" in message and "\n" not in message
     assert not (tmp_path / SIZE).exists()
+
+
+def test_a_disk_filling_up_mid_download_says_so_and_keeps_the_bytes_for_the_next_run(served, tmp_path, monkeypatch):
+    """The disk filling up while the weights are written said "make that folder writable" (the advice for a folder
+    that refuses writes): now it says to free space, and where the bytes received wait, which the next run resumes
+    from; no file is left looking complete."""
+    data = "model.ckpt.data-00000-of-00001"
+    real_open = open
+
+    class FillingUp:  # a file on a disk with room for its first write only
+        def __init__(self, *args):
+            self.file, self.written = real_open(*args), False
+
+        def write(self, chunk):
+            if self.written:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.written = True
+            return self.file.write(chunk)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+    served.files[f"/gpt-2/models/{SIZE}/{data}"] *= 3  # more than one chunk of 1 MiB
+    monkeypatch.setattr(download, "open", lambda path, mode: (FillingUp if path.name.startswith(data) else real_open)(
+        path, mode), raising=False)
+    with pytest.raises(OSError) as info:
+        checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
+    message = command_line.error_message(info.value)
+    part = tmp_path / SIZE / f"{data}.part"
+    assert message == (f"cannot save GPT-2 {SIZE}'s files in {tmp_path / SIZE}: its disk is full (No space left on "
+                       f"device); free some space and run again (the {download.CHUNK_SIZE:,} bytes of {data} received "
+                       f"so far are kept in {part.name}, and the next run resumes from them), or choose another models "
+                       "folder (--models_dir, $GPT2_MODELS_DIR, or models_dir=)")
+    assert part.stat().st_size == download.CHUNK_SIZE and not (tmp_path / SIZE / data).exists()
+    monkeypatch.setattr(download, "open", real_open, raising=False)  # space freed
+    checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
+    assert (tmp_path / SIZE / data).read_bytes() == served.files[f"/gpt-2/models/{SIZE}/{data}"]
+    assert served.requests_for(f"/gpt-2/models/{SIZE}/{data}")[-1] == f"bytes={download.CHUNK_SIZE}-"
