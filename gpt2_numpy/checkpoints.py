@@ -39,8 +39,8 @@ from . import hfmodel
 from .models_dir import MODEL_SIZES, default_models_dir
 from .tfcheckpoint import CheckpointError, DamagedFile, read_checkpoint
 from tokenizer.command_line import bar_if_slow, said_if_large, say
-from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, RETRIES, CannotConnect, DownloadError, KeptFailing, \
-    download_file, one_run_at_a_time, openai_public_url, sha256_file
+from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, RETRIES, CannotConnect, ChecksumError, DownloadError, \
+    KeptFailing, download_file, one_run_at_a_time, openai_public_url, sha256_file
 from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
 from tokenizer.user_cache import expand_home
 
@@ -91,12 +91,18 @@ def _download_missing_files(model_size: str, model_dir: Path) -> None:
     failed = {}  # file name -> why it is missing
     unreachable = None  # the reason, once the server could not be reached
     retries = RETRIES  # download_file's own number, until the server has failed a file through all of them
+    # every size's vocabulary files are GPT-2's own, whose sha256 are known: other bytes (from a mirror) that still
+    # parse would encode differently without a word
+    known_sha256 = {"encoder.json": GPT2_ENCODER_JSON.sha256, "vocab.bpe": GPT2_VOCAB_BPE.sha256}
     for name in missing:
         if unreachable is not None:
             failed[name] = unreachable
             continue
         try:
-            download_file(base + name, model_dir / name, desc=f"{model_size}/{name}", retries=retries)
+            download_file(base + name, model_dir / name, desc=f"{model_size}/{name}", retries=retries,
+                          sha256=known_sha256.get(name))
+        except ChecksumError as exc:
+            failed[name] = f"its sha256 is {exc.actual}, not GPT-2's {known_sha256[name]}; the bytes were deleted"
         except CannotConnect as exc:
             unreachable = failed[name] = exc.reason
         except KeptFailing as exc:  # (a server failing every file would cost its backoff, 7.5 s, once per file)

@@ -9,6 +9,7 @@ checkout's utils.py.
 """
 
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -679,3 +680,22 @@ def test_a_disk_filling_up_mid_download_says_so_and_keeps_the_bytes_for_the_next
     checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
     assert (tmp_path / SIZE / data).read_bytes() == served.files[f"/gpt-2/models/{SIZE}/{data}"]
     assert served.requests_for(f"/gpt-2/models/{SIZE}/{data}")[-1] == f"bytes={download.CHUNK_SIZE}-"
+
+
+def test_a_vocabulary_file_that_is_not_gpt2s_is_refused_at_download(served, tmp_path):
+    """Every size's encoder.json and vocab.bpe are GPT-2's own, whose sha256 the package knows; a server (a mirror)
+    sending other bytes that still parse (a vocab.bpe short of its last merges) was saved and used, encoding text
+    differently without a word. Now the file is refused with the others' reasons, its bytes deleted."""
+    from tokenizer.registry import GPT2_VOCAB_BPE
+
+    whole = served.files[f"/gpt-2/models/{SIZE}/vocab.bpe"]
+    served.files[f"/gpt-2/models/{SIZE}/vocab.bpe"] = short = b"\n".join(whole.split(b"\n")[:-100]) + b"\n"
+    with pytest.raises(DownloadError) as info:
+        checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
+    message = str(info.value)
+    assert message.startswith(f"could not download 1 of the 7 files of GPT-2 {SIZE}")
+    actual = hashlib.sha256(short).hexdigest()
+    assert (f"(vocab.bpe: its sha256 is {actual}, not GPT-2's {GPT2_VOCAB_BPE.sha256}; the bytes were deleted)"
+            in message), message
+    assert not (tmp_path / SIZE / "vocab.bpe").exists() and not list((tmp_path / SIZE).glob("*.part"))
+    assert (tmp_path / SIZE / "encoder.json").read_bytes() == served.files[f"/gpt-2/models/{SIZE}/encoder.json"]

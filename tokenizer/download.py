@@ -73,7 +73,12 @@ class KeptFailing(DownloadError):
 
 
 class ChecksumError(ValueError):
-    """A downloaded (or already present) file does not have the sha256 the caller expected."""
+    """A downloaded (or already present) file does not have the sha256 the caller expected; ``actual`` is the one
+    it has, when known (for callers that report many files at once)."""
+
+    def __init__(self, message: str, *, actual: str | None = None):
+        super().__init__(message)
+        self.actual = actual
 
 
 class _Transient(Exception):
@@ -221,7 +226,8 @@ def _download(url: str, dest: pathlib.Path, *, sha256, progress, retries, timeou
             raise ChecksumError(
                 f"{url} downloaded to {dest} has the wrong sha256: expected {sha256}, got {actual}. "
                 f"The download was deleted; try again, and if it keeps failing the file on the server "
-                f"differs from the one this code expects."
+                f"differs from the one this code expects.",
+                actual=actual,
             )
     os.replace(part, dest)
     return dest
