@@ -161,6 +161,22 @@ def test_short_body_is_an_error_and_keeps_the_part_for_resume(served, tmp_path):
     assert served.requests_for(PATH)[-1] == f"bytes={len(kept)}-"
 
 
+@pytest.mark.parametrize("fault", ["short", "cut"])
+def test_a_body_cut_short_on_every_attempt_is_said_in_words(served, tmp_path, fault):
+    """A body that ended early through every retry was told as requests' tuple, "('Connection broken:
+    IncompleteRead(99136 bytes read, 1000 more expected)', IncompleteRead(...))", and the bytes kept as "3145728":
+    now in words, with the bytes received of how many."""
+    served.fault(PATH, *[fault] * 3)
+    with pytest.raises(DownloadError) as info:
+        _get(tmp_path, retries=2)
+    part = tmp_path / "deep" / "dir" / "model.ckpt.data.part"
+    have = part.stat().st_size
+    announced = len(BODY) + (1000 if fault == "short" else 0)  # (a "short" answer promises 1,000 bytes more)
+    assert 0 < have < len(BODY)
+    assert info.value.reason == (f"the connection broke after {have:,} of the file's {announced:,} bytes (after 3 "
+                                 f"attempts); the {have:,} bytes received are kept in {part}, run again to resume")
+
+
 def test_404_fails_at_once_naming_url_and_remedy(served, tmp_path):
     url = download.openai_public_url("/gpt-2/models/124M/missing.bin")
     dest = tmp_path / "missing.bin"

@@ -203,7 +203,7 @@ def _download(url: str, dest: pathlib.Path, *, sha256, progress, retries, timeou
                     ) from exc
                 if attempt == retries:
                     have = part.stat().st_size if part.exists() else 0
-                    kept = f"; the {have} bytes received are kept in {part}, run again to resume" if have else ""
+                    kept = f"; the {have:,} bytes received are kept in {part}, run again to resume" if have else ""
                     tries = f"{retries + 1} attempt{'s' if retries else ''}"
                     reason = f"{exc} (after {tries}){kept}"
                     raise KeptFailing(f"could not download {url}: {reason}. {_by_hand(url, dest)}",
@@ -308,13 +308,22 @@ def _fetch_into(url: str, part: pathlib.Path, timeout: float, bar: _LazyBar) -> 
 
         bar.start(total, start)
         part.parent.mkdir(parents=True, exist_ok=True)
-        with open(part, "ab" if start else "wb") as f:
-            for chunk in resp.iter_content(chunk_size=CHUNK_SIZE):
-                f.write(chunk)
-                bar.update(len(chunk))
+        try:
+            with open(part, "ab" if start else "wb") as f:
+                for chunk in resp.iter_content(chunk_size=CHUNK_SIZE):
+                    f.write(chunk)
+                    bar.update(len(chunk))
+        except requests.exceptions.ChunkedEncodingError as exc:  # (its text is a tuple of urllib3's reprs)
+            raise _Transient(_cut_short(part.stat().st_size, total)) from exc
     size = part.stat().st_size
     if total is not None and size != total:
-        raise _Transient(f"the connection ended after {size} of {total} bytes")
+        raise _Transient(_cut_short(size, total))
+
+
+def _cut_short(received: int, total: int | None) -> str:
+    """Why an attempt ended, in words: the connection broke after ``received`` bytes of the file (``total``)."""
+    return f"the connection broke after {received:,} of the file's {total:,} bytes" if total is not None else \
+        f"the connection broke after {received:,} bytes"
 
 
 def _start_from_content_range(value: str) -> int:
