@@ -307,8 +307,27 @@ def test_off_a_terminal_a_download_says_one_line_at_its_start_and_one_at_its_end
     lines = said.splitlines()
     url = download.openai_public_url(PATH)
     assert lines[0] == f"downloading weights from {url} ({len(BODY):,} bytes) ..."
-    assert lines[1].startswith(f"downloading weights from {url} ({len(BODY):,} bytes, resuming at byte ")
-    assert lines[2:] == [f"downloaded weights ({len(BODY):,} bytes)"]
+    assert lines[1].startswith("weights: the connection broke after ") and lines[1].endswith(
+        f" of the file's {len(BODY):,} bytes; trying again in 0.5 s (attempt 2 of 5)")
+    assert lines[2].startswith(f"downloading weights from {url} ({len(BODY):,} bytes, resuming at byte ")
+    assert lines[3:] == [f"downloaded weights ({len(BODY):,} bytes)"]
+
+
+def test_a_wait_before_a_retry_is_said(served, tmp_path, monkeypatch, capsys, no_backoff):
+    """A server answering 500 was retried in silence (0.5 + 1 + 2 + 4 s before the error, and nothing drawn, since
+    no bar starts before the file comes): each wait now says why and for how long."""
+    monkeypatch.setattr(command_line, "show_progress", lambda: False)
+    served.fault(PATH, "500", "500")
+    _get(tmp_path, progress=True, desc="weights")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:2] == ["weights: HTTP 500 Internal Server Error; trying again in 0.5 s (attempt 2 of 5)",
+                         "weights: HTTP 500 Internal Server Error; trying again in 1 s (attempt 3 of 5)"], lines
+    assert lines[2].startswith("downloading weights from ") and len(lines) == 4
+    assert no_backoff == [0.5, 1.0]
+    served.fault(PATH, "500")
+    os.remove(tmp_path / "deep" / "dir" / "model.ckpt.data")
+    _get(tmp_path, progress=False)
+    assert capsys.readouterr().err == ""  # progress=False: nothing said, retries included
 
 
 @pytest.mark.parametrize("how", ["offline", "404"])

@@ -201,14 +201,19 @@ def _download(url: str, dest: pathlib.Path, *, sha256, progress, retries, timeou
                         f"could not download {url}: {reason}; are you offline? {_by_hand(url, dest)}",
                         reason=reason,
                     ) from exc
+                why = f"the server sent nothing for {timeout:g} s" if isinstance(exc, requests.Timeout) else str(exc)
                 if attempt == retries:
                     have = part.stat().st_size if part.exists() else 0
                     kept = f"; the {have:,} bytes received are kept in {part}, run again to resume" if have else ""
                     tries = f"{retries + 1} attempt{'s' if retries else ''}"
-                    reason = f"{exc} (after {tries}){kept}"
+                    reason = f"{why} (after {tries}){kept}"
                     raise KeptFailing(f"could not download {url}: {reason}. {_by_hand(url, dest)}",
                                       reason=reason) from exc
-                _sleep(BACKOFF_SECONDS * 2**attempt)
+                delay = BACKOFF_SECONDS * 2**attempt
+                if progress:  # (no bar is drawn before the file comes: a 500's backoff would pass in silence)
+                    command_line.say(f"{desc or dest.name}: {why}; trying again in {delay:g} s (attempt "
+                                     f"{attempt + 2} of {retries + 1})")
+                _sleep(delay)
     except KeyboardInterrupt:  # Ctrl-C mid-transfer: what was received stays, and the next run goes on from it
         have = part.stat().st_size if part.exists() else 0
         if not have:
