@@ -598,10 +598,17 @@ def test_ctrl_c_during_a_download_is_one_line_and_exit_130(file_server, tiny, tm
     assert not (models / SIZE / "checkpoint").exists()
 
 
-def test_a_second_run_joining_a_sizes_download_says_it_waits_once(served, tmp_path, capsys):
+@pytest.mark.parametrize("path", ["the same", "a symbolic link"])
+def test_a_second_run_joining_a_sizes_download_says_it_waits_once(served, tmp_path, capsys, path):
     """A second run that starts while another downloads the same size said its waiting line once per file still to
     come (each file had a lock of its own, and between two files either run could take the next one's): now one
-    line for the whole size, naming the other run and the folder, and no file is asked for twice."""
+    line for the whole size, naming the other run and the folder, and no file is asked for twice. The folder named
+    through a symbolic link (a $GPT2_MODELS_DIR of ~/models linking to it) is the same folder: the lock was the
+    path's, so both runs wrote the same files at once."""
+    second = tmp_path
+    if path == "a symbolic link":
+        second = tmp_path.parent / f"{tmp_path.name}-link"
+        second.symlink_to(tmp_path, target_is_directory=True)
     served.stall_seconds = 1.0
     for name in ("model.ckpt.data-00000-of-00001", "model.ckpt.index"):  # two files still to come when it joins
         served.fault(f"/gpt-2/models/{SIZE}/{name}", "stall")
@@ -610,14 +617,14 @@ def test_a_second_run_joining_a_sizes_download_says_it_waits_once(served, tmp_pa
     deadline = time.monotonic() + 20
     while len(served.requests) < 4 and time.monotonic() < deadline:  # the first run is on the data file
         time.sleep(0.01)
-    checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
+    checkpoints.download_gpt2_files(SIZE, second / SIZE)
     first.join()
     for name in checkpoints.CHECKPOINT_FILES:
         assert (tmp_path / SIZE / name).read_bytes() == served.files[f"/gpt-2/models/{SIZE}/{name}"]
     assert sorted(path for path, _ in served.requests) == sorted(
         f"/gpt-2/models/{SIZE}/{name}" for name in checkpoints.CHECKPOINT_FILES)  # each asked for once
     waiting = [line for line in capsys.readouterr().err.splitlines() if "waiting" in line]
-    assert waiting == [f"another run (process {os.getpid()}) is downloading GPT-2 {SIZE} into {tmp_path / SIZE}; "
+    assert waiting == [f"another run (process {os.getpid()}) is downloading GPT-2 {SIZE} into {second / SIZE}; "
                        "waiting for it to finish ..."], waiting
 
 

@@ -20,9 +20,9 @@ in place by hand, and its ``reason`` holds the cause alone, for callers that rep
 One run at a time fetches a given ``dest``: two runs asking for the same file at once (two terminals fetching the
 same GPT-2 size) would append to the same ``.part``. A second run waits for the first, saying so in one line, and
 then finds the file in place (or, if the first failed, resumes its ``.part``). The lock is an ``flock`` on a small
-file named by a hash of ``dest``'s path, in this user's own folder in the temporary folder
-(:func:`tokenizer.user_cache.temporary_cache_root`: not beside ``dest``, nor in a cache folder, since an offline
-attempt makes no folder there), released by the system on any exit of the run that holds it, a crash or a kill
+file named by a hash of ``dest``'s real path (symbolic links followed), in this user's own folder in the temporary
+folder (:func:`tokenizer.user_cache.temporary_cache_root`: not beside ``dest``, nor in a cache folder, since an
+offline attempt makes no folder there), released by the system on any exit of the run that holds it, a crash or a kill
 included. A caller that fills a folder file by file (a GPT-2 size) takes the same lock over the folder
 (:func:`one_run_at_a_time`), so that a run joining another's download says once that it waits, not once per file.
 """
@@ -151,7 +151,8 @@ def one_run_at_a_time(target, doing: str):
     except ImportError:
         yield False
         return
-    key = hashlib.sha256(os.fsencode(os.path.abspath(target))).hexdigest()[:16]
+    # (the real path: one folder named through a symbolic link, ~/models -> /data/models, is still the one folder)
+    key = hashlib.sha256(os.fsencode(os.path.realpath(target))).hexdigest()[:16]
     locks = temporary_cache_root() / "download-locks"
     try:
         locks.mkdir(parents=True, exist_ok=True)
