@@ -232,8 +232,8 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
             raise ValueError(f"{folder} holds neither OpenAI's layout (checkpoint, hparams.json, model.ckpt.*) "
                              f"nor Hugging Face's (config.json, {hfmodel.SAFETENSORS})")
         _check_model_size(model_size)  # neither a size nor a folder: the error lists the sizes
+    model_dir = check_size_folder(model_size, models_dir)  # (before the default is put in: its error names it)
     models_dir = default_models_dir() if models_dir is None else models_dir
-    model_dir = check_size_folder(model_size, models_dir)
     if latest_checkpoint(model_dir) is None or not all((model_dir / n).is_file() for n in NEEDED_FILES):
         download_gpt2_files(model_size, model_dir)
     try:
@@ -252,12 +252,22 @@ def load_encoder_hparams_and_params(model_size: str, models_dir=None):
 
 def check_size_folder(model_size: str, models_dir=None) -> Path:
     """The folder of a size (:func:`model_folder`), or a ValueError when something that is not a folder stands
-    there: read from or downloaded into, it would fail deep inside ("checkpoint: Not a directory")."""
+    there, or where the models folder should be: read from or downloaded into, it would fail deep inside
+    ("checkpoint: Not a directory")."""
     model_dir = model_folder(model_size, models_dir)
     if model_dir.exists() and not model_dir.is_dir():
         raise ValueError(f"{model_dir} is not a folder, but GPT-2 {model_size}'s files go in a folder of that name: "
                          "move it away, or choose another models folder (--models_dir, $GPT2_MODELS_DIR, or "
                          "models_dir=)")
+    # the models folder itself a file, or inside one (the command says so of its flags first: cli.check_models_dir)
+    folder = model_dir.parent
+    nearest = next((path for path in (folder, *folder.parents) if path.exists()), None)
+    if nearest is not None and not nearest.is_dir():
+        named = ("models_dir" if models_dir is not None else
+                 "$GPT2_MODELS_DIR" if os.environ.get("GPT2_MODELS_DIR") else "the models folder")
+        what = "is not a folder" if nearest == folder else f"lies inside {nearest}, which is not a folder"
+        raise ValueError(f"{named} {folder} {what}, but GPT-2 {model_size}'s files go in a folder inside it: choose "
+                         "another models folder (--models_dir, $GPT2_MODELS_DIR, or models_dir=)")
     return model_dir
 
 

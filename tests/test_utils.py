@@ -706,3 +706,29 @@ def test_a_vocabulary_file_that_is_not_gpt2s_is_refused_at_download(served, tmp_
             in message), message
     assert not (tmp_path / SIZE / "vocab.bpe").exists() and not list((tmp_path / SIZE).glob("*.part"))
     assert (tmp_path / SIZE / "encoder.json").read_bytes() == served.files[f"/gpt-2/models/{SIZE}/encoder.json"]
+
+
+@pytest.mark.parametrize("given", ["$GPT2_MODELS_DIR", "models_dir="])
+def test_a_models_folder_that_is_a_file_is_named_by_the_python_api_too(served, tmp_path, monkeypatch, given):
+    """$GPT2_MODELS_DIR (or models_dir=) naming a file, or a path inside one: the gpt2 command said so in one line,
+    but load_encoder_hparams_and_params, and picoGPT's gpt2.main through it, stopped on NotADirectoryError from
+    deep inside ("...124M/checkpoint"). Now a ValueError names the setting, before any download."""
+    import gpt2
+
+    a_file = tmp_path / "models.txt"
+    a_file.write_text("not a folder")
+    inside = f"lies inside {a_file}, which is not a folder"
+    for folder, what in [(a_file, "is not a folder"), (a_file / "inner", inside)]:
+        if given == "$GPT2_MODELS_DIR":
+            monkeypatch.setenv("GPT2_MODELS_DIR", str(folder))
+            calls = [lambda: checkpoints.load_encoder_hparams_and_params(SIZE), lambda: gpt2.main("Hello", 1)]
+        else:
+            calls = [lambda: checkpoints.load_encoder_hparams_and_params(SIZE, folder),
+                     lambda: gpt2.main("Hello", 1, models_dir=str(folder))]
+        for call in calls:
+            with pytest.raises(ValueError) as info:
+                call()
+            assert str(info.value) == (f"{given.rstrip('=')} {folder} {what}, but GPT-2 {SIZE}'s files go in a "
+                                       f"folder inside it: choose another models folder (--models_dir, "
+                                       "$GPT2_MODELS_DIR, or models_dir=)")
+    assert served.requests == [] and a_file.read_text() == "not a folder"
