@@ -25,6 +25,7 @@ What it does not do: run the model, or decide where models live (``models_dir.py
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -78,8 +79,19 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
     # One lock over the whole size, not only each file's (download_file's): a run that joins another's download
     # says once that it waits, where it said so for every file still to come, and takes the folder over whole
     # (finding it complete, or what the other run left to fetch: a 404, or a .part after Ctrl-C)
-    with one_run_at_a_time(model_dir, f"downloading GPT-2 {model_size} into {model_dir}"):
+    with one_run_at_a_time(model_dir, f"downloading GPT-2 {model_size} into {model_dir}",
+                           received=lambda: _bytes_in(model_dir), what=f"GPT-2 {model_size}, by the other run"):
         _download_missing_files(model_size, model_dir)
+
+
+def _bytes_in(folder: Path) -> int:
+    """The bytes of the files in ``folder`` (its .part files included): how far a download into it has come."""
+    total = 0
+    with contextlib.suppress(OSError):  # (not made yet; or a file renamed between listing and asking its size)
+        for entry in os.scandir(folder):
+            with contextlib.suppress(OSError):
+                total += entry.stat().st_size if entry.is_file() else 0
+    return total
 
 
 def _download_missing_files(model_size: str, model_dir: Path) -> None:

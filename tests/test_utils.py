@@ -732,3 +732,36 @@ def test_a_models_folder_that_is_a_file_is_named_by_the_python_api_too(served, t
                                        f"folder inside it: choose another models folder (--models_dir, "
                                        "$GPT2_MODELS_DIR, or models_dir=)")
     assert served.requests == [] and a_file.read_text() == "not a folder"
+
+
+def test_a_run_waiting_for_anothers_download_draws_its_progress_on_a_terminal(served, tmp_path, monkeypatch):
+    """Waiting for another run's download (1558M: 6 GB) said one line and then nothing for minutes: on a terminal a
+    bar (bar_if_slow: drawn once the wait is slow) now counts the bytes that run has put in the size's folder."""
+    bars = []
+
+    class Bar:  # bar_if_slow's bar, as it is used
+        def __init__(self, **options):
+            self.options, self.n, self.closed = options, 0, False
+            bars.append(self)
+
+        def update(self, n):
+            self.n += n
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(command_line, "show_progress", lambda: True)
+    monkeypatch.setattr(command_line, "bar_if_slow", lambda **options: Bar(**options))
+    served.stall_seconds = 1.0
+    served.fault(f"/gpt-2/models/{SIZE}/model.ckpt.data-00000-of-00001", "stall")
+    first = threading.Thread(target=checkpoints.download_gpt2_files, args=(SIZE, tmp_path / SIZE))
+    first.start()
+    deadline = time.monotonic() + 20
+    while len(served.requests) < 4 and time.monotonic() < deadline:  # the first run is on the data file
+        time.sleep(0.01)
+    checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
+    first.join()
+    assert len(bars) == 1 and bars[0].closed
+    assert bars[0].options["desc"] == f"GPT-2 {SIZE}, by the other run" and bars[0].options["unit"] == "B"
+    before = sum(len(served.files[f"/gpt-2/models/{SIZE}/{name}"]) for name in checkpoints.CHECKPOINT_FILES[:3])
+    assert bars[0].n >= before  # at least the three files the other run had fetched when this one began to wait

@@ -141,11 +141,12 @@ def download_file(
 
 
 @contextlib.contextmanager
-def one_run_at_a_time(target, doing: str):
+def one_run_at_a_time(target, doing: str, *, received=None, what: str = ""):
     """Hold the lock on writing ``target`` (a file, or a folder filled file by file) for the ``with`` block, waiting
     while another run holds it, which is said in one line on stderr: "another run (process N) is ``doing``; waiting
-    for it to finish ...". Yields whether it waited. Where no lock can be taken (no fcntl, as on Windows; a cache
-    folder that cannot be written), the work goes on without one, as it did before."""
+    for it to finish ...". Yields whether it waited. ``received`` (a function: the bytes the other run has written
+    so far) draws a bar of them, named ``what``, on a terminal once the wait is slow. Where no lock can be taken (no
+    fcntl, as on Windows; a cache folder that cannot be written), the work goes on without one, as it did before."""
     try:
         import fcntl
     except ImportError:
@@ -168,13 +169,37 @@ def one_run_at_a_time(target, doing: str):
             holder = os.pread(lock, 32, 0).decode("ascii", "replace").strip()
             by = f" (process {holder})" if holder.isdigit() else ""
             command_line.say(f"another run{by} is {doing}; waiting for it to finish ...")
-            fcntl.flock(lock, fcntl.LOCK_EX)  # (Ctrl-C while waiting ends this run, the other goes on)
+            _wait_for_lock(lock, received, what)  # (Ctrl-C while waiting ends this run, the other goes on)
             waited = True
         os.ftruncate(lock, 0)
         os.pwrite(lock, str(os.getpid()).encode("ascii"), 0)  # who holds it, for the next run's line
         yield waited
     finally:
         os.close(lock)  # (closing releases the lock; a run that dies releases it the same way)
+
+
+WAIT_POLL_SECONDS = 0.25  # how often a run waiting for another's download looks at its lock and its bytes
+
+
+def _wait_for_lock(lock: int, received, what: str) -> None:
+    """Take the lock on the file ``lock``, waiting as long as another run holds it: asleep in flock, or, when there
+    is a bar to draw (``received``, on a terminal), looking every WAIT_POLL_SECONDS at the lock and the bytes."""
+    import fcntl
+
+    if received is None or not command_line.show_progress():
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return
+    bar = command_line.bar_if_slow(desc=what, unit="B", unit_scale=True, unit_divisor=1024)
+    try:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                bar.update(received() - bar.n)
+                time.sleep(WAIT_POLL_SECONDS)
+    finally:
+        bar.close()
 
 
 def _download(url: str, dest: pathlib.Path, *, sha256, progress, retries, timeout, desc) -> pathlib.Path:
