@@ -66,11 +66,10 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
 
     If any cannot be fetched, one :class:`DownloadError` names every file still missing, why, and how to
     supply them by hand; once all are there, one line on stderr names the folder they are in. A server that
-    cannot be reached at all is asked once, not once per file, and one that failed a file through every retry is
-    asked once for each later file; it draws no progress bar and leaves no folder
+    cannot be reached at all is asked once, not once per file; it draws no progress bar and leaves no folder
     behind (:func:`tokenizer.download.download_file` draws its bar and makes the folder only once the server
-    sends a file). A second run for the same folder waits for the first, saying so once, and then fetches only
-    what is still missing.
+    sends a file). A server that failed a file through every retry is asked once for each later file. A second
+    run for the same folder waits for the first, saying so once, and then fetches only what is still missing.
     """
     _check_model_size(model_size)
     model_dir = Path(model_dir)
