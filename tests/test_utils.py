@@ -193,9 +193,10 @@ def test_a_file_where_a_sizes_folder_goes_is_a_mistake_named_before_any_download
     assert "move it away" in err and served.requests == [] and (tmp_path / SIZE).read_text() == "not a folder"
 
 
-def test_a_models_folder_that_cannot_be_written_says_so_and_what_to_do(served, tmp_path, monkeypatch):
+def test_a_models_folder_that_cannot_be_written_says_so_and_what_to_do(served, tmp_path, monkeypatch, capsys):
     """A download into a folder the user may not write (a read-only $GPT2_MODELS_DIR) fails with one line that names
-    the folder and how to choose another, not a bare PermissionError from deep inside the download."""
+    the folder and how to choose another, not a bare PermissionError from deep inside the download; and no
+    "downloading 124M/checkpoint ..." line before it, for a file that could not even be opened."""
     model_dir = tmp_path / "read-only" / SIZE
     real_mkdir = Path.mkdir
 
@@ -212,6 +213,7 @@ def test_a_models_folder_that_cannot_be_written_says_so_and_what_to_do(served, t
     assert "make that folder writable" in message and "$GPT2_MODELS_DIR" in message and "\n" not in message
     assert len(served.requests) == 1  # the first file's failure ends it: the others would fail the same way
     assert not (tmp_path / "read-only").exists()
+    assert capsys.readouterr().err == ""  # (the error is the command's one line)
 
 
 def test_a_first_loads_crc_check_draws_a_bar_in_bytes_on_a_terminal(tiny, monkeypatch, capsys):

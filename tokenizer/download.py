@@ -337,10 +337,10 @@ def _fetch_into(url: str, part: pathlib.Path, timeout: float, bar: _LazyBar) -> 
         length = resp.headers.get("Content-Length")
         total = start + int(length) if length is not None else None
 
-        bar.start(total, start)
         part.parent.mkdir(parents=True, exist_ok=True)
         try:
             with open(part, "ab" if start else "wb") as f:
+                bar.start(total, start)  # (once the file is open: a folder that refuses it says only its error)
                 for chunk in resp.iter_content(chunk_size=CHUNK_SIZE):
                     f.write(chunk)
                     bar.update(len(chunk))
