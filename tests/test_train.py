@@ -337,6 +337,30 @@ def test_fast_merges_equal_the_reference_on_long_runs(counts, num_merges):
     assert learned_by_every_loop(counts, num_merges) == [learn_merges_reference(counts, num_merges)] * 3
 
 
+def test_the_numpy_loop_breaks_a_tie_among_thousands_of_pairs_quickly():
+    # Every two-character word of 94 printable characters, once each: 8,836 pairs tie at a count of 1 and every
+    # merge takes the greatest of those left, as late merges on a small corpus do (walkthrough 01's 100 KB and
+    # 10,000 tokens). Comparing the tied pairs' bytes in Python at every merge took 7 s here (and most of that
+    # walkthrough command's 20 s); in array operations it takes under a second.
+    alphabet = [chr(c) for c in range(33, 127)]
+    counts = {a + b: 1 for a in alphabet for b in alphabet}
+    started = time.perf_counter()
+    merges = learn_merges(counts, len(counts), compiled=False)
+    took = time.perf_counter() - started
+    assert merges == sorted(((a.encode(), b.encode()) for a in alphabet for b in alphabet), reverse=True)
+    assert took < 3, f"the NumPy merge loop took {took:.1f} s to break ties among {len(counts):,} pairs"
+
+
+def test_ties_between_tokens_made_by_merges_compare_their_bytes():
+    # the tie-break keeps every token's place in byte order as merges make tokens: b"ab", made first, sorts
+    # between older tokens (b"a" < b"ab" < b"b"), so of the pairs tied at 2 (b, a) comes before (ab, y) and
+    # (ab, x) before (a, z)
+    counts = {"ab": 9, "abx": 2, "aby": 2, "ba": 2, "az": 2, "bz": 2}
+    expected = [(b"a", b"b"), (b"b", b"z"), (b"b", b"a"), (b"ab", b"y"), (b"ab", b"x"), (b"a", b"z")]
+    assert learn_merges_reference(counts, 6) == expected
+    assert learn_merges(counts, 6, compiled=False) == expected
+
+
 class StubLoader:
     """Stands in for the process's CompiledLoopLoader: the compiled loop (loaded in this process) from the
     ``ready_at``-th question on (1: before the first merge, 2: after it), or never (None: as without numba)."""

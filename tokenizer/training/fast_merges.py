@@ -21,7 +21,7 @@ from tqdm import tqdm
 from ..extras import install_hint
 from . import compiled_merges
 from .compiled_loop_loader import LOADER, CompiledLoopLoader
-from .merge_tables import FlatWords, PairTable
+from .merge_tables import FlatWords, PairTable, TokenOrder
 from .reference import Merges
 
 # Below this much work (bytes of distinct pre-tokens x merges) a job merges with NumPy and never touches numba.
@@ -194,17 +194,23 @@ def _compiled_steps(kernel, words: "FlatWords", num_merges: int, replay: Sequenc
 def _numpy_steps(words: "FlatWords", num_merges: int, replay: Sequence[tuple[int, int]]):
     """Merges one at a time (lists of one token id pair) from the NumPy merge loop."""
     table = PairTable(words, 256 + num_merges)
-    tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes, for the tie-break
+    tokens: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes
+    order = TokenOrder(256 + num_merges)  # for the tie-break
+
+    def greatest(ties: np.ndarray) -> int:
+        return int(ties[order.greatest(table.left[ties], table.right[ties])])
+
     for k in range(num_merges):
         if k < len(replay):
             best = table.find(*replay[k])
             if best < 0:
                 raise _replay_error(k, replay[k])
         else:
-            best = table.best(lambda ties: max(ties, key=lambda q: (tokens[table.left[q]], tokens[table.right[q]])))
+            best = table.best(greatest)
             if best < 0:
                 return
         a, b = int(table.left[best]), int(table.right[best])
         tokens.append(tokens[a] + tokens[b])
+        order.add(tokens[-1])
         table.merge(best, len(tokens) - 1)
         yield [(a, b)]
