@@ -344,6 +344,10 @@ def test_train_missing_file_and_folder(cli, tmp_path):
     (tmp_path / "empty.txt").write_bytes(b"")
     assert "empty" in cli("train", "--input", "empty.txt", "--vocab_size", "300", "--out", "tok", status=2).stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt"]
+    # empty standard input is named as the user gave it, not as the temporary file train copied it to
+    stderr = cli("train", "--input", "-", "--vocab_size", "300", "--out", "tok", stdin=b"", status=2).stderr
+    assert stderr == f"{PROG}: error: training file is empty: 'stdin' (nothing to learn merges from)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt"]
 
 
 def test_empty_file(cli, tmp_path):

@@ -57,7 +57,7 @@ from .compiled_loop_loader import LOADER
 from .counting import DEFAULT_CHUNK_SIZE, count_pretokens
 from .fast_merges import learn_merges, wants_compiled_loop
 from .reference import Merges, learn_merges_reference
-from ..jobs.inputs import find_inputs, refuse_stdin
+from ..jobs.inputs import find_inputs, input_name, refuse_stdin
 from ..patterns import WHITESPACE_CLASS as WHITESPACE  # this module's name for it: a class's contents
 from ..pretokenize import GPT2_PATTERN
 
@@ -130,7 +130,8 @@ def train_bpe(
     refuse_stdin(found, "training reads its inputs in parallel, and again to resume")
     paths = [os.fspath(p) for p in found]
     if not any(os.path.getsize(p) for p in paths):
-        which = repr(paths[0]) if len(paths) == 1 else f"all {len(paths)} inputs"
+        # (named as given: standard input, which the train command copies to a temporary file, as stdin)
+        which = repr(input_name(paths[0])) if len(paths) == 1 else f"all {len(paths)} inputs"
         raise ValueError(f"training file is empty: {which} (nothing to learn merges from)")
 
     if progress is None:
