@@ -1160,6 +1160,19 @@ def test_train_bpe_draws_no_bars_when_stderr_is_no_terminal(capsys, tmp_path):
     assert capsys.readouterr().err == ""  # capsys: stderr is not a terminal
 
 
+def test_train_on_a_terminal_draws_a_bar_while_it_encodes_the_text_again_for_its_summary(capsys, monkeypatch,
+                                                                                          tmp_path):
+    # the figures train prints last come from encoding the training text again: minutes on a large corpus, or on
+    # text without spaces (one pre-token of 300 KB took 2 minutes), which a person must not wait through in silence
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.txt").write_text("low lower lowest newer " * 20, encoding="utf-8")
+    monkeypatch.setattr(tokenizer.cli, "show_progress", lambda: True)
+    assert tokenizer.cli.main(["train", "--input", "t.txt", "--vocab_size", "270", "--out", "tok"], prog=PROG) == 0
+    stderr = capsys.readouterr().err
+    assert "pre-tokenizing" in stderr and "merging" in stderr
+    assert "t.txt (tok)" in stderr  # the summary's bar: the file, and the tokenizer it is encoded with
+
+
 def test_bytes_mean_the_texts_utf8_bytes_in_every_command(cli, tmp_path):
     """count, stats, encode-file and encode-dataset (and its manifest) give one "bytes" for the same documents,
     whether the file is .jsonl or .jsonl.gz: the text's UTF-8 bytes; the file's size is file_bytes."""

@@ -697,8 +697,10 @@ def print_training_summary(paths: list[Path], source: str, args, vocab, merges, 
     special_bytes = {s.encode("utf-8") for s in specials}
     longest = max((t for t in vocab.values() if t not in special_bytes), key=len)
     n_tokens = n_bytes = 0
+    # The training text is encoded again for the figures below, with a bar on a terminal: on a large corpus, or one
+    # of long pre-tokens (text without spaces), that takes longer than the training itself.
     for path in paths:
-        s = dataset.file_stats(path, enc, allowed_special="all", text_field=args.text_field)
+        s = dataset.file_stats(path, enc, allowed_special="all", text_field=args.text_field, progress=show_progress())
         n_tokens += s["tokens"]
         n_bytes += s["bytes"]
     took = f"{seconds:.1f} s"
