@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import doctest
 import errno
 import io
 import json
@@ -508,6 +509,16 @@ def test_train_says_1_merge_and_1_byte_in_the_singular(cli, tmp_path):
     assert tokenizer.cli.longest_token_line(b"a", []) == "longest token: b'a' (1 byte)"
     assert tokenizer.cli.longest_token_line(b"ab", ["|"]) == (
         "longest token: b'ab' (2 bytes; special tokens left out: '|' is 1 byte)")
+
+
+def test_train_shows_the_start_of_a_very_long_token(cli, tmp_path):
+    # text without spaces is one pre-token, and a few merges make it one token: train printed all of it (a
+    # 1 MB file of one letter, a line of a megabyte)
+    (tmp_path / "ab.txt").write_text("ab" * 2000, encoding="utf-8")
+    out = cli("train", "--input", "ab.txt", "--vocab_size", "300", "--out", "tok").stdout
+    line = next(line for line in out.splitlines() if line.startswith("longest token:"))
+    assert line == f"longest token: {b'ab' * 50!r}... (4,000 bytes, the first 100 shown)"
+    assert doctest.testmod(tokenizer.cli).failed == 0  # its docstring's example of the same
 
 
 def test_train_vocab_size_too_small(cli):

@@ -714,14 +714,28 @@ def print_training_summary(paths: list[Path], source: str, args, vocab, merges, 
     print(f"on the training text: {n_tokens:,} tokens, {n_bytes / max(n_tokens, 1):.3f} bytes/token")
 
 
+LONGEST_SHOWN = 100  # bytes of the longest token that train prints
+
+
 def longest_token_line(longest: bytes, specials: list[str]) -> str:
     """What train says of the longest token it learned: special tokens are added whole, not learned, so they
     are left out, and the line says so (CS336's ``max(vocab.values(), key=len)`` would give one of them).
 
     >>> longest_token_line(b" accomplishment", ["<|endoftext|>"])
     "longest token: b' accomplishment' (15 bytes; special tokens left out: '<|endoftext|>' is 13 bytes)"
+
+    A token longer than :data:`LONGEST_SHOWN` bytes is shown by its start (text without spaces, or a file of one
+    repeated letter, makes tokens of thousands or millions of bytes: a line of them would fill the terminal):
+
+    >>> line = longest_token_line(b"ab" * 500_000, [])
+    >>> len(line), line[:20], line[-46:]
+    (160, "longest token: b'aba", "bab'... (1,000,000 bytes, the first 100 shown)")
     """
-    said = f"longest token: {longest!r} ({teach.counted(len(longest), 'byte')}"
+    if len(longest) > LONGEST_SHOWN:
+        start = longest[:LONGEST_SHOWN]
+        said = f"longest token: {start!r}... ({len(longest):,} bytes, the first {LONGEST_SHOWN} shown"
+    else:
+        said = f"longest token: {longest!r} ({teach.counted(len(longest), 'byte')}"
     if not specials:
         return said + ")"
     special = max(specials, key=lambda token: len(token.encode("utf-8")))
