@@ -557,8 +557,10 @@ def test_train_a_gpt2_format_of_a_text_with_nothing_to_merge_is_one_line_and_lea
     assert stderr.endswith("--out tok: the training text holds no pair of bytes to merge, so there are no merges, "
                            "and the gpt2 format's vocab.bpe is its merges: pass --format hf or tiktoken\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["letters.txt"]
-    cli("train", "--input", "letters.txt", "--vocab_size", "300", "--out", "tok", "--format", "hf")
+    out = cli("train", "--input", "letters.txt", "--vocab_size", "300", "--out", "tok", "--format", "hf").stdout
     assert tokenizer.load(tmp_path / "tok").encode("a\nb") == [97, 10, 98]
+    # no token was learned, so none is named the longest (it named b'\x00', of "1 bytes")
+    assert "longest token: 1 byte (no merges learned: every token but the special ones is a single byte)\n" in out
 
 
 def test_train_a_gpt2_format_with_a_special_token_it_cannot_mark_is_refused_before_any_work(cli, tmp_path):

@@ -710,7 +710,10 @@ def print_training_summary(paths: list[Path], source: str, args, vocab, merges, 
     print(f"trained {merges_said} ({len(vocab):,} tokens) from {source} in {took}; "
           f"saved in the {args.format} format in {args.out}")
     print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
-    print(longest_token_line(longest, specials))
+    if merges:
+        print(longest_token_line(longest, specials))
+    else:  # (no room for a merge, or no pair to merge) any byte would be "the longest": b'\x00' was named
+        print("longest token: 1 byte (no merges learned: every token but the special ones is a single byte)")
     print(f"on the training text: {n_tokens:,} tokens, {n_bytes / max(n_tokens, 1):.3f} bytes/token")
 
 
