@@ -2,7 +2,8 @@
 
 :class:`FlatWords` is the layout both fast merge loops start from (the compiled one,
 :mod:`tokenizer.training.train_kernel`, takes its arrays); :class:`PairTable` finds the most frequent pair and
-makes a merge with a few NumPy operations. :mod:`tokenizer.training.fast_merges` drives them; they learn the
+makes a merge with a few NumPy operations, and :class:`TokenOrder` breaks a tie among its pairs (CS336's rule: the
+greater pair of byte strings) with a few more. :mod:`tokenizer.training.fast_merges` drives them; they learn the
 merges of :func:`tokenizer.training.reference.learn_merges_reference`.
 
 What is not here: the loop that drives them, and the choice of the compiled one (:mod:`tokenizer.training.fast_merges`).
