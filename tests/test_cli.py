@@ -1048,6 +1048,32 @@ def test_parity_over_several_encodings_takes_the_token_its_advice_names(cli, tmp
     assert "is not a special token of gpt2 or cl100k_base" in cli("parity", "p.txt", *both, "--allowed_special",
                                                                    "<|x|>", status=2).stderr
 
+def test_a_disallowed_token_of_one_encoding_of_several_is_checked_by_the_encodings_that_have_it(cli, tmp_path):
+    # --disallowed_special '<|fim_prefix|>' over gpt2 and cl100k_base was refused by gpt2 first, "though it is no
+    # special token of gpt2", advising plain text as "the one way it can be encoded": cl100k_base's refusal, which
+    # names the special token, is the one a user needs, and gpt2 reads that text as the plain text it is to it
+    text = "hello <|fim_prefix|> world, and more words after it"
+    (tmp_path / "p.txt").write_text(text, encoding="utf-8")
+    both = ["--encodings", "gpt2,cl100k_base", "--disallowed_special", "<|fim_prefix|>"]
+    cl100k_said = "The text contains the special token '<|fim_prefix|>', which is disallowed."
+    commands = (["stats", "p.txt", *both, "--min_seconds", "0"], ["compare", text, *both],
+                ["parity", "p.txt", "--encoding", *both[1:]])
+    said = {command[0]: cli(*command, status=2).stderr for command in commands}
+    assert {name: cl100k_said in stderr for name, stderr in said.items()} == dict.fromkeys(said, True)
+    # a token gpt2 has is still checked by both: refused by gpt2, which comes first
+    (tmp_path / "e.txt").write_text("hello <|endoftext|> world, and more words after it", encoding="utf-8")
+    assert "e.txt: The text contains the special token '<|endoftext|>'" in cli(
+        "stats", "e.txt", "--encodings", "gpt2,cl100k_base", "--disallowed_special", "<|endoftext|>", status=2).stderr
+    # the Python face of compare takes the rule as the command does
+    from tokenizer import teach
+
+    with pytest.raises(ValueError, match="the special token '<.fim_prefix.>'"):
+        teach.compare(text, ["gpt2", "cl100k_base"], allowed_special=set(), disallowed_special=["<|fim_prefix|>"])
+    compared = teach.compare("hi <|fim_prefix|>", ["gpt2", "cl100k_base"], allowed_special=set(),
+                             disallowed_special=iter(["<|endoftext|>"]))
+    assert compared.ids["gpt2"] == get_encoding("gpt2").encode_ordinary("hi <|fim_prefix|>")
+
+
 def test_explain_refuses_a_pre_token_over_its_limit_before_printing(cli):
     # its work grows with the square of the pre-token's length: 100,000 letters took minutes and gigabytes, after
     # the lines of the pre-tokens before it were printed

@@ -84,7 +84,7 @@ from .jobs import dataset, id_files, inputs, manifest, parity, sharded
 from .jobs.engines import ENGINES
 from .encoding import Encoding
 from .encoding_argument import WHAT_TO_PASS
-from .special_advice import SpecialSpelling, refusal_of
+from .special_advice import SpecialSpelling, refusal_of, rule_for
 from .loading import load_encoding
 from .saving import SAVE_FORMATS, check_tokenizer_folder, replaced_tokenizer_files, save_encoding
 from .registry import is_registered, list_encoding_names, shown_names
@@ -182,10 +182,11 @@ def special_rule(encs: Encoding | list[Encoding], allowed: str, disallowed: str)
     return _special_set(encs, allowed, "--allowed_special"), _special_set(encs, disallowed, "--disallowed_special")
 
 
-def allowed_of(enc: Encoding, allowed):
-    """The ``allowed_special`` of :func:`special_rule` (checked against several encodings) that ``enc`` is given:
-    an allowed token of another encoding means nothing to this one, which would refuse it as none of its own."""
-    return allowed if isinstance(allowed, str) else allowed & enc.special_tokens_set
+def rule_of(enc: Encoding, allowed, disallowed) -> tuple[object, object]:
+    """The rule of :func:`special_rule` (checked against several encodings) that ``enc`` is given: a token that
+    only another encoding has means nothing to this one, which would refuse its text as none of its own, allowed
+    or disallowed (:func:`tokenizer.special_advice.rule_for`)."""
+    return rule_for(enc.special_tokens_set, allowed, disallowed)
 
 
 def _special_set(encs: list[Encoding], value: str, flag: str):
@@ -530,9 +531,10 @@ def stats(args) -> None:
     with inputs.stdin_as_file(paths) as readable:  # each encoding reads each input again
         for path in readable:
             for enc, name in zip(encs, names):
-                s = dataset.file_stats(path, enc, allowed_special=allowed_of(enc, allowed),
-                                       disallowed_special=disallowed, errors=args.errors, text_field=args.text_field,
-                                       progress=show_progress(), min_seconds=args.min_seconds)
+                own_allowed, own_disallowed = rule_of(enc, allowed, disallowed)
+                s = dataset.file_stats(path, enc, allowed_special=own_allowed, disallowed_special=own_disallowed,
+                                       errors=args.errors, text_field=args.text_field, progress=show_progress(),
+                                       min_seconds=args.min_seconds)
                 rows.append(  # the file as given (stdin, a pipe's name): two of one name in two folders differ
                     f"| {inputs.input_name(path)} | {name} | {s['bytes']:,} | {s['tokens']:,} | "
                     f"{s['bytes_per_token']:.3f} | {s['mb_per_s']:.2f} | "
@@ -816,7 +818,7 @@ def parity_reports(args, paths: list[Path]) -> list:
     # each token checked against all the encodings together, as stats and compare check them: a refused token's
     # advice ("--allowed_special all (or that token)") then works whichever encoding refused it
     allowed, disallowed = special_rule(encs, args.allowed_special, args.disallowed_special)
-    rules = [(allowed_of(enc, allowed), disallowed) for enc in encs]
+    rules = [rule_of(enc, allowed, disallowed) for enc in encs]
     options = dict(errors=args.errors, max_report=args.max_report, progress=show_progress())
     # every other side loaded (or refused) before any work; with --ids, only one that --against names
     others = parity_sides(args.against, names, encs) if args.ids is None or args.against is not None else []

@@ -24,6 +24,7 @@ SpecialTokenRefusal(token='<|endoftext|>', allowed=False, named=False, place='',
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
 
@@ -115,6 +116,22 @@ def refusal_of(error: BaseException) -> SpecialTokenRefusal | None:
     if not message.endswith(said):
         return None
     return refusal._replace(place=message[: -len(said)] + refusal.place)
+
+
+def rule_for(special_tokens: AbstractSet[str], allowed_special, disallowed_special) -> tuple[object, object]:
+    """The ``allowed_special`` and ``disallowed_special`` that one encoding of several set side by side (its
+    ``special_tokens``) is given, when one rule is set for them all: a token that only another of them has
+    means nothing to this one, on either side. ``encode`` ignores such a name in ``allowed_special``, but
+    refuses text that a ``disallowed_special`` collection names, special token or not: the rule "refuse
+    '<|fim_prefix|>'" set for gpt2 and cl100k_base together is cl100k_base's, and gpt2 reads that text as the
+    plain text it is to it. ``"all"`` stays ``"all"``: each encoding's own tokens.
+
+    >>> rule_for({"<|endoftext|>"}, set(), {"<|endoftext|>", "<|fim_prefix|>"})
+    (set(), {'<|endoftext|>'})
+    """
+    def own(tokens):
+        return tokens if isinstance(tokens, str) or tokens is None else set(tokens) & special_tokens
+    return own(allowed_special), own(disallowed_special)
 
 
 def placed(error: ValueError, place: str) -> ValueError:

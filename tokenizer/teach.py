@@ -35,6 +35,7 @@ from .encoding import Encoding
 from .patterns import WHITESPACE
 from .pretokenize import compile_pattern, special_token_regex
 from .registry import get_encoding, is_registered
+from .special_advice import rule_for
 
 # Background colours that cycle over tokens (yellow, cyan, green, magenta, blue, red), black text on them.
 _BACKGROUNDS = [43, 46, 42, 45, 44, 41]
@@ -372,14 +373,14 @@ def compare_lines(
     counts of this text; nothing in it is canned.
     """
     encodings = [(_as_encoding(encoding), label) for encoding, label in encodings]
+    allowed_special, disallowed_special = _frozen(allowed_special), _frozen(disallowed_special)
     width = max(len(enc.name) for enc, _ in encodings)
     # the closing line's name for each row and its count of tokens: its name and label (where it has one) in every
     # comparison, so an encoding is called the same whatever it is compared with; a list, as two rows may be alike
     counts = []
     # every encoding's ids before the first line: one that refuses the text (a special token it disallows, which
     # another encoding may not have) leaves no half comparison printed above its error
-    rows = [enc.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-            for enc, _ in encodings]
+    rows = [enc.encode(text, **own_rule(enc, allowed_special, disallowed_special)) for enc, _ in encodings]
     for (enc, label), ids in zip(encodings, rows):
         texts = token_pieces(enc, ids)
         spaces = max((len(t) for t in texts if t and WHITESPACE.issuperset(t)), default=0)
@@ -392,6 +393,19 @@ def compare_lines(
     if others and least:
         ratios = [f"{name} {n / least:.2f}x" for name, n in others]
         yield f"\nfewest tokens: {fewest_name} ({least}); {ratios[0]} as many" + "".join(f", {r}" for r in ratios[1:])
+
+
+def own_rule(enc: Encoding, allowed_special, disallowed_special) -> dict:
+    """The ``encode`` arguments of ``enc``, one of several encodings compared under one rule: a token only another
+    of them has is plain text to it, never refused (:func:`tokenizer.special_advice.rule_for`)."""
+    allowed, disallowed = rule_for(enc.special_tokens_set, allowed_special, disallowed_special)
+    return dict(allowed_special=allowed, disallowed_special=disallowed)
+
+
+def _frozen(tokens):
+    """A collection of special tokens as a frozenset, which every encoding compared reads (an iterator is read
+    once); "all" and None as they are."""
+    return tokens if isinstance(tokens, str) or tokens is None else frozenset(tokens)
 
 
 def _as_encoding(encoding) -> Encoding:
@@ -535,8 +549,9 @@ class Compared:
     def __init__(self, text: str, encodings, *, allowed_special, disallowed_special):
         self.text = text
         self.encodings = [(_as_encoding(encoding), label) for encoding, label in encodings]
-        self._rule = dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
-        self._row_ids = [enc.encode(text, **self._rule) for enc, _ in self.encodings]  # two rows may share a name
+        self._rule = dict(allowed_special=_frozen(allowed_special), disallowed_special=_frozen(disallowed_special))
+        self._row_ids = [enc.encode(text, **own_rule(enc, **self._rule))  # two rows may share a name
+                         for enc, _ in self.encodings]
         self.ids = {enc.name: ids for (enc, _), ids in zip(self.encodings, self._row_ids)}
 
     def __repr__(self) -> str:
