@@ -378,6 +378,19 @@ def test_non_utf8_bytes_name_the_offset_unless_replaced(cli, tmp_path, command):
         assert np.fromfile(tmp_path / "bin.bin", dtype="<u2").tolist() == ids
 
 
+def test_encode_file_says_how_many_bytes_it_read_as_u_fffd(cli, tmp_path):
+    # --errors replace: the summary said "from 15 bytes" of text, as if every byte read were text encoded as it is;
+    # it says how many of them were not UTF-8 (each run of them one U+FFFD), and the file's own U+FFFD is no error
+    data = "ok \ufffd ".encode("utf-8") + b"\xe2\x82 x\xff"  # a cut character (2 bytes) and a lone byte
+    (tmp_path / "bad.txt").write_bytes(data)
+    out = cli("encode-file", "bad.txt", "--errors", "replace").stdout
+    ids = get_encoding("gpt2").encode(data.decode("utf-8", errors="replace"))
+    assert out.startswith(f"bad.bin: {len(ids)} tokens (uint16) from 12 bytes (3 of them not UTF-8, each run read "
+                          f"as U+FFFD), {12 / len(ids):.3f} bytes/token, ")
+    (tmp_path / "good.txt").write_bytes("ok \ufffd".encode("utf-8"))
+    assert "good.bin: 2 tokens (uint16) from 6 bytes, 3.000 bytes/token" in cli("encode-file", "good.txt").stdout
+
+
 def test_train_on_globs_lists_and_jsonl(cli, tmp_path):
     text = corpus_prefix("en_docs.txt", 200_000).decode("utf-8")
     docs = [d for d in text.split("\n\n") if d]

@@ -484,10 +484,13 @@ def encode_file(args) -> None:
 
 
 def text_bytes(figures: dict) -> str:
-    """"N bytes" of text (UTF-8: what every bytes/token is of), and the file's size where it differs."""
-    stored = figures.get("file_bytes")
-    said = f"{figures['bytes']:,} bytes"
-    return said + (f" ({stored:,} file bytes)" if stored not in (None, figures["bytes"]) else "")
+    """"N bytes" of text (UTF-8: what every bytes/token is of), the file's size where it differs, and how many of
+    them were not UTF-8 (``--errors replace``): read, and counted, but encoded as U+FFFD."""
+    stored, replaced = figures.get("file_bytes"), figures.get("replaced_bytes")
+    notes = [f"{stored:,} file bytes"] if stored not in (None, figures["bytes"]) else []
+    if replaced:
+        notes.append(f"{replaced:,} of them not UTF-8, each run read as U+FFFD")
+    return f"{figures['bytes']:,} bytes" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def encode_dataset(args) -> None:

@@ -155,6 +155,23 @@ def text_bytes(piece: tuple) -> int:
     return sum(len(text.encode("utf-8", "surrogatepass")) for text in piece[1])
 
 
+def replaced_bytes(piece: tuple, errors: str | None) -> int:
+    """The bytes of a text piece that are not UTF-8, each stretch of them read as one U+FFFD (``errors="replace"``;
+    0 for documents, whose text the reader decoded, and under ``"strict"``, which refuses them)."""
+    if errors != "replace" or piece[0] != "text":
+        return 0
+    data = piece[1]
+    try:
+        data.decode("utf-8")  # the common case, valid text, told at the speed of a plain decode
+        return 0
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("utf-8", errors="replace")
+    inserted = text.count("\ufffd") - data.count("\ufffd".encode("utf-8"))  # those the file held are no error
+    # every valid byte is one byte of the text again (surrogatepass: nothing else can fail), each U+FFFD three
+    return len(data) - (len(text.encode("utf-8", "surrogatepass")) - 3 * inserted)
+
+
 class PieceEncoder:
     """The ids of one piece of an input (:func:`input_pieces`): what a worker runs. It holds the encoding and the
     rule, so they reach each worker once."""
@@ -233,8 +250,9 @@ def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disall
                  engine: LocalEngine | None = None, report=lambda done: None) -> dict:
     """Encode one input into ``out_path`` (flat little-endian ids, :func:`id_dtype`), atomically
     (:func:`tokenizer.outputs.replaced_file`: checked by the caller; ``"-"`` is standard output); returns
-    ``{"dtype", "documents", "tokens", "bytes", "file_bytes", "sha256"}`` of what was written (``bytes``: the UTF-8
-    bytes of the text encoded; ``file_bytes``: of the input as stored, compressed or not).
+    ``{"dtype", "documents", "tokens", "bytes", "file_bytes", "replaced_bytes", "sha256"}`` of what was written
+    (``bytes``: the UTF-8 bytes of the text encoded, as read, ``replaced_bytes`` of them not UTF-8 and read as
+    U+FFFD under ``errors="replace"``; ``file_bytes``: of the input as stored, compressed or not).
 
     ``allowed_special`` and ``disallowed_special`` are :meth:`Encoding.encode`'s, for text inputs; ``errors``
     is :func:`tokenizer.jobs.inputs.decode_utf8`'s; ``engine`` a local engine whose workers encode the pieces
@@ -247,14 +265,15 @@ def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disall
     encoded_as_special = enc.special_tokens_set if allowed_special == "all" else set(allowed_special)
     documents = DocumentCount(EOT if EOT in encoded_as_special else None)
     done: deque[int] = deque()  # the input bytes read by each piece in flight, oldest first
-    n_text_bytes = 0
+    n_text_bytes = n_replaced = 0
 
     def pieces():
-        nonlocal n_text_bytes
+        nonlocal n_text_bytes, n_replaced
         for piece, read in input_pieces(path, enc, encoded_as_special, text_field=text_field, errors=errors,
                                         chunk_bytes=chunk_bytes):
             documents.add(piece)
             n_text_bytes += text_bytes(piece)
+            n_replaced += replaced_bytes(piece, errors)
             done.append(read)
             yield piece
 
@@ -267,7 +286,7 @@ def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disall
             read = done.popleft()
             report(read)
     return {"dtype": encoder.dtype.name, "documents": documents.total, "tokens": written // encoder.dtype.itemsize,
-            "bytes": n_text_bytes, "file_bytes": read, "sha256": sha.hexdigest()}
+            "bytes": n_text_bytes, "file_bytes": read, "replaced_bytes": n_replaced, "sha256": sha.hexdigest()}
 
 
 # ---- encode-file ------------------------------------------------------------------------------------------
@@ -291,8 +310,9 @@ def encode_file(
 ) -> dict:
     """Encode one input (a file, or ``"-"`` for standard input) into ``out_path`` (a file, or ``"-"`` for
     standard output); returns statistics: ``bytes`` (the UTF-8 bytes of the text encoded, as :func:`file_stats`
-    counts them; bytes/token and MB/s are of those), ``file_bytes`` (the input as stored), ``tokens``,
-    ``documents``, ``seconds``, ...
+    counts them; bytes/token and MB/s are of those), ``replaced_bytes`` (those of them that were not UTF-8, read
+    as U+FFFD under ``errors="replace"``), ``file_bytes`` (the input as stored), ``tokens``, ``documents``,
+    ``seconds``, ...
 
     For a text, the output equals ``encode(whole text)`` written with :func:`id_dtype`, whatever ``workers``
     (default: all CPUs), ``chunk_bytes`` and ``start_method`` (multiprocessing's: "fork", "spawn", ...; None for
@@ -347,6 +367,7 @@ def encode_file(
         "workers": workers,
         "bytes": n_bytes,
         "file_bytes": written["file_bytes"],
+        "replaced_bytes": written["replaced_bytes"],
         "tokens": n_tokens,
         "documents": written["documents"],
         "bytes_per_token": n_bytes / n_tokens if n_tokens else 0.0,
