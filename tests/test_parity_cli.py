@@ -262,6 +262,34 @@ def test_ids_from_encode_dataset_are_read_as_its_manifest_says_they_were_written
     cli("docs.jsonl", "--ids", ids, "--encoding", "cl100k_base", "--text_field", "body")
 
 
+def test_a_text_shard_of_encode_dataset_is_read_with_the_special_token_rule_its_manifest_records(cli, tmp_path):
+    # encode-dataset encodes a text shard with every special token's text its id, but its manifest did not say so:
+    # parity --ids read the text with the flags' default rule and refused the <|endoftext|> the shard was made of
+    (tmp_path / "t.txt").write_text("one doc<|endoftext|>two doc\n", encoding="utf-8")
+    sharded.encode_dataset([tmp_path / "t.txt"], tmp_path / "out", workers=1, progress=False)
+    manifest_path = tmp_path / "out" / "manifest.json"
+    settings = json.loads(manifest_path.read_text(encoding="utf-8"))["settings"]
+    assert (settings["allowed_special"], settings["disallowed_special"]) == ("all", "none")
+    ids = os.path.join("out", "t.bin")
+    assert cli("t.txt", "--ids", ids).stdout.endswith("identical: 1 check\n")
+    # a rule typed that differs from the one recorded is told, with the flags that match
+    stderr = cli("t.txt", "--ids", ids, "--allowed_special", "none", status=2).stderr
+    assert stderr.endswith(f"{ids} was written with the special-token rule --allowed_special all --disallowed_special "
+                           f"none (says {manifest_path.relative_to(tmp_path)}), which its text inputs are not about "
+                           "to be encoded with: pass those flags\n")
+    # a manifest written before the rule was recorded was made with it: read so, and its shards still trusted
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    del manifest["settings"]["allowed_special"], manifest["settings"]["disallowed_special"]
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    assert cli("t.txt", "--ids", ids).stdout.endswith("identical: 1 check\n")
+    again = sharded.encode_dataset([tmp_path / "t.txt"], tmp_path / "out", workers=1, progress=False)
+    assert (again["encoded"], again["skipped"]) == (0, 1)
+    # a .bin that no manifest lists keeps the flags' defaults
+    (tmp_path / "out" / "t.bin").rename(tmp_path / "loose.bin")
+    assert "The text contains the special token '<|endoftext|>'" in cli("t.txt", "--ids", "loose.bin",
+                                                                           status=2).stderr
+
+
 @pytest.mark.parametrize("k", [50_001, 3])
 def test_a_difference_inside_a_long_pre_token_is_shown_where_it_is(cli, tmp_path, k):
     # one pre-token of 100,001 ids: the 64 ids shown were its first, equal on both sides, and the whole

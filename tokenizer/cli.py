@@ -820,7 +820,7 @@ def parity_reports(args, paths: list[Path]) -> list:
     encs = [open_encoding(name) for name in names]
     # each token checked against all the encodings together, as stats and compare check them: a refused token's
     # advice ("--allowed_special all (or that token)") then works whichever encoding refused it
-    allowed, disallowed = special_rule(encs, args.allowed_special, args.disallowed_special)
+    allowed, disallowed = special_rule(encs, *parity_flags(args))
     rules = [rule_of(enc, allowed, disallowed) for enc in encs]
     options = dict(errors=args.errors, max_report=args.max_report, progress=show_progress())
     # every other side loaded (or refused) before any work; with --ids, only one that --against names
@@ -845,6 +845,20 @@ def parity_reports(args, paths: list[Path]) -> list:
                                                   allowed_special=allowed_special, disallowed_special=(),
                                                   max_report=args.max_report, progress=options["progress"]))
     return reports
+
+
+def parity_flags(args) -> tuple[str, str]:
+    """``--allowed_special`` and ``--disallowed_special`` as parity reads the text: as given; else, with ``--ids``
+    an encode-dataset shard, the rule its manifest records that its text was encoded with; else the defaults."""
+    recorded = manifest.written_settings(Path(args.ids)) if args.ids is not None else None
+    flags = []
+    for name in ("allowed_special", "disallowed_special"):
+        given = getattr(args, name)
+        if given is None and recorded is not None and isinstance(recorded.get(name), str):
+            given = recorded[name]
+        # parity's flags default to None (a rule a manifest records is told from one typed): the help's default
+        flags.append(given if given is not None else flag_spelling(teach.SPECIAL_RULES["disallowed"][name]))
+    return flags[0], flags[1]
 
 
 def serve_playground(args) -> None:
@@ -1121,7 +1135,8 @@ def build_parser(prog: str) -> OneLineParser:
              "whole, each .jsonl or .parquet document as encode_ordinary(text) + <|endoftext|>) against "
              "this project's encoding of the INPUTs, one after another; with --against, that encoding against "
              "the other side too, each input encoded as the ids were (--against hf: the ids against HF "
-             "tokenizers). --allowed_special and --disallowed_special are a text file's rule, as encode-file's")
+             "tokenizers). --allowed_special and --disallowed_special are a text file's rule, as encode-file's; an "
+             "encode-dataset shard's is the one its manifest records, unless they are given")
     add_flag(p, "dtype", choices=["uint16", "uint32"],
              help="the type of the ids in --ids (default: uint16 up to 65,536 ids, else uint32)")
     add_flag(p, "json", action="store_true", help="print the report as JSON")
@@ -1134,6 +1149,7 @@ def build_parser(prog: str) -> OneLineParser:
     add_flag(p, "seed", type=whole_number, default=0, metavar="S", help="the seed of --fuzz (default 0): same seed, "
              "same strings")
     add_specials(p)
+    p.set_defaults(allowed_special=None, disallowed_special=None)  # told apart from typed ones: parity_flags
     add_errors(p)
 
     p = command("serve", serve_playground,

@@ -5,7 +5,8 @@ time), the output file, its dtype, how many documents (a ``.txt`` shard's: the n
 ``<|endoftext|>``, not the separators) and tokens it holds, ``bytes`` (the UTF-8 bytes of its text, the one
 meaning of "bytes" in every command), ``file_bytes`` (the input as stored: compressed, JSON-escaped) and the
 output's SHA-256; then the totals; and the settings every output was made with (the encoding, by name and by a
-hash of its tables, and the text field). It is written by the job's driver only, atomically (a temporary file
+hash of its tables, the text field, and the special-token rule of text shards, as the flags spell it:
+:data:`TEXT_RULE`). It is written by the job's driver only, atomically (a temporary file
 renamed over the old one), after each shard that completes, so an interrupted job leaves a manifest that
 claims exactly the shards that are there.
 
@@ -30,6 +31,10 @@ from .inputs import input_format
 
 MANIFEST_NAME = "manifest.json"
 FORMAT = "gpt2-numpy encode-dataset manifest, version 2"
+# How encode-dataset encodes a text shard: encode(text, allowed_special="all"), each special token's text its id.
+# The settings record it, as --allowed_special and --disallowed_special write it, so that a reader of the ids
+# (parity --ids) encodes the text again the same way; a manifest written before it was recorded was made with it.
+TEXT_RULE = {"allowed_special": "all", "disallowed_special": "none"}
 FORMAT_1 = "gpt2-numpy encode-dataset manifest, version 1"  # "bytes" was the input file's size
 
 
@@ -64,7 +69,7 @@ def read_manifest(folder: Path, settings: dict) -> dict[str, dict]:
     try:
         with open(folder / MANIFEST_NAME, encoding="utf-8") as f:
             manifest = json.load(f)
-        if manifest.get("format") not in (FORMAT, FORMAT_1) or manifest.get("settings") != settings:
+        if manifest.get("format") not in (FORMAT, FORMAT_1) or with_text_rule(manifest.get("settings")) != settings:
             return {}
         entries = {entry["input"]: entry for entry in manifest["shards"]}
         if manifest["format"] == FORMAT_1:
@@ -92,10 +97,16 @@ def recorded_outputs(folder: Path) -> list[str]:
             and not name.startswith(".")]
 
 
+def with_text_rule(settings):
+    """A manifest's ``settings``, with the text shards' rule they were made with even where they do not say it
+    (a manifest written before it was recorded)."""
+    return {**TEXT_RULE, **settings} if isinstance(settings, dict) else settings
+
+
 def written_settings(output: Path) -> dict | None:
-    """The settings (``encoding``, ``encoding_sha256``, ``dtype``, ``text_field``) that ``output`` was written
-    with, from the manifest beside it that lists it; None for a file no manifest of ours lists (encode-file's,
-    another tool's)."""
+    """The settings (``encoding``, ``encoding_sha256``, ``dtype``, ``text_field``, ``allowed_special`` and
+    ``disallowed_special``) that ``output`` was written with, from the manifest beside it that lists it; None for
+    a file no manifest of ours lists (encode-file's, another tool's)."""
     try:
         with open(output.parent / MANIFEST_NAME, encoding="utf-8") as f:
             manifest = json.load(f)
@@ -106,7 +117,7 @@ def written_settings(output: Path) -> dict | None:
         settings = manifest["settings"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return settings if isinstance(settings, dict) else None
+    return with_text_rule(settings) if isinstance(settings, dict) else None
 
 
 def is_complete(entry: dict | None, identity: dict, output: Path, itemsize: int) -> bool:

@@ -375,8 +375,8 @@ def check_ids(
     rule given), each document of a ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` file (its ``text_field``) as
     ``encode_ordinary(text) + [eot_token]`` (nanoGPT's own layout too). One report per input; ids left over at
     the end of the ``.bin`` are a mismatch in the last one. A ``.bin`` that ``encode-dataset``'s manifest lists
-    is refused (``ValueError``, saying what to pass) when ``enc``, ``dtype`` or ``text_field`` is not what the
-    manifest says it was written with.
+    is refused (``ValueError``, saying what to pass) when ``enc``, ``dtype``, ``text_field`` or (for a text) the
+    special-token rule is not what the manifest says it was written with.
     """
     ids_path = Path(ids_path)
     if ids_path.is_dir():
@@ -395,7 +395,7 @@ def check_ids(
             raise ValueError(f"{ids_path} is the input {input_name(path)} itself: name the .bin file of its ids "
                              "(encode-file writes INPUT.bin)")
         dataset.check_documents_can_end(enc, path)
-    _check_as_written(ids_path, enc, dtype, text_field, paths)
+    _check_as_written(ids_path, enc, dtype, text_field, paths, rule=(allowed_special, disallowed_special))
     reports = [ParityReport(input_name(path), enc.name, str(ids_path), other_seconds=None) for path in paths]
     sizes = [input_size(path) for path in paths]
     ended = False  # the .bin ended before our ids did
@@ -477,7 +477,22 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
         read = record.done
 
 
-def _check_as_written(ids_path: Path, enc: Encoding, dtype: np.dtype, text_field: str, paths) -> None:
+def written_rule(settings: dict | None) -> tuple[object, object] | None:
+    """The ``allowed_special`` and ``disallowed_special`` that the text shards of an ``encode-dataset`` manifest's
+    ``settings`` (:func:`tokenizer.jobs.manifest.written_settings`) were encoded with; None without one."""
+    if not settings or not isinstance(settings.get("allowed_special"), str) \
+            or not isinstance(settings.get("disallowed_special"), str):
+        return None
+
+    def spelled(value: str, none):
+        if value in ("all", "none"):
+            return "all" if value == "all" else none
+        return {token for token in value.split(",") if token}
+    return spelled(settings["allowed_special"], set()), spelled(settings["disallowed_special"], ())
+
+
+def _check_as_written(ids_path: Path, enc: Encoding, dtype: np.dtype, text_field: str, paths,
+                      rule: tuple[object, object] | None = None) -> None:
     """A ``ValueError`` saying what to pass when ``encode-dataset``'s manifest beside ``ids_path`` says it was
     written otherwise than it is about to be read: every id would differ, for a reason the check cannot see."""
     written = written_settings(ids_path)
@@ -494,6 +509,14 @@ def _check_as_written(ids_path: Path, enc: Encoding, dtype: np.dtype, text_field
     if documents and written.get("text_field") not in (None, text_field):
         raise ValueError(f"{said} from each document's {written['text_field']!r}, not {text_field!r} {where}: pass "
                          f"--text_field {written['text_field']}")
+    recorded = written_rule(written)
+    texts = any(input_format(path) == "text" for path in paths)
+    if texts and rule is not None and recorded is not None:
+        given, wanted = (enc.special_token_sets(allowed_special=a, disallowed_special=d) for a, d in (rule, recorded))
+        if given != wanted:  # the same special tokens made ids and refused: written as they are about to be read
+            raise ValueError(f"{said} with the special-token rule --allowed_special {written['allowed_special']} "
+                             f"--disallowed_special {written['disallowed_special']} {where}, which its text "
+                             f"inputs are not about to be encoded with: pass those flags")
 
 
 def _with_next(items: Iterable) -> Iterator[tuple]:

@@ -32,7 +32,7 @@ from .dataset import check_documents_can_end, encode_input, id_dtype
 from ..encoding import Encoding
 from .engines import ProgressBar, open_engine
 from .inputs import find_inputs, input_stem, refuse_stdin
-from .manifest import (MANIFEST_NAME, encoding_fingerprint, input_identity, is_complete, read_manifest,
+from .manifest import (MANIFEST_NAME, TEXT_RULE, encoding_fingerprint, input_identity, is_complete, read_manifest,
                        recorded_outputs, write_manifest)
 from ..outputs import check_file, check_folder, make_folders, partial_paths, remove_folders
 from ..registry import get_encoding
@@ -49,8 +49,9 @@ class ShardEncoder:
     def __call__(self, task: tuple[str, str], report) -> dict:
         input_path, out_path = Path(task[0]), Path(task[1])
         # errors=None: strict UTF-8, with no --errors to offer (a dataset's ids should hold no U+FFFD it never had)
-        written = encode_input(input_path, out_path, self.encoding, text_field=self.text_field, errors=None,
-                               report=report)
+        # a text shard's rule, the one the manifest records (TEXT_RULE): every special token's text its id
+        written = encode_input(input_path, out_path, self.encoding, allowed_special="all", disallowed_special=(),
+                               text_field=self.text_field, errors=None, report=report)
         return {"output": out_path.name, **written}
 
 
@@ -168,7 +169,7 @@ def encode_dataset(
         check_documents_can_end(enc, shard)
     dtype = id_dtype(enc.n_vocab)
     settings = {"encoding": enc.name, "encoding_sha256": encoding_fingerprint(enc), "dtype": dtype.name,
-                "text_field": text_field}
+                "text_field": text_field, **TEXT_RULE}
 
     identities = [input_identity(s) for s in shards]
     remove_partials(outputs)
