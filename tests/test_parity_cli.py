@@ -290,6 +290,25 @@ def test_a_text_shard_of_encode_dataset_is_read_with_the_special_token_rule_its_
                                                                            status=2).stderr
 
 
+@pytest.mark.parametrize("gap", [5, 9])  # 4 equal ids between: SYNC_IDS, enough to be back in step
+def test_ids_replaced_a_few_apart_are_each_a_difference_of_their_own(cli, tmp_path, gap):
+    # the walk got back in step where the sides agreed longest, which in repetitive text was past the second
+    # replaced id: two ids replaced five apart were one difference of six pre-tokens, counted once
+    text = "The quick brown fox jumps over the lazy dog. " * 40
+    (tmp_path / "p.txt").write_text(text, encoding="utf-8")
+    ids = np.array(get_encoding("gpt2").encode(text), dtype="<u2")
+    ids[100], ids[100 + gap] = 7, 9
+    ids.tofile(tmp_path / "p.bin")
+    out = cli("p.txt", "--ids", "p.bin", status=1).stdout
+    assert "DIFFERENT at 2 places (2 pre-tokens)" in out
+    assert ".bin index 100: ' The'" in out and f".bin index {100 + gap}: " in out
+    # an id dropped, then one replaced a few ids on: each found where it is, the rest in step
+    dropped = np.delete(ids, 50)
+    dropped.tofile(tmp_path / "d.bin")
+    out = cli("p.txt", "--ids", "d.bin", status=1).stdout
+    assert "DIFFERENT at 3 places (3 pre-tokens)" in out and "theirs 9 " in out
+
+
 @pytest.mark.parametrize("k", [50_001, 3])
 def test_a_difference_inside_a_long_pre_token_is_shown_where_it_is(cli, tmp_path, k):
     # one pre-token of 100,001 ids: the 64 ids shown were its first, equal on both sides, and the whole
