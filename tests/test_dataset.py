@@ -154,6 +154,27 @@ def test_disallowed_special_in_the_middle_leaves_no_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 
+def test_text_that_disallowed_special_names_is_refused_wherever_the_chunks_are_cut(tmp_path):
+    # disallowed_special may name text that is no special token of the encoding ('<|fim_prefix|>' for gpt2), which
+    # encode refuses; a chunk could end inside it (the chunks kept only special tokens whole), and then file_stats,
+    # encode_file and parity encoded it as plain text where encode(text) refused it
+    from tokenizer.jobs import parity
+
+    text = "hello <|fim_prefix|> world\n"
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8")
+    gpt2 = get_encoding("gpt2")
+    rule = dict(allowed_special=set(), disallowed_special={"<|fim_prefix|>"})
+    with pytest.raises(ValueError, match="no special token of gpt2"):
+        gpt2.encode(text, **rule)
+    with pytest.raises(ValueError, match="no special token of gpt2"):
+        file_stats(tmp_path / "in.txt", gpt2, **rule)
+    with pytest.raises(ValueError, match="no special token of gpt2"):
+        encode_file(tmp_path / "in.txt", tmp_path / "out.bin", encoding=gpt2, workers=1, progress=False, **rule)
+    with pytest.raises(ValueError, match="no special token of gpt2"):
+        parity.check_file(tmp_path / "in.txt", gpt2, gpt2, **rule)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
 def test_invalid_utf8_names_the_byte(tmp_path):
     (tmp_path / "in.txt").write_bytes(b"fine text\n" * 100 + b"\xff bad")
     with pytest.raises(ValueError, match="byte 1000"):

@@ -123,15 +123,24 @@ def iter_chunks(
 # ---- one input, in pieces ----------------------------------------------------------------------------------
 
 
+def kept_whole(enc: Encoding, disallowed_special=()) -> set[str]:
+    """The texts no chunk of an input may end inside: ``enc``'s special tokens, and any other text that a
+    ``disallowed_special`` collection names, which ``encode`` refuses too, but only where it sees it whole."""
+    named = () if isinstance(disallowed_special, str) or not disallowed_special else disallowed_special
+    return set(enc.special_tokens_set) | set(named)
+
+
 def input_pieces(path, enc: Encoding, split_at, *, text_field: str = "text", errors: str | None = "strict",
-                 chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[tuple, int]]:
+                 chunk_bytes: int = CHUNK_BYTES, disallowed_special=()) -> Iterator[tuple[tuple, int]]:
     """``(piece, bytes of the input read so far)`` of an input, in order: a piece is ``("text", bytes, offset)``,
     a chunk of a text cut where ``encode`` with ``split_at`` (the special tokens encoded as such) cuts anyway,
-    or ``("documents", texts)``, a batch of documents of a ``.jsonl`` or ``.parquet`` input."""
+    and never inside a text that ``disallowed_special`` names (:func:`kept_whole`), or ``("documents", texts)``,
+    a batch of documents of a ``.jsonl`` or ``.parquet`` input."""
     if input_format(path) == "text":
         offset = 0
+        whole = kept_whole(enc, disallowed_special)
         with open_input(path) as f:
-            for data in iter_chunks(f, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str, cut_before=split_at):
+            for data in iter_chunks(f, whole, chunk_bytes, pattern=enc.pat_str, cut_before=split_at):
                 yield ("text", data, offset), offset + len(data)
                 offset += len(data)
         return
@@ -270,7 +279,7 @@ def encode_input(path, out_path, enc: Encoding, *, allowed_special="all", disall
     def pieces():
         nonlocal n_text_bytes, n_replaced
         for piece, read in input_pieces(path, enc, encoded_as_special, text_field=text_field, errors=errors,
-                                        chunk_bytes=chunk_bytes):
+                                        chunk_bytes=chunk_bytes, disallowed_special=disallowed_special):
             documents.add(piece)
             n_text_bytes += text_bytes(piece)
             n_replaced += replaced_bytes(piece, errors)
@@ -415,7 +424,8 @@ def file_stats(
     seconds = 0.0
     bar = ProgressBar([input_size(path)], desc=f"{Path(name).name} ({enc.name})", enabled=progress)
     try:
-        for piece, done in input_pieces(path, enc, split_at, text_field=text_field, errors=errors):
+        for piece, done in input_pieces(path, enc, split_at, text_field=text_field, errors=errors,
+                                        disallowed_special=disallowed):
             piece_tokens, piece_bytes, piece_seconds = _timed_encode(encoder, piece)
             n_tokens += piece_tokens
             n_bytes += piece_bytes
@@ -427,7 +437,8 @@ def file_stats(
     if min_seconds > 0 and n_bytes:
         timed_bytes, seconds = 0, 0.0
         while seconds < min_seconds:
-            for piece, _ in input_pieces(path, enc, split_at, text_field=text_field, errors=errors):
+            for piece, _ in input_pieces(path, enc, split_at, text_field=text_field, errors=errors,
+                                         disallowed_special=disallowed):
                 piece_bytes, piece_seconds = _timed_encode_again(encoder, piece)
                 timed_bytes += piece_bytes
                 seconds += piece_seconds

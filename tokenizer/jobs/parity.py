@@ -268,12 +268,13 @@ def hf_counterpart(tokenizer_json) -> tuple[HFTokenizersSide, str]:
 # ---- inputs -------------------------------------------------------------------------------------------------
 
 
-def _text_chunks(path, enc: Encoding, split_at, errors: str, chunk_bytes: int):
+def _text_chunks(path, enc: Encoding, split_at, errors: str, chunk_bytes: int, disallowed_special=()):
     """(text, byte offset, line, the bytes read) of each chunk of a text input, cut where ``encode-file`` cuts
-    it."""
+    it (never inside a text ``disallowed_special`` names)."""
     offset, line = 0, 1
+    whole = dataset.kept_whole(enc, disallowed_special)
     with open_input(path) as f:
-        chunks = dataset.iter_chunks(f, enc.special_tokens_set, chunk_bytes, pattern=enc.pat_str, cut_before=split_at)
+        chunks = dataset.iter_chunks(f, whole, chunk_bytes, pattern=enc.pat_str, cut_before=split_at)
         for data in chunks:
             yield decode_utf8(data, offset, path, errors), offset, line, data
             offset += len(data)
@@ -325,7 +326,8 @@ def check_file(
                 bar.update((record.done - shown) / 1e6)
                 shown = record.done
         else:
-            for text, offset, line, data in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
+            for text, offset, line, data in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes,
+                                                         disallowed_special=rule.disallowed):
                 _check_text(report, text, enc, other, rule, (offset, line, None), max_report, where=name,
                             source=data)
                 bar.update(len(data) / 1e6)
@@ -455,7 +457,8 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
     needs (:class:`_Piece`)."""
     if input_format(path) == "text":
         name = input_name(path)
-        for text, offset, line, data in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes):
+        for text, offset, line, data in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes,
+                                                     disallowed_special=rule.disallowed):
             ours = rule.encode(enc, text, where=name, report=report)
             end = (offset + len(data), line + text.count("\n"), None)
             # the text's bytes, as check_file counts them (an invalid byte read as U+FFFD is 3)
