@@ -29,13 +29,12 @@ import math
 import os
 import re
 import sys
-import textwrap
 from pathlib import Path
 
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, OneLineParser, add_flag,
                                     add_version_flag, bar_if_slow, cannot_listen, decimal_number, error_message,
                                     run_guarded, said_if_slow, say, show_progress, shown_typed, stdout_named,
-                                    typed_number, unrecognized, whole_number)
+                                    typed_number, unbroken, unrecognized, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.extras import install_hint
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
@@ -72,40 +71,9 @@ def decode_stream(encoder, token_ids):
     yield utf8.decode(b"", final=True)
 
 
-# a space inside a command that help text quotes (pip install 'numba>=0.59'): the formatter wraps lines only at
-# other spaces, then prints it as a plain space, so that the command stays on one line and copies as typed
-UNBROKEN_SPACE = "\xa0"
-ASCII_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")  # str.split() would also split at UNBROKEN_SPACE
-
-
-def unbroken(command: str) -> str:
-    """``command`` as help text that the help's line wrapping keeps on one line (:class:`PathFriendlyFormatter`)."""
-    return command.replace(" ", UNBROKEN_SPACE)
-
-
-class PathFriendlyFormatter(argparse.HelpFormatter):
-    """Help text wrapped only at spaces, so a path such as ~/.cache/gpt2-numpy stays whole to copy, and never
-    inside a command marked :func:`unbroken`; in the description and the epilog, a line that starts with spaces
-    is an example command, printed as it is, so that one copied from there holds no line break."""
-
-    def _split_lines(self, text, width):
-        lines = textwrap.wrap(ASCII_WHITESPACE.sub(" ", text).strip(), width, break_on_hyphens=False,
-                              break_long_words=False)
-        return [line.replace(UNBROKEN_SPACE, " ") for line in lines]
-
-    def _fill_text(self, text, width, indent):
-        def filled(line):
-            return textwrap.fill(ASCII_WHITESPACE.sub(" ", line).strip(), width, initial_indent=indent,
-                                 subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
-
-        lines = (indent + line if line.startswith(" ") else filled(line) for line in text.split("\n"))
-        return "\n".join(lines).replace(UNBROKEN_SPACE, " ")
-
-
 def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=prog,
-        formatter_class=PathFriendlyFormatter,
         description="Print GPT-2's continuation of PROMPT (or, with --score, how well GPT-2 predicts a file; "
         "with --save_hf, write the model as a Hugging Face folder; with --serve, start the tokenizer "
         "playground with GPT-2's next-token panel). The first run downloads OpenAI's checkpoint and checks "

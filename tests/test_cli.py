@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import doctest
 import errno
 import io
@@ -111,6 +112,29 @@ def test_every_command_has_help(cli, command):
         assert "--allowed_special" in out and "--disallowed_special" in out
     if command not in ("decode", "train"):
         assert "--encoding" in out
+
+
+# commands the help quotes for a user to copy: each must stay on one line, whatever the terminal's width
+QUOTED_COMMANDS = {"parity": ["pip install tokenizers"], "serve": ["gpt2 --serve --model 124M"],
+                   None: ["gpt2 --serve --model 124M"]}  # None: the top-level help, whose list has serve's summary
+
+
+@pytest.mark.parametrize("columns", ["40", "60", "70", "72", "75", "80", "100", "120", "160"])
+def test_no_help_breaks_a_command_it_quotes_across_lines(monkeypatch, columns):
+    """parity --help said `(pip` at the end of one line and `install tokenizers)` on the next at 70-80 columns
+    (argparse wraps at any space), so the command copied from it was two lines; serve's `gpt2 --serve --model
+    124M` broke the same way. Every command's help (and the top level's) keeps each whole, with plain spaces, and
+    wraps as gpt2's help does (tokenizer.command_line.PathFriendlyFormatter, one formatter for both commands)."""
+    monkeypatch.setenv("COLUMNS", columns)
+    for command in [None, *COMMANDS]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+            tokenizer.cli.main(["--help"] if command is None else [command, "--help"], prog="gpt2-tokenizer")
+        help_lines = out.getvalue().splitlines()
+        for quoted in QUOTED_COMMANDS.get(command, []):
+            assert any(quoted in line for line in help_lines), (command, quoted, out.getvalue())
+        assert "\xa0" not in out.getvalue()  # the spaces a reader copies are spaces
+        assert not any(line.rstrip().endswith(("(pip", " pip", "(gpt2")) for line in help_lines), out.getvalue()
 
 
 def test_top_level_help_lists_every_command(cli):

@@ -77,7 +77,7 @@ from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted, OneLineParser, UsageError, add_flag,
                            add_version_flag, ascii_digits, bar_if_slow, cannot_listen, decimal_digits,
                            run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
-                           unrecognized, watched_stdout, whole_number)
+                           unbroken, unrecognized, watched_stdout, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, id_files, inputs, manifest, parity, sharded
@@ -1128,8 +1128,8 @@ def build_parser(prog: str) -> OneLineParser:
     add_flag(p, "against", metavar="tiktoken|hf|PATH",
              help="the other side: tiktoken (default; for a saved tokenizer tiktoken does not know, tiktoken's "
              "engine with its tables); hf: Hugging Face tokenizers reading the tokenizer.json that --encoding "
-             "names (pip install tokenizers); or a saved tokenizer (a tokenizer.json, its folder, a train --out "
-             "folder) read by this project")
+             f"names ({unbroken('pip install tokenizers')}); or a saved tokenizer (a tokenizer.json, its folder, "
+             "a train --out folder) read by this project")
     add_flag(p, "ids", metavar="FILE.bin",
              help="instead, check this file of ids (nanoGPT's layout, as encode-file writes it: a text encoded "
              "whole, each .jsonl or .parquet document as encode_ordinary(text) + <|endoftext|>) against "
@@ -1154,8 +1154,8 @@ def build_parser(prog: str) -> OneLineParser:
 
     p = command("serve", serve_playground,
                 "Serve the tokenizer playground, a web page (and JSON API) that shows tokens in colour, their ids "
-                "and bytes, the merges that built each and encodings side by side (gpt2 --serve --model 124M adds "
-                "GPT-2's next token).", "[--port 8000] [options]")
+                "and bytes, the merges that built each and encodings side by side "
+                f"({unbroken('gpt2 --serve --model 124M')} adds GPT-2's next token).", "[--port 8000] [options]")
     add_flag(p, "host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine "
              "only; 0.0.0.0: every network this machine is on, e.g. a classroom's; the playground has no login)")
     add_flag(p, "port", type=port_number, default=8000, help="the port (default 8000; 0: any free port)")

@@ -32,6 +32,7 @@ import shlex
 import signal
 import socket
 import sys
+import textwrap
 import threading
 
 EXIT_OK = 0
@@ -49,8 +50,43 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C, with what to do next: printed after "interrupted; ", exit status 130."""
 
 
+# a space inside a command that help text quotes (pip install 'numba>=0.59'): the formatter wraps lines only at
+# other spaces, then prints it as a plain space, so that the command stays on one line and copies as typed
+UNBROKEN_SPACE = "\xa0"
+ASCII_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")  # str.split() would also split at UNBROKEN_SPACE
+
+
+def unbroken(command: str) -> str:
+    """``command`` as help text that the help's line wrapping keeps on one line (:class:`PathFriendlyFormatter`)."""
+    return command.replace(" ", UNBROKEN_SPACE)
+
+
+class PathFriendlyFormatter(argparse.HelpFormatter):
+    """Help text wrapped only at spaces, so a path such as ~/.cache/gpt2-numpy stays whole to copy, and never
+    inside a command marked :func:`unbroken`; in the description and the epilog, a line that starts with spaces
+    is an example command, printed as it is, so that one copied from there holds no line break."""
+
+    def _split_lines(self, text, width):
+        lines = textwrap.wrap(ASCII_WHITESPACE.sub(" ", text).strip(), width, break_on_hyphens=False,
+                              break_long_words=False)
+        return [line.replace(UNBROKEN_SPACE, " ") for line in lines]
+
+    def _fill_text(self, text, width, indent):
+        def filled(line):
+            return textwrap.fill(ASCII_WHITESPACE.sub(" ", line).strip(), width, initial_indent=indent,
+                                 subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+
+        lines = (indent + line if line.startswith(" ") else filled(line) for line in text.split("\n"))
+        return "\n".join(lines).replace(UNBROKEN_SPACE, " ")
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, with a mistake reported as one line (what is wrong, where to look) instead of the usage text."""
+    """argparse, with a mistake reported as one line (what is wrong, where to look) instead of the usage text,
+    and help wrapped by :class:`PathFriendlyFormatter` (a subcommand's parser too: argparse gives each its own
+    formatter_class, so the default is set here, where both commands' parsers are made)."""
+
+    def __init__(self, *args, formatter_class=PathFriendlyFormatter, **options):
+        super().__init__(*args, formatter_class=formatter_class, **options)
 
     def error(self, message: str):
         self.exit(EXIT_MISTAKE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
