@@ -613,6 +613,21 @@ def test_train_a_gpt2_format_with_a_special_token_it_cannot_mark_is_refused_befo
     assert tokenizer.load(tmp_path / "tok").special_tokens_set == {"<|endoftext|>", "[SEP]"}
 
 
+@pytest.mark.parametrize("out_format", ["hf", "tiktoken"])
+def test_train_with_a_one_byte_special_token_says_so_before_any_work(cli, tmp_path, out_format):
+    """--special_tokens "|" trained, then failed with "vocab lacks 1 single-byte tokens (e.g. b'|')", of a vocab
+    the user never passed, and left tok.checkpoint behind (the next run asked for --resume). The rule: a special
+    token's bytes are never an ordinary token, and ordinary text needs every byte's own token."""
+    (tmp_path / "corpus.txt").write_text("hello | world | hello\n", encoding="utf-8")
+    run = cli("train", "--input", "corpus.txt", "--vocab_size", "258", "--special_tokens", "<|endoftext|>,|",
+              "--format", out_format, "--out", "tok", status=2)
+    assert run.stderr.endswith("error: --special_tokens |: a special token of one byte would take that byte's own "
+                               "token, which ordinary text needs (byte-level BPE encodes any text with the 256 "
+                               "bytes): name it with two or more characters, e.g. <|...|>\n"), run.stderr
+    assert run.stderr.count("\n") == 1 and run.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]  # no state folder left behind either
+
+
 def test_compare_prints_only_what_it_computed(cli):
     out = cli("compare", "hi", "--encodings", "gpt2").stdout
     assert out == "gpt2  GPT-2       1 token   longest whitespace token:  0 chars\n      |hi|\n"

@@ -990,3 +990,22 @@ def test_the_earliest_bad_jsonl_line_is_reported_whatever_the_workers(tmp_path):
         (tmp_path / "b.jsonl").write_text('{"text": "x"}\n{no\n')
         train_bpe([tmp_path / "b.jsonl", tmp_path / "a.jsonl", path], 300, progress=False, num_workers=2,
                   chunk_size=10)
+
+
+def test_a_one_byte_special_token_is_refused_before_training_and_named_by_from_vocab_merges(tmp_path):
+    """A special token of one byte ("|") was trained with, then refused by Encoding.from_vocab_merges as "vocab
+    lacks 1 single-byte tokens (e.g. b'|')": a vocab the caller never wrote, and "1 ... tokens". train_bpe
+    refuses it first; from_vocab_merges names the special token; a vocab that does lack one byte says "1 ...
+    token"."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello | world\n", encoding="utf-8")
+    with mock.patch.object(train_mod, "count_pretokens", side_effect=AssertionError("counted")):
+        with pytest.raises(ValueError, match=r"^special token '\|' is one byte, b'\|', which ordinary text needs"):
+            train_mod.train_bpe([corpus], 258, ["<|endoftext|>", "|"])
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"|"}
+    with pytest.raises(ValueError, match=r"^special token '\|' is one byte, which ordinary text needs as its own"):
+        Encoding.from_vocab_merges(vocab, [], ["|"])
+    del vocab[256], vocab[5]
+    with pytest.raises(ValueError, match=r"^vocab lacks 1 single-byte token \(e\.g\. b'\\x05'\); byte-level"):
+        Encoding.from_vocab_merges(vocab, [], [])
+    assert train_mod.is_single_byte("|") and not train_mod.is_single_byte("é") and not train_mod.is_single_byte("<|")

@@ -89,7 +89,7 @@ from .loading import load_encoding
 from .saving import SAVE_FORMATS, check_tokenizer_folder, replaced_tokenizer_files, save_encoding
 from .registry import is_registered, list_encoding_names, shown_names
 from .training.checkpoint import STATE_FILES
-from .training.train import train_bpe
+from .training.train import is_single_byte, train_bpe
 from .vocab_files import is_gpt2_special_token
 
 
@@ -588,6 +588,11 @@ def train(args) -> None:
                          "file and train on the file")
     if args.address is not None and args.engine != "ray":
         raise UsageError("--address is the Ray cluster to use: pass it with --engine ray")
+    one_byte = next((token for token in args.special_tokens if is_single_byte(token)), None)
+    if one_byte is not None:  # train_bpe's own check says it in Python's terms
+        raise UsageError(f"--special_tokens {one_byte}: a special token of one byte would take that byte's own "
+                         "token, which ordinary text needs (byte-level BPE encodes any text with the 256 bytes): "
+                         "name it with two or more characters, e.g. <|...|>")
     no_merges = 256 + len(set(args.special_tokens))  # the vocab_size that leaves no room for a merge
     if args.format == "gpt2" and args.vocab_size == no_merges:  # (smaller: train_bpe's own error, also at once)
         raise UsageError(f"--vocab_size {args.vocab_size} leaves no merges (256 bytes + {no_merges - 256} special "

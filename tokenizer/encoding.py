@@ -134,10 +134,14 @@ class Encoding:
         # bytes -> id; where two ids hold the same bytes the first wins (reversed: earlier entries written last)
         token_ids = {t: i for i, t in reversed(vocab.items()) if t not in special_bytes}
         missing_bytes = [bytes([b]) for b in range(256) if bytes([b]) not in token_ids]
+        special_byte = next((b for b in missing_bytes if b in special_bytes), None)
+        if special_byte is not None:  # the vocab has it, as a special token: a mistake in special_tokens
+            raise ValueError(f"special token {special_byte.decode()!r} is one byte, which ordinary text needs as its "
+                             "own token (a special token's bytes are never one): use two or more characters")
         if missing_bytes:
             raise ValueError(
-                f"vocab lacks {len(missing_bytes)} single-byte tokens (e.g. {missing_bytes[0]!r}); "
-                "byte-level BPE needs all 256 so that any text can be encoded"
+                f"vocab lacks {len(missing_bytes)} single-byte token{'s' * (len(missing_bytes) > 1)} (e.g. "
+                f"{missing_bytes[0]!r}); byte-level BPE needs all 256 so that any text can be encoded"
             )
         merged = [left + right for left, right in merges]
         unknown = next((rank for rank, m in enumerate(merged) if m not in token_ids), None)

@@ -179,6 +179,17 @@ def _check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
             raise TypeError(f"special tokens must be str, got {type(s).__name__}: {s!r}")
         if not s:
             raise ValueError("a special token cannot be the empty string")
+        if is_single_byte(s):  # said before the training, not by Encoding.from_vocab_merges after it
+            raise ValueError(f"special token {s!r} is one byte, {s.encode()!r}, which ordinary text needs as its "
+                             "own token (a special token's bytes are never one): use two or more characters, "
+                             "such as <|...|>")
         if s not in out:
             out.append(s)
     return out
+
+
+def is_single_byte(special_token: str) -> bool:
+    """Whether ``special_token`` is one byte in UTF-8 (one ASCII character). Such a token cannot be special: its
+    bytes would be that byte's own token, which a special token's never are (Encoding.from_vocab_merges gives
+    special tokens ids of their own), and byte-level BPE needs all 256 single bytes to encode any text."""
+    return len(special_token) == 1 and special_token.isascii()
