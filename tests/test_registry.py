@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import os
 import shutil
 import tempfile
@@ -268,6 +270,36 @@ def test_download_with_wrong_hash_leaves_nothing(fresh_registry, without_package
     with pytest.raises(ValueError, match=registry.O200K.sha256):
         get_encoding("o200k_base")
     cache = fresh_registry / "cache"
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+@pytest.mark.parametrize("full", [errno.ENOSPC, errno.EDQUOT])
+def test_download_onto_a_full_disk_names_the_file_and_folder_and_leaves_nothing(
+        fresh_registry, without_package_data, monkeypatch, file_server, full):  # noqa: F811
+    """A full disk (or quota) during a vocabulary's download raised a bare OSError, "[Errno 28] No space left on
+    device", naming no file, and kept the half-written .part. It says which file, where, and what to do, as a
+    DownloadError (an OSError, as before), and leaves no part of the file."""
+    file_server.files["/encodings/r50k_base.tiktoken"] = (ENCODINGS_DIR / "r50k_base.tiktoken").read_bytes()
+    monkeypatch.setenv("OPENAIPUBLIC_URL", file_server.url)
+
+    class FillingDisk(io.FileIO):
+        """A file on a disk that fills up after the first bytes written."""
+
+        def write(self, data):
+            if self.tell() > 0:
+                raise OSError(full, os.strerror(full))
+            return super().write(bytes(data[:1000]))
+
+    monkeypatch.setattr(download, "open", lambda path, mode: FillingDisk(path, mode.replace("b", "")),
+                        raising=False)
+    cache = fresh_registry / "cache"
+    with pytest.raises(download.DownloadError) as raised:
+        get_encoding("r50k_base")
+    message = str(raised.value)
+    assert message.startswith(f"cannot save r50k_base.tiktoken, downloaded from {file_server.url}/encodings/"
+                              f"r50k_base.tiktoken, as {cache / 'r50k_base.tiktoken'}: {os.strerror(full)}; free "
+                              f"space in {cache}, or set TOKENIZER_CACHE_DIR to a folder"), message
+    assert "\n" not in message
     assert not cache.exists() or list(cache.iterdir()) == []
 
 

@@ -28,6 +28,7 @@ More encodings can be added by name: :func:`register_encoding` in one process, o
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from dataclasses import dataclass, field
@@ -373,6 +374,16 @@ def vocab_file_path(vocab: VocabFile) -> Path:
     except DownloadError as e:
         raise DownloadError(f"{e} Or set TOKENIZER_DATA_DIR to a folder that holds {vocab.name}, or "
                             "TIKTOKEN_CACHE_DIR to a tiktoken cache that holds it.") from e
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # A write's error names no file ("No space left on device"). The bytes received are dropped, not kept
+        # to resume: a vocabulary file is a few MB, and a half file on a full disk only holds on to the space.
+        cached.with_name(cached.name + ".part").unlink(missing_ok=True)
+        raise DownloadError(f"cannot save {vocab.name}, downloaded from {url}, as {cached}: {e.strerror}; free "
+                            f"space in {cached.parent}, or set TOKENIZER_CACHE_DIR to a folder on a disk with room "
+                            f"(or TOKENIZER_DATA_DIR to a folder that holds {vocab.name})",
+                            reason=e.strerror) from None
 
 
 def _good_copy(path: Path | None, vocab: VocabFile) -> bool:
