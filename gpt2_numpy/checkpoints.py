@@ -129,9 +129,11 @@ def _download_missing_files(model_size: str, model_dir: Path) -> None:
             if name in failed:
                 by_reason.setdefault(failed[name], []).append(name)
         causes = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+        # a server that cannot be reached at all is most often no network, asked as get_encoding's error asks it
+        offline = "; are you offline?" if unreachable is not None else "."
         raise DownloadError(
             f"could not download {len(failed)} of the {len(CHECKPOINT_FILES)} files of GPT-2 {model_size} "
-            f"from {base} ({causes}). To supply them yourself, fetch each missing file from {base} some "
+            f"from {base} ({causes}){offline} To supply them yourself, fetch each missing file from {base} some "
             f"other way and place it in {model_dir}{os.sep} (files already there are used as they are; the "
             f"next run reads that folder), or point $OPENAIPUBLIC_URL at a mirror (default "
             f"{DEFAULT_OPENAIPUBLIC_URL})."

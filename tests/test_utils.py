@@ -531,6 +531,8 @@ def test_unreachable_server_is_asked_once_and_every_missing_file_named(tmp_path,
     assert message.startswith("could not download 6 of the 7 files of GPT-2 124M")
     missing = [name for name in checkpoints.CHECKPOINT_FILES if name != "hparams.json"]
     assert f"({', '.join(missing)}: cannot connect to {root}: " in message
+    # as get_encoding's error for a vocabulary it cannot reach says it (its message lacked the hint)
+    assert "); are you offline? To supply them yourself, fetch each missing file from " in message, message
     assert f"{root}/gpt-2/models/{SIZE}/" in message and str(model_dir) in message
     assert "$OPENAIPUBLIC_URL" in message and "\n" not in message
 
@@ -541,7 +543,8 @@ def test_files_missing_on_the_server_are_reported_together(served, tmp_path):
     with pytest.raises(DownloadError) as info:
         checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
     assert str(info.value).startswith("could not download 2 of the 7 files")
-    assert "(encoder.json, vocab.bpe: HTTP 404 Not Found)" in str(info.value)
+    assert "(encoder.json, vocab.bpe: HTTP 404 Not Found). To supply them yourself" in str(info.value)
+    assert "offline" not in str(info.value)  # a server that answers is reachable
     assert (tmp_path / SIZE / "model.ckpt.index").is_file()  # the others did arrive
 
 
