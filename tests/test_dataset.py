@@ -273,3 +273,24 @@ def test_file_stats_times_repeated_passes_after_a_warm_up(tmp_path):
     assert steady["mb_per_s"] == pytest.approx(steady["timed_bytes"] / 1e6 / steady["timed_seconds"])
     (tmp_path / "empty.txt").write_bytes(b"")
     assert file_stats(tmp_path / "empty.txt", "gpt2", min_seconds=5)["timed_seconds"] == 0  # nothing to time
+
+
+@pytest.mark.parametrize("sizes, first_done, halfway, whole", [
+    ([30_000], 15_000, "15.0kB/30.0kB", "30.0kB/30.0kB"),
+    ([300, 200], 250, "250B/500B", "500B/500B"),
+    ([2_000_000, 500_000], 1_250_000, "1.25MB/2.50MB", "2.50MB/2.50MB"),
+    ([None], 15_000, "15.0kB [", "15.0kB ["),  # standard input: no total
+])
+def test_progress_bar_shows_small_inputs_in_a_unit_that_says_something(capsys, sizes, first_done, halfway, whole):
+    """The shared bar counted in MB with one decimal, so an input under 50 KB read "0.0/0.0 MB" from start to end.
+    It counts bytes and shows them in B, kB or MB as the figure needs."""
+    bar = engines.ProgressBar(sizes, desc="encoding", enabled=True)
+    bar.set(0, first_done)
+    bar.bar.refresh()  # (tqdm draws at most every 0.1 s: drawn now)
+    drawn = capsys.readouterr().err
+    assert halfway in drawn, drawn
+    for task in range(len(sizes)):
+        bar.finish(task)
+    bar.close()
+    assert whole in capsys.readouterr().err
+    assert " MB [" not in drawn and "0.0/0.0" not in drawn

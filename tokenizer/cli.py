@@ -30,7 +30,7 @@ Every command follows the same rules:
   document per record (``--text_field``), any other file is text; a pipe (``<(zcat a.gz)``) is read once, as
   standard input is; bad input is named by file and line.
 * **Files are UTF-8**: invalid bytes are an error naming the byte offset, unless ``--errors replace`` (U+FFFD).
-  Files are read in chunks, with a progress bar in MB, so memory does not grow with the file.
+  Files are read in chunks, with a progress bar in bytes (kB, MB), so memory does not grow with the file.
 * **Outputs** follow one rule (:mod:`tokenizer.outputs`), checked before any work: an empty path, a device or
   FIFO, a folder where a file goes (or the reverse) or a place that cannot be written is a mistake; an existing
   output is replaced only with ``--force``; a symlink is written through; ``encode-file --out -`` writes the ids

@@ -405,7 +405,7 @@ def file_stats(
     stays bounded however large it is), or each document of a ``.jsonl`` or ``.parquet`` file on its own
     (without the ``<|endoftext|>`` that :func:`encode_file` ends it with); ``bytes`` are those of the texts
     encoded. ``allowed_special``, ``disallowed_special``, ``errors`` and ``text_field``
-    are :func:`encode_file`'s; ``progress`` shows a bar in MB.
+    are :func:`encode_file`'s; ``progress`` shows a bar of the bytes read (in kB, MB).
 
     ``min_seconds``: 0 times the counting pass itself. More makes the speed a steady figure: the counting pass
     is then a warm-up (a process's first encode builds tables and fills caches, which on a small file can make

@@ -120,7 +120,9 @@ def start_ray(*, address: str | None = None, num_cpus: int | None = None):
 class ProgressBar:
     """One tqdm bar over the bytes of input of every task; ``set(task, done)`` records a task's latest figure.
 
-    A size of None (standard input) is not known until the task ends: the bar then shows MB done, no total.
+    The bar counts bytes, shown in the unit that suits the figure (B, kB, MB, GB: tqdm's scaling by 1000), so that
+    a small input reads "12.3kB/30.0kB", not "0.0/0.0 MB". A size of None (standard input) is not known until the
+    task ends: the bar then shows the bytes done, no total.
     """
 
     def __init__(self, sizes: Sequence[int | None], desc: str, enabled: bool):
@@ -133,17 +135,18 @@ class ProgressBar:
         self.total = 0  # sum(self.done), kept as it changes: a job may have many thousands of tasks
         self.sizes = list(sizes)
         known = None not in self.sizes
-        total = round(sum(self.sizes) / 1e6, 2) if known else None
-        shape = "{l_bar}{bar}| {n:.1f}/{total:.1f} MB [{elapsed}<{remaining}, {rate_fmt}]" if known else \
-            "{desc}: {n:.1f} MB [{elapsed}, {rate_fmt}]"
-        self.bar = Bar(total=total, unit="MB", desc=desc, disable=not enabled, bar_format=shape)
+        total = sum(self.sizes) if known else None
+        shape = "{l_bar}{bar}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}, {rate_fmt}]" if known else \
+            "{desc}: {n_fmt}B [{elapsed}, {rate_fmt}]"
+        self.bar = Bar(total=total, unit="B", unit_scale=True, unit_divisor=1000, desc=desc, disable=not enabled,
+                       bar_format=shape)
 
     def set(self, task: int, done: int) -> None:
         size = self.sizes[task]
         done = done if size is None else min(done, size)
         self.total += done - self.done[task]
         self.done[task] = done
-        self.bar.update(round(self.total / 1e6, 2) - self.bar.n)  # tqdm redraws at most every 0.1 s
+        self.bar.update(self.total - self.bar.n)  # tqdm redraws at most every 0.1 s
 
     def finish(self, task: int) -> None:
         if self.sizes[task] is not None:
