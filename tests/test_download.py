@@ -404,3 +404,54 @@ def test_ctrl_c_mid_download_keeps_the_part_and_says_the_next_run_resumes(served
     monkeypatch.setattr(download._LazyBar, "update", counting)
     _get(tmp_path)
     assert dest.read_bytes() == BODY and served.requests_for(PATH)[-1] == f"bytes={len(kept)}-"
+
+
+def test_lock_files_are_removed_when_done_and_a_run_that_waited_locks_the_file_at_the_path(served, tmp_path,
+                                                                                          monkeypatch):
+    """download-locks/ in the temporary folder gained a small file per file ever downloaded, never removed. The
+    holder now removes its lock file when done; a run that waited on that file (opened before the removal)
+    must then hold the lock of the file at the path, not of the removed one, or a third run could take the
+    path's new file at once and two runs would write the same file."""
+    import fcntl
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    locks = download.temporary_cache_root() / "download-locks"
+    dest, _ = _get(tmp_path)
+    assert dest.read_bytes() == BODY and list(locks.iterdir()) == []  # downloaded, and its lock file gone
+
+    target = tmp_path / "folder"
+    first_holds, first_may_end, second_holds = threading.Event(), threading.Event(), threading.Event()
+    taken_by_another = []
+
+    def first():
+        with download.one_run_at_a_time(target, "filling the folder"):
+            first_holds.set()
+            first_may_end.wait(10)
+
+    def second():
+        with download.one_run_at_a_time(target, "filling the folder") as waited:
+            assert waited
+            (lock_path,) = locks.iterdir()  # the file at the path now: a third run opening it must wait
+            third = os.open(lock_path, os.O_RDWR)
+            try:
+                fcntl.flock(third, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                taken_by_another.append(lock_path)
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(third)
+            second_holds.set()
+
+    threads = [threading.Thread(target=first)]
+    threads[0].start()
+    assert first_holds.wait(10)
+    threads.append(threading.Thread(target=second))
+    threads[1].start()
+    time.sleep(0.3)  # the second run has opened the lock file and waits on it
+    first_may_end.set()
+    for thread in threads:
+        thread.join(10)
+    assert second_holds.is_set() and taken_by_another == []
+    assert list(locks.iterdir()) == []

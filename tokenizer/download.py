@@ -23,7 +23,8 @@ then finds the file in place (or, if the first failed, resumes its ``.part``). T
 file named by a hash of ``dest``'s real path (symbolic links followed), in this user's own folder in the temporary
 folder (:func:`tokenizer.user_cache.temporary_cache_root`: not beside ``dest``, nor in a cache folder, since an
 offline attempt makes no folder there), released by the system on any exit of the run that holds it, a crash or a kill
-included. A caller that fills a folder file by file (a GPT-2 size) takes the same lock over the folder
+included, and removed by the run that holds it when it is done (a run waiting on the file removed then opens the path
+again: :func:`_take_lock`). A caller that fills a folder file by file (a GPT-2 size) takes the same lock over the folder
 (:func:`one_run_at_a_time`), so that a run joining another's download says once that it waits, not once per file.
 """
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import os
 import pathlib
 import re
@@ -147,35 +149,68 @@ def one_run_at_a_time(target, doing: str, *, received=None, what: str = ""):
     for it to finish ...". Yields whether it waited. ``received`` (a function: the bytes the other run has written
     so far) draws a bar of them, named ``what``, on a terminal once the wait is slow. Where no lock can be taken (no
     fcntl, as on Windows; a cache folder that cannot be written), the work goes on without one, as it did before."""
-    try:
-        import fcntl
-    except ImportError:
+    if importlib.util.find_spec("fcntl") is None:  # (_take_lock imports it)
         yield False
         return
     # (the real path: one folder named through a symbolic link, ~/models -> /data/models, is still the one folder)
     key = hashlib.sha256(os.fsencode(os.path.realpath(target))).hexdigest()[:16]
     locks = temporary_cache_root() / "download-locks"
+    lock_path = locks / f"{key}.lock"
     try:
         locks.mkdir(parents=True, exist_ok=True)
-        lock = os.open(locks / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        lock, waited = _take_lock(lock_path, doing, received, what)
     except OSError:
         yield False
         return
     try:
-        waited = False
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(lock, 32, 0).decode("ascii", "replace").strip()
-            by = f" (process {holder})" if holder.isdigit() else ""
-            command_line.say(f"another run{by} is {doing}; waiting for it to finish ...")
-            _wait_for_lock(lock, received, what)  # (Ctrl-C while waiting ends this run, the other goes on)
-            waited = True
         os.ftruncate(lock, 0)
         os.pwrite(lock, str(os.getpid()).encode("ascii"), 0)  # who holds it, for the next run's line
         yield waited
     finally:
-        os.close(lock)  # (closing releases the lock; a run that dies releases it the same way)
+        # The lock file is removed, while still held, so that the folder does not gain a file per file ever
+        # downloaded. A run that opened this file before the removal and waits on it takes a lock on a file no
+        # longer at lock_path; _take_lock sees that and opens the path again, so only one run ever holds the
+        # lock of the path (removing it without that check would let two runs hold "the" lock at once).
+        with contextlib.suppress(OSError):
+            os.unlink(lock_path)
+        os.close(lock)  # (closing releases the lock; a run that dies releases it the same way, its file kept)
+
+
+def _take_lock(lock_path: pathlib.Path, doing: str, received, what: str) -> tuple[int, bool]:
+    """Open ``lock_path`` (made if missing) and flock it, waiting for the run that holds it; returns the file and
+    whether this run waited. A lock taken on a file that is no longer the one at ``lock_path`` (its holder
+    removed it when done) guards nothing: it is let go and the path opened again."""
+    import fcntl
+
+    waited = False
+    while True:
+        lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not waited:  # said once, however often the path is opened again
+                    holder = os.pread(lock, 32, 0).decode("ascii", "replace").strip()
+                    by = f" (process {holder})" if holder.isdigit() else ""
+                    command_line.say(f"another run{by} is {doing}; waiting for it to finish ...")
+                    waited = True
+                _wait_for_lock(lock, received, what)  # (Ctrl-C while waiting ends this run, the other goes on)
+            if _same_file(lock, lock_path):
+                return lock, waited
+        except BaseException:
+            os.close(lock)
+            raise
+        os.close(lock)
+
+
+def _same_file(descriptor: int, path: pathlib.Path) -> bool:
+    """Whether the open file ``descriptor`` is the file at ``path`` (False when ``path`` is gone)."""
+    try:
+        at_path = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(descriptor)
+    return (opened.st_dev, opened.st_ino) == (at_path.st_dev, at_path.st_ino)
 
 
 WAIT_POLL_SECONDS = 0.25  # how often a run waiting for another's download looks at its lock and its bytes
