@@ -208,3 +208,22 @@ def test_a_refused_special_token_keeps_its_refusal_on_the_error_said_where(tmp_p
     assert str(refused.value).startswith("p.txt: The text contains the special token '<|endoftext|>'")
     refusal = refusal_of(pickle.loads(pickle.dumps(refused.value)))
     assert refusal is not None and (refusal.token, refusal.place) == ("<|endoftext|>", "p.txt: ")
+
+
+def test_parity_bars_show_a_small_file_in_a_unit_that_says_something(tmp_path, capsys):
+    """parity's bars counted in MB with one decimal: a file under 50 KB read "0.0/0.0 MB" from start to end.
+    They count bytes and show them in B, kB or MB, as the shared bar does (check_file's and check_ids')."""
+    import numpy as np
+
+    from tokenizer.jobs.parity import check_file, check_ids
+
+    gpt2 = get_encoding("gpt2")
+    text = "a small file of words, " * 1000  # 23,000 bytes
+    (tmp_path / "small.txt").write_text(text, encoding="utf-8")
+    np.array(gpt2.encode(text), dtype=np.uint16).tofile(tmp_path / "small.bin")
+    assert check_file(tmp_path / "small.txt", gpt2, gpt2, progress=True).shown == []
+    drawn = capsys.readouterr().err  # (the bar is drawn as it starts; done, it is erased)
+    assert "0.00B/23.0kB [" in drawn and "0.0/0.0" not in drawn, drawn
+    assert check_ids([tmp_path / "small.txt"], tmp_path / "small.bin", gpt2, progress=True)[0].shown == []
+    drawn = capsys.readouterr().err
+    assert "0.00B/23.0kB [" in drawn and "0.0/0.0" not in drawn, drawn

@@ -317,20 +317,20 @@ def check_file(
         allowed_special, disallowed_special = DOCUMENT_SPECIALS
     rule = _Rule(enc, allowed_special, disallowed_special)
     size = input_size(path)
-    with _bar(None if size is None else size / 1e6, f"{Path(name).name} ({enc.name})", progress) as bar:
+    with _bar(size, f"{Path(name).name} ({enc.name})", progress) as bar:
         if input_format(path) != "text":
             shown = 0
             for record in read_records(path, text_field, errors=errors):
                 _check_text(report, record.text, enc, other, rule, (0, 1, record.number), max_report,
                             where=record_place(path, record.number))
-                bar.update((record.done - shown) / 1e6)
+                bar.update(record.done - shown)
                 shown = record.done
         else:
             for text, offset, line, data in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes,
                                                          disallowed_special=rule.disallowed):
                 _check_text(report, text, enc, other, rule, (offset, line, None), max_report, where=name,
                             source=data)
-                bar.update(len(data) / 1e6)
+                bar.update(len(data))
     return report
 
 
@@ -404,7 +404,7 @@ def check_ids(
     ends = [(0, 1, None)] * len(paths)  # where each input ends (offset, line, record): ids left over are shown there
     pieces = ((k, piece) for k, (path, report) in enumerate(zip(paths, reports)) for piece in _ids_as_written(
         path, enc, rule, report, errors=errors, text_field=text_field, chunk_bytes=chunk_bytes))
-    total = None if None in sizes else sum(sizes) / 1e6
+    total = None if None in sizes else sum(sizes)
     with IdsFile(ids_path, dtype) as ids_file, _bar(total, f"{ids_path.name} ({enc.name})", progress) as bar:
         # each piece is compared with the ids that follow it in view, the next piece's: an id dropped (or one
         # inserted before it) at a piece's end is then told from one replaced, not found again in the next piece
@@ -424,7 +424,7 @@ def check_ids(
                                 after=after, source=piece.source)
             ids_file.advance(used)
             report.other_tokens += used
-            bar.update(piece.n_read / 1e6)
+            bar.update(piece.n_read)
         if reports and ids_file.left:
             _extra_ids(reports[-1], ends[-1], enc, ids_file, max_report)
     if reports and not all(r.identical for r in reports):
@@ -1037,12 +1037,16 @@ def plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def _bar(total: float | None, desc: str, progress: bool, unit: str = "MB"):
+def _bar(total: int | None, desc: str, progress: bool, unit: str = "B"):
+    """A bar of ``total`` bytes (shown in B, kB, MB as the figure needs: a small file read "0.0/0.0 MB" in MB), or
+    of ``total`` texts with ``unit="texts"``; None: standard input, whose size is known only at its end."""
     from tqdm import tqdm  # imported only when a check runs, as in dataset.py
 
-    if total is None:  # standard input: its size is known only at its end
-        return tqdm(unit=unit, desc=desc, disable=not progress, leave=False,
-                    bar_format="{desc}: {n:.1f} MB [{elapsed}]")
-    fmt = "{n:.1f}/{total:.1f} MB" if unit == "MB" else "{n}/{total} texts"
-    return tqdm(total=round(total, 2) if unit == "MB" else total, unit=unit, desc=desc, disable=not progress,
-                leave=False, bar_format="{l_bar}{bar}| " + fmt + " [{elapsed}<{remaining}]")
+    in_bytes = unit == "B"
+    scaled = dict(unit_scale=True, unit_divisor=1000) if in_bytes else {}
+    if total is None:
+        return tqdm(unit=unit, desc=desc, disable=not progress, leave=False, bar_format="{desc}: {n_fmt}B [{elapsed}]",
+                    **scaled)
+    fmt = "{n_fmt}B/{total_fmt}B" if in_bytes else "{n}/{total} texts"
+    return tqdm(total=total, unit=unit, desc=desc, disable=not progress, leave=False,
+                bar_format="{l_bar}{bar}| " + fmt + " [{elapsed}<{remaining}]", **scaled)
