@@ -451,3 +451,80 @@ def test_japanese_goes_to_the_rounds_in_short_segments(monkeypatch):
     assert enc.encode_ordinary(text) == get_encoding("o200k_base").encode_ordinary(text)
     in_rounds = sum(int(lengths.sum()) for lengths in seen)
     assert 0 < in_rounds < len(text.encode()) // 8  # (the byte-pair rule alone sends about 45%)
+
+
+# ---- segments the rounds hardly shorten: finished one merge at a time -------------------------------------
+
+
+def random_letters(size: int, seed: int) -> str:
+    """Text without spaces over ten letters: one pre-token, which a vocabulary trained on such text keeps in one
+    segment (every byte pair is inside some token)."""
+    rng = np.random.default_rng(seed)
+    return bytes(rng.integers(97, 107, size=size, dtype=np.uint8)).decode("ascii")
+
+
+@functools.cache
+def trained_on_letters() -> Encoding:
+    """A vocabulary as a user trains it on text without spaces (train_bpe, 50 KB of random letters)."""
+    import tempfile
+
+    from tokenizer import train_bpe
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/letters.txt"
+        with open(path, "w", encoding="ascii") as file:
+            file.write(random_letters(50_000, seed=0))
+        vocab, merges = train_bpe(path, 1000, num_workers=1, progress=False)
+    return Encoding.from_vocab_merges(vocab, merges, name="letters")
+
+
+def test_a_long_piece_of_a_vocabulary_trained_without_spaces_takes_few_rounds(monkeypatch):
+    # 100 KB of one piece took 15-20 s here (thousands of rounds joining a pair or two each), 0.2 s with the
+    # segment finished one merge at a time once the rounds stall; tiktoken gives the ids.
+    import time
+
+    import tiktoken
+
+    monkeypatch.setenv("TOKENIZER_COMPILED_BPE", "0")  # batch BPE's NumPy rounds, not the compiled kernel
+    lookups = []
+    counted = batch_bpe.lookup_pairs
+    monkeypatch.setattr(batch_bpe, "lookup_pairs", lambda *args: lookups.append(1) or counted(*args))
+    trained = trained_on_letters()
+    enc = Encoding.from_vocab_merges({i: t for t, i in trained.token_ids.items()}, trained.merges)  # a fresh core
+    text = random_letters(100_000, seed=1)
+    began = time.perf_counter()
+    ids = enc.encode_ordinary(text)
+    elapsed = time.perf_counter() - began
+    oracle = tiktoken.Encoding("letters", pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens={})
+    assert ids == oracle.encode_ordinary(text)
+    assert len(lookups) < 500  # (three per round: thousands before)
+    assert elapsed < 5.0
+
+
+def test_a_stalled_segment_finished_one_merge_at_a_time_equals_the_reference(monkeypatch):
+    # the hand-over on short pieces, where merge_reference (the readable oracle) is quick enough
+    monkeypatch.setattr(batch_bpe, "LONG_SEGMENT_PARTS", 16)
+    handed_over = []
+    one_at_a_time = batch_bpe._merge_one_at_a_time
+    monkeypatch.setattr(batch_bpe, "_merge_one_at_a_time",
+                        lambda parts, table: handed_over.append(len(parts)) or one_at_a_time(parts, table))
+    trained = trained_on_letters()
+    pieces = [random_letters(size, seed).encode() for seed, size in enumerate([17, 100, 600, 1500])]
+    table = batch_bpe.build_pair_table(trained.merge_ranks, trained.token_ids)
+    ids = trained.token_ids
+    expected = [tuple(ids[part] for part in bpe.merge_reference(piece, trained.merge_ranks)) for piece in pieces]
+    assert batch_bpe.encode_pieces(pieces, table) == expected
+    assert len(handed_over) == 2  # the two longest stalled (a round joined a pair or two of either)
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)
+@given(st.lists(st.one_of(letters, runs), min_size=1, max_size=5), small_tables)
+def test_segments_handed_over_after_one_round_equal_merge_on_tie_heavy_tables(pieces, merge_ranks):
+    # every segment of two parts or more leaves the rounds after its first: the heap goes on from the rounds' parts
+    pieces = [bytes(x % 3 + 97 if x > 32 else x for x in p) for p in pieces]
+    token_ids = small_vocab(merge_ranks)
+    table = batch_bpe.build_pair_table(merge_ranks, token_ids)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_bpe, "LONG_SEGMENT_PARTS", 2)
+        patch.setattr(batch_bpe, "STALLED_PARTS_PER_JOIN", 0)  # (a segment stalls whatever its round joined)
+        assert batch_bpe.encode_pieces(pieces, table) == oracle(pieces, merge_ranks, token_ids)

@@ -34,7 +34,11 @@ where nearly every byte pair occurs in some token, is :func:`char_windows_cross`
 grouping its segments.) And a run such as a million ``a`` ties every pair, so
 neither rule above joins more than one pair per round; there a round also follows the chain of tied pairs after
 the leftmost lowest one, as long as each join provably comes next (:func:`_chain_after_lowest`), so the run
-takes a few rounds, not half a million.
+takes a few rounds, not half a million. Where neither helps (a vocabulary trained on text without spaces keeps
+a whole piece of it in one segment, and finds next to no pair isolated there), a long segment that a round
+hardly shortens leaves the rounds and is finished one merge at a time with a heap (:func:`_merge_one_at_a_time`,
+``LONG_SEGMENT_PARTS``): a round's pass over every part would otherwise buy a merge or two, and the rounds would
+cost the square of the piece's length.
 
 What this module does not do: the whole-piece rule (a piece that is itself a token is that token: the caller
 decides, as :class:`tokenizer.encoding.Encoding` does), pre-tokenization, caching, or ids other than the
@@ -45,6 +49,8 @@ missing, or ids beyond 2**31) has no table: :func:`build_pair_table` returns Non
 
 from __future__ import annotations
 
+import heapq
+import weakref
 from itertools import compress, repeat
 from operator import is_not
 from typing import Mapping, NamedTuple, Sequence
@@ -67,6 +73,15 @@ _LARGEST_ID = (1 << 31) - 1
 
 # An empty slot of the pair table's hash table (keys are never negative).
 _EMPTY = -1
+
+# A segment of at least this many parts that a round shortens by fewer than one part in STALLED_PARTS_PER_JOIN
+# leaves the rounds and is finished one merge at a time (_merge_one_at_a_time). A round costs a pass over every
+# part (about 35 ns a part) and a merge done alone about 6 us, so a round that joins fewer than one part in
+# ~180 is the dearer; a vocabulary trained on text without spaces (random letters, say) makes one segment of a
+# whole piece (every byte pair is inside some token) whose merges neither rule of a round finds isolated, so the
+# rounds joined one or two pairs each: 30,000 letters took seconds, growing with the square of the length.
+LONG_SEGMENT_PARTS = 256
+STALLED_PARTS_PER_JOIN = 128
 
 
 class PairTable(NamedTuple):
@@ -525,18 +540,31 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
     rank = np.where(boundary == no_merge, no_merge, table.byte_pair_ranks[pair_of_bytes])
     merged = table.byte_pair_merged[pair_of_bytes]
     position = np.arange(len(parts), dtype=np.int64)
+    stalled = np.zeros(0, dtype=np.int64)  # the segments the last round hardly shortened (LONG_SEGMENT_PARTS)
 
     while len(parts):
         starts = np.cumsum(lengths) - lengths
         lowest = np.minimum.reduceat((rank.astype(np.int64) << 32) | position[: len(parts)], starts)
         lowest_rank, lowest_at = lowest >> 32, lowest & 0xFFFFFFFF  # the leftmost lowest pair of each segment
         finished = lowest_rank == no_merge
-        if finished.all() or finished.sum() * 4 >= len(finished):
-            # Move the finished segments out (not every round: moving costs a pass over all parts).
+        stalled = stalled[~finished[stalled]]
+        if len(stalled) or finished.all() or finished.sum() * 4 >= len(finished):
+            # Move the finished segments out (not every round: moving costs a pass over all parts), and the
+            # stalled ones, finished one merge at a time.
             done_index.append(segment_index[finished])
             done_lengths.append(lengths[finished])
             out = np.repeat(finished, lengths)
             done_parts.append(parts[np.flatnonzero(out)])
+            if len(stalled):
+                for segment in stalled.tolist():
+                    begin = int(starts[segment])
+                    ids = _merge_one_at_a_time(parts[begin : begin + int(lengths[segment])].tolist(), table)
+                    done_index.append(segment_index[segment : segment + 1])
+                    done_lengths.append(np.array([len(ids)], dtype=lengths.dtype))
+                    done_parts.append(np.array(ids, dtype=parts.dtype))
+                finished[stalled] = True  # (out of the rounds too, from here on)
+                stalled = stalled[:0]
+                out = np.repeat(finished, lengths)
             if finished.all():
                 break
             keep = np.flatnonzero(~out)
@@ -561,7 +589,9 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
         keep[at + 1] = False
         keep = np.flatnonzero(keep)
         not_joined = np.flatnonzero(~join)
-        lengths = lengths - np.add.reduceat(join, starts)
+        joins = np.add.reduceat(join, starts)
+        lengths = lengths - joins
+        stalled = np.flatnonzero((lengths >= LONG_SEGMENT_PARTS) & (joins * STALLED_PARTS_PER_JOIN < lengths))
         parts, rank, merged = parts[keep], rank[keep], merged[keep]
         boundary = boundary[not_joined]
         # Pairs touching a joined part changed: the one it starts and the one before it. Each earlier join
@@ -589,3 +619,55 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
     segments_per_piece = np.searchsorted(segment_ends, piece_ends, side="right")
     ids_end = np.concatenate([[0], np.cumsum(sizes)])[segments_per_piece]
     return flat, np.diff(ids_end, prepend=0)
+
+
+def _merge_one_at_a_time(parts: list[int], table: PairTable) -> list[int]:
+    """The ids of a segment whose parts are ``parts`` (ids, a list it changes) when BPE goes on from them: the
+    leftmost pair of lowest rank joined, one after another, as :func:`tokenizer.bpe.merge_heap` does with bytes
+    (O(n log n), for the segments the rounds hardly shorten). The candidate pairs wait in a heap as ``(rank,
+    position, left, right, merged)``: ordered by where their left part is after their rank, so that of equal
+    ranks the leftmost is joined first; an entry whose parts have changed since it was pushed is skipped."""
+    count = len(parts)
+    pair_found = _pairs_by_key(table)
+    n_ids = table.n_ids
+    following = list(range(1, count + 1))  # following[at]: where the part after the one at ``at`` is (count: none)
+    preceding = list(range(-1, count - 1))  # preceding[at]: where the part before it is (-1: none)
+
+    def pair_at(at: int) -> tuple[int, int, int, int, int] | None:
+        after = following[at] if at >= 0 else count
+        found = pair_found.get(parts[at] * n_ids + parts[after]) if after < count else None
+        return None if found is None else (found >> 32, at, parts[at], parts[after], found & 0xFFFFFFFF)
+
+    heap = [entry for at in range(count - 1) if (entry := pair_at(at)) is not None]
+    heapq.heapify(heap)
+    while heap:
+        _, at, left, right, merged = heapq.heappop(heap)
+        after = following[at]
+        if after >= count or parts[at] != left or parts[after] != right:
+            continue  # this pair is gone: one of its parts has been joined to another since
+        parts[at], parts[after] = merged, -1  # (-1: no part is there any more; no id is negative)
+        following[at] = following[after]
+        if following[at] < count:
+            preceding[following[at]] = at
+        for changed in (preceding[at], at):  # the pairs the joined part makes with its neighbours
+            entry = pair_at(changed)
+            if entry is not None:
+                heapq.heappush(heap, entry)
+    return [part for part in parts if part >= 0]
+
+
+# The pairs of each pair table in a dict, ``key -> rank << 32 | merged id``, for _merge_one_at_a_time: made once
+# per table (a pass over its slots), by the identity of its slot_keys array, dropped with that array.
+_PAIR_DICTS: dict[int, dict[int, int]] = {}
+
+
+def _pairs_by_key(table: PairTable) -> dict[int, int]:
+    """The pairs of ``table`` by key (``left * n_ids + right``), each as ``rank << 32 | merged id``."""
+    pairs = _PAIR_DICTS.get(id(table.slot_keys))
+    if pairs is None:
+        full = np.flatnonzero(table.slot_keys != _EMPTY)
+        packed = (table.slot_ranks[full].astype(np.int64) << 32) | table.slot_merged[full]
+        pairs = dict(zip(table.slot_keys[full].tolist(), packed.tolist()))
+        _PAIR_DICTS[id(table.slot_keys)] = pairs
+        weakref.finalize(table.slot_keys, _PAIR_DICTS.pop, id(table.slot_keys), None)
+    return pairs
