@@ -114,6 +114,47 @@ def test_long_runs_and_empty_pieces():
     assert openai_compiled("cl100k_base").encode(pieces) == whole_piece_oracle(pieces, enc)
 
 
+long_runs = st.lists(st.tuples(st.sampled_from([b"a", b"b", b"ab", b"aab", b"abc"]), st.integers(1, 200)),
+                     min_size=1, max_size=4).map(lambda chunks: b"".join(unit * n for unit, n in chunks))
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)  # (a table built per example)
+@given(st.lists(long_runs, min_size=1, max_size=4), small_tables)
+def test_segments_merged_with_the_heap_equal_merge_on_tie_heavy_tables(pieces, merge_ranks):
+    # pieces padded to HEAP_MIN_PARTS bytes or more: a segment that long is merged with the heap, not the scan
+    pieces = [piece * (-(-kernel().HEAP_MIN_PARTS // len(piece))) for piece in pieces]
+    token_ids = small_vocab(merge_ranks)
+    compiled = kernel().CompiledBPE(build_pair_table(merge_ranks, token_ids), PieceTable(token_ids),
+                                    whole_piece_tokens=False)
+    assert compiled.encode(pieces) == oracle(pieces, merge_ranks, token_ids)
+
+
+def test_a_long_segment_is_merged_in_near_linear_time():
+    # 100,000 "a" (one segment for GPT-2: "aa" is a token) took 8 s when each merge scanned the segment for its
+    # lowest pair, 200,000 took 38 s; with the heap both take hundredths of a second
+    import time
+
+    from test_batch_bpe import random_letters, trained_on_letters
+
+    enc = get_encoding("gpt2")
+    pieces = [b"a" * 100_000, b"ab" * 50_000]
+    began = time.perf_counter()
+    ids = openai_compiled("gpt2", False).encode(pieces)
+    elapsed = time.perf_counter() - began
+    assert ids == oracle(pieces, enc.merge_ranks, enc.token_ids)
+    assert elapsed < 2.0
+    # and text without spaces under a vocabulary trained on such text (bpe.merge takes a heap there too)
+    trained = trained_on_letters()
+    compiled = kernel().CompiledBPE(build_pair_table(trained.merge_ranks, trained.token_ids),
+                                    PieceTable(trained.token_ids), whole_piece_tokens=False)
+    pieces = [random_letters(100_000, seed=2).encode()]
+    began = time.perf_counter()
+    ids = compiled.encode(pieces)
+    elapsed = time.perf_counter() - began
+    assert ids == oracle(pieces, trained.merge_ranks, trained.token_ids)
+    assert elapsed < 2.0
+
+
 # ---- the fast core with the kernel, against tiktoken -----------------------------------------------------------
 
 @pytest.mark.parametrize("name", ENCODINGS)

@@ -16,7 +16,9 @@ wrong id.
 A piece that needs BPE is first cut where no token holds the two bytes on either side (the table's
 ``boundary_rank`` says so): no merge can cross such a cut, so each segment is merged on its own. A segment keeps
 its parts in a small array and looks for the lowest pair by scanning it; a segment is short (an English word, a
-few characters of another script), so the scan costs less than keeping a heap would.
+few characters of another script), so the scan costs less than keeping a heap would. A long one (a million ``a``
+for GPT-2, text without spaces for a vocabulary trained on such text) keeps its candidate pairs in a heap instead
+(``HEAP_MIN_PARTS``): a scan per merge would cost the square of its length (200,000 ``a`` took 38 s).
 
 :class:`CompiledBPE` holds the arguments for one vocabulary and calls the kernel on a list of byte strings (or,
 for the array path, on pieces laid end to end).
@@ -49,6 +51,10 @@ _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 _BASE = np.uint64(0x100000001B3)
 
+# A segment of this many bytes or more is merged with a heap of its pairs (_merge_with_heap), a shorter one by
+# scanning its pairs for the lowest at each merge.
+HEAP_MIN_PARTS = 256
+
 CACHE_FOLDER = numba_cache.folder("bpe_kernel")
 _uncached: list[str] = []  # the functions numba found no writable cache folder for
 
@@ -69,6 +75,89 @@ def _pair(left, right, slot_keys, slot_ranks, slot_merged, shift, n_ids, no_merg
         if found == _EMPTY:
             return no_merge, 0
         slot += 1
+
+
+@_compiled
+def _heap_push(heap, size, key):
+    """Put ``key`` into the binary min-heap ``heap[:size]``; returns the heap's new size."""
+    at = size
+    while at > 0:
+        parent = (at - 1) >> 1
+        if heap[parent] <= key:
+            break
+        heap[at] = heap[parent]
+        at = parent
+    heap[at] = key
+    return size + 1
+
+
+@_compiled
+def _heap_pop(heap, size):
+    """Take the smallest key out of the binary min-heap ``heap[:size]`` (size > 0): ``(key, new size)``."""
+    top = heap[0]
+    size -= 1
+    last = heap[size]
+    at = 0
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= last:
+            break
+        heap[at] = heap[child]
+        at = child
+    heap[at] = last
+    return top, size
+
+
+@_compiled
+def _merge_with_heap(parts, ranks, merged, n, slot_keys, slot_ranks, slot_merged, shift, n_ids, no_merge):
+    """The merges of a long segment (``parts[:n]``, ``ranks`` and ``merged`` of its pairs as merge_pieces keeps
+    them), the lowest pair found in a heap of ``rank << 32 | position`` keys instead of by a scan: the leftmost of
+    equal ranks comes first, as the scan's. A key whose pair has changed since it was pushed (its left part gone,
+    or its rank another now) is skipped. The parts are left in ``parts[:count]``; returns count."""
+    following = np.empty(n, np.int64)  # following[at]: where the part after the one at ``at`` is (n: none)
+    preceding = np.empty(n, np.int64)  # preceding[at]: where the part before it is (-1: none)
+    alive = np.ones(n, np.bool_)
+    heap = np.empty(3 * n, np.int64)  # room for the first pairs and two more per merge
+    size = 0
+    for at in range(n):
+        following[at] = at + 1
+        preceding[at] = at - 1
+        if at + 1 < n and ranks[at] != no_merge:
+            size = _heap_push(heap, size, (np.int64(ranks[at]) << 32) | at)
+    while size > 0:
+        key, size = _heap_pop(heap, size)
+        rank, at = key >> 32, key & 0xFFFFFFFF
+        if not alive[at] or following[at] >= n or ranks[at] != rank:
+            continue  # stale: the pair at ``at`` is gone or has another rank now
+        after = following[at]
+        parts[at] = merged[at]
+        alive[after] = False
+        following[at] = following[after]
+        if following[at] < n:
+            preceding[following[at]] = at
+            ranks[at], merged[at] = _pair(parts[at], parts[following[at]], slot_keys, slot_ranks, slot_merged,
+                                          shift, n_ids, no_merge)
+            if ranks[at] != no_merge:
+                size = _heap_push(heap, size, (np.int64(ranks[at]) << 32) | at)
+        else:
+            ranks[at] = no_merge
+        before = preceding[at]
+        if before >= 0:
+            ranks[before], merged[before] = _pair(parts[before], parts[at], slot_keys, slot_ranks, slot_merged,
+                                                  shift, n_ids, no_merge)
+            if ranks[before] != no_merge:
+                size = _heap_push(heap, size, (np.int64(ranks[before]) << 32) | before)
+    count = 0
+    at = 0
+    while at < n:
+        parts[count] = parts[at]
+        count += 1
+        at = following[at]
+    return count
 
 
 @_compiled
@@ -163,25 +252,29 @@ def merge_pieces(blob, ends, whole_piece_tokens, token_blob, token_starts, token
                 merged[n - 1] = byte_pair_merged[pair_of_bytes]
                 n += 1
             start += n
-            while n > 1:
-                lowest, at = no_merge, -1
-                for i in range(n - 1):
-                    if ranks[i] < lowest:  # strictly lower: the leftmost of equal ranks stays
-                        lowest, at = ranks[i], i
-                if at < 0:
-                    break
-                parts[at] = merged[at]
-                n -= 1
-                for i in range(at + 1, n):  # the right part of the pair goes
-                    parts[i] = parts[i + 1]
-                    ranks[i] = ranks[i + 1]
-                    merged[i] = merged[i + 1]
-                if at + 1 < n:
-                    ranks[at], merged[at] = _pair(parts[at], parts[at + 1], slot_keys, slot_ranks, slot_merged,
-                                                  shift, n_ids, no_merge)
-                if at > 0:
-                    ranks[at - 1], merged[at - 1] = _pair(parts[at - 1], parts[at], slot_keys, slot_ranks,
-                                                          slot_merged, shift, n_ids, no_merge)
+            if n >= HEAP_MIN_PARTS:
+                n = _merge_with_heap(parts, ranks, merged, n, slot_keys, slot_ranks, slot_merged, shift, n_ids,
+                                     no_merge)
+            else:
+                while n > 1:
+                    lowest, at = no_merge, -1
+                    for i in range(n - 1):
+                        if ranks[i] < lowest:  # strictly lower: the leftmost of equal ranks stays
+                            lowest, at = ranks[i], i
+                    if at < 0:
+                        break
+                    parts[at] = merged[at]
+                    n -= 1
+                    for i in range(at + 1, n):  # the right part of the pair goes
+                        parts[i] = parts[i + 1]
+                        ranks[i] = ranks[i + 1]
+                        merged[i] = merged[i + 1]
+                    if at + 1 < n:
+                        ranks[at], merged[at] = _pair(parts[at], parts[at + 1], slot_keys, slot_ranks, slot_merged,
+                                                      shift, n_ids, no_merge)
+                    if at > 0:
+                        ranks[at - 1], merged[at - 1] = _pair(parts[at - 1], parts[at], slot_keys, slot_ranks,
+                                                              slot_merged, shift, n_ids, no_merge)
             out_ids[written : written + n] = parts[:n]
             written += n
         out_ends[piece] = written
