@@ -4,6 +4,7 @@ rule and tiktoken, and how it comes into a process (tokenizer/fast/compiled_bpe.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import subprocess
 import sys
@@ -342,6 +343,39 @@ def test_a_one_off_long_text_does_not_load_it_but_a_long_job_of_them_does():
     long_job = ARRAY_PROGRAM.format(per_byte=1, path=path, size=300_000, wait=True)
     out = run_python(long_job, TOKENIZER_COMPILED_BPE="auto")
     assert out in ("True loading True loaded", "True compiling True loaded"), out
+
+
+@pytest.mark.parametrize("route", ["array path", "piece cache"])
+def test_batch_bpes_merges_one_at_a_time_count_as_bytes_merged_in_python(route, monkeypatch):
+    # text without spaces under a vocabulary trained on such text: batch BPE finishes its long segments one merge
+    # at a time, in Python (microseconds a part); counted as array characters (a 64th of a byte each), a job of
+    # it ran some 16 MB, tens of seconds, before the kernel was asked for. Each part now counts as a byte.
+    from test_batch_bpe import random_letters, trained_on_letters
+    from tokenizer import Encoding
+    from tokenizer.fast import batch_bpe
+
+    monkeypatch.setenv("TOKENIZER_COMPILED_BPE", "auto")
+    monkeypatch.setattr(compiled_bpe, "_merged_bytes", 0)  # (what earlier tests in this process merged)
+    monkeypatch.setattr(compiled_bpe, "LOAD_AFTER_BYTES", 20_000)
+    asked = []
+    monkeypatch.setattr(compiled_bpe, "start_loading", lambda: asked.append(batch_bpe.parts_merged_one_at_a_time()))
+    monkeypatch.setattr(compiled_bpe.LOADER, "kernel", lambda: None)  # (batch BPE's, even where it is loaded)
+    trained = trained_on_letters()
+    # a fresh core; CS336's rule (no whole-piece rule) has no array path: its batches' new pieces go to batch BPE
+    enc = Encoding.from_vocab_merges({i: t for t, i in trained.token_ids.items()}, trained.merges,
+                                     whole_piece_tokens=route == "array path")
+    parts_before = batch_bpe.parts_merged_one_at_a_time()
+    seeds = itertools.count()
+    while not asked and batch_bpe.parts_merged_one_at_a_time() - parts_before < 30_000:
+        if route == "array path":  # one long text (no safe cut: the checkpoint's route takes the array path)
+            enc.encode_ordinary(random_letters(40_000, seed=next(seeds)))
+        else:
+            enc.encode_ordinary_batch([random_letters(10_000, seed=next(seeds)) for _ in range(2)])
+    assert enc.core.last_route.name == ("CHECKPOINT" if route == "array path" else "PIECE_CACHE")
+    # asked for once those parts added up to LOAD_AFTER_BYTES (with a few array characters): under 30,000 of them
+    # (as characters, it took 64 times as many)
+    assert asked, "the kernel was asked for"
+    assert 15_000 < asked[0] - parts_before < 30_000
 
 
 def test_off_keeps_python_and_on_loads_at_the_first_new_piece():

@@ -38,7 +38,9 @@ takes a few rounds, not half a million. Where neither helps (a vocabulary traine
 a whole piece of it in one segment, and finds next to no pair isolated there), a long segment that a round
 hardly shortens leaves the rounds and is finished one merge at a time with a heap (:func:`_merge_one_at_a_time`,
 ``LONG_SEGMENT_PARTS``): a round's pass over every part would otherwise buy a merge or two, and the rounds would
-cost the square of the piece's length.
+cost the square of the piece's length. Those merges run in Python, microseconds a part, as ``bpe.merge``'s do:
+:func:`parts_merged_one_at_a_time` counts the parts, so that the fast core counts them toward loading the
+compiled kernel as it counts bytes merged by ``bpe.merge`` (:mod:`tokenizer.fast.compiled_bpe`).
 
 What this module does not do: the whole-piece rule (a piece that is itself a token is that token: the caller
 decides, as :class:`tokenizer.encoding.Encoding` does), pre-tokenization, caching, or ids other than the
@@ -50,6 +52,7 @@ missing, or ids beyond 2**31) has no table: :func:`build_pair_table` returns Non
 from __future__ import annotations
 
 import heapq
+import threading
 import weakref
 from itertools import compress, repeat
 from operator import is_not
@@ -82,6 +85,22 @@ _EMPTY = -1
 # rounds joined one or two pairs each: 30,000 letters took seconds, growing with the square of the length.
 LONG_SEGMENT_PARTS = 256
 STALLED_PARTS_PER_JOIN = 128
+
+
+class _OneAtATimeCount(threading.local):
+    """The parts this thread has handed to _merge_one_at_a_time (per thread, so that a core that reads the count
+    before and after its call sees its own work, not another thread's)."""
+
+    parts = 0
+
+
+_ONE_AT_A_TIME = _OneAtATimeCount()
+
+
+def parts_merged_one_at_a_time() -> int:
+    """How many parts this thread's batch BPE has finished one merge at a time so far (``LONG_SEGMENT_PARTS``):
+    work done in Python at microseconds a part, which the fast core counts toward loading the compiled kernel."""
+    return _ONE_AT_A_TIME.parts
 
 
 class PairTable(NamedTuple):
@@ -628,6 +647,7 @@ def _merge_one_at_a_time(parts: list[int], table: PairTable) -> list[int]:
     position, left, right, merged)``: ordered by where their left part is after their rank, so that of equal
     ranks the leftmost is joined first; an entry whose parts have changed since it was pushed is skipped."""
     count = len(parts)
+    _ONE_AT_A_TIME.parts += count
     pair_found = _pairs_by_key(table)
     n_ids = table.n_ids
     following = list(range(1, count + 1))  # following[at]: where the part after the one at ``at`` is (count: none)

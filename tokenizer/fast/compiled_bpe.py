@@ -9,7 +9,8 @@ shown it needs it, and never makes anything wait:
 
 1. each core tells :func:`merged_in_python` how many bytes it merged in Python, every ``REPORT_BYTES``, and
    :func:`encoded_by_arrays` how many characters its array path (long texts, batches) encoded with batch BPE's
-   NumPy rounds, which the kernel also beats, by less;
+   NumPy rounds, which the kernel also beats, by less; the parts batch BPE finished one merge at a time, in
+   Python (long segments its rounds hardly shorten), it reports to :func:`merged_in_python` as bytes;
 2. once the process has merged ``LOAD_AFTER_BYTES`` (about what loading costs), or their worth, a thread
    imports the kernel and runs it once, so that numba loads its machine code from disk (:func:`start_loading`,
    through the process's :class:`tokenizer.kernel_loader.KernelLoader` of it). The first time on a machine (per
