@@ -355,11 +355,11 @@ def test_batch_bpes_merges_one_at_a_time_count_as_bytes_merged_in_python(route, 
     from tokenizer.fast import batch_bpe
 
     monkeypatch.setenv("TOKENIZER_COMPILED_BPE", "auto")
-    monkeypatch.setattr(compiled_bpe, "_merged_bytes", 0)  # (what earlier tests in this process merged)
+    monkeypatch.setattr(compiled_bpe, "_merged_bytes", 0)  # (forgets what earlier tests in this process merged)
     monkeypatch.setattr(compiled_bpe, "LOAD_AFTER_BYTES", 20_000)
     asked = []
     monkeypatch.setattr(compiled_bpe, "start_loading", lambda: asked.append(batch_bpe.parts_merged_one_at_a_time()))
-    monkeypatch.setattr(compiled_bpe.LOADER, "kernel", lambda: None)  # (batch BPE's, even where it is loaded)
+    monkeypatch.setattr(compiled_bpe.LOADER, "kernel", lambda: None)  # batch BPE merges, though a test loaded it
     trained = trained_on_letters()
     # a fresh core; CS336's rule (no whole-piece rule) has no array path: its batches' new pieces go to batch BPE
     enc = Encoding.from_vocab_merges({i: t for t, i in trained.token_ids.items()}, trained.merges,
