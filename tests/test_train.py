@@ -901,6 +901,19 @@ def test_the_package_gives_train_bpe_itself_with_its_signature_and_help():
     assert run_python("import sys, tokenizer; print('tokenizer.training.train' in sys.modules)").split() == ["False"]
 
 
+def test_the_training_package_gives_its_driver_imported_on_first_use():
+    from tokenizer import training
+    from tokenizer.training import train_bpe as from_the_package
+
+    assert from_the_package is train_bpe and "train_bpe" in dir(training)
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        training.no_such_name
+    # a light module of the package (the reference, the compiling process) does not import the driver nor NumPy
+    loaded = run_python("import sys, tokenizer.training.reference, tokenizer.training.compile_merge_loop; "
+                        "print('tokenizer.training.train' in sys.modules, 'numpy' in sys.modules)")
+    assert loaded.split() == ["False", "False"]
+
+
 def test_docstring_examples():
     for module in (train_mod, reference):
         assert doctest.testmod(module).failed == 0

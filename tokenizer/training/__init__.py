@@ -18,4 +18,24 @@ Read in this order:
 
 Every fast loop is tested to learn exactly the reference's merges. What is not here: encoding with the result
 (:mod:`tokenizer.encoding`), and reading input files (:mod:`tokenizer.jobs`).
+
+``from tokenizer.training import train_bpe`` gives the driver, imported on first use: importing it here at once
+would bring NumPy and the input readers (about 0.15 s) into every process that imports a light module of this
+package, such as ``reference`` or the compiling process of ``compile_merge_loop``.
 """
+
+__all__ = ["train_bpe"]
+
+
+def __getattr__(name: str):
+    # The driver on first use (see above); any other missing name is a submodule not imported yet, or a mistake.
+    if name == "train_bpe":
+        from .train import train_bpe
+
+        globals()["train_bpe"] = train_bpe  # asked once
+        return train_bpe
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"train_bpe"})
