@@ -1018,6 +1018,40 @@ def test_ctrl_c_in_train_names_the_checkpoint_and_resume(capsys, monkeypatch, tm
     assert not (tmp_path / "tok.checkpoint").exists()  # nothing to resume: nothing left
 
 
+@pytest.mark.parametrize("failing", ["making", "saving"])
+def test_a_tokenizer_not_made_or_saved_after_training_keeps_the_state_and_says_so(capsys, monkeypatch, tmp_path,
+                                                                               failing):
+    """A mistake found once the merges are learned (the encoding refuses them, or the format or the folder cannot
+    take it): the state is kept, with every merge, and the error says so and what to do. It was kept without a
+    word, and the next run answered that tok.checkpoint "holds the training state of a run that stopped"."""
+    (tmp_path / "t.txt").write_text("low lower lowest newer newest " * 20, encoding="utf-8")
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", str(tmp_path / "tok")]
+    state = tmp_path / "tok.checkpoint"
+
+    def refused(*args, **kwargs):
+        raise ValueError("refused for the test")
+
+    with monkeypatch.context() as patched:
+        if failing == "making":
+            patched.setattr(tokenizer.cli.Encoding, "from_vocab_merges", refused)
+        else:
+            patched.setattr(tokenizer.cli, "save_encoding", refused)
+        status, out, err = run_main(capsys, monkeypatch, *options)
+    assert (status, out) == (2, "")
+    assert err == (f"{PROG}: error: refused for the test; the training state is kept in {state}, with every merge: "
+                   "once that is fixed, run the command again with --resume to save the tokenizer without training "
+                   "again, or with --force to start over\n")
+    assert (state / "settings.json").is_file() and not (tmp_path / "tok").exists()
+    merges = json.loads((state / "merges.json").read_text())
+    assert len(merges) == 270 - 256  # all of them: resuming learns none again
+    status, out, err = run_main(capsys, monkeypatch, *options, "--resume", "--format", "hf")
+    assert (status, err) == (0, "") and "saved in the hf format" in out
+    assert not state.exists()
+    text = (tmp_path / "t.txt").read_text(encoding="utf-8")
+    uninterrupted = Encoding.from_vocab_merges(*train_bpe(tmp_path / "t.txt", 270, progress=False, num_workers=1))
+    assert tokenizer.load(tmp_path / "tok").encode(text) == uninterrupted.encode(text)
+
+
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     """``encode - | head -c 10``: the command stops at once, says nothing, and exits as SIGPIPE would (141),
     not with 1 (parity's "different") or a traceback."""

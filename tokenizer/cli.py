@@ -664,6 +664,7 @@ def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
     made = outputs.make_folders(checkpoint.parent)
     fresh = not checkpoint.exists()
     clock = RunClock(checkpoint, resume=args.resume)
+    trained = False
     try:
         vocab, merges = train_bpe(paths, args.vocab_size, specials, text_field=args.text_field,
                                   num_workers=args.num_workers, progress=show_progress(), checkpoint=checkpoint,
@@ -674,6 +675,7 @@ def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
             shutil.rmtree(checkpoint, ignore_errors=True)
             raise UsageError(f"--out {args.out}: the training text holds no pair of bytes to merge, so there are no "
                              "merges, and the gpt2 format's vocab.bpe is its merges: pass --format hf or tiktoken")
+        trained = True
         enc = Encoding.from_vocab_merges(vocab, merges, specials, name=Path(args.out).resolve().name)
         save_encoding(enc, args.out, args.format, overwrite=True, flag="--out")  # checked by check_train_outputs
     except BaseException as e:
@@ -682,6 +684,10 @@ def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
                 raise Interrupted(kept) from None
             if isinstance(e, OSError):  # e.g. a full disk
                 raise UsageError(f"{e}; {kept}") from None
+            if trained and isinstance(e, ValueError):  # the tokenizer could not be made or saved: keep the merges
+                raise UsageError(f"{e}; the training state is kept in {checkpoint}, with every merge: once that is "
+                                 "fixed, run the command again with --resume to save the tokenizer without training "
+                                 "again, or with --force to start over") from None
         elif fresh:  # no state kept: nothing left of this run
             shutil.rmtree(checkpoint, ignore_errors=True)
             outputs.remove_folders(made)
