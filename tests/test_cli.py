@@ -415,6 +415,24 @@ def test_encode_file_says_how_many_bytes_it_read_as_u_fffd(cli, tmp_path):
     assert "good.bin: 2 tokens (uint16) from 6 bytes, 3.000 bytes/token" in cli("encode-file", "good.txt").stdout
 
 
+def test_count_and_stats_say_how_many_bytes_they_read_as_u_fffd(cli, tmp_path):
+    # --errors replace: count and stats printed only the bytes read, as encode-file did; they say as it does how
+    # many were not UTF-8, once per file (stats, under its table), and nothing of a valid file or its own U+FFFD
+    data = "ok \ufffd ".encode("utf-8") + b"\xe2\x82 x\xff"  # a cut character (2 bytes) and a lone byte
+    (tmp_path / "bad.txt").write_bytes(data)
+    (tmp_path / "good.txt").write_bytes("ok \ufffd".encode("utf-8"))
+    tokens = len(get_encoding("gpt2").encode(data.decode("utf-8", errors="replace")))
+    out = cli("count", "bad.txt", "good.txt", "--errors", "replace").stdout.splitlines()
+    assert out[0].startswith(f"bad.txt: {tokens} tokens, 12 bytes (3 of them not UTF-8, each run read as U+FFFD), "
+                             f"{12 / tokens:.3f} bytes/token (gpt2, ")
+    assert out[1].startswith("good.txt: 2 tokens, 6 bytes, 3.000 bytes/token (gpt2, ")
+    out = cli("stats", "bad.txt", "good.txt", "--errors", "replace", "--encodings", "gpt2,cl100k_base",
+              "--min_seconds", "0").stdout
+    assert f"| bad.txt | gpt2 | 12 | {tokens} |" in out and "| good.txt | cl100k_base | 6 | 2 |" in out
+    notes = [line for line in out.splitlines() if "U+FFFD" in line]
+    assert notes == ["bad.txt: 3 of its bytes are not UTF-8, each run read as U+FFFD (--errors replace)"]
+
+
 def test_train_on_globs_lists_and_jsonl(cli, tmp_path):
     text = corpus_prefix("en_docs.txt", 200_000).decode("utf-8")
     docs = [d for d in text.split("\n\n") if d]

@@ -259,6 +259,16 @@ def test_ctrl_c_while_the_pool_starts_leaves_no_worker(tmp_path):
     assert not alive, f"{len(alive)} worker process(es) left running after Ctrl-C"
 
 
+def test_file_stats_counts_the_bytes_read_as_u_fffd_as_encode_file_does(tmp_path):
+    data = "ok \ufffd ".encode("utf-8") + b"\xe2\x82 x\xff" + b" more" * 50_000  # 3 bad bytes, then many pieces
+    (tmp_path / "bad.txt").write_bytes(data)
+    stats = file_stats(tmp_path / "bad.txt", "gpt2", errors="replace")
+    encoded = encode_file(tmp_path / "bad.txt", tmp_path / "bad.bin", encoding="gpt2", errors="replace")
+    assert stats["replaced_bytes"] == encoded["replaced_bytes"] == 3 and stats["bytes"] == len(data)
+    (tmp_path / "good.txt").write_bytes("ok \ufffd".encode("utf-8"))  # a U+FFFD the file holds is no error
+    assert file_stats(tmp_path / "good.txt", "gpt2", errors="replace")["replaced_bytes"] == 0
+
+
 def test_file_stats_times_repeated_passes_after_a_warm_up(tmp_path):
     """min_seconds: the speed is timed over at least that much encoding (the file encoded again, from its start,
     as often as needed) after the counting pass; the counts stay those of one pass."""

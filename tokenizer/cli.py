@@ -459,7 +459,7 @@ def count(args) -> None:
     for path in paths:  # standard input is read as it comes, once
         s = dataset.file_stats(path, enc, allowed_special=allowed, disallowed_special=disallowed,
                                errors=args.errors, text_field=args.text_field, progress=show_progress())
-        lines.append(f"{s['file']}: {s['tokens']:,} tokens, {s['bytes']:,} bytes, {s['bytes_per_token']:.3f} "
+        lines.append(f"{s['file']}: {s['tokens']:,} tokens, {text_bytes(s)}, {s['bytes_per_token']:.3f} "
                      f"bytes/token ({shown_name(enc)}, {s['mb_per_s']:.1f} MB/s)")
     print("\n".join(lines))
 
@@ -531,6 +531,7 @@ def stats(args) -> None:
     # a saved tokenizer's name is its folder's, which may be a registered encoding's: each row names its own
     names = shown_names(encs)
     rows = []  # the table is printed whole once every file is read: an error leaves no half table behind
+    replaced = {}  # input name -> its bytes not UTF-8 (--errors replace), said under the table
     with inputs.stdin_as_file(paths) as readable:  # each encoding reads each input again
         for path in readable:
             for enc, name in zip(encs, names):
@@ -538,6 +539,8 @@ def stats(args) -> None:
                 s = dataset.file_stats(path, enc, allowed_special=own_allowed, disallowed_special=own_disallowed,
                                        errors=args.errors, text_field=args.text_field, progress=show_progress(),
                                        min_seconds=args.min_seconds)
+                if s["replaced_bytes"]:  # the same bytes under every encoding: said once
+                    replaced.setdefault(inputs.input_name(path), s["replaced_bytes"])
                 rows.append(  # the file as given (stdin, a pipe's name): two of one name in two folders differ
                     f"| {inputs.input_name(path)} | {name} | {s['bytes']:,} | {s['tokens']:,} | "
                     f"{s['bytes_per_token']:.3f} | {s['mb_per_s']:.2f} | "
@@ -546,6 +549,8 @@ def stats(args) -> None:
     print("| file | encoding | bytes | tokens | bytes/token | MB/s (1 process) | the Pile (825 GB) at that speed |")
     print("|---|---|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
+    for given, n_replaced in replaced.items():
+        print(f"{given}: {n_replaced:,} of its bytes are not UTF-8, each run read as U+FFFD (--errors replace)")
     timing = (f"each speed timed over at least {args.min_seconds:g} s of encoding, after a warm-up pass"
               if args.min_seconds else "each speed timed over one pass")
     print(f"\nThe Pile projection is for one process ({timing}); encode-file --workers N divides it by up to N.")

@@ -404,7 +404,8 @@ def file_stats(
     Every text is encoded with the special-token rule given: a text file, counted a piece at a time (memory
     stays bounded however large it is), or each document of a ``.jsonl`` or ``.parquet`` file on its own
     (without the ``<|endoftext|>`` that :func:`encode_file` ends it with); ``bytes`` are those of the texts
-    encoded. ``allowed_special``, ``disallowed_special``, ``errors`` and ``text_field``
+    encoded, ``replaced_bytes`` of them not UTF-8 and read as U+FFFD under ``errors="replace"`` (as
+    :func:`encode_file` counts them). ``allowed_special``, ``disallowed_special``, ``errors`` and ``text_field``
     are :func:`encode_file`'s; ``progress`` shows a bar of the bytes read (in kB, MB).
 
     ``min_seconds``: 0 times the counting pass itself. More makes the speed a steady figure: the counting pass
@@ -420,7 +421,7 @@ def file_stats(
     name = input_name(path)
     encoder = PieceEncoder(enc, name, allowed, disallowed, errors)
     split_at = enc.special_tokens_set if allowed == "all" else allowed
-    n_bytes = n_tokens = 0
+    n_bytes = n_tokens = n_replaced = 0
     seconds = 0.0
     bar = ProgressBar([input_size(path)], desc=f"{Path(name).name} ({enc.name})", enabled=progress)
     try:
@@ -429,6 +430,7 @@ def file_stats(
             piece_tokens, piece_bytes, piece_seconds = _timed_encode(encoder, piece)
             n_tokens += piece_tokens
             n_bytes += piece_bytes
+            n_replaced += replaced_bytes(piece, errors)  # (not timed: encode_file's figure, not the encoding's work)
             seconds += piece_seconds
             bar.set(0, done)
     finally:
@@ -449,6 +451,7 @@ def file_stats(
         "file": input_name(path),
         "encoding": enc.name,
         "bytes": n_bytes,
+        "replaced_bytes": n_replaced,
         "tokens": n_tokens,
         "bytes_per_token": n_bytes / n_tokens if n_tokens else 0.0,
         "timed_bytes": timed_bytes,
