@@ -1070,6 +1070,23 @@ def test_a_tokenizer_not_made_or_saved_after_training_keeps_the_state_and_says_s
     assert tokenizer.load(tmp_path / "tok").encode(text) == uninterrupted.encode(text)
 
 
+def test_resuming_with_other_inputs_says_to_start_over_with_force(capsys, monkeypatch, tmp_path):
+    """The library's advice, "start without resume", was refused by the command: a state is there, so starting
+    over takes --force. The command names that flag."""
+    (tmp_path / "t.txt").write_text("low lower lowest " * 20, encoding="utf-8")
+    state = tmp_path / "tok.checkpoint"
+    train_bpe(tmp_path / "t.txt", 270, progress=False, num_workers=1, checkpoint=state)  # the state of a stopped run
+    with open(tmp_path / "t.txt", "a", encoding="utf-8") as f:
+        f.write("newer newest")
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", str(tmp_path / "tok")]
+    assert run_main(capsys, monkeypatch, *options, "--resume")[::2] == (
+        2, f"{PROG}: error: --resume: the training state in {state} was made with other inputs: resume with the "
+           "same ones, or pass --force instead of --resume to start over\n")
+    assert (state / "settings.json").is_file()  # kept: the inputs may be put back
+    status, out, err = run_main(capsys, monkeypatch, *options, "--force")
+    assert (status, err) == (0, "") and out.startswith("trained ") and not state.exists()
+
+
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     """``encode - | head -c 10``: the command stops at once, says nothing, and exits as SIGPIPE would (141),
     not with 1 (parity's "different") or a traceback."""

@@ -20,6 +20,14 @@ from collections import Counter
 STATE_FILES = ("counts.pickle", "merges.json", "settings.json")
 
 
+class SettingsChanged(ValueError):
+    """A state resumed with other settings than it was made with; ``changed`` names them (``["inputs"]``)."""
+
+    def __init__(self, message: str, changed: list[str]):
+        super().__init__(message)
+        self.changed = changed
+
+
 def checkpoint_settings(paths: list[str], specials: list[str], pattern: str, text_field: str) -> dict:
     """What a checkpoint must have been made with to be resumed."""
     return {
@@ -69,8 +77,8 @@ def load_checkpoint(folder: str, settings: dict) -> tuple[dict, list[tuple[int, 
         raise FileNotFoundError(f"no training state to resume in {folder!r}: start without resume") from None
     changed = [key for key in settings if saved.get(key) != settings[key]]
     if changed:
-        raise ValueError(f"the training state in {folder!r} was made with other {', '.join(changed)}: "
-                         "start without resume, or resume with the same ones")
+        raise SettingsChanged(f"the training state in {folder!r} was made with other {', '.join(changed)}: "
+                              "start without resume, or resume with the same ones", changed)
     return counts, replay
 
 
