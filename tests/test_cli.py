@@ -591,6 +591,18 @@ def test_train_with_a_vocab_size_beyond_the_text_saves_every_merge_there_is(cli,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "tok"]  # no state folder left
 
 
+def test_train_says_a_vocab_size_too_small_in_its_flag(cli, tmp_path):
+    # it said train_bpe's "vocab_size=200 is too small ... (256 single bytes + 0 special token(s))"
+    (tmp_path / "corpus.txt").write_text("hello world\n", encoding="utf-8")
+    stderr = cli("train", "--input", "corpus.txt", "--vocab_size", "200", "--out", "tok", status=2).stderr
+    assert stderr.endswith(": error: --vocab_size 200 is too small: the 256 bytes and 0 special tokens take 256 ids; "
+                           "pass a larger --vocab_size (each id above those is one merge)\n")
+    stderr = cli("train", "--input", "corpus.txt", "--vocab_size", "256", "--special_tokens", "<|endoftext|>",
+                 "--out", "tok", "--format", "hf", status=2).stderr
+    assert "--vocab_size 256 is too small: the 256 bytes and 1 special token take 257 ids; " in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
+
+
 def test_train_a_gpt2_format_without_merges_is_refused_before_any_work(cli, tmp_path):
     # vocab.bpe holds the merges: with none it cannot be read back, which was said only after the counting
     (tmp_path / "corpus.txt").write_text("hello world\n", encoding="utf-8")

@@ -599,7 +599,11 @@ def train(args) -> None:
                          "token, which ordinary text needs (byte-level BPE encodes any text with the 256 bytes): "
                          "name it with two or more characters, e.g. <|...|>")
     no_merges = 256 + len(set(args.special_tokens))  # the vocab_size that leaves no room for a merge
-    if args.format == "gpt2" and args.vocab_size == no_merges:  # (smaller: train_bpe's own error, also at once)
+    if args.vocab_size < no_merges:  # train_bpe's own check says it in Python's terms (vocab_size=200)
+        raise UsageError(f"--vocab_size {args.vocab_size} is too small: the 256 bytes and "
+                         f"{teach.counted(no_merges - 256, 'special token')} take {no_merges} ids; pass a larger "
+                         "--vocab_size (each id above those is one merge)")
+    if args.format == "gpt2" and args.vocab_size == no_merges:
         raise UsageError(f"--vocab_size {args.vocab_size} leaves no merges (256 bytes + {no_merges - 256} special "
                          "tokens), and the gpt2 format's vocab.bpe is its merges: pass a larger --vocab_size, or "
                          "--format hf or tiktoken")
