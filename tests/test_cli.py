@@ -608,7 +608,7 @@ def test_train_a_gpt2_format_without_merges_is_refused_before_any_work(cli, tmp_
     (tmp_path / "corpus.txt").write_text("hello world\n", encoding="utf-8")
     stderr = cli("train", "--input", "corpus.txt", "--vocab_size", "257", "--special_tokens", "<|endoftext|>",
                  "--out", "tok", status=2).stderr
-    assert "--vocab_size 257 leaves no merges (256 bytes + 1 special tokens), and the gpt2 format's vocab.bpe is " \
+    assert "--vocab_size 257 leaves no merges (256 bytes + 1 special token), and the gpt2 format's vocab.bpe is " \
            "its merges: pass a larger --vocab_size, or --format hf or tiktoken" in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
     cli("train", "--input", "corpus.txt", "--vocab_size", "257", "--special_tokens", "<|endoftext|>",

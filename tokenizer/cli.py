@@ -604,9 +604,9 @@ def train(args) -> None:
                          f"{teach.counted(no_merges - 256, 'special token')} take {no_merges} ids; pass a larger "
                          "--vocab_size (each id above those is one merge)")
     if args.format == "gpt2" and args.vocab_size == no_merges:
-        raise UsageError(f"--vocab_size {args.vocab_size} leaves no merges (256 bytes + {no_merges - 256} special "
-                         "tokens), and the gpt2 format's vocab.bpe is its merges: pass a larger --vocab_size, or "
-                         "--format hf or tiktoken")
+        raise UsageError(f"--vocab_size {args.vocab_size} leaves no merges (256 bytes + "
+                         f"{teach.counted(no_merges - 256, 'special token')}), and the gpt2 format's vocab.bpe is "
+                         "its merges: pass a larger --vocab_size, or --format hf or tiktoken")
     checkpoint = check_train_outputs(args, found)
     source = inputs.input_name(found[0]) if len(found) == 1 else f"{len(found)} files"
     with inputs.stdin_as_file(found) as paths:  # read in parallel, then again for the figures below
