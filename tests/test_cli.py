@@ -1099,6 +1099,27 @@ def test_resuming_with_other_inputs_says_to_start_over_with_force(capsys, monkey
     assert (status, err) == (0, "") and out.startswith("trained ") and not state.exists()
 
 
+@pytest.mark.parametrize(("file", "damage", "reason"), [
+    ("counts.pickle", lambda data: data[:20], "pickle data was truncated"),
+    ("merges.json", lambda data: b"[[1,", "Expecting value: line 1 column 5 (char 4)"),
+    ("merges.json", lambda data: b"[1, 2]", "cannot unpack non-iterable int object"),
+    ("settings.json", lambda data: b"[]", "not a JSON object"),
+])
+def test_resuming_a_damaged_state_names_the_file_and_says_to_start_over(capsys, monkeypatch, tmp_path, file, damage,
+                                                                         reason):
+    """A state file cut short or edited: --resume gave pickle's traceback, or JSON's bare "Expecting value"."""
+    (tmp_path / "t.txt").write_text("low lower lowest " * 20, encoding="utf-8")
+    state = tmp_path / "tok.checkpoint"
+    train_bpe(tmp_path / "t.txt", 270, progress=False, num_workers=1, checkpoint=state)  # the state of a stopped run
+    (state / file).write_bytes(damage((state / file).read_bytes()))
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", str(tmp_path / "tok")]
+    assert run_main(capsys, monkeypatch, *options, "--resume")[::2] == (
+        2, f"{PROG}: error: --resume: the training state in {state} is damaged: {file} cannot be read ({reason}); "
+           "pass --force instead of --resume to start over\n")
+    status, out, err = run_main(capsys, monkeypatch, *options, "--force")
+    assert (status, err) == (0, "") and out.startswith("trained ") and not state.exists()
+
+
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     """``encode - | head -c 10``: the command stops at once, says nothing, and exits as SIGPIPE would (141),
     not with 1 (parity's "different") or a traceback."""

@@ -88,7 +88,7 @@ from .special_advice import SpecialSpelling, refusal_of, rule_for
 from .loading import load_encoding
 from .saving import SAVE_FORMATS, check_tokenizer_folder, replaced_tokenizer_files, save_encoding
 from .registry import is_registered, list_encoding_names, shown_names
-from .training.checkpoint import STATE_FILES, SettingsChanged
+from .training.checkpoint import STATE_FILES, DamagedState, SettingsChanged
 from .training.train import is_single_byte, train_bpe
 from .vocab_files import is_gpt2_special_token
 
@@ -697,6 +697,9 @@ def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
                 raise UsageError(f"--resume: the training state in {checkpoint} was made with other "
                                  f"{', '.join(e.changed)}: resume with the same ones, or pass --force instead of "
                                  "--resume to start over") from None
+            if isinstance(e, DamagedState):
+                raise UsageError(f"--resume: the training state in {checkpoint} is damaged: {e.file} cannot be read "
+                                 f"({e.reason}); pass --force instead of --resume to start over") from None
             if trained and isinstance(e, ValueError):  # the tokenizer could not be made or saved: keep the merges
                 raise UsageError(f"{e}; the training state is kept in {checkpoint}, with every merge: once that is "
                                  "fixed, run the command again with --resume to save the tokenizer without training "

@@ -28,6 +28,16 @@ class SettingsChanged(ValueError):
         self.changed = changed
 
 
+class DamagedState(ValueError):
+    """A state whose files cannot be read back (edited by hand, or cut short by a failing disk): ``file`` is the
+    one that failed, ``reason`` what its reader said."""
+
+    def __init__(self, folder: str, file: str, reason: str):
+        super().__init__(f"the training state in {folder!r} is damaged: {file} cannot be read ({reason}); "
+                         "start without resume")
+        self.file, self.reason = file, reason
+
+
 def checkpoint_settings(paths: list[str], specials: list[str], pattern: str, text_field: str) -> dict:
     """What a checkpoint must have been made with to be resumed."""
     return {
@@ -66,15 +76,26 @@ def start_checkpoint(folder: str, settings: dict, counts: Counter) -> None:
 
 def load_checkpoint(folder: str, settings: dict) -> tuple[dict, list[tuple[int, int]]]:
     """(pre-token counts, merge ids so far) from a checkpoint folder made with the same ``settings``."""
+    file = "settings.json"
     try:
-        with open(os.path.join(folder, "settings.json"), "rb") as f:
+        with open(os.path.join(folder, file), "rb") as f:
             saved = json.load(f)
-        with open(os.path.join(folder, "merges.json"), "rb") as f:
-            replay = [tuple(pair) for pair in json.load(f)]
-        with open(os.path.join(folder, "counts.pickle"), "rb") as f:
+        if not isinstance(saved, dict):
+            raise ValueError("not a JSON object")
+        file = "merges.json"
+        with open(os.path.join(folder, file), "rb") as f:
+            replay = [(left, right) for left, right in json.load(f)]
+        file = "counts.pickle"
+        with open(os.path.join(folder, file), "rb") as f:
             counts = pickle.load(f)
+        if not isinstance(counts, dict):
+            raise ValueError("not the pre-token counts")
     except FileNotFoundError:
         raise FileNotFoundError(f"no training state to resume in {folder!r}: start without resume") from None
+    # what JSON and pickle raise for bytes that are not what was written (pickle: whatever the bytes call for)
+    except (ValueError, TypeError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError,
+            KeyError) as e:
+        raise DamagedState(folder, file, str(e) or type(e).__name__) from None
     changed = [key for key in settings if saved.get(key) != settings[key]]
     if changed:
         raise SettingsChanged(f"the training state in {folder!r} was made with other {', '.join(changed)}: "
