@@ -8,6 +8,7 @@ import itertools
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 from hypothesis import given, settings
@@ -271,6 +272,7 @@ def run_python(program: str, **env: str) -> str:
 
 PROGRAM = """
 import sys
+import types
 from tokenizer import get_encoding
 from tokenizer.fast import compiled_bpe
 
@@ -316,6 +318,7 @@ def test_a_large_job_loads_it_and_the_cores_take_it():
 
 ARRAY_PROGRAM = """
 import sys
+import types
 from tokenizer import get_encoding
 from tokenizer.fast import compiled_bpe
 compiled_bpe.ARRAY_CHARACTERS_PER_BYTE = {per_byte}
@@ -439,3 +442,102 @@ def test_an_unwritable_cache_folder_compiles_in_memory_and_writes_nothing_beside
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["42", "['add_one']"]
     assert not (source_folder / "__pycache__").exists()
+
+
+class _KernelArrivingMidCall:
+    """A stand-in for the compiled kernel (any machine, numba or not), which arrives once batch BPE has merged
+    ``after_parts`` parts one at a time in this thread; its merge is bpe.merge's, and it notes the bytes it gets."""
+
+    def __init__(self, trained, after_parts: int):
+        from tokenizer.fast import batch_bpe
+
+        self.merged_bytes: list[int] = []
+        self.arrives_at = batch_bpe.parts_merged_one_at_a_time() + after_parts
+        stand_in = self
+
+        class CompiledBPE:
+            def __init__(self, pairs, tokens, *, whole_piece_tokens):
+                pass
+
+            def encode_blob(self, blob, lengths):
+                import numpy as np
+
+                stand_in.merged_bytes.append(int(lengths.sum()))
+                ends = np.cumsum(lengths).tolist()
+                ids = self.encode([bytes(blob[end - size : end]) for end, size in zip(ends, lengths.tolist())])
+                return np.array(sum(ids, ()), dtype=np.int32), np.array(list(map(len, ids)), dtype=np.int64)
+
+            def encode(self, pieces):  # (plain BPE: what these tests give it needs no whole-piece rule)
+                from tokenizer import bpe
+
+                return [tuple(trained.token_ids[part] for part in bpe.merge(piece, trained.merge_ranks))
+                        for piece in pieces]
+
+        self.kernel = types.SimpleNamespace(CompiledBPE=CompiledBPE)
+
+    def loaded(self):
+        from tokenizer.fast import batch_bpe
+
+        return self.kernel if batch_bpe.parts_merged_one_at_a_time() >= self.arrives_at else None
+
+
+@pytest.mark.parametrize("route", ["array path", "piece cache"])
+def test_a_kernel_that_arrives_during_a_long_call_merges_its_later_stalled_segments(route, monkeypatch):
+    # 4 MB of letters without a newline under a vocabulary trained on such text is one call, one piece, one
+    # segment: the core asked for the kernel only at the call's start, so the whole of it was merged one at a
+    # time in Python (15-18 s) though the kernel arrived within a second. Batch BPE now asks before each stalled
+    # segment, and while merging one.
+    import tiktoken
+
+    from test_batch_bpe import random_letters, trained_on_letters
+    from tokenizer import Encoding, bpe
+    from tokenizer.fast import batch_bpe
+
+    monkeypatch.setenv("TOKENIZER_COMPILED_BPE", "auto")
+    trained = trained_on_letters()
+    enc = Encoding.from_vocab_merges({i: t for t, i in trained.token_ids.items()}, trained.merges,
+                                     whole_piece_tokens=route == "array path")
+    stand_in = _KernelArrivingMidCall(trained, after_parts=1)
+    monkeypatch.setattr(compiled_bpe.LOADER, "kernel", stand_in.loaded)
+    in_python_before = batch_bpe.parts_merged_one_at_a_time()
+    texts = [random_letters(6_000, seed=seed) for seed in range(4)]  # segments of 6,000 parts, most of them stalled
+    if route == "array path":  # one text, four pieces (each one segment)
+        text = " ".join(texts)
+        ids = enc.encode_ordinary(text)
+        expected = tiktoken.Encoding("letters", pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids),
+                                     special_tokens={}).encode_ordinary(text)
+        assert enc.core.last_route.name == "CHECKPOINT"
+    else:  # one batch of four texts (each one piece, one segment); the reference rule is CS336's
+        ids = enc.encode_ordinary_batch(texts)
+        expected = [[trained.token_ids[part] for part in bpe.merge(text.encode(), trained.merge_ranks)]
+                    for text in texts]
+        assert enc.core.last_route.name == "PIECE_CACHE"
+    assert ids == expected
+    # the first stalled segment went to Python; once it was merged, the kernel was there, and the later ones
+    # went to it, from their bytes
+    assert 0 < batch_bpe.parts_merged_one_at_a_time() - in_python_before < 6_000
+    assert len(stand_in.merged_bytes) >= 2 and set(stand_in.merged_bytes) == {6_000}
+
+
+def test_a_kernel_that_arrives_while_a_segment_is_merged_in_python_takes_it_over(monkeypatch):
+    # one stalled segment of megabytes is some seconds of Python: batch BPE asks again as it goes
+    # (TELL_EVERY_MERGES), and hands the segment to a kernel that has come meanwhile
+    import tiktoken
+
+    from test_batch_bpe import random_letters, trained_on_letters
+    from tokenizer import Encoding
+    from tokenizer.fast import batch_bpe
+
+    monkeypatch.setenv("TOKENIZER_COMPILED_BPE", "auto")
+    monkeypatch.setattr(batch_bpe, "TELL_EVERY_MERGES", 500, raising=False)  # (absent before: then never told)
+    trained = trained_on_letters()
+    enc = Encoding.from_vocab_merges({i: t for t, i in trained.token_ids.items()}, trained.merges)
+    stand_in = _KernelArrivingMidCall(trained, after_parts=1)  # (at the first tell)
+    monkeypatch.setattr(compiled_bpe.LOADER, "kernel", stand_in.loaded)
+    text = random_letters(20_000, seed=7)
+    before = batch_bpe.parts_merged_one_at_a_time()
+    ids = enc.encode_ordinary(text)
+    oracle = tiktoken.Encoding("letters", pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens={})
+    assert ids == oracle.encode_ordinary(text)
+    assert stand_in.merged_bytes == [20_000]
+    assert batch_bpe.parts_merged_one_at_a_time() - before == 500  # (Python stopped at the first tell)

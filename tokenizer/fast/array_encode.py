@@ -41,7 +41,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .batch_bpe import PairTable, char_windows_cross, encode_blob, lookup_pairs
+from .batch_bpe import KernelSoon, PairTable, char_windows_cross, encode_blob, lookup_pairs
 from .piece_arrays import (PADDING, KeyedPieces, PieceTable, byte_offsets, code_points, distinct_pieces,
                            key_pieces, utf8_blob)
 
@@ -63,10 +63,11 @@ def encode_split_text(text: str, points: np.ndarray, starts: np.ndarray, tables:
     return encode_split_pieces(text, points, starts, tables)[0]
 
 
-def encode_split_pieces(text: str, points: np.ndarray, starts: np.ndarray,
-                        tables: TokenTables) -> tuple[np.ndarray, np.ndarray]:
+def encode_split_pieces(text: str, points: np.ndarray, starts: np.ndarray, tables: TokenTables,
+                        kernel_soon: KernelSoon | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, sizes)``: :func:`encode_split_text`'s ids, and how many of them each piece has (so that a caller
-    that laid several texts end to end finds where each one's ids begin)."""
+    that laid several texts end to end finds where each one's ids begin). Without ``tables.merge``, batch BPE
+    merges, given ``kernel_soon`` (:func:`tokenizer.fast.batch_bpe.encode_blob`'s)."""
     if not len(starts):
         return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
     blob = utf8_blob(text)
@@ -74,7 +75,7 @@ def encode_split_pieces(text: str, points: np.ndarray, starts: np.ndarray,
     byte_lengths = np.diff(byte_starts)
     byte_starts = byte_starts[:-1]
     if len(starts) == 1:  # one piece (a million spaces, say): nothing to group, and not worth hashing
-        return _encode_pieces(blob, byte_starts, byte_lengths, tables)
+        return _encode_pieces(blob, byte_starts, byte_lengths, tables, kernel_soon=kernel_soon)
     # Text repeats its pieces: the distinct ones are found first, and only they are looked up and encoded.
     # (Each piece is hashed once: the keys that group them also look them up.)
     keyed = key_pieces(blob, byte_starts, byte_lengths)
@@ -82,21 +83,22 @@ def encode_split_pieces(text: str, points: np.ndarray, starts: np.ndarray,
     if len(representatives) * 2 > len(group):
         # Most pieces are met once (text a vocabulary hardly knows, random code points say): the pieces
         # themselves, in text order, are then hardly more work, and their ids are the text's as they come.
-        return _encode_pieces(blob, byte_starts, byte_lengths, tables, keyed)
+        return _encode_pieces(blob, byte_starts, byte_lengths, tables, keyed, kernel_soon)
     ids, sizes = _encode_pieces(blob, byte_starts[representatives], byte_lengths[representatives], tables,
-                                keyed.take(representatives))
+                                keyed.take(representatives), kernel_soon)
     # Every piece in text order takes its distinct piece's ids.
     piece_sizes = sizes[group]
     return ids[_runs((np.cumsum(sizes) - sizes)[group], piece_sizes)], piece_sizes
 
 
 def _encode_pieces(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, tables: TokenTables,
-                   keyed: KeyedPieces | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   keyed: KeyedPieces | None = None,
+                   kernel_soon: KernelSoon | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, sizes)``: the ids of the pieces ``(starts, lengths)`` of ``blob`` (``keyed``: their keys, if
     made), one piece after another, and how many each has. A piece that is a token is that token; the others
     are BPE-encoded."""
     whole = None if tables.tokens is None else tables.tokens.find(blob, starts, lengths, keyed)
-    return _encode_by_segments(blob, starts, lengths, tables.pairs, whole, tables.merge)
+    return _encode_by_segments(blob, starts, lengths, tables.pairs, whole, tables.merge, kernel_soon)
 
 
 def _runs(firsts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -112,7 +114,8 @@ def _runs(firsts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 
 def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pairs: PairTable,
-                        whole: np.ndarray | None, merge=None) -> tuple[np.ndarray, np.ndarray]:
+                        whole: np.ndarray | None, merge=None,
+                        kernel_soon: KernelSoon | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, sizes)`` of the pieces ``(starts, lengths)`` of ``blob``: the token ``whole[i]`` for a piece
     whose ``whole[i] >= 0``, BPE for the others (by ``merge``, as :func:`encode_blob` gives it, which is the
     default). The pieces are cut first into segments where no token holds the bytes on both sides (no merge
@@ -182,7 +185,7 @@ def _encode_by_segments(blob: np.ndarray, starts: np.ndarray, lengths: np.ndarra
         distinct_starts, distinct_lengths = segment_starts[distinct], segment_lengths[distinct]
         distinct_laid = _laid_end_to_end(laid, distinct_starts, distinct_lengths)[: int(distinct_lengths.sum())]
         if merge is None:
-            bpe_ids, bpe_sizes = encode_blob(distinct_laid, distinct_lengths, pairs)
+            bpe_ids, bpe_sizes = encode_blob(distinct_laid, distinct_lengths, pairs, kernel_soon)
         else:
             bpe_ids, bpe_sizes = merge(distinct_laid, distinct_lengths)
         segment_sizes = bpe_sizes[group]

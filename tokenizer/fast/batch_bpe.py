@@ -39,8 +39,11 @@ a whole piece of it in one segment, and finds next to no pair isolated there), a
 hardly shortens leaves the rounds and is finished one merge at a time with a heap (:func:`_merge_one_at_a_time`,
 ``LONG_SEGMENT_PARTS``): a round's pass over every part would otherwise buy a merge or two, and the rounds would
 cost the square of the piece's length. Those merges run in Python, microseconds a part, as ``bpe.merge``'s do:
-:func:`parts_merged_one_at_a_time` counts the parts, so that the fast core counts them toward loading the
-compiled kernel as it counts bytes merged by ``bpe.merge`` (:mod:`tokenizer.fast.compiled_bpe`).
+a caller that can have the compiled kernel passes ``kernel_soon`` (:data:`KernelSoon`), which batch BPE tells of
+that work as it goes (the fast core counts it toward loading the kernel as bytes merged by ``bpe.merge``,
+:mod:`tokenizer.fast.compiled_bpe`) and which gives the kernel's merge once it has arrived: from then on, even in
+the middle of a call (a text of megabytes with no safe cut is one piece, one segment), a stalled segment is
+merged by the kernel from its bytes. :func:`parts_merged_one_at_a_time` counts the parts merged in Python.
 
 What this module does not do: the whole-piece rule (a piece that is itself a token is that token: the caller
 decides, as :class:`tokenizer.encoding.Encoding` does), pre-tokenization, caching, or ids other than the
@@ -56,7 +59,7 @@ import threading
 import weakref
 from itertools import compress, repeat
 from operator import is_not
-from typing import Mapping, NamedTuple, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -87,9 +90,23 @@ LONG_SEGMENT_PARTS = 256
 STALLED_PARTS_PER_JOIN = 128
 
 
+# What merges segments as encode_blob does (the compiled kernel's CompiledBPE.encode_blob): (blob, lengths) -> (ids,
+# sizes).
+Merge = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+# A caller's kernel_soon (encode_blob): told how many more parts batch BPE merged one at a time in Python (0: none
+# since it was last told), it gives the compiled kernel's merge once the process has it (and at every later call),
+# else None (at once, never waiting).
+KernelSoon = Callable[[int], "Merge | None"]
+
+# A segment merged one at a time tells kernel_soon of its progress every this many merges (some 50-100 ms of
+# Python), so that a kernel that arrives while a segment of megabytes is being merged takes over.
+TELL_EVERY_MERGES = 1 << 14
+
+
 class _OneAtATimeCount(threading.local):
-    """The parts this thread has handed to _merge_one_at_a_time (per thread, so that a core that reads the count
-    before and after its call sees its own work, not another thread's)."""
+    """The parts this thread's _merge_one_at_a_time has merged, as it tells kernel_soon of them (per thread, so that
+    a reader of the count before and after a call sees its own work, not another thread's)."""
 
     parts = 0
 
@@ -509,8 +526,10 @@ def _chain_after_lowest(
     return at[ended_before == 0]
 
 
-def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, ...]]:
-    """The token ids of each piece (bytes), as ``bpe.merge`` gives them (no whole-piece rule).
+def encode_pieces(pieces: Sequence[bytes], table: PairTable,
+                  kernel_soon: KernelSoon | None = None) -> list[tuple[int, ...]]:
+    """The token ids of each piece (bytes), as ``bpe.merge`` gives them (no whole-piece rule); ``kernel_soon``
+    as :func:`encode_blob`'s.
 
     >>> from tokenizer import get_encoding
     >>> enc = get_encoding("gpt2")
@@ -519,15 +538,21 @@ def encode_pieces(pieces: Sequence[bytes], table: PairTable) -> list[tuple[int, 
     [(23748,), (38227, 38227), (87,)]
     """
     piece_lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-    flat, sizes = encode_blob(np.frombuffer(b"".join(pieces), dtype=np.uint8), piece_lengths, table)
+    flat, sizes = encode_blob(np.frombuffer(b"".join(pieces), dtype=np.uint8), piece_lengths, table, kernel_soon)
     flat = flat.tolist()
     ids_end = np.cumsum(sizes)
     return list(map(tuple, map(flat.__getitem__, map(slice, (ids_end - sizes).tolist(), ids_end.tolist()))))
 
 
-def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -> tuple[np.ndarray, np.ndarray]:
+def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable,
+                kernel_soon: KernelSoon | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, sizes)``: :func:`encode_pieces` for pieces laid end to end in ``blob`` (uint8) with the given
-    lengths, as arrays: the ids of all pieces one after another, and how many ids each piece has."""
+    lengths, as arrays: the ids of all pieces one after another, and how many ids each piece has.
+
+    ``kernel_soon`` (:data:`KernelSoon`), if given, is asked before each segment the rounds hardly shorten is
+    merged one at a time, and told of those merges as they go; once it gives the compiled kernel's merge, that
+    segment and every later one is merged by it from its bytes (the same ids: both follow ``bpe.merge``'s rule).
+    """
     piece_ends = np.cumsum(piece_lengths)
     if not len(blob):
         return np.zeros(0, dtype=np.int32), np.zeros(len(piece_lengths), dtype=np.int64)
@@ -543,6 +568,8 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
     boundary[piece_ends[piece_lengths > 0] - 1] = no_merge
     segment_ends = np.flatnonzero(boundary == no_merge) + 1
     lengths = np.diff(segment_ends, prepend=0)
+    segment_bytes = lengths  # (how many bytes each segment has: where a compiled merge finds its bytes)
+    compiled_merge = None  # the compiled kernel's merge, once kernel_soon gives it
     # A segment of one byte is finished already; the others go into the rounds.
     single = lengths == 1
     single_at = segment_ends[single] - 1
@@ -576,8 +603,19 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
             done_parts.append(parts[np.flatnonzero(out)])
             if len(stalled):
                 for segment in stalled.tolist():
+                    if compiled_merge is None and kernel_soon is not None:
+                        compiled_merge = kernel_soon(0)
                     begin = int(starts[segment])
-                    ids = _merge_one_at_a_time(parts[begin : begin + int(lengths[segment])].tolist(), table)
+                    ids = None
+                    if compiled_merge is None:
+                        ids = _merge_one_at_a_time(parts[begin : begin + int(lengths[segment])].tolist(), table,
+                                                   kernel_soon)
+                    if ids is None:  # the kernel is here (or came while the segment was merged): it merges it
+                        compiled_merge = compiled_merge or kernel_soon(0)  # (given once, it is given again)
+                        number = int(segment_index[segment])
+                        end = int(segment_ends[number])
+                        ids = compiled_merge(blob[end - int(segment_bytes[number]) : end],
+                                             segment_bytes[number : number + 1])[0].tolist()
                     done_index.append(segment_index[segment : segment + 1])
                     done_lengths.append(np.array([len(ids)], dtype=lengths.dtype))
                     done_parts.append(np.array(ids, dtype=parts.dtype))
@@ -640,14 +678,20 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable) -
     return flat, np.diff(ids_end, prepend=0)
 
 
-def _merge_one_at_a_time(parts: list[int], table: PairTable) -> list[int]:
+def _merge_one_at_a_time(parts: list[int], table: PairTable,
+                         kernel_soon: KernelSoon | None = None) -> list[int] | None:
     """The ids of a segment whose parts are ``parts`` (ids, a list it changes) when BPE goes on from them: the
     leftmost pair of lowest rank joined, one after another, as :func:`tokenizer.bpe.merge_heap` does with bytes
     (O(n log n), for the segments the rounds hardly shorten). The candidate pairs wait in a heap as ``(rank,
     position, left, right, merged)``: ordered by where their left part is after their rank, so that of equal
-    ranks the leftmost is joined first; an entry whose parts have changed since it was pushed is skipped."""
+    ranks the leftmost is joined first; an entry whose parts have changed since it was pushed is skipped.
+
+    ``kernel_soon`` is told of the parts as they are merged (every ``TELL_EVERY_MERGES`` merges, the rest at the
+    end: ``len(parts)`` in all); None if it gives the compiled kernel meanwhile (the caller's kernel merges the
+    segment: the work here is dropped)."""
     count = len(parts)
-    _ONE_AT_A_TIME.parts += count
+    told = 0  # the parts told of so far (to kernel_soon and the count of parts_merged_one_at_a_time)
+    merges = 0
     pair_found = _pairs_by_key(table)
     n_ids = table.n_ids
     following = list(range(1, count + 1))  # following[at]: where the part after the one at ``at`` is (count: none)
@@ -673,6 +717,15 @@ def _merge_one_at_a_time(parts: list[int], table: PairTable) -> list[int]:
             entry = pair_at(changed)
             if entry is not None:
                 heapq.heappush(heap, entry)
+        merges += 1
+        if merges % TELL_EVERY_MERGES == 0:
+            _ONE_AT_A_TIME.parts += merges - told
+            if kernel_soon is not None and kernel_soon(merges - told) is not None:
+                return None
+            told = merges
+    _ONE_AT_A_TIME.parts += count - told
+    if kernel_soon is not None:
+        kernel_soon(count - told)  # (the segment is done: a kernel that came just now serves the next one)
     return [part for part in parts if part >= 0]
 
 

@@ -18,7 +18,9 @@ shown it needs it, and never makes anything wait:
    (:func:`main`) first compiles it in a process of its own (several seconds), which takes nothing from this
    process's GIL;
 3. :func:`merged_in_python` answers at once with the kernel once it is loaded, else None; the core then sends
-   its new pieces to the kernel's :class:`tokenizer.fast.bpe_kernel.CompiledBPE` instead of ``bpe.merge``.
+   its new pieces to the kernel's :class:`tokenizer.fast.bpe_kernel.CompiledBPE` instead of ``bpe.merge``. Batch
+   BPE asks (through the core) before and while it merges a long segment one merge at a time, so a kernel that
+   arrives in the middle of a long call (megabytes with no safe cut) takes over the rest of it.
 
 ``$TOKENIZER_COMPILED_BPE`` changes step 2: ``0`` (or ``off``) never loads the kernel and keeps every core in
 Python; ``1`` (or ``on``) loads it at the first new piece, for a program that knows it will meet a lot of new

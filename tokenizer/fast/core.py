@@ -548,11 +548,9 @@ class FastCore:
             for piece in pieces:
                 cache[piece]  # noqa: B018 - __missing__ encodes and stores it
             return
-        from .batch_bpe import encode_pieces, parts_merged_one_at_a_time  # NumPy only once a batch is worth it
+        from .batch_bpe import encode_pieces  # NumPy is imported only once a batch is worth it
 
-        parts_before = parts_merged_one_at_a_time()
-        cache.update(zip(pieces, encode_pieces(data, table)))
-        self._count_merged_one_at_a_time(parts_before)
+        cache.update(zip(pieces, encode_pieces(data, table, self._kernel_soon)))
 
     # ---- long texts: the array path ------------------------------------------------------------------------
 
@@ -643,31 +641,25 @@ class FastCore:
     def _encode_split_pieces(self, text: str, points, starts, tables: TokenTables):
         """:func:`tokenizer.fast.array_encode.encode_split_pieces`; without the compiled kernel, the text's
         characters are counted toward loading it (:func:`tokenizer.fast.compiled_bpe.encoded_by_arrays`: a long
-        job of long texts or batches repays it; the core takes it at its next call, in :meth:`_array_tables`),
-        and the parts batch BPE merged one at a time as bytes merged in Python (:meth:`_count_merged_one_at_a_time`)."""
+        job of long texts or batches repays it; the core takes it at its next call, in :meth:`_array_tables`, or
+        batch BPE in the middle of this one, through :meth:`_kernel_soon`)."""
         from .array_encode import encode_split_pieces
-        from .batch_bpe import parts_merged_one_at_a_time
 
         if tables.merge is not None:
             return encode_split_pieces(text, points, starts, tables)
         compiled_bpe.encoded_by_arrays(len(text))
-        parts_before = parts_merged_one_at_a_time()
-        encoded = encode_split_pieces(text, points, starts, tables)
-        self._count_merged_one_at_a_time(parts_before)
-        return encoded
+        return encode_split_pieces(text, points, starts, tables, self._kernel_soon)
 
-    @staticmethod
-    def _count_merged_one_at_a_time(parts_before: int) -> None:
-        """Tell :mod:`tokenizer.fast.compiled_bpe` of the parts batch BPE finished one merge at a time since it had
-        finished ``parts_before`` (:func:`tokenizer.fast.batch_bpe.parts_merged_one_at_a_time`): that runs in
-        Python, a few µs a part, so each counts as a byte merged by ``bpe.merge``, not as a character of the array
-        path's NumPy rounds (a 64th of one). Text without spaces under a vocabulary trained on such text is nearly
-        all such work: counted as characters, a job of it ran some 16 MB (tens of seconds) before the kernel came."""
-        from .batch_bpe import parts_merged_one_at_a_time
-
-        merged_alone = parts_merged_one_at_a_time() - parts_before
-        if merged_alone:
-            compiled_bpe.merged_in_python(merged_alone)
+    def _kernel_soon(self, parts_merged_alone: int):
+        """Batch BPE's question before and while it merges a segment one merge at a time, in Python
+        (:data:`tokenizer.fast.batch_bpe.KernelSoon`): the parts it merged so are counted as bytes merged by
+        ``bpe.merge`` (a few µs each, not a character of the NumPy rounds, a 64th of one), and the compiled
+        kernel's merge is the answer once this process has it (None before). A text of megabytes with no safe
+        cut is one piece and one segment: asked only at the start of the call, it stayed in Python throughout."""
+        if self._compiled is None:  # (a report costs microseconds; a stalled segment, milliseconds or more)
+            self._unreported_bytes += parts_merged_alone
+            self._report_python_bpe()
+        return self._compiled.encode_blob if self._compiled is not None else None
 
     def _array_tables(self) -> TokenTables | None:
         """The tables of the array path, built on first need; None if there is none for this vocabulary."""
