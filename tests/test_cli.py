@@ -433,6 +433,30 @@ def test_count_and_stats_say_how_many_bytes_they_read_as_u_fffd(cli, tmp_path):
     assert notes == ["bad.txt: 3 of its bytes are not UTF-8, each run read as U+FFFD (--errors replace)"]
 
 
+def test_count_stats_and_encode_file_say_the_bytes_a_jsonl_text_holds_as_u_fffd(cli, tmp_path):
+    # --errors replace: a .jsonl document's invalid bytes were read as U+FFFD with no word of it (count printed
+    # "18 bytes" alone: the U+FFFD's, not the bytes read); they are said, and counted, as a text file's are, and
+    # only those of the text field count
+    text = b"ok \xff there \xe2\x82 x"  # a lone byte and a cut character: 3 bytes, read as two U+FFFD
+    (tmp_path / "bad.txt").write_bytes(text)
+    (tmp_path / "bad.jsonl").write_bytes(b'{"id": "\xfe", "text": "' + text + b'"}\n')
+    tokens = len(get_encoding("gpt2").encode(text.decode("utf-8", errors="replace")))
+    n_bytes = len(text)
+    out = cli("count", "bad.txt", "bad.jsonl", "--errors", "replace").stdout.splitlines()
+    for line, name in zip(out, ("bad.txt", "bad.jsonl"), strict=True):
+        assert line.startswith(f"{name}: {tokens} tokens, {n_bytes} bytes (3 of them not UTF-8, each run read as "
+                               "U+FFFD), "), line
+    out = cli("stats", "bad.txt", "bad.jsonl", "--errors", "replace", "--encodings", "gpt2",
+              "--min_seconds", "0").stdout
+    notes = [line for line in out.splitlines() if "U+FFFD" in line]
+    assert notes == [f"{name}: 3 of its bytes are not UTF-8, each run read as U+FFFD (--errors replace)"
+                     for name in ("bad.txt", "bad.jsonl")]
+    out = cli("encode-file", "bad.jsonl", "--errors", "replace").stdout
+    stored = (tmp_path / "bad.jsonl").stat().st_size
+    assert out.startswith(f"bad.bin: {tokens + 1} tokens (uint16) from {n_bytes} bytes ({stored} file bytes; "
+                          "3 of them not UTF-8, each run read as U+FFFD), "), out
+
+
 def test_train_on_globs_lists_and_jsonl(cli, tmp_path):
     text = corpus_prefix("en_docs.txt", 200_000).decode("utf-8")
     docs = [d for d in text.split("\n\n") if d]

@@ -269,6 +269,21 @@ def test_file_stats_counts_the_bytes_read_as_u_fffd_as_encode_file_does(tmp_path
     assert file_stats(tmp_path / "good.txt", "gpt2", errors="replace")["replaced_bytes"] == 0
 
 
+def test_a_jsonl_input_counts_its_bytes_read_as_u_fffd_as_a_text_file_does(tmp_path):
+    # errors="replace": the documents' invalid bytes counted as none, and "bytes" was of their U+FFFD (3 bytes
+    # each), not of the bytes read; a .jsonl input of a text file's lines gives the text file's figures, over
+    # many pieces, and the invalid bytes of another field are not the text's
+    lines = [b"line %d \xff\xfe ok \xe2\x82" % k for k in range(2_000)]  # a run of 2 bytes and a cut character
+    (tmp_path / "bad.txt").write_bytes(b"".join(lines))
+    (tmp_path / "bad.jsonl").write_bytes(b"".join(b'{"id": "\xc3", "text": "%s"}\n' % line for line in lines))
+    for name in ("bad.txt", "bad.jsonl"):
+        stats = file_stats(tmp_path / name, "gpt2", errors="replace")
+        encoded = encode_file(tmp_path / name, tmp_path / "bad.bin", encoding="gpt2", errors="replace",
+                              chunk_bytes=10_000, workers=1, progress=False, overwrite=True)
+        figures = (stats["bytes"], stats["replaced_bytes"], encoded["bytes"], encoded["replaced_bytes"])
+        assert figures == (sum(map(len, lines)), 8_000) * 2, name
+
+
 def test_file_stats_times_repeated_passes_after_a_warm_up(tmp_path):
     """min_seconds: the speed is timed over at least that much encoding (the file encoded again, from its start,
     as often as needed) after the counting pass; the counts stay those of one pass."""

@@ -143,3 +143,26 @@ def test_count_reads_documents_and_names_a_bad_line(cli, tmp_path):
     enc = get_encoding("gpt2")
     tokens = sum(len(enc.encode(d, disallowed_special=())) for d in docs)
     assert out.startswith(f"d.jsonl: {tokens} tokens, {sum(len(d) for d in docs)} bytes")
+
+
+def test_records_count_the_bytes_of_their_text_read_as_u_fffd(tmp_path):
+    # errors="replace": a record said how many invalid bytes its text holds as U+FFFD (count, stats and
+    # encode-file reported none for any .jsonl input); only those in the text field count, not the file's own U+FFFD
+    lines = [
+        b'{"text": "ok \xff there \xe2\x82 x"}',  # a lone byte and a cut character (2 bytes): 3
+        b'{"id": "\xfe\xfe", "text": "fine"}',  # invalid bytes in another field: read, never encoded
+        '{"text": "own \ufffd and \\ufffd, then '.encode("utf-8") + b'\xc3"}',  # the file's two U+FFFD, one bad byte
+        b'{"text": "valid"}',
+        # a bad byte in another field's name; the file's U+FFFD in both fields, then a bad byte in the text
+        b'{"te\xffxt": "\xef\xbf\xbd", "text": "\xef\xbf\xbd\xfe"}',
+    ]
+    (tmp_path / "bad.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    records = list(read_records(tmp_path / "bad.jsonl", errors="replace"))
+    assert [(r.text, r.replaced, r.inserted) for r in records] == [
+        ("ok \ufffd there \ufffd x", 3, 2), ("fine", 0, 0), ("own \ufffd and \ufffd, then \ufffd", 1, 1),
+        ("valid", 0, 0), ("\ufffd\ufffd", 1, 1)]
+    with gzip.open(tmp_path / "bad.jsonl.gz", "wb") as f:
+        f.write(b"\n".join(lines))
+    assert [r.replaced for r in read_records(tmp_path / "bad.jsonl.gz", errors="replace")] == [3, 0, 1, 0, 1]
+    with pytest.raises(ValueError, match=r"bad\.jsonl line 1 is not valid UTF-8: byte 13 is b'\\xff'"):
+        list(read_records(tmp_path / "bad.jsonl"))

@@ -134,8 +134,9 @@ def input_pieces(path, enc: Encoding, split_at, *, text_field: str = "text", err
                  chunk_bytes: int = CHUNK_BYTES, disallowed_special=()) -> Iterator[tuple[tuple, int]]:
     """``(piece, bytes of the input read so far)`` of an input, in order: a piece is ``("text", bytes, offset)``,
     a chunk of a text cut where ``encode`` with ``split_at`` (the special tokens encoded as such) cuts anyway,
-    and never inside a text that ``disallowed_special`` names (:func:`kept_whole`), or ``("documents", texts)``,
-    a batch of documents of a ``.jsonl`` or ``.parquet`` input."""
+    and never inside a text that ``disallowed_special`` names (:func:`kept_whole`), or ``("documents", texts,
+    replaced, inserted)``, a batch of documents of a ``.jsonl`` or ``.parquet`` input, the bytes not UTF-8 that
+    their texts hold as U+FFFD (``errors="replace"``) and the U+FFFD they hold for them."""
     if input_format(path) == "text":
         offset = 0
         whole = kept_whole(enc, disallowed_special)
@@ -145,30 +146,38 @@ def input_pieces(path, enc: Encoding, split_at, *, text_field: str = "text", err
                 offset += len(data)
         return
     batch: list[str] = []
-    batch_chars = 0
+    batch_chars = batch_replaced = batch_inserted = 0
     for record in read_records(path, text_field, errors=errors):
         batch.append(record.text)
         batch_chars += len(record.text)
+        batch_replaced += record.replaced
+        batch_inserted += record.inserted
         if batch_chars >= chunk_bytes:
-            yield ("documents", batch), record.done
-            batch, batch_chars = [], 0
-    yield ("documents", batch), input_size(path)  # the last batch, maybe empty: the whole file is read
+            yield ("documents", batch, batch_replaced, batch_inserted), record.done
+            batch, batch_chars, batch_replaced, batch_inserted = [], 0, 0, 0
+    # the last batch, maybe empty: the whole file is read
+    yield ("documents", batch, batch_replaced, batch_inserted), input_size(path)
 
 
 def text_bytes(piece: tuple) -> int:
     """The UTF-8 bytes of the text a piece holds: what "bytes" means in every figure (bytes/token, MB/s), however
     the file held it (JSON escapes, gzip). surrogatepass: a JSON document may hold a lone surrogate, which encode
-    takes as it is."""
+    takes as it is. Bytes not UTF-8 read as U+FFFD (``errors="replace"``) count as read, in a document as in a
+    text file, so that :func:`replaced_bytes` are some of them."""
     if piece[0] == "text":
         return len(piece[1])
-    return sum(len(text.encode("utf-8", "surrogatepass")) for text in piece[1])
+    _, texts, replaced, inserted = piece
+    return sum(len(text.encode("utf-8", "surrogatepass")) for text in texts) + replaced - 3 * inserted
 
 
 def replaced_bytes(piece: tuple, errors: str | None) -> int:
-    """The bytes of a text piece that are not UTF-8, each stretch of them read as one U+FFFD (``errors="replace"``;
-    0 for documents, whose text the reader decoded, and under ``"strict"``, which refuses them)."""
-    if errors != "replace" or piece[0] != "text":
+    """The bytes of a piece's text that were not UTF-8, each stretch of them read as one U+FFFD
+    (``errors="replace"``; 0 under ``"strict"``, which refuses them). Documents come counted by their reader:
+    only the bytes in their text field."""
+    if errors != "replace":
         return 0
+    if piece[0] == "documents":
+        return piece[2]
     data = piece[1]
     try:
         data.decode("utf-8")  # the common case, valid text, told at the speed of a plain decode

@@ -3,6 +3,7 @@
     paths = find_inputs(["data/*.txt", "owt/", "more.jsonl.gz", "-"])    # "-": standard input
     for record in read_records(Path("owt/00.jsonl.gz"), text_field="text"):
         record.text, record.number, record.done                           # a document, its line, bytes read
+        record.replaced, record.inserted    # errors="replace": its bytes not UTF-8, the U+FFFD it holds for them
 
 ``train``, ``encode-file``, ``encode-dataset``, ``parity``, ``count`` and ``stats`` all find and read their
 inputs here, so they take the same names, read the same formats and report bad input in the same words.
@@ -34,6 +35,7 @@ but the copy of standard input that a command reading its input twice asks for (
 
 from __future__ import annotations
 
+import codecs
 import glob
 import gzip
 import json
@@ -268,6 +270,8 @@ class Record(NamedTuple):
     text: str
     number: int | None  # its line (JSON lines) or row (parquet), from 1; None when read from a byte range
     done: int  # bytes of the file read so far (compressed bytes for .gz), for a progress bar
+    replaced: int = 0  # bytes of the line not UTF-8 that the text holds as U+FFFD (errors="replace")
+    inserted: int = 0  # the U+FFFD the text holds for them (one a run), which the file does not
 
 
 def read_records(path: str | os.PathLike, text_field: str = "text", *, errors: str | None = "strict", start: int = 0,
@@ -310,22 +314,56 @@ def _jsonl_records(path: Path, text_field: str, errors: str | None, start: int, 
                     return
                 offset += len(line)
                 if line.strip():
-                    text = _record_text(line, text_field, errors, lambda: record_place(path, first_line() + k))
-                    yield Record(text, k + 1 if start == 0 else None, raw.tell() if compressed else offset)
+                    text, replaced, inserted = _record_text(line, text_field, errors,
+                                                            lambda: record_place(path, first_line() + k))
+                    yield Record(text, k + 1 if start == 0 else None, raw.tell() if compressed else offset, replaced,
+                                 inserted)
         except (EOFError, zlib.error) as e:  # gzip's words for a file cut short or corrupt: neither is an OSError
             raise ValueError(f"{input_name(path)}: the compressed data is damaged or cut short after line {k + 1} "
                              f"({e}); compress the file again, or fetch it again") from None
 
 
-def _record_text(line: bytes, text_field: str, errors: str | None, where) -> str:
-    """The document of one JSON line; ``where()`` names the line, worked out only for an error."""
-    if errors == "replace":
-        decoded = line.decode("utf-8", errors="replace")
-    else:  # where() is worked out only for an error; the byte is counted within the line
-        try:
-            decoded = line.decode("utf-8")
-        except UnicodeDecodeError:
-            decoded = text_input.decode_utf8(line, where(), advice=_utf8_advice(errors))
+def _record_text(line: bytes, text_field: str, errors: str | None, where) -> tuple[str, int, int]:
+    """The document of one JSON line, how many of the line's bytes that are not UTF-8 it holds as U+FFFD
+    (``errors="replace"``), and how many U+FFFD it holds for them; ``where()`` names the line, worked out only
+    for an error."""
+    try:
+        decoded = line.decode("utf-8")  # the common case: as fast as replacing, and nothing replaced
+    except UnicodeDecodeError:
+        if errors == "replace":
+            return _replaced_record_text(line, text_field, where)
+        # where() is worked out only for an error; the byte is counted within the line
+        decoded = text_input.decode_utf8(line, where(), advice=_utf8_advice(errors))
+    return _field_text(decoded, text_field, where), 0, 0
+
+
+def _replaced_record_text(line: bytes, text_field: str, where) -> tuple[str, int, int]:
+    """:func:`_record_text` of a line that is not all UTF-8, read with ``errors="replace"``.
+
+    Only the invalid bytes inside the text field count: those in another field are read but not encoded. The
+    line is read twice more to tell them from the file's own U+FFFD (written as it is, or as ``\\ufffd``): with
+    each invalid run as two U+FFFD, then as one U+FFFD per byte. No invalid byte is JSON syntax (all are >= 0x80)
+    and no reading drops one, so the three readings hold the same fields; what the field gains from one to the
+    next tells its runs and its bytes."""
+    text = _field_text(line.decode("utf-8", errors="replace"), text_field, where)
+    if "\ufffd" not in text:
+        return text, 0, 0  # the invalid bytes lie in other fields
+    one_a_run = text.count("\ufffd")
+    runs = _field_text(line.decode("utf-8", errors=_TWO_U_FFFD_PER_RUN), text_field, where).count("\ufffd") - one_a_run
+    own = one_a_run - runs
+    per_byte = _field_text(line.decode("utf-8", errors=_ONE_U_FFFD_PER_BYTE), text_field, where).count("\ufffd")
+    return text, per_byte - own, runs
+
+
+# decoding error handlers, each invalid run (what "replace" makes one U+FFFD) as a known number of U+FFFD
+_TWO_U_FFFD_PER_RUN = "tokenizer-two-u-fffd-per-run"
+_ONE_U_FFFD_PER_BYTE = "tokenizer-one-u-fffd-per-byte"
+codecs.register_error(_TWO_U_FFFD_PER_RUN, lambda error: ("\ufffd\ufffd", error.end))
+codecs.register_error(_ONE_U_FFFD_PER_BYTE, lambda error: ("\ufffd" * (error.end - error.start), error.end))
+
+
+def _field_text(decoded: str, text_field: str, where) -> str:
+    """The text in the field ``text_field`` of one decoded JSON line; ``ValueError`` naming ``where()`` if none."""
     try:
         record = json.loads(decoded)
     except json.JSONDecodeError as e:
