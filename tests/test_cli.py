@@ -1128,14 +1128,21 @@ def test_resuming_with_other_inputs_says_to_start_over_with_force(capsys, monkey
     ("merges.json", lambda data: b"[[1,", "Expecting value: line 1 column 5 (char 4)"),
     ("merges.json", lambda data: b"[1, 2]", "cannot unpack non-iterable int object"),
     ("settings.json", lambda data: b"[]", "not a JSON object"),
+    ("counts.pickle", None, "no such file"),  # removed: "start without resume" was wrapped as a disk's error
+    ("merges.json", None, "no such file"),
 ])
 def test_resuming_a_damaged_state_names_the_file_and_says_to_start_over(capsys, monkeypatch, tmp_path, file, damage,
                                                                          reason):
-    """A state file cut short or edited: --resume gave pickle's traceback, or JSON's bare "Expecting value"."""
+    """A state file cut short or edited: --resume gave pickle's traceback, or JSON's bare "Expecting value"; one
+    removed (``damage`` None) gave "start without resume", which the command refuses, and "run the same command
+    with --resume", which it just was."""
     (tmp_path / "t.txt").write_text("low lower lowest " * 20, encoding="utf-8")
     state = tmp_path / "tok.checkpoint"
     train_bpe(tmp_path / "t.txt", 270, progress=False, num_workers=1, checkpoint=state)  # the state of a stopped run
-    (state / file).write_bytes(damage((state / file).read_bytes()))
+    if damage is None:
+        (state / file).unlink()
+    else:
+        (state / file).write_bytes(damage((state / file).read_bytes()))
     options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", str(tmp_path / "tok")]
     assert run_main(capsys, monkeypatch, *options, "--resume")[::2] == (
         2, f"{PROG}: error: --resume: the training state in {state} is damaged: {file} cannot be read ({reason}); "

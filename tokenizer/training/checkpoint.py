@@ -29,8 +29,8 @@ class SettingsChanged(ValueError):
 
 
 class DamagedState(ValueError):
-    """A state whose files cannot be read back (edited by hand, or cut short by a failing disk): ``file`` is the
-    one that failed, ``reason`` what its reader said."""
+    """A state whose files cannot be read back (edited by hand, cut short by a failing disk, or removed):
+    ``file`` is the one that failed, ``reason`` what its reader said."""
 
     def __init__(self, folder: str, file: str, reason: str):
         super().__init__(f"the training state in {folder!r} is damaged: {file} cannot be read ({reason}); "
@@ -91,6 +91,8 @@ def load_checkpoint(folder: str, settings: dict) -> tuple[dict, list[tuple[int, 
         if not isinstance(counts, dict):
             raise ValueError("not the pre-token counts")
     except FileNotFoundError:
+        if file != "settings.json":  # written last: with it there, the state was whole, and lost a file since
+            raise DamagedState(folder, file, "no such file") from None
         raise FileNotFoundError(f"no training state to resume in {folder!r}: start without resume") from None
     # what JSON and pickle raise for bytes that are not what was written (pickle: whatever the bytes call for)
     except (ValueError, TypeError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError,
