@@ -487,9 +487,10 @@ def text_bytes(figures: dict) -> str:
     """"N bytes" of text (UTF-8: what every bytes/token is of), the file's size where it differs, and how many of
     them were not UTF-8 (``--errors replace``): read, and counted, but encoded as U+FFFD."""
     stored, replaced = figures.get("file_bytes"), figures.get("replaced_bytes")
-    notes = [f"{stored:,} file bytes"] if stored not in (None, figures["bytes"]) else []
-    if replaced:
-        notes.append(f"{replaced:,} of them not UTF-8, each run read as U+FFFD")
+    # "of them" right after the text's bytes: after the file's it would say the compressed bytes of a .gz held them
+    notes = [f"{replaced:,} of them not UTF-8, each run read as U+FFFD"] if replaced else []
+    if stored not in (None, figures["bytes"]):
+        notes.append(f"{stored:,} file bytes")
     return f"{figures['bytes']:,} bytes" + (f" ({'; '.join(notes)})" if notes else "")
 
 
