@@ -451,6 +451,9 @@ def test_count_stats_and_encode_file_say_the_bytes_a_jsonl_text_holds_as_u_fffd(
     notes = [line for line in out.splitlines() if "U+FFFD" in line]
     assert notes == [f"{name}: 3 of its bytes are not UTF-8, each run read as U+FFFD (--errors replace)"
                      for name in ("bad.txt", "bad.jsonl")]
+    (tmp_path / "one.jsonl").write_bytes(b'{"text": "ok \xff"}\n')  # one byte "is" ("1 of its bytes are")
+    out = cli("stats", "one.jsonl", "--errors", "replace", "--encodings", "gpt2", "--min_seconds", "0").stdout
+    assert "one.jsonl: 1 of its bytes is not UTF-8, each run read as U+FFFD (--errors replace)" in out
     out = cli("encode-file", "bad.jsonl", "--errors", "replace").stdout
     stored = (tmp_path / "bad.jsonl").stat().st_size
     # "of them" said right after the text's bytes, whose they are (after the file's, a .gz's would seem to hold them)

@@ -551,7 +551,8 @@ def stats(args) -> None:
     print("|---|---|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
     for given, n_replaced in replaced.items():
-        print(f"{given}: {n_replaced:,} of its bytes are not UTF-8, each run read as U+FFFD (--errors replace)")
+        verb = "is" if n_replaced == 1 else "are"
+        print(f"{given}: {n_replaced:,} of its bytes {verb} not UTF-8, each run read as U+FFFD (--errors replace)")
     timing = (f"each speed timed over at least {args.min_seconds:g} s of encoding, after a warm-up pass"
               if args.min_seconds else "each speed timed over one pass")
     print(f"\nThe Pile projection is for one process ({timing}); encode-file --workers N divides it by up to N.")
