@@ -485,7 +485,9 @@ def check_saved_round_trip(family: Family, folder) -> None:
     family.fast.save(folder, format="hf")
     again = load_encoding(folder)
     hf_again = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
-    texts = EVERYDAY_TEXTS[::5] + [f"a{e['content']}b" for e in family.added[:4]]
+    # every added token in one text: DeepSeek V3's that are not special lie between special ones
+    every_added_token = "a" + " b".join(entry["content"] for entry in family.added) + "c"
+    texts = EVERYDAY_TEXTS[::5] + [f"a{e['content']}b" for e in family.added[:4]] + [every_added_token]
     for text in texts:
         ids = family.fast.encode(text, allowed_special="all")
         assert again.encode(text, allowed_special="all") == ids

@@ -173,8 +173,12 @@ def _hf_tokenizer_json(enc) -> dict:
     not_special = steps.specs["added_tokens"] if steps is not None else []
     added_tokens = sorted(added_tokens + not_special, key=lambda entry: entry["id"])
     vocab = _gpt2_vocab(enc)
-    for entry in not_special:  # an added token is not a BPE token: only in added_tokens, as it was read
+    for entry in not_special:
+        # Under its own text, as special tokens are: HF gives an added token missing from model.vocab the next
+        # free id, not the id written beside it, so DeepSeek V3's <｜User｜> (between special tokens that are in
+        # model.vocab) read back as another token's id.
         vocab.pop(token_to_gpt2_str(entry["content"].encode("utf-8")), None)
+        vocab[entry["content"]] = entry["id"]
     return {
         "version": "1.0",
         "truncation": None,
