@@ -27,6 +27,7 @@ from tokenizer.fast.core import Route
 from tokenizer.hf_steps import TextSteps, normalizer_from_json, split_by
 from tokenizer.loading import load_encoding
 from tokenizer.patterns import LLAMA3_PATTERN, NEWER_SYMBOLS_THAN_TIKTOKEN, NEWER_THAN_TIKTOKEN, O200K_PATTERN
+from tokenizer.teach import explain_lines, pre_tokens
 from tokenizer.unicode9 import ASSIGNED
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -204,6 +205,18 @@ def test_decode_equals_hfs_and_qwen3_decodes_to_nfc(family):
         assert family.fast.decode(ids) == family.hf.decode(ids, skip_special_tokens=False)
         want = unicodedata.normalize("NFC", text) if family.name == "qwen3" else text
         assert family.fast.decode(ids) == want
+
+
+def test_explain_cuts_text_as_encode_does_with_the_files_steps(family):
+    # explain and the playground show these pieces: Qwen3's NFC and added tokens, DeepSeek V3's three Splits
+    not_special = [entry["content"] for entry in family.added if not entry["special"]]
+    text = "cafe\u0301 12345 x" + "y ".join(not_special[:3] + [family.added[-1]["content"]]) + EVERYDAY_TEXTS[30][:300]
+    pieces = pre_tokens(text, family.fast, allowed_special="all", disallowed_special=())
+    assert [i for piece in pieces for i in piece.ids] == family.fast.encode(text, allowed_special="all")
+    for added in not_special[:3]:
+        assert [p.special for p in pieces if p.text == added] == [True]
+        assert f"added token {added!r} = id {family.fast.encode_single_token(added)}" in "\n".join(
+            explain_lines(text, family.fast, allowed_special="all", disallowed_special=()))
 
 
 def test_what_each_file_becomes(family):

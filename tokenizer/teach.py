@@ -252,9 +252,26 @@ def pre_tokens(
     for segment, special_id in segments:
         if special_id is not None:
             pieces.append(PreToken(segment, (special_id,), True))
+        elif enc.text_steps is not None:  # a tokenizer.json's steps cut the text, not pat_str (only shown for it)
+            pieces += _pre_tokens_of_steps(enc, segment)
         else:
             # one pre-token encoded alone is the same pre-token again: the pattern cuts it nowhere
             pieces += [PreToken(piece, tuple(enc.encode_ordinary(piece)), False) for piece in pretokenizer.split(segment)]
+    return pieces
+
+
+def _pre_tokens_of_steps(enc: Encoding, text: str) -> list[PreToken]:
+    """``text`` (holding no allowed special token) cut as a tokenizer.json's steps cut it: its added tokens that
+    are not special (Qwen3's ``<think>``) taken whole, as special tokens are, then each normalized stretch between
+    them cut by the pre-tokenizer; each piece's ids are its merges', as encode's are."""
+    stretches, added_ids = enc.text_steps.cut(text)
+    pieces = []
+    for k, stretch in enumerate(stretches):
+        for piece in enc.text_steps.split(stretch):
+            pieces.append(PreToken(piece, tuple(enc.token_ids[t] for t in merge_story(piece, enc).tokens), False))
+        if k < len(added_ids):
+            added_text = enc.decode_single_token_bytes(added_ids[k]).decode("utf-8")
+            pieces.append(PreToken(added_text, (added_ids[k],), True))
     return pieces
 
 
@@ -334,8 +351,12 @@ def explain_lines(
     yield " which is also the merge's rank in OpenAI's encodings: merges apply in that order)"
     for piece in pieces:
         if piece.special:
-            yield f"\nspecial token {piece.text!r} = id {piece.ids[0]}"
-            yield "  (allowed here; encode() refuses special-token text unless allowed_special names it)"
+            if piece.text in enc.special_tokens:
+                yield f"\nspecial token {piece.text!r} = id {piece.ids[0]}"
+                yield "  (allowed here; encode() refuses special-token text unless allowed_special names it)"
+            else:
+                yield f"\nadded token {piece.text!r} = id {piece.ids[0]}"
+                yield "  (the tokenizer.json's added token that is not special: always taken whole, never merged)"
         else:
             yield from _explain_piece(enc, piece.text)
 
