@@ -334,7 +334,8 @@ def split_file(tmp_path, regex_source: str) -> str:
 
 
 @pytest.mark.parametrize("construct", [r"\w+", r"\W", r"\b", r"\h+", r"\X", r"[[:digit:]]+", r"[[:^alnum:]]",
-                                       r"[[:punct:]]", r"\p{Word}", r"\P{xdigit}", r"\p{L&}", r"\N"])
+                                       r"[[:punct:]]", r"\p{Word}", r"\P{xdigit}", r"\p{L&}", r"\N",
+                                       r"\Z", r"(?m)a.b", r"(?i-m:a.b)", r"[a-z&&[^aeiou]]+"])
 def test_regexes_hfs_oniguruma_reads_otherwise_are_refused(tmp_path, construct):
     path = split_file(tmp_path, f" ?{construct}|\\s+")
     with pytest.raises(ValueError) as refused:
@@ -342,6 +343,16 @@ def test_regexes_hfs_oniguruma_reads_otherwise_are_refused(tmp_path, construct):
     message = str(refused.value)
     assert "\n" not in message and message.startswith(f"{path}: ") and f"{construct[:4]}" in message, message
     assert "Oniguruma" in message
+
+
+@pytest.mark.parametrize("regex_source", [r"b$", r"(?<=^a)", r"\s*b$|(?i)(?<=^A)"])
+def test_line_anchors_cut_at_every_line_as_in_hfs_oniguruma(tmp_path, regex_source):
+    # Oniguruma's Ruby syntax reads ^ and $ at each line's start and end, not only the text's: a cut between a and b
+    # keeps the file's one merge (a + b) from making its token
+    hf = tokenizers.Tokenizer.from_file(split_file(tmp_path, regex_source))
+    ours = load_encoding(tmp_path / "tokenizer.json")
+    for text in ["ab\nab", "x\nab", "ab \nab\r\nab", "\nab\n\nab ", "ab"]:
+        assert ours.encode(text) == hf.encode(text, add_special_tokens=False).ids, text
 
 
 def test_an_escaped_backslash_before_a_letter_is_no_escape(tmp_path):

@@ -165,9 +165,12 @@ def _replace(find: regex.Pattern, content: str, text: str) -> str:
 # What Oniguruma (HF tokenizers) and `regex` read differently, found by running constructs on every code point below
 # U+3000 in both: \w, \b and [[:word:]] (Oniguruma's word characters take "²"), \h (a hex digit to Oniguruma,
 # horizontal space to `regex`), \X (grapheme rules of another Unicode version), POSIX [[:digit:]], [[:alnum:]] and
-# [[:punct:]], \p{Word}, \p{XDigit}, and escapes one of them lacks (\N, \O, \G, \c, \e, \y, \Y, \p{L&}).
+# [[:punct:]], \p{Word}, \p{XDigit}, and escapes one of them lacks (\N, \O, \G, \c, \e, \y, \Y, \p{L&}). Also \Z
+# (before a final line break too, to Oniguruma), the option m ("dot matches a line break" to Oniguruma's Ruby syntax,
+# "^ and $ at each line" to `regex`) and a class's && (an intersection to Oniguruma, two characters to `regex`).
 _READ_OTHERWISE = regex.compile(
-    r"\\[wWbBhHXNOGceyY]|\\[pP]\{\^?(?i:L&|Word|XDigit)\}|\[:\^?(?:alnum|digit|punct|word):\]"
+    r"\\[wWbBhHXNOGceyYZ]|\\[pP]\{\^?(?i:L&|Word|XDigit)\}|\[:\^?(?:alnum|digit|punct|word):\]"
+    r"|\(\?[imx]*-?[imx]*m[imx]*-?[imx]*[:)]|&&"
 )
 
 
@@ -186,7 +189,8 @@ def _pattern_of(spec: dict) -> regex.Pattern:
         if different:
             raise UnsupportedStep(f"regex {pattern['Regex']!r}: {different!r} means something else to HF tokenizers' "
                                   "Oniguruma than to the regex package")
-        return regex.compile(pattern["Regex"])
+        # Oniguruma's Ruby syntax reads ^ and $ at the start and end of every line, as `regex` does with MULTILINE
+        return regex.compile(pattern["Regex"], regex.MULTILINE)
     if "String" in pattern:
         return regex.compile(regex.escape(pattern["String"]))
     raise UnsupportedStep(f"pattern {pattern!r} is neither a Regex nor a String")
