@@ -449,6 +449,15 @@ def test_normalizers_equal_hfs(text, which):
     assert normalizer_from_json(spec)(text) == theirs.normalize_str(text), spec
 
 
+@pytest.mark.parametrize("pattern", [r"\n?", r"x*", r"\s*", r"b|", r"$"])
+def test_replace_finds_empty_matches_as_hfs_oniguruma_does(pattern):
+    # no match in empty text, and no empty match where the last match ended (the regex package finds both)
+    spec = {"type": "Replace", "pattern": {"Regex": pattern}, "content": "X"}
+    theirs = tokenizers.normalizers.Replace(tokenizers.Regex(pattern), "X")
+    for text in ["", "a\n", "b", "ab \n", "\n\nb", "a  b"]:
+        assert normalizer_from_json(spec)(text) == theirs.normalize_str(text), text
+
+
 # HF normalizes with Unicode 9.0's tables: a mark assigned since is a character of class 0 to it, which no mark is
 # moved across and nothing composes with. Found by fuzzing Qwen3 (NFC) with marks of every script: Python moved
 # U+1133B (class 7 since 11.0) before U+0320, and U+032A before U+1AC7 (class 230 since 13.0); it composed Dives

@@ -151,14 +151,22 @@ def _run_all(steps: list[Normalizer], text: str) -> str:
 
 
 def _replace(find: regex.Pattern, content: str, text: str) -> str:
-    """Each match of ``find`` in ``text`` replaced by ``content``, matched as HF's Unicode 16.0 tables see it."""
+    """Each match of ``find`` in ``text`` replaced by ``content``, matched as HF's Unicode 16.0 tables see it, and
+    as HF's Oniguruma finds matches: none in empty text, and no empty match right where the last match ended
+    (``regex`` finds one there: ``\\n?`` in "a\\n" would add a third ``content`` at the end).
+
+    >>> _replace(regex.compile("\\n?"), "X", "a\\n"), _replace(regex.compile("x*"), "X", "")
+    ('XaX', '')
+    """
+    if not text:
+        return text
     seen_as = seen_as_for(text)
-    if seen_as is None:
-        return find.sub(lambda _: content, text)
-    out, at = [], 0
-    for m in find.finditer(seen_as(text)):
+    out, at, last_end = [], 0, None
+    for m in find.finditer(text if seen_as is None else seen_as(text)):
+        if m.start() == m.end() == last_end:
+            continue
         out += [text[at : m.start()], content]
-        at = m.end()
+        at = last_end = m.end()
     return "".join(out) + text[at:]
 
 
