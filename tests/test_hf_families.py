@@ -17,6 +17,7 @@ import pickle
 import unicodedata
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -447,6 +448,19 @@ def test_lowercase_equals_hfs_on_all_of_unicode_at_once():
 def test_normalizers_equal_hfs(text, which):
     spec, theirs = NORMALIZERS[which]
     assert normalizer_from_json(spec)(text) == theirs.normalize_str(text), spec
+
+
+@pytest.mark.parametrize("pattern", [r"\n?", r"\s*", r"b|", r"a?"])
+@pytest.mark.parametrize("behavior", ["MergedWithPrevious", "MergedWithNext", "Contiguous"])
+def test_split_finds_empty_matches_as_hfs_oniguruma_does(pattern, behavior):
+    # no empty match where the last match ended: the regex package's gave "\na" two pieces where HF's gives one
+    snake_case = {"MergedWithPrevious": "merged_with_previous", "MergedWithNext": "merged_with_next"}
+    for invert in (False, True):
+        theirs = tokenizers.pre_tokenizers.Split(tokenizers.Regex(pattern), snake_case.get(behavior, "contiguous"),
+                                                 invert=invert)
+        for text in ["\na", " a", "ab", "ba", "a\n\nb ", "bab  a"]:
+            ours = split_by(regex.compile(pattern), behavior, invert, text)
+            assert ours == [piece for piece, _ in theirs.pre_tokenize_str(text)], (text, invert)
 
 
 @pytest.mark.parametrize("pattern", [r"\n?", r"x*", r"\s*", r"b|", r"$"])

@@ -216,8 +216,11 @@ def split_by(find: regex.Pattern, behavior: str, invert: bool, text: str, seen_a
     """
     # Every stretch of the text, with whether it is a match (after invert): matches and the gaps between.
     stretches: list[tuple[int, int, bool]] = []
-    at = 0
+    at, last_end = 0, None
     for m in find.finditer(text if seen_as is None else seen_as(text)):
+        if m.start() == m.end() == last_end:  # (HF's Oniguruma finds no empty match where the last one ended)
+            continue
+        last_end = m.end()
         if m.start() > at:
             stretches.append((at, m.start(), invert))
         stretches.append((m.start(), m.end(), not invert))
