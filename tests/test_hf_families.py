@@ -26,6 +26,7 @@ from conftest import CORPUS_FILES, ENCODINGS_DIR, FUZZ_EXAMPLES, corpus_text
 from tokenizer import Encoding
 from tokenizer.fast.core import Route
 from tokenizer.hf_steps import TextSteps, normalizer_from_json, split_by
+from tokenizer.jobs.parity import hf_counterpart
 from tokenizer.loading import load_encoding
 from tokenizer.patterns import LLAMA3_PATTERN, NEWER_SYMBOLS_THAN_TIKTOKEN, NEWER_THAN_TIKTOKEN, O200K_PATTERN
 from tokenizer.teach import explain_lines, pre_tokens
@@ -344,6 +345,17 @@ def test_regexes_hfs_oniguruma_reads_otherwise_are_refused(tmp_path, construct):
     message = str(refused.value)
     assert "\n" not in message and message.startswith(f"{path}: ") and f"{construct[:4]}" in message, message
     assert "Oniguruma" in message
+
+
+def test_parity_against_hf_compares_ids_without_the_files_truncation_and_padding(tmp_path):
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    path = small_file(tmp_path, pre_tokenizer=byte_level, decoder=byte_level,
+                      truncation={"direction": "Right", "max_length": 2, "strategy": "LongestFirst", "stride": 0},
+                      padding={"strategy": {"Fixed": 9}, "direction": "Right", "pad_to_multiple_of": None,
+                               "pad_id": 0, "pad_type_id": 0, "pad_token": "a"})
+    theirs, _ = hf_counterpart(path)
+    text = "ab cd ab"
+    assert theirs.encode(text) == load_encoding(path).encode(text) == [256, 32, 99, 100, 32, 256]
 
 
 @pytest.mark.parametrize("regex_source", [r"b$", r"(?<=^a)", r"\s*b$|(?i)(?<=^A)"])

@@ -219,6 +219,10 @@ class HFTokenizersSide:
     """
 
     def __init__(self, tokenizer):
+        # a file's truncation and padding cut and fill HF's ids to a length; the text's ids are compared, which
+        # tiktoken's API (and this project's) never cut or fill
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
         self.tokenizer = tokenizer
         self.added = {token.content: idx for idx, token in tokenizer.get_added_tokens_decoder().items()}
         self.added_ids = set(self.added.values())
