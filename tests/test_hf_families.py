@@ -15,6 +15,7 @@ import doctest
 import json
 import pickle
 import unicodedata
+from pathlib import Path
 
 import pytest
 import regex
@@ -345,6 +346,26 @@ def test_regexes_hfs_oniguruma_reads_otherwise_are_refused(tmp_path, construct):
     message = str(refused.value)
     assert "\n" not in message and message.startswith(f"{path}: ") and f"{construct[:4]}" in message, message
     assert "Oniguruma" in message
+
+
+@pytest.mark.parametrize("added_id, in_vocab, hf_id", [(300, False, 257), (300, True, 257)])
+def test_added_tokens_whose_ids_hf_does_not_give_them_are_refused(tmp_path, added_id, in_vocab, hf_id):
+    # HF gives an added token missing from model.vocab the next free id, and one in it the model.vocab entry's id,
+    # whatever added_tokens says: loading the file's id would encode "<s>" otherwise than HF
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    entry = {"id": added_id, "content": "<s>", "special": True, "normalized": False, "lstrip": False,
+             "rstrip": False, "single_word": False}
+    path = small_file(tmp_path, pre_tokenizer=byte_level, decoder=byte_level, added_tokens=[entry])
+    if in_vocab:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data["model"]["vocab"]["<s>"] = hf_id
+        Path(path).write_text(json.dumps(data), encoding="utf-8")
+    assert tokenizers.Tokenizer.from_file(path).encode("a<s>", add_special_tokens=False).ids == [97, hf_id]
+    with pytest.raises(ValueError) as refused:
+        load_encoding(path)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path}: added token '<s>' has id {added_id}"), message
+    assert f"HF tokenizers gives it id {hf_id}" in message
 
 
 def test_parity_against_hf_compares_ids_without_the_files_truncation_and_padding(tmp_path):

@@ -180,6 +180,7 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
                 raise ValueError(f"{file}: added token {entry['content']!r} with {option}=true is not supported; "
                                  "only byte-level BPE files load")
         added[entry["content"]] = entry
+    _check_added_token_ids(data.get("added_tokens") or [], raw_vocab, file)
     vocab = _hf_vocab(raw_vocab, added, file)
     merges = _hf_merges(raw_merges, file)
     for text, entry in added.items():
@@ -205,6 +206,29 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
         )
     except ValueError as e:
         raise ValueError(f"{file}: {e}") from None
+
+
+def _check_added_token_ids(entries: list[dict], raw_vocab: dict, file: Path) -> None:
+    """Refuse added tokens whose ids HF ``tokenizers`` does not give them. HF reads an added token's id from
+    ``model.vocab`` when its text is there, else gives it the next free id (the vocabulary's size, then one past
+    the last added token's), whatever ``added_tokens`` says: a file with gaps or other ids would be encoded with
+    other ids than HF's."""
+    given: dict[str, int] = {}
+    highest = None  # the highest id given so far
+    for entry in entries:
+        text = entry["content"]
+        if text in given:
+            continue
+        if text in raw_vocab:
+            hf_id = raw_vocab[text]
+        else:
+            hf_id = len(raw_vocab) if highest is None or highest < len(raw_vocab) else highest + 1
+        given[text] = hf_id
+        highest = hf_id if highest is None else max(highest, hf_id)
+        if entry["id"] != hf_id:
+            raise ValueError(f"{file}: added token {text!r} has id {entry['id']} in added_tokens, but HF tokenizers "
+                             f"gives it id {hf_id} (an added token's id is its model.vocab entry's, else the next "
+                             "free one); put the token in model.vocab at its id, or give it that id")
 
 
 def _hf_vocab(raw_vocab: dict, added: dict, file: Path) -> dict[int, bytes]:
