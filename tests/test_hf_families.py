@@ -302,7 +302,8 @@ def small_file(tmp_path, **changes) -> str:
     ({"pre_tokenizer": "ByteLevel"}, "normalizer or pre_tokenizer is malformed"),
     ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": "(?<x"}, "behavior": "Isolated", "invert": False},
-        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}}, "malformed (error: missing >"),
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}},
+     "does not compile in the regex package (missing >"),
     ({"decoder": "WordPiece"}, "decoder 'WordPiece'"),
 ])
 def test_unsupported_features_are_refused_in_one_line(tmp_path, changes, feature):
@@ -387,6 +388,16 @@ def test_line_anchors_cut_at_every_line_as_in_hfs_oniguruma(tmp_path, regex_sour
     ours = load_encoding(tmp_path / "tokenizer.json")
     for text in ["ab\nab", "x\nab", "ab \nab\r\nab", "\nab\n\nab ", "ab"]:
         assert ours.encode(text) == hf.encode(text, add_special_tokens=False).ids, text
+
+
+@pytest.mark.parametrize("regex_source", [r"\x{41}", r"(?<n>a)\k<n>"])
+def test_oniguruma_syntax_the_regex_package_lacks_is_refused_as_such(tmp_path, regex_source):
+    path = split_file(tmp_path, regex_source)
+    tokenizers.Tokenizer.from_file(path)  # HF reads it: the file is not malformed
+    with pytest.raises(ValueError) as refused:
+        load_encoding(path)
+    message = str(refused.value)
+    assert "\n" not in message and "does not compile in the regex package" in message and "malformed" not in message
 
 
 def test_an_escaped_backslash_before_a_letter_is_no_escape(tmp_path):

@@ -191,8 +191,13 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
         steps = TextSteps.from_json(data.get("normalizer"), data.get("pre_tokenizer"), others)
     except UnsupportedStep as e:
         raise ValueError(f"{file}: {e}; only byte-level BPE files load") from None
-    except (KeyError, TypeError, AttributeError, regex.error) as e:
-        # a step spelled wrong: a field missing, a list or string where an object goes, a regex that does not compile
+    except regex.error as e:
+        # HF's Oniguruma reads some syntax that `regex` lacks (\x{41}, \k<name>): not only typos end here
+        raise ValueError(f"{file}: a regex of the normalizer or pre_tokenizer does not compile in the regex package "
+                         f"({e}): a typo, or Oniguruma syntax that package lacks (such as \\x{{41}} or \\k<name>), "
+                         "which is not supported; spell it another way") from None
+    except (KeyError, TypeError, AttributeError) as e:
+        # a step spelled wrong: a field missing, a list or string where an object goes
         raise ValueError(f"{file}: the normalizer or pre_tokenizer is malformed ({type(e).__name__}: {e}); "
                          "check it against a tokenizer.json that HF tokenizers writes") from None
     if steps.has_normalizer and any(added[t].get("normalized") for t in specials):
