@@ -603,6 +603,17 @@ def test_ctrl_c_during_a_download_is_one_line_and_exit_130(file_server, tiny, tm
     assert not (models / SIZE / "checkpoint").exists()
 
 
+def download_in_a_thread_until_its_data_file(served, folder) -> threading.Thread:
+    """A first run downloading SIZE into folder, in a thread, once it is on the data file (its fourth request):
+    a second run started then joins the download."""
+    first = threading.Thread(target=checkpoints.download_gpt2_files, args=(SIZE, folder))
+    first.start()
+    deadline = time.monotonic() + 20
+    while len(served.requests) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return first
+
+
 @pytest.mark.parametrize("path", ["the same", "a symbolic link"])
 def test_a_second_run_joining_a_sizes_download_says_it_waits_once(served, tmp_path, capsys, path):
     """A second run that starts while another downloads the same size said its waiting line once per file still to
@@ -617,11 +628,7 @@ def test_a_second_run_joining_a_sizes_download_says_it_waits_once(served, tmp_pa
     served.stall_seconds = 1.0
     for name in ("model.ckpt.data-00000-of-00001", "model.ckpt.index"):  # two files still to come when it joins
         served.fault(f"/gpt-2/models/{SIZE}/{name}", "stall")
-    first = threading.Thread(target=checkpoints.download_gpt2_files, args=(SIZE, tmp_path / SIZE))
-    first.start()
-    deadline = time.monotonic() + 20
-    while len(served.requests) < 4 and time.monotonic() < deadline:  # the first run is on the data file
-        time.sleep(0.01)
+    first = download_in_a_thread_until_its_data_file(served, tmp_path / SIZE)
     checkpoints.download_gpt2_files(SIZE, second / SIZE)
     first.join()
     for name in checkpoints.CHECKPOINT_FILES:
@@ -759,11 +766,7 @@ def test_a_run_waiting_for_anothers_download_draws_its_progress_on_a_terminal(se
     monkeypatch.setattr(command_line, "bar_if_slow", lambda **options: Bar(**options))
     served.stall_seconds = 1.0
     served.fault(f"/gpt-2/models/{SIZE}/model.ckpt.data-00000-of-00001", "stall")
-    first = threading.Thread(target=checkpoints.download_gpt2_files, args=(SIZE, tmp_path / SIZE))
-    first.start()
-    deadline = time.monotonic() + 20
-    while len(served.requests) < 4 and time.monotonic() < deadline:  # the first run is on the data file
-        time.sleep(0.01)
+    first = download_in_a_thread_until_its_data_file(served, tmp_path / SIZE)
     checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
     first.join()
     assert len(bars) == 1 and bars[0].closed
