@@ -681,13 +681,28 @@ def test_non_utf8_names_the_offset_unless_replaced(cli, tmp_path):
     stderr = cli("bin.dat", "--encoding", "gpt2", status=2).stderr
     assert "bin.dat is not valid UTF-8: byte 1000 is b'\\x89'" in stderr and "--errors replace" in stderr
     assert "identical: 1 check" in cli("bin.dat", "--encoding", "gpt2", "--errors", "replace").stdout
-    # the ids of the text read so, checked with --ids and --against: both checks count the bytes of the text
-    # encoded, each U+FFFD 3 (the --ids check counted the file's bytes)
+    # the ids of the text read so, checked with --ids and --against: both checks count the bytes read, as count
+    # and stats do (each U+FFFD counted as its own 3 bytes made parity's figures disagree with theirs)
     text = BAD_UTF8.decode("utf-8", errors="replace")
     np.array(get_encoding("gpt2").encode(text), dtype="<u2").tofile(tmp_path / "bin.ids")
     checks = json.loads(cli("bin.dat", "--ids", "bin.ids", "--against", "tiktoken", "--errors", "replace",
                             "--json").stdout)["checks"]
-    assert [c["bytes"] for c in checks] == [len(text.encode("utf-8"))] * 2
+    assert [c["bytes"] for c in checks] == [len(BAD_UTF8)] * 2
+
+
+def test_a_jsonl_documents_bytes_not_utf8_count_as_the_bytes_read_as_count_and_stats_count_them(cli, tmp_path):
+    """parity on a .jsonl under --errors replace counted each U+FFFD read for bytes not UTF-8 as 3 bytes (a run of
+    2 bytes as 3, a single byte as 3), where count and stats count the bytes read: the checks against tiktoken and
+    against the .bin of the documents now say the bytes count says."""
+    lines = [b"line %d \xff\xfe ok \xe2\x82" % k for k in range(50)]  # a run of 2 bytes and a cut character
+    (tmp_path / "bad.jsonl").write_bytes(b"".join(b'{"id": "\xc3", "text": "%s"}\n' % line for line in lines))
+    counted = dataset.file_stats(tmp_path / "bad.jsonl", "gpt2", errors="replace")["bytes"]
+    dataset.encode_file(tmp_path / "bad.jsonl", tmp_path / "bad.bin", encoding="gpt2", errors="replace", workers=1,
+                        progress=False)
+    checks = json.loads(cli("bad.jsonl", "--ids", "bad.bin", "--against", "tiktoken", "--errors", "replace",
+                            "--json").stdout)["checks"]
+    assert counted == sum(map(len, lines))
+    assert [c["bytes"] for c in checks] == [counted] * 2, checks
 
 
 def test_special_token_text_follows_the_api_rule(cli, tmp_path):

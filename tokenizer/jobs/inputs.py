@@ -273,6 +273,13 @@ class Record(NamedTuple):
     replaced: int = 0  # bytes of the line not UTF-8 that the text holds as U+FFFD (errors="replace")
     inserted: int = 0  # the U+FFFD the text holds for them (one a run), which the file does not
 
+    @property
+    def bytes_read(self) -> int:
+        """The bytes of the file its text stands for, as every figure counts them: the text's UTF-8 (a lone
+        surrogate, which a JSON escape may spell, as its 3 bytes), each U+FFFD read for bytes not UTF-8 counted
+        as those bytes, not as its own 3."""
+        return len(self.text.encode("utf-8", "surrogatepass")) + self.replaced - 3 * self.inserted
+
 
 def read_records(path: str | os.PathLike, text_field: str = "text", *, errors: str | None = "strict", start: int = 0,
                  end: int | None = None) -> Iterator[Record]:

@@ -326,14 +326,14 @@ def check_file(
             shown = 0
             for record in read_records(path, text_field, errors=errors):
                 _check_text(report, record.text, enc, other, rule, (0, 1, record.number), max_report,
-                            where=record_place(path, record.number))
+                            where=record_place(path, record.number), n_bytes=record.bytes_read)
                 bar.update(record.done - shown)
                 shown = record.done
         else:
             for text, offset, line, data in _text_chunks(path, enc, rule.special_ids_for, errors, chunk_bytes,
                                                          disallowed_special=rule.disallowed):
                 _check_text(report, text, enc, other, rule, (offset, line, None), max_report, where=name,
-                            source=data)
+                            source=data, n_bytes=len(data))
                 bar.update(len(data))
     return report
 
@@ -452,7 +452,7 @@ class _Piece(NamedTuple):
     rule: _Rule  # the special-token rule they were encoded with
     base: tuple  # where it starts: (byte offset, line, record)
     end: tuple  # where it ends, the same way
-    n_bytes: int  # of text
+    n_bytes: int  # of the input that the text was read from (the bytes figures count)
     n_read: int  # bytes of the file read
 
 
@@ -465,9 +465,8 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
                                                      disallowed_special=rule.disallowed):
             ours = rule.encode(enc, text, where=name, report=report)
             end = (offset + len(data), line + text.count("\n"), None)
-            # the text's bytes, as check_file counts them (an invalid byte read as U+FFFD is 3)
-            yield _Piece(report, text, data, ours, rule, (offset, line, None), end, len(text.encode("utf-8")),
-                         len(data))
+            # the bytes read, as check_file (and count, stats) counts them: an invalid byte read as U+FFFD is 1
+            yield _Piece(report, text, data, ours, rule, (offset, line, None), end, len(data), len(data))
         return
     # a document's special-token text is plain text (DOCUMENT_SPECIALS); the <|endoftext|> after it is the one
     # special token, split at as such where a difference is widened to pre-tokens
@@ -477,9 +476,9 @@ def _ids_as_written(path, enc: Encoding, rule: _Rule, report: ParityReport, *, e
         start = time.perf_counter()
         ours = enc.encode_ordinary(record.text) + [eot]
         report.seconds += time.perf_counter() - start
-        n_bytes = len(record.text.encode("utf-8", "surrogatepass"))
-        end = (n_bytes, record.text.count("\n") + 1, record.number)
-        yield _Piece(report, record.text, None, ours, documents, (0, 1, record.number), end, n_bytes,
+        # (where a difference is: a place in the text, as a record's places are counted)
+        end = (len(record.text.encode("utf-8", "surrogatepass")), record.text.count("\n") + 1, record.number)
+        yield _Piece(report, record.text, None, ours, documents, (0, 1, record.number), end, record.bytes_read,
                      record.done - read)
         read = record.done
 
@@ -684,11 +683,13 @@ def _whole_characters(pieces: list[bytes]) -> list[str]:
     return joined + ([pending.decode("utf-8", errors="replace")] if pending else [])
 
 
-def _check_text(report, text, enc, other, rule, base, max_report, *, where, source=None) -> None:
+def _check_text(report, text, enc, other, rule, base, max_report, *, where, source=None, n_bytes=None) -> None:
+    """Check one text; ``n_bytes``: the bytes of the input it was read from (bytes not UTF-8 read as one U+FFFD
+    count as themselves, as count and stats count them), by default its UTF-8 (a string given as it is)."""
     ours = rule.encode(enc, text, where=where, report=report)
     theirs = rule.encode(other, text, where=where, report=report, ours=False)
-    # the UTF-8 bytes of the text (a lone surrogate, which encode() reads as U+FFFD, counts as its 3 bytes)
-    report.bytes += len(text.encode("utf-8", "surrogatepass"))
+    # (a lone surrogate, which encode() reads as U+FFFD, counts as its 3 bytes)
+    report.bytes += len(text.encode("utf-8", "surrogatepass")) if n_bytes is None else n_bytes
     report.tokens += len(ours)
     report.other_tokens += len(theirs)
     if ours != theirs:
