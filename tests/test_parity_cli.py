@@ -479,6 +479,58 @@ def test_diff_regions_of_dense_edits_in_repetitive_text():
         assert ours[i:] == theirs[j:]
 
 
+ONE_EDIT = {"replace": (1, 1), "insert": (0, 1), "drop": (1, 0)}  # (our ids, their ids) of one edit's region
+
+
+@pytest.mark.parametrize("gap", [1, 2, 3, 4])
+@pytest.mark.parametrize("first, second", [(a, b) for a in ONE_EDIT for b in ONE_EDIT])
+def test_two_edits_a_few_ids_apart_are_two_differences(first, second, gap):
+    """Two ids edited fewer than SYNC_IDS (4) ids apart were one difference spanning both and the equal ids between
+    them (ids 40 and 42 replaced: ours [40, 41, 42] against theirs [x, 41, x]): each edit is now a difference of
+    its own, the ids between them equal. Two ids replaced side by side are one difference of two ids."""
+    ours = list(range(1000, 1100))
+    theirs = list(ours)
+    for kind, k in ((second, 40 + gap), (first, 40)):  # the later place first: the earlier one's index holds
+        if kind == "replace":
+            theirs[k] = 7
+        elif kind == "insert":
+            theirs.insert(k, 7)
+        else:
+            del theirs[k]
+    regions, used = parity.diff_regions(ours, theirs, [b"o%d" % t for t in ours], [b"t%d" % t for t in theirs])
+    assert used == len(theirs)
+    i = j = 0
+    for i1, i2, j1, j2 in regions:  # the ids between differences are the same one for one
+        assert ours[i:i1] == theirs[j:j1]
+        i, j = i2, j2
+    assert ours[i:] == theirs[j:]
+    sizes = [(i2 - i1, j2 - j1) for i1, i2, j1, j2 in regions]
+    adjacent = gap == 1 and first != "insert"  # no id of ours between the two edits: one run of edits
+    if adjacent and first == second:
+        assert sizes == [(2 * ONE_EDIT[first][0], 2 * ONE_EDIT[first][1])], regions
+    elif not adjacent:
+        assert sizes == [ONE_EDIT[first], ONE_EDIT[second]], regions
+        assert regions[0][0] == 40  # the first edit is where it was made
+    else:  # two edits side by side, of two kinds: told as the fewest edits in one run
+        assert len(regions) == 1 and regions[0][0] == 40
+
+
+def test_a_bin_with_two_ids_replaced_two_apart_reports_two_places(tmp_path):
+    """parity --ids on a .bin with ids 3 and 5 replaced (in different pre-tokens) said "DIFFERENT at 1 place (3
+    pre-tokens)", the word between them shown as a difference: it says 2 places, each its own word."""
+    enc = get_encoding("gpt2")
+    text = "one two three four five six seven eight nine ten eleven twelve\n"
+    (tmp_path / "words.txt").write_text(text, encoding="utf-8")
+    ids = enc.encode(text)
+    damaged = list(ids)
+    damaged[3] = damaged[5] = enc.encode_single_token(" zero")
+    np.array(damaged, dtype="<u2").tofile(tmp_path / "words.bin")
+    (report,) = parity.check_ids([tmp_path / "words.txt"], tmp_path / "words.bin", enc)
+    assert (report.mismatches, report.mismatching_pretokens) == (2, 2)
+    assert [(m.text, m.ours, m.theirs) for m in report.shown] == [(" four", [ids[3]], [damaged[3]]),
+                                                                   (" six", [ids[5]], [damaged[5]])]
+
+
 def test_diff_regions_of_the_same_text_split_differently():
     enc = get_encoding("gpt2")
     ours = enc.encode("one hello two hello three")

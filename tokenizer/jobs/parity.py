@@ -22,8 +22,9 @@ reported as the pre-token(s) holding it, with both sides' ids and the bytes of e
 How a difference is found: the id sequences are walked together; where they part, they are back in step at the
 first place where both are at an id boundary, if their ids spell the same bytes up to there (the same text
 split differently: the usual case between two tokenizers); else after the few ids replaced, inserted or
-dropped (a damaged ``.bin``) after which the most ids agree. The difference is then widened to whole
-pre-tokens of our split.
+dropped (a damaged ``.bin``) after which the most ids agree, each run of edits there (the fewest that explain
+the ids) a difference of its own, an id equal between two edits shown equal. The difference is then widened to
+whole pre-tokens of our split (edits inside one pre-token are one difference).
 
 Inputs are found and read by :mod:`tokenizer.jobs.inputs`, as every file command finds and reads them. A text
 is read in chunks cut at safe boundaries (:func:`tokenizer.jobs.dataset.iter_chunks`, the rule ``encode-file``
@@ -899,9 +900,13 @@ def diff_regions(ours, theirs, our_pieces, their_pieces, *, complete: bool = Tru
             i, j = i + 1, j + 1
         if i == n or j == m:
             break
-        i2, j2 = _same_text_end(text, starts, their_pieces, i, j) or _back_in_step(ours, theirs, i, j, complete,
-                                                                                   after)
-        regions.append((i, i2, j, j2))
+        same_text = _same_text_end(text, starts, their_pieces, i, j)
+        if same_text:
+            regions.append((i, *same_text[:1], j, *same_text[1:]))
+            i, j = same_text
+            continue
+        i2, j2 = _back_in_step(ours, theirs, i, j, complete, after)
+        regions.extend(_edits(ours, theirs, i, i2, j, j2))
         i, j = i2, j2
     if i < n or (complete and j < m):
         regions.append((i, n, j, m if complete else j))
@@ -942,6 +947,44 @@ def _back_in_step(ours, theirs, i, j, complete, after=()) -> tuple[int, int]:
         return i + _SHIFTS[best][0], j + _SHIFTS[best][1]
     n, m = len(ours), len(theirs)
     return n, (m if complete else min(m, j + n - i))  # lost: the rest of this text is one difference
+
+
+def _edits(ours, theirs, i1, i2, j1, j2) -> list[tuple[int, int, int, int]]:
+    """``ours[i1:i2]`` and ``theirs[j1:j2]`` (ids replaced, inserted or dropped between two places where the sides
+    agree) as the fewest edits that make one the other, each run of edits a region of its own: ids 100 and 102
+    replaced, or an id inserted at 100 and another at 103, are two differences with the equal ids between them
+    shown equal, not one difference of all the ids from the first edit to the last. Where as few edits either
+    keep an id equal (one inserted before it, one dropped after) or replace it, it is kept. A stretch longer than
+    MAX_SHIFT (the rest of a text, lost) is one region."""
+    a, b = list(ours[i1:i2]), list(theirs[j1:j2])
+    if not a or not b or len(a) > MAX_SHIFT or len(b) > MAX_SHIFT:
+        return [(i1, i2, j1, j2)]
+    # cost[x][y]: the fewest edits that make a[x:] into b[y:]
+    cost = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for x in range(len(a), -1, -1):
+        for y in range(len(b), -1, -1):
+            if x == len(a) or y == len(b):
+                cost[x][y] = (len(a) - x) + (len(b) - y)
+            else:
+                cost[x][y] = min(cost[x + 1][y + 1] + (a[x] != b[y]), cost[x + 1][y] + 1, cost[x][y + 1] + 1)
+    regions, x, y, start = [], 0, 0, None
+    while x < len(a) or y < len(b):
+        if x < len(a) and y < len(b) and a[x] == b[y] and cost[x][y] == cost[x + 1][y + 1]:
+            if start is not None:  # an equal id ends a run of edits
+                regions.append((i1 + start[0], i1 + x, j1 + start[1], j1 + y))
+                start = None
+            x, y = x + 1, y + 1
+            continue
+        start = start or (x, y)
+        if x < len(a) and cost[x][y] == cost[x + 1][y] + 1:
+            x += 1  # dropped from theirs
+        elif y < len(b) and cost[x][y] == cost[x][y + 1] + 1:
+            y += 1  # inserted in theirs
+        else:
+            x, y = x + 1, y + 1  # replaced
+    if start is not None:
+        regions.append((i1 + start[0], i2, j1 + start[1], j2))
+    return regions
 
 
 # (ids of ours, ids of theirs) skipped to get back in step: replacements first, then insertions and drops
