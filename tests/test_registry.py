@@ -8,6 +8,8 @@ import io
 import os
 import shutil
 import tempfile
+import threading
+import time
 from pathlib import Path
 from unittest import mock
 
@@ -301,6 +303,72 @@ def test_download_onto_a_full_disk_names_the_file_and_folder_and_leaves_nothing(
                               f"space in {cache}, or set TOKENIZER_CACHE_DIR to a folder"), message
     assert "\n" not in message
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_a_full_disks_part_is_removed_before_a_run_waiting_for_the_file_takes_it_up(
+        fresh_registry, without_package_data, monkeypatch, file_server):  # noqa: F811
+    """The .part of a vocabulary file whose download met a full disk was removed after the download's lock was
+    let go: a second run waiting for the file took the lock in between, found the .part and resumed from it (a
+    request for its last bytes) while the first run deleted it. The .part is now removed while the lock is held:
+    the second run finds none, asks for the whole file and gets it."""
+    path = "/encodings/r50k_base.tiktoken"
+    file_server.files[path] = (ENCODINGS_DIR / "r50k_base.tiktoken").read_bytes()
+    monkeypatch.setenv("OPENAIPUBLIC_URL", file_server.url)
+    second_waits = threading.Event()
+    first_run = []  # its thread, once started
+
+    class FillingDisk(io.FileIO):
+        """The first run's disk: full after the first 1,000 bytes written, once the second run waits."""
+
+        def write(self, data):
+            super().write(bytes(data[:1000]))
+            assert second_waits.wait(10)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def opening(path, mode):
+        return (FillingDisk(path, mode.replace("b", "")) if threading.current_thread() in first_run
+                else open(path, mode))
+
+    def say(line):
+        if "waiting for it to finish" in line:
+            second_waits.set()
+
+    real_download_file = download.download_file
+
+    def download_file(*args, **kwargs):
+        """The first run: when its download fails, what the second run asks for is asked before it goes on."""
+        try:
+            return real_download_file(*args, **kwargs)
+        except OSError:
+            if threading.current_thread() in first_run:
+                deadline = time.monotonic() + 5
+                while len(file_server.requests_for(path)) < 2 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            raise
+
+    monkeypatch.setattr(download, "open", opening, raising=False)
+    monkeypatch.setattr(download.command_line, "say", say)
+    monkeypatch.setattr(download, "download_file", download_file)
+    outcomes = {}
+
+    def run(name):
+        try:
+            outcomes[name] = registry.vocab_file_path(registry.R50K)
+        except OSError as error:
+            outcomes[name] = error
+
+    first_run.append(threading.Thread(target=run, args=("first",)))
+    first_run[0].start()
+    deadline = time.monotonic() + 10
+    while not file_server.requests_for(path) and time.monotonic() < deadline:  # the first run holds the lock
+        time.sleep(0.01)
+    run("second")
+    first_run[0].join(10)
+    cached = fresh_registry / "cache" / "r50k_base.tiktoken"
+    assert isinstance(outcomes["first"], download.DownloadError) and "cannot save" in str(outcomes["first"])
+    assert outcomes["second"] == cached and cached.read_bytes() == file_server.files[path]
+    assert file_server.requests_for(path) == [None, None]  # the second run asked for the whole file
+    assert list(cached.parent.iterdir()) == [cached]
 
 
 def test_corrupt_user_cache_is_replaced(fresh_registry, without_package_data, monkeypatch,

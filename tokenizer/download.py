@@ -31,6 +31,7 @@ again: :func:`_take_lock`). A caller that fills a folder file by file (a GPT-2 s
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import importlib.util
 import os
@@ -115,6 +116,7 @@ def download_file(
     retries: int = RETRIES,
     timeout: float = 30.0,
     desc: str | None = None,
+    keep_part_on_full_disk: bool = True,
 ) -> pathlib.Path:
     """Download ``url`` to ``dest`` (creating parent directories once the server sends the file) and return
     ``dest`` as a Path.
@@ -128,7 +130,10 @@ def download_file(
 
     Raises :class:`DownloadError` (an ``OSError``) when the file cannot be fetched, and
     :class:`ChecksumError` (a ``ValueError``) when the finished download has the wrong sha256;
-    the bad bytes are deleted so that the next attempt starts clean.
+    the bad bytes are deleted so that the next attempt starts clean. A disk that fills up raises its ``OSError``
+    (ENOSPC, EDQUOT); the bytes received stay in the ``.part`` for the next run to resume from, unless
+    ``keep_part_on_full_disk`` is False (a small file, whose half only holds on to the space): then the ``.part``
+    is removed before this run lets another one fetch ``dest``, which would otherwise resume from it as it vanished.
     """
     dest = pathlib.Path(dest)
     if sha256 is not None:
@@ -139,7 +144,13 @@ def download_file(
     with one_run_at_a_time(dest, f"downloading {desc or dest.name} to {dest}") as waited:
         if waited and dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
             return dest  # the other run fetched it
-        return _download(url, dest, sha256=sha256, progress=progress, retries=retries, timeout=timeout, desc=desc)
+        try:
+            return _download(url, dest, sha256=sha256, progress=progress, retries=retries, timeout=timeout,
+                             desc=desc)
+        except OSError as error:
+            if error.errno in (errno.ENOSPC, errno.EDQUOT) and not keep_part_on_full_disk:
+                dest.with_name(dest.name + ".part").unlink(missing_ok=True)  # (the lock is still held)
+            raise
 
 
 @contextlib.contextmanager

@@ -370,16 +370,16 @@ def vocab_file_path(vocab: VocabFile) -> Path:
         return tiktokens  # a damaged copy there is tiktoken's to replace: left alone, and downloaded below
     url = openai_public_url(vocab.remote)
     try:
-        return download_file(url, cached, sha256=vocab.sha256, desc=vocab.name)
+        # (a full disk's bytes are dropped, not kept to resume: a vocabulary file is a few MB, and a half file on a
+        # full disk only holds on to the space; download_file drops them while no other run can take the file up)
+        return download_file(url, cached, sha256=vocab.sha256, desc=vocab.name, keep_part_on_full_disk=False)
     except DownloadError as e:
         raise DownloadError(f"{e} Or set TOKENIZER_DATA_DIR to a folder that holds {vocab.name}, or "
                             "TIKTOKEN_CACHE_DIR to a tiktoken cache that holds it.") from e
     except OSError as e:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        # A write's error names no file ("No space left on device"). The bytes received are dropped, not kept
-        # to resume: a vocabulary file is a few MB, and a half file on a full disk only holds on to the space.
-        cached.with_name(cached.name + ".part").unlink(missing_ok=True)
+        # A write's error names no file ("No space left on device"); the bytes received are gone already
         raise DownloadError(f"cannot save {vocab.name}, downloaded from {url}, as {cached}: {e.strerror}; free "
                             f"space in {cached.parent}, or set TOKENIZER_CACHE_DIR to a folder on a disk with room "
                             f"(or TOKENIZER_DATA_DIR to a folder that holds {vocab.name})",
