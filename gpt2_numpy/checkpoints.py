@@ -25,7 +25,6 @@ What it does not do: run the model, or decide where models live (``models_dir.py
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -41,7 +40,7 @@ from .models_dir import MODEL_SIZES, default_models_dir
 from .tfcheckpoint import CheckpointError, DamagedFile, read_checkpoint
 from tokenizer.command_line import bar_if_slow, said_if_large, say
 from tokenizer.download import DEFAULT_OPENAIPUBLIC_URL, RETRIES, CannotConnect, ChecksumError, DownloadError, \
-    KeptFailing, download_file, one_run_at_a_time, openai_public_url, sha256_file
+    KeptFailing, download_file, download_progress, one_run_at_a_time, openai_public_url, sha256_file
 from tokenizer.registry import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
 from tokenizer.user_cache import expand_home
 
@@ -79,18 +78,21 @@ def download_gpt2_files(model_size: str, model_dir) -> None:
     # says once that it waits, where it said so for every file still to come, and takes the folder over whole
     # (finding it complete, or what the other run left to fetch: a 404, or a .part after Ctrl-C)
     with one_run_at_a_time(model_dir, f"downloading GPT-2 {model_size} into {model_dir}",
-                           received=lambda: _bytes_in(model_dir), what=f"GPT-2 {model_size}, by the other run"):
+                           received=lambda: _file_in_progress(model_size, model_dir)):
         _download_missing_files(model_size, model_dir)
 
 
-def _bytes_in(folder: Path) -> int:
-    """The bytes of the files in ``folder`` (its .part files included): how far a download into it has come."""
-    total = 0
-    with contextlib.suppress(OSError):  # (not made yet; or a file renamed between listing and asking its size)
-        for entry in os.scandir(folder):
-            with contextlib.suppress(OSError):
-                total += entry.stat().st_size if entry.is_file() else 0
-    return total
+def _file_in_progress(model_size: str, folder: Path) -> tuple[str, int, int | None]:
+    """What a run downloading GPT-2 ``model_size`` into ``folder`` is on, for a run waiting for it: ``(the file,
+    its bytes received, its size)`` (:func:`tokenizer.download.download_progress`), the size as the other run's
+    server said it. The folder's total is known to no one before its last file is asked for, so the bar follows
+    the file being fetched (the data file, most of the wait), which has one; before any, the folder's bytes."""
+    name = next((name for name in CHECKPOINT_FILES if (folder / f"{name}.part").is_file()), None)
+    if name is None:  # between two files: the last one done, whole
+        name = next((name for name in reversed(CHECKPOINT_FILES) if (folder / name).is_file()), None)
+    if name is None:
+        return f"GPT-2 {model_size}, by the other run", 0, None
+    return f"GPT-2 {model_size}'s {name}, by the other run", *download_progress(folder / name)
 
 
 def _download_missing_files(model_size: str, model_dir: Path) -> None:

@@ -6,6 +6,7 @@ error says what went wrong and where.
 """
 
 import hashlib
+import io
 import os
 import socket
 import subprocess
@@ -379,6 +380,57 @@ def test_a_second_run_for_the_same_file_waits_for_the_first_and_fetches_nothing(
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and f"another run (process {os.getpid()}) is downloading" in said, said
     assert "waiting for it to finish" in said, said
+
+
+class Terminal(io.TextIOWrapper):
+    """A stderr that a person watches: progress bars are drawn on it."""
+
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("size_said", [True, False])
+def test_a_run_waiting_for_anothers_download_of_the_file_draws_its_bytes_and_size(served, tmp_path, monkeypatch,
+                                                                                  size_said):
+    """A run waiting for another run's download of one file (a vocabulary file) drew no bar at all: on a terminal it
+    now draws the bytes the other run has received, out of the file's size, which that run says beside its lock
+    (the server's Content-Length); a size not said is drawn as a count of bytes."""
+    terminal = Terminal(io.BytesIO(), encoding="utf-8", write_through=True)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(command_line, "SLOW_AFTER_SECONDS", 0)  # drawn at once
+    monkeypatch.setattr(download, "WAIT_POLL_SECONDS", 0.01)
+    if not size_said:
+        monkeypatch.setattr(download, "_say_size", lambda dest, total: None)
+    drawn = threading.Event()
+    first = []
+    counting = download._LazyBar.update
+
+    def update(self, n):  # the first run, a chunk received: it goes on once the second one has drawn it
+        counting(self, n)
+        if threading.current_thread() in first:
+            text = terminal.buffer.getvalue().decode()
+            deadline = time.monotonic() + 10
+            while "by the other run" not in text or "1.00M" not in text.rsplit("\r", 1)[-1]:
+                assert time.monotonic() < deadline, text
+                time.sleep(0.01)
+                text = terminal.buffer.getvalue().decode()
+            drawn.set()
+
+    monkeypatch.setattr(download._LazyBar, "update", update)
+    first.append(threading.Thread(target=_get, args=(tmp_path,)))
+    first[0].start()
+    deadline = time.monotonic() + 10
+    while not served.requests_for(PATH) and time.monotonic() < deadline:  # the first run holds the lock now
+        time.sleep(0.01)
+    dest, _ = _get(tmp_path, progress=True, desc="weights")
+    first[0].join(10)
+    assert drawn.is_set() and dest.read_bytes() == BODY and served.requests_for(PATH) == [None]
+    bar = [line for line in terminal.buffer.getvalue().decode().split("\r") if "1.00M" in line][0]
+    assert bar.startswith("weights, by the other run: ")
+    if size_said:
+        assert "33%|" in bar and "1.00M/3.00M [" in bar, bar  # a bar: done out of the file's 3 MiB
+    else:
+        assert "1.00MB [" in bar and "%" not in bar and "/3.00M" not in bar, bar  # a count
 
 
 def test_ctrl_c_mid_download_keeps_the_part_and_says_the_next_run_resumes(served, tmp_path, monkeypatch):

@@ -748,28 +748,51 @@ def test_a_models_folder_that_is_a_file_is_named_by_the_python_api_too(served, t
 
 def test_a_run_waiting_for_anothers_download_draws_its_progress_on_a_terminal(served, tmp_path, monkeypatch):
     """Waiting for another run's download (1558M: 6 GB) said one line and then nothing for minutes: on a terminal a
-    bar (bar_if_slow: drawn once the wait is slow) now counts the bytes that run has put in the size's folder."""
-    bars = []
+    bar (bar_if_slow: drawn once the wait is slow) counts the bytes of the file that run is on, out of that file's
+    size (the server's Content-Length, said by the other run beside its lock), where the bar had no total."""
+    data = "model.ckpt.data-00000-of-00001"
+    served.files[f"/gpt-2/models/{SIZE}/{data}"] *= 3  # more than one chunk of 1 MiB
+    size = len(served.files[f"/gpt-2/models/{SIZE}/{data}"])
+    bars, seen = [], []
 
     class Bar:  # bar_if_slow's bar, as it is used
         def __init__(self, **options):
-            self.options, self.n, self.closed = options, 0, False
+            self.options, self.desc, self.total, self.n, self.closed = options, options["desc"], options["total"], 0, \
+                False
             bars.append(self)
+
+        def set_description_str(self, desc, refresh=True):
+            self.desc = desc
 
         def update(self, n):
             self.n += n
+            seen.append((self.desc, self.n, self.total))
 
         def close(self):
             self.closed = True
 
     monkeypatch.setattr(command_line, "show_progress", lambda: True)
     monkeypatch.setattr(command_line, "bar_if_slow", lambda **options: Bar(**options))
+    monkeypatch.setattr(download, "WAIT_POLL_SECONDS", 0.01)
+    first = []
+    counting = download._LazyBar.update
+    on_data = (f"GPT-2 {SIZE}'s {data}, by the other run", download.CHUNK_SIZE, size)
+
+    def update(self, n):  # the first run, a chunk of the data file received: it goes on once the bar shows it
+        counting(self, n)
+        if threading.current_thread() in first and self.desc.endswith(data):
+            deadline = time.monotonic() + 10
+            while on_data not in seen and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+    monkeypatch.setattr(download._LazyBar, "update", update)
     served.stall_seconds = 1.0
-    served.fault(f"/gpt-2/models/{SIZE}/model.ckpt.data-00000-of-00001", "stall")
-    first = download_in_a_thread_until_its_data_file(served, tmp_path / SIZE)
+    served.fault(f"/gpt-2/models/{SIZE}/{data}", "stall")
+    first.append(download_in_a_thread_until_its_data_file(served, tmp_path / SIZE))
     checkpoints.download_gpt2_files(SIZE, tmp_path / SIZE)
-    first.join()
-    assert len(bars) == 1 and bars[0].closed
-    assert bars[0].options["desc"] == f"GPT-2 {SIZE}, by the other run" and bars[0].options["unit"] == "B"
-    before = sum(len(served.files[f"/gpt-2/models/{SIZE}/{name}"]) for name in checkpoints.CHECKPOINT_FILES[:3])
-    assert bars[0].n >= before  # at least the three files the other run had fetched when this one began to wait
+    first[0].join()
+    assert len(bars) == 1 and bars[0].closed and bars[0].options["unit"] == "B"
+    assert on_data in seen, seen  # the data file's bytes, out of its size
+    hparams = len(served.files[f"/gpt-2/models/{SIZE}/hparams.json"])
+    # before the data file came: the last file the other run had fetched, whole
+    assert seen[0] == (f"GPT-2 {SIZE}'s hparams.json, by the other run", hparams, hparams), seen

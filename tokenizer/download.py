@@ -141,7 +141,10 @@ def download_file(
     if dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
         return dest
 
-    with one_run_at_a_time(dest, f"downloading {desc or dest.name} to {dest}") as waited:
+    # (a run waiting for another's download of dest draws a bar of that run's bytes, when this one would draw one)
+    what = f"{desc or dest.name}, by the other run"
+    received = (lambda: (what, *download_progress(dest))) if progress else None
+    with one_run_at_a_time(dest, f"downloading {desc or dest.name} to {dest}", received=received) as waited:
         if waited and dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
             return dest  # the other run fetched it
         try:
@@ -154,30 +157,31 @@ def download_file(
 
 
 @contextlib.contextmanager
-def one_run_at_a_time(target, doing: str, *, received=None, what: str = ""):
+def one_run_at_a_time(target, doing: str, *, received=None):
     """Hold the lock on writing ``target`` (a file, or a folder filled file by file) for the ``with`` block, waiting
     while another run holds it, which is said in one line on stderr: "another run (process N) is ``doing``; waiting
-    for it to finish ...". Yields whether it waited. ``received`` (a function: the bytes the other run has written
-    so far) draws a bar of them, named ``what``, on a terminal once the wait is slow. Where no lock can be taken (no
+    for it to finish ...". Yields whether it waited. ``received`` (a function returning ``(what, bytes, total)``:
+    what the other run is fetching, the bytes of it written so far and its size, None when not known) draws a bar
+    of them on a terminal once the wait is slow: ``bytes/total`` with the size, a count of bytes without. The run
+    holding the lock of a file says its size there (:func:`download_progress`). Where no lock can be taken (no
     fcntl, as on Windows; a cache folder that cannot be written), the work goes on without one, as it did before."""
     if importlib.util.find_spec("fcntl") is None:  # (_take_lock imports it)
         yield False
         return
-    # (the real path: one folder named through a symbolic link, ~/models -> /data/models, is still the one folder)
-    key = hashlib.sha256(os.fsencode(os.path.realpath(target))).hexdigest()[:16]
-    locks = temporary_cache_root() / "download-locks"
-    lock_path = locks / f"{key}.lock"
+    lock_path = _lock_path(target)
     try:
-        locks.mkdir(parents=True, exist_ok=True)
-        lock, waited = _take_lock(lock_path, doing, received, what)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock, waited = _take_lock(lock_path, doing, received)
     except OSError:
         yield False
         return
     try:
         os.ftruncate(lock, 0)
         os.pwrite(lock, str(os.getpid()).encode("ascii"), 0)  # who holds it, for the next run's line
+        _held_locks[lock_path] = lock
         yield waited
     finally:
+        _held_locks.pop(lock_path, None)
         # The lock file is removed, while still held, so that the folder does not gain a file per file ever
         # downloaded. A run that opened this file before the removal and waits on it takes a lock on a file no
         # longer at lock_path; _take_lock sees that and opens the path again, so only one run ever holds the
@@ -187,7 +191,54 @@ def one_run_at_a_time(target, doing: str, *, received=None, what: str = ""):
         os.close(lock)  # (closing releases the lock; a run that dies releases it the same way, its file kept)
 
 
-def _take_lock(lock_path: pathlib.Path, doing: str, received, what: str) -> tuple[int, bool]:
+_held_locks: dict[pathlib.Path, int] = {}  # the lock files this process holds, by path: where sizes are said
+
+
+def _lock_path(target) -> pathlib.Path:
+    """The lock file of writing ``target``: named by a hash of its real path (a folder named through a symbolic
+    link, ~/models -> /data/models, is still the one folder)."""
+    key = hashlib.sha256(os.fsencode(os.path.realpath(target))).hexdigest()[:16]
+    return temporary_cache_root() / "download-locks" / f"{key}.lock"
+
+
+def _say_size(dest: pathlib.Path, total: int | None) -> None:
+    """Write the size of the file this run is fetching to ``dest`` (the server's Content-Length) after its
+    process id in the lock file it holds, for a run waiting for it to draw a bar with a total."""
+    lock = _held_locks.get(_lock_path(dest))
+    if lock is None or total is None:
+        return
+    with contextlib.suppress(OSError):  # (a size not said costs only the waiting run's total)
+        os.pwrite(lock, f"{os.getpid()} {total}".encode("ascii"), 0)
+
+
+def download_progress(dest) -> tuple[int, int | None]:
+    """How far a download to ``dest``, by whichever run, has come: ``(bytes received, size)``, the size None when
+    not known (no run has said it, or the server did not). A file in place is whole: its size twice."""
+    dest = pathlib.Path(dest)
+    part = dest.with_name(dest.name + ".part")
+    for path, whole in ((part, False), (dest, True)):
+        with contextlib.suppress(OSError):
+            size = path.stat().st_size
+            return (size, size) if whole else (size, _said_size(dest))
+    return 0, _said_size(dest)
+
+
+def _said_size(dest: pathlib.Path) -> int | None:
+    """The size the run fetching ``dest`` said in its lock file (:func:`_say_size`), or None."""
+    try:
+        lock = os.open(_lock_path(dest), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fields = os.pread(lock, 64, 0).split()
+    except OSError:
+        return None
+    finally:
+        os.close(lock)
+    return int(fields[1]) if len(fields) == 2 and fields[1].isdigit() else None
+
+
+def _take_lock(lock_path: pathlib.Path, doing: str, received) -> tuple[int, bool]:
     """Open ``lock_path`` (made if missing) and flock it, waiting for the run that holds it; returns the file and
     whether this run waited. A lock taken on a file that is no longer the one at ``lock_path`` (its holder
     removed it when done) guards nothing: it is let go and the path opened again."""
@@ -201,11 +252,11 @@ def _take_lock(lock_path: pathlib.Path, doing: str, received, what: str) -> tupl
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 if not waited:  # said once, however often the path is opened again
-                    holder = os.pread(lock, 32, 0).decode("ascii", "replace").strip()
+                    holder = (os.pread(lock, 64, 0).decode("ascii", "replace").split() or [""])[0]  # (PID [SIZE])
                     by = f" (process {holder})" if holder.isdigit() else ""
                     command_line.say(f"another run{by} is {doing}; waiting for it to finish ...")
                     waited = True
-                _wait_for_lock(lock, received, what)  # (Ctrl-C while waiting ends this run, the other goes on)
+                _wait_for_lock(lock, received)  # (Ctrl-C while waiting ends this run, the other goes on)
             if _same_file(lock, lock_path):
                 return lock, waited
         except BaseException:
@@ -227,7 +278,7 @@ def _same_file(descriptor: int, path: pathlib.Path) -> bool:
 WAIT_POLL_SECONDS = 0.25  # how often a run waiting for another's download looks at its lock and its bytes
 
 
-def _wait_for_lock(lock: int, received, what: str) -> None:
+def _wait_for_lock(lock: int, received) -> None:
     """Take the lock on the file ``lock``, waiting as long as another run holds it: asleep in flock, or, when there
     is a bar to draw (``received``, on a terminal), looking every WAIT_POLL_SECONDS at the lock and the bytes."""
     import fcntl
@@ -235,14 +286,19 @@ def _wait_for_lock(lock: int, received, what: str) -> None:
     if received is None or not command_line.show_progress():
         fcntl.flock(lock, fcntl.LOCK_EX)
         return
-    bar = command_line.bar_if_slow(desc=what, unit="B", unit_scale=True, unit_divisor=1024)
+    what, done, total = received()
+    bar = command_line.bar_if_slow(desc=what, total=total, unit="B", unit_scale=True, unit_divisor=1024)
     try:
         while True:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
-                bar.update(received() - bar.n)
+                what, done, total = received()
+                if what != bar.desc:  # (the other run is on its next file)
+                    bar.set_description_str(what, refresh=False)
+                bar.total = total  # (learnt once the other run's server has answered)
+                bar.update(done - bar.n)
                 time.sleep(WAIT_POLL_SECONDS)
     finally:
         bar.close()
@@ -384,6 +440,7 @@ def _fetch_into(url: str, part: pathlib.Path, timeout: float, bar: _LazyBar) -> 
         total = start + int(length) if length is not None else None
 
         part.parent.mkdir(parents=True, exist_ok=True)
+        _say_size(part.with_name(part.name[: -len(".part")]), total)
         try:
             with open(part, "ab" if start else "wb") as f:
                 bar.start(total, start)  # (once the file is open: a folder that refuses it says only its error)
