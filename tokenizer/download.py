@@ -24,8 +24,10 @@ file named by a hash of ``dest``'s real path (symbolic links followed), in this 
 folder (:func:`tokenizer.user_cache.temporary_cache_root`: not beside ``dest``, nor in a cache folder, since an
 offline attempt makes no folder there), released by the system on any exit of the run that holds it, a crash or a kill
 included, and removed by the run that holds it when it is done (a run waiting on the file removed then opens the path
-again: :func:`_take_lock`). A caller that fills a folder file by file (a GPT-2 size) takes the same lock over the folder
-(:func:`one_run_at_a_time`), so that a run joining another's download says once that it waits, not once per file.
+again: :func:`_take_lock`). The lock file holds the holder's process id (named in the waiting run's line) and, once
+its server has answered, the file's size, for the waiting run's bar (:func:`download_progress`). A caller that fills
+a folder file by file (a GPT-2 size) takes the same lock over the folder (:func:`one_run_at_a_time`), so that a run
+joining another's download says once that it waits, not once per file.
 """
 
 from __future__ import annotations
