@@ -25,6 +25,7 @@ What it does not do: run the model, or decide where models live (``models_dir.py
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -86,12 +87,17 @@ def _file_in_progress(model_size: str, folder: Path) -> tuple[str, int, int | No
     """What a run downloading GPT-2 ``model_size`` into ``folder`` is on, for a run waiting for it: ``(the file,
     its bytes received, its size)`` (:func:`tokenizer.download.download_progress`), the size as the other run's
     server said it. The folder's total is known to no one before its last file is asked for, so the bar follows
-    the file being fetched (the data file, most of the wait), which has one; before any, the folder's bytes."""
-    name = next((name for name in CHECKPOINT_FILES if (folder / f"{name}.part").is_file()), None)
-    if name is None:  # between two files: the last one done, whole
-        name = next((name for name in reversed(CHECKPOINT_FILES) if (folder / name).is_file()), None)
-    if name is None:
+    the file being fetched (the data file, most of the wait), which has one; before any file, nothing yet."""
+    written = {}  # file -> when it was last written: the one being fetched is the one written last (a .part kept
+    # from a file that failed stays behind while the other run goes on); between two files, the last one done
+    for name in CHECKPOINT_FILES:
+        for path in (folder / f"{name}.part", folder / name):
+            with contextlib.suppress(OSError):  # (not there; or renamed between two looks)
+                written[name] = path.stat().st_mtime_ns
+                break
+    if not written:
         return f"GPT-2 {model_size}, by the other run", 0, None
+    name = max(written, key=written.get)
     return f"GPT-2 {model_size}'s {name}, by the other run", *download_progress(folder / name)
 
 
