@@ -290,10 +290,11 @@ def test_a_text_shard_of_encode_dataset_is_read_with_the_special_token_rule_its_
                                                                            status=2).stderr
 
 
-@pytest.mark.parametrize("gap", [5, 9])  # 4 equal ids between: SYNC_IDS, enough to be back in step
+@pytest.mark.parametrize("gap", [2, 3, 4, 5, 9])  # from 1 equal id between: fewer than SYNC_IDS were one difference
 def test_ids_replaced_a_few_apart_are_each_a_difference_of_their_own(cli, tmp_path, gap):
     # the walk got back in step where the sides agreed longest, which in repetitive text was past the second
-    # replaced id: two ids replaced five apart were one difference of six pre-tokens, counted once
+    # replaced id: two ids replaced five apart were one difference of six pre-tokens, counted once (and two
+    # ids replaced 2 to 4 apart, fewer than SYNC_IDS, one difference over the pre-tokens between them)
     text = "The quick brown fox jumps over the lazy dog. " * 40
     (tmp_path / "p.txt").write_text(text, encoding="utf-8")
     ids = np.array(get_encoding("gpt2").encode(text), dtype="<u2")
