@@ -757,8 +757,8 @@ def test_a_run_waiting_for_anothers_download_draws_its_progress_on_a_terminal(se
 
     class Bar:  # bar_if_slow's bar, as it is used
         def __init__(self, **options):
-            self.options, self.desc, self.total, self.n, self.closed = options, options["desc"], options["total"], 0, \
-                False
+            self.options, self.desc, self.total, self.closed = options, options["desc"], options["total"], False
+            self.n = options.get("initial", 0)
             bars.append(self)
 
         def set_description_str(self, desc, refresh=True):

@@ -289,7 +289,8 @@ def _wait_for_lock(lock: int, received) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return
     what, done, total = received()
-    bar = command_line.bar_if_slow(desc=what, total=total, unit="B", unit_scale=True, unit_divisor=1024)
+    # (initial: the bytes already there are no speed of this wait's)
+    bar = command_line.bar_if_slow(desc=what, total=total, initial=done, unit="B", unit_scale=True, unit_divisor=1024)
     try:
         while True:
             try:
