@@ -123,7 +123,7 @@ class ParityReport:
     input: str
     encoding: str
     against: str
-    bytes: int = 0
+    bytes: int = 0  # of the input read, as count and stats count them (a string's: its UTF-8)
     tokens: int = 0  # ours
     other_tokens: int = 0
     mismatches: int = 0  # places that differ
