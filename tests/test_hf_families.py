@@ -427,6 +427,27 @@ def test_split_cuts_as_hfs_split(text, behavior, invert, pattern, literal):
     assert ours == [piece for piece, _ in theirs.pre_tokenize_str(text)]
 
 
+LINE_ANCHORED = [r"^", r"$", r"\n^", r"^$", r"$^", r"(?<=^a)", r"^\s*", r"\s*$", r"(?<!^)\n", r"a|^", r"[^^a]^|\^"]
+line_break_texts = st.tuples(st.sampled_from(["", "\n", "\r\n", "\r"]), st.lists(st.sampled_from(["a", "b", "^", "\n",
+                             "\r\n", "\r", " "]), max_size=6).map("".join), st.sampled_from(["", "\n", "\r\n", "\r"]))
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(parts=line_break_texts, pattern=st.sampled_from(LINE_ANCHORED), behavior=st.sampled_from(sorted(BEHAVIORS)))
+def test_line_anchors_at_a_texts_last_line_break_match_as_hfs_oniguruma(parts, pattern, behavior):
+    # Oniguruma's ^ matches at the text's start and after a line break, but not after one that ends the text:
+    # read as the regex package's MULTILINE ^, "a\n" got a third X from Replace("^", "X") where HF's has two
+    text = "".join(parts)
+    split = {"type": "Split", "pattern": {"Regex": pattern}, "behavior": behavior, "invert": False}
+    replace = {"type": "Replace", "pattern": {"Regex": pattern}, "content": "X"}
+    ours = TextSteps.from_json(replace, {"type": "Sequence", "pretokenizers": [split, {"type": "ByteLevel",
+                                                                                      "use_regex": False}]})
+    hf_split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(pattern), BEHAVIORS[behavior])
+    hf_replace = tokenizers.normalizers.Replace(tokenizers.Regex(pattern), "X")
+    assert ours.normalize(text) == hf_replace.normalize_str(text)
+    assert ours.split(text) == [piece for piece, _ in hf_split.pre_tokenize_str(text)]
+
+
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=small_texts, individual=st.booleans(), prefix=st.booleans(), use_regex=st.booleans())
 def test_digits_and_byte_level_cut_as_hfs(text, individual, prefix, use_regex):

@@ -188,6 +188,46 @@ def _read_otherwise(source: str) -> str | None:
     return source[m.start() : m.end()] if m else None
 
 
+# Oniguruma's ^: the text's start, or after a line break that does not end the text ("a\n" has no line after it),
+# where `regex`'s MULTILINE ^ matches after every "\n", at the text's end too.
+_ONIGURUMA_LINE_START = r"(?:\A|^(?!\Z))"
+
+
+def _line_starts_as_onigurumas(source: str) -> str:
+    """``source`` with each ``^`` that anchors a line (not one inside a character class, nor an escaped one) spelled
+    so that ``regex`` with MULTILINE matches it where Oniguruma does.
+
+    >>> print(_line_starts_as_onigurumas("^a|[^^]|[]^]b"))
+    (?:\\A|^(?!\\Z))a|[^^]|[]^]b
+    """
+    out, at, depth = [], 0, 0  # depth: how many character classes the scan is inside (Oniguruma nests them)
+    while at < len(source):
+        char = source[at]
+        if char == "\\":
+            out.append(source[at : at + 2])
+            at += 2
+            continue
+        if char == "[":
+            if depth and source.startswith("[:", at):  # a POSIX bracket [:alpha:] inside a class
+                end = source.find(":]", at + 2)
+                if end != -1:
+                    out.append(source[at : end + 2])
+                    at = end + 2
+                    continue
+            depth += 1
+            opening = 2 if source.startswith("[^", at) else 1
+            if source.startswith("]", at + opening):  # a "]" first in a class is one of its characters
+                opening += 1
+            out.append(source[at : at + opening])
+            at += opening
+            continue
+        if char == "]" and depth:
+            depth -= 1
+        out.append(_ONIGURUMA_LINE_START if char == "^" and not depth else char)
+        at += 1
+    return "".join(out)
+
+
 def _pattern_of(spec: dict) -> regex.Pattern:
     """A Split's or Replace's ``pattern``: ``{"Regex": ...}`` (HF's Oniguruma syntax, read by ``regex``, which
     spells the families' patterns the same way) or ``{"String": ...}`` (literal text)."""
@@ -197,8 +237,9 @@ def _pattern_of(spec: dict) -> regex.Pattern:
         if different:
             raise UnsupportedStep(f"regex {pattern['Regex']!r}: {different!r} means something else to HF tokenizers' "
                                   "Oniguruma than to the regex package")
-        # Oniguruma's Ruby syntax reads ^ and $ at the start and end of every line, as `regex` does with MULTILINE
-        return regex.compile(pattern["Regex"], regex.MULTILINE)
+        # Oniguruma's Ruby syntax reads ^ and $ at the start and end of every line, as `regex` does with MULTILINE,
+        # but for one place: its ^ never matches at the end of a text, even after a final line break
+        return regex.compile(_line_starts_as_onigurumas(pattern["Regex"]), regex.MULTILINE)
     if "String" in pattern:
         return regex.compile(regex.escape(pattern["String"]))
     raise UnsupportedStep(f"pattern {pattern!r} is neither a Regex nor a String")
