@@ -493,6 +493,31 @@ def test_a_saved_tokenizer_named_as_a_registered_encoding_is_served_not_hidden(t
         tiny.encode("newest"), get_encoding("cl100k_base").encode("newest")]
 
 
+def test_added_tokens_special_or_not_show_their_text_as_hfs_token_strings(tmp_path):
+    # the gpt2 view is the token's string in a tokenizer.json: an added token's is its text, special or not (it
+    # showed Qwen3's <think>, which is not special, in byte-level characters: "ĠâĨĴ" for " →")
+    import tokenizers
+
+    from tokenizer.loading import load_encoding
+    from tokenizer.vocab_files import token_to_gpt2_str
+
+    vocab = {token_to_gpt2_str(bytes([b])): b for b in range(256)}
+    added = [{"id": 256 + k, "content": text, "special": special, "normalized": False, "lstrip": False,
+              "rstrip": False, "single_word": False} for k, (text, special) in enumerate([(" \u2192", False),
+                                                                                          ("<|end|>", True)])]
+    level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps({"version": "1.0", "added_tokens": added, "normalizer": None, "pre_tokenizer": level,
+                                "post_processor": None, "decoder": level,
+                                "model": {"type": "BPE", "vocab": vocab, "merges": []}}), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    answer = Playground([load_encoding(path)]).answer("/api/encode", {"text": "a \u2192 b<|end|>"})
+    tokens = answer["tokens"]
+    assert [t["id"] for t in tokens] == hf.encode("a \u2192 b<|end|>", add_special_tokens=False).ids
+    assert [t["gpt2"] for t in tokens] == [hf.id_to_token(t["id"]) for t in tokens] == [
+        "a", " \u2192", "Ġ", "b", "<|end|>"]
+
+
 def tiny_saved(name: str) -> Encoding:
     """A saved tokenizer named ``name`` (a folder's name), with two merges of its own: es, est."""
     return Encoding.from_vocab_merges({**{i: bytes([i]) for i in range(256)}, 256: b"es", 257: b"est"},

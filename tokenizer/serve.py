@@ -312,8 +312,15 @@ def token_answer(enc: Encoding, token: int) -> dict:
     of their tokens: the answer is shared, so copy it before adding to it (``{**token_answer(enc, i), ...}``)."""
     data = enc.decode_single_token_bytes(token)
     special = enc.is_special_token(token)
+    # an added token, special or not (Qwen3's <think>), is its own text in a tokenizer.json, not byte-level characters
     return {"id": token, "shown": show_bytes(data), "bytes": data.hex(" "), "special": special,
-            "gpt2": data.decode("utf-8") if special else token_to_gpt2_str(data)}
+            "gpt2": data.decode("utf-8") if special or is_added_token(enc, token) else token_to_gpt2_str(data)}
+
+
+def is_added_token(enc: Encoding, token: int) -> bool:
+    """Whether ``token`` is one of the added tokens that are not special of a loaded ``tokenizer.json``."""
+    steps = enc.text_steps
+    return steps is not None and (token in steps.added_raw.values() or token in steps.added_normalized.values())
 
 
 def whole_text(enc: Encoding, token: int) -> bool:
