@@ -170,7 +170,14 @@ def _hf_tokenizer_json(enc) -> dict:
          "normalized": False, "special": True}
         for text, idx in enc.special_tokens.items()
     ]
-    not_special = steps.specs["added_tokens"] if steps is not None else []
+    # Each field written out, as HF tokenizers requires: its "normalized" as the steps ran it (looked for after the
+    # normalizer, or in the text as it came), what the entries read from a tokenizer.json say, or a hand-made
+    # entry's missing "normalized" as the steps read it (false)
+    not_special = [
+        {"id": entry["id"], "content": entry["content"], "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": bool(entry.get("normalized")), "special": False}
+        for entry in (steps.specs["added_tokens"] if steps is not None else [])
+    ]
     added_tokens = sorted(added_tokens + not_special, key=lambda entry: entry["id"])
     vocab = _gpt2_vocab(enc)
     for entry in not_special:
