@@ -29,6 +29,7 @@ from tokenizer.fast.core import Route
 from tokenizer.hf_steps import TextSteps, normalizer_from_json, split_by
 from tokenizer.jobs.parity import hf_counterpart
 from tokenizer.loading import load_encoding
+from tokenizer.saving import hf_regex
 from tokenizer.patterns import LLAMA3_PATTERN, NEWER_SYMBOLS_THAN_TIKTOKEN, NEWER_THAN_TIKTOKEN, O200K_PATTERN
 from tokenizer.teach import explain_lines, pre_tokens
 from tokenizer.unicode9 import ASSIGNED
@@ -312,6 +313,29 @@ def test_unsupported_features_are_refused_in_one_line(tmp_path, changes, feature
         load_encoding(path)
     message = str(refused.value)
     assert "\n" not in message and message.startswith(f"{path}: ") and feature in message, message
+
+
+@pytest.mark.parametrize("pre_tokenizer", [
+    {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True},
+    {"type": "Sequence", "pretokenizers": [  # a known pattern (Llama 3's): such encodings take the fast routes
+        {"type": "Split", "pattern": {"Regex": hf_regex(LLAMA3_PATTERN)}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False, "trim_offsets": True}]}])
+def test_a_file_without_a_decoder_decodes_as_hfs_to_the_tokens_strings_joined(tmp_path, pre_tokenizer):
+    # "decoder": null: HF joins the tokens' strings with spaces ("ab Ġw Ã¶r <x>"), where the text came back
+    added = [{"id": 257 + k, "content": text, "special": special, "normalized": False, "lstrip": False,
+              "rstrip": False, "single_word": False}
+             for k, (text, special) in enumerate([("<x>", False), ("<s>", True)])]
+    path = small_file(tmp_path, added_tokens=added, decoder=None, pre_tokenizer=pre_tokenizer)
+    hf, ours = tokenizers.Tokenizer.from_file(path), load_encoding(path)
+    text = "ab wör<x> 你\n\n end<s>"
+    ids = ours.encode(text, allowed_special="all")
+    assert ids == hf.encode(text, add_special_tokens=False).ids and 257 in ids and 258 in ids
+    assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False) != text
+    assert ours.decode([i for i in ids if not ours.is_special_token(i)]) == hf.decode(ids)  # HF's default skips them
+    assert pickle.loads(pickle.dumps(ours)).decode(ids) == ours.decode(ids)
+    ours.save(tmp_path / "saved", format="hf")  # saved without a decoder too
+    assert tokenizers.Tokenizer.from_file(str(tmp_path / "saved" / "tokenizer.json")).decode(
+        ids, skip_special_tokens=False) == ours.decode(ids) == load_encoding(tmp_path / "saved").decode(ids)
 
 
 @pytest.mark.parametrize("normalizer, content, texts", [

@@ -578,7 +578,14 @@ class Encoding:
 
         >>> enc.decode([31373, 995])
         'hello world'
+
+        (An encoding loaded from a ``tokenizer.json`` whose ``"decoder"`` is null decodes as HF tokenizers does
+        then: to the tokens' strings joined by spaces, :meth:`tokenizer.hf_steps.TextSteps.joined_token_strings`.)
         """
+        if self._text_steps is not None and self._text_steps.no_decoder:
+            tokens = list(tokens)
+            return self._text_steps.joined_token_strings(tokens, self.decode_tokens_bytes(tokens),
+                                                         self.is_special_token)
         try:
             data = self.core.decode_bytes(tokens)
         except (IndexError, TypeError):

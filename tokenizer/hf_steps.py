@@ -42,6 +42,7 @@ any step it does not know with a ``ValueError`` naming it.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Callable
@@ -50,6 +51,7 @@ import regex
 
 from .patterns import GPT2_PATTERN, WHITESPACE_CLASS, has_any_newer, mask_any_newer, unmask
 from .unicode9 import ASSIGNED
+from .vocab_files import token_to_gpt2_str
 
 # What each Split ``behavior`` is called in a tokenizer.json (and in HF's Python API, in snake case).
 BEHAVIORS = ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous")
@@ -384,16 +386,19 @@ class TextSteps:
 
     ``added_raw`` / ``added_normalized``: the non-special added tokens (text -> id) looked for before / after
     normalization. ``specs`` keeps the JSON it was made from, so the encoding can be saved again as it was read.
+    ``no_decoder``: the file's ``"decoder"`` is null, so HF decodes ids to the tokens' strings joined by spaces
+    (:meth:`joined_token_strings`), not to the text they hold.
     """
 
     def __init__(self, normalize: Normalizer | None, pre_tokenizers: list[PreTokenizer], *,
                  added_raw: dict[str, int] | None = None, added_normalized: dict[str, int] | None = None,
-                 specs: dict | None = None):
+                 specs: dict | None = None, no_decoder: bool = False):
         self._normalize = normalize
         self.pre_tokenizers = pre_tokenizers
         self.added_raw = dict(added_raw or {})
         self.added_normalized = dict(added_normalized or {})
         self.specs = specs or {}
+        self.no_decoder = no_decoder
         self._find_raw = _finder(self.added_raw)
         # HF normalizes these tokens' own text too before it looks for them (a Lowercase file's "<Think>" is found
         # as "<think>", in text that the normalizer has lowered)
@@ -401,9 +406,11 @@ class TextSteps:
         self._find_normalized = _finder(self._normalized_ids)
 
     @classmethod
-    def from_json(cls, normalizer: dict | None, pre_tokenizer: dict | None, added_tokens: list[dict] = ()) -> TextSteps:
+    def from_json(cls, normalizer: dict | None, pre_tokenizer: dict | None, added_tokens: list[dict] = (), *,
+                  no_decoder: bool = False) -> TextSteps:
         """From a ``tokenizer.json``'s ``"normalizer"``, ``"pre_tokenizer"`` and non-special ``"added_tokens"``
-        entries. Raises :class:`UnsupportedStep` for a step it cannot run exactly."""
+        entries (and whether its ``"decoder"`` is null). Raises :class:`UnsupportedStep` for a step it cannot run
+        exactly."""
         added_raw, added_normalized = {}, {}
         for entry in added_tokens:
             for option in ("lstrip", "rstrip", "single_word"):
@@ -412,14 +419,24 @@ class TextSteps:
             (added_normalized if entry.get("normalized") else added_raw)[entry["content"]] = entry["id"]
         specs = {"normalizer": normalizer, "pre_tokenizer": pre_tokenizer, "added_tokens": list(added_tokens)}
         return cls(normalizer_from_json(normalizer), pre_tokenizer_from_json(pre_tokenizer),
-                   added_raw=added_raw, added_normalized=added_normalized, specs=specs)
+                   added_raw=added_raw, added_normalized=added_normalized, specs=specs, no_decoder=no_decoder)
 
     def __reduce__(self):
         # sent (to another process) as the JSON it was read from: its steps are closures, which pickle cannot send
         if not self.specs:
             raise TypeError("TextSteps made by hand cannot be pickled; make them with TextSteps.from_json")
         specs = self.specs
-        return (TextSteps.from_json, (specs["normalizer"], specs["pre_tokenizer"], specs["added_tokens"]))
+        return (functools.partial(TextSteps.from_json, no_decoder=self.no_decoder),
+                (specs["normalizer"], specs["pre_tokenizer"], specs["added_tokens"]))
+
+    def joined_token_strings(self, tokens: list[int], token_bytes: list[bytes],
+                             is_special: Callable[[int], bool]) -> str:
+        """What HF tokenizers' ``decode`` gives for ``tokens`` (whose bytes are ``token_bytes``) with a file that
+        has no decoder: each token's string in the file joined by spaces. An added token's string is its text,
+        special or not; any other token's is its bytes as byte-level characters (" " as "Ġ")."""
+        added_ids = {*self.added_raw.values(), *self.added_normalized.values()}
+        return " ".join(data.decode("utf-8") if token in added_ids or is_special(token) else token_to_gpt2_str(data)
+                        for token, data in zip(tokens, token_bytes))
 
     @property
     def has_normalizer(self) -> bool:

@@ -188,7 +188,9 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
     specials = [text for text, entry in added.items() if entry.get("special", True)]
     others = [entry for entry in added.values() if not entry.get("special", True)]
     try:
-        steps = TextSteps.from_json(data.get("normalizer"), data.get("pre_tokenizer"), others)
+        # (a file without a decoder decodes otherwise: HF joins the tokens' strings, which the steps route does)
+        steps = TextSteps.from_json(data.get("normalizer"), data.get("pre_tokenizer"), others,
+                                    no_decoder=data.get("decoder") is None)
     except UnsupportedStep as e:
         raise ValueError(f"{file}: {e}; only byte-level BPE files load") from None
     except regex.error as e:
@@ -293,9 +295,9 @@ def _check_hf_model(model: dict, decoder: dict | None, file: Path) -> None:
 
 def _one_known_pattern(steps: TextSteps) -> str | None:
     """The project's own spelling of the one OpenAI pattern the steps amount to, if they are just that (no
-    normalizer, no added tokens that are not special, one pattern): such encodings keep the fast core's routes.
-    None when the steps do more."""
-    if steps.has_normalizer or steps.added_raw or steps.added_normalized:
+    normalizer, no added tokens that are not special, one pattern, a decoder): such encodings keep the fast core's
+    routes. None when the steps do more."""
+    if steps.has_normalizer or steps.added_raw or steps.added_normalized or steps.no_decoder:
         return None
     specs = flat_steps(steps.specs.get("pre_tokenizer"))
     *splits, byte_level = specs

@@ -194,7 +194,9 @@ def _hf_tokenizer_json(enc) -> dict:
         "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer,
         "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        # (none if the file read had none: HF then decodes to the tokens' strings joined, and so does the encoding)
+        "decoder": None if steps is not None and steps.no_decoder else
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {
             "type": "BPE",
             "dropout": None,
