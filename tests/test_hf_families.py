@@ -451,7 +451,8 @@ def test_split_cuts_as_hfs_split(text, behavior, invert, pattern, literal):
     assert ours == [piece for piece, _ in theirs.pre_tokenize_str(text)]
 
 
-LINE_ANCHORED = [r"^", r"$", r"\n^", r"^$", r"$^", r"(?<=^a)", r"^\s*", r"\s*$", r"(?<!^)\n", r"a|^", r"[^^a]^|\^"]
+LINE_ANCHORED = [r"^", r"$", r"\n^", r"^$", r"$^", r"(?<=^a)", r"^\s*", r"\s*$", r"(?<!^)\n", r"a|^", r"[^^a]^|\^",
+                 r"(?#^)b|^(?#a)a"]
 line_break_texts = st.tuples(st.sampled_from(["", "\n", "\r\n", "\r"]), st.lists(st.sampled_from(["a", "b", "^", "\n",
                              "\r\n", "\r", " "]), max_size=6).map("".join), st.sampled_from(["", "\n", "\r\n", "\r"]))
 

@@ -199,8 +199,8 @@ def _line_starts_as_onigurumas(source: str) -> str:
     """``source`` with each ``^`` that anchors a line (not one inside a character class, nor an escaped one) spelled
     so that ``regex`` with MULTILINE matches it where Oniguruma does.
 
-    >>> print(_line_starts_as_onigurumas("^a|[^^]|[]^]b"))
-    (?:\\A|^(?!\\Z))a|[^^]|[]^]b
+    >>> print(_line_starts_as_onigurumas("^a|[^^]|[]^]b(?#^)"))
+    (?:\\A|^(?!\\Z))a|[^^]|[]^]b(?#^)
     """
     out, at, depth = [], 0, 0  # depth: how many character classes the scan is inside (Oniguruma nests them)
     while at < len(source):
@@ -208,6 +208,13 @@ def _line_starts_as_onigurumas(source: str) -> str:
         if char == "\\":
             out.append(source[at : at + 2])
             at += 2
+            continue
+        if not depth and source.startswith("(?#", at):  # a comment, copied as it is: it runs to the first ")"
+            end = at + 3
+            while end < len(source) and source[end] != ")":
+                end += 2 if source[end] == "\\" else 1
+            out.append(source[at : end + 1])
+            at = end + 1
             continue
         if char == "[":
             if depth and source.startswith("[:", at):  # a POSIX bracket [:alpha:] inside a class
