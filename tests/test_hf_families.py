@@ -260,6 +260,16 @@ def test_llama2_is_refused_in_one_line_naming_file_and_feature():
     assert "SentencePiece" in message and "only byte-level BPE files load" in message
 
 
+def test_a_models_other_json_file_is_refused_naming_the_tokenizer_json_beside_it():
+    # tokenizer_config.json is a .json too, and was refused only as "expected an HF tokenizer.json with a BPE model"
+    config = HF_DIR / "qwen3" / "tokenizer_config.json"
+    with pytest.raises(ValueError) as refused:
+        load_encoding(config)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{config}: expected an HF tokenizer.json")
+    assert message.endswith(f"pass {HF_DIR / 'qwen3' / 'tokenizer.json'} (or its folder)"), message
+
+
 def small_file(tmp_path, **changes) -> str:
     """A tiny byte-level tokenizer.json (256 bytes, one merge) with ``changes`` made to its sections."""
     from tokenizer.vocab_files import token_to_gpt2_str

@@ -164,7 +164,10 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
     data = read_json_object(file, "an HF tokenizer.json with a BPE model")
     model = data.get("model")
     if not isinstance(model, dict):
-        raise ValueError(f"{file}: expected an HF tokenizer.json with a BPE model")
+        # (a model's folder holds other JSON files beside its tokenizer.json: tokenizer_config.json, config.json)
+        beside = Path(file).parent / HF_FILE
+        hint = f": pass {beside} (or its folder)" if Path(file).name != HF_FILE and beside.is_file() else ""
+        raise ValueError(f"{file}: expected an HF tokenizer.json with a BPE model, found no \"model\"{hint}")
     _check_hf_model(model, data.get("decoder"), file)
     raw_vocab, raw_merges = model.get("vocab"), model.get("merges")
     if not isinstance(raw_vocab, dict) or not isinstance(raw_merges, list):
