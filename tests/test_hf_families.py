@@ -383,6 +383,42 @@ def test_regexes_hfs_oniguruma_reads_otherwise_are_refused(tmp_path, construct):
     assert "Oniguruma" in message
 
 
+@pytest.mark.parametrize("special, other, text, specials_as_text, hf_ids", [
+    ("<x>", "a<", "a<x>", False, [258, 120, 62]),  # cutting special tokens out first gave 97, 257
+    ("<x>", "<x>y", "<x>y", False, [258]),  # 257, 121
+    ("<x>y", "<x>", "<x>y", True, [60, 120, 62, 121]),  # encode_ordinary gave 258, 121
+    ("c<d", "<d", "c<d", True, [99, 60, 100]),  # 99, 258
+])
+def test_a_special_and_another_added_token_that_can_overlap_are_refused(tmp_path, special, other, text,
+                                                                       specials_as_text, hf_ids):
+    # HF looks for every added token at once (the longest at the first place), the Encoding for special ones first
+    entries = [{"id": 257 + k, "content": content, "special": k == 0, "normalized": False, "lstrip": False,
+                "rstrip": False, "single_word": False} for k, content in enumerate([special, other])]
+    level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    path = small_file(tmp_path, added_tokens=entries, pre_tokenizer=level, decoder=level)
+    hf = tokenizers.Tokenizer.from_file(path)
+    hf.encode_special_tokens = specials_as_text
+    assert hf.encode(text, add_special_tokens=False).ids == hf_ids
+    with pytest.raises(ValueError) as refused:
+        load_encoding(path)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path}: added token {other!r} (not special) and special "
+                                                     f"token {special!r} can overlap"), message
+
+
+def test_a_special_token_found_before_an_added_token_in_hfs_order_too_may_overlap_it(tmp_path):
+    # HF looks for a special token with normalized=false before an added token with normalized=true, as the
+    # Encoding does: such tokens may overlap
+    entries = [{"id": 257 + k, "content": content, "special": k == 0, "normalized": k == 1, "lstrip": False,
+                "rstrip": False, "single_word": False} for k, content in enumerate(["<x>", "a<"])]
+    level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    for normalizer in (None, {"type": "Lowercase"}):
+        path = small_file(tmp_path, added_tokens=entries, pre_tokenizer=level, decoder=level, normalizer=normalizer)
+        hf, ours = tokenizers.Tokenizer.from_file(path), load_encoding(path)
+        for text in ["a<x>", "A<x>a<", "ba<x>"]:
+            assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids, text
+
+
 @pytest.mark.parametrize("added_id, in_vocab, hf_id", [(300, False, 257), (300, True, 257)])
 def test_added_tokens_whose_ids_hf_does_not_give_them_are_refused(tmp_path, added_id, in_vocab, hf_id):
     # HF gives an added token missing from model.vocab the next free id, and one in it the model.vocab entry's id,

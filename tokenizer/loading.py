@@ -190,6 +190,7 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
         vocab.setdefault(entry["id"], text.encode("utf-8"))
     specials = [text for text, entry in added.items() if entry.get("special", True)]
     others = [entry for entry in added.values() if not entry.get("special", True)]
+    _check_added_tokens_apart([added[text] for text in specials], others, file)
     try:
         # (a file without a decoder decodes otherwise: HF joins the tokens' strings, which the steps route does)
         steps = TextSteps.from_json(data.get("normalizer"), data.get("pre_tokenizer"), others,
@@ -239,6 +240,32 @@ def _check_added_token_ids(entries: list[dict], raw_vocab: dict, file: Path) -> 
             raise ValueError(f"{file}: added token {text!r} has id {entry['id']} in added_tokens, but HF tokenizers "
                              f"gives it id {hf_id} (an added token's id is its model.vocab entry's, else the next "
                              "free one); put the token in model.vocab at its id, or give it that id")
+
+
+def _check_added_tokens_apart(specials: list[dict], others: list[dict], file: Path) -> None:
+    """Refuse a special token and an added token that is not special (``added_tokens`` entries) that can overlap in
+    a text (one inside the other, or one's end the other's start), where HF would find them otherwise: it looks for
+    the tokens with normalized=false at once (the longest at the first place), then for the others in the
+    normalized text, where the ``Encoding`` cuts special tokens out first, so "a<x>" would give other ids when
+    "<x>" is special and "a<" is not. The one order both keep: a special token with normalized=false before an
+    added token with normalized=true. Tokens that cannot overlap are found the same wherever each is looked for."""
+    for other in others:
+        for special in specials:
+            same_order = not special.get("normalized") and other.get("normalized")
+            if not same_order and _can_overlap(other["content"], special["content"]):
+                raise ValueError(f"{file}: added token {other['content']!r} (not special) and special token "
+                                 f"{special['content']!r} can overlap in a text, where HF tokenizers finds them "
+                                 "otherwise than tiktoken's special tokens are found; such tokens are not supported")
+
+
+def _can_overlap(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` can share characters in a text: one holds the other, or an end of one starts the other
+    (a shorter overlap than the shorter text; a longer one would be one inside the other).
+
+    >>> _can_overlap("a<", "<x>"), _can_overlap("<x>", "<x>y"), _can_overlap("<x>", "<y>")
+    (True, True, False)
+    """
+    return a in b or b in a or any(a.endswith(b[:k]) or b.endswith(a[:k]) for k in range(1, min(len(a), len(b))))
 
 
 def _hf_vocab(raw_vocab: dict, added: dict, file: Path) -> dict[int, bytes]:
