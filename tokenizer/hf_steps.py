@@ -45,7 +45,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import Callable
+from typing import Callable, Iterator
 
 import regex
 
@@ -152,10 +152,29 @@ def _run_all(steps: list[Normalizer], text: str) -> str:
     return text
 
 
+def oniguruma_spans(find: regex.Pattern, text: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each match of ``find`` in ``text``, found as HF's Oniguruma finds them one after another:
+    each search starts where the last match ended, but an empty match found right there is passed over (``regex``
+    takes it: ``\\n?`` in "a\\n" matches "a", "\\n" and the empty end), and after an empty match the next search
+    starts one character on (``regex`` looks there again for a longer match: ``(?=b)|b`` in "b" matches twice).
+
+    >>> list(oniguruma_spans(regex.compile("\\n?"), "a\\n")), list(oniguruma_spans(regex.compile("(?=b)|b"), "b"))
+    ([(0, 0), (1, 2)], [(0, 0)])
+    """
+    at, last_end = 0, None
+    while at <= len(text):
+        m = find.search(text, at)
+        if m is None:
+            return
+        start, end = m.span()
+        if start != end or end != last_end:
+            yield start, end
+        at, last_end = end + 1 if start == end else end, end
+
+
 def _replace(find: regex.Pattern, content: str, text: str) -> str:
     """Each match of ``find`` in ``text`` replaced by ``content``, matched as HF's Unicode 16.0 tables see it, and
-    as HF's Oniguruma finds matches: none in empty text, and no empty match right where the last match ended
-    (``regex`` finds one there: ``\\n?`` in "a\\n" would add a third ``content`` at the end).
+    as HF's Oniguruma finds matches (:func:`oniguruma_spans`), none in empty text.
 
     >>> _replace(regex.compile("\\n?"), "X", "a\\n"), _replace(regex.compile("x*"), "X", "")
     ('XaX', '')
@@ -163,12 +182,10 @@ def _replace(find: regex.Pattern, content: str, text: str) -> str:
     if not text:
         return text
     seen_as = seen_as_for(text)
-    out, at, last_end = [], 0, None
-    for m in find.finditer(text if seen_as is None else seen_as(text)):
-        if m.start() == m.end() == last_end:
-            continue
-        out += [text[at : m.start()], content]
-        at = last_end = m.end()
+    out, at = [], 0
+    for start, end in oniguruma_spans(find, text if seen_as is None else seen_as(text)):
+        out += [text[at:start], content]
+        at = end
     return "".join(out) + text[at:]
 
 
@@ -266,15 +283,12 @@ def split_by(find: regex.Pattern, behavior: str, invert: bool, text: str, seen_a
     """
     # Every stretch of the text, with whether it is a match (after invert): matches and the gaps between.
     stretches: list[tuple[int, int, bool]] = []
-    at, last_end = 0, None
-    for m in find.finditer(text if seen_as is None else seen_as(text)):
-        if m.start() == m.end() == last_end:  # (HF's Oniguruma finds no empty match where the last one ended)
-            continue
-        last_end = m.end()
-        if m.start() > at:
-            stretches.append((at, m.start(), invert))
-        stretches.append((m.start(), m.end(), not invert))
-        at = m.end()
+    at = 0
+    for start, end in oniguruma_spans(find, text if seen_as is None else seen_as(text)):
+        if start > at:
+            stretches.append((at, start, invert))
+        stretches.append((start, end, not invert))
+        at = end
     if at < len(text) or not text:
         stretches.append((at, len(text), invert))
     pieces: list[list[int]] = []  # [start, end] of each piece kept
@@ -367,11 +381,15 @@ def _isolated(find: regex.Pattern) -> PreTokenizer:
         ]
     split = regex.compile(f"({find.pattern})", find.flags).split
 
+    def cut(piece: str, seen_as: SeenAs) -> list[str]:
+        parts = split(piece) if seen_as is None else unmask(piece, split(seen_as(piece)))
+        if "" in parts[1::2]:  # an empty match, after which `regex` searches on otherwise than Oniguruma
+            return split_by(find, "Isolated", False, piece, seen_as)
+        return parts
+
     def isolated(pieces: list[str], seen_as: SeenAs) -> list[str]:
-        if seen_as is None:
-            return [p for piece in pieces for p in split(piece) if p]
-        # the masked copy's parts have the lengths of the piece's: cut the piece itself by them
-        return [p for piece in pieces for p in unmask(piece, split(seen_as(piece))) if p]
+        # (the masked copy's parts have the lengths of the piece's: unmask cuts the piece itself by them)
+        return [p for piece in pieces for p in cut(piece, seen_as) if p]
 
     return isolated
 
