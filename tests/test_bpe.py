@@ -75,6 +75,21 @@ def test_merge_and_merge_heap_refuse_a_str_piece_as_merge_reference_does():
         assert call(" capes".encode("utf-8")) == [b" cap", b"es"]
 
 
+def test_merge_from_refuses_parts_that_are_not_bytes_and_says_what_to_pass():
+    """merge_from(["he", "l", "l", "o"], ranks) failed inside with "descriptor '__add__' requires a 'bytes' object",
+    a long list of str parts with "sequence item 0: expected a bytes-like object", and a lone str part came back
+    unmerged as if it were a token: each is now a TypeError naming the wrong part and what to pass."""
+    ranks = get_encoding("gpt2").merge_ranks
+    for parts, wrong in ((["he", "l", "l", "o"], "str 'he'"), (["h"] * 40, "str 'h'"), (["hello"], "str 'hello'"),
+                         ([b"he", "llo"], "str 'llo'"), ("hello", "str 'hello'"), (b"hello", "bytes b'hello'"),
+                         ([104, 101], "int 104")):
+        with pytest.raises(TypeError, match=rf"^merge_from takes a list of bytes parts such as \[b'he', b'llo'\], "
+                                            rf"got {wrong}"):
+            bpe.merge_from(parts, ranks)
+    assert bpe.merge_from([b"he", b"l", b"l", b"o"], ranks) == [b"hello"]
+    assert bpe.merge_from([b"h"] * 40, ranks) == bpe.merge_reference(b"h" * 40, ranks)
+
+
 def test_max_rank_is_the_reference_on_a_truncated_table():
     ranks = {b"aa": 0, b"ab": 1, b"aab": 2}
     assert bpe.merge_reference(b"aab", ranks, max_rank=0) == [b"a", b"a", b"b"]

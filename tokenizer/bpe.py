@@ -150,6 +150,14 @@ def merge_from(parts: list[bytes], merge_ranks: Mapping[bytes, int]) -> list[byt
     >>> merge_from([b"he", b"l", b"l", b"o"], {b"he": 0, b"ll": 1, b"llo": 2, b"hello": 3})
     [b'hello']
     """
+    # A str part never equals a bytes key (a lone one came back unmerged, several failed deep inside): refused.
+    if isinstance(parts, (str, bytes)) or not all(map(isinstance, parts, repeat(bytes))):
+        wrong = parts  # (the whole piece given for its parts), else the first part that is not bytes:
+        if not isinstance(parts, (str, bytes)):
+            wrong = next(part for part in parts if not isinstance(part, bytes))
+        hint = ": str.encode('utf-8') gives its bytes" if isinstance(wrong, str) else ""
+        raise TypeError(f"merge_from takes a list of bytes parts such as [b'he', b'llo'], got "
+                        f"{type(wrong).__name__} {wrong!r:.40}{hint}")
     if len(parts) > HEAP_THRESHOLD_NON_ASCII:
         starts = [0]
         for part in parts[:-1]:
