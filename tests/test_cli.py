@@ -1604,3 +1604,17 @@ def test_a_stdout_on_dev_full_is_named_in_one_line_and_exit_1(tmp_path):
                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert (proc.returncode, proc.stderr) == (1, "python -m tokenizer: error: cannot write the output to stdout: No "
                                                  "space left on device\n")
+
+
+def test_a_list_option_and_the_playground_read_commas_by_one_rule(tmp_path, monkeypatch):
+    """tokenizer/cli.py's joined_paths and tokenizer/serve.py's comma_readings each had a rule of their own for a
+    name holding commas; both read command_line.comma_readings now. Overlapping paths: the longest name first."""
+    from tokenizer import command_line, serve
+
+    for folder in ("a,b", "b,c", "my,tok"):
+        (tmp_path / folder).mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert tokenizer.cli.names_list("a,b,c") == ["a,b", "c"]  # as the greedy rule before: the longest first
+    assert tokenizer.cli.names_list(" gpt2 ,, my,tok,x ") == ["gpt2", "my,tok", "x"]
+    assert tokenizer.cli.names_list("x,y") == ["x", "y"]
+    assert serve.comma_readings is command_line.comma_readings is tokenizer.cli.comma_readings

@@ -75,7 +75,7 @@ import numpy as np
 
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted, OneLineParser, UsageError, add_flag,
-                           add_version_flag, ascii_digits, bar_if_slow, cannot_listen, decimal_digits,
+                           add_version_flag, ascii_digits, bar_if_slow, comma_readings, cannot_listen, decimal_digits,
                            run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
                            unbroken, unrecognized, watched_stdout, whole_number)
 from .download import ChecksumError, DownloadError
@@ -106,24 +106,10 @@ def names_list(value: str) -> list[str]:
     file or folder that exists is one name, commas and all: ``--encodings my,tok,gpt2`` beside a folder called
     ``my,tok`` is that folder and gpt2, not the three names ``my``, ``tok`` and ``gpt2`` (``gpt2 --serve
     --encoding my,tok`` takes the path whole too)."""
-    names = joined_paths(value.split(","))
+    # a part alone is a name; parts joined again at their commas are one only as a path that exists
+    names = comma_readings(value, lambda name: "," not in name or os.path.exists(name))[0]
     if not names:
         raise argparse.ArgumentTypeError(f"expected a comma list of names, got {value!r}")
-    return names
-
-
-def joined_paths(pieces: list[str]) -> list[str]:
-    """The pieces of a value split at its commas, each run of them that joins up again into an existing path taken
-    as that one path (the longest such run first), every other piece as a name of its own; blanks dropped, as
-    :func:`comma_list` drops them."""
-    names, start = [], 0
-    while start < len(pieces):
-        end = next((end for end in range(len(pieces), start + 1, -1)
-                    if os.path.exists(",".join(pieces[start:end]).strip())), start + 1)
-        name = ",".join(pieces[start:end]).strip()
-        if name:
-            names.append(name)
-        start = end
     return names
 
 

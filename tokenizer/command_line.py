@@ -201,6 +201,44 @@ def unrecognized(unknown: list[str], argv: list[str], *, prog: str, text: str, t
     return message
 
 
+def comma_readings(joined: str, is_name, *, widest: int | None = None) -> list[list[str]]:
+    """The ways, at most two, to read ``joined`` as names joined by commas when a name may hold commas itself (a
+    path, a saved folder's name): a name is a run of the parts between commas, joined again and stripped, that
+    ``is_name`` accepts (``widest``: the most parts one name spans, None for any); a blank part is no name
+    (``a, b,`` is a and b). The longest name at each part is tried first, so the first reading takes a name that
+    holds commas whole. One rule for every list that may hold such names: a command's ``--encodings my,tok,gpt2``
+    beside a folder ``my,tok`` (the first reading), the playground's ``encodings=a,b`` (refused if two).
+
+    >>> comma_readings("gpt2,my,tok", {"gpt2", "my", "tok", "my,tok"}.__contains__)
+    [['gpt2', 'my,tok'], ['gpt2', 'my', 'tok']]
+    """
+    parts = joined.split(",")
+    widest = len(parts) if widest is None else widest
+
+    def names_at(start: int):
+        """``(end, name)`` of each name that can start at part ``start``, longest first ("" for a blank part)."""
+        for end in range(min(start + widest, len(parts)), start, -1):
+            name = ",".join(parts[start:end]).strip()
+            if (name and is_name(name)) or (not name and end == start + 1):
+                yield end, name
+
+    ways = [0] * len(parts) + [1]  # ways[i]: how many readings parts[i:] has, counted up to 2
+    for start in reversed(range(len(parts))):
+        ways[start] = min(2, sum(ways[end] for end, _ in names_at(start)))
+    readings = []
+    for which in range(ways[0]):  # the first reading, then the second: walk the parts, choosing a name each step
+        reading, start, skip = [], 0, which
+        while start < len(parts):
+            for end, name in names_at(start):
+                if skip < ways[end]:
+                    break
+                skip -= ways[end]
+            reading += [name] if name else []
+            start = end
+        readings.append(reading)
+    return readings
+
+
 def ascii_digits(value: str) -> bool:
     """Whether ``value`` is a whole number as people type one, in the digits 0-9: int() also reads "1_000", "+5"
     and other scripts' digits ("٤"), and str.isdigit takes "²", which int() then refuses."""

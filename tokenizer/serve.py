@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from .command_line import ascii_digits
+from .command_line import ascii_digits, comma_readings
 from .encoding import Encoding
 from .registry import get_encoding, is_registered, list_encoding_names, shown_names
 from .special_advice import refusal_of
@@ -231,10 +231,12 @@ class Playground:
             return given
         if given in self.names:
             return [given]
-        readings = comma_readings(given, self.names)
+        widest = 1 + max((name.count(",") for name in self.names), default=0)  # the most parts one name spans
+        readings = comma_readings(given, set(self.names).__contains__, widest=widest)
         if len(readings) > 1:
+            shown = sorted(readings, key=len, reverse=True)  # the reading of most names (split at commas) first
             raise ApiError(HTTPStatus.BAD_REQUEST, f"encodings={given!r:.100} reads as "
-                           f"{' or as '.join(' | '.join(names) for names in readings)} (a name holds a comma): "
+                           f"{' or as '.join(' | '.join(names) for names in shown)} (a name holds a comma): "
                            "give each name as a field of its own, encodings=A&encodings=B")
         # no reading: an unknown name, which self.encoding() names in its error
         names = readings[0] if readings else [name.strip() for name in given.split(",") if name.strip()]
@@ -271,39 +273,6 @@ class Playground:
                     "probability": p} for i, p in self.model.top(ids)]
         return {"model": self.model.name, "context": min(len(ids), self.model.n_ctx), "tokens": len(ids),
                 "next": guesses}
-
-
-def comma_readings(joined: str, names: list[str]) -> list[list[str]]:
-    """The ways, at most two, to read ``joined`` as ``names`` joined by commas, when a name may hold commas
-    itself: with gpt2, o200k_base and "gpt2,o200k_base" on offer, "gpt2,o200k_base,gpt2" reads as
-    gpt2 | o200k_base | gpt2 and as gpt2,o200k_base | gpt2. Spaces around an item and blank items are not
-    names (`a, b,` is a and b), as in the older comma-joined form."""
-    parts = joined.split(",")
-    known = set(names)
-    widest = 1 + max((name.count(",") for name in names), default=0)  # the most parts one name spans
-
-    def items(start: int):
-        """``(end, item)`` of each item that can start at part ``start``: a name, or nothing for a blank part."""
-        for end in range(start + 1, min(start + widest, len(parts)) + 1):
-            item = ",".join(parts[start:end]).strip()
-            if item in known or (not item and end == start + 1):
-                yield end, item
-
-    ways = [0] * len(parts) + [1]  # ways[i]: how many readings parts[i:] has, counted up to 2
-    for start in reversed(range(len(parts))):
-        ways[start] = min(2, sum(ways[end] for end, _ in items(start)))
-    readings = []
-    for which in range(ways[0]):  # the first reading, then the second: walk the parts, choosing an item each step
-        reading, start, skip = [], 0, which
-        while start < len(parts):
-            for end, item in items(start):
-                if skip < ways[end]:
-                    break
-                skip -= ways[end]
-            reading += [item] if item else []
-            start = end
-        readings.append(reading)
-    return readings
 
 
 @lru_cache(maxsize=1 << 15)

@@ -102,8 +102,8 @@ function linkedNames(values, mistakes) {
 }
 
 // The ways, at most two, to read `joined` as `names` joined by commas when a name may hold commas itself
-// (tokenizer/serve.py's comma_readings, for the API's older encodings=a,b): with gpt2, o200k_base and
-// "gpt2,o200k_base" on offer, "gpt2,o200k_base,gpt2" reads as gpt2 | o200k_base | gpt2 and as
+// (tokenizer/command_line.py's comma_readings, as serve.py reads the API's older encodings=a,b): with gpt2,
+// o200k_base and "gpt2,o200k_base" on offer, "gpt2,o200k_base,gpt2" reads as gpt2 | o200k_base | gpt2 and as
 // gpt2,o200k_base | gpt2. Spaces around an item and blank items are not names.
 function commaReadings(joined, names) {
   const parts = joined.split(",");
