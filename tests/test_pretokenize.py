@@ -123,3 +123,45 @@ class both_splits:  # noqa: N801 - read as a function
     def __init__(self, pat_str: str):
         self.split_reference = compile_pattern(pat_str).split  # first: a bad pattern's error is the reader's
         self.split = compile_fast(pat_str).split
+
+
+# Patterns of the user's own (not OpenAI's): one with letters and digits apart, one with a capturing group, one
+# naming the letter categories (U+0295 ʕ moved from Ll to Lo in Unicode 17.0), one that skips what it does not name.
+OWN_PATTERNS = [r"\p{L}+|\p{N}+|[^\p{L}\p{N}]+", r"('s|'t)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|\s+|.",
+                r"\p{Ll}+|\p{Lu}+|\p{Lo}+|[^\p{L}]+", r"\p{L}+|\p{N}"]
+# Letters and digits new in Unicode 17.0 (a CJK ideograph of extension J, a Tolong Siki letter, U+0558), among
+# older letters, digits, marks and ʕ.
+NEWER_TEXT = "a\U000323b0b's 1\U0001e6c0x ʕʖ \u0558z 7\U00011de09 \U000323b0\U000323b1 Ab"
+
+
+@pytest.mark.parametrize("pat", OWN_PATTERNS)
+def test_an_own_pattern_splits_and_encodes_as_tiktoken_with_its_unicode_16_classes(pat):
+    """Only OpenAI's patterns met Unicode 17.0's new letters and digits as tiktoken (Unicode 16.0) does; any other
+    pattern, in both cores and the trainer, split "a\\U000323b0b" as one letter run where tiktoken sees three
+    pieces; and a pattern with a capturing group gave its group instead of the match (regex.findall), so
+    Encoding(pat_str="(a)b|...").encode("ab") lost the b. Ids are compared with tiktoken's under a vocabulary
+    holding every piece of either split as a token, so that a different split shows as different ids."""
+    import tiktoken
+
+    from tokenizer import Encoding
+    from tokenizer.training.counting import _splitter
+
+    ours = compile_pattern(pat).split(NEWER_TEXT)
+    unicode_17 = [match.group() for match in regex.finditer(pat, NEWER_TEXT)]  # (what the pattern alone gives)
+    assert ours != unicode_17
+    assert compile_fast(pat).split(NEWER_TEXT) == ours == _splitter(pat)(NEWER_TEXT)
+    ranks = {bytes([b]): b for b in range(256)}
+    for piece in ours + unicode_17:
+        ranks.setdefault(piece.encode("utf-8"), len(ranks))
+    theirs = tiktoken.Encoding("own", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
+    expected = theirs.encode_ordinary(NEWER_TEXT)
+    for core in ("fast", "reference"):
+        mine = Encoding("own", pat_str=pat, mergeable_ranks=ranks, special_tokens={}, core=core)
+        assert mine.encode_ordinary(NEWER_TEXT) == expected, core
+        assert mine._encode_only_native_bpe(NEWER_TEXT) == expected, core
+    assert [theirs.decode_single_token_bytes(i) for i in expected] == [piece.encode("utf-8") for piece in ours]
+
+
+def test_a_pattern_with_a_capturing_group_gives_whole_matches():
+    assert both_splits(r"(a)b|\s+|\w").split("ab abc") == ["ab", " ", "ab", "c"]
+    assert compile_pattern(r"(?:(a)|(b))+").split("abba") == ["abba"]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Collection, Iterable, I
 
 from . import bpe, saving, streaming, unstable
 from .core import ReferenceCore, interleave
-from .pretokenize import GPT2_PATTERN, special_token_regex, special_tokens_in
+from .pretokenize import GPT2_PATTERN, compile_pattern, special_token_regex, special_tokens_in
 from .special_advice import SpecialTokenRefusal
 
 if TYPE_CHECKING:
@@ -505,15 +505,14 @@ class Encoding:
         >>> enc._encode_only_native_bpe("hello world")
         [31373, 995]
         """
-        import regex  # only here, as in tiktoken
-
         if self._text_steps is not None:  # a tokenizer.json's steps split, not pat_str (only shown for it)
             stretches, added_ids = self._text_steps.cut(text)
             ids_of_stretches = [[i for piece in self._text_steps.split(stretch)
                                  for i in self._encode_single_piece(piece.encode("utf-8"))] for stretch in stretches]
             return interleave(ids_of_stretches, added_ids)
         ids: list[int] = []
-        for piece in regex.findall(regex.compile(self._pat_str), text):
+        # (the readable core's split: regex.findall would give a pattern's groups, and Unicode 17.0's classes)
+        for piece in compile_pattern(self._pat_str).split(text):
             ids += self._encode_single_piece(piece.encode("utf-8"))
         return ids
 

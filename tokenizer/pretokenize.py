@@ -47,17 +47,24 @@ class Pretokenizer:
             self._unicode = regex.compile(pat_str)
         except regex.error as e:
             raise ValueError(f"pat_str is not a valid regular expression for the `regex` package: {e}") from e
-        self._is_openai = pat_str in KNOWN_PATTERNS  # tiktoken's Unicode 16.0 classes apply
+        self._is_openai = pat_str in KNOWN_PATTERNS  # its pieces cover the text: their lengths place them
+        # The whole matches, as tiktoken takes them: findall would give a pattern's groups instead, where it has any.
+        self._matches = self._unicode.findall if not self._unicode.groups else self._whole_matches
+
+    def _whole_matches(self, text: str) -> list[str]:
+        return [match.group() for match in self._unicode.finditer(text)]
 
     def split(self, text: str) -> list[str]:
         """The pieces, straight from the pattern (with Unicode 16.0's character classes, as tiktoken)."""
-        if not self._is_openai:
-            return self._unicode.findall(text)
-        # Unicode 17.0's new and recategorised characters masked (only for the known patterns, whose pieces
-        # cover the whole text, so lengths map the masked pieces back)
         if not has_newer(text):
-            return self._unicode.findall(text)
-        return unmask(text, self._unicode.findall(mask_newer(text)))
+            return self._matches(text)
+        # Unicode 17.0's new and recategorised characters masked, for every pattern (tiktoken's tables are 16.0's
+        # whatever the pattern; one that spells a newer character literally meets its stand-in instead)
+        masked = mask_newer(text)
+        if self._is_openai:
+            return unmask(text, self._matches(masked))
+        # another pattern may skip characters: a match's place in the masked copy is its place in the text
+        return [text[match.start() : match.end()] for match in self._unicode.finditer(masked)]
 
     # The name under which tests and tools use this split as the oracle of the fast one.
     split_reference = split
