@@ -10,6 +10,7 @@ import subprocess
 import sys
 import types
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 import tokenizer.fast.compiled_bpe as compiled_bpe
 from conftest import CORPUS, CORPUS_FILES, FUZZ_EXAMPLES, REPO
 from test_batch_bpe import fresh_encoding, letters, mixed_texts, oracle, small_tables, small_vocab
-from tokenizer import get_encoding
+from tokenizer import bpe, get_encoding
 from tokenizer.fast.batch_bpe import build_pair_table
 from tokenizer.fast.piece_arrays import PieceTable
 from tokenizer.pretokenize import compile_pattern
@@ -129,6 +130,21 @@ def test_segments_merged_with_the_heap_equal_merge_on_tie_heavy_tables(pieces, m
     compiled = kernel().CompiledBPE(build_pair_table(merge_ranks, token_ids), PieceTable(token_ids),
                                     whole_piece_tokens=False)
     assert compiled.encode(pieces) == oracle(pieces, merge_ranks, token_ids)
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 3, 100), deadline=None)  # (a table built per example)
+@given(st.lists(st.one_of(letters, long_runs), min_size=1, max_size=4), small_tables, st.integers(0, 13))
+def test_merge_from_carries_on_from_parts_part_way_merged_as_bpe_merge_from(pieces, merge_ranks, stop_at):
+    # batch BPE hands the kernel a segment part way merged (by its rounds, or one merge at a time in Python): the
+    # kernel carries on from those parts to the ids bpe.merge gives the whole piece, as bpe.merge_from does
+    token_ids = small_vocab(merge_ranks)
+    compiled = kernel().CompiledBPE(build_pair_table(merge_ranks, token_ids), PieceTable(token_ids),
+                                    whole_piece_tokens=False)
+    for piece, expected in zip(pieces, oracle(pieces, merge_ranks, token_ids)):
+        part_way = bpe.merge_reference(piece, merge_ranks, max_rank=stop_at)  # (the merges below stop_at done)
+        carried_on = compiled.merge_from(np.array([token_ids[part] for part in part_way], dtype=np.int32))
+        assert tuple(carried_on.tolist()) == expected
+        assert carried_on.tolist() == [token_ids[part] for part in bpe.merge_from(part_way, merge_ranks)]
 
 
 def test_a_long_segment_is_merged_in_near_linear_time():
@@ -259,6 +275,8 @@ def test_the_kernel_is_compiled_once_whatever_table_it_is_given():
                                  whole_piece_tokens=True)
     assert built.encode([b" hello", b" wonderful"]) == openai_compiled("o200k_base").encode([b" hello", b" wonderful"])
     assert len(kernel().merge_pieces.signatures) == 1
+    built.merge_from([int(i) for i in enc.encode_ordinary(" wonderful")])  # (a list: as batch BPE's Python gives it)
+    assert len(kernel().merge_from_parts.signatures) == 1
 
 
 # ---- how the kernel comes into a process -------------------------------------------------------------------------
@@ -446,12 +464,14 @@ def test_an_unwritable_cache_folder_compiles_in_memory_and_writes_nothing_beside
 
 class _KernelArrivingMidCall:
     """A stand-in for the compiled kernel (any machine, numba or not), which arrives once batch BPE has merged
-    ``after_parts`` parts one at a time in this thread; its merge is bpe.merge's, and it notes the bytes it gets."""
+    ``after_parts`` parts one at a time in this thread; its merges are bpe.merge's and bpe.merge_from's, and it
+    notes the bytes it is given to merge from the start, and the parts it is given to carry on from."""
 
     def __init__(self, trained, after_parts: int):
         from tokenizer.fast import batch_bpe
 
         self.merged_bytes: list[int] = []
+        self.parts_carried_on: list[int] = []
         self.arrives_at = batch_bpe.parts_merged_one_at_a_time() + after_parts
         stand_in = self
 
@@ -472,6 +492,16 @@ class _KernelArrivingMidCall:
 
                 return [tuple(trained.token_ids[part] for part in bpe.merge(piece, trained.merge_ranks))
                         for piece in pieces]
+
+            def merge_from(self, parts):
+                import numpy as np
+
+                from tokenizer import bpe
+
+                stand_in.parts_carried_on.append(len(parts))
+                token_bytes = {i: token for token, i in trained.token_ids.items()}
+                merged = bpe.merge_from([token_bytes[i] for i in parts.tolist()], trained.merge_ranks)
+                return np.array([trained.token_ids[part] for part in merged], dtype=np.int32)
 
         self.kernel = types.SimpleNamespace(CompiledBPE=CompiledBPE)
 
@@ -514,14 +544,16 @@ def test_a_kernel_that_arrives_during_a_long_call_merges_its_later_stalled_segme
         assert enc.core.last_route.name == "PIECE_CACHE"
     assert ids == expected
     # the first stalled segment went to Python; once it was merged, the kernel was there, and the later ones
-    # went to it, from their bytes
+    # went to it, as the rounds had left them (from their 6,000 bytes before: the rounds' merges done again)
     assert 0 < batch_bpe.parts_merged_one_at_a_time() - in_python_before < 6_000
-    assert len(stand_in.merged_bytes) >= 2 and set(stand_in.merged_bytes) == {6_000}
+    assert stand_in.merged_bytes == []
+    assert len(stand_in.parts_carried_on) >= 2 and all(0 < parts < 6_000 for parts in stand_in.parts_carried_on)
 
 
 def test_a_kernel_that_arrives_while_a_segment_is_merged_in_python_takes_it_over(monkeypatch):
     # one stalled segment of megabytes is some seconds of Python: batch BPE asks again as it goes
-    # (TELL_EVERY_MERGES), and hands the segment to a kernel that has come meanwhile
+    # (TELL_EVERY_MERGES), and hands the segment to a kernel that has come meanwhile, as far as it has merged it
+    # (it handed over the segment's bytes, and the kernel did the rounds' merges and Python's again)
     import tiktoken
 
     from test_batch_bpe import random_letters, trained_on_letters
@@ -539,5 +571,6 @@ def test_a_kernel_that_arrives_while_a_segment_is_merged_in_python_takes_it_over
     ids = enc.encode_ordinary(text)
     oracle = tiktoken.Encoding("letters", pat_str=enc.pat_str, mergeable_ranks=dict(enc.token_ids), special_tokens={})
     assert ids == oracle.encode_ordinary(text)
-    assert stand_in.merged_bytes == [20_000]
     assert batch_bpe.parts_merged_one_at_a_time() - before == 500  # (Python stopped at the first tell)
+    assert stand_in.merged_bytes == [] and len(stand_in.parts_carried_on) == 1
+    assert stand_in.parts_carried_on[0] < 20_000 - 500  # (the rounds' merges, and Python's 500, not done again)

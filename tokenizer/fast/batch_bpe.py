@@ -41,9 +41,11 @@ hardly shortens leaves the rounds and is finished one merge at a time with a hea
 cost the square of the piece's length. Those merges run in Python, microseconds a part, as ``bpe.merge``'s do:
 a caller that can have the compiled kernel passes ``kernel_soon`` (:data:`KernelSoon`), which batch BPE tells of
 that work as it goes (the fast core counts it toward loading the kernel as bytes merged by ``bpe.merge``,
-:mod:`tokenizer.fast.compiled_bpe`) and which gives the kernel's merge once it has arrived: from then on, even in
-the middle of a call (a text of megabytes with no safe cut is one piece, one segment), a stalled segment is
-merged by the kernel from its bytes. :func:`parts_merged_one_at_a_time` counts the parts merged in Python.
+:mod:`tokenizer.fast.compiled_bpe`) and which gives the kernel's ``merge_from`` once it has arrived: from then on,
+even in the middle of a call (a text of megabytes with no safe cut is one piece, one segment), the kernel carries
+on merging each stalled segment from the parts it has reached, in the rounds or one at a time in Python (the
+kernel's heap loop starts from any parts: no merge is done twice). :func:`parts_merged_one_at_a_time` counts the
+parts merged in Python.
 
 What this module does not do: the whole-piece rule (a piece that is itself a token is that token: the caller
 decides, as :class:`tokenizer.encoding.Encoding` does), pre-tokenization, caching, or ids other than the
@@ -90,14 +92,14 @@ LONG_SEGMENT_PARTS = 256
 STALLED_PARTS_PER_JOIN = 128
 
 
-# What merges segments as encode_blob does (the compiled kernel's CompiledBPE.encode_blob): (blob, lengths) -> (ids,
-# sizes).
-Merge = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+# BPE carried on from a segment's parts (ids, some merged already) to its ids, as bpe.merge_from carries on from
+# bytes: the compiled kernel's CompiledBPE.merge_from.
+MergeFrom = Callable[[np.ndarray], np.ndarray]
 
 # A caller's kernel_soon (encode_blob): told how many more parts batch BPE merged one at a time in Python (0: none
-# since it was last told), it gives the compiled kernel's merge once the process has it (and at every later call),
-# else None (at once, never waiting).
-KernelSoon = Callable[[int], "Merge | None"]
+# since it was last told), it gives the compiled kernel's merge_from once the process has it (and at every later
+# call), else None (at once, never waiting).
+KernelSoon = Callable[[int], "MergeFrom | None"]
 
 # A segment merged one at a time tells kernel_soon of its progress every this many merges (some 50-100 ms of
 # Python), so that a kernel that arrives while a segment of megabytes is being merged takes over.
@@ -550,8 +552,9 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable,
     lengths, as arrays: the ids of all pieces one after another, and how many ids each piece has.
 
     ``kernel_soon`` (:data:`KernelSoon`), if given, is asked before each segment the rounds hardly shorten is
-    merged one at a time, and told of those merges as they go; once it gives the compiled kernel's merge, that
-    segment and every later one is merged by it from its bytes (the same ids: both follow ``bpe.merge``'s rule).
+    merged one at a time, and told of those merges as they go; once it gives the compiled kernel's merge_from,
+    the kernel carries on from that segment's parts as they are, and merges every later one from the parts the
+    rounds left (the same ids: both follow ``bpe.merge``'s rule, from any parts BPE can reach).
     """
     piece_ends = np.cumsum(piece_lengths)
     if not len(blob):
@@ -568,8 +571,7 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable,
     boundary[piece_ends[piece_lengths > 0] - 1] = no_merge
     segment_ends = np.flatnonzero(boundary == no_merge) + 1
     lengths = np.diff(segment_ends, prepend=0)
-    segment_bytes = lengths  # (how many bytes each segment has: where a compiled merge finds its bytes)
-    compiled_merge = None  # the compiled kernel's merge, once kernel_soon gives it
+    kernel_merge_from = None  # the compiled kernel's merge_from, once kernel_soon gives it
     # A segment of one byte is finished already; the others go into the rounds.
     single = lengths == 1
     single_at = segment_ends[single] - 1
@@ -603,22 +605,18 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable,
             done_parts.append(parts[np.flatnonzero(out)])
             if len(stalled):
                 for segment in stalled.tolist():
-                    if compiled_merge is None and kernel_soon is not None:
-                        compiled_merge = kernel_soon(0)
+                    if kernel_merge_from is None and kernel_soon is not None:
+                        kernel_merge_from = kernel_soon(0)
                     begin = int(starts[segment])
-                    ids = None
-                    if compiled_merge is None:
-                        ids = _merge_one_at_a_time(parts[begin : begin + int(lengths[segment])].tolist(), table,
-                                                   kernel_soon)
-                    if ids is None:  # the kernel is here (or came while the segment was merged): it merges it
-                        compiled_merge = compiled_merge or kernel_soon(0)  # (given once, it is given again)
-                        number = int(segment_index[segment])
-                        end = int(segment_ends[number])
-                        ids = compiled_merge(blob[end - int(segment_bytes[number]) : end],
-                                             segment_bytes[number : number + 1])[0].tolist()
+                    ids = parts[begin : begin + int(lengths[segment])]  # (the parts the rounds reached)
+                    if kernel_merge_from is None:  # Python merges, until the segment is done or the kernel comes
+                        merged_so_far, kernel_merge_from = _merge_one_at_a_time(ids.tolist(), table, kernel_soon)
+                        ids = np.array(merged_so_far, dtype=parts.dtype)
+                    if kernel_merge_from is not None:  # the kernel carries on from the parts as they are
+                        ids = kernel_merge_from(ids).astype(parts.dtype, copy=False)
                     done_index.append(segment_index[segment : segment + 1])
                     done_lengths.append(np.array([len(ids)], dtype=lengths.dtype))
-                    done_parts.append(np.array(ids, dtype=parts.dtype))
+                    done_parts.append(ids)
                 finished[stalled] = True  # (out of the rounds too, from here on)
                 stalled = stalled[:0]
                 out = np.repeat(finished, lengths)
@@ -679,16 +677,16 @@ def encode_blob(blob: np.ndarray, piece_lengths: np.ndarray, table: PairTable,
 
 
 def _merge_one_at_a_time(parts: list[int], table: PairTable,
-                         kernel_soon: KernelSoon | None = None) -> list[int] | None:
-    """The ids of a segment whose parts are ``parts`` (ids, a list it changes) when BPE goes on from them: the
-    leftmost pair of lowest rank joined, one after another, as :func:`tokenizer.bpe.merge_heap` does with bytes
-    (O(n log n), for the segments the rounds hardly shorten). The candidate pairs wait in a heap as ``(rank,
-    position, left, right, merged)``: ordered by where their left part is after their rank, so that of equal
-    ranks the leftmost is joined first; an entry whose parts have changed since it was pushed is skipped.
+                         kernel_soon: KernelSoon | None = None) -> tuple[list[int], MergeFrom | None]:
+    """``(ids, None)``: the ids of a segment whose parts are ``parts`` (ids, a list it changes) when BPE goes on
+    from them: the leftmost pair of lowest rank joined, one after another, as :func:`tokenizer.bpe.merge_heap`
+    does with bytes (O(n log n), for the segments the rounds hardly shorten). The candidate pairs wait in a heap
+    as ``(rank, position, left, right, merged)``: ordered by where their left part is after their rank, so that
+    of equal ranks the leftmost is joined first; an entry whose parts have changed since it was pushed is skipped.
 
     ``kernel_soon`` is told of the parts as they are merged (every ``TELL_EVERY_MERGES`` merges, the rest at the
-    end: ``len(parts)`` in all); None if it gives the compiled kernel meanwhile (the caller's kernel merges the
-    segment: the work here is dropped)."""
+    end: ``len(parts)`` in all). If it gives the compiled kernel's merge_from meanwhile, the merging stops there:
+    ``(the parts reached, that merge_from)``, for the kernel to carry on from them (none of the work is lost)."""
     count = len(parts)
     told = 0  # the parts told of so far (to kernel_soon and the count of parts_merged_one_at_a_time)
     merges = 0
@@ -720,13 +718,14 @@ def _merge_one_at_a_time(parts: list[int], table: PairTable,
         merges += 1
         if merges % TELL_EVERY_MERGES == 0:
             _ONE_AT_A_TIME.parts += merges - told
-            if kernel_soon is not None and kernel_soon(merges - told) is not None:
-                return None
+            kernel_merge_from = kernel_soon(merges - told) if kernel_soon is not None else None
+            if kernel_merge_from is not None:
+                return [part for part in parts if part >= 0], kernel_merge_from
             told = merges
     _ONE_AT_A_TIME.parts += count - told
     if kernel_soon is not None:
         kernel_soon(count - told)  # (the segment is done: a kernel that came just now serves the next one)
-    return [part for part in parts if part >= 0]
+    return [part for part in parts if part >= 0], None
 
 
 # The pairs of each pair table in a dict, ``key -> rank << 32 | merged id``, for _merge_one_at_a_time: made once

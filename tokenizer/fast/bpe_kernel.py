@@ -21,7 +21,8 @@ for GPT-2, text without spaces for a vocabulary trained on such text) keeps its 
 (``HEAP_MIN_PARTS``): a scan per merge would cost the square of its length (200,000 ``a`` took 38 s).
 
 :class:`CompiledBPE` holds the arguments for one vocabulary and calls the kernel on a list of byte strings (or,
-for the array path, on pieces laid end to end).
+for the array path, on pieces laid end to end), or carries on merging a segment batch BPE has partly merged
+(:meth:`CompiledBPE.merge_from`).
 
 Only :mod:`tokenizer.fast.compiled_bpe` imports this module, and only when numba is installed (the ``train``
 extra); the machine code is cached on disk (:func:`tokenizer.numba_cache.folder`): compiled once per machine by
@@ -161,6 +162,23 @@ def _merge_with_heap(parts, ranks, merged, n, slot_keys, slot_ranks, slot_merged
 
 
 @_compiled
+def merge_from_parts(parts, slot_keys, slot_ranks, slot_merged, slot_bits, n_ids, no_merge):
+    """BPE carried on from ``parts`` (the ids of one segment, some of them merged already), in place, as
+    :func:`tokenizer.bpe.merge_from` carries on from bytes: the pairs the parts make are looked up, then merged
+    by _merge_with_heap, the loop that merges a long segment from its bytes. For batch BPE, whose rounds (or
+    merges one at a time in Python) hand over a long segment part way. Returns how many parts are left, in
+    ``parts[:count]``."""
+    n = len(parts)
+    shift = 64 - slot_bits
+    ranks = np.full(n, no_merge, np.int32)  # ranks[i]: rank of joining parts i and i + 1 (no_merge: none)
+    merged = np.zeros(n, np.int32)
+    for at in range(n - 1):
+        ranks[at], merged[at] = _pair(parts[at], parts[at + 1], slot_keys, slot_ranks, slot_merged, shift, n_ids,
+                                      no_merge)
+    return _merge_with_heap(parts, ranks, merged, n, slot_keys, slot_ranks, slot_merged, shift, n_ids, no_merge)
+
+
+@_compiled
 def _mix64(x):
     """piece_arrays.mix64 of one uint64."""
     x = (x ^ (x >> np.uint64(30))) * _MIX_1
@@ -296,9 +314,10 @@ class CompiledBPE:
         pair_arrays = [(pairs.slot_keys, np.int64), (pairs.slot_ranks, np.int32), (pairs.slot_merged, np.int32)]
         byte_arrays = [(pairs.byte_ids, np.int32), (pairs.byte_pair_ranks, np.int32),
                        (pairs.byte_pair_merged, np.int32), (pairs.boundary_rank, np.int32)]
+        self._pair_tables = (*map(_read_only, pair_arrays), int(pairs.slot_bits), int(pairs.n_ids),
+                             int(pairs.no_merge))
         self._tables = (bool(whole_piece_tokens), *map(_read_only, arrays), int(token["slot_bits"]),
-                        *map(_read_only, pair_arrays), int(pairs.slot_bits), int(pairs.n_ids), int(pairs.no_merge),
-                        *map(_read_only, byte_arrays))
+                        *self._pair_tables, *map(_read_only, byte_arrays))
 
     def encode(self, pieces: Sequence[bytes]) -> list[tuple[int, ...]]:
         """The token ids of each piece (bytes)."""
@@ -322,6 +341,13 @@ class CompiledBPE:
         blob.flags.writeable = False  # (the one type the kernel is compiled for)
         written = merge_pieces(blob, ends, False, *self._tables[1:], ids, id_ends)
         return ids[:written], np.diff(id_ends, prepend=0)
+
+
+    def merge_from(self, parts: np.ndarray) -> np.ndarray:
+        """The ids BPE gives a segment whose parts are ``parts`` (ids, some merged already), as
+        :func:`tokenizer.bpe.merge_from` gives bytes: for batch BPE's segments handed over part way merged."""
+        parts = np.array(parts, dtype=np.int32)  # (a copy, writable: the kernel merges in place)
+        return parts[: merge_from_parts(parts, *self._pair_tables)]
 
 
 def _read_only(array_and_type: tuple[np.ndarray, type]) -> np.ndarray:

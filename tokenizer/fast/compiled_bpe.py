@@ -135,6 +135,7 @@ def _warm_up(kernel: ModuleType) -> None:
     for whole_piece_tokens, last in ((True, (257,)), (False, (256,) * 10)):
         compiled = kernel.CompiledBPE(*tables, whole_piece_tokens=whole_piece_tokens)
         assert compiled.encode([b"abab", b"x", b"ab" * 10]) == [(256, 256), (120,), last]
+        assert compiled.merge_from([97, 98, 256, 97, 98]).tolist() == [256, 256, 256]
 
 
 def main() -> int:

@@ -654,12 +654,13 @@ class FastCore:
         """Batch BPE's question before and while it merges a segment one merge at a time, in Python
         (:data:`tokenizer.fast.batch_bpe.KernelSoon`): the parts it merged so are counted as bytes merged by
         ``bpe.merge`` (a few µs each, not a character of the NumPy rounds, a 64th of one), and the compiled
-        kernel's merge is the answer once this process has it (None before). A text of megabytes with no safe
-        cut is one piece and one segment: asked only at the start of the call, it stayed in Python throughout."""
+        kernel's ``merge_from`` is the answer once this process has it (None before): it carries on from the
+        parts batch BPE has reached. A text of megabytes with no safe cut is one piece and one segment: asked
+        only at the start of the call, it stayed in Python throughout."""
         if self._compiled is None:  # (a report costs microseconds; a stalled segment, milliseconds or more)
             self._unreported_bytes += parts_merged_alone
             self._report_python_bpe()
-        return self._compiled.encode_blob if self._compiled is not None else None
+        return self._compiled.merge_from if self._compiled is not None else None
 
     def _array_tables(self) -> TokenTables | None:
         """The tables of the array path, built on first need; None if there is none for this vocabulary."""
