@@ -25,6 +25,7 @@ import argparse
 import codecs
 import contextlib
 import errno
+import functools
 import math
 import os
 import re
@@ -214,6 +215,7 @@ def comma_readings(joined: str, is_name, *, widest: int | None = None) -> list[l
     """
     parts = joined.split(",")
     widest = len(parts) if widest is None else widest
+    is_name = functools.cache(is_name)  # (the count and the walks below ask of a name again: a path is a stat)
 
     def names_at(start: int):
         """``(end, name)`` of each name that can start at part ``start``, longest first ("" for a blank part)."""
