@@ -2,10 +2,11 @@
 
 A notebook (``docs/01-characters-to-bpe.ipynb``) is its markdown page (``docs/01-characters-to-bpe.md``) cut into
 cells: prose into markdown cells, each ``>>>`` example and each plain code block into a code cell, with the
-outputs that running the cells in order gives (a value's ``repr``, and its ``_repr_html_`` when it has one, as
-Jupyter shows it). An example that expects an exception becomes ``try``/``except`` that prints it, so "Run all"
-goes to the end. A first code cell moves to the repository root, where the page's code runs: Jupyter starts a
-notebook in its own folder, docs/. tests/test_notebooks.py runs the cells again and checks the notebook is exactly
+outputs that running the cells in order gives (a value as Jupyter prints it, :func:`shown`: a container too wide for
+a line is cut one item to a line, not left as its one-line ``repr``; and its ``_repr_html_`` when it has one).
+An example that expects an exception becomes ``try``/``except`` that prints it, so "Run all" goes to the end. A
+first code cell moves to the repository root, where the page's code runs: Jupyter starts a notebook in its own
+folder, docs/. tests/test_notebooks.py runs the cells again and checks the notebook is exactly
 what this makes: neither the page nor the code can change without the notebook showing it. A cell that prints a
 timing says so with the comment ``# timing: ...`` (``VARIES``): its printed numbers are compared as ``N``
 (:func:`comparable`), the rest of its output as it is.
@@ -94,11 +95,76 @@ def run_cell(source: str, namespace: dict, count: int) -> list[dict]:
     if stdout.getvalue():
         outputs.append({"name": "stdout", "output_type": "stream", "text": lines(stdout.getvalue())})
     if value is not None:
-        data = {"text/plain": lines(repr(value))}
+        data = {"text/plain": lines(shown(value))}
         if hasattr(value, "_repr_html_"):
             data["text/html"] = lines(value._repr_html_())
         outputs.append({"data": data, "execution_count": count, "metadata": {}, "output_type": "execute_result"})
     return outputs
+
+
+# Jupyter shows a cell's value with IPython's pretty printer, not repr(): a list, tuple, dict or set that does not fit
+# in 79 columns is cut after its commas, one item to a line, so a learner's run looks like this and not like the
+# one long line repr() gives. Everything else (a str, an array, tokenizer.teach's objects) is shown as its repr().
+# (Not followed: IPython's quirks with a container as a dict's key, an array's repr inside a container, and
+# containers of over 1,000 items, which no walkthrough shows.)
+JUPYTER_WIDTH = 79
+BRACKETS = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}"), set: ("{", "}"), frozenset: ("frozenset({", "})")}
+
+
+def shown(value) -> str:
+    """The text/plain Jupyter shows for ``value``."""
+    return laid_out(value, column=0, indent=0, after=0)
+
+
+def items_of(value) -> list[tuple[str, object]]:
+    """A container's items as (text before the item, item): a dict's key with its ": ", in the dict's order; a
+    set's elements in sorted order when they sort, as IPython shows them."""
+    if isinstance(value, dict):
+        return [(flat(key) + ": ", item) for key, item in value.items()]
+    if isinstance(value, (set, frozenset)):
+        try:
+            return [("", item) for item in sorted(value)]
+        except TypeError:  # elements of kinds that do not compare keep the set's order
+            pass
+    return [("", item) for item in value]
+
+
+def brackets_of(value) -> tuple[str, str]:
+    start, end = BRACKETS[type(value)]
+    return start, ("," if type(value) is tuple and len(value) == 1 else "") + end  # (1,)
+
+
+def flat(value) -> str:
+    """``value`` on one line: repr(), but with a set's elements sorted, at any depth. A subclass (a namedtuple, a
+    Counter) and an empty container are their repr(), as in IPython."""
+    if type(value) not in BRACKETS or not value:
+        return repr(value)
+    start, end = brackets_of(value)
+    return start + ", ".join(before + flat(item) for before, item in items_of(value)) + end
+
+
+def laid_out(value, column: int, indent: int, after: int) -> str:
+    """``value`` printed from ``column``, its broken lines indented by ``indent`` (IPython indents by the depth of
+    brackets, not to the column), with ``after`` characters that must follow it on its last line (a comma, closing
+    brackets): on one line if that fits in JUPYTER_WIDTH, else one item to a line, each laid out the same way."""
+    one_line = flat(value)
+    fits = "\n" not in one_line and column + len(one_line) + after <= JUPYTER_WIDTH  # an array's repr never fits
+    if type(value) not in BRACKETS or not value or fits:
+        return one_line.replace("\n", "\n" + " " * indent)  # a repr of many lines continues at the indent
+    start, end = brackets_of(value)
+    items = items_of(value)
+    inner_indent = indent + len(start)
+    text, column = start, column + len(start)
+    for number, (before, item) in enumerate(items):
+        last = number == len(items) - 1
+        if number:
+            text += ",\n" + " " * inner_indent
+            column = inner_indent
+        item_text = before + laid_out(item, column + len(before), inner_indent, len(end) + after if last else 1)
+        text += item_text
+        # the column its last line ends at (a broken item's last line starts at the left margin)
+        column = len(item_text.rsplit("\n", 1)[-1]) if "\n" in item_text else column + len(item_text)
+    return text + end
 
 
 def run_notebook(cells: list[dict]) -> list[dict]:

@@ -61,6 +61,26 @@ def test_an_expected_exception_is_printed_so_run_all_goes_on():
     assert cell["outputs"][0]["text"] == ["ValueError: invalid literal for int() with base 10: 'x'\n"]
 
 
+def test_a_value_is_stored_as_jupyter_shows_it():
+    # Jupyter (IPython's pretty printer) cuts a container wider than 79 columns one item to a line, indenting by
+    # bracket depth, sorts a set, and leaves what fits alone; the strings below are what IPython printed for them
+    page = """```python
+>>> [f"{b:08b}" for b in "é中😀".encode("utf-8")[:5]] + ["1" * 20]
+>>> {"attn": {"c_attn": {"w": (16, 48), "b": (48,)}, "c_proj": {"w": (16, 16), "b": (16,)}}, "ln_1": {"g": (16,)}}
+>>> {3, 1, 2}, (7,), [256] * 3
+>>> "x" * 100
+
+```
+"""
+    shown = ["".join(cell["outputs"][0]["data"]["text/plain"]) for cell in run_notebook(cells_of(page))]
+    assert shown == [
+        "['11000011',\n '10101001',\n '11100100',\n '10111000',\n '10101101',\n '11111111111111111111']",
+        "{'attn': {'c_attn': {'w': (16, 48), 'b': (48,)},\n  'c_proj': {'w': (16, 16), 'b': (16,)}},\n"
+        " 'ln_1': {'g': (16,)}}",
+        "({1, 2, 3}, (7,), [256, 256, 256])",
+        repr("x" * 100)]  # a string is never cut
+
+
 def test_show_renders_spans_with_the_ids_of_encode():
     text = "Not all <b>heroes</b> wear capes.<|endoftext|>\n"
     shown = show(text, "cl100k_base")
