@@ -248,3 +248,44 @@ def test_every_line_of_vocab_bpe_a_walkthrough_names_holds_the_merge_it_says():
             assert int(line.replace(",", "")) == int(number.replace(",", "")) + 2, f"{page.name}: merge #{number}"
             checked += 1
     assert checked >= 5
+
+
+# The seed curriculum's functions (OpenAI's encoder.py, Karpathy's tokenizer lecture, picoGPT) -> the walkthrough
+# that teaches each and the function of this repository that does that step (the one the product calls)
+CURRICULUM = {
+    "bytes_to_unicode": ("03", "tokenizer", "bytes_to_unicode"),
+    "get_pairs": ("04", "gpt2_numpy.encoder", "get_pairs"),
+    "bpe": ("04", "gpt2_numpy.encoder", "Encoder.bpe"),
+    "get_stats": ("01", "tokenizer.training.reference", "count_pairs"),
+    "merge": ("01", "tokenizer.training.reference", "merge_pair"),
+    "gelu": ("07", "gpt2_numpy.model", "gelu"),
+    "softmax": ("07", "gpt2_numpy.model", "softmax"),
+    "layer_norm": ("07", "gpt2_numpy.model", "layer_norm"),
+    "linear": ("07", "gpt2_numpy.model", "linear"),
+    "ffn": ("07", "gpt2_numpy.model", "ffn"),
+    "attention": ("07", "gpt2_numpy.model", "attention"),
+    "mha": ("07", "gpt2_numpy.model", "mha"),
+    "transformer_block": ("07", "gpt2_numpy.model", "transformer_block"),
+    "gpt2": ("07", "gpt2_numpy.model", "gpt2"),
+    "generate": ("07", "gpt2_numpy.model", "generate_reference"),
+    "load_encoder_hparams_and_params": ("07", "gpt2_numpy.checkpoints", "load_encoder_hparams_and_params"),
+}
+
+
+@pytest.mark.parametrize("name", CURRICULUM)
+def test_a_function_the_curriculum_names_is_found_in_its_walkthrough_under_its_name_here(name):
+    """A learner coming from Karpathy's lecture looks for `get_stats` and `merge`: the walkthrough that teaches a
+    curriculum's function names it, in one paragraph with this repository's function for that step, which
+    exists."""
+    import importlib
+
+    number, module, ours = CURRICULUM[name]
+    found = importlib.import_module(module)
+    for attribute in ours.split("."):
+        found = getattr(found, attribute)
+    assert callable(found)
+    (page,) = (REPO / "docs").glob(f"{number}-*.md")
+    paragraphs = page.read_text(encoding="utf-8").split("\n\n")
+    short = ours.split(".")[-1]
+    assert any(re.search(rf"`[\w.]*\b{name}[`(]", text) and re.search(rf"\b{short}\b", text) for text in paragraphs), (
+        f"{page.name} names neither `{name}` nor, beside it, {short}, which does that step here")
