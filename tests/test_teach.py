@@ -190,6 +190,23 @@ def test_merge_number_is_the_place_in_the_merge_list():
     assert merge_number(trained, b"ab") == 0 and merge_number(trained, b"abc") == 1  # ids 300 and 256
 
 
+def test_the_legend_says_whose_rank_the_token_id_is():
+    """explain's legend called the token id "the merge's rank in OpenAI's encodings", while 03 teaches that
+    OpenAI's encoder.py ranks a merge by its merge number (bpe_ranks): the rank that is the token id is tiktoken's,
+    and explain and the playground say so."""
+    from gpt2_numpy.encoder import get_encoder
+    from tokenizer.teach import explain_lines, merge_number
+
+    gpt2 = get_encoding("gpt2")
+    openai_rank = get_encoder("124M", "models").bpe_ranks[("Ġ", "c")]
+    assert openai_rank == merge_number(gpt2, b" c") == 13 and gpt2.merge_ranks[b" c"] == gpt2.token_ids[b" c"] == 269
+    legend = "".join(list(explain_lines("capes"))[1:3])
+    assert "token id: the id of the token it makes, which is also the merge's rank in tiktoken's encodings" in legend
+    assert "OpenAI" not in legend
+    playground = (REPO / "tokenizer" / "playground" / "playground.js").read_text(encoding="utf-8")
+    assert "token id: the token it makes, which tiktoken's encodings also rank merges by." in playground
+
+
 def test_merge_number_of_what_no_merge_makes_is_refused():
     """merge_number(gpt2, b"a") answered 0, the place of the first merge (" t"): gpt2's table ranks its 256 bytes
     too, and a byte's rank counted no merged token before it. A trained encoding said KeyError: b'a', and a str

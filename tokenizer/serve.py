@@ -18,7 +18,7 @@ JSON API, which scripts may use too (GET with a query, or POST a JSON object of 
 special-token text becomes its id (the teaching tools' default, :data:`tokenizer.teach.TEACHING_SPECIAL_RULE`),
 is an error (tiktoken's default), or is encoded as plain text. Each merge of the trace is named by its place
 among the encoding's merges (``merge``, from 0: for gpt2 merge r is line r + 2 of ``vocab.bpe``, after its
-header) and by the id of the token it makes (``id``; OpenAI's encodings also rank merges by it), never by a bare
+header) and by the id of the token it makes (``id``; tiktoken's encodings also rank merges by it), never by a bare
 rank. A mistake
 (unknown encoding or field, text over a limit below, a malformed query, a URL over 64 KB, a method other than
 GET, POST, HEAD and OPTIONS) is answered with a 4xx or 5xx status and

@@ -8,8 +8,8 @@
 merge as it happens (its ``on_merge`` hook), so the steps shown are the reference's own. Each merge is named
 twice, never by a bare "rank": ``merge #13`` is its place among the encoding's merges (0-based; for gpt2 its
 place in ``vocab.bpe`` after the header line, so merge #r is line r + 2 of the file, and the ``bpe_ranks`` of
-OpenAI's ``encoder.py``) and ``token id 269`` the token it makes (for OpenAI's encodings also the rank BPE orders
-merges by, their ``merge_ranks``). A pre-token that is
+OpenAI's ``encoder.py``) and ``token id 269`` the token it makes (for tiktoken's encodings also the rank BPE
+orders merges by, their ``merge_ranks``). A pre-token that is
 itself a token (``" heroes"``) shows both views, which agree: tiktoken's shortcut takes it whole, and the
 merges OpenAI's ``bpe()`` makes end at the same token, because each token of OpenAI's files is made by exactly
 one merge of two tokens made before it.
@@ -71,7 +71,7 @@ MAX_EXPLAIN_BYTES = 500
 
 class MergeStep(NamedTuple):
     """One BPE merge: the pair joined, its rank and the parts afterwards. ``rank`` is the encoding's
-    ``merge_ranks`` value, the order of merges (lower first): for OpenAI's encodings the token id of
+    ``merge_ranks`` value, the order of merges (lower first): for tiktoken's encodings the token id of
     ``left + right``, for a trained one its merge number. Show it as :func:`merge_number` and the token id."""
 
     rank: int
@@ -348,7 +348,8 @@ def explain_lines(
     yield (f"encoding {shown_as or enc.name}: special tokens first, then the pattern cuts pre-tokens, then BPE "
            "merges each")
     yield "(merge #N: the merge's place among the encoding's merges, from 0; token id: the id of the token it makes,"
-    yield " which is also the merge's rank in OpenAI's encodings: merges apply in that order)"
+    # tiktoken's, not OpenAI's: OpenAI's encoder.py ranks a merge by its merge number (bpe_ranks), as 03 teaches
+    yield " which is also the merge's rank in tiktoken's encodings: merges apply in that order)"
     for piece in pieces:
         if piece.special:
             if piece.text in enc.special_tokens:

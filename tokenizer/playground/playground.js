@@ -317,7 +317,7 @@ function drawMerges(story) {
       + "(highlighted). "
       + "merge #: the merge's place among the encoding's merges, from 0 (gpt2: merge #r is line r + 2 of "
       + "vocab.bpe, after its header); "
-      + "token id: the token it makes, which OpenAI's encodings also rank merges by.";
+      + "token id: the token it makes, which tiktoken's encodings also rank merges by.";
     notes.push(p);
   }
   box.replaceChildren(...notes, ...(story.steps.length ? [table] : []));
