@@ -289,3 +289,16 @@ def test_a_function_the_curriculum_names_is_found_in_its_walkthrough_under_its_n
     short = ours.split(".")[-1]
     assert any(re.search(rf"`[\w.]*\b{name}[`(]", text) and re.search(rf"\b{short}\b", text) for text in paragraphs), (
         f"{page.name} names neither `{name}` nor, beside it, {short}, which does that step here")
+
+
+def test_a_piece_is_a_pre_token_in_the_prose():
+    """01 opened with "it cuts text into pieces (tokens)" while 03, 04 and the README call a pre-token a piece
+    (encoding one piece, the whole-piece rule, the piece cache), and 02 called chunks of a stream pieces: in the
+    walkthroughs' prose, "piece" is said only where a pre-token is meant, in a paragraph that says so, or in the
+    names the code gives it."""
+    for page in DOCS:
+        prose = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+        for paragraph in re.split(r"\n\s*\n", prose):
+            plain = re.sub(r"whole-piece|piece cache|`[^`]*`", "", paragraph)
+            if re.search(r"\bpieces?\b", plain, re.I):
+                assert "pre-token" in paragraph, f"{page.name}: a piece that is no pre-token:\n{paragraph}"
