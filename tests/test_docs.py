@@ -302,3 +302,11 @@ def test_a_piece_is_a_pre_token_in_the_prose():
             plain = re.sub(r"whole-piece|piece cache|`[^`]*`", "", paragraph)
             if re.search(r"\bpieces?\b", plain, re.I):
                 assert "pre-token" in paragraph, f"{page.name}: a piece that is no pre-token:\n{paragraph}"
+
+
+def test_a_merges_place_has_one_name():
+    """The README's table and 04's called a merge's place in the list a "merge index" where 03, explain and the
+    playground call it its merge number (`merge #`): one thing, one name, in the walkthroughs and the README."""
+    for page in [*DOCS, REPO / "README.md"]:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        assert not re.search(r"merge (index|position)", text, re.I), f"{page.name}: say merge number"
