@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import importlib
 import io
 import os
 import re
@@ -272,13 +273,30 @@ CURRICULUM = {
 }
 
 
+# CS336's steps have no names of their own: the walkthrough that teaches a step names the function of this
+# repository that does it, with its file
+CS336_STEPS = {
+    "special tokens split first, pre-tokenize, count": ("02", "tokenizer/training/counting.py", "count_pretokens"),
+    "merge with the lexicographic tie-break": ("01", "tokenizer/training/reference.py", "learn_merges_reference"),
+}
+
+
+@pytest.mark.parametrize("step", CS336_STEPS)
+def test_a_cs336_step_is_found_in_its_walkthrough_with_the_file_and_function_that_do_it(step):
+    number, file, function = CS336_STEPS[step]
+    module = importlib.import_module(file.removesuffix(".py").replace("/", "."))
+    assert callable(getattr(module, function))
+    (page,) = (REPO / "docs").glob(f"{number}-*.md")
+    paragraphs = page.read_text(encoding="utf-8").split("\n\n")
+    assert any(f"`{function}`" in text and f"`{file}`" in text for text in paragraphs), (
+        f"{page.name} does not name `{function}` with its file `{file}`, which does CS336's step: {step}")
+
+
 @pytest.mark.parametrize("name", CURRICULUM)
 def test_a_function_the_curriculum_names_is_found_in_its_walkthrough_under_its_name_here(name):
     """A learner coming from Karpathy's lecture looks for `get_stats` and `merge`: the walkthrough that teaches a
     curriculum's function names it, in one paragraph with this repository's function for that step, which
     exists."""
-    import importlib
-
     number, module, ours = CURRICULUM[name]
     found = importlib.import_module(module)
     for attribute in ours.split("."):
