@@ -254,7 +254,7 @@ def test_every_line_of_vocab_bpe_a_walkthrough_names_holds_the_merge_it_says():
 # The seed curriculum's functions (OpenAI's encoder.py, Karpathy's tokenizer lecture, picoGPT) -> the walkthrough
 # that teaches each and the function of this repository that does that step (the one the product calls)
 CURRICULUM = {
-    "bytes_to_unicode": ("03", "tokenizer", "bytes_to_unicode"),
+    "bytes_to_unicode": ("03", "tokenizer.vocab_files", "bytes_to_unicode"),
     "get_pairs": ("04", "gpt2_numpy.encoder", "get_pairs"),
     "bpe": ("04", "gpt2_numpy.encoder", "Encoder.bpe"),
     "get_stats": ("01", "tokenizer.training.reference", "count_pairs"),
@@ -296,7 +296,7 @@ def test_a_cs336_step_is_found_in_its_walkthrough_with_the_file_and_function_tha
 def test_a_function_the_curriculum_names_is_found_in_its_walkthrough_under_its_name_here(name):
     """A learner coming from Karpathy's lecture looks for `get_stats` and `merge`: the walkthrough that teaches a
     curriculum's function names it, in one paragraph with this repository's function for that step, which
-    exists."""
+    exists, and names the file that function is in."""
     number, module, ours = CURRICULUM[name]
     found = importlib.import_module(module)
     for attribute in ours.split("."):
@@ -307,6 +307,8 @@ def test_a_function_the_curriculum_names_is_found_in_its_walkthrough_under_its_n
     short = ours.split(".")[-1]
     assert any(re.search(rf"`[\w.]*\b{name}[`(]", text) and re.search(rf"\b{short}\b", text) for text in paragraphs), (
         f"{page.name} names neither `{name}` nor, beside it, {short}, which does that step here")
+    file = module.replace(".", "/") + ".py"
+    assert f"`{file}`" in " ".join(paragraphs), f"{page.name} does not say that {short} is in `{file}`"
 
 
 def test_a_piece_is_a_pre_token_in_the_prose():
