@@ -207,6 +207,40 @@ def test_the_legend_says_whose_rank_the_token_id_is():
     assert "token id: the token it makes, which tiktoken's encodings also rank merges by." in playground
 
 
+def test_an_added_token_is_called_an_added_token_in_the_notebook_and_the_playground_as_explain_prints_it(tmp_path):
+    """explain printed "added token '<x>'" for a tokenizer.json's added token that is not special, while its
+    notebook table and the playground called it a special token (cut out by the special-token rule)."""
+    import json
+
+    from tokenizer.loading import load_encoding
+    from tokenizer.serve import Playground
+    from tokenizer.vocab_files import token_to_gpt2_str
+
+    def added(token_id, content, special):
+        return {"id": token_id, "content": content, "special": special, "single_word": False, "lstrip": False,
+                "rstrip": False, "normalized": False}
+
+    vocab = {token_to_gpt2_str(bytes([b])): b for b in range(256)} | {"ab": 256}
+    (tmp_path / "tokenizer.json").write_text(json.dumps({
+        "version": "1.0", "added_tokens": [added(257, "<x>", False), added(258, "<s>", True)], "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+        "post_processor": None, "decoder": {"type": "ByteLevel"},
+        "model": {"type": "BPE", "vocab": vocab, "merges": ["a b"], "ignore_merges": False}}), encoding="utf-8")
+    enc = load_encoding(tmp_path / "tokenizer.json")
+    text = "ab<x>ab<s>"
+    explained = explain(text, enc)
+    printed = repr(explained)
+    assert "added token '<x>' = id 257" in printed and "special token '<s>' = id 258" in printed
+    page = explained._repr_html_()
+    assert "added token (not special: always taken whole, never merged) <b>&lt;x&gt;</b> = id 257" in page
+    assert "special token <b>&lt;s&gt;</b> = id 258" in page and page.count("special token") == 1
+    assert page.count("pre-token <b>ab</b>: 2 bytes, ids [256]") == 2  # as printed: "pre-token 'ab': 2 bytes"
+    playground = Playground([enc])
+    name = playground.answer("/api/encodings", {})["encodings"][0]  # the saved tokenizer is offered first
+    stories = [playground.answer("/api/explain", {"text": text, "encoding": name, "token": str(i)}) for i in (1, 3)]
+    assert [(story["added"], story["special"]) for story in stories] == [(True, False), (False, True)]
+
+
 def test_merge_number_of_what_no_merge_makes_is_refused():
     """merge_number(gpt2, b"a") answered 0, the place of the first merge (" t"): gpt2's table ranks its 256 bytes
     too, and a byte's rank counted no merged token before it. A trained encoding said KeyError: b'a', and a str

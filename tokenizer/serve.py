@@ -314,8 +314,10 @@ def tokens_answer(text: str, name: str, enc: Encoding, ids: list[int]) -> dict:
 
 def piece_answer(piece, enc: Encoding, first: int, index: int) -> dict:
     """Token ``index`` of the text, the pre-token holding it (whose first token is ``first``) and its merges."""
-    answer = {"token": index, "first": first, "pre_token": piece.text, "special": piece.special,
-              "tokens": [token_answer(enc, i) for i in piece.ids]}
+    # a tokenizer.json's added token that is not special is cut out as special tokens are, but named apart
+    added = piece.special and piece.text not in enc.special_tokens
+    answer = {"token": index, "first": first, "pre_token": piece.text, "special": piece.special and not added,
+              "added": added, "tokens": [token_answer(enc, i) for i in piece.ids]}
     if piece.special:
         return {**answer, "bytes": piece.text.encode("utf-8").hex(" "), "whole": True, "steps": []}
     data = piece.text.encode("utf-8")

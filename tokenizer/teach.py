@@ -531,8 +531,10 @@ class Explained:
         rows = []
         for piece in self.pieces:
             head = html.escape(visible_whitespace(piece.text))
-            if piece.special:
-                rows.append(f"<p><b>{head}</b>: special token, id {piece.ids[0]}</p>")
+            if piece.special:  # as explain_lines names them: a tokenizer.json's added token is not a special one
+                kind = ("special token" if piece.text in self.encoding.special_tokens
+                        else "added token (not special: always taken whole, never merged)")
+                rows.append(f"<p>{kind} <b>{head}</b> = id {piece.ids[0]}</p>")
                 continue
             story = merge_story(piece.text, self.encoding)
             merges = "".join(
@@ -551,7 +553,8 @@ class Explained:
                         f"{html.escape(' '.join(map(show_bytes, merged)))}: no merge builds this token)")
             table = ("<table><tr><th>step</th><th>pair</th><th>result</th><th>merge #</th><th>token id</th></tr>"
                      f"{merges}</table>") if story.steps else ""
-            rows.append(f"<p><b>{head}</b>: {counted(len(story.data), 'byte')}, ids {list(piece.ids)}{note}</p>{table}")
+            said = f"{counted(len(story.data), 'byte')}, ids {list(piece.ids)}{note}"
+            rows.append(f"<p>pre-token <b>{head}</b>: {said}</p>{table}")
         return f'<div style="font-family:monospace">{"".join(rows)}</div>'
 
 

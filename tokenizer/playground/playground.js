@@ -276,7 +276,10 @@ function drawMerges(story) {
   ];
   // a pre-token that is a token: tiktoken's shortcut takes it whole, and OpenAI's bpe() merges reach it too
   const reached = story.steps.length && story.steps[story.steps.length - 1].result === token.shown;
-  if (story.special) {
+  if (story.added) {
+    lines.push("An added token (the tokenizer.json's, not special): no merges build it; its text is always "
+      + "taken whole, whatever the special-token rule.");
+  } else if (story.special) {
     lines.push("A special token: no merges build it; the special-token rule turned its text into its id.");
   } else if (story.whole && reached) {
     lines.push("It is itself a token, so encode takes it whole (tiktoken's shortcut); the merges OpenAI's bpe() "
