@@ -85,6 +85,23 @@ def test_show_explain_compare_take_text_as_typed(cli):
     assert f"gpt2  GPT-2   {len(ids):>5} tokens" in cli("compare", text, "--encodings", "gpt2").stdout
 
 
+@pytest.mark.parametrize("command", ["stats", "compare"])
+def test_commands_of_several_encodings_take_one_with_encoding_too(cli, tmp_path, command):
+    """The README says --encoding works in every command; stats and compare, which take --encodings, answered
+    "unrecognized arguments: --encoding". It names one encoding there too; both at once is a mistake."""
+    (tmp_path / "t.txt").write_text("Not all heroes wear capes.", encoding="utf-8")
+    given = ["t.txt", "--min_seconds", "0"] if command == "stats" else ["Not all heroes wear capes."]
+    one = cli(command, *given, "--encoding", "cl100k_base").stdout
+    assert "cl100k_base" in one and "gpt2" not in one and "o200k_base" not in one
+    table = cli(command, *given, "--encodings", "cl100k_base").stdout
+    if command == "stats":  # (the speed column differs from run to run)
+        one, table = ([line.split("|")[:5] for line in out.splitlines()] for out in (one, table))
+    assert one == table
+    stderr = cli(command, *given, "--encoding", "gpt2", "--encodings", "gpt2,o200k_base", status=2).stderr
+    assert f"{PROG} {command}: error: --encoding gpt2 and --encodings gpt2,o200k_base: pass one of them " \
+           "(--encoding for one encoding, --encodings for a comma list)" in stderr
+
+
 def test_decode_takes_ids_as_arguments_or_lists(cli):
     for args in (["31373", "995"], ["31373 995"], ["31373,995"], ["31373, 995"]):
         assert cli("decode", *args).stdout == "hello world"
@@ -110,8 +127,8 @@ def test_every_command_has_help(cli, command):
     # serve: the page switches the rule; encode-dataset: documents are ordinary text, .txt as encode-file's
     if command not in ("decode", "train", "serve", "encode-dataset"):
         assert "--allowed_special" in out and "--disallowed_special" in out
-    if command not in ("decode", "train"):
-        assert "--encoding" in out
+    if command != "train":  # (not "--encoding" alone, which "--encodings" holds: stats and compare lacked it)
+        assert "--encoding NAME|PATH" in out
 
 
 # commands the help quotes for a user to copy: each must stay on one line, whatever the terminal's width

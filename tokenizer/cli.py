@@ -8,7 +8,7 @@
     python -m tokenizer count FILE...                         # tokens, bytes/token, MB/s
     python -m tokenizer encode-file data.txt --out data.bin [--workers N]
     python -m tokenizer encode-dataset 'owt/*.jsonl.gz' --out DIR [--engine local|ray] [--workers N]
-    python -m tokenizer stats FILE... [--encodings gpt2,cl100k_base,o200k_base]
+    python -m tokenizer stats FILE... [--encodings gpt2,cl100k_base,o200k_base | --encoding NAME]
     python -m tokenizer show | explain | compare "Not all heroes wear capes."
     python -m tokenizer train --input 'data/*.txt' --vocab_size N --out DIR [--special_tokens "<|endoftext|>"]
     python -m tokenizer parity INPUT... [--encoding gpt2,PATH] [--against tiktoken|hf|PATH] [--ids FILE.bin]
@@ -37,7 +37,8 @@ Every command follows the same rules:
   to standard output. What is written appears whole or not at all.
 * ``--encoding`` is a registered name (``gpt2``, ``cl100k_base``, ...) or a path: a Hugging Face
   ``tokenizer.json``, its folder, or the folder of a saved tokenizer (``train --out DIR``)
-  (:mod:`tokenizer.encoding_argument`); list options take comma lists (a path that exists is one item, commas
+  (:mod:`tokenizer.encoding_argument`), in every command (``stats`` and ``compare`` also take several, as
+  ``--encodings``); list options take comma lists (a path that exists is one item, commas
   and all); flags are spelt ``--vocab_size`` or
   ``--vocab-size``.
 * A mistake (unknown flag, missing argument, missing file, unknown id) is one line on stderr and exit status 2,
@@ -512,8 +513,9 @@ STATS_MIN_SECONDS = 1.0
 
 
 def stats(args) -> None:
+    names = chosen_encodings(args)
     paths = find_inputs(args.files)
-    encs = [open_encoding(name) for name in args.encodings]
+    encs = [open_encoding(name) for name in names]
     allowed, disallowed = special_rule(encs, args.allowed_special, args.disallowed_special)
     # a saved tokenizer's name is its folder's, which may be a registered encoding's: each row names its own
     names = shown_names(encs)
@@ -565,7 +567,7 @@ def explain(args) -> None:
 
 def compare(args) -> None:
     labels = dict(teach.COMPARED)
-    encs = [open_encoding(name) for name in args.encodings]
+    encs = [open_encoding(name) for name in chosen_encodings(args)]
     allowed, disallowed = special_rule(encs, args.allowed_special, args.disallowed_special)
     # a saved tokenizer's name is its folder's, which may be a registered encoding's: label it for what it is
     chosen = [(enc, labels.get(enc.name, "") if is_registered(enc) else "saved") for enc in encs]
@@ -925,15 +927,35 @@ def tiktoken_side(enc: Encoding):
 # ---- the parser -------------------------------------------------------------------------------------------
 
 
+# the encodings stats and compare put side by side unless told otherwise: the teaching comparison's
+COMPARED_ENCODINGS = [name for name, _ in teach.COMPARED]
+
+
 def add_encoding(p, *, several: bool = False) -> None:
+    """``--encoding NAME|PATH``; with ``several``, also ``--encodings E1,E2`` (see :func:`chosen_encodings`)."""
     if several:
-        add_flag(p, "encodings", type=names_list, default=["gpt2", "cl100k_base", "o200k_base"],
-                       metavar="E1,E2", help="comma list of encodings (names, tokenizer.json files or saved folders) "
-                       "(default: gpt2,cl100k_base,o200k_base)")
+        add_flag(p, "encodings", type=names_list, default=None, metavar="E1,E2",
+                 help="comma list of encodings (names, tokenizer.json files or saved folders) "
+                 f"(default: {','.join(COMPARED_ENCODINGS)}); --encoding NAME|PATH for one")
+        add_flag(p, "encoding", default=None, metavar="NAME|PATH",
+                 help="one encoding, as every command takes it: a registered name or a path (a tokenizer.json, its "
+                 "folder, or a folder saved by train --out); the same as --encodings with that one")
     else:
         add_flag(p, "encoding", default="gpt2", metavar="NAME|PATH",
                        help=f"a registered encoding ({', '.join(list_encoding_names())}; default gpt2) "
                        "or a path: a tokenizer.json, its folder, or a folder saved by train --out")
+
+
+def chosen_encodings(args) -> list[str]:
+    """The encodings of a command that takes several (stats, compare): ``--encodings``' list, or the one
+    ``--encoding`` names, as every command takes it (a user who typed it there meant it here too); both is a
+    mistake, for which of them was meant cannot be told."""
+    if args.encoding is not None and args.encodings is not None:
+        args.parser.error(f"--encoding {args.encoding} and --encodings {','.join(args.encodings)}: pass one of them "
+                          "(--encoding for one encoding, --encodings for a comma list)")
+    if args.encoding is not None:
+        return [args.encoding]
+    return args.encodings or list(COMPARED_ENCODINGS)
 
 
 # show, explain and compare are teaching tools: special-token text is shown as its one id, as tokenizer.teach's
