@@ -1093,6 +1093,51 @@ def test_ctrl_c_in_train_names_the_checkpoint_and_resume(capsys, monkeypatch, tm
     assert not (tmp_path / "tok.checkpoint").exists()  # nothing to resume: nothing left
 
 
+@pytest.mark.parametrize(("cwd", "out"), [("tok", "."), ("tok", "./"), ("tok/inner", ".."), ("tok/inner", "../"),
+                                          ("tok", "inner/.."), ("", "tok/"), ("", "ABSOLUTE"), ("", "ABSOLUTE/"),
+                                          ("tok/inner", "ABSOLUTE/inner/..")])
+def test_train_keeps_its_state_beside_the_out_folder_however_it_is_written(capsys, monkeypatch, tmp_path, cwd, out):
+    """The state folder's name was --out's with ".checkpoint" added: --out . kept it in "..checkpoint", a hidden
+    folder inside the output folder (and .. in "...checkpoint"). Every spelling of tmp_path/tok keeps it in
+    tmp_path/tok.checkpoint."""
+    (tmp_path / "tok" / "inner").mkdir(parents=True)
+    (tmp_path / "t.txt").write_text("hello world " * 10, encoding="utf-8")
+    monkeypatch.chdir(tmp_path / cwd)
+
+    def interrupted_after_counting(*args, checkpoint, **kwargs):
+        checkpoint.mkdir(exist_ok=True)
+        (checkpoint / "settings.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tokenizer.cli, "train_bpe", interrupted_after_counting)
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270"]
+    out = out.replace("ABSOLUTE", str(tmp_path / "tok"))
+    status, printed, err = run_main(capsys, monkeypatch, *options, "--out", out)
+    kept = re.fullmatch(f"{PROG}: interrupted; the training state is kept in (.+): run the same command with --resume "
+                        "to continue\n", err)
+    assert (status, printed) == (130, "") and kept, err
+    assert (tmp_path / cwd / kept.group(1)).resolve() == tmp_path / "tok.checkpoint"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt", "tok", "tok.checkpoint"]
+    assert [p.name for p in (tmp_path / "tok").iterdir()] == ["inner"]
+
+
+def test_train_into_the_root_folder_is_refused_before_any_work(capsys, monkeypatch, tmp_path):
+    """--out / trained, then failed to name the tokenizer ("PosixPath('/') has an empty name") and kept its state
+    in /.checkpoint: the root folder has no folder beside it for the state. (Run in this process with the trainer
+    replaced, so that a regression fails here rather than writing into /.)"""
+    (tmp_path / "t.txt").write_text("hello world " * 10, encoding="utf-8")
+
+    def trained(*args, **kwargs):
+        raise AssertionError("train started with --out /")
+
+    monkeypatch.setattr(tokenizer.cli, "train_bpe", trained)
+    monkeypatch.setattr(tokenizer.cli, "RunClock", trained)
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", "/"]
+    assert run_main(capsys, monkeypatch, *options) == (
+        2, "", f"{PROG}: error: --out /: train keeps its state in a folder beside --out, and the root folder has none "
+               "beside it: name a folder inside it\n")
+
+
 @pytest.mark.parametrize("failing", ["making", "saving"])
 def test_a_tokenizer_not_made_or_saved_after_training_keeps_the_state_and_says_so(capsys, monkeypatch, tmp_path,
                                                                                failing):

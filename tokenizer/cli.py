@@ -607,7 +607,7 @@ def check_train_outputs(args, found: list[Path]) -> Path:
     """``--out DIR`` and ``DIR.checkpoint`` (where the state is kept until the tokenizer is saved), checked
     before any work (:mod:`tokenizer.outputs`), and against the input files ``found``; returns the checkpoint
     folder."""
-    checkpoint = Path(f"{Path(args.out)}.checkpoint")  # beside the output folder, removed once it is saved
+    checkpoint = state_folder(args.out)
     unmarked = [token for token in args.special_tokens if not is_gpt2_special_token(token)]
     if args.format == "gpt2" and unmarked:  # saving would refuse it, but only once the training is done
         raise UsageError(f"--special_tokens {unmarked[0]}: the gpt2 format tells special tokens only by their form "
@@ -626,6 +626,22 @@ def check_train_outputs(args, found: list[Path]) -> Path:
         raise UsageError(f"{checkpoint} holds the training state of a run that stopped: pass --resume to continue "
                          "it, or --force to start over")
     return checkpoint
+
+
+def state_folder(out: str) -> Path:
+    """Where train keeps the state of a run that saves into ``out`` until the tokenizer is saved: beside that
+    folder, named after it, ``tok`` (or ``tok/``) -> ``tok.checkpoint``. An ``out`` written with dots (``.``,
+    ``..``, ``tok/..``) has no name to build on (``.`` made ``..checkpoint``, a hidden folder in it): the folder's
+    absolute path names it. The root folder has nothing beside it, and is refused."""
+    if not out:  # Path("") is the current folder (tokenizer.outputs refuses it for the same reason)
+        raise UsageError("--out '': an empty path; name a folder")
+    given = Path(out)
+    if given.name in ("", ".."):
+        given = Path(os.path.abspath(out))
+        if not given.name:
+            raise UsageError(f"--out {out}: train keeps its state in a folder beside --out, and the root folder has "
+                             "none beside it: name a folder inside it")
+    return given.with_name(f"{given.name}.checkpoint")
 
 
 def refuse_replacing_train_inputs(found: list[Path], out: str, format: str, checkpoint: Path) -> None:  # noqa: A002
