@@ -1217,6 +1217,82 @@ def test_resuming_a_damaged_state_names_the_file_and_says_to_start_over(capsys, 
     assert (status, err) == (0, "") and out.startswith("trained ") and not state.exists()
 
 
+@pytest.mark.parametrize("file", ["settings.json", "merges.json", "counts.pickle"])
+def test_resuming_a_state_file_that_cannot_be_read_names_it_and_what_works(capsys, monkeypatch, tmp_path, file):
+    """A state file there but not readable (no permission) gave "Permission denied: ...; the training state is kept
+    in tok.checkpoint: run the same command with --resume to continue", which was that command. The file is named,
+    and both ways out work: once it is readable, --resume; else --force. (Tests run as root, whom chmod does not
+    stop: the state's reader is refused the file instead.)"""
+    import tokenizer.training.checkpoint as checkpoint_module
+
+    (tmp_path / "t.txt").write_text("low lower lowest " * 20, encoding="utf-8")
+    state = tmp_path / "tok.checkpoint"
+    train_bpe(tmp_path / "t.txt", 270, progress=False, num_workers=1, checkpoint=state)  # the state of a stopped run
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", str(tmp_path / "tok")]
+
+    def refused(path, *args, **kwargs):
+        if os.path.basename(path) == file:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return open(path, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(checkpoint_module, "open", refused, raising=False)
+        assert run_main(capsys, monkeypatch, *options, "--resume")[::2] == (
+            2, f"{PROG}: error: --resume: {state / file}, a file of the training state, cannot be read (Permission "
+               "denied): make it readable (chmod u+r) and run the same command again, or pass --force instead of "
+               "--resume to start over\n")
+        assert (state / "settings.json").is_file()  # kept
+        with pytest.raises(OSError, match=f"cannot be read: {file}: Permission denied; make it readable to resume"):
+            train_bpe(tmp_path / "t.txt", 270, progress=False, num_workers=1, checkpoint=state, resume=True)
+    status, out, err = run_main(capsys, monkeypatch, *options, "--resume")  # readable again
+    assert (status, err) == (0, "") and out.startswith("trained ") and not state.exists()
+    train_bpe(tmp_path / "t.txt", 270, progress=False, num_workers=1, checkpoint=state)
+    with monkeypatch.context() as patched:
+        patched.setattr(checkpoint_module, "open", refused, raising=False)
+        status, out, err = run_main(capsys, monkeypatch, *options, "--force")  # still unreadable: start over
+    assert (status, err) == (0, "") and out.startswith("trained ") and not state.exists()
+
+
+@pytest.mark.parametrize("file", ["settings.json", "merges.json", "counts.pickle", "merges.json.partial"])
+def test_a_folder_where_a_state_file_goes_is_named_before_any_work(capsys, monkeypatch, tmp_path, file):
+    """A folder with a state file's name: --resume said "Is a directory ...; run the same command with --resume",
+    --force could not remove it and said the same (or named a .partial file train had not made): advice that
+    looped. It is named, with what works, before any work, and left as it is (it may hold the user's files)."""
+    (tmp_path / "t.txt").write_text("low lower lowest " * 20, encoding="utf-8")
+    state = tmp_path / "tok.checkpoint"
+    train_bpe(tmp_path / "t.txt", 270, progress=False, num_workers=1, checkpoint=state)
+    (state / file).unlink(missing_ok=True)
+    (state / file).mkdir()
+    (state / file / "notes.txt").write_text("mine")
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", str(tmp_path / "tok")]
+    for flag in ("--resume", "--force", None):
+        assert run_main(capsys, monkeypatch, *options, *([flag] if flag else []))[::2] == (
+            2, f"{PROG}: error: {state / file} is a folder, where train keeps a file of its training state: move it "
+               f"out of {state}, or name another --out\n")
+        assert (state / file / "notes.txt").read_text() == "mine"
+    shutil.move(state / file, tmp_path / "moved")
+    status, out, err = run_main(capsys, monkeypatch, *options, "--force")
+    assert (status, err) == (0, "") and out.startswith("trained ") and not state.exists()
+
+
+def test_a_disk_error_while_training_says_to_resume_once_it_is_fixed(capsys, monkeypatch, tmp_path):
+    """A failure to write the state (a full disk) said "[Errno 28] ...; run the same command with --resume to
+    continue": run at once, a --resume run fails the same way. The advice is to resume once that is fixed."""
+    (tmp_path / "t.txt").write_text("hello world " * 10, encoding="utf-8")
+    state = tmp_path / "tok.checkpoint"
+
+    def disk_full_after_counting(*args, checkpoint, **kwargs):
+        (checkpoint / "settings.json").write_text("{}")
+        raise OSError(errno.ENOSPC, "No space left on device", str(checkpoint / "merges.json.partial"))
+
+    monkeypatch.setattr(tokenizer.cli, "train_bpe", disk_full_after_counting)
+    options = ["train", "--input", str(tmp_path / "t.txt"), "--vocab_size", "270", "--out", str(tmp_path / "tok")]
+    for flag in ([], ["--resume"]):
+        assert run_main(capsys, monkeypatch, *options, *flag)[::2] == (
+            2, f"{PROG}: error: {state / 'merges.json.partial'}: No space left on device; the training state is kept "
+               f"in {state}: once that is fixed, run the same command with --resume to continue\n")
+
+
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     """``encode - | head -c 10``: the command stops at once, says nothing, and exits as SIGPIPE would (141),
     not with 1 (parity's "different") or a traceback."""

@@ -77,7 +77,7 @@ import numpy as np
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted, OneLineParser, UsageError, add_flag,
                            add_version_flag, ascii_digits, bar_if_slow, comma_readings, cannot_listen, decimal_digits,
-                           run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
+                           error_message, run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
                            unbroken, unrecognized, watched_stdout, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
@@ -89,7 +89,7 @@ from .special_advice import SpecialSpelling, refusal_of, rule_for
 from .loading import load_encoding
 from .saving import SAVE_FORMATS, check_tokenizer_folder, replaced_tokenizer_files, save_encoding
 from .registry import is_registered, list_encoding_names, shown_names
-from .training.checkpoint import STATE_FILES, DamagedState, SettingsChanged
+from .training.checkpoint import STATE_FILES, DamagedState, SettingsChanged, UnreadableState
 from .training.train import is_single_byte, train_bpe
 from .vocab_files import is_gpt2_special_token
 
@@ -620,6 +620,12 @@ def check_train_outputs(args, found: list[Path]) -> Path:
     if foreign:  # the folder is removed once the tokenizer is saved: never with files of the user's in it
         raise UsageError(f"{checkpoint}, where train keeps its state, holds other files "
                          f"({', '.join(sorted(foreign))}); move them, or name another --out")
+    # a folder (or a pipe) with a state file's name can be neither read nor replaced: --resume and --force both fail
+    odd = sorted(p for p in checkpoint.iterdir() if not p.is_file()) if checkpoint.is_dir() else []
+    if odd:
+        kind = "a folder" if odd[0].is_dir() else "not a file"
+        raise UsageError(f"{odd[0]} is {kind}, where train keeps a file of its training state: move it out of "
+                         f"{checkpoint}, or name another --out")
     if args.resume and not is_resumable(checkpoint):
         raise UsageError(f"--resume: no training state in {checkpoint} (drop --resume to start from the beginning)")
     if is_resumable(checkpoint) and not (args.resume or args.force):
@@ -697,8 +703,13 @@ def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
         if is_resumable(checkpoint):  # the counts are kept: the run can go on from there, and is told so
             if isinstance(e, KeyboardInterrupt):
                 raise Interrupted(kept) from None
-            if isinstance(e, OSError):  # e.g. a full disk
-                raise UsageError(f"{e}; {kept}") from None
+            if isinstance(e, UnreadableState):  # --resume would fail the same way again until it can be read
+                raise UsageError(f"--resume: {checkpoint / e.file}, a file of the training state, cannot be read "
+                                 f"({e.reason}): make it readable (chmod u+r) and run the same command again, or "
+                                 "pass --force instead of --resume to start over") from None
+            if isinstance(e, OSError):  # e.g. a full disk: the same command again would fail the same way
+                raise UsageError(f"{error_message(e)}; the training state is kept in {checkpoint}: once that is "
+                                 "fixed, run the same command with --resume to continue") from None
             if isinstance(e, SettingsChanged):  # "start without resume" alone would be refused: that takes --force
                 raise UsageError(f"--resume: the training state in {checkpoint} was made with other "
                                  f"{', '.join(e.changed)}: resume with the same ones, or pass --force instead of "

@@ -38,6 +38,19 @@ class DamagedState(ValueError):
         self.file, self.reason = file, reason
 
 
+class UnreadableState(OSError):
+    """A state file that is there but cannot be opened or read (no permission to read it, a folder in its place):
+    ``file`` is the one, ``reason`` what the system said. Not damage: once it can be read, the run resumes."""
+
+    def __init__(self, folder: str, file: str, error: OSError):
+        self.file, self.reason = file, error.strerror or str(error)
+        super().__init__(error.errno, f"the training state in {folder!r} cannot be read: {file}: {self.reason}; "
+                         "make it readable to resume, or start without resume", os.path.join(folder, file))
+
+    def __str__(self) -> str:  # the sentence above, not OSError's "[Errno 13] ...: 'path'"
+        return self.strerror
+
+
 def checkpoint_settings(paths: list[str], specials: list[str], pattern: str, text_field: str) -> dict:
     """What a checkpoint must have been made with to be resumed."""
     return {
@@ -94,6 +107,8 @@ def load_checkpoint(folder: str, settings: dict) -> tuple[dict, list[tuple[int, 
         if file != "settings.json":  # written last: with it there, the state was whole, and lost a file since
             raise DamagedState(folder, file, "no such file") from None
         raise FileNotFoundError(f"no training state to resume in {folder!r}: start without resume") from None
+    except OSError as e:  # there, but not readable: a permission, a folder where the file should be
+        raise UnreadableState(folder, file, e) from None
     # what JSON and pickle raise for bytes that are not what was written (pickle: whatever the bytes call for)
     except (ValueError, TypeError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError,
             KeyError) as e:
