@@ -28,7 +28,7 @@ import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, FUZZ_EXAMPLES
+from conftest import CORPUS, FUZZ_EXAMPLES, REPO
 from tokenizer.training import train as train_mod
 from tokenizer import numba_cache
 from tokenizer.training import (compile_merge_loop, compiled_merges, fast_merges, merge_loop_cache, merge_tables,
@@ -88,9 +88,33 @@ def train_text(text: str, vocab_size: int, specials=(), **kw):
         os.unlink(path)
 
 
+def test_train_bpe_is_imported_lazily_through_one_rule(monkeypatch):
+    """``from tokenizer import train_bpe`` and ``from tokenizer.training import train_bpe`` give the trainer, and
+    ``import tokenizer`` does not import it (nor NumPy). The rule was written twice, in two ``__getattr__`` that
+    each imported the trainer; tokenizer's now asks tokenizer.training, where the rule is kept once: a name
+    tokenizer.training gives is what tokenizer gives."""
+    import tokenizer
+    import tokenizer.training
+
+    stand_in = object()
+    monkeypatch.setitem(vars(tokenizer.training), "train_bpe", stand_in)
+    assert tokenizer.train_bpe is stand_in
+    assert "train_bpe" in dir(tokenizer) and "train_bpe" in dir(tokenizer.training)
+    with pytest.raises(AttributeError, match="module 'tokenizer' has no attribute 'trian_bpe'"):
+        tokenizer.trian_bpe  # noqa: B018
+    check = (
+        "import sys, tokenizer\n"
+        "assert 'numpy' not in sys.modules and 'tokenizer.training.train' not in sys.modules, sorted(sys.modules)\n"
+        "from tokenizer import train_bpe\n"
+        "from tokenizer.training import train_bpe as from_training\n"
+        "import tokenizer.training.train\n"
+        "assert train_bpe is from_training is tokenizer.train_bpe is tokenizer.training.train.train_bpe\n"
+    )
+    subprocess.run([sys.executable, "-c", check], check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Hand-checked examples
-
 
 def test_wikipedia_example():
     # "aaabdaaabac" is one pre-token (all letters). Pairs: aa x4 (two in each "aaa"), ab x2, bd, da, ba, ac.

@@ -11,6 +11,8 @@ Start with ``bpe.py`` (the algorithm), then ``pretokenize.py`` (how text is cut 
 'Not all heroes wear capes.'
 """
 
+import importlib
+
 from .bpe import merge, merge_reference
 from .cs336 import Tokenizer
 from .encoding import Encoding
@@ -36,18 +38,16 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """``tokenizer.train_bpe`` is :func:`tokenizer.training.train.train_bpe` itself (its signature and help),
-    imported on first use, so that ``import tokenizer`` does not import what training needs (NumPy, workers)."""
-    if name == "train_bpe":
-        from .training.train import train_bpe
-
-        globals()["train_bpe"] = train_bpe  # asked once
-        return train_bpe
+    """``tokenizer.train_bpe`` is :mod:`tokenizer.training`'s, which imports the trainer on first use (the rule
+    is kept there, once), so that ``import tokenizer`` does not import what training needs (NumPy, workers)."""
+    training = importlib.import_module(".training", __name__)  # (light: the trainer is not imported with it)
+    if name in training.__all__:
+        return getattr(training, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | {"train_bpe"})
+    return sorted(set(globals()) | set(importlib.import_module(".training", __name__).__all__))
 
 
 def load(path, *, core: str = "fast"):

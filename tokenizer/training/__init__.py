@@ -21,7 +21,8 @@ Every fast loop is tested to learn exactly the reference's merges. What is not h
 
 ``from tokenizer.training import train_bpe`` gives the driver, imported on first use: importing it here at once
 would bring NumPy and the input readers (about 0.15 s) into every process that imports a light module of this
-package, such as ``reference`` or the compiling process of ``compile_merge_loop``.
+package, such as ``reference`` or the compiling process of ``compile_merge_loop``. This is the one place that
+rule is kept: ``tokenizer.train_bpe`` is this package's ``train_bpe``, asked here.
 """
 
 __all__ = ["train_bpe"]
@@ -38,4 +39,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | {"train_bpe"})
+    return sorted(set(globals()) | set(__all__))
