@@ -105,8 +105,9 @@ def train_bpe(
 
     ``checkpoint`` is a folder where the training state is kept: the pre-token counts once counted, and the
     merges so far every ``checkpoint_every`` seconds, each file replaced atomically. With ``resume=True`` a run
-    starts from that state (same inputs, sizes, pattern, special tokens and text field, or ``ValueError``) and
-    ends with the merges an uninterrupted run gives.
+    starts from that state (same inputs, sizes, pattern, special tokens and text field, or ``ValueError``; a state
+    file there but unreadable is an ``OSError`` that names it,
+    :class:`~tokenizer.training.checkpoint.UnreadableState`) and ends with the merges an uninterrupted run gives.
 
     ``engine="ray"`` counts the pre-tokens as tasks on a Ray cluster (``address``, or a local one started for
     the count), see :func:`count_pretokens`; the merges are learned here either way, and are the same.
