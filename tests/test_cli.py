@@ -102,6 +102,19 @@ def test_commands_of_several_encodings_take_one_with_encoding_too(cli, tmp_path,
            "(--encoding for one encoding, --encodings for a comma list)" in stderr
 
 
+@pytest.mark.parametrize("command", ["stats", "compare"])
+def test_a_repeated_encodings_flag_adds_to_the_list(cli, tmp_path, command):
+    """--encodings gpt2 --encodings cl100k_base kept only cl100k_base, silently: each one counts, as parity's
+    --encoding (and train's --input) do, and so does each --encoding."""
+    (tmp_path / "t.txt").write_text("Not all heroes wear capes.", encoding="utf-8")
+    given = ["t.txt", "--min_seconds", "0"] if command == "stats" else ["Not all heroes wear capes."]
+    for flag, names in (("--encodings", ["gpt2", "cl100k_base,o200k_base"]), ("--encoding", ["gpt2", "o200k_base"])):
+        typed = [word for name in names for word in (flag, name)]
+        out = cli(command, *given, *typed).stdout
+        for name in ",".join(names).split(","):
+            assert re.search(rf"^(\| t\.txt \| )?{name} ", out, flags=re.M), (name, out)
+
+
 def test_decode_takes_ids_as_arguments_or_lists(cli):
     for args in (["31373", "995"], ["31373 995"], ["31373,995"], ["31373, 995"]):
         assert cli("decode", *args).stdout == "hello world"

@@ -961,12 +961,14 @@ COMPARED_ENCODINGS = [name for name, _ in teach.COMPARED]
 def add_encoding(p, *, several: bool = False) -> None:
     """``--encoding NAME|PATH``; with ``several``, also ``--encodings E1,E2`` (see :func:`chosen_encodings`)."""
     if several:
-        add_flag(p, "encodings", type=names_list, default=None, metavar="E1,E2",
-                 help="comma list of encodings (names, tokenizer.json files or saved folders) "
+        # both repeatable (as parity's --encoding), so that a second one adds to the first instead of replacing it
+        add_flag(p, "encodings", type=names_list, action="extend", default=None, metavar="E1,E2",
+                 help="encodings (names, tokenizer.json files or saved folders), repeat or comma list "
                  f"(default: {','.join(COMPARED_ENCODINGS)}); --encoding NAME|PATH for one")
-        add_flag(p, "encoding", default=None, metavar="NAME|PATH",
+        add_flag(p, "encoding", action="append", default=None, metavar="NAME|PATH",
                  help="one encoding, as every command takes it: a registered name or a path (a tokenizer.json, its "
-                 "folder, or a folder saved by train --out); the same as --encodings with that one")
+                 "folder, or a folder saved by train --out); the same as --encodings with that one (repeat it for "
+                 "several)")
     else:
         add_flag(p, "encoding", default="gpt2", metavar="NAME|PATH",
                        help=f"a registered encoding ({', '.join(list_encoding_names())}; default gpt2) "
@@ -974,15 +976,13 @@ def add_encoding(p, *, several: bool = False) -> None:
 
 
 def chosen_encodings(args) -> list[str]:
-    """The encodings of a command that takes several (stats, compare): ``--encodings``' list, or the one
-    ``--encoding`` names, as every command takes it (a user who typed it there meant it here too); both is a
-    mistake, for which of them was meant cannot be told."""
+    """The encodings of a command that takes several (stats, compare): ``--encodings``' lists, or those
+    ``--encoding`` names, one each, as every command takes it (a user who typed it there meant it here too);
+    both is a mistake, for which of them was meant cannot be told."""
     if args.encoding is not None and args.encodings is not None:
-        args.parser.error(f"--encoding {args.encoding} and --encodings {','.join(args.encodings)}: pass one of them "
-                          "(--encoding for one encoding, --encodings for a comma list)")
-    if args.encoding is not None:
-        return [args.encoding]
-    return args.encodings or list(COMPARED_ENCODINGS)
+        args.parser.error(f"--encoding {','.join(args.encoding)} and --encodings {','.join(args.encodings)}: pass "
+                          "one of them (--encoding for one encoding, --encodings for a comma list)")
+    return args.encoding or args.encodings or list(COMPARED_ENCODINGS)
 
 
 # show, explain and compare are teaching tools: special-token text is shown as its one id, as tokenizer.teach's
