@@ -144,6 +144,21 @@ def test_every_command_has_help(cli, command):
         assert "--encoding NAME|PATH" in out
 
 
+@pytest.mark.parametrize("typed, advised", [
+    (["--encoding", "cl100k_base", "encode", "hi there"], "encode 'hi there' --encoding cl100k_base"),
+    (["--encoding=gpt2", "count", "a.txt"], "count a.txt --encoding=gpt2"),
+    (["--force", "train", "--input", "a.txt", "--out", "tok"], "train --input a.txt --out tok --force"),
+    (["--encoding", "gpt2", "encode", "--", "-x"], "encode --encoding gpt2 -- -x"),
+])
+def test_a_commands_option_before_the_command_says_where_it_goes(cli, typed, advised):
+    """``gpt2-tokenizer --encoding gpt2 encode hi`` answered "argument COMMAND: invalid choice: 'gpt2'", as if gpt2
+    were a misspelt command. It says the options go after the COMMAND, with the line so written."""
+    stderr = cli(*typed, status=2).stderr
+    options = " ".join(typed[:typed.index(advised.split()[0])])
+    assert stderr == f"{PROG}: error: {options}: a command's options go after the COMMAND: {PROG} {advised} (see " \
+                     f"{PROG} --help)\n"
+
+
 # commands the help quotes for a user to copy: each must stay on one line, whatever the terminal's width
 QUOTED_COMMANDS = {"parity": ["pip install tokenizers"], "serve": ["gpt2 --serve --model 124M"],
                    None: ["gpt2 --serve --model 124M"]}  # None: the top-level help, whose list has serve's summary

@@ -67,6 +67,7 @@ import contextlib
 import json
 import os
 import resource
+import shlex
 import shutil
 import sys
 import time
@@ -1229,7 +1230,24 @@ def build_parser(prog: str) -> OneLineParser:
              "encodings; repeat or comma list (default gpt2)")
     add_flag(p, "model", help=argparse.SUPPRESS)  # moved to gpt2 --serve: says so, then exits 2
     add_flag(p, "models_dir", help=argparse.SUPPRESS)
+    parser.command_names = list(commands.choices)  # (for main's advice on options typed before the COMMAND)
     return parser
+
+
+def options_before_command(argv: list[str], parser: OneLineParser) -> str | None:
+    """The mistake of a command's options typed before the COMMAND (``--encoding gpt2 encode hi``), which argparse
+    reports as an unknown command ("invalid choice: 'gpt2'"), said with the line as it should be; None when the
+    first word is not such an option or no COMMAND follows."""
+    first = argv[0] if argv else ""
+    if not first.startswith("-") or first == "-" or first.split("=")[0] in ("-h", "--help", "--version", "--"):
+        return None
+    at = next((k for k, word in enumerate(argv) if word in parser.command_names), None)
+    if at is None:
+        return None
+    command, options = argv[at:], argv[:at]
+    end = command.index("--") if "--" in command else len(command)  # after --, every word is the TEXT
+    reordered = " ".join(shlex.quote(word) for word in [*command[:end], *options, *command[end:]])
+    return f"{' '.join(argv[:at])}: a command's options go after the COMMAND: {parser.prog} {reordered}"
 
 
 def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
@@ -1239,6 +1257,9 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     prog = prog or Path(sys.argv[0]).name
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(prog)
+    misplaced = options_before_command(argv, parser)
+    if misplaced:
+        parser.error(misplaced)
     args, unknown = parser.parse_known_args(argv)
     if args.command is None:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}; give a COMMAND first" if unknown
