@@ -1159,8 +1159,9 @@ def build_parser(prog: str) -> OneLineParser:
                   "separate; required")
     add_text_field(p)
     add_flag(p, "resume", action="store_true",
-             help="continue a run that stopped, from the state kept in DIR.checkpoint (the same inputs and "
-                  "options); it ends with the merges of an uninterrupted run")
+             help="continue a run that stopped (the same inputs and options) from the state kept beside DIR, "
+                  "in DIR.checkpoint (for --out ., in ../NAME.checkpoint, NAME the current folder's); it ends with "
+                  "the merges of an uninterrupted run")
     add_flag(p, "force", action="store_true", help="replace the tokenizer already saved in DIR (without it, "
              "train refuses to write over one)")
     add_flag(p, "checkpoint_every", type=seconds, default=60.0, metavar="SECONDS",
