@@ -514,9 +514,9 @@ STATS_MIN_SECONDS = 1.0
 
 
 def stats(args) -> None:
-    names = chosen_encodings(args)
+    chosen = chosen_encodings(args)  # (a mistake in them is said before the inputs are looked for)
     paths = find_inputs(args.files)
-    encs = [open_encoding(name) for name in names]
+    encs = [open_encoding(name) for name in chosen]
     allowed, disallowed = special_rule(encs, args.allowed_special, args.disallowed_special)
     # a saved tokenizer's name is its folder's, which may be a registered encoding's: each row names its own
     names = shown_names(encs)
@@ -1248,7 +1248,7 @@ def options_before_command(argv: list[str], parser: OneLineParser) -> str | None
     command, options = argv[at:], argv[:at]
     end = command.index("--") if "--" in command else len(command)  # after --, every word is the TEXT
     reordered = " ".join(shlex.quote(word) for word in [*command[:end], *options, *command[end:]])
-    return f"{' '.join(argv[:at])}: a command's options go after the COMMAND: {parser.prog} {reordered}"
+    return f"{' '.join(options)}: a command's options go after the COMMAND: {parser.prog} {reordered}"
 
 
 def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
