@@ -115,6 +115,15 @@ def test_a_repeated_encodings_flag_adds_to_the_list(cli, tmp_path, command):
             assert re.search(rf"^(\| t\.txt \| )?{name} ", out, flags=re.M), (name, out)
 
 
+def test_parity_and_serve_take_encodings_as_stats_and_compare_spell_it(cli, tmp_path):
+    """parity and serve take a list as --encoding; a user who learned stats --encodings typed it there and got
+    "unrecognized arguments". It is the same list, added to --encoding's."""
+    (tmp_path / "t.txt").write_text("Not all heroes wear capes.", encoding="utf-8")
+    out = cli("parity", "t.txt", "--encodings", "gpt2", "--encoding", "cl100k_base", "--json").stdout
+    assert [check["encoding"] for check in json.loads(out)["checks"]] == ["gpt2", "cl100k_base"]
+    assert "--encodings E1,E2" in cli("serve", "--help").stdout
+
+
 def test_decode_takes_ids_as_arguments_or_lists(cli):
     for args in (["31373", "995"], ["31373 995"], ["31373,995"], ["31373, 995"]):
         assert cli("decode", *args).stdout == "hello world"

@@ -1191,6 +1191,8 @@ def build_parser(prog: str) -> OneLineParser:
              help="encodings to check, registered names or paths (a tokenizer.json, its folder, a saved "
              "tokenizer's folder); repeat or comma list "
              f"(default: {','.join(parity.DEFAULT_ENCODINGS)}; with --ids, gpt2)")
+    add_flag(p, "encodings", dest="encoding", type=names_list, action="extend", metavar="E1,E2",
+             help="the same as --encoding (as stats and compare spell their list)")
     add_flag(p, "against", metavar="tiktoken|hf|PATH",
              help="the other side: tiktoken (default; for a saved tokenizer tiktoken does not know, tiktoken's "
              "engine with its tables); hf: Hugging Face tokenizers reading the tokenizer.json that --encoding "
@@ -1229,6 +1231,8 @@ def build_parser(prog: str) -> OneLineParser:
              help="the page's first encoding, and saved tokenizers (a tokenizer.json, its folder, a saved "
              "tokenizer's folder) to offer besides the registered "
              "encodings; repeat or comma list (default gpt2)")
+    add_flag(p, "encodings", dest="encoding", type=names_list, action="extend", metavar="E1,E2",
+             help="the same as --encoding (as stats and compare spell their list)")
     add_flag(p, "model", help=argparse.SUPPRESS)  # moved to gpt2 --serve: says so, then exits 2
     add_flag(p, "models_dir", help=argparse.SUPPRESS)
     parser.command_names = list(commands.choices)  # (for main's advice on options typed before the COMMAND)
