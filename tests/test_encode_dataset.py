@@ -483,3 +483,75 @@ def test_a_batch_of_documents_is_each_documents_ids_then_endoftext(count):
     expected = [i for doc in documents for i in [*oracle.encode_ordinary(doc), oracle.eot_token]]
     ids = PieceEncoder(get_encoding("gpt2"), "x").ids(("documents", documents))
     assert ids == expected and len(ids) >= count
+
+
+# ---- an address where no Ray cluster answers ------------------------------------------------------------------
+
+
+@pytest.fixture
+def web_server():
+    """``HOST:PORT`` of a local HTTP server: an address that answers, but not as Ray does."""
+    import http.server
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def closed_port_address() -> str:
+    """``127.0.0.1:PORT`` of a port nothing listens on (it was free a moment ago)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_an_address_without_ray_is_refused_within_the_timeout_given(web_server):
+    import socket
+
+    def refusal(address: str) -> str:
+        with pytest.raises(engines.RayAddressError) as caught:
+            engines.check_ray_address(address, timeout=0.5)
+        assert caught.value.address == address
+        return caught.value.reason
+
+    assert refusal(closed_port_address()) == "Connection refused"
+    assert refusal(web_server) == "something answers, but not as Ray does (gRPC)"
+    assert refusal(f"ray://{web_server}") == "something answers, but not as Ray does (gRPC)"
+    with socket.socket() as silent:  # accepts connections (the kernel does), never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        assert refusal(f"127.0.0.1:{silent.getsockname()[1]}") == "no answer within 0.5 s"
+    assert refusal("nowhere.invalid:1").startswith("no machine is known by the name nowhere.invalid: ")
+    for malformed in ("nowhere", "host:", ":6379", "host:99999", "host:port"):
+        assert refusal(malformed).startswith("not HOST:PORT")
+    engines.check_ray_address("auto")  # Ray's own to find: not looked at
+    said = engines.RayAddressError("h:1", "Connection refused").said("--address")
+    assert said == ("--address h:1: no Ray cluster answers there (Connection refused); start one with `ray start "
+                    "--head` and pass the address it prints, or leave --address out to start a local cluster for "
+                    "the job")
+
+
+def test_the_address_of_a_ray_cluster_passes_the_check(ray_cluster):
+    engines.check_ray_address(ray_cluster.get_runtime_context().gcs_address, timeout=30)
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("command", ["train", "encode-dataset"])
+def test_cli_address_without_ray_is_one_line_exit_2_and_nothing_left(tmp_path, web_server, command):
+    # ray.init retried such an address for many minutes, deaf to Ctrl-C, and train left DIR.checkpoint behind
+    (tmp_path / "t.txt").write_text("hello world " * 50, encoding="utf-8")
+    args = {"train": ["--input", "t.txt", "--vocab_size", "300"], "encode-dataset": ["t.txt"]}[command]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for address in (closed_port_address(), web_server):
+        run = subprocess.run([sys.executable, "-m", "tokenizer", command, *args, "--out", "out", "--engine", "ray",
+                              "--address", address], capture_output=True, text=True, env=env, cwd=tmp_path,
+                             timeout=120)  # a guard only: the check's own timeout bounds the wait
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.count("\n") == 1 and f"error: --address {address}: no Ray cluster answers there (" \
+            in run.stderr and "`ray start --head`" in run.stderr, run.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt"]

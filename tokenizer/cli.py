@@ -83,7 +83,7 @@ from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, id_files, inputs, manifest, parity, sharded
-from .jobs.engines import ENGINES
+from .jobs.engines import ENGINES, RayAddressError
 from .encoding import Encoding
 from .encoding_argument import WHAT_TO_PASS
 from .special_advice import SpecialSpelling, refusal_of, rule_for
@@ -494,6 +494,8 @@ def encode_dataset(args) -> None:
                                    progress=show_progress(), overwrite=args.force, flag="--out")
     except ImportError as e:  # --engine ray without Ray, or .parquet without pyarrow
         raise UsageError(str(e)) from None
+    except RayAddressError as e:
+        raise UsageError(e.said("--address")) from None
     t = m["totals"]
     removed = m["removed"]
     if removed:
@@ -729,6 +731,8 @@ def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
             clock.forget()
         if isinstance(e, ImportError):  # --engine ray without Ray
             raise UsageError(str(e)) from None
+        if isinstance(e, RayAddressError):
+            raise UsageError(e.said("--address")) from None
         raise
     try:
         shutil.rmtree(checkpoint)

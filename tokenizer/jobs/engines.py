@@ -40,6 +40,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import socket
 from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,6 +53,14 @@ ENGINES = ("local", "ray")
 RAY_TASK_RETRIES = 3  # a task whose worker process dies is started again, this many times at most
 INSTALL_HINT = install_hint("distributed")
 _POLL_SECONDS = 0.1  # how often the driver looks at progress while it waits for results
+# How long a Ray address may take to answer each step of the check before ray.init (connect, then its reply):
+# ray.init itself retries an address without a cluster for minutes, deaf to Ctrl-C.
+RAY_ANSWER_SECONDS = 5.0
+# What an HTTP/2 client sends first (RFC 9113 3.4): the preface, then its SETTINGS frame, empty. Ray's cluster
+# (and Ray Client's server) speak gRPC, over HTTP/2, so they answer with a SETTINGS frame of their own.
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_HTTP2_FRAME_HEADER_BYTES = 9
+_HTTP2_SETTINGS = 4  # a frame's type, the fourth byte of its header
 
 
 def import_ray():
@@ -61,6 +70,53 @@ def import_ray():
     except ImportError:
         raise ImportError(f"the ray engine needs Ray, which is not installed: {INSTALL_HINT}") from None
     return ray
+
+
+class RayAddressError(ValueError):
+    """A Ray address where no Ray cluster answers: ``said(flag)`` is the message, the address named as ``flag``
+    names it (the command line's ``--address``; the library's ``address``)."""
+
+    def __init__(self, address: str, reason: str):
+        self.address, self.reason = address, reason
+        super().__init__(self.said("address"))
+
+    def said(self, flag: str) -> str:
+        return (f"{flag} {self.address}: no Ray cluster answers there ({self.reason}); start one with "
+                f"`ray start --head` and pass the address it prints, or leave {flag} out to start a local cluster "
+                "for the job")
+
+
+def check_ray_address(address: str, *, timeout: float = RAY_ANSWER_SECONDS) -> None:
+    """Raise :class:`RayAddressError` unless ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``) answers as Ray
+    does, within ``timeout`` seconds for each step: it accepts a connection, and replies to an HTTP/2 hello as a
+    gRPC server does. ``"auto"`` is Ray's own to find, and is not checked.
+
+    Why here: given an address with nothing behind it (or a web server), ``ray.init`` tries again and again for
+    minutes, and Ctrl-C does not stop it. This check is plain sockets, so Ctrl-C stops it too.
+    """
+    if address == "auto":
+        return
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # an IPv6 address is written [::1]:6379
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RayAddressError(address, "not HOST:PORT, e.g. 192.168.1.5:6379 or ray://192.168.1.5:10001")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as connection:
+            connection.sendall(_HTTP2_HELLO)
+            reply = b""
+            while len(reply) < _HTTP2_FRAME_HEADER_BYTES:
+                received = connection.recv(_HTTP2_FRAME_HEADER_BYTES - len(reply))
+                if not received:  # closed by the other side
+                    break
+                reply += received
+    except socket.gaierror as e:
+        raise RayAddressError(address, f"no machine is known by the name {host}: {e.strerror}") from None
+    except TimeoutError:
+        raise RayAddressError(address, f"no answer within {timeout:g} s") from None
+    except OSError as e:
+        raise RayAddressError(address, e.strerror or str(e)) from None
+    if len(reply) < _HTTP2_FRAME_HEADER_BYTES or reply[3] != _HTTP2_SETTINGS:
+        raise RayAddressError(address, "something answers, but not as Ray does (gRPC)")
 
 
 @contextmanager
@@ -96,10 +152,11 @@ def open_engine(engine: str = "local", *, address: str | None = None, workers: i
 
 def start_ray(*, address: str | None = None, num_cpus: int | None = None):
     """``ray.init`` for a data job: quiet, no dashboard; a new local cluster (``num_cpus`` CPUs) unless
-    ``address`` names one. The workers of a new local cluster import this package from where it is here."""
+    ``address`` names one (checked first: :func:`check_ray_address`). The workers of a new local cluster import this package from where it is here."""
     ray = import_ray()
     options = dict(include_dashboard=False, logging_level="WARNING", log_to_driver=False)
     if address is not None:
+        check_ray_address(address)
         ray.init(address=address, **options)
         return ray
     # The cluster's processes inherit this environment as they start. Through it rather than a Ray
