@@ -1781,6 +1781,29 @@ def test_a_stdout_on_dev_full_is_named_in_one_line_and_exit_1(tmp_path):
                                                  "space left on device\n")
 
 
+@pytest.mark.parametrize("argv, written", [
+    (["train", "--input", "a.txt", "--vocab_size", "260", "--out", "tok"], "the tokenizer is saved in tok"),
+    (["encode-file", "a.txt", "--out", "a.bin"], "a.bin is written"),
+    (["encode-dataset", "a.txt", "--out", "ds"], f"the dataset is written in ds (see {os.path.join('ds', 'manifest.json')})"),
+    (["decode", "31373", "--out", "hello.txt"], "hello.txt is written"),
+])
+def test_a_full_stdout_after_the_output_file_is_written_says_the_file_is_there(monkeypatch, tmp_path, argv, written):
+    # `gpt2-tokenizer train ... > /dev/full` saved the tokenizer, then said only "cannot write the output to stdout"
+    # (its summary, printed at the end, was the output it meant): a user would think the tokenizer lost
+    from tokenizer.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("hello world, hello tokens " * 20, encoding="utf-8")
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(FullDiskBytes()), encoding="utf-8"))
+    monkeypatch.setattr(sys, "stderr", err)
+    assert main(argv, prog=PROG) == 1
+    assert err.getvalue() == (f"{PROG}: error: cannot write the summary to stdout: No space left on device; {written} "
+                              "all the same\n")
+    assert (tmp_path / argv[argv.index("--out") + 1]).exists()
+    assert not (tmp_path / "tok.checkpoint").exists()
+
+
 def test_a_list_option_and_the_playground_read_commas_by_one_rule(tmp_path, monkeypatch):
     """tokenizer/cli.py's joined_paths and tokenizer/serve.py's comma_readings each had a rule of their own for a
     name holding commas; both read command_line.comma_readings now. Overlapping paths: the longest name first."""

@@ -78,8 +78,8 @@ import numpy as np
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted, OneLineParser, UsageError, add_flag,
                            add_version_flag, ascii_digits, bar_if_slow, comma_readings, cannot_listen, decimal_digits,
-                           error_message, run_guarded, said_if_slow, say, show_progress, shown_typed, typed_number,
-                           unbroken, unrecognized, watched_stdout, whole_number)
+                           error_message, run_guarded, said_if_slow, say, show_progress, shown_typed, summary_of,
+                           typed_number, unbroken, unrecognized, watched_stdout, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, id_files, inputs, manifest, parity, sharded
@@ -436,7 +436,8 @@ def say_written(given: str | None, out, what: str) -> None:
     """The summary of a decode into a file (``--out`` as ``given``), on stdout, free then; nothing when the text
     itself went to stdout."""
     if out != outputs.STDOUT:
-        print(f"{given}: {what}")
+        with summary_of(f"{given} is written"):
+            print(f"{given}: {what}")
 
 
 def count(args) -> None:
@@ -468,7 +469,11 @@ def encode_file(args) -> None:
                f"{s['bytes_per_token']:.3f} bytes/token, {s['mb_per_s']:.2f} MB/s "
                f"({s['seconds']:.1f} s, {s['workers']} worker{'s' if s['workers'] > 1 else ''}, {shown_name(enc)})")
     # the summary is the command's result, unless the ids themselves went to stdout (--out -)
-    print(summary, file=sys.stderr if out == outputs.STDOUT else sys.stdout)
+    if out == outputs.STDOUT:
+        print(summary, file=sys.stderr)
+        return
+    with summary_of(f"{s['out']} is written"):
+        print(summary)
 
 
 def text_bytes(figures: dict) -> str:
@@ -496,6 +501,12 @@ def encode_dataset(args) -> None:
         raise UsageError(str(e)) from None
     except RayAddressError as e:
         raise UsageError(e.said("--address")) from None
+    with summary_of(f"the dataset is written in {args.out} (see {Path(args.out) / 'manifest.json'})"):
+        say_dataset(args, m, enc)
+
+
+def say_dataset(args, m: dict, enc: Encoding) -> None:
+    """encode-dataset's summary of the manifest ``m`` it wrote."""
     t = m["totals"]
     removed = m["removed"]
     if removed:
@@ -736,7 +747,8 @@ def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
         raise
     try:
         shutil.rmtree(checkpoint)
-        print_training_summary(paths, source, args, vocab, merges, enc, seconds, clock)
+        with summary_of(f"the tokenizer is saved in {args.out}"):
+            print_training_summary(paths, source, args, vocab, merges, enc, seconds, clock)
     except KeyboardInterrupt:  # e.g. while the training text is encoded again for the summary
         shutil.rmtree(checkpoint, ignore_errors=True)
         raise Interrupted(f"the tokenizer is saved in {args.out}; only the summary was cut short") from None

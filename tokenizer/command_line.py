@@ -340,7 +340,12 @@ def cannot_listen(error: OSError, host: str, port: int) -> str:
 
 class StdoutFailed(Exception):
     """stdout could not take the output (a full disk, an I/O error): the work failed, exit status 1, with a message
-    that names stdout, where a bare "No space left on device" could be any file's."""
+    that names stdout, where a bare "No space left on device" could be any file's; ``reason`` is that message's
+    own words."""
+
+    def __init__(self, reason: str, message: str | None = None):
+        super().__init__(message or f"cannot write the output to stdout: {reason}")
+        self.reason = reason
 
 
 @contextlib.contextmanager
@@ -353,7 +358,20 @@ def stdout_named():
     except BrokenPipeError:
         raise
     except OSError as error:
-        raise StdoutFailed(f"cannot write the output to stdout: {error_message(error)}") from None
+        raise StdoutFailed(error_message(error)) from None
+
+
+@contextlib.contextmanager
+def summary_of(written: str):
+    """Run the block that prints a command's summary of the file(s) it wrote, and flush it: stdout that cannot take
+    the summary (a full disk) then says so, and ``written`` ("the tokenizer is saved in tok"), which a user of a
+    bare "cannot write the output" would take for lost."""
+    try:
+        yield
+        sys.stdout.flush()  # (a file's stdout is block-buffered: a print alone fails at exit, with no block around)
+    except StdoutFailed as failure:
+        raise StdoutFailed(failure.reason, f"cannot write the summary to stdout: {failure.reason}; {written} all "
+                           "the same") from None
 
 
 # A command started with stdout closed (>&-): Python leaves no stream to print to, and every command prints there
