@@ -459,16 +459,60 @@ def test_cli_non_utf8_txt_shard_names_what_encode_dataset_accepts(tmp_path, caps
     (tmp_path / "b.txt").write_bytes(b"ok \xff")
     assert main(["encode-dataset", str(tmp_path / "b.txt"), "--out", str(tmp_path / "out")], prog="t") == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "byte 3" in err and "convert the file to UTF-8" in err
-    assert "--errors" not in build_help_flags("encode-dataset")  # so the hint names encode-file's, not its own
-    assert "--errors replace on the command line" not in err
+    assert err.count("\n") == 1 and "byte 3" in err and err.endswith(
+        "convert the file to UTF-8, or pass --errors replace (errors='replace') to read invalid bytes as U+FFFD\n")
+    assert not (tmp_path / "out").exists()
 
 
-def build_help_flags(command: str) -> str:
-    from tokenizer.cli import build_parser
+def bad_bytes_dataset(folder: Path) -> tuple[list[Path], list[str]]:
+    """Shards of each format with a few bytes that are not UTF-8, and their texts as read with U+FFFD."""
+    folder.mkdir()
+    (folder / "a.txt").write_bytes(b"ok \xff\xfe then<|endoftext|>more caf\xe9\n")
+    (folder / "b.jsonl").write_bytes(b'{"text": "caf\xe9 au lait"}\n{"text": "fine"}\n')
+    texts = [(folder / "a.txt").read_bytes().decode("utf-8", errors="replace"), "caf\ufffd au lait", "fine"]
+    return [folder / "a.txt", folder / "b.jsonl"], texts
 
-    parser = build_parser("t")
-    return parser._subparsers._group_actions[0].choices[command].format_help()
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_errors_replace_reads_bad_bytes_as_u_fffd_and_the_manifest_counts_them(tmp_path, request, engine):
+    # encode-dataset had no --errors, where count, encode-file and parity have --errors replace
+    if engine == "ray":
+        request.getfixturevalue("ray_cluster")
+    shards, texts = bad_bytes_dataset(tmp_path / "in")
+    m = encode_dataset(shards, tmp_path / "out", errors="replace", engine=engine, workers=2, progress=False)
+    enc = tiktoken.get_encoding("gpt2")
+    assert np.fromfile(tmp_path / "out" / "a.bin", dtype=np.uint16).tolist() == enc.encode(texts[0],
+                                                                                           allowed_special="all")
+    assert np.fromfile(tmp_path / "out" / "b.bin", dtype=np.uint16).tolist() == [
+        i for text in texts[1:] for i in enc.encode_ordinary(text) + [enc.eot_token]]
+    assert [s["replaced_bytes"] for s in m["shards"]] == [3, 1] and m["totals"]["replaced_bytes"] == 4
+    assert m["settings"]["errors"] == "replace" and assert_consistent(tmp_path / "out") == {
+        key: m[key] for key in ("format", "settings", "complete", "shards", "totals")}
+    # read as strict, the same shards are redone, and refused: their outputs were not made that way
+    with pytest.raises(ValueError, match=r"a\.txt is not valid UTF-8: byte 3 .* or pass --errors replace"):
+        encode_dataset(shards, tmp_path / "out", engine=engine, workers=1, progress=False)
+
+
+def test_errors_is_a_setting_of_the_manifest_and_an_older_one_was_strict(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.txt").write_text("all UTF-8", encoding="utf-8")
+    strict = encode_dataset(["good.txt"], "out", progress=False)
+    assert strict["settings"]["errors"] == "strict" and strict["totals"]["replaced_bytes"] == 0
+    manifest = json.loads((tmp_path / "out" / MANIFEST_NAME).read_text())
+    del manifest["settings"]["errors"]  # as written before errors was recorded, when strict was the only way
+    (tmp_path / "out" / MANIFEST_NAME).write_text(json.dumps(manifest))
+    assert encode_dataset(["good.txt"], "out", progress=False)["skipped"] == 1
+    assert encode_dataset(["good.txt"], "out", errors="replace", progress=False)["encoded"] == 1
+    with pytest.raises(ValueError, match="errors must be 'strict' or 'replace', got 'ignore'"):
+        encode_dataset(["good.txt"], "out", errors="ignore", progress=False)
+
+    shards, texts = bad_bytes_dataset(tmp_path / "in")
+    assert main(["encode-dataset", *map(str, shards), "--out", "bad", "--errors", "replace"], prog="t") == 0
+    said = capsys.readouterr().out
+    # the text's bytes as they are in the inputs, the bad ones among them: a.txt's 33, and the documents' 12 and 4
+    n_bytes = shards[0].stat().st_size + len(b"caf\xe9 au lait") + len(texts[2])
+    assert said.startswith(f"bad: 18 tokens (uint16) in 2 shards from {n_bytes} bytes (4 of them not UTF-8, each run "
+                           f"read as U+FFFD; {sum(p.stat().st_size for p in shards)} file bytes), 4 documents; "), said
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 7])

@@ -495,7 +495,7 @@ def encode_dataset(args) -> None:
     enc = open_encoding(args.encoding)
     try:
         m = sharded.encode_dataset(args.inputs, args.out, encoding=enc, text_field=args.text_field,
-                                   engine=args.engine, address=args.address, workers=args.workers,
+                                   errors=args.errors, engine=args.engine, address=args.address, workers=args.workers,
                                    progress=show_progress(), overwrite=args.force, flag="--out")
     except ImportError as e:  # --engine ray without Ray, or .parquet without pyarrow
         raise UsageError(str(e)) from None
@@ -1124,6 +1124,7 @@ def build_parser(prog: str) -> OneLineParser:
     add_flag(p, "force", action="store_true", help="write into a folder that holds other files and no "
              "manifest (without it, encode-dataset refuses)")
     add_encoding(p)
+    add_errors(p)
     add_text_field(p)
     add_flag(p, "engine", choices=ENGINES, default="local",
              help="local: worker processes on this machine (default); ray: tasks on a Ray cluster")

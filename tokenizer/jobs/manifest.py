@@ -4,9 +4,10 @@ The manifest lists, for each input shard whose output is complete, the input (it
 time), the output file, its dtype, how many documents (a ``.txt`` shard's: the non-blank stretches between
 ``<|endoftext|>``, not the separators) and tokens it holds, ``bytes`` (the UTF-8 bytes of its text, the one
 meaning of "bytes" in every command), ``file_bytes`` (the input as stored: compressed, JSON-escaped) and the
-output's SHA-256; then the totals; and the settings every output was made with (the encoding, by name and by a
-hash of its tables, the text field, and the special-token rule of text shards, as the flags spell it:
-:data:`TEXT_RULE`). It is written by the job's driver only, atomically (a temporary file
+output's SHA-256, and ``replaced_bytes`` (of ``bytes``, those not UTF-8 in the input, read as U+FFFD under
+``errors="replace"``); then the totals; and the settings every output was made with (the encoding, by name and by
+a hash of its tables, the text field, the special-token rule of text shards, as the flags spell it:
+:data:`TEXT_RULE`, and how invalid UTF-8 is read, ``errors``). It is written by the job's driver only, atomically (a temporary file
 renamed over the old one), after each shard that completes, so an interrupted job leaves a manifest that
 claims exactly the shards that are there.
 
@@ -35,6 +36,8 @@ FORMAT = "gpt2-numpy encode-dataset manifest, version 2"
 # The settings record it, as --allowed_special and --disallowed_special write it, so that a reader of the ids
 # (parity --ids) encodes the text again the same way; a manifest written before it was recorded was made with it.
 TEXT_RULE = {"allowed_special": "all", "disallowed_special": "none"}
+# How invalid UTF-8 was read: a manifest written before it was recorded (when strict was the only way) was made so
+READ_RULE = {"errors": "strict"}
 FORMAT_1 = "gpt2-numpy encode-dataset manifest, version 1"  # "bytes" was the input file's size
 
 
@@ -98,14 +101,14 @@ def recorded_outputs(folder: Path) -> list[str]:
 
 
 def with_text_rule(settings):
-    """A manifest's ``settings``, with the text shards' rule they were made with even where they do not say it
-    (a manifest written before it was recorded)."""
-    return {**TEXT_RULE, **settings} if isinstance(settings, dict) else settings
+    """A manifest's ``settings``, with the text shards' rule and the UTF-8 rule they were made with even where they
+    do not say them (a manifest written before they were recorded)."""
+    return {**TEXT_RULE, **READ_RULE, **settings} if isinstance(settings, dict) else settings
 
 
 def written_settings(output: Path) -> dict | None:
-    """The settings (``encoding``, ``encoding_sha256``, ``dtype``, ``text_field``, ``allowed_special`` and
-    ``disallowed_special``) that ``output`` was written with, from the manifest beside it that lists it; None for
+    """The settings (``encoding``, ``encoding_sha256``, ``dtype``, ``text_field``, ``allowed_special``,
+    ``disallowed_special`` and ``errors``) that ``output`` was written with, from the manifest beside it that lists it; None for
     a file no manifest of ours lists (encode-file's, another tool's)."""
     try:
         with open(output.parent / MANIFEST_NAME, encoding="utf-8") as f:
@@ -137,6 +140,7 @@ def is_complete(entry: dict | None, identity: dict, output: Path, itemsize: int)
 def write_manifest(folder: Path, settings: dict, entries: list[dict], *, complete: bool) -> dict:
     """Replace ``folder``'s manifest (atomically) with ``entries`` (in input order) and their totals."""
     totals = {key: sum(entry[key] for entry in entries) for key in ("documents", "tokens", "bytes", "file_bytes")}
+    totals["replaced_bytes"] = sum(entry.get("replaced_bytes", 0) for entry in entries)  # (none in version 1's)
     manifest = {"format": FORMAT, "settings": settings, "complete": complete, "shards": entries,
                 "totals": {"shards": len(entries), **totals}}
     path = folder / MANIFEST_NAME

@@ -42,16 +42,16 @@ class ShardEncoder:
     """The task: encode one shard into its ``.bin`` file; returns the shard's manifest entry (without the
     input's identity, which the driver adds). Holds the encoding, so it reaches each worker once."""
 
-    def __init__(self, encoding: Encoding, text_field: str):
+    def __init__(self, encoding: Encoding, text_field: str, errors: str = "strict"):
         self.encoding = encoding
         self.text_field = text_field
+        self.errors = errors
 
     def __call__(self, task: tuple[str, str], report) -> dict:
         input_path, out_path = Path(task[0]), Path(task[1])
-        # errors=None: strict UTF-8, with no --errors to offer (a dataset's ids should hold no U+FFFD it never had)
         # a text shard's rule, the one the manifest records (TEXT_RULE): every special token's text its id
         written = encode_input(input_path, out_path, self.encoding, allowed_special="all", disallowed_special=(),
-                               text_field=self.text_field, errors=None, report=report)
+                               text_field=self.text_field, errors=self.errors, report=report)
         return {"output": out_path.name, **written}
 
 
@@ -130,6 +130,7 @@ def encode_dataset(
     *,
     encoding: str | Encoding = "gpt2",
     text_field: str = "text",
+    errors: str = "strict",
     engine: str = "local",
     address: str | None = None,
     workers: int | None = None,
@@ -142,7 +143,8 @@ def encode_dataset(
     earlier run's manifest listed that are none of this run's, deleted) and ``"seconds"``.
 
     ``encoding`` is a registered name or an :class:`Encoding`; ``text_field`` the JSON field / parquet column
-    holding each document; ``engine`` ``"local"`` (worker processes, default all CPUs) or ``"ray"``
+    holding each document; ``errors`` how invalid UTF-8 is read (``"strict"``: an error naming the input and the
+    byte; ``"replace"``: as U+FFFD, counted in each shard's and the totals' ``replaced_bytes``); ``engine`` ``"local"`` (worker processes, default all CPUs) or ``"ray"``
     (``address`` of a cluster, or a local one started for the job); ``workers`` how many shards are encoded
     at once. Shards already complete in ``out_dir`` (proved by its manifest) are skipped.
 
@@ -156,6 +158,8 @@ def encode_dataset(
     no manifest (nor the folder, if it made it).
     """
     start = time.perf_counter()
+    if errors not in ("strict", "replace"):  # (before any work: a task would find it out only at a bad byte)
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     shards = find_inputs(inputs)
     refuse_stdin(shards, "encode-dataset's manifest recognises each input by its path, size and time")
     # the destination before the encoding, which may have to be downloaded
@@ -169,7 +173,7 @@ def encode_dataset(
         check_documents_can_end(enc, shard)
     dtype = id_dtype(enc.n_vocab)
     settings = {"encoding": enc.name, "encoding_sha256": encoding_fingerprint(enc), "dtype": dtype.name,
-                "text_field": text_field, **TEXT_RULE}
+                "text_field": text_field, **TEXT_RULE, "errors": errors}
 
     identities = [input_identity(s) for s in shards]
     remove_partials(outputs)
@@ -195,7 +199,7 @@ def encode_dataset(
         if todo:
             with open_engine(engine, address=address, workers=workers) as runner:
                 tasks = [(str(shards[n]), str(outputs[n])) for n in todo]
-                run = runner.run(ShardEncoder(enc, text_field), tasks, bar, name="encode_shard")
+                run = runner.run(ShardEncoder(enc, text_field, errors), tasks, bar, name="encode_shard")
                 for k, result in run:
                     n = todo[k]
                     entries[n] = {**identities[n], **result}
