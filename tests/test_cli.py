@@ -1784,7 +1784,8 @@ def test_a_stdout_on_dev_full_is_named_in_one_line_and_exit_1(tmp_path):
 @pytest.mark.parametrize("argv, written", [
     (["train", "--input", "a.txt", "--vocab_size", "260", "--out", "tok"], "the tokenizer is saved in tok"),
     (["encode-file", "a.txt", "--out", "a.bin"], "a.bin is written"),
-    (["encode-dataset", "a.txt", "--out", "ds"], f"the dataset is written in ds (see {os.path.join('ds', 'manifest.json')})"),
+    (["encode-dataset", "a.txt", "--out", "ds"],
+     f"the dataset is written in ds (see {os.path.join('ds', 'manifest.json')})"),
     (["decode", "31373", "--out", "hello.txt"], "hello.txt is written"),
 ])
 def test_a_full_stdout_after_the_output_file_is_written_says_the_file_is_there(monkeypatch, tmp_path, argv, written):

@@ -1,15 +1,15 @@
 """``manifest.json``: what an ``encode-dataset`` output folder holds, and the proof that each output is whole.
 
-The manifest lists, for each input shard whose output is complete, the input (its path, size and modification
-time), the output file, its dtype, how many documents (a ``.txt`` shard's: the non-blank stretches between
-``<|endoftext|>``, not the separators) and tokens it holds, ``bytes`` (the UTF-8 bytes of its text, the one
-meaning of "bytes" in every command), ``file_bytes`` (the input as stored: compressed, JSON-escaped) and the
-output's SHA-256, and ``replaced_bytes`` (of ``bytes``, those not UTF-8 in the input, read as U+FFFD under
-``errors="replace"``); then the totals; and the settings every output was made with (the encoding, by name and by
-a hash of its tables, the text field, the special-token rule of text shards, as the flags spell it:
-:data:`TEXT_RULE`, and how invalid UTF-8 is read, ``errors``). It is written by the job's driver only, atomically (a temporary file
-renamed over the old one), after each shard that completes, so an interrupted job leaves a manifest that
-claims exactly the shards that are there.
+The manifest lists, for each input shard whose output is complete, the input (its path, size and modification time),
+the output file, its dtype, how many documents (a ``.txt`` shard's: the non-blank stretches between
+``<|endoftext|>``, not the separators) and tokens it holds, ``bytes`` (the UTF-8 bytes of its text, the one meaning
+of "bytes" in every command), ``file_bytes`` (the input as stored: compressed, JSON-escaped) and the output's
+SHA-256, and ``replaced_bytes`` (of ``bytes``, those not UTF-8 in the input, read as U+FFFD under
+``errors="replace"``); then the totals; and the settings every output was made with (the encoding, by name and by a
+hash of its tables, the text field, the special-token rule of text shards, as the flags spell it: :data:`TEXT_RULE`,
+and how invalid UTF-8 is read, ``errors``). It is written by the job's driver only, atomically (a temporary file
+renamed over the old one), after each shard that completes, so an interrupted job leaves a manifest that claims
+exactly the shards that are there.
 
 Resuming trusts an output only when the manifest lists it with the same settings and the same input (path, size,
 modification time), and the file has the recorded size and SHA-256. Anything else — no manifest, a manifest that
@@ -108,8 +108,8 @@ def with_text_rule(settings):
 
 def written_settings(output: Path) -> dict | None:
     """The settings (``encoding``, ``encoding_sha256``, ``dtype``, ``text_field``, ``allowed_special``,
-    ``disallowed_special`` and ``errors``) that ``output`` was written with, from the manifest beside it that lists it; None for
-    a file no manifest of ours lists (encode-file's, another tool's)."""
+    ``disallowed_special`` and ``errors``) that ``output`` was written with, from the manifest beside it that lists
+    it; None for a file no manifest of ours lists (encode-file's, another tool's)."""
     try:
         with open(output.parent / MANIFEST_NAME, encoding="utf-8") as f:
             manifest = json.load(f)

@@ -144,9 +144,10 @@ def encode_dataset(
 
     ``encoding`` is a registered name or an :class:`Encoding`; ``text_field`` the JSON field / parquet column
     holding each document; ``errors`` how invalid UTF-8 is read (``"strict"``: an error naming the input and the
-    byte; ``"replace"``: as U+FFFD, counted in each shard's and the totals' ``replaced_bytes``); ``engine`` ``"local"`` (worker processes, default all CPUs) or ``"ray"``
-    (``address`` of a cluster, or a local one started for the job); ``workers`` how many shards are encoded
-    at once. Shards already complete in ``out_dir`` (proved by its manifest) are skipped.
+    byte; ``"replace"``: as U+FFFD, counted in each shard's and the totals' ``replaced_bytes``); ``engine``
+    ``"local"`` (worker processes, default all CPUs) or ``"ray"`` (``address`` of a cluster, or a local one started
+    for the job); ``workers`` how many shards are encoded at once. Shards already complete in ``out_dir`` (proved by
+    its manifest) are skipped.
 
     ``out_dir`` is checked before any work (:func:`tokenizer.outputs.check_folder`; ``flag`` names it on a
     command line): a folder that holds files but no manifest (not an ``encode-dataset`` output) is refused
