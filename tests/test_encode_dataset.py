@@ -580,6 +580,22 @@ def test_an_address_without_ray_is_refused_within_the_timeout_given(web_server):
                     "the job")
 
 
+def test_ray_address_in_the_environment_is_checked_and_named(monkeypatch):
+    # Ray joins the cluster RAY_ADDRESS names when given no address (or "auto"): there too ray.init retried an
+    # address without a cluster for minutes, where the job was to start a local one
+    address = closed_port_address()
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    assert engines.ray_address_used(None) == engines.ray_address_used("auto") == (address, True)
+    assert engines.ray_address_used("h:1") == ("h:1", False)  # one given wins, as in Ray
+    with pytest.raises(engines.RayAddressError) as caught:
+        engines.start_ray(num_cpus=1)
+    assert caught.value.said("--address") == (
+        f"RAY_ADDRESS {address}: no Ray cluster answers there (Connection refused); start one with `ray start "
+        "--head` and pass the address it prints, or unset RAY_ADDRESS to start a local cluster for the job")
+    monkeypatch.setenv("RAY_ADDRESS", "")  # set but empty: Ray starts a local cluster
+    assert engines.ray_address_used(None) == (None, False)
+
+
 def test_the_address_of_a_ray_cluster_passes_the_check(ray_cluster):
     engines.check_ray_address(ray_cluster.get_runtime_context().gcs_address, timeout=30)
 

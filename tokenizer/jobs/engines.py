@@ -16,7 +16,8 @@ object holding what every task needs, such as an encoding) and one picklable ``t
   (so Ctrl-C stops every one of them), each receiving ``fn`` once as it starts, or runs the tasks right here
   for one worker. It needs nothing beyond the standard library.
 * ``ray`` submits the tasks to a Ray cluster: an existing one (``address="auto"``, or ``"ray://host:10001"``),
-  or, without an address, a local one started for the job (``workers`` CPUs) and shut down after it. Ray
+  or, without an address, a local one started for the job (``workers`` CPUs) and shut down after it (unless
+  the environment variable ``RAY_ADDRESS`` names a cluster: Ray itself then connects to that one). Ray
   retries a task whose worker process dies (up to :data:`RAY_TASK_RETRIES` times), which is safe because every
   task here writes its output atomically and computes it from its input alone. On a multi-machine cluster the
   inputs, the output folder and this package must be reachable from every machine (a shared file system and
@@ -72,34 +73,53 @@ def import_ray():
     return ray
 
 
+RAY_ADDRESS = "RAY_ADDRESS"  # the environment variable Ray reads for the cluster to join, when given none or "auto"
+
+
 class RayAddressError(ValueError):
     """A Ray address where no Ray cluster answers: ``said(flag)`` is the message, the address named as ``flag``
-    names it (the command line's ``--address``; the library's ``address``)."""
+    names it (the command line's ``--address``; the library's ``address``), or as ``RAY_ADDRESS`` when it came
+    from there (``from_environment``)."""
 
-    def __init__(self, address: str, reason: str):
-        self.address, self.reason = address, reason
+    def __init__(self, address: str, reason: str, *, from_environment: bool = False):
+        self.address, self.reason, self.from_environment = address, reason, from_environment
         super().__init__(self.said("address"))
 
     def said(self, flag: str) -> str:
-        return (f"{flag} {self.address}: no Ray cluster answers there ({self.reason}); start one with "
-                f"`ray start --head` and pass the address it prints, or leave {flag} out to start a local cluster "
-                "for the job")
+        named, instead = (RAY_ADDRESS, f"unset {RAY_ADDRESS}") if self.from_environment else (flag, f"leave {flag} out")
+        return (f"{named} {self.address}: no Ray cluster answers there ({self.reason}); start one with "
+                f"`ray start --head` and pass the address it prints, or {instead} to start a local cluster for "
+                "the job")
 
 
-def check_ray_address(address: str, *, timeout: float = RAY_ANSWER_SECONDS) -> None:
+def ray_address_used(address: str | None) -> tuple[str | None, bool]:
+    """The cluster ``ray.init(address=address)`` joins, as Ray reads it, and whether it comes from the environment:
+    ``RAY_ADDRESS`` when ``address`` is None or ``"auto"``; None: a new local cluster."""
+    from_environment = os.environ.get(RAY_ADDRESS) or None
+    if address in (None, "auto") and from_environment is not None:
+        return from_environment, True
+    return address, False
+
+
+def check_ray_address(address: str, *, timeout: float = RAY_ANSWER_SECONDS, from_environment: bool = False) -> None:
     """Raise :class:`RayAddressError` unless ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``) answers as Ray
     does, within ``timeout`` seconds for each step: it accepts a connection, and replies to an HTTP/2 hello as a
-    gRPC server does. ``"auto"`` is Ray's own to find, and is not checked.
+    gRPC server does. ``"auto"`` is Ray's own to find, and is not checked. ``from_environment``: the address is
+    ``RAY_ADDRESS``'s, and the error names it so.
 
     Why here: given an address with nothing behind it (or a web server), ``ray.init`` tries again and again for
     minutes, and Ctrl-C does not stop it. This check is plain sockets, so Ctrl-C stops it too.
     """
     if address == "auto":
         return
+
+    def refused(reason: str) -> RayAddressError:
+        return RayAddressError(address, reason, from_environment=from_environment)
+
     host, colon, port = address.removeprefix("ray://").rpartition(":")
     host = host.removeprefix("[").removesuffix("]")  # an IPv6 address is written [::1]:6379
     if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise RayAddressError(address, "not HOST:PORT, e.g. 192.168.1.5:6379 or ray://192.168.1.5:10001")
+        raise refused("not HOST:PORT, e.g. 192.168.1.5:6379 or ray://192.168.1.5:10001")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout) as connection:
             connection.sendall(_HTTP2_HELLO)
@@ -110,13 +130,13 @@ def check_ray_address(address: str, *, timeout: float = RAY_ANSWER_SECONDS) -> N
                     break
                 reply += received
     except socket.gaierror as e:
-        raise RayAddressError(address, f"no machine is known by the name {host}: {e.strerror}") from None
+        raise refused(f"no machine is known by the name {host}: {e.strerror}") from None
     except TimeoutError:
-        raise RayAddressError(address, f"no answer within {timeout:g} s") from None
+        raise refused(f"no answer within {timeout:g} s") from None
     except OSError as e:
-        raise RayAddressError(address, e.strerror or str(e)) from None
+        raise refused(e.strerror or str(e)) from None
     if len(reply) < _HTTP2_FRAME_HEADER_BYTES or reply[3] != _HTTP2_SETTINGS:
-        raise RayAddressError(address, "something answers, but not as Ray does (gRPC)")
+        raise refused("something answers, but not as Ray does (gRPC)")
 
 
 @contextmanager
@@ -152,12 +172,14 @@ def open_engine(engine: str = "local", *, address: str | None = None, workers: i
 
 def start_ray(*, address: str | None = None, num_cpus: int | None = None):
     """``ray.init`` for a data job: quiet, no dashboard; a new local cluster (``num_cpus`` CPUs) unless
-    ``address`` names one (checked first: :func:`check_ray_address`). The workers of a new local cluster import this package from where it is here."""
+    ``address`` (or, as Ray reads it, ``RAY_ADDRESS``) names one, checked first (:func:`check_ray_address`). The
+    workers of a new local cluster import this package from where it is here."""
     ray = import_ray()
     options = dict(include_dashboard=False, logging_level="WARNING", log_to_driver=False)
-    if address is not None:
-        check_ray_address(address)
-        ray.init(address=address, **options)
+    joined, from_environment = ray_address_used(address)
+    if joined is not None:
+        check_ray_address(joined, from_environment=from_environment)
+        ray.init(address=joined, **options)  # (no num_cpus: an existing cluster's CPUs are its own)
         return ray
     # The cluster's processes inherit this environment as they start. Through it rather than a Ray
     # runtime_env, so that the workers Ray starts in advance can take the first tasks.
