@@ -413,6 +413,15 @@ def test_ray_counting_equals_local_counting_and_training_merges(shard_dir, tmp_p
     assert merges[0] == merges[1] and len(merges[0][1]) == 400 - 256 - 1
 
 
+def test_train_on_ray_says_whose_peak_memory_it_measured(shard_dir, tmp_path, ray_cluster, capsys):
+    # it said "largest of this process and one worker", and measured none of Ray's workers (not its children)
+    assert main(["train", "--input", str(shard_dir / "b_ja.jsonl"), "--vocab_size", "300", "--out",
+                 str(tmp_path / "tok"), "--engine", "ray"], prog="t") == 0
+    lines = capsys.readouterr().out.splitlines()
+    memory = next(line for line in lines if line.startswith("peak memory: "))
+    assert memory.endswith(" MB (this process; the Ray workers' is not measured)"), memory
+
+
 def test_docstring_examples():
     from tokenizer.jobs import inputs
 

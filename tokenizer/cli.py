@@ -756,9 +756,14 @@ def train_on(paths: list[Path], source: str, args, checkpoint: Path) -> None:
 
 def print_training_summary(paths: list[Path], source: str, args, vocab, merges, enc: Encoding, seconds: float,
                            clock: RunClock) -> None:
-    # Peak resident memory of this process and of the counting workers (Linux reports KiB).
-    peak_kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    # Peak resident memory (Linux reports KiB) of this process, and of the local counting workers, its children.
+    # Ray's workers are not this process's children (its children are Ray's own servers, for a local cluster):
+    # their memory is not measured here, and the line says so.
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    measured = "this process; the Ray workers' is not measured"
+    if args.engine == "local":
+        peak_kib = max(peak_kib, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        measured = "largest of this process and one worker"
     specials = sorted(enc.special_tokens_set)
     special_bytes = {s.encode("utf-8") for s in specials}
     longest = max((t for t in vocab.values() if t not in special_bytes), key=len)
@@ -775,7 +780,7 @@ def print_training_summary(paths: list[Path], source: str, args, vocab, merges, 
     merges_said = f"{len(merges):,} merge{'' if len(merges) == 1 else 's'}"  # "1 merge": a vocab_size of 257
     print(f"trained {merges_said} ({len(vocab):,} tokens) from {source} in {took}; "
           f"saved in the {args.format} format in {args.out}")
-    print(f"peak memory: {peak_kib / 1024:.0f} MB (largest of this process and one worker)")
+    print(f"peak memory: {peak_kib / 1024:.0f} MB ({measured})")
     if merges:
         print(longest_token_line(longest, specials))
     else:  # (no room for a merge, or no pair to merge) any byte would be "the longest": b'\x00' was named
