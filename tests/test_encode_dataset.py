@@ -589,6 +589,14 @@ def test_an_address_without_ray_is_refused_within_the_timeout_given(web_server):
                     "the job")
 
 
+def test_a_cluster_speaking_tls_is_checked_for_a_connection_only(web_server, monkeypatch):
+    # Ray's TLS (RAY_USE_TLS=1) answers a plain HTTP/2 hello as a failed handshake: a real cluster was refused
+    monkeypatch.setenv("RAY_USE_TLS", "1")
+    engines.check_ray_address(web_server, timeout=0.5)  # (the web server stands for it: it accepts connections)
+    with pytest.raises(engines.RayAddressError, match=r"\(Connection refused\)"):
+        engines.check_ray_address(closed_port_address(), timeout=0.5)
+
+
 def test_ray_address_in_the_environment_is_checked_and_named(monkeypatch):
     # Ray joins the cluster RAY_ADDRESS names when given no address (or "auto"): there too ray.init retried an
     # address without a cluster for minutes, where the job was to start a local one

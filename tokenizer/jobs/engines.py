@@ -105,7 +105,8 @@ def check_ray_address(address: str, *, timeout: float = RAY_ANSWER_SECONDS, from
     """Raise :class:`RayAddressError` unless ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``) answers as Ray
     does, within ``timeout`` seconds for each step: it accepts a connection, and replies to an HTTP/2 hello as a
     gRPC server does. ``"auto"`` is Ray's own to find, and is not checked. ``from_environment``: the address is
-    ``RAY_ADDRESS``'s, and the error names it so.
+    ``RAY_ADDRESS``'s, and the error names it so. A cluster that speaks TLS (``RAY_USE_TLS``, as Ray reads it)
+    would take a plain hello for a failed handshake: there, accepting a connection is the whole check.
 
     Why here: given an address with nothing behind it (or a web server), ``ray.init`` tries again and again for
     minutes, and Ctrl-C does not stop it. This check is plain sockets, so Ctrl-C stops it too.
@@ -122,6 +123,8 @@ def check_ray_address(address: str, *, timeout: float = RAY_ANSWER_SECONDS, from
         raise refused("not HOST:PORT, e.g. 192.168.1.5:6379 or ray://192.168.1.5:10001")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout) as connection:
+            if _ray_uses_tls():
+                return
             connection.sendall(_HTTP2_HELLO)
             reply = b""
             while len(reply) < _HTTP2_FRAME_HEADER_BYTES:
@@ -137,6 +140,10 @@ def check_ray_address(address: str, *, timeout: float = RAY_ANSWER_SECONDS, from
         raise refused(e.strerror or str(e)) from None
     if len(reply) < _HTTP2_FRAME_HEADER_BYTES or reply[3] != _HTTP2_SETTINGS:
         raise refused("something answers, but not as Ray does (gRPC)")
+
+
+def _ray_uses_tls() -> bool:
+    return os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")  # Ray's own reading of it
 
 
 @contextmanager
