@@ -364,8 +364,8 @@ def stdout_named():
 @contextlib.contextmanager
 def summary_of(written: str):
     """Run the block that prints a command's summary of the file(s) it wrote, and flush it: stdout that cannot take
-    the summary (a full disk) then says so, and ``written`` ("the tokenizer is saved in tok"), which a user of a
-    bare "cannot write the output" would take for lost."""
+    the summary (a full disk) then says so, and ``written`` ("the tokenizer is saved in tok"): a bare "cannot write
+    the output to stdout" reads as if the file were lost too."""
     try:
         yield
         sys.stdout.flush()  # (a file's stdout is block-buffered: a print alone fails at exit, with no block around)

@@ -54,6 +54,7 @@ ENGINES = ("local", "ray")
 RAY_TASK_RETRIES = 3  # a task whose worker process dies is started again, this many times at most
 INSTALL_HINT = install_hint("distributed")
 _POLL_SECONDS = 0.1  # how often the driver looks at progress while it waits for results
+RAY_ADDRESS = "RAY_ADDRESS"  # the environment variable Ray reads for the cluster to join, when given none or "auto"
 # How long a Ray address may take to answer each step of the check before ray.init (connect, then its reply):
 # ray.init itself retries an address without a cluster for minutes, deaf to Ctrl-C.
 RAY_ANSWER_SECONDS = 5.0
@@ -71,9 +72,6 @@ def import_ray():
     except ImportError:
         raise ImportError(f"the ray engine needs Ray, which is not installed: {INSTALL_HINT}") from None
     return ray
-
-
-RAY_ADDRESS = "RAY_ADDRESS"  # the environment variable Ray reads for the cluster to join, when given none or "auto"
 
 
 class RayAddressError(ValueError):
