@@ -29,7 +29,9 @@ shows the total in one tqdm bar over the bytes of input (:class:`ProgressBar`), 
 
 Errors: ``ValueError`` and ``OSError`` raised by a task (bad input) reach the caller as the same exception with
 the same message, whichever engine ran it. Ray is imported only when the ``ray`` engine is asked for; without
-it, :func:`import_ray` raises an ``ImportError`` that says what to install.
+it, :func:`import_ray` raises an ``ImportError`` that says what to install. A cluster's address where nothing
+answers as Ray does is a :class:`RayAddressError` (a ``ValueError``) within seconds (:func:`check_ray_address`),
+not ``ray.init``'s minutes of retrying.
 
 What this module does not do: decide what a task computes, split work into tasks, or write any file.
 """
