@@ -75,6 +75,25 @@ def test_merge_and_merge_heap_refuse_a_str_piece_as_merge_reference_does():
         assert call(" capes".encode("utf-8")) == [b" cap", b"es"]
 
 
+def test_every_merge_takes_a_bytearray_or_memoryview_piece_and_refuses_other_types_in_one_line():
+    """merge_reference(bytearray(b"hello"), ranks) and merge_heap(...) failed with "unhashable type: 'bytearray'"
+    (their slices are the table's keys): a bytes-like piece is now read as its bytes, and any other type is a
+    TypeError that says what to pass."""
+    import tokenizer
+
+    ranks = get_encoding("gpt2").merge_ranks
+    calls = {"merge_reference": lambda piece: bpe.merge_reference(piece, ranks),
+             "merge_heap": lambda piece: bpe.merge_heap(piece, ranks),
+             "merge": lambda piece: tokenizer.merge(piece, ranks)}
+    for name, call in calls.items():
+        for text in (b" capes", b" capes" * 100, "\u4f60\u597d".encode("utf-8") * 20):  # the rescan and the heap
+            expected = bpe.merge_reference(text, ranks)
+            assert call(bytearray(text)) == call(memoryview(text)) == expected
+            assert all(type(part) is bytes for part in call(bytearray(text)))
+        with pytest.raises(TypeError, match=rf"^{name} takes a piece's bytes \(b'\.\.\.', or a bytearray\), got list"):
+            call([104, 105])
+
+
 def test_merge_from_refuses_parts_that_are_not_bytes_and_says_what_to_pass():
     """merge_from(["he", "l", "l", "o"], ranks) failed inside with "descriptor '__add__' requires a 'bytes' object",
     a long list of str parts with "sequence item 0: expected a bytes-like object", and a lone str part came back

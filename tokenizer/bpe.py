@@ -84,8 +84,7 @@ def merge_reference(
     0 b'a' b'a' (b'aa', b'b')
     2 b'aa' b'b' (b'aab',)
     """
-    if isinstance(piece, str):  # its characters would never equal the table's bytes: no merge, silently
-        raise _str_piece_refused("merge_reference", piece)
+    piece = _piece_bytes("merge_reference", piece)
     if not hasattr(merge_ranks, "get"):  # an Encoding itself, say: its table is enc.merge_ranks
         raise TypeError(f"merge_ranks maps token bytes to ranks (an encoding's .merge_ranks), got a "
                         f"{type(merge_ranks).__name__}")
@@ -104,11 +103,18 @@ def merge_reference(
     return parts
 
 
-def _str_piece_refused(function: str, piece: str) -> TypeError:
-    """The error for a str given where a piece's bytes go: no str equals a bytes key of merge_ranks, so nothing
-    would merge and nothing would say why."""
-    return TypeError(f"{function} takes a piece's bytes, not str: pass {piece[:20]!r}.encode('utf-8') (or b'...'), "
-                     "as merge_ranks maps bytes to ranks")
+def _piece_bytes(function: str, piece) -> bytes:
+    """``piece`` as bytes, converted once: a bytearray's or memoryview's slices are no keys of merge_ranks (a
+    bytearray is unhashable). A str is refused: no str equals a bytes key, so nothing would merge and nothing
+    would say why."""
+    if isinstance(piece, bytes):
+        return piece
+    if isinstance(piece, str):
+        raise TypeError(f"{function} takes a piece's bytes, not str: pass {piece[:20]!r}.encode('utf-8') (or "
+                        "b'...'), as merge_ranks maps bytes to ranks")
+    if isinstance(piece, (bytearray, memoryview)):
+        return bytes(piece)
+    raise TypeError(f"{function} takes a piece's bytes (b'...', or a bytearray), got {type(piece).__name__}")
 
 
 def recover_merges(merge_ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
@@ -135,8 +141,8 @@ def merge(piece: bytes, merge_ranks: Mapping[bytes, int]) -> list[bytes]:
     >>> merge(b"hello", {b"he": 0, b"ll": 1, b"llo": 2, b"hello": 3})
     [b'hello']
     """
-    if isinstance(piece, str):  # once per piece, never per merge: the loops below stay as they were
-        raise _str_piece_refused("merge", piece)
+    if type(piece) is not bytes:  # once per piece, never per merge: the loops below stay as they were
+        piece = _piece_bytes("merge", piece)
     if len(piece) > HEAP_THRESHOLD or (len(piece) > HEAP_THRESHOLD_NON_ASCII and not piece.isascii()):
         return merge_heap(piece, merge_ranks)
     return _merge_parts(list(map(_SINGLE_BYTES.__getitem__, piece)), merge_ranks)
@@ -198,8 +204,7 @@ def merge_heap(
     pop by re-checking that the pair still exists with the same bytes, and skipped. ``part_starts`` (0 first,
     increasing) starts from those parts instead of single bytes, as :func:`merge_from`.
     """
-    if isinstance(piece, str):  # its slices would never equal the table's bytes: its characters, unmerged
-        raise _str_piece_refused("merge_heap", piece)
+    piece = _piece_bytes("merge_heap", piece)
     n = len(piece)
     if n < 2:
         return [piece] if piece else []
