@@ -215,12 +215,23 @@ def test_version_names_the_version_the_folder_the_code_runs_from_and_the_python(
         # an option before any command is named, not taken for a missing COMMAND
         (["--bogus"], "unrecognized arguments: --bogus; give a COMMAND first"),
         (["-V", "--verbose"], "unrecognized arguments: -V --verbose; give a COMMAND first"),
-        (["train", "--vocab_sise", "300"], "unrecognized arguments: --vocab_sise 300"),  # the typo, first
+        # the typo, first, with the flag it most likely meant
+        (["train", "--vocab_sise", "300"], "error: --vocab_sise is not an option of train; did you mean --vocab_size?"),
         (["train", "--input", "x.txt"], "required: --vocab_size, --out"),
         (["encode"], "required: TEXT"),
-        (["encode", "x", "--bogus"], "unrecognized arguments: --bogus"),
-        (["encode", "-x"], "unrecognized arguments: -x"),  # text starting with a dash goes after --
-        (["encode", "x", "--encod", "gpt2"], "unrecognized arguments: --encod"),  # no guessing from prefixes
+        (["encode", "x", "--bogus"], "error: --bogus is not an option of encode (see"),
+        (["encode", "-x"], "unrecognized arguments: -x; a TEXT that starts with a dash goes after --"),
+        # no guessing from prefixes: an error, with the flag it is like
+        (["encode", "x", "--encod", "gpt2"], "error: --encod is not an option of encode; did you mean --encoding?"),
+        # a misspelt flag before the TEXT: argparse took its value for the TEXT, and said "--encodings hi"
+        (["show", "--encodings", "gpt2", "hi"], "error: --encodings is not an option of show; did you mean --encoding?"),
+        (["encode", "--encodng=gpt2", "hi"], "error: --encodng is not an option of encode; did you mean --encoding?"),
+        (["count", "--allowed-specials", "all", "a.txt"],
+         "error: --allowed-specials is not an option of count; did you mean --allowed_special?"),
+        (["decode", "--id", "x.bin"], "error: --id is not an option of decode; did you mean --ids?"),
+        (["serve", "--prot", "9000"], "error: --prot is not an option of serve; did you mean --port?"),
+        (["train", "--inputs", "a.txt", "--vocab_size", "300", "--out", "d"],
+         "error: --inputs is not an option of train; did you mean --input?"),
         (["decode"], "required: ID"),
         (["count"], "required: FILE"),
         (["encode-file"], "required: INPUT"),

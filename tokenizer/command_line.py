@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import difflib
 import errno
 import functools
 import math
@@ -87,7 +88,13 @@ class OneLineParser(argparse.ArgumentParser):
     formatter_class, so the default is set here, where both commands' parsers are made)."""
 
     def __init__(self, *args, formatter_class=PathFriendlyFormatter, **options):
+        self.shown_flags = []  # the flags --help lists, for the advice of a misspelt one (set before argparse adds -h)
         super().__init__(*args, formatter_class=formatter_class, **options)
+
+    def add_argument(self, *names, **options):
+        if options.get("help") is not argparse.SUPPRESS:
+            self.shown_flags += [name for name in names if name.startswith("-")]
+        return super().add_argument(*names, **options)
 
     def error(self, message: str):
         self.exit(EXIT_MISTAKE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -200,6 +207,20 @@ def unrecognized(unknown: list[str], argv: list[str], *, prog: str, text: str, t
     if not text_given and unknown[0].startswith("-"):  # most likely a text that starts with a dash
         return f"{message}; a {text} that starts with a dash goes after --: {prog} -- {shlex.quote(unknown[0])}"
     return message
+
+
+def not_an_option(unknown: list[str], argv: list[str], parser: OneLineParser, *, command: str) -> str | None:
+    """The message for the first word of ``unknown`` (what argparse did not take) that is a flag typed before
+    any ``--``, naming the nearest flag ``parser`` has: ``show --encodings gpt2 hi`` took gpt2 for the TEXT and
+    left "--encodings hi", where the mistake is --encodings. None when no such word is unknown."""
+    options = argv[:argv.index("--")] if "--" in argv else argv
+    flag = next((word for word in unknown if word.startswith("-") and word != "-" and word in options), None)
+    if flag is None:
+        return None
+    name = flag.split("=", 1)[0]
+    nearest = difflib.get_close_matches(name, parser.shown_flags, n=1, cutoff=0.6)
+    advice = f"; did you mean {nearest[0]}?" if nearest else ""
+    return f"{name} is not an option of {command}{advice}"
 
 
 def comma_readings(joined: str, is_name, *, widest: int | None = None) -> list[list[str]]:
