@@ -71,6 +71,7 @@ import shlex
 import shutil
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -109,10 +110,43 @@ def names_list(value: str) -> list[str]:
     ``my,tok`` is that folder and gpt2, not the three names ``my``, ``tok`` and ``gpt2`` (``gpt2 --serve
     --encoding my,tok`` takes the path whole too)."""
     # a part alone is a name; parts joined again at their commas are one only as a path that exists
-    names = comma_readings(value, lambda name: "," not in name or os.path.exists(name))[0]
+    names = comma_readings(value, lambda name: "," not in name or os.path.exists(name),
+                           may_go_on=PathStarts().may_go_on)[0]
     if not names:
         raise argparse.ArgumentTypeError(f"expected a comma list of names, got {value!r}")
     return names
+
+
+class PathStarts:
+    """Whether a path that exists may start with a text and a comma: its folder holds an entry whose name starts so.
+    Each folder is listed once; names are compared casefolded and decomposed (NFD), as loosely as any file system
+    compares them (macOS's ignores case and composition), so that a path that exists is never missed."""
+
+    def __init__(self):
+        self.listed = {}  # folder -> its entries' names, loosened (None: it cannot be listed, so any may exist)
+
+    def may_go_on(self, text: str) -> bool:
+        folder, start = os.path.split(text)
+        folder = folder or os.curdir
+        if folder not in self.listed:
+            self.listed[folder] = self.entries(folder)
+        entries = self.listed[folder]
+        return entries is None or any(entry.startswith(loosened(start + ",")) for entry in entries)
+
+    @staticmethod
+    def entries(folder: str) -> list[str] | None:
+        try:
+            return [loosened(name) for name in os.listdir(folder) if "," in name]
+        except (FileNotFoundError, NotADirectoryError):  # nothing exists under it
+            return []
+        except OSError:  # not readable (or a loop): the paths themselves are checked, as stat can reach them
+            return None
+
+
+def loosened(name: str) -> str:
+    """``name`` as a file system that ignores case and composition compares it (a comma ends no composition, so
+    the loosened text before a comma is the loosened start of the name)."""
+    return unicodedata.normalize("NFD", name.casefold())
 
 
 def positive_int(value: str) -> int:

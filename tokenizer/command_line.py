@@ -223,13 +223,16 @@ def not_an_option(unknown: list[str], argv: list[str], parser: OneLineParser, *,
     return f"{name} is not an option of {command}{advice}"
 
 
-def comma_readings(joined: str, is_name, *, widest: int | None = None) -> list[list[str]]:
+def comma_readings(joined: str, is_name, *, widest: int | None = None, may_go_on=None) -> list[list[str]]:
     """The ways, at most two, to read ``joined`` as names joined by commas when a name may hold commas itself (a
     path, a saved folder's name): a name is a run of the parts between commas, joined again and stripped, that
     ``is_name`` accepts (``widest``: the most parts one name spans, None for any); a blank part is no name
     (``a, b,`` is a and b). The longest name at each part is tried first, so the first reading takes a name that
     holds commas whole. One rule for every list that may hold such names: a command's ``--encodings my,tok,gpt2``
     beside a folder ``my,tok`` (the first reading), the playground's ``encodings=a,b`` (refused if two).
+    ``may_go_on(text)``: whether a name can start with ``text`` and a comma (None: any may), for a caller whose
+    check of a name costs (a path's): a run of parts stops growing there, so that a long list costs a few checks
+    per part instead of one per run of parts (300 parts: 45,000 runs).
 
     >>> comma_readings("gpt2,my,tok", {"gpt2", "my", "tok", "my,tok"}.__contains__)
     [['gpt2', 'my,tok'], ['gpt2', 'my', 'tok']]
@@ -238,12 +241,19 @@ def comma_readings(joined: str, is_name, *, widest: int | None = None) -> list[l
     widest = len(parts) if widest is None else widest
     is_name = functools.cache(is_name)  # (the count and the walks below ask of a name again: a path is a stat)
 
-    def names_at(start: int):
+    @functools.cache  # (the count and the walks below ask again)
+    def names_at(start: int) -> list[tuple[int, str]]:
         """``(end, name)`` of each name that can start at part ``start``, longest first ("" for a blank part)."""
-        for end in range(min(start + widest, len(parts)), start, -1):
-            name = ",".join(parts[start:end]).strip()
+        found, text = [], parts[start]
+        for end in range(start + 1, min(start + widest, len(parts)) + 1):
+            if end > start + 1:
+                text += "," + parts[end - 1]
+            name = text.strip()
             if (name and is_name(name)) or (not name and end == start + 1):
-                yield end, name
+                found.append((end, name))
+            if may_go_on is not None and not may_go_on(text.lstrip()):
+                break
+        return found[::-1]
 
     ways = [0] * len(parts) + [1]  # ways[i]: how many readings parts[i:] has, counted up to 2
     for start in reversed(range(len(parts))):
