@@ -225,7 +225,8 @@ def test_version_names_the_version_the_folder_the_code_runs_from_and_the_python(
         # no guessing from prefixes: an error, with the flag it is like
         (["encode", "x", "--encod", "gpt2"], "error: --encod is not an option of encode; did you mean --encoding?"),
         # a misspelt flag before the TEXT: argparse took its value for the TEXT, and said "--encodings hi"
-        (["show", "--encodings", "gpt2", "hi"], "error: --encodings is not an option of show; did you mean --encoding?"),
+        (["show", "--encodings", "gpt2", "hi"],
+         "error: --encodings is not an option of show; did you mean --encoding?"),
         (["encode", "--encodng=gpt2", "hi"], "error: --encodng is not an option of encode; did you mean --encoding?"),
         (["count", "--allowed-specials", "all", "a.txt"],
          "error: --allowed-specials is not an option of count; did you mean --allowed_special?"),
