@@ -1818,6 +1818,45 @@ def test_a_full_stdout_after_the_output_file_is_written_says_the_file_is_there(m
     assert not (tmp_path / "tok.checkpoint").exists()
 
 
+def comma_token_encoding(folder) -> None:
+    """A byte-level encoding saved in ``folder`` whose special tokens hold commas: <|a,b|> beside <|a|>."""
+    single_bytes = {bytes([byte]): byte for byte in range(256)}
+    Encoding("commas", pat_str=r"\S+|\s+", mergeable_ranks=single_bytes,
+             special_tokens={"<|a,b|>": 256, "<|a|>": 257, "<|endoftext|>": 258}).save(folder, format="tiktoken")
+
+
+def test_the_special_token_flags_repeat_and_take_a_token_that_holds_a_comma_whole(cli, tmp_path):
+    """--allowed_special and --disallowed_special split their value at every comma, so a special token holding
+    one could not be named ('<|a' is not a special token), and a second flag replaced the first: each occurrence
+    is now a list, added to the others', and a run of parts that is one of the special tokens is that token."""
+    comma_token_encoding(tmp_path / "tok")
+    text = "x<|a,b|>y<|a|>"
+
+    def ids(*flags, status=0):
+        return cli("encode", text, "--encoding", "tok", *flags, status=status)
+
+    assert ids("--allowed_special", "<|a,b|>,<|a|>").stdout.split() == ["120", "256", "121", "257"]
+    assert ids("--allowed_special", "<|a,b|>", "--allowed-special", "<|a|>").stdout.split() == [
+        "120", "256", "121", "257"]
+    # the comma token allowed, the other disallowed by name: refused, naming the one that was disallowed
+    said = ids("--allowed_special", "<|a,b|>", "--disallowed_special", "<|a|>", status=2).stderr
+    assert "special token '<|a|>', which is disallowed" in said
+    # disallowed by name, comma and all; the other left as plain text by --disallowed_special none's rule
+    said = ids("--allowed_special", "<|a|>", "--disallowed_special", "<|a,b|>", status=2).stderr
+    assert "special token '<|a,b|>', which is disallowed" in said
+    plain = [str(byte) for byte in b"x<|a,b|>y"]
+    assert ids("--allowed_special", "<|a|>", "--disallowed_special", "none").stdout.split() == [*plain, "257"]
+    # a part that no token is or holds is named; all and none go alone
+    assert "'<|c|>' is not a special token of commas" in ids("--allowed_special", "<|a,b|>,<|c|>", status=2).stderr
+    assert ids("--allowed_special", "all", "--allowed_special", "<|a|>", status=2).stderr.endswith(
+        "error: --allowed_special all and --allowed_special '<|a|>': pass all or none alone, or the special tokens "
+        "(repeat the flag, or a comma list)\n")
+    # the teaching commands read the flags by the same rule (show allows every special token by default)
+    shown = cli("show", text, "--encoding", "tok", "--allowed_special", "<|a,b|>", "--allowed_special", "<|a|>",
+                "--color", "never").stdout.splitlines()
+    assert shown[1] == "120 256 121 257"
+
+
 def test_a_long_list_option_costs_a_few_path_checks_per_name_not_one_per_run_of_them(tmp_path, monkeypatch):
     """names_list checked every run of parts as a path: 300 comma-joined names made 44,850 checks (about 1 s).
     A run now grows only while its folder holds an entry that starts with it and a comma, so the checks grow

@@ -22,7 +22,8 @@ Every command follows the same rules:
   decoded again is the same bytes.
 * **Special tokens: the API's rule.** Text that spells a special token (``<|endoftext|>``) is an error unless
   ``--allowed_special all|TOKEN,...`` makes it the special token or ``--disallowed_special none|TOKEN,...``
-  lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special``. ``show``,
+  lets it be plain text: :meth:`Encoding.encode`'s ``allowed_special`` and ``disallowed_special`` (each flag
+  repeats; a special token that holds a comma is read whole). ``show``,
   ``explain`` and ``compare``, teaching tools, show it as its id unless told otherwise, as
   :mod:`tokenizer.teach`'s functions do (:data:`tokenizer.teach.TEACHING_SPECIAL_RULE`).
 * **Inputs** are files, folders, quoted globs or ``-`` (standard input), found and read by
@@ -194,12 +195,14 @@ def open_encoding(name_or_path: str) -> Encoding:
         return encoding_argument.open_encoding(name_or_path)
 
 
-def special_rule(encs: Encoding | list[Encoding], allowed: str, disallowed: str) -> tuple[object, object]:
+def special_rule(encs: Encoding | list[Encoding], allowed: str | list[str],
+                 disallowed: str | list[str]) -> tuple[object, object]:
     """``--allowed_special`` and ``--disallowed_special`` -> the ``allowed_special``, ``disallowed_special``
     arguments of :meth:`Encoding.encode`, each checked against the special tokens of ``encs``: one encoding, or
     the several a command sets side by side, where a token that some of them have means nothing to the others
     (as ``encode`` ignores an allowed name that is none of its special tokens), so that the advice of a refused
-    token, to name it in a flag, works whichever of them refused it."""
+    token, to name it in a flag, works whichever of them refused it. Each is a default (a str) or what each
+    occurrence of the flag was given (a list: a repeated flag adds to the list)."""
     encs = [encs] if isinstance(encs, Encoding) else encs
     return _special_set(encs, allowed, "--allowed_special"), _special_set(encs, disallowed, "--disallowed_special")
 
@@ -211,20 +214,36 @@ def rule_of(enc: Encoding, allowed, disallowed) -> tuple[object, object]:
     return rule_for(enc.special_tokens_set, allowed, disallowed)
 
 
-def _special_set(encs: list[Encoding], value: str, flag: str):
-    if value in ("all", "none"):
-        return "all" if value == "all" else set()
-    tokens = comma_list(value)
+def _special_set(encs: list[Encoding], given: str | list[str], flag: str):
+    values = [given] if isinstance(given, str) else given
+    words = [value for value in values if value in ("all", "none")]
+    if words and len(values) > 1:
+        raise UsageError(f"{flag} {words[0]} and {flag} {next(v for v in values if v != words[0])!r}: pass all or "
+                         "none alone, or the special tokens (repeat the flag, or a comma list)")
+    if words:
+        return "all" if words[0] == "all" else set()
     known = set().union(*(enc.special_tokens_set for enc in encs))
-    for token in tokens:
-        if token not in known:
+    tokens = set()
+    for value in values:
+        # a token that holds a comma is read whole, as it is one of the special tokens: the comma rule of the lists
+        readings = comma_readings(value, known.__contains__)
+        if not readings:
             names = list(dict.fromkeys(enc.name for enc in encs))
             whose = "its" if len(names) == 1 else "their"
             raise UsageError(
-                f"{flag} {value!r}: {token!r} is not a special token of {' or '.join(names)} ({whose} special tokens: "
-                f"{', '.join(sorted(known)) or 'none'}); pass all, none or a comma list of {whose} special tokens"
+                f"{flag} {value!r}: {unknown_part(value, known)!r} is not a special token of {' or '.join(names)} "
+                f"({whose} special tokens: {', '.join(sorted(known)) or 'none'}); pass all, none or a comma list of "
+                f"{whose} special tokens"
             )
-    return set(tokens)
+        tokens.update(readings[0])  # (the first reading takes a token that holds a comma whole)
+    return tokens
+
+
+def unknown_part(value: str, known: set[str]) -> str:
+    """The first name between the commas of ``value`` that no special token in ``known`` is or holds."""
+    pieces = {piece.strip() for token in known for piece in token.split(",")}
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    return next((part for part in parts if part not in known and part not in pieces), value.strip())
 
 
 def shown_name(enc: Encoding) -> str:
@@ -947,7 +966,7 @@ def parity_reports(args, paths: list[Path]) -> list:
     return reports
 
 
-def parity_flags(args) -> tuple[str, str]:
+def parity_flags(args) -> tuple[str | list[str], str | list[str]]:
     """``--allowed_special`` and ``--disallowed_special`` as parity reads the text: as given; else, with ``--ids``
     an encode-dataset shard, the rule its manifest records that its text was encoded with; else the defaults."""
     recorded = manifest.written_settings(Path(args.ids)) if args.ids is not None else None
@@ -1051,12 +1070,22 @@ def add_specials(p, rule: dict | None = None) -> None:
     two arguments, as in :data:`tokenizer.teach.SPECIAL_RULES`), tiktoken's (refused) without one."""
     rule = rule or teach.SPECIAL_RULES["disallowed"]
     allowed, disallowed = (flag_spelling(rule[name]) for name in ("allowed_special", "disallowed_special"))
-    add_flag(p, "allowed_special", default=allowed, metavar="all|none|TOKEN,...",
-                   help=f"special tokens to encode as their ids (default {allowed})")
-    add_flag(p, "disallowed_special", default=disallowed, metavar="all|none|TOKEN,...",
-                   help=f"special tokens whose text is an error (default {disallowed}"
-                   f"{' but the allowed ones' if disallowed == 'all' else ''}); "
-                   "none: any other special-token text is encoded as plain text")
+    add_flag(p, "allowed_special", default=allowed, action=Occurrences, metavar="all|none|TOKEN,...",
+             help=f"special tokens to encode as their ids, repeat or comma list (a token that holds a comma is "
+             f"read whole; default {allowed})")
+    add_flag(p, "disallowed_special", default=disallowed, action=Occurrences, metavar="all|none|TOKEN,...",
+             help=f"special tokens whose text is an error, repeat or comma list (default {disallowed}"
+             f"{' but the allowed ones' if disallowed == 'all' else ''}); "
+             "none: any other special-token text is encoded as plain text")
+
+
+class Occurrences(argparse.Action):
+    """A flag that may be repeated, each occurrence one more value: the list of the values typed, in place of the
+    default (a str: --allowed_special all), which argparse's "append" would keep at the list's head."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        typed = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, [*(typed if isinstance(typed, list) else []), values])
 
 
 def flag_spelling(tokens) -> str:
