@@ -1857,6 +1857,27 @@ def test_the_special_token_flags_repeat_and_take_a_token_that_holds_a_comma_whol
     assert shown[1] == "120 256 121 257"
 
 
+def test_trains_special_tokens_repeat_and_read_a_marked_token_with_a_comma_whole(tmp_path):
+    """train's --special_tokens "<|a,b|>" made the two tokens '<|a' and 'b|>': a token written like <|...|> is now
+    one token, commas and all, and one of another form is given whole by --special_token."""
+    parser = tokenizer.cli.build_parser(PROG)
+
+    def special_tokens(*flags):
+        return parser.parse_args(["train", "--input", "x", "--vocab_size", "300", "--out", "d", *flags]).special_tokens
+
+    assert special_tokens() == []
+    assert special_tokens("--special_tokens", "<|endoftext|>,<|pad|>") == ["<|endoftext|>", "<|pad|>"]
+    assert special_tokens("--special_tokens", "<|a,b|>, <|pad|>", "--special-tokens", "[SEP]") == [
+        "<|a,b|>", "<|pad|>", "[SEP]"]
+    assert special_tokens("--special_tokens", "<|a|>,<|b|>,x,y") == ["<|a|>", "<|b|>", "x", "y"]
+    assert special_tokens("--special_token", "[A,B]", "--special_tokens", "<|e|>", "--special_token", "<|x,y|>") == [
+        "[A,B]", "<|e|>", "<|x,y|>"]
+    with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as said:
+        special_tokens("--special_token", "<|a|>,<|b|>")
+    assert "--special_token: expected one special token, got 2 ('<|a|>,<|b|>'): pass --special_tokens" in \
+        said.getvalue()
+
+
 def test_a_long_list_option_costs_a_few_path_checks_per_name_not_one_per_run_of_them(tmp_path, monkeypatch):
     """names_list checked every run of parts as a path: 300 comma-joined names made 44,850 checks (about 1 s).
     A run now grows only while its folder holds an entry that starts with it and a comma, so the checks grow

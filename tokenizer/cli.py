@@ -100,9 +100,29 @@ from .vocab_files import is_gpt2_special_token
 # ---- argument types ---------------------------------------------------------------------------------------
 
 
-def comma_list(value: str) -> list[str]:
-    """``"a, b,,c"`` -> ``["a", "b", "c"]``: how every list option is written."""
-    return [item.strip() for item in value.split(",") if item.strip()]
+def special_tokens_list(value: str) -> list[str]:
+    """train's ``--special_tokens``: a comma list, in which a token written like ``<|...|>`` is one token, commas
+    and all (``<|a,b|>,<|pad|>`` is two); a token of another form that holds a comma is given by --special_token,
+    which takes its value whole (no encoding exists yet to tell the comma rule which tokens there are)."""
+    return comma_readings(value, lambda name: "," not in name or is_marked_token(name))[0]
+
+
+def is_marked_token(name: str) -> bool:
+    """Whether ``name`` is one token written like ``<|...|>``: ``<|a|>,<|b|>`` is two of them."""
+    inside = name[2:-2]
+    return name.startswith("<|") and name.endswith("|>") and "|>" not in inside and "<|" not in inside
+
+
+def one_special_token(value: str) -> str:
+    """train's ``--special_token``: one token, taken whole; several tokens like ``<|...|>`` joined by commas are
+    the list option's (--special_tokens), not one token."""
+    several = special_tokens_list(value)
+    if len(several) > 1 and all(map(is_marked_token, several)):
+        raise argparse.ArgumentTypeError(f"expected one special token, got {len(several)} ({value!r}): pass "
+                                         "--special_tokens for a comma list, or repeat --special_token")
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected a special token, got ''")
+    return value
 
 
 def names_list(value: str) -> list[str]:
@@ -1254,8 +1274,12 @@ def build_parser(prog: str) -> OneLineParser:
     add_flag(p, "vocab_size", type=positive_int, metavar="N",
                    help="256 bytes + merges + special tokens; required")
     add_flag(p, "out", metavar="DIR", help="the folder to save the tokenizer in; required")
-    add_flag(p, "special_tokens", type=comma_list, action="extend", default=[], metavar="T1,T2",
-                   help='comma list of special tokens, e.g. "<|endoftext|>,<|pad|>"')
+    add_flag(p, "special_tokens", type=special_tokens_list, action="extend", default=[], metavar="T1,T2",
+             help='special tokens, repeat or comma list, e.g. "<|endoftext|>,<|pad|>" (a token written like '
+             '<|a,b|> is read whole; give one of another form that holds a comma with --special_token)')
+    add_flag(p, "special_token", dest="special_tokens", type=one_special_token, action="append",
+             metavar="TOKEN", help="one special token, taken whole, commas and all (e.g. [A,B]); repeat it for "
+             "several")
     add_flag(p, "format", choices=SAVE_FORMATS, default="gpt2", help="file format (default gpt2)")
     add_flag(p, "num_workers", type=positive_int, metavar="K",
                    help="processes counting pre-tokens (default: all CPUs)")
