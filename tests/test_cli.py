@@ -1904,6 +1904,9 @@ def test_a_long_list_option_costs_a_few_path_checks_per_name_not_one_per_run_of_
         assert sum(checks.values()) < 20, checks  # (the whole runs: 44,850 path checks for 300)
     assert tokenizer.cli.names_list("Sub,Case,x,sub/e7,e8,e9") == ["Sub,Case", "x", "sub/e7,e8,e9"]
     assert tokenizer.cli.names_list("no/such,folder,sub/e7,e8") == ["no/such", "folder", "sub/e7", "e8"]
+    # a folder no path can name, as os.path.exists reads it: no such path (listing it raised ValueError)
+    assert tokenizer.cli.names_list("a\0b/c,d") == ["a\0b/c", "d"]
+    assert tokenizer.cli.names_list("\ud800/x,y") == ["\ud800/x", "y"]
 
 
 def test_a_list_option_and_the_playground_read_commas_by_one_rule(tmp_path, monkeypatch):

@@ -158,8 +158,8 @@ class PathStarts:
     def entries(folder: str) -> list[str] | None:
         try:
             return [loosened(name) for name in os.listdir(folder) if "," in name]
-        except (FileNotFoundError, NotADirectoryError):  # nothing exists under it
-            return []
+        except (FileNotFoundError, NotADirectoryError, ValueError):  # nothing exists under it (ValueError: a NUL,
+            return []  # or a character no file name can hold, which os.path.exists reads as no such path too)
         except OSError:  # not readable (or a loop): the paths themselves are checked, as stat can reach them
             return None
 
