@@ -1380,9 +1380,9 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
                      else "the following arguments are required: COMMAND")
     if unknown:  # reported by the command's parser, whose --help lists what it takes
         text = getattr(args, "text", None)
-        misspelt = not_an_option(unknown, argv, args.parser, command=args.command)
-        dash_text = "text" in vars(args) and text is None and misspelt is not None and "did you mean" not in misspelt
-        if misspelt is not None and not dash_text:  # (no flag like it, and no TEXT: most likely a TEXT "-x")
+        misspelt = not_an_option(unknown, argv, args.parser, command=args.command,
+                                 text_missing="text" in vars(args) and text is None)
+        if misspelt is not None:
             args.parser.error(misspelt)
         args.parser.error(unrecognized(unknown, argv, prog=args.parser.prog, text="TEXT", text_given=text is not None)
                           if "text" in vars(args) else f"unrecognized arguments: {' '.join(unknown)}")

@@ -209,16 +209,21 @@ def unrecognized(unknown: list[str], argv: list[str], *, prog: str, text: str, t
     return message
 
 
-def not_an_option(unknown: list[str], argv: list[str], parser: OneLineParser, *, command: str) -> str | None:
+def not_an_option(unknown: list[str], argv: list[str], parser: OneLineParser, *, command: str,
+                  text_missing: bool = False) -> str | None:
     """The message for the first word of ``unknown`` (what argparse did not take) that is a flag typed before
     any ``--``, naming the nearest flag ``parser`` has: ``show --encodings gpt2 hi`` took gpt2 for the TEXT and
-    left "--encodings hi", where the mistake is --encodings. None when no such word is unknown."""
+    left "--encodings hi", where the mistake is --encodings. None when no such word is unknown, or when a TEXT is
+    ``text_missing`` and no flag is like the word: most likely a TEXT that starts with a dash (:func:`unrecognized`
+    says how to give one)."""
     options = argv[:argv.index("--")] if "--" in argv else argv
     flag = next((word for word in unknown if word.startswith("-") and word != "-" and word in options), None)
     if flag is None:
         return None
     name = flag.split("=", 1)[0]
     nearest = difflib.get_close_matches(name, parser.shown_flags, n=1, cutoff=0.6)
+    if text_missing and not nearest:
+        return None
     advice = f"; did you mean {nearest[0]}?" if nearest else ""
     return f"{name} is not an option of {command}{advice}"
 
