@@ -1848,6 +1848,7 @@ def test_the_special_token_flags_repeat_and_take_a_token_that_holds_a_comma_whol
     assert ids("--allowed_special", "<|a|>", "--disallowed_special", "none").stdout.split() == [*plain, "257"]
     # a part that no token is or holds is named; all and none go alone
     assert "'<|c|>' is not a special token of commas" in ids("--allowed_special", "<|a,b|>,<|c|>", status=2).stderr
+    assert ids("--allowed_special", "all", "--allowed-special", "all").stdout.split() == ["120", "256", "121", "257"]
     assert ids("--allowed_special", "all", "--allowed_special", "<|a|>", status=2).stderr.endswith(
         "error: --allowed_special all and --allowed_special '<|a|>': pass all or none alone, or the special tokens "
         "(repeat the flag, or a comma list)\n")

@@ -237,9 +237,10 @@ def rule_of(enc: Encoding, allowed, disallowed) -> tuple[object, object]:
 def _special_set(encs: list[Encoding], given: str | list[str], flag: str):
     values = [given] if isinstance(given, str) else given
     words = [value for value in values if value in ("all", "none")]
-    if words and len(values) > 1:
-        raise UsageError(f"{flag} {words[0]} and {flag} {next(v for v in values if v != words[0])!r}: pass all or "
-                         "none alone, or the special tokens (repeat the flag, or a comma list)")
+    other = next((value for value in values if words and value != words[0]), None)
+    if other is not None:  # (all twice is all)
+        raise UsageError(f"{flag} {words[0]} and {flag} {other!r}: pass all or none alone, or the special tokens "
+                         "(repeat the flag, or a comma list)")
     if words:
         return "all" if words[0] == "all" else set()
     known = set().union(*(enc.special_tokens_set for enc in encs))
