@@ -151,8 +151,8 @@ class PathStarts:
         folder = folder or os.curdir
         if folder not in self.listed:
             self.listed[folder] = self.entries(folder)
-        entries = self.listed[folder]
-        return entries is None or any(entry.startswith(loosened(start + ",")) for entry in entries)
+        entries, wanted = self.listed[folder], loosened(start + ",")
+        return entries is None or any(entry.startswith(wanted) for entry in entries)
 
     @staticmethod
     def entries(folder: str) -> list[str] | None:
