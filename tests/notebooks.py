@@ -9,7 +9,8 @@ first code cell moves to the repository root, where the page's code runs: Jupyte
 folder, docs/. tests/test_notebooks.py runs the cells again and checks the notebook is exactly
 what this makes: neither the page nor the code can change without the notebook showing it. A cell that prints a
 timing says so with the comment ``# timing: ...`` (``VARIES``): its printed numbers are compared as ``N``
-(:func:`comparable`), the rest of its output as it is.
+(:func:`comparable`), the rest of its output as it is; and rewriting a notebook keeps such a cell's stored output
+when only its numbers changed (:func:`with_stored_timings`), so a regenerated twin differs only where the page did.
 
     python tests/notebooks.py docs/01-characters-to-bpe.md     # (re)writes docs/01-characters-to-bpe.ipynb
 
@@ -206,12 +207,38 @@ def comparable(nb: dict) -> dict:
     return {**nb, "cells": cells}
 
 
+def with_stored_timings(made: dict, stored: dict | None) -> dict:
+    """``made`` with each ``VARIES`` cell's outputs taken from ``stored`` (the notebook on disk) where only the
+    printed numbers differ: the same cell (its place and source) printing the same words. Regenerating a twin then
+    changes a timing line only when its words change, not with every run's measured figures."""
+    if stored is None or len(stored.get("cells", [])) != len(made["cells"]):
+        return made
+    comparable_made, comparable_stored = comparable(made)["cells"], comparable(stored)["cells"]
+    cells = []
+    for cell, old, cell_seen, old_seen in zip(made["cells"], stored["cells"], comparable_made, comparable_stored):
+        same_cell = cell["cell_type"] == "code" and old.get("source") == cell["source"]
+        if same_cell and VARIES in "".join(cell["source"]) and old_seen == cell_seen:
+            cell = {**cell, "outputs": old["outputs"]}
+        cells.append(cell)
+    return {**made, "cells": cells}
+
+
 def dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def stored_notebook(path: Path) -> dict | None:
+    """The notebook at ``path``, or None when there is none to keep figures from (absent, or not JSON)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's package, as the tests use
     for name in sys.argv[1:]:
         page = Path(name)
-        page.with_suffix(".ipynb").write_text(dumps(notebook(page.read_text(encoding="utf-8"))), encoding="utf-8")
+        twin = page.with_suffix(".ipynb")
+        made = with_stored_timings(notebook(page.read_text(encoding="utf-8")), stored_notebook(twin))
+        twin.write_text(dumps(made), encoding="utf-8")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 import tiktoken
@@ -43,6 +45,26 @@ def test_only_the_numbers_a_timing_cell_prints_may_differ():
     assert first[0] == second[0] and first[0]["outputs"][0]["text"] == ["took N s\n"]
     assert first[1] != second[1]  # an unmarked cell's numbers count
     assert comparable({"cells": printing("lost 1.25 s\n")})["cells"][0] != first[0]  # and a marked cell's words
+
+
+def test_rewriting_a_twin_keeps_a_timing_cells_figures_when_only_they_changed(tmp_path):
+    # each run prints another time: the twin written again must be the same file, not a diff of figures
+    page = tmp_path / "page.md"
+    timing = "import time\nprint(f'took {time.perf_counter_ns()} ns')  # timing: varies\n"
+    page.write_text(f"# t\n\n```python\n{timing}```\n\n```python\nprint('words')\n```\n", encoding="utf-8")
+    twin = page.with_suffix(".ipynb")
+
+    def rewrite():
+        subprocess.run([sys.executable, str(REPO / "tests" / "notebooks.py"), str(page)], check=True)
+        return twin.read_text(encoding="utf-8")
+
+    first = rewrite()
+    assert rewrite() == first
+    page.write_text(page.read_text(encoding="utf-8").replace("took", "lost"), encoding="utf-8")
+    reworded = rewrite()  # its words changed: its output is the new run's
+    assert "lost " in reworded and "took " not in reworded
+    page.write_text(page.read_text(encoding="utf-8").replace("'words'", "'other words'"), encoding="utf-8")
+    assert "other words" in rewrite()  # an ordinary cell is always run afresh
 
 
 def test_a_failing_cell_fails_the_notebook():
