@@ -13,6 +13,7 @@ import ast
 import doctest
 import importlib
 import io
+import json
 import os
 import re
 import shutil
@@ -309,6 +310,49 @@ def test_a_function_the_curriculum_names_is_found_in_its_walkthrough_under_its_n
         f"{page.name} names neither `{name}` nor, beside it, {short}, which does that step here")
     file = module.replace(".", "/") + ".py"
     assert f"`{file}`" in " ".join(paragraphs), f"{page.name} does not say that {short} is in `{file}`"
+
+
+def layout(tree):
+    """A params tree's keys in their order, with each array's shape: what "the same layout" means."""
+    if isinstance(tree, dict):
+        return [(key, layout(value)) for key, value in tree.items()]
+    if isinstance(tree, list):
+        return [layout(value) for value in tree]
+    return tree.shape
+
+
+def test_the_toy_checkpoint_of_06_has_the_layout_the_loader_gives(tmp_path):
+    """06 builds its toy params tree "with exactly the layout of the real checkpoints": the same keys, nesting and
+    order as load_encoder_hparams_and_params gives for a checkpoint in OpenAI's format (its blocks once came as
+    attn, mlp, ln_1, ln_2 where the loader's are ln_1, attn, ln_2, mlp)."""
+    from gpt2_numpy.checkpoints import load_encoder_hparams_and_params
+    from gpt2_numpy.encoder import PACKAGED
+    from gpt2_numpy.tfcheckpoint import write_checkpoint
+
+    namespace: dict = {"__name__": "__doc_walkthrough__"}
+    for _, code in python_blocks((REPO / "docs" / "06-ids-to-next-token.md").read_text(encoding="utf-8")):
+        if "params" in namespace:
+            break
+        exec(code, namespace)
+    toy, hparams = namespace["params"], namespace["hparams"]
+
+    def tensors(tree, name):  # the tree under OpenAI's names: blocks are h0, h1, ..., a dense w is [1, n_in, n_out]
+        if isinstance(tree, dict):
+            return {k: v for key, value in tree.items() for k, v in tensors(value, f"{name}/{key}").items()}
+        if isinstance(tree, list):
+            return {k: v for i, value in enumerate(tree) for k, v in tensors(value, f"{name}/h{i}").items()}
+        return {name.replace("/blocks", ""): tree[None] if name.endswith("/w") else tree}
+
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    write_checkpoint(folder / "model.ckpt", tensors(toy, "model"))
+    (folder / "checkpoint").write_text('model_checkpoint_path: "model.ckpt"\n')
+    (folder / "hparams.json").write_text(json.dumps(hparams))
+    for name in ("encoder.json", "vocab.bpe"):
+        shutil.copy(PACKAGED / name, folder / name)
+    _, _, loaded = load_encoder_hparams_and_params(str(folder))
+    assert layout(toy) == layout(loaded)
+    assert list(toy["blocks"][0]) == ["ln_1", "attn", "ln_2", "mlp"]  # the order a block uses them
 
 
 def test_a_piece_is_a_pre_token_in_the_prose():
