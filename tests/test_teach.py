@@ -4,6 +4,7 @@ terminal); CharTokenizer round-trips and names what it cannot encode."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import subprocess
@@ -165,8 +166,22 @@ def test_explain_shows_merges_and_the_whole_token_shortcut(cli):
     from tokenizer.teach import explain
 
     table = explain(" capes")._repr_html_()
-    assert "<th>merge #</th><th>token id</th>" in table and "rank" not in table
+    columns = table[table.index("<table>") :]  # (the legend above says whose rank the token id is)
+    assert "<th>merge #</th><th>token id</th>" in columns and "rank" not in columns
     assert "<td>&#x27; c&#x27;</td><td>13</td><td>269</td>" in table
+
+
+def test_explains_notebook_table_has_the_legend_of_its_printed_form():
+    """The printed explain says what "merge #N" and "token id" are under its first line; the table Jupyter draws
+    had the columns without a word on them."""
+    from tokenizer.teach import EXPLAIN_LEGEND, explain, explain_lines
+
+    legend = list(explain_lines(" capes"))[1 : 1 + len(EXPLAIN_LEGEND)]
+    assert legend == list(EXPLAIN_LEGEND) and any("merge #N" in line for line in legend)
+    table = explain(" capes")._repr_html_()
+    said = html.unescape(re.sub(r"<[^>]+>", " ", table))
+    assert " ".join("".join(legend).split()) in " ".join(said.split())
+    assert table.index("merge #N") < table.index("<table>")  # read before the columns it explains
 
 
 def test_merge_number_is_the_place_in_the_merge_list():

@@ -332,6 +332,15 @@ def check_explainable(pieces: list[PreToken]) -> None:
             raise ValueError(f"{why}: explain a shorter text, or see its tokens with show")
 
 
+# What the numbers of a merge step mean, below explain's first line and above its notebook table alike (a learner
+# meets the "merge #" and "token id" columns in both). The rank that is the token id is tiktoken's, not OpenAI's:
+# OpenAI's encoder.py ranks a merge by its merge number (bpe_ranks), as 03 teaches.
+EXPLAIN_LEGEND = (
+    "(merge #N: the merge's place among the encoding's merges, from 0; token id: the id of the token it makes,",
+    " which is also the merge's rank in tiktoken's encodings: merges apply in that order)",
+)
+
+
 def explain_lines(
     text: str, encoding: str | Encoding = "gpt2", *,
     allowed_special=TEACHING_ALLOWED, disallowed_special=TEACHING_DISALLOWED, shown_as: str | None = None,
@@ -347,9 +356,7 @@ def explain_lines(
     check_explainable(pieces)
     yield (f"encoding {shown_as or enc.name}: special tokens first, then the pattern cuts pre-tokens, then BPE "
            "merges each")
-    yield "(merge #N: the merge's place among the encoding's merges, from 0; token id: the id of the token it makes,"
-    # tiktoken's, not OpenAI's: OpenAI's encoder.py ranks a merge by its merge number (bpe_ranks), as 03 teaches
-    yield " which is also the merge's rank in tiktoken's encodings: merges apply in that order)"
+    yield from EXPLAIN_LEGEND
     for piece in pieces:
         if piece.special:
             if piece.text in enc.special_tokens:
@@ -555,7 +562,8 @@ class Explained:
                      f"{merges}</table>") if story.steps else ""
             said = f"{counted(len(story.data), 'byte')}, ids {list(piece.ids)}{note}"
             rows.append(f"<p>pre-token <b>{head}</b>: {said}</p>{table}")
-        return f'<div style="font-family:monospace">{"".join(rows)}</div>'
+        legend = f"<p><small>{html.escape(''.join(EXPLAIN_LEGEND))}</small></p>"  # as the printed form's
+        return f'<div style="font-family:monospace">{legend}{"".join(rows)}</div>'
 
 
 def _label(encoding: str | Encoding) -> str:
