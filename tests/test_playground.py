@@ -263,7 +263,7 @@ def test_next_tokens_want_gpt2s_vocabulary():
         ("/api/explain?text=hi&token=5", 400, "the text has 1 token (0 to 0)"),
         ("/api/explain?text=hi%20you&token=2", 400, "token=2; the text has 2 tokens (0 to 1)"),
         (f"/api/explain?text={'a' * (MAX_EXPLAIN_BYTES + 1)}&token=0", 413,
-         f"token 0: the pre-token 'aaaaaaaaaaaaaaaaaaaa'... is {MAX_EXPLAIN_BYTES + 1:,} bytes; the merge trace "
+         f"the pre-token 'aaaaaaaaaaaaaaaaaaaa'... is {MAX_EXPLAIN_BYTES + 1:,} bytes; the merge trace "
          f"replays BPE step by step for pre-tokens up to {MAX_EXPLAIN_BYTES:,} bytes (its work grows with the square "
          "of the length); pick a token of a shorter pre-token, or explain a shorter text"),
         (f"/api/compare?text={'a' * (MAX_COMPARE_CHARS + 1)}", 413,
@@ -838,7 +838,11 @@ def test_click_a_token_to_read_its_merges(browser, server):
                      ["3", "'a' + 'p'", "'ap'", "243", "499"], ["4", "' c' + 'ap'", "' cap'", "1195", "1451"]]
     assert [row.get_attribute("class") for row in rows] == ["builds", "other", "builds", "builds"]
     trace = browser.find_element("id", "merge-trace").text
-    assert "Token 4: id 1451, ' cap'" in trace and "3 of the pre-token's 4 merges built this token" in trace
+    assert "Token 5: id 1451, ' cap'" in trace and "3 of the pre-token's 4 merges built this token" in trace
+    # one counting rule with explain's steps (and its table, whose first step is 1 as here): from 1, and said
+    assert "Tokens count from 1, as merge steps do: token 5 is the text's 5th token (ids[4] in Python" in trace
+    clicked = browser.find_elements("css selector", "#tokens [data-token-id]")[4]
+    assert clicked.get_attribute("title").startswith("token 5: id 1451")
     browser.find_elements("css selector", "#tokens [data-token-id]")[2].click()  # ' heroes', a token itself
     wait_for(lambda: "' heroes'" in browser.find_element("id", "merge-trace").text)
     trace = browser.find_element("id", "merge-trace").text
@@ -1042,7 +1046,7 @@ def test_the_keyboard_reaches_the_tokens_and_the_next_token_guesses(browser, ser
     for _ in range(4):
         browser.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)
     browser.switch_to.active_element.send_keys(Keys.ENTER)
-    wait_for(lambda: "Token 4: id 1451, ' cap'" in browser.find_element("id", "merge-trace").text)
+    wait_for(lambda: "Token 5: id 1451, ' cap'" in browser.find_element("id", "merge-trace").text)
     browser.switch_to.active_element.send_keys(Keys.TAB)  # the tokens are one stop: on to the first guess
     first = browser.find_element("css selector", "#next-tokens li[data-token-id]")
     assert browser.switch_to.active_element == first.find_element("tag name", "button")

@@ -184,6 +184,21 @@ def test_explains_notebook_table_has_the_legend_of_its_printed_form():
     assert table.index("merge #N") < table.index("<table>")  # read before the columns it explains
 
 
+def test_the_teaching_views_count_steps_and_tokens_from_1_and_say_so():
+    """explain numbered its steps from 1 while the playground called the text's fifth token "Token 4": one rule
+    in every view, said where a learner meets it (the browser test sees the page say it for a clicked token)."""
+    from tokenizer.teach import EXPLAIN_LEGEND, explain_lines
+
+    legend = " ".join("".join(EXPLAIN_LEGEND).split())
+    assert "step n: the pre-token's n-th merge, counted from 1 as the playground counts a text's tokens" in legend
+    steps = [line.split(":")[0].split() for line in explain_lines(" capes") if line.startswith("  step")]
+    assert [int(number) for _, number in steps] == [1, 2, 3, 4]
+    table = explain(" capes")._repr_html_()
+    assert re.findall(r"<tr><td>(\d+)</td>", table) == ["1", "2", "3", "4"] and "counted from 1" in table
+    page = (REPO / "tokenizer" / "playground" / "playground.js").read_text(encoding="utf-8")
+    assert "`Token ${story.token + 1}: id" in page and "span.title = `token ${n + 1}: id" in page
+
+
 def test_merge_number_is_the_place_in_the_merge_list():
     from gpt2_numpy.encoder import PACKAGED
     from tokenizer import Encoding
@@ -210,12 +225,12 @@ def test_the_legend_says_whose_rank_the_token_id_is():
     OpenAI's encoder.py ranks a merge by its merge number (bpe_ranks): the rank that is the token id is tiktoken's,
     and explain and the playground say so."""
     from gpt2_numpy.encoder import get_encoder
-    from tokenizer.teach import explain_lines, merge_number
+    from tokenizer.teach import EXPLAIN_LEGEND, explain_lines, merge_number
 
     gpt2 = get_encoding("gpt2")
     openai_rank = get_encoder("124M", "models").bpe_ranks[("Ġ", "c")]
     assert openai_rank == merge_number(gpt2, b" c") == 13 and gpt2.merge_ranks[b" c"] == gpt2.token_ids[b" c"] == 269
-    legend = "".join(list(explain_lines("capes"))[1:3])
+    legend = " ".join("".join(list(explain_lines("capes"))[1 : 1 + len(EXPLAIN_LEGEND)]).split())
     assert "token id: the id of the token it makes, which is also the merge's rank in tiktoken's encodings" in legend
     assert "OpenAI" not in legend
     playground = (REPO / "tokenizer" / "playground" / "playground.js").read_text(encoding="utf-8")

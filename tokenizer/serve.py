@@ -10,7 +10,8 @@ JSON API, which scripts may use too (GET with a query, or POST a JSON object of 
     GET /api/encode?text=hi%20there&encoding=gpt2      tokens: id, text, bytes, GPT-2 form, byte span; counts
     GET /api/compare?text=...&encodings=gpt2&encodings=o200k_base   each encoding's tokens, those split
                                                        differently marked (the older encodings=gpt2,o200k_base too)
-    GET /api/explain?text=...&encoding=gpt2&token=1    the pre-token holding token 1 and its merges, step by step
+    GET /api/explain?text=...&encoding=gpt2&token=1    the pre-token holding the text's token at index 1 (its
+                                                       second: the field counts from 0, as ids[1]), its merges
     GET /api/next?text=...                             GPT-2's 10 likeliest next tokens (gpt2 --serve); "partial"
                                                        marks those holding part of a character, no text to add
 
@@ -323,7 +324,8 @@ def piece_answer(piece, enc: Encoding, first: int, index: int) -> dict:
     data = piece.text.encode("utf-8")
     too_long = explain_limit(piece.text)
     if too_long:
-        raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"token {index}: {too_long}; pick a token of a shorter "
+        # (the pre-token is named, not the token's index: the page counts tokens from 1, the field from 0)
+        raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"{too_long}; pick a token of a shorter "
                        "pre-token, or explain a shorter text")
     story = merge_story(piece.text, enc)
     steps = [{"merge": merge_number(enc, s.left + s.right), "id": enc.token_ids[s.left + s.right],

@@ -334,10 +334,13 @@ def check_explainable(pieces: list[PreToken]) -> None:
 
 # What the numbers of a merge step mean, below explain's first line and above its notebook table alike (a learner
 # meets the "merge #" and "token id" columns in both). The rank that is the token id is tiktoken's, not OpenAI's:
-# OpenAI's encoder.py ranks a merge by its merge number (bpe_ranks), as 03 teaches.
+# OpenAI's encoder.py ranks a merge by its merge number (bpe_ranks), as 03 teaches. One counting rule for every
+# teaching view: what a learner counts on the page (step n, the playground's token n) starts at 1; the tokenizer's
+# own numbers (merge #, token id, a Python index: token n is ids[n - 1]) start at 0.
 EXPLAIN_LEGEND = (
-    "(merge #N: the merge's place among the encoding's merges, from 0; token id: the id of the token it makes,",
-    " which is also the merge's rank in tiktoken's encodings: merges apply in that order)",
+    "(step n: the pre-token's n-th merge, counted from 1 as the playground counts a text's tokens; merge #N: the",
+    " merge's place among the encoding's merges, from 0; token id: the id of the token it makes, which is also the",
+    " merge's rank in tiktoken's encodings: merges apply in that order)",
 )
 
 

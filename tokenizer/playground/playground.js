@@ -194,9 +194,15 @@ function drawTokens(box, tokens, view, options = {}) {
       span.tabIndex = n === 0 ? 0 : -1;
     }
     span.textContent = tokenLabel(token, view);
-    span.title = `token ${n}: id ${token.id}, bytes ${token.bytes}, ${token.shown}`;
+    span.title = `token ${n + 1}: id ${token.id}, bytes ${token.bytes}, ${token.shown}`;  // from 1, as the trace
     return span;
   }));
+}
+
+// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st
+function ordinal(n) {
+  const suffix = n % 100 >= 11 && n % 100 <= 13 ? "th" : { 1: "st", 2: "nd", 3: "rd" }[n % 10] || "th";
+  return `${n}${suffix}`;
 }
 
 // a count and its noun, singular where the count is 1 ("1 token", "0 tokens"), as teach.counted writes them
@@ -269,7 +275,7 @@ function drawMerges(story) {
   const index = story.token - story.first;  // which of the pre-token's tokens was clicked
   const token = story.tokens[index];
   const lines = [
-    `Token ${story.token}: id ${token.id}, ${token.shown}`,
+    `Token ${story.token + 1}: id ${token.id}, ${token.shown}`,  // counted from 1, as the steps below are
     `Pre-token ${JSON.stringify(story.pre_token)}: bytes ${story.bytes}; ` +
       `${story.tokens.length} token${story.tokens.length > 1 ? "s" : ""}: ` +
       story.tokens.map((t) => `${t.shown} = ${t.id}`).join(", "),
@@ -312,6 +318,11 @@ function drawMerges(story) {
     cell(row, String(step.id));
     table.append(row);
   });
+  const counting = document.createElement("p");
+  counting.className = "hint";
+  counting.textContent = `Tokens count from 1, as merge steps do: token ${story.token + 1} is the text's `
+    + `${ordinal(story.token + 1)} token (ids[${story.token}] in Python, which counts from 0).`;
+  notes.push(counting);
   const built = story.steps.filter((step) => step.builds === index).length;
   if (story.steps.length) {
     const p = document.createElement("p");
