@@ -208,19 +208,32 @@ def comparable(nb: dict) -> dict:
 
 
 def with_stored_timings(made: dict, stored: dict | None) -> dict:
-    """``made`` with each ``VARIES`` cell's outputs taken from ``stored`` (the notebook on disk) where only the
-    printed numbers differ: the same cell (its place and source) printing the same words. Regenerating a twin then
-    changes a timing line only when its words change, not with every run's measured figures."""
-    if stored is None or len(stored.get("cells", [])) != len(made["cells"]):
-        return made
-    comparable_made, comparable_stored = comparable(made)["cells"], comparable(stored)["cells"]
+    """``made`` with the printed text of each ``VARIES`` cell taken from ``stored`` (the notebook on disk) where only
+    its numbers differ: the stored cell of the same source, printing the same words. Regenerating a twin then
+    changes a timing line only when its words change, not with every run's measured figures (nor when cells come
+    or go around it)."""
+    stored_timings: dict[str, list[dict]] = {}  # a timing cell's source -> the stored cells of it, in order
+    for cell in (stored or {}).get("cells", []):
+        source = "".join(cell.get("source", []))
+        if cell.get("cell_type") == "code" and VARIES in source and isinstance(cell.get("outputs"), list):
+            stored_timings.setdefault(source, []).append(cell)
     cells = []
-    for cell, old, cell_seen, old_seen in zip(made["cells"], stored["cells"], comparable_made, comparable_stored):
-        same_cell = cell["cell_type"] == "code" and old.get("source") == cell["source"]
-        if same_cell and VARIES in "".join(cell["source"]) and old_seen == cell_seen:
-            cell = {**cell, "outputs": old["outputs"]}
+    for cell in made["cells"]:
+        earlier = stored_timings.get("".join(cell["source"])) if cell["cell_type"] == "code" else None
+        if earlier:
+            old = earlier.pop(0)
+            if words_of(old["outputs"]) == words_of(cell["outputs"]):
+                cell = {**cell, "outputs": [{**out, "text": kept["text"]} if "text" in out else out
+                                            for out, kept in zip(cell["outputs"], old["outputs"])]}
         cells.append(cell)
     return {**made, "cells": cells}
+
+
+def words_of(outputs: list[dict]) -> list:
+    """A cell's outputs as :func:`comparable` compares a timing cell's (printed numbers as ``N``), without the
+    execution count, which moves when cells come or go before it."""
+    return [{key: [NUMBER.sub("N", line) for line in value] if key == "text" else value
+             for key, value in out.items() if key != "execution_count"} for out in outputs]
 
 
 def dumps(nb: dict) -> str:

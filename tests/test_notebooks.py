@@ -60,6 +60,9 @@ def test_rewriting_a_twin_keeps_a_timing_cells_figures_when_only_they_changed(tm
 
     first = rewrite()
     assert rewrite() == first
+    page.write_text(page.read_text(encoding="utf-8").replace("# t\n", "# t\n\n```python\nx = 1\n```\n"))
+    moved = json.loads(rewrite())["cells"][3]  # a cell before it: the figures stay all the same
+    assert moved["outputs"] == json.loads(first)["cells"][2]["outputs"] and moved["execution_count"] == 3
     page.write_text(page.read_text(encoding="utf-8").replace("took", "lost"), encoding="utf-8")
     reworded = rewrite()  # its words changed: its output is the new run's
     assert "lost " in reworded and "took " not in reworded
