@@ -355,6 +355,42 @@ def test_the_toy_checkpoint_of_06_has_the_layout_the_loader_gives(tmp_path):
     assert list(toy["blocks"][0]) == ["ln_1", "attn", "ln_2", "mlp"]  # the order a block uses them
 
 
+# picoGPT's gpt2.py, function by function, and the function of gpt2_numpy/model.py that 07 runs for each
+PICOGPT_FUNCTIONS = {"gelu": "gelu", "softmax": "softmax", "layer_norm": "layer_norm", "linear": "linear",
+                     "ffn": "ffn", "attention": "attention", "mha": "mha", "transformer_block": "transformer_block",
+                     "gpt2": "gpt2", "generate": "generate_reference"}
+
+
+def code_of(block: str) -> str:
+    """A block's Python: a doctest block's examples, else the block itself."""
+    if re.search(r"^>>> ", block, re.M):
+        return "".join(example.source for example in doctest.DocTestParser().get_examples(block))
+    return block
+
+
+def test_07_runs_each_of_picogpts_functions_as_model_py_has_it_and_prints_the_shapes_it_returns():
+    """A reader who knows picoGPT's gpt2.py finds each of its functions run in 07, imported from the file the gpt2
+    command runs; and in "each function on its own", every cell that runs one prints the shapes it returns (the
+    page promised "the shape of everything it returns", which its cells only asserted: a notebook showed none),
+    with the figures on the page checked as they print (checked_prints)."""
+    page = (REPO / "docs" / "07-the-model-taken-apart.md").read_text(encoding="utf-8")
+    trees = [ast.parse(code_of(code)) for _, code in python_blocks(page)]
+    imported = {alias.name for tree in trees for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module == "gpt2_numpy.model" for alias in node.names}
+    called = {node.func.id for tree in trees for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    for picogpt, ours in PICOGPT_FUNCTIONS.items():
+        assert ours in imported and ours in called, f"07 does not run {ours} of gpt2_numpy/model.py ({picogpt})"
+    section = page[page.index("\n## 3. ") : page.index("\n## 4. ")]
+    for line, code in python_blocks(section):
+        runs = {node.func.id for node in ast.walk(ast.parse(code_of(code)))
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)} & set(PICOGPT_FUNCTIONS.values())
+        if runs and ">>> " not in code:  # (a doctest block shows its value)
+            prints = [text for text in code.splitlines() if PRINT_CLAIM.match(text) and ".shape" in text]
+            assert prints, f"07 §3, the block running {sorted(runs)} prints no shape:\n{code}"
+    assert "softmax(np.array(" in section and "gelu(np.array(" in section  # each also on a few numbers of its own
+
+
 def test_a_piece_is_a_pre_token_in_the_prose():
     """01 opened with "it cuts text into pieces (tokens)" while 03, 04 and the README call a pre-token a piece
     (encoding one piece, the whole-piece rule, the piece cache), and 02 called chunks of a stream pieces: in the
