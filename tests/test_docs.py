@@ -391,6 +391,20 @@ def test_07_runs_each_of_picogpts_functions_as_model_py_has_it_and_prints_the_sh
     assert "softmax(np.array(" in section and "gelu(np.array(" in section  # each also on a few numbers of its own
 
 
+def test_06_runs_the_model_functions_it_names_from_model_py():
+    """06 said "softmax turns its scores into probabilities" and computed them by hand: the functions a page names
+    are the product's own (gpt2_numpy/model.py), imported and run, not a copy a reader cannot find there."""
+    page = (REPO / "docs" / "06-ids-to-next-token.md").read_text(encoding="utf-8")
+    trees = [ast.parse(code_of(code)) for _, code in python_blocks(page)]
+    imported = {alias.name for tree in trees for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module == "gpt2_numpy.model" for alias in node.names}
+    called = {node.func.id for tree in trees for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    prose = re.sub(r"^```.*?^```", "", page, flags=re.S | re.M)
+    named = {name for name in PICOGPT_FUNCTIONS.values() if re.search(rf"`{name}[`(]", prose)} | {"softmax"}
+    assert named <= imported & called, f"06 names {sorted(named - (imported & called))} without running model.py's"
+
+
 def test_a_piece_is_a_pre_token_in_the_prose():
     """01 opened with "it cuts text into pieces (tokens)" while 03, 04 and the README call a pre-token a piece
     (encoding one piece, the whole-piece rule, the piece cache), and 02 called chunks of a stream pieces: in the
