@@ -173,7 +173,11 @@ def params_from_hf_tensors(tensors: dict[str, np.ndarray], hparams: dict, where:
         raise ValueError(f"{where} does not match its config.json {hparams}: missing tensors {missing[:5]}"
                          f"{' ...' if len(missing) > 5 else ''}, unexpected tensors {unexpected[:5]}"
                          f"{' ...' if len(unexpected) > 5 else ''}")
-    params: dict = {"blocks": [{} for _ in range(hparams["n_layer"])]}
+    # the tree laid out first in the order load_gpt2_params_from_tf_ckpt gives (wte, wpe, blocks of ln_1, attn, ln_2,
+    # mlp, ln_f), whatever order the tensors come in: a model loads to one tree, whichever files it came from
+    block_parts = ("ln_1", "attn", "ln_2", "mlp")
+    params: dict = {"wte": None, "wpe": None, "blocks": [{part: {} for part in block_parts}
+                                                         for _ in range(hparams["n_layer"])], "ln_f": {}}
     for name, shape in expected.items():
         array = tensors[name]
         if array.dtype != np.float32:  # (read_safetensors converts its own; a caller's tensors may be of any)

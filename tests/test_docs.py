@@ -324,9 +324,10 @@ def layout(tree):
 def test_the_toy_checkpoint_of_06_has_the_layout_the_loader_gives(tmp_path):
     """06 builds its toy params tree "with exactly the layout of the real checkpoints": the same keys, nesting and
     order as load_encoder_hparams_and_params gives for a checkpoint in OpenAI's format (its blocks once came as
-    attn, mlp, ln_1, ln_2 where the loader's are ln_1, attn, ln_2, mlp)."""
+    attn, mlp, ln_1, ln_2 where the loader's are ln_1, attn, ln_2, mlp), or in Hugging Face's."""
     from gpt2_numpy.checkpoints import load_encoder_hparams_and_params
     from gpt2_numpy.encoder import PACKAGED
+    from gpt2_numpy.hfmodel import save_hf_folder
     from gpt2_numpy.tfcheckpoint import write_checkpoint
 
     namespace: dict = {"__name__": "__doc_walkthrough__"}
@@ -353,6 +354,14 @@ def test_the_toy_checkpoint_of_06_has_the_layout_the_loader_gives(tmp_path):
     _, _, loaded = load_encoder_hparams_and_params(str(folder))
     assert layout(toy) == layout(loaded)
     assert list(toy["blocks"][0]) == ["ln_1", "attn", "ln_2", "mlp"]  # the order a block uses them
+    # and a Hugging Face folder of the same model loads to the same tree (it gave blocks, wte, wpe, ln_f, and
+    # blocks of ln_1, ln_2, attn, mlp)
+    vocab = json.loads((PACKAGED / "encoder.json").read_text(encoding="utf-8"))
+    merges = [tuple(line.split()) for line in (PACKAGED / "vocab.bpe").read_text(encoding="utf-8").splitlines()[1:]
+              if line]
+    save_hf_folder(tmp_path / "toy-hf", hparams, toy, vocab, merges)
+    _, _, loaded_hf = load_encoder_hparams_and_params(str(tmp_path / "toy-hf"))
+    assert layout(loaded_hf) == layout(toy)
 
 
 # picoGPT's gpt2.py, function by function, and the function of gpt2_numpy/model.py that 07 runs for each
