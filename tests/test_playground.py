@@ -1171,9 +1171,9 @@ def test_a_merge_trace_answered_late_is_dropped_when_the_text_changed(browser, s
     assert not browser.find_elements("css selector", "#merge-steps")
     browser.find_elements("css selector", "#tokens [data-token-id]")[4].click()  # ' cap', late
     browser.find_elements("css selector", "#tokens [data-token-id]")[2].click()  # then ' heroes', at once
-    wait_for(lambda: "Token 2:" in browser.find_element("id", "merge-trace").text)
+    wait_for(lambda: "Token 3:" in browser.find_element("id", "merge-trace").text)
     time.sleep(1.5)
-    assert "Token 2:" in browser.find_element("id", "merge-trace").text
+    assert "Token 3:" in browser.find_element("id", "merge-trace").text
 
 
 def test_a_links_mistakes_are_said_on_the_page(browser, server):
@@ -1210,10 +1210,10 @@ def test_a_merge_trace_stays_when_only_the_view_changes(browser, server):
     browser.get(server.url + "?text=" + quote("Not all heroes wear capes."))
     wait_for(lambda: page_shows(browser, "Not all heroes wear capes.", "gpt2"))
     browser.find_elements("css selector", "#tokens [data-token-id]")[4].click()
-    wait_for(lambda: "Token 4: id 1451" in browser.find_element("id", "merge-trace").text)
+    wait_for(lambda: "Token 5: id 1451" in browser.find_element("id", "merge-trace").text)
     browser.find_element("css selector", 'input[name="view"][value="ids"]').click()
     wait_for(lambda: "view-ids" in browser.find_element("id", "tokens").get_attribute("class"))
-    assert "Token 4: id 1451" in browser.find_element("id", "merge-trace").text
+    assert "Token 5: id 1451" in browser.find_element("id", "merge-trace").text
     assert [e.get_attribute("data-index") for e in browser.find_elements("css selector", "#tokens .selected")] == ["4"]
     browser.find_element("id", "text").send_keys(" More.")  # a new text: a new trace is to be asked for
     wait_for(lambda: page_shows(browser, "Not all heroes wear capes. More.", "gpt2"))
@@ -1332,7 +1332,7 @@ def test_a_request_a_newer_one_replaced_is_aborted_and_not_computed(browser):
         browser.find_elements("css selector", "#tokens [data-token-id]")[0].click()
         wait_for(lambda: playground.explained[-1:] == ["0"])
         browser.find_elements("css selector", "#tokens [data-token-id]")[2].click()
-        wait_for(lambda: "Token 2:" in browser.find_element("id", "merge-trace").text)
+        wait_for(lambda: "Token 3:" in browser.find_element("id", "merge-trace").text)
         assert aborted(browser, "/api/explain", '"token":0') == [True]
         assert aborted(browser, "/api/explain", '"token":2') == [False]
         # and so is one of a text that changed since
