@@ -252,6 +252,9 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's package, as the tests use
     for name in sys.argv[1:]:
         page = Path(name)
+        if page.suffix != ".md" or not page.is_file():  # else a traceback, or a page's twin written over it
+            print(f"notebooks.py: {name} is not a walkthrough's markdown page; give docs/NN-NAME.md", file=sys.stderr)
+            sys.exit(2)
         twin = page.with_suffix(".ipynb")
         made = with_stored_timings(notebook(page.read_text(encoding="utf-8")), stored_notebook(twin))
         twin.write_text(dumps(made), encoding="utf-8")

@@ -70,6 +70,16 @@ def test_rewriting_a_twin_keeps_a_timing_cells_figures_when_only_they_changed(tm
     assert "other words" in rewrite()  # an ordinary cell is always run afresh
 
 
+@pytest.mark.parametrize("name", ["missing.md", "page.ipynb"])
+def test_rewriting_what_is_no_page_is_one_line_and_writes_nothing(tmp_path, name):
+    (tmp_path / "page.ipynb").write_text("{}", encoding="utf-8")  # a twin: never rewritten as its own page
+    ran = subprocess.run([sys.executable, str(REPO / "tests" / "notebooks.py"), str(tmp_path / name)],
+                         capture_output=True, text=True)
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1 and "give docs/NN-NAME.md" in ran.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["page.ipynb"]
+    assert (tmp_path / "page.ipynb").read_text(encoding="utf-8") == "{}"
+
+
 def test_a_failing_cell_fails_the_notebook():
     page = "# t\n\n```python\nx = 1\n```\n\nprose\n\n```python\n>>> x + 1\n2\n>>> x.nope\n3\n\n```\n"
     cells = cells_of(page)
