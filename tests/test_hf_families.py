@@ -50,8 +50,8 @@ class Family:
         self.hf = tokenizers.Tokenizer.from_file(str(self.path))
         self.fast = load_encoding(self.path)
         # the same tables on the reference core: what pickle sends, rebuilt with the core changed
-        rebuild, (*tables, whole_piece_tokens, _core, text_steps) = self.fast.__reduce__()
-        self.reference = rebuild(*tables, whole_piece_tokens, "reference", text_steps)
+        rebuild, (*tables, whole_piece_tokens, _core, text_steps, after_bpe) = self.fast.__reduce__()
+        self.reference = rebuild(*tables, whole_piece_tokens, "reference", text_steps, after_bpe)
         assert self.reference.core_name == "reference"
         self.added = [entry for entry in json.loads(self.path.read_text(encoding="utf-8"))["added_tokens"]]
 
@@ -703,6 +703,7 @@ def check_saved_round_trip(family: Family, folder) -> None:
         ids = family.fast.encode(text, allowed_special="all")
         assert again.encode(text, allowed_special="all") == ids
         assert hf_again.encode(text, add_special_tokens=False).ids == ids == family.hf_ids(text)
+        assert hf_again.encode(text).ids == family.hf.encode(text).ids  # HF's default: with its post-processor
     assert again.special_tokens == family.fast.special_tokens and again.n_vocab == family.fast.n_vocab
 
 
@@ -726,6 +727,114 @@ def test_hand_made_added_tokens_saved_as_hf_are_looked_for_where_the_steps_looke
         ids = mine.encode(text)
         assert (256 in ids) == (text == "a<Think>b" or bool(normalized))  # the normalizer lowers text, not raw tokens
         assert hf.encode(text, add_special_tokens=False).ids == again.encode(text) == ids, text
+
+
+def template(first: str, second: str | None = None) -> dict:
+    """A TemplateProcessing post-processor that puts ``first`` before each sequence (and ``second`` between a
+    pair's two, of type id 1), as Llama 3's file on the Hub puts <|begin_of_text|> first."""
+    def token(text, type_id):
+        return {"SpecialToken": {"id": text, "type_id": type_id}}
+
+    def sequence(name, type_id):
+        return {"Sequence": {"id": name, "type_id": type_id}}
+
+    between = second or first
+    return {"type": "TemplateProcessing", "single": [token(first, 0), sequence("A", 0)],
+            "pair": [token(first, 0), sequence("A", 0), token(between, 1), sequence("B", 1)],
+            "special_tokens": {}}
+
+
+def with_template_ids(processor: dict, ids_of: dict[str, int]) -> dict:
+    """``processor`` with its TemplateProcessing's special_tokens filled in with their ids (HF refuses a file
+    whose templates name a token that special_tokens lacks)."""
+    if processor.get("type") == "Sequence":
+        return dict(processor, processors=[with_template_ids(p, ids_of) for p in processor["processors"]])
+    if processor.get("type") != "TemplateProcessing":
+        return processor
+    named = {piece["SpecialToken"]["id"] for part in ("single", "pair") for piece in processor[part]
+             if "SpecialToken" in piece}
+    return dict(processor, special_tokens={text: {"id": text, "ids": [ids_of[text]], "tokens": [text]}
+                                           for text in sorted(named)})
+
+
+def check_hf_post_processing_is_saved(original: str, folder: Path, texts: list[str]) -> None:
+    """``original`` loaded and saved as hf into ``folder``, and both files read by HF: its default encode (single
+    texts and pairs) gives the same ids and type ids; ours adds no token, before and after saving, pickling or
+    tiktoken's pickling hooks."""
+    ours = load_encoding(original)
+    hf, hf_plain = tokenizers.Tokenizer.from_file(original), tokenizers.Tokenizer.from_file(original)
+    hf_plain.no_truncation()  # (they apply with add_special_tokens=False too)
+    hf_plain.no_padding()
+    copies = [ours, pickle.loads(pickle.dumps(ours)), Encoding.__new__(Encoding)]
+    copies[2].__setstate__(ours.__getstate__())
+    for k, copy in enumerate(copies):
+        copy.save(folder / str(k), format="hf")
+        hf_copy = tokenizers.Tokenizer.from_file(str(folder / str(k) / "tokenizer.json"))
+        again = load_encoding(folder / str(k))
+        for text in texts:
+            ids = copy.encode(text, allowed_special="all")
+            want_plain = hf_plain.encode(text, add_special_tokens=False).ids
+            assert again.encode(text, allowed_special="all") == ids == want_plain, text
+            want = hf.encode(text)
+            assert hf_copy.encode(text).ids == want.ids and hf_copy.encode(text).type_ids == want.type_ids, (k, text)
+            want_pair = hf.encode(text, texts[0])
+            got_pair = hf_copy.encode(text, texts[0])
+            assert (got_pair.ids, got_pair.type_ids) == (want_pair.ids, want_pair.type_ids), (k, text)
+        assert again.hf_post_processing == ours.hf_post_processing
+
+
+BYTE_LEVEL_PROCESSOR = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
+
+
+@pytest.mark.parametrize("changes", [
+    {"post_processor": template("<s>")},
+    {"post_processor": template("<s>", "</s>")},  # a pair's own separator, of type id 1
+    {"post_processor": {"type": "Sequence", "processors": [BYTE_LEVEL_PROCESSOR, template("<s>")]}},
+    {"post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 258], "cls": ["<s>", 257],
+                        "trim_offsets": True, "add_prefix_space": False}},
+    {"post_processor": {"type": "BertProcessing", "sep": ["</s>", 258], "cls": ["<s>", 257]}},
+    {"post_processor": None},  # none: HF's ids as they are (it was saved with a ByteLevel post-processor)
+    {"post_processor": template("<s>"),  # cut to 3 ids, then padded to 5 with "</s>"
+     "truncation": {"direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 0},
+     "padding": {"strategy": {"Fixed": 5}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 258,
+                 "pad_type_id": 0, "pad_token": "</s>"}},
+])
+def test_a_files_post_processor_truncation_and_padding_are_saved_as_hf_as_they_were_read(tmp_path, changes):
+    # saving wrote a ByteLevel post-processor and no truncation or padding, whatever the file said: HF's default
+    # encode of the saved file lost the file's "<s>" (its TemplateProcessing, Roberta- or BertProcessing)
+    added = [{"id": 257 + k, "content": text, "special": True, "normalized": False, "lstrip": False, "rstrip": False,
+              "single_word": False} for k, text in enumerate(["<s>", "</s>"])]
+    processor = changes.get("post_processor")
+    changes = dict(changes, post_processor=processor and with_template_ids(processor, {"<s>": 257, "</s>": 258}))
+    level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    path = small_file(tmp_path, added_tokens=added, pre_tokenizer=level, decoder=level, **changes)
+    check_hf_post_processing_is_saved(path, tmp_path / "saved", ["ab ab", "x", "", "ab<s>ab"])
+    assert (load_encoding(path).hf_post_processing["post_processor"] or {}).get("type") == (processor or {}).get("type")
+
+
+def check_family_with_a_bos_is_saved(name: str, tmp_path: Path) -> None:
+    """A family's file given a BOS as the Hub's Llama 3 file has it (ByteLevel, then a TemplateProcessing)."""
+    data = json.loads((HF_DIR / name / "tokenizer.json").read_text(encoding="utf-8"))
+    bos = data["added_tokens"][0]["content"]  # the first special token: Llama 3's <|begin_of_text|>
+    processor = {"type": "Sequence", "processors": [data["post_processor"], template(bos)]}
+    data["post_processor"] = with_template_ids(processor, {bos: data["added_tokens"][0]["id"]})
+    (tmp_path / "original").mkdir()
+    original = tmp_path / "original" / "tokenizer.json"
+    original.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    texts = ["hello world"] + EVERYDAY_TEXTS[::10]
+    assert tokenizers.Tokenizer.from_file(str(original)).encode("hello world").ids[0] == data["added_tokens"][0]["id"]
+    check_hf_post_processing_is_saved(str(original), tmp_path / "saved", texts)
+
+
+def test_llama3_with_a_bos_saved_as_hf_keeps_its_bos_in_hfs_encode(tmp_path):
+    # the Hub's Llama 3 file: HF's encode("hello world") gave [128000, 15339, 1917], its saved copy [15339, 1917]
+    check_family_with_a_bos_is_saved("llama3", tmp_path)
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_with_a_bos_saved_as_hf_keeps_its_bos_in_hfs_encode(name, tmp_path):
+    check_family_with_a_bos_is_saved(name, tmp_path)
 
 
 @pytest.mark.parametrize("fmt", ["gpt2", "tiktoken"])

@@ -17,6 +17,7 @@ default) gives the same ids at tiktoken's speed (:mod:`tokenizer.fast.core`).
 
 from __future__ import annotations
 
+import copy
 import functools
 import operator
 import sys
@@ -93,6 +94,7 @@ class Encoding:
         whole_piece_tokens: bool = True,
         core: str = "fast",
         text_steps: TextSteps | None = None,
+        hf_post_processing: dict | None = None,
     ) -> "Encoding":
         """An encoding from a vocab (id -> bytes) and merges (in priority order), as a BPE trainer returns them.
 
@@ -118,6 +120,9 @@ class Encoding:
         ``text_steps`` (a :class:`tokenizer.hf_steps.TextSteps`, as :func:`tokenizer.load` makes from a
         ``tokenizer.json``) replaces the pattern: a normalizer, several splits, added tokens that are not
         special. ``pat_str`` is then only shown, not used.
+
+        ``hf_post_processing`` (:attr:`hf_post_processing`: a ``tokenizer.json``'s ``post_processor``,
+        ``truncation`` and ``padding``) is kept as data for ``save(format="hf")``; it changes no id here.
         """
         if special_tokens is None:  # none, as Tokenizer and train_bpe read it
             special_tokens = ()
@@ -169,12 +174,13 @@ class Encoding:
             whole_piece_tokens=whole_piece_tokens,
             core=core,
             text_steps=text_steps,
+            hf_post_processing=hf_post_processing,
         )
         return enc
 
     def _setup(
         self, name, pat_str, merge_ranks, token_ids, special_tokens, *, merges, whole_piece_tokens=True, core="fast",
-        text_steps=None,
+        text_steps=None, hf_post_processing=None,
     ) -> None:
         if core not in CORES:
             raise ValueError(f"core must be one of {', '.join(map(repr, CORES))}, got {core!r}")
@@ -186,6 +192,8 @@ class Encoding:
         self._merges = merges  # [(left, right), ...] as given to from_vocab_merges; None: recover when asked
         self._whole_piece_tokens = whole_piece_tokens  # a piece that is a token is that token (tiktoken's rule)
         self._text_steps = text_steps  # a tokenizer.json's steps before BPE, in place of the pattern; or None
+        # a tokenizer.json's sections HF runs after BPE (a BOS the post-processor adds): only kept, to be saved again
+        self._hf_post_processing = copy.deepcopy(hf_post_processing)
         self._special_tokens = dict(special_tokens)
         self._decoder: dict[int, bytes] = {idx: token for token, idx in token_ids.items()}
         # reversed: where two special tokens share an id (o200k_harmony's 200018) the first listed decodes it
@@ -217,7 +225,8 @@ class Encoding:
         # An encoding is sent as its tables; its core's caches are not sent (they are rebuilt on use). The registry's
         # encodings are sent by name instead (tokenizer.registry.RegisteredEncoding).
         state = (self.name, self._pat_str, self._merge_ranks, self._token_ids, self._special_tokens, self._merges)
-        return (_rebuild, (*state, self._whole_piece_tokens, self.core_name, self._text_steps))
+        return (_rebuild, (*state, self._whole_piece_tokens, self.core_name, self._text_steps,
+                           self._hf_post_processing))
 
     # tiktoken's pickling hooks, kept with its meaning for code that calls them (pickle itself uses __reduce__):
     # the state is the encoding's name if it is the registry's shared one, else Encoding's arguments as a dict.
@@ -232,12 +241,15 @@ class Encoding:
             return name
         state = {"name": self.name, "pat_str": self._pat_str, "mergeable_ranks": self._mergeable_ranks,
                  "special_tokens": self._special_tokens}
-        if self._merge_ranks is not self._token_ids or not self._whole_piece_tokens or self._text_steps:
+        if (self._merge_ranks is not self._token_ids or not self._whole_piece_tokens or self._text_steps
+                or self._hf_post_processing is not None):
             # not tiktoken's kind (ids are not merge priorities): what from_vocab_merges needs instead
             state["merges"] = self.merges
             state["whole_piece_tokens"] = self._whole_piece_tokens
             if self._text_steps is not None:
                 state["text_steps"] = self._text_steps
+            if self._hf_post_processing is not None:
+                state["hf_post_processing"] = self.hf_post_processing
         if self.core_name != "fast":
             state["core"] = self.core_name
         return state
@@ -256,7 +268,7 @@ class Encoding:
             other = Encoding.from_vocab_merges(
                 vocab, value["merges"], value["special_tokens"], name=value["name"], pat_str=value["pat_str"],
                 whole_piece_tokens=value.get("whole_piece_tokens", True), core=value.get("core", "fast"),
-                text_steps=value.get("text_steps"),
+                text_steps=value.get("text_steps"), hf_post_processing=value.get("hf_post_processing"),
             )
             self.__dict__ = other.__dict__
             return
@@ -735,6 +747,15 @@ class Encoding:
         return self._text_steps
 
     @property
+    def hf_post_processing(self) -> dict | None:
+        """What a ``tokenizer.json`` has HF tokenizers do with the ids after BPE, as its JSON: ``{"post_processor":
+        ..., "truncation": ..., "padding": ...}`` (Llama 3's post-processor adds ``<|begin_of_text|>`` in HF's
+        default ``encode``); None for an encoding not read from one. Only kept, for ``save(format="hf")`` to write
+        back: this encoding adds no id (tiktoken's API), as HF's ``encode(text, add_special_tokens=False)``. A copy.
+        """
+        return copy.deepcopy(self._hf_post_processing)
+
+    @property
     def token_ids(self) -> Mapping[bytes, int]:
         """The id of each ordinary (non-special) token, by its bytes. Read-only.
 
@@ -764,7 +785,7 @@ class Encoding:
 
 def _rebuild(
     name, pat_str, merge_ranks, token_ids, special_tokens, merges, whole_piece_tokens=True, core="fast",
-    text_steps=None,
+    text_steps=None, hf_post_processing=None,
 ) -> Encoding:
     enc = Encoding.__new__(Encoding)
     enc._setup(
@@ -777,6 +798,7 @@ def _rebuild(
         whole_piece_tokens=whole_piece_tokens,
         core=core,
         text_steps=text_steps,
+        hf_post_processing=hf_post_processing,
     )
     return enc
 

@@ -23,7 +23,7 @@ from .encoding import Encoding
 from .hf_steps import TextSteps, UnsupportedStep, flat_steps
 from .patterns import KNOWN_PATTERNS
 from .pretokenize import GPT2_PATTERN
-from .saving import GPT2_FILES, HF_FILE, TIKTOKEN_META_FILE, hf_regex
+from .saving import GPT2_FILES, HF_FILE, HF_POST_PROCESSING, TIKTOKEN_META_FILE, hf_regex
 
 HF_GPT2_FILES = ("vocab.json", "merges.txt")  # GPT-2's two files under Hugging Face's names
 from .vocab_files import (
@@ -213,7 +213,7 @@ def _load_hf(file: Path, core: str = "fast") -> Encoding:
         return Encoding.from_vocab_merges(
             vocab, merges, specials, name=folder_name(Path(file).parent), pat_str=pat_str or _shown_pattern(steps),
             whole_piece_tokens=bool(model.get("ignore_merges", False)), text_steps=None if pat_str else steps,
-            core=core,
+            core=core, hf_post_processing={section: data.get(section) for section in HF_POST_PROCESSING},
         )
     except ValueError as e:
         raise ValueError(f"{file}: {e}") from None

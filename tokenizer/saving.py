@@ -16,7 +16,11 @@ pattern and the special tokens:
 * ``"hf"``: a ``tokenizer.json`` for ``tokenizers.Tokenizer.from_file``: a BPE model, a ByteLevel pre-tokenizer
   (GPT-2's pattern; any other pattern becomes a ``Split`` before it) and decoder, the special tokens as added
   tokens. An encoding loaded from a ``tokenizer.json`` with more steps (``Encoding.text_steps``: a normalizer,
-  several splits, added tokens that are not special) gets them written back as they were read.
+  several splits, added tokens that are not special) gets them written back as they were read, and so are the
+  file's post-processor, truncation and padding (``Encoding.hf_post_processing``: what HF's default ``encode``
+  does to the ids after BPE, such as Llama 3's ``<|begin_of_text|>`` first), which change no id of
+  ``Encoding.encode`` and which the two other formats have no place for (tiktoken and ``encoder.py`` add no
+  token either).
 
 This module only writes; :mod:`tokenizer.loading` reads the files back into an ``Encoding``. It takes any
 object with ``Encoding``'s public surface and does not import :mod:`tokenizer.encoding` (which calls it).
@@ -38,6 +42,8 @@ GPT2_FILES = ("encoder.json", "vocab.bpe")
 TIKTOKEN_FILE = "encoding.tiktoken"  # ranks, tiktoken's own format
 TIKTOKEN_META_FILE = "encoding.json"  # what a .tiktoken file cannot hold: name, pattern, special tokens
 HF_FILE = "tokenizer.json"
+# A tokenizer.json's sections that HF runs on the ids after BPE (in its default encode), which an Encoding only keeps
+HF_POST_PROCESSING = ("post_processor", "truncation", "padding")
 GPT2_PATTERNS = (GPT2_PATTERN, R50K_PATTERN)  # the same pattern, spelled for `regex` and as tiktoken spells it
 
 
@@ -186,14 +192,18 @@ def _hf_tokenizer_json(enc) -> dict:
         # model.vocab) read back as another token's id.
         vocab.pop(token_to_gpt2_str(entry["content"].encode("utf-8")), None)
         vocab[entry["content"]] = entry["id"]
+    # a loaded file's post-processor (Llama 3's BOS), truncation and padding as they were read, else GPT-2's
+    after_bpe = getattr(enc, "hf_post_processing", None) or {
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+    }
     return {
         "version": "1.0",
-        "truncation": None,
-        "padding": None,
+        "truncation": after_bpe.get("truncation"),
+        "padding": after_bpe.get("padding"),
         "added_tokens": added_tokens,
         "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer,
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        "post_processor": after_bpe.get("post_processor"),
         # (none if the file read had none: HF then decodes to the tokens' strings joined, and so does the encoding)
         "decoder": None if steps is not None and steps.no_decoder else
         {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
