@@ -228,3 +228,32 @@ def test_a_bad_ids_file_is_told_before_the_vocabulary_loads(tmp_path, monkeypatc
                            (".", "is a folder; name the .bin file of ids")):
         assert tokenizer.cli.main(["decode", "--ids", ids_file, "--encoding", "cl100k_base"], prog=PROG) == 2
         assert said in capsys.readouterr().err
+
+
+def test_a_tokenizer_json_without_a_decoder_decodes_to_the_text_in_both_forms(cli, tmp_path):
+    # a tokenizer.json whose "decoder" is null: Encoding.decode gives, as HF's decode, the tokens' strings joined
+    # ("ab Ġw Ã¶r"), and decode ID... printed that, where decode --ids of the same ids printed the text
+    from tokenizer import load
+    from tokenizer.vocab_files import token_to_gpt2_str
+
+    level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    vocab = {token_to_gpt2_str(bytes([b])): b for b in range(256)} | {"ab": 256}
+    special = {"id": 257, "content": "<s>", "special": True, "normalized": False, "lstrip": False, "rstrip": False,
+               "single_word": False}
+    data = {"version": "1.0", "added_tokens": [special], "normalizer": None, "pre_tokenizer": level,
+            "post_processor": None, "decoder": None,
+            "model": {"type": "BPE", "vocab": vocab, "merges": ["a b"], "ignore_merges": False}}
+    (tmp_path / "nodecoder").mkdir()
+    (tmp_path / "nodecoder" / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    text = "ab wör<s>\n你 ab"
+    (tmp_path / "t.txt").write_text(text, encoding="utf-8")
+    ids = [int(i) for i in cli("encode", text, "--encoding", "nodecoder", "--allowed_special", "all").stdout.split()]
+    enc = load(tmp_path / "nodecoder")
+    assert 256 in ids and 257 in ids and enc.decode(ids) != text  # HF's joined strings, as the library keeps them
+    cli("encode-file", "t.txt", "--out", "t.bin", "--encoding", "nodecoder", "--allowed_special", "all")
+    assert np.fromfile(tmp_path / "t.bin", dtype="<u2").tolist() == ids
+    from_file = cli("decode", "--ids", "t.bin", "--encoding", "nodecoder").stdout
+    from_args = cli("decode", *map(str, ids), "--encoding", "nodecoder").stdout
+    from_stdin = cli("decode", "-", "--encoding", "nodecoder", stdin=" ".join(map(str, ids)).encode()).stdout
+    assert from_file == from_args == from_stdin == text
+    assert '"decoder" is null' in " ".join(cli("decode", "--help").stdout.split())

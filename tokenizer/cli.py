@@ -374,7 +374,9 @@ def decode(args) -> None:
     out = decode_destination(args)
     enc = open_encoding(args.encoding)
     check_id_range(ids, enc)
-    written = write_text([enc.decode(ids)], out)
+    # the ids' own bytes, as decode --ids writes them: not Encoding.decode, which for a tokenizer.json whose
+    # "decoder" is null gives, as HF does, the tokens' strings joined by spaces ("hello Ġw Ã¶r ld")
+    written = write_text([enc.decode_bytes(ids).decode("utf-8", errors="replace")], out)
     say_written(args.out, out, f"{parity.plural(len(ids), 'id')} decoded into {written:,} bytes of text "
                                f"({shown_name(enc)})")
 
@@ -1157,8 +1159,10 @@ def build_parser(prog: str) -> OneLineParser:
 
     p = command("decode", decode, "Print the text of token ids (separate arguments, a comma/space list, a JSON "
                 "list, - for stdin, or --ids FILE.bin, a file of ids as encode-file writes it). The text is written "
-                "exactly as the ids spell it, so encode then decode gives back the text byte for byte; only on a "
-                "terminal is a newline added after a text that does not end with one.",
+                "exactly as the ids spell it, so encode then decode gives back the text byte for byte (also with "
+                "a tokenizer.json whose \"decoder\" is null, where HF's decode and Encoding.decode give the tokens' "
+                "strings joined by spaces); only on a terminal is a newline added after a text that does not end with "
+                "one.",
                 "ID [ID ...] [options]  (or --ids FILE.bin)")
     p.add_argument("ids", nargs="*", metavar="ID", help='token ids: "31373 995", 31373,995, 31373 995, a JSON '
                    'list "[31373, 995]" or a NumPy array as printed, "[31373   995]"; - reads them from stdin')
