@@ -705,10 +705,38 @@ def check_saved_round_trip(family: Family, folder) -> None:
         assert hf_again.encode(text, add_special_tokens=False).ids == ids == family.hf_ids(text)
         assert hf_again.encode(text).ids == family.hf.encode(text).ids  # HF's default: with its post-processor
     assert again.special_tokens == family.fast.special_tokens and again.n_vocab == family.fast.n_vocab
+    # the added tokens stay out of model.vocab where the file had them out: HF's size without them (transformers'
+    # vocab_size) was 128,815 for DeepSeek V3's copy, not its 128,000
+    assert hf_again.get_vocab_size(with_added_tokens=False) == family.hf.get_vocab_size(with_added_tokens=False)
+    assert hf_again.get_vocab() == family.hf.get_vocab()
 
 
 def test_saved_as_hf_loads_back_to_the_same_ids_in_both_libraries(tmp_path):
     check_saved_round_trip(_loaded.get("deepseek_v3") or Family("deepseek_v3"), tmp_path / "saved")
+
+
+@pytest.mark.parametrize("special_ids, in_model_vocab", [
+    ({"<|a|>": 257, "<|b|>": 258}, set()),  # right after the other tokens: HF gives them those ids
+    ({"<|a|>": 258, "<|b|>": 257}, set()),  # (in either order)
+    ({"<|a|>": 0, "<|b|>": 258}, {"<|a|>"}),  # one among them (DeepSeek V3's <｜begin▁of▁sentence｜> is id 0)
+    ({"<|a|>": 257, "<|b|>": 300}, {"<|a|>", "<|b|>"}),  # a gap: HF would give <|b|> 258 unless model.vocab says
+])
+def test_added_tokens_are_in_model_vocab_only_where_hf_needs_them(tmp_path, special_ids, in_model_vocab):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    if 0 in special_ids.values():
+        vocab[257] = b"\x00"  # the byte 0 at another id
+    vocab |= {idx: text.encode("utf-8") for text, idx in special_ids.items()}
+    mine = Encoding.from_vocab_merges(vocab, [(b"a", b"b")], list(special_ids))
+    assert mine.special_tokens == special_ids
+    mine.save(tmp_path / "saved", format="hf")
+    data = json.loads((tmp_path / "saved" / "tokenizer.json").read_text(encoding="utf-8"))
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "saved" / "tokenizer.json"))
+    text = "ab<|b|>x\x00<|a|>"
+    assert hf.encode(text, add_special_tokens=False).ids == mine.encode(text, allowed_special="all")
+    assert set(special_ids) & set(data["model"]["vocab"]) == in_model_vocab
+    assert hf.get_vocab_size(with_added_tokens=False) == len(data["model"]["vocab"])
+    assert load_encoding(tmp_path / "saved").encode(text, allowed_special="all") == mine.encode(text,
+                                                                                               allowed_special="all")
 
 
 @pytest.mark.parametrize("normalized", [True, False, None])

@@ -160,6 +160,26 @@ def hf_regex(pat_str: str) -> str:
     return re.sub(r"(\{\d+(?:,\d*)?\})\+", r"\1", pat_str)
 
 
+def _leave_added_tail_out(vocab: dict[str, int], added_tokens: list[dict]) -> None:
+    """Take out of ``vocab`` (model.vocab) the added tokens (sorted by id) whose ids follow the other tokens' one by
+    one, as the families' files have them: HF gives an added token missing from model.vocab the next free id, which
+    is then its own, and counts only model.vocab in its ``get_vocab_size(with_added_tokens=False)`` (transformers'
+    ``vocab_size``: Llama 3's 128,000, not 128,256). Where the ids do not follow so (a gap, an id twice, a token's
+    text also an ordinary token's string), all stay in model.vocab, where HF reads each one's id."""
+    added_texts = {entry["content"] for entry in added_tokens}
+    others = {text: idx for text, idx in vocab.items() if text not in added_texts}
+    first_free = max(others.values(), default=-1) + 1
+    tail = [entry for entry in added_tokens if entry["id"] >= first_free]
+    tail_texts = {entry["content"] for entry in tail}
+    kept_ids = [idx for text, idx in vocab.items() if text not in tail_texts]
+    follow_one_by_one = [entry["id"] for entry in tail] == list(range(first_free, first_free + len(tail)))
+    each_id_once = len(tail_texts) == len(tail) and len(set(kept_ids)) == len(kept_ids) == first_free
+    if not follow_one_by_one or not each_id_once or any(vocab.get(e["content"]) != e["id"] for e in tail):
+        return
+    for entry in tail:
+        del vocab[entry["content"]]
+
+
 def _hf_tokenizer_json(enc) -> dict:
     steps = enc.text_steps  # a loaded tokenizer.json's own steps, written back as they were read
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
@@ -192,6 +212,7 @@ def _hf_tokenizer_json(enc) -> dict:
         # model.vocab) read back as another token's id.
         vocab.pop(token_to_gpt2_str(entry["content"].encode("utf-8")), None)
         vocab[entry["content"]] = entry["id"]
+    _leave_added_tail_out(vocab, added_tokens)
     # a loaded file's post-processor (Llama 3's BOS), truncation and padding as they were read, else GPT-2's
     after_bpe = getattr(enc, "hf_post_processing", None) or {
         "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
