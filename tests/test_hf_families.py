@@ -840,6 +840,13 @@ def test_a_files_post_processor_truncation_and_padding_are_saved_as_hf_as_they_w
     assert (load_encoding(path).hf_post_processing["post_processor"] or {}).get("type") == (processor or {}).get("type")
 
 
+def test_hf_post_processing_that_is_no_dict_is_refused_when_the_encoding_is_made():
+    # (saving it would have failed inside, with an AttributeError)
+    vocab = {i: bytes([i]) for i in range(256)}
+    with pytest.raises(TypeError, match="hf_post_processing must be a tokenizer.json's sections as a dict"):
+        Encoding.from_vocab_merges(vocab, [], hf_post_processing=[BYTE_LEVEL_PROCESSOR])
+
+
 def check_family_with_a_bos_is_saved(name: str, tmp_path: Path) -> None:
     """A family's file given a BOS as the Hub's Llama 3 file has it (ByteLevel, then a TemplateProcessing)."""
     data = json.loads((HF_DIR / name / "tokenizer.json").read_text(encoding="utf-8"))

@@ -124,6 +124,9 @@ class Encoding:
         ``hf_post_processing`` (:attr:`hf_post_processing`: a ``tokenizer.json``'s ``post_processor``,
         ``truncation`` and ``padding``) is kept as data for ``save(format="hf")``; it changes no id here.
         """
+        if hf_post_processing is not None and not isinstance(hf_post_processing, dict):
+            raise TypeError("hf_post_processing must be a tokenizer.json's sections as a dict ({'post_processor': "
+                            f"...}}) or None, not {type(hf_post_processing).__name__}")
         if special_tokens is None:  # none, as Tokenizer and train_bpe read it
             special_tokens = ()
         if isinstance(special_tokens, (str, bytes)):  # else each of its characters would be a special token
