@@ -741,6 +741,21 @@ def test_added_tokens_are_in_model_vocab_only_where_hf_needs_them(tmp_path, spec
                                                                                                allowed_special="all")
 
 
+# "Ġx" is how a tokenizer.json spells the ordinary token " x" (GPT-2's characters for its bytes)
+@pytest.mark.parametrize("special, ordinary", [("ab", b"ab"), ("\u0120x", b" x")])
+def test_a_special_token_spelled_as_an_ordinary_one_is_not_saved_as_hf(tmp_path, special, ordinary):
+    # the saved file gave the special token the ordinary one's id in HF, and load refused it
+    ranks = {bytes([i]): i for i in range(256)} | {ordinary: 256}
+    mine = Encoding("clash", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={special: 257})
+    with pytest.raises(ValueError) as refused:
+        mine.save(tmp_path / "saved", format="hf")
+    message = str(refused.value)
+    assert "\n" not in message and f"special token {special!r} is spelled as ordinary token 256" in message
+    assert "save as 'tiktoken'" in message and not (tmp_path / "saved").exists()
+    mine.save(tmp_path / "saved", format="tiktoken")  # which names special tokens apart
+    assert load_encoding(tmp_path / "saved").encode(special, allowed_special="all") == [257]
+
+
 @pytest.mark.parametrize("normalized", [True, False, None])
 def test_hand_made_added_tokens_saved_as_hf_are_looked_for_where_the_steps_looked(tmp_path, normalized):
     # entries given to TextSteps.from_json by hand need only content and id; they were written as given, and HF

@@ -206,6 +206,11 @@ def _hf_tokenizer_json(enc) -> dict:
     ]
     added_tokens = sorted(added_tokens + not_special, key=lambda entry: entry["id"])
     vocab = _gpt2_vocab(enc)
+    clash = next((text for text, idx in enc.special_tokens.items() if vocab[text] != idx), None)
+    if clash is not None:  # model.vocab has one entry per string, and HF gives an added token that entry's id
+        raise ValueError(f"{enc.name!r}: special token {clash!r} is spelled as ordinary token {vocab[clash]} is in a "
+                         "tokenizer.json (GPT-2's characters for its bytes), so HF tokenizers would give it that id: "
+                         "save as 'tiktoken', or rename the special token")
     for entry in not_special:
         # Under its own text, as special tokens are: HF gives an added token missing from model.vocab the next
         # free id, not the id written beside it, so DeepSeek V3's <｜User｜> (between special tokens that are in
