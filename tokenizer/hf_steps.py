@@ -172,6 +172,46 @@ def oniguruma_spans(find: regex.Pattern, text: str) -> Iterator[tuple[int, int]]
         at, last_end = end + 1 if start == end else end, end
 
 
+# A regex's source in the pieces may_match_empty reads: an escape, a character class (POSIX brackets inside it),
+# a lookaround's opening, a comment, or one character. A "[" left over is a class this reading does not judge.
+_REGEX_PIECE = regex.compile(r"\\.|\[\^?\]?(?:\\.|\[:\w+:\]|[^\\\]\[])*\]|\(\?<?[=!]|\(\?#[^)]*\)|.", regex.DOTALL)
+_LOOKAROUNDS = ("(?=", "(?!", "(?<=", "(?<!")
+_ANCHORS = ("^", "$", "\\b", "\\B", "\\A", "\\Z", "\\z", "\\G")
+# what the reading cannot judge: backreferences, \K, conditionals, recursion, verbose mode
+_UNJUDGED = regex.compile(r"\\[1-9kgK]|\(\?(?:\(|R|&|P>|[+-]?\d|[a-zA-Z-]*x)")
+
+
+def may_match_empty(find: regex.Pattern) -> bool:
+    """Whether ``find`` could match an empty string anywhere. Its source with every lookaround and anchor taken
+    out is asked to match the empty text: those only narrow where a match may be, and an empty match consumes
+    nothing, so a pattern that can match empty anywhere leaves one that matches the empty text. True too for
+    what this reading does not judge (:data:`_UNJUDGED`, a nested class, a source it leaves uncompilable).
+
+    >>> may_match_empty(regex.compile(r"\\s+(?!\\S)|[^\\r\\n\\p{L}]?\\p{L}+"))
+    False
+    >>> may_match_empty(regex.compile("(?=b)|b"))
+    True
+    """
+    if find.flags & regex.VERBOSE or _UNJUDGED.search(find.pattern):
+        return True
+    kept, depth = [], 0  # depth: parentheses open inside a lookaround being taken out
+    for piece in _REGEX_PIECE.findall(find.pattern):
+        if piece.startswith("(?#"):  # a comment
+            continue
+        if piece == "[":
+            return True
+        if depth:
+            depth += piece.startswith("(") - (piece == ")")
+        elif piece in _LOOKAROUNDS:
+            depth = 1
+        elif piece not in _ANCHORS:
+            kept.append(piece)
+    try:
+        return regex.fullmatch("".join(kept), "", find.flags & ~regex.MULTILINE) is not None
+    except regex.error:
+        return True
+
+
 def _replace(find: regex.Pattern, content: str, text: str) -> str:
     """Each match of ``find`` in ``text`` replaced by ``content``, matched as HF's Unicode 16.0 tables see it, and
     as HF's Oniguruma finds matches (:func:`oniguruma_spans`), none in empty text.
@@ -381,17 +421,25 @@ def _isolated(find: regex.Pattern) -> PreTokenizer:
         ]
     split = regex.compile(f"({find.pattern})", find.flags).split
 
+    if not may_match_empty(find):  # (the families' patterns): no empty match to search on from
+        def isolated(pieces: list[str], seen_as: SeenAs) -> list[str]:
+            if seen_as is None:
+                return [p for piece in pieces for p in split(piece) if p]
+            # the masked copy's parts have the lengths of the piece's: unmask cuts the piece itself by them
+            return [p for piece in pieces for p in unmask(piece, split(seen_as(piece))) if p]
+
+        return isolated
+
     def cut(piece: str, seen_as: SeenAs) -> list[str]:
         parts = split(piece) if seen_as is None else unmask(piece, split(seen_as(piece)))
         if "" in parts[1::2]:  # an empty match, after which `regex` searches on otherwise than Oniguruma
             return split_by(find, "Isolated", False, piece, seen_as)
         return parts
 
-    def isolated(pieces: list[str], seen_as: SeenAs) -> list[str]:
-        # (the masked copy's parts have the lengths of the piece's: unmask cuts the piece itself by them)
+    def isolated_checked(pieces: list[str], seen_as: SeenAs) -> list[str]:
         return [p for piece in pieces for p in cut(piece, seen_as) if p]
 
-    return isolated
+    return isolated_checked
 
 
 def _byte_level(pieces: list[str], add_prefix_space: bool, words: PreTokenizer | None, seen_as: SeenAs) -> list[str]:
