@@ -154,11 +154,13 @@ def hf_shapes(hparams: dict) -> dict[str, tuple[int, ...]]:
     d = hparams["n_embd"]
     shapes = {"wte.weight": (hparams["n_vocab"], d), "wpe.weight": (hparams["n_ctx"], d)}
     for i in range(hparams["n_layer"]):
-        for norm in ("ln_1", "ln_2"):
-            shapes[f"h.{i}.{norm}.weight"] = shapes[f"h.{i}.{norm}.bias"] = (d,)
-        for layer, (n_in, n_out) in {"attn.c_attn": (d, 3 * d), "attn.c_proj": (d, d),
-                                     "mlp.c_fc": (d, 4 * d), "mlp.c_proj": (4 * d, d)}.items():
-            shapes[f"h.{i}.{layer}.weight"], shapes[f"h.{i}.{layer}.bias"] = (n_in, n_out), (n_out,)
+        # a block's parts as picoGPT's tree holds them: ln_1, attn, ln_2, mlp (None marks a norm, of shape (d,))
+        for layer, in_out in {"ln_1": None, "attn.c_attn": (d, 3 * d), "attn.c_proj": (d, d),
+                              "ln_2": None, "mlp.c_fc": (d, 4 * d), "mlp.c_proj": (4 * d, d)}.items():
+            if in_out is None:
+                shapes[f"h.{i}.{layer}.weight"] = shapes[f"h.{i}.{layer}.bias"] = (d,)
+            else:
+                shapes[f"h.{i}.{layer}.weight"], shapes[f"h.{i}.{layer}.bias"] = in_out, (in_out[1],)
     shapes["ln_f.weight"] = shapes["ln_f.bias"] = (d,)
     return shapes
 

@@ -120,6 +120,27 @@ def test_a_model_saved_without_its_tokenizer_takes_gpt2s_vocabulary_if_it_has_gp
         checkpoints.load_encoder_hparams_and_params(str(other))
 
 
+def test_hf_shapes_lists_its_tensors_in_picogpts_order(params):
+    """hf_shapes promises picoGPT's order: its names, placed in the tree, come in the order a depth-first walk
+    of picoGPT's tree (wte, wpe, blocks of ln_1, attn, ln_2, mlp, ln_f) meets the arrays."""
+    def leaves(tree, path=()):
+        if isinstance(tree, np.ndarray):
+            yield list(path)
+        else:
+            for key, subtree in (enumerate(tree) if isinstance(tree, list) else tree.items()):
+                yield from leaves(subtree, (*path, key))
+
+    hparams = {"n_vocab": params["wte"].shape[0], "n_ctx": params["wpe"].shape[0], "n_embd": params["wte"].shape[1],
+               "n_layer": len(params["blocks"])}
+    shapes = hfmodel.hf_shapes(hparams)
+    assert [hfmodel.picogpt_keys(name) for name in shapes] == list(leaves(params))
+    for name, shape in shapes.items():
+        node = params
+        for key in hfmodel.picogpt_keys(name):
+            node = node[key]
+        assert node.shape == shape, name
+
+
 def test_save_hf_round_trip(params, tmp_path):
     """Ours -> folder -> transformers: the same logits; and back through our reader: the same weights."""
     hparams = {"n_vocab": 50257, "n_ctx": 48, "n_embd": 32, "n_head": N_HEAD, "n_layer": 2}
