@@ -343,6 +343,13 @@ def test_a_file_without_a_decoder_decodes_as_hfs_to_the_tokens_strings_joined(tm
     assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False) != text
     assert ours.decode([i for i in ids if not ours.is_special_token(i)]) == hf.decode(ids)  # HF's default skips them
     assert pickle.loads(pickle.dumps(ours)).decode(ids) == ours.decode(ids)
+    # decode_with_offsets: decode's text, as in tiktoken, and where each token's own decoded string starts in it
+    joined, offsets = ours.decode_with_offsets(ids)
+    assert joined == ours.decode(ids) and len(offsets) == len(ids)
+    for token, offset in zip(ids, offsets):
+        alone = hf.decode([token], skip_special_tokens=False)
+        assert joined[offset : offset + len(alone)] == alone, (token, offset)
+    assert ours.decode_with_offsets([]) == ("", [])
     ours.save(tmp_path / "saved", format="hf")  # saved without a decoder too
     assert tokenizers.Tokenizer.from_file(str(tmp_path / "saved" / "tokenizer.json")).decode(
         ids, skip_special_tokens=False) == ours.decode(ids) == load_encoding(tmp_path / "saved").decode(ids)

@@ -633,7 +633,19 @@ class Encoding:
         [b'a', b'\\xe6\\x88', b'\\x91', b'b']
         >>> enc.decode_with_offsets(enc.encode("a我b"))
         ('a我b', [0, 1, 1, 2])
+
+        The text is always :meth:`decode`'s, so for an encoding loaded from a ``tokenizer.json`` whose
+        ``"decoder"`` is null it is the tokens' strings joined by spaces, and each offset is where a token's string
+        starts in it.
         """
+        if self._text_steps is not None and self._text_steps.no_decoder:
+            tokens = list(tokens)
+            strings = self._text_steps.token_strings(tokens, self.decode_tokens_bytes(tokens), self.is_special_token)
+            offsets, at = [], 0
+            for string in strings:
+                offsets.append(at)
+                at += len(string) + 1  # and the space that joins it to the next
+            return " ".join(strings), offsets
         token_bytes = self.decode_tokens_bytes(tokens)
         offsets = []
         n_chars = 0  # characters begun so far: each begins with a byte that is not a continuation byte

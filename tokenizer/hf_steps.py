@@ -505,11 +505,16 @@ class TextSteps:
     def joined_token_strings(self, tokens: list[int], token_bytes: list[bytes],
                              is_special: Callable[[int], bool]) -> str:
         """What HF tokenizers' ``decode`` gives for ``tokens`` (whose bytes are ``token_bytes``) with a file that
-        has no decoder: each token's string in the file joined by spaces. An added token's string is its text,
-        special or not; any other token's is its bytes as byte-level characters (" " as "Ġ")."""
+        has no decoder: each token's string in the file (:meth:`token_strings`) joined by spaces."""
+        return " ".join(self.token_strings(tokens, token_bytes, is_special))
+
+    def token_strings(self, tokens: list[int], token_bytes: list[bytes],
+                      is_special: Callable[[int], bool]) -> list[str]:
+        """Each token's string in the file: an added token's is its text, special or not; any other token's is
+        its bytes as byte-level characters (" " as "Ġ")."""
         added_ids = {*self.added_raw.values(), *self.added_normalized.values()}
-        return " ".join(data.decode("utf-8") if token in added_ids or is_special(token) else token_to_gpt2_str(data)
-                        for token, data in zip(tokens, token_bytes))
+        return [data.decode("utf-8") if token in added_ids or is_special(token) else token_to_gpt2_str(data)
+                for token, data in zip(tokens, token_bytes)]
 
     @property
     def has_normalizer(self) -> bool:
