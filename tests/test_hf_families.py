@@ -957,3 +957,30 @@ def test_ids_equal_hfs_on_4515_corpus_texts(family, core):
     got = family.encoding(core).encode_ordinary_batch(texts)
     differ = [text[:80] for text, a, b in zip(texts, got, want) if a != b]
     assert not differ, f"{len(differ)} of {len(texts)} texts differ, e.g. {differ[:3]}"
+
+
+def test_the_readmes_equalities_with_hf_hold_with_the_files_truncation_and_padding_turned_off(tmp_path):
+    # HF truncates and pads even with add_special_tokens=False, so the README's "encode(t, allowed_special="all")
+    # is HF's encode(t, add_special_tokens=False)" holds only once they are off, which its sentence must say
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    added = [{"id": 257 + k, "content": text, "special": special, "normalized": False, "lstrip": False,
+              "rstrip": False, "single_word": False}
+             for k, (text, special) in enumerate([("<s>", True), ("<x>", False)])]
+    path = small_file(tmp_path, pre_tokenizer=byte_level, decoder=byte_level, added_tokens=added,
+                      truncation={"direction": "Right", "max_length": 2, "strategy": "LongestFirst", "stride": 0},
+                      padding={"strategy": {"Fixed": 9}, "direction": "Right", "pad_to_multiple_of": None,
+                               "pad_id": 0, "pad_type_id": 0, "pad_token": "a"})
+    hf, ours = tokenizers.Tokenizer.from_file(path), load_encoding(path)
+    text = "ab cd<s> ab<x>"
+    assert hf.encode(text, add_special_tokens=False).ids != ours.encode(text, allowed_special="all")
+    hf.no_truncation()
+    hf.no_padding()
+    assert hf.encode(text, add_special_tokens=False).ids == ours.encode(text, allowed_special="all")
+    ids = ours.encode(text, allowed_special="all")
+    assert hf.decode(ids, skip_special_tokens=False) == ours.decode(ids) == text
+    hf.encode_special_tokens = True
+    assert hf.encode(text, add_special_tokens=False).ids == ours.encode_ordinary(text)
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    claim = readme[readme.index("Added tokens map onto tiktoken's API") :]
+    claim = claim[: claim.index('`encode(t, allowed_special="all")`')]
+    assert "no_truncation()" in claim and "no_padding()" in claim, claim
