@@ -433,3 +433,17 @@ def test_a_merges_place_has_one_name():
     for page in [*DOCS, REPO / "README.md"]:
         text = " ".join(page.read_text(encoding="utf-8").split())
         assert not re.search(r"merge (index|position)", text, re.I), f"{page.name}: say merge number"
+
+
+def test_07_calls_softmaxs_weights_what_its_run_shows_them_to_be():
+    """07 said softmax's weights are "positive", where its own cells show the masked ones exactly 0: the paragraph
+    that introduces softmax says they are never negative, and that the mask's get exactly 0."""
+    import numpy as np
+
+    from gpt2_numpy.model import causal_mask, softmax
+
+    weights = softmax(np.ones((4, 4), np.float32) + causal_mask(4))
+    assert np.all(weights >= 0) and np.all(np.triu(weights, k=1) == 0)  # what the paragraph must describe
+    page = (REPO / "docs" / "07-the-model-taken-apart.md").read_text(encoding="utf-8")
+    paragraph = " ".join(page[page.index("**`softmax`**") :].split("```")[0].split())
+    assert "positive" not in paragraph and "never negative" in paragraph and "exactly 0" in paragraph, paragraph
