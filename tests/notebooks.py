@@ -67,7 +67,8 @@ def example_source(example: doctest.Example) -> str:
         return example.source
     error = example.exc_msg.split(":")[0]
     body = "".join(f"    {line}\n" for line in example.source.splitlines())
-    return f"try:\n{body}except {error} as error:  # the error the page shows, printed\n    print(f\"{error}: {{error}}\")\n"
+    return (f"try:\n{body}except {error} as error:  # the error the page shows, printed\n"
+            f"    print(f\"{error}: {{error}}\")\n")
 
 
 def markdown_cell(text: str) -> dict:

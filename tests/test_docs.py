@@ -447,3 +447,20 @@ def test_07_calls_softmaxs_weights_what_its_run_shows_them_to_be():
     page = (REPO / "docs" / "07-the-model-taken-apart.md").read_text(encoding="utf-8")
     paragraph = " ".join(page[page.index("**`softmax`**") :].split("```")[0].split())
     assert "positive" not in paragraph and "never negative" in paragraph and "exactly 0" in paragraph, paragraph
+
+
+def test_the_docs_prose_and_the_teaching_code_keep_to_120_characters_a_line():
+    """The project's width is 120 characters: prose lines of docs/*.md (code blocks and tables, which cannot be cut,
+    aside) ran to 468, and the teaching code and the notebook maker to 129."""
+    too_long = []
+    for page in sorted((REPO / "docs").glob("*.md")):
+        in_code = False
+        for number, line in enumerate(page.read_text(encoding="utf-8").split("\n"), 1):
+            if line.lstrip().startswith("```"):
+                in_code = not in_code
+            elif not in_code and not line.lstrip().startswith("|") and len(line) > 120:
+                too_long.append(f"docs/{page.name}:{number} ({len(line)})")
+    for name in ("tests/notebooks.py", "tests/test_teach.py", "tokenizer/teach.py"):
+        lines = (REPO / name).read_text(encoding="utf-8").split("\n")
+        too_long += [f"{name}:{number} ({len(line)})" for number, line in enumerate(lines, 1) if len(line) > 120]
+    assert not too_long, too_long

@@ -129,7 +129,8 @@ def test_show_on_a_terminal_is_coloured():
     assert proc.returncode == 0, proc.stderr
     assert text.count("\x1b[30;43m") == 2 and "\x1b[30;46m" in text  # token and id in the same colour
     plain = ANSI.sub("", text).replace("\r\n", "\n")
-    assert plain.splitlines()[:2] == ["Not all heroes", " ".join(map(str, get_encoding("cl100k_base").encode("Not all heroes")))]
+    ids_line = " ".join(map(str, get_encoding("cl100k_base").encode("Not all heroes")))
+    assert plain.splitlines()[:2] == ["Not all heroes", ids_line]
 
 
 def test_show_color_can_be_forced_and_newlines_stay_visible(cli):
@@ -399,7 +400,8 @@ def test_char_tokenizer_round_trip_and_tables():
     assert all(tok.itos[i] == ch for ch, i in tok.stoi.items())
     ids = tok.encode(text)
     assert tok.decode(ids) == text and len(ids) == len(text)
-    assert len(ids) > 3 * len(get_encoding("gpt2").encode("To be, or not to be: that is the question."))  # BPE is shorter
+    # BPE is shorter
+    assert len(ids) > 3 * len(get_encoding("gpt2").encode("To be, or not to be: that is the question."))
 
 
 def test_char_tokenizer_errors_name_the_problem():

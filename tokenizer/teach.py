@@ -256,7 +256,8 @@ def pre_tokens(
             pieces += _pre_tokens_of_steps(enc, segment)
         else:
             # one pre-token encoded alone is the same pre-token again: the pattern cuts it nowhere
-            pieces += [PreToken(piece, tuple(enc.encode_ordinary(piece)), False) for piece in pretokenizer.split(segment)]
+            pieces += [PreToken(piece, tuple(enc.encode_ordinary(piece)), False)
+                       for piece in pretokenizer.split(segment)]
     return pieces
 
 
