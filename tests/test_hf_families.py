@@ -984,3 +984,27 @@ def test_the_readmes_equalities_with_hf_hold_with_the_files_truncation_and_paddi
     claim = readme[readme.index("Added tokens map onto tiktoken's API") :]
     claim = claim[: claim.index('`encode(t, allowed_special="all")`')]
     assert "no_truncation()" in claim and "no_padding()" in claim, claim
+
+
+def test_decode_is_hfs_but_for_added_tokens_of_non_ascii_byte_level_stand_ins_as_the_readme_says(tmp_path):
+    # HF's ByteLevel decoder reads an added token through the byte-level alphabet when every character of it is
+    # one of the 256 stand-ins ("é" for byte e9, "Ġ" for 20), else as its own UTF-8; this package decodes an added
+    # token to its text: the two differ just where a stand-in is not its own byte, and the README says where
+    from tokenizer.vocab_files import token_to_gpt2_str
+
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": True}
+    contents = ["<é>", "Ġyo", "<|eot|>", "<x y>", "<é 你>"]
+    added = [{"id": 257 + k, "content": text, "special": k % 2 == 0, "normalized": False, "lstrip": False,
+              "rstrip": False, "single_word": False} for k, text in enumerate(contents)]
+    path = small_file(tmp_path, pre_tokenizer=byte_level, decoder=byte_level, added_tokens=added)
+    hf, ours = tokenizers.Tokenizer.from_file(path), load_encoding(path)
+    stand_ins = {token_to_gpt2_str(bytes([b])): b for b in range(256)}
+    for k, text in enumerate(contents):
+        hfs = hf.decode([257 + k], skip_special_tokens=False)
+        assert ours.decode([257 + k]) == text
+        if all(char in stand_ins for char in text) and not text.isascii():
+            assert hfs == bytes(stand_ins[char] for char in text).decode("utf-8", "replace") != text, text
+        else:
+            assert hfs == text
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    assert "an added token made only of the byte-level alphabet's 256 stand-ins, one of them not ASCII" in readme
