@@ -516,6 +516,18 @@ class TextSteps:
         return [data.decode("utf-8") if token in added_ids or is_special(token) else token_to_gpt2_str(data)
                 for token, data in zip(tokens, token_bytes)]
 
+    def what_decides_ids(self) -> dict:
+        """The steps as data that two files giving the same ids share (a fingerprint hashes it): the normalizer as
+        the file spells it, the pre-tokenizer's steps laid flat without ``trim_offsets`` (which moves offsets
+        only), and the added tokens that are not special, by when they are looked for. Not ``no_decoder``, which
+        changes decoding, not ids."""
+        if not self.specs:
+            raise TypeError("TextSteps made by hand have no JSON to describe them; make them with TextSteps.from_json")
+        splits = [{key: value for key, value in step.items() if key != "trim_offsets"}
+                  for step in flat_steps(self.specs.get("pre_tokenizer"))]
+        return {"normalizer": self.specs.get("normalizer"), "pre_tokenizer": splits,
+                "added_raw": sorted(self.added_raw.items()), "added_normalized": sorted(self.added_normalized.items())}
+
     @property
     def has_normalizer(self) -> bool:
         return self._normalize is not None

@@ -6,10 +6,10 @@ the output file, its dtype, how many documents (a ``.txt`` shard's: the non-blan
 of "bytes" in every command), ``file_bytes`` (the input as stored: compressed, JSON-escaped) and the output's
 SHA-256, and ``replaced_bytes`` (of ``bytes``, those not UTF-8 in the input, read as U+FFFD under
 ``errors="replace"``); then the totals; and the settings every output was made with (the encoding, by name and by a
-hash of its tables, the text field, the special-token rule of text shards, as the flags spell it: :data:`TEXT_RULE`,
-and how invalid UTF-8 is read, ``errors``). It is written by the job's driver only, atomically (a temporary file
-renamed over the old one), after each shard that completes, so an interrupted job leaves a manifest that claims
-exactly the shards that are there.
+hash of what decides its ids, :func:`encoding_fingerprint`; the text field; the special-token rule of text shards,
+as the flags spell it, :data:`TEXT_RULE`; and how invalid UTF-8 is read, ``errors``). It is written by the job's
+driver only, atomically (a temporary file renamed over the old one), after each shard that completes, so an
+interrupted job leaves a manifest that claims exactly the shards that are there.
 
 Resuming trusts an output only when the manifest lists it with the same settings and the same input (path, size,
 modification time), and the file has the recorded size and SHA-256. Anything else — no manifest, a manifest that
@@ -42,15 +42,30 @@ FORMAT_1 = "gpt2-numpy encode-dataset manifest, version 1"  # "bytes" was the in
 
 
 def encoding_fingerprint(enc) -> str:
-    """SHA-256 of what decides an encoding's ids: its pattern, tokens and special tokens (not its name)."""
+    """SHA-256 of what decides an encoding's ids: how it cuts text (its pattern, or a ``tokenizer.json``'s steps:
+    normalizer, pre-tokenizer, added tokens that are not special), its tokens and its special tokens. Not its
+    name, core, decoder or ``hf_post_processing``, which change no id that ``encode`` gives (so a folder of
+    shards is reused whatever the encoding was called, and an encoding saved and loaded again keeps it)."""
     h = hashlib.sha256()
-    h.update(enc.pat_str.encode("utf-8"))
+    steps = enc.text_steps
+    if steps is None:
+        h.update(enc.pat_str.encode("utf-8"))
+    else:  # the steps cut the text, and pat_str is only shown: two files that differ in a step differ here
+        described = json.dumps(steps.what_decides_ids(), sort_keys=True, ensure_ascii=False)
+        h.update(b"tokenizer.json steps:" + described.encode("utf-8", "surrogatepass"))
     for table in (enc.merge_ranks, enc.token_ids):
         for token, rank in sorted(table.items(), key=lambda item: item[1]):
             h.update(b"%d:%d:" % (rank, len(token)) + token)
     for token, rank in sorted(enc.special_tokens.items()):
         h.update(b"%d:" % rank + token.encode("utf-8"))
     return h.hexdigest()
+
+
+def another_encoding(name: str, enc) -> str:
+    """How a message names the tokenizer that a manifest says wrote the ids when it has ``enc``'s name but not its
+    fingerprint (a tokenizer.json edited in place): "pass --encoding NAME" would name the one already passed."""
+    return (f"another tokenizer named {name!r} (its tokens, special tokens, pattern or tokenizer.json steps differ "
+            f"from those of the {enc.name!r} given)")
 
 
 def input_identity(path: Path) -> dict:

@@ -60,7 +60,7 @@ from ..special_advice import placed
 from ..vocab_files import gpt2_str_to_token
 from .inputs import (decode_utf8, input_format, input_name, input_size, is_stdin, open_input, read_records,
                      record_place)
-from .manifest import MANIFEST_NAME, encoding_fingerprint, written_settings
+from .manifest import MANIFEST_NAME, another_encoding, encoding_fingerprint, written_settings
 
 DEFAULT_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
 # encode()'s special-token arguments for a document of a .jsonl or .parquet as encode-file writes it:
@@ -508,6 +508,9 @@ def _check_as_written(ids_path: Path, enc: Encoding, dtype: np.dtype, text_field
     said = f"{ids_path} was written"
     where = f"(says {ids_path.parent / MANIFEST_NAME})"
     if written.get("encoding_sha256") not in (None, encoding_fingerprint(enc)):
+        if written.get("encoding") == enc.name:
+            raise ValueError(f"{said} with {another_encoding(enc.name, enc)} {where}: pass the "
+                             "tokenizer it was written with, or encode the input again with this one")
         raise ValueError(f"{said} with the encoding {written.get('encoding')!r}, not {enc.name!r} {where}: pass "
                          f"--encoding {written.get('encoding')} (or the saved tokenizer of that name)")
     if written.get("dtype") not in (None, dtype.name):
