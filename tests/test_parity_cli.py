@@ -290,6 +290,32 @@ def test_a_text_shard_of_encode_dataset_is_read_with_the_special_token_rule_its_
                                                                            status=2).stderr
 
 
+@pytest.mark.parametrize("shard", ["bad.txt", "bad.jsonl"])
+def test_a_shard_made_with_errors_replace_is_read_with_the_errors_its_manifest_records(cli, tmp_path, shard):
+    # encode-dataset --errors replace records errors: "replace", but parity --ids read the input strictly and
+    # stopped at the first byte not UTF-8 until --errors replace was typed again
+    data = b"caf\xe9 ok \xff\xfe end"
+    if shard.endswith(".jsonl"):
+        data = b'{"text": "' + data + b'"}\n'
+    (tmp_path / shard).write_bytes(data)
+    sharded.encode_dataset([tmp_path / shard], tmp_path / "out", errors="replace", workers=1, progress=False)
+    ids, manifest = os.path.join("out", "bad.bin"), os.path.join("out", "manifest.json")
+    assert cli(shard, "--ids", ids).stdout.endswith("identical: 1 check\n")
+    assert cli(shard, "--ids", ids, "--errors", "replace").stdout.endswith("identical: 1 check\n")
+    # with --against, the other side reads the input as the ids were written too
+    assert cli(shard, "--ids", ids, "--against", "tiktoken").stdout.endswith("identical: 2 checks\n")
+    # a flag typed that differs from the manifest is told in one line, with the flag that matches
+    stderr = cli(shard, "--ids", ids, "--errors", "strict", status=2).stderr
+    assert stderr.endswith(f"{ids} was written from inputs read with --errors replace, not --errors strict (says "
+                           f"{manifest}): pass --errors replace (or leave it out)\n")
+    assert len(stderr.splitlines()) == 1
+    # the library reads it as the manifest says too, unless told otherwise
+    (report,) = parity.check_ids([tmp_path / shard], tmp_path / ids, get_encoding("gpt2"))
+    assert report.identical
+    with pytest.raises(ValueError, match="pass --errors replace"):
+        parity.check_ids([tmp_path / shard], tmp_path / ids, get_encoding("gpt2"), errors="strict")
+
+
 @pytest.mark.parametrize("gap", [2, 3, 4, 5, 9])  # from 1 equal id between: fewer than SYNC_IDS were one difference
 def test_ids_replaced_a_few_apart_are_each_a_difference_of_their_own(cli, tmp_path, gap):
     # the walk got back in step where the sides agreed longest, which in repetitive text was past the second

@@ -967,14 +967,18 @@ def parity_reports(args, paths: list[Path]) -> list:
     # advice ("--allowed_special all (or that token)") then works whichever encoding refused it
     allowed, disallowed = special_rule(encs, *parity_flags(args))
     rules = [rule_of(enc, allowed, disallowed) for enc in encs]
-    options = dict(errors=args.errors, max_report=args.max_report, progress=show_progress())
+    # --errors not given: with --ids of an encode-dataset shard, its manifest's (check_ids reads it there too), so that
+    # --against reads the inputs as the ids were written
+    errors = args.errors or (parity.written_errors(manifest.written_settings(Path(args.ids))) if args.ids else None)
+    options = dict(errors=errors or "strict", max_report=args.max_report, progress=show_progress())
     # every other side loaded (or refused) before any work; with --ids, only one that --against names
     others = parity_sides(args.against, names, encs) if args.ids is None or args.against is not None else []
     reports = []
     if args.ids is not None:
         (allowed, disallowed), = rules
         reports += parity.check_ids(paths, args.ids, encs[0], dtype=args.dtype, allowed_special=allowed,
-                                    disallowed_special=disallowed, text_field=args.text_field, **options)
+                                    disallowed_special=disallowed, text_field=args.text_field,
+                                    **{**options, "errors": args.errors})
     for enc, (other, label), (allowed, disallowed) in zip(encs, others, rules):
         for path in paths:
             # with --ids, encoded as encode-file wrote the ids (a document with encode_ordinary), which together
@@ -1119,10 +1123,11 @@ def flag_spelling(tokens) -> str:
     return tokens if tokens == "all" else ",".join(sorted(tokens)) or "none"
 
 
-def add_errors(p) -> None:
-    add_flag(p, "errors", choices=["strict", "replace"], default="strict",
-                   help="invalid UTF-8 in a file: strict (default) stops with the byte offset, replace turns it "
-                   "into U+FFFD")
+def add_errors(p, default: str | None = "strict") -> None:
+    """``--errors``; ``default=None``: parity's, where the manifest of an encode-dataset shard says it."""
+    said = "default strict" if default else "default strict; with --ids of an encode-dataset shard, its manifest's"
+    add_flag(p, "errors", choices=["strict", "replace"], default=default,
+             help=f"invalid UTF-8 in a file: strict stops with the byte offset, replace turns it into U+FFFD ({said})")
 
 
 INPUTS_HELP = ("files, folders and quoted globs ('data/*.txt'), or - for standard input: .jsonl, .jsonl.gz and "
@@ -1335,7 +1340,7 @@ def build_parser(prog: str) -> OneLineParser:
              "same strings")
     add_specials(p)
     p.set_defaults(allowed_special=None, disallowed_special=None)  # told apart from typed ones: parity_flags
-    add_errors(p)
+    add_errors(p, default=None)  # told apart from a typed one too: parity_reports
 
     p = command("serve", serve_playground,
                 "Serve the tokenizer playground, a web page (and JSON API) that shows tokens in colour, their ids "

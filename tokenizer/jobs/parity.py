@@ -370,7 +370,7 @@ def check_ids(
     dtype=None,
     allowed_special="all",
     disallowed_special="all",
-    errors: str = "strict",
+    errors: str | None = None,
     text_field: str = "text",
     max_report: int = 10,
     chunk_bytes: int = dataset.CHUNK_BYTES,
@@ -382,8 +382,10 @@ def check_ids(
     rule given), each document of a ``.jsonl``, ``.jsonl.gz`` or ``.parquet`` file (its ``text_field``) as
     ``encode_ordinary(text) + [eot_token]`` (nanoGPT's own layout too). One report per input; ids left over at
     the end of the ``.bin`` are a mismatch in the last one. A ``.bin`` that ``encode-dataset``'s manifest lists
-    is refused (``ValueError``, saying what to pass) when ``enc``, ``dtype``, ``text_field`` or (for a text) the
-    special-token rule is not what the manifest says it was written with.
+    is refused (``ValueError``, saying what to pass) when ``enc``, ``dtype``, ``text_field``, ``errors`` or (for a
+    text) the special-token rule is not what the manifest says it was written with. ``errors`` (how invalid UTF-8
+    in the inputs is read, :func:`tokenizer.jobs.inputs.decode_utf8`'s) defaults to the manifest's, else
+    ``"strict"``.
     """
     ids_path = Path(ids_path)
     if ids_path.is_dir():
@@ -402,7 +404,9 @@ def check_ids(
             raise ValueError(f"{ids_path} is the input {input_name(path)} itself: name the .bin file of its ids "
                              "(encode-file writes INPUT.bin)")
         dataset.check_documents_can_end(enc, path)
-    _check_as_written(ids_path, enc, dtype, text_field, paths, rule=(allowed_special, disallowed_special))
+    _check_as_written(ids_path, enc, dtype, text_field, paths, rule=(allowed_special, disallowed_special),
+                      errors=errors)
+    errors = errors or written_errors(written_settings(ids_path)) or "strict"
     reports = [ParityReport(input_name(path), enc.name, str(ids_path), other_seconds=None) for path in paths]
     sizes = [input_size(path) for path in paths]
     ended = False  # the .bin ended before our ids did
@@ -498,8 +502,15 @@ def written_rule(settings: dict | None) -> tuple[object, object] | None:
     return spelled(settings["allowed_special"], set()), spelled(settings["disallowed_special"], ())
 
 
+def written_errors(settings: dict | None) -> str | None:
+    """How the inputs of an ``encode-dataset`` manifest's ``settings`` were read where they were not UTF-8
+    (``"strict"`` or ``"replace"``); None without a manifest, or one that says neither."""
+    errors = settings.get("errors") if settings else None
+    return errors if errors in ("strict", "replace") else None
+
+
 def _check_as_written(ids_path: Path, enc: Encoding, dtype: np.dtype, text_field: str, paths,
-                      rule: tuple[object, object] | None = None) -> None:
+                      rule: tuple[object, object] | None = None, errors: str | None = None) -> None:
     """A ``ValueError`` saying what to pass when ``encode-dataset``'s manifest beside ``ids_path`` says it was
     written otherwise than it is about to be read: every id would differ, for a reason the check cannot see."""
     written = written_settings(ids_path)
@@ -519,6 +530,10 @@ def _check_as_written(ids_path: Path, enc: Encoding, dtype: np.dtype, text_field
     if documents and written.get("text_field") not in (None, text_field):
         raise ValueError(f"{said} from each document's {written['text_field']!r}, not {text_field!r} {where}: pass "
                          f"--text_field {written['text_field']}")
+    recorded_errors = written_errors(written)
+    if errors is not None and recorded_errors not in (None, errors):  # the bytes not UTF-8 read another way
+        raise ValueError(f"{said} from inputs read with --errors {recorded_errors}, not --errors {errors} "
+                         f"{where}: pass --errors {recorded_errors} (or leave it out)")
     recorded = written_rule(written)
     texts = any(input_format(path) == "text" for path in paths)
     if texts and rule is not None and recorded is not None:
