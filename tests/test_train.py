@@ -1029,6 +1029,42 @@ def test_the_earliest_bad_jsonl_line_is_reported_whatever_the_workers(tmp_path):
                   chunk_size=10)
 
 
+def _count_or_fail(task, report):
+    """A map task of the test below: task 0 is bad input; any other waits until it has failed, then says it ran."""
+    number, failed, ran = task
+    if number == 0:
+        Path(failed).touch()
+        raise ValueError("task 0 is bad input")
+    for _ in range(3000):  # (at most 30 s: a task runs after the failure, which is what is counted)
+        if os.path.exists(failed):
+            break
+        time.sleep(0.01)
+    if number == 1:
+        time.sleep(0.2)  # the first task after the failure is still running as it is told: it finishes
+    with open(ran, "a", encoding="utf-8") as f:
+        f.write(f"{number}\n")
+    return Counter({number: 1})
+
+
+def test_a_bad_task_stops_the_other_workers_from_starting_their_later_tasks(tmp_path):
+    # train on several files, one of them bad: the worker that met it stopped, but the others counted their whole
+    # share of the other files before the error was told (tasks whose counts were then thrown away)
+    from tokenizer.jobs.engines import LocalEngine, ProgressBar
+
+    failed, ran = tmp_path / "failed", tmp_path / "ran"
+    tasks = [(number, str(failed), str(ran)) for number in range(20)]  # worker 0: tasks 0, 2, ...; worker 1: 1, 3, ...
+    bar = ProgressBar([1] * len(tasks), desc="", enabled=False)
+    with pytest.raises(ValueError, match="task 0 is bad input"):
+        LocalEngine(2).map_reduce(_count_or_fail, tasks, _add_counters, bar)
+    ran_after_failure = ran.read_text(encoding="utf-8").split() if ran.exists() else []
+    # at most the one that was running when task 0 failed (none, if its worker started late); none started after
+    assert ran_after_failure in ([], ["1"]), ran_after_failure
+
+
+def _add_counters(left: Counter, right: Counter) -> Counter:
+    return left + right
+
+
 def test_a_one_byte_special_token_is_refused_before_training_and_named_by_from_vocab_merges(tmp_path):
     """A special token of one byte ("|") was trained with, then refused by Encoding.from_vocab_merges as "vocab
     lacks 1 single-byte tokens (e.g. b'|')": a vocab the caller never wrote, and "1 ... tokens". train_bpe

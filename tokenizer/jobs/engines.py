@@ -286,12 +286,17 @@ def _run_quietly_in_local_worker(task):
 
 def _map_reduce_in_local_worker(share):
     """A worker's share of a map-reduce: ``(None, its tasks' results reduced)``, or ``(task number, error)`` for
-    its first task that met bad input (its later tasks are not run)."""
-    map_fn, reduce_fn = _worker_job
+    its first task that met bad input. Its tasks after the earliest that any worker found bad are not run: the
+    job fails with that one's error (or an earlier one's), and their results would be thrown away."""
+    map_fn, reduce_fn, first_bad = _worker_job
     total = None
     for number, task in share:
+        if number > first_bad.value:  # (a share is in task order: so are the rest of it)
+            return None, total
         ok, value = _outcome(map_fn, task, _report_from_worker(number))
         if not ok:
+            with first_bad.get_lock():
+                first_bad.value = min(first_bad.value, number)
             return number, value
         total = value if total is None else reduce_fn(total, value)
     return None, total
@@ -382,7 +387,9 @@ class LocalEngine:
         per task). ``started()`` is called once the workers run (a thread it starts is not forked into them).
 
         Bad input in several tasks: the error of the earliest task is raised, whichever failed first in time
-        (a worker stops at its own first bad task, so every earlier task was run by some worker).
+        (a worker stops at its own first bad task, so every earlier task was run by some worker). Once a task
+        has failed, no worker starts a task after it: the error comes as soon as the tasks before it are done,
+        not after every worker's whole share.
         """
         workers = min(self.workers, len(tasks))
         if workers <= 1:
@@ -394,7 +401,8 @@ class LocalEngine:
                 total = value if total is None else reduce_fn(total, value)
             return total
         numbered = list(enumerate(tasks))
-        with self._pool((map_fn, reduce_fn), workers) as (pool, progress):
+        first_bad = self.context.Value("q", len(tasks))  # the earliest task found bad so far (none: past the last)
+        with self._pool((map_fn, reduce_fn, first_bad), workers) as (pool, progress):
             pending = pool.map_async(_map_reduce_in_local_worker, [numbered[w::workers] for w in range(workers)])
             started()
             while not pending.ready():
