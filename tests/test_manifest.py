@@ -25,20 +25,21 @@ from tokenizer.vocab_files import token_to_gpt2_str
 GPT2_FINGERPRINT = "3f5123e4ac7d9c735b240102cce461457b7b2a6a71fafe120e6abf03fafa429e"
 
 
-def tokenizer_json(normalizer=None, first_split=r"\d", behavior="Isolated") -> dict:
-    """A byte-level tokenizer.json of two merges ("a b" and "1 2") whose text steps are a normalizer, a Split of
-    digits, a Split of words and ByteLevel without its own regex: steps no single pattern spells."""
-    vocab = {token_to_gpt2_str(bytes([b])): b for b in range(256)} | {"ab": 256, "12": 257}
+def tokenizer_json(normalizer=None, first_split=r"\d", behavior="Isolated", ignore_merges=False) -> dict:
+    """A byte-level tokenizer.json of two merges ("a b" and "1 2") and a token no merge builds ("xyz"), whose text
+    steps are a normalizer, a Split of digits, a Split of words and ByteLevel without its own regex: steps no
+    single pattern spells."""
+    vocab = {token_to_gpt2_str(bytes([b])): b for b in range(256)} | {"ab": 256, "12": 257, "xyz": 258}
     splits = [{"type": "Split", "pattern": {"Regex": first_split}, "behavior": behavior, "invert": False},
               {"type": "Split", "pattern": {"Regex": r" ?\p{L}+| ?[^\s\p{L}]+|\s+"}, "behavior": "Isolated",
                "invert": False},
               {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False, "trim_offsets": True}]
-    eot = {"id": 258, "content": "<|endoftext|>", "special": True, "normalized": False, "lstrip": False,
+    eot = {"id": 259, "content": "<|endoftext|>", "special": True, "normalized": False, "lstrip": False,
            "rstrip": False, "single_word": False}
     return {"version": "1.0", "added_tokens": [eot], "normalizer": normalizer,
             "pre_tokenizer": {"type": "Sequence", "pretokenizers": splits}, "post_processor": None,
             "decoder": {"type": "ByteLevel"},
-            "model": {"type": "BPE", "vocab": vocab, "merges": ["a b", "1 2"], "ignore_merges": False}}
+            "model": {"type": "BPE", "vocab": vocab, "merges": ["a b", "1 2"], "ignore_merges": ignore_merges}}
 
 
 def write_tokenizer(folder: Path, data: dict) -> Path:
@@ -47,13 +48,15 @@ def write_tokenizer(folder: Path, data: dict) -> Path:
     return folder
 
 
-TEXT = "AB ab 1234 12<|endoftext|>ab 12"
+TEXT = "AB ab 1234 12<|endoftext|>xyz ab 12"
 
 
 @pytest.mark.parametrize("other", [
     pytest.param({"normalizer": {"type": "Lowercase"}}, id="only the normalizer differs"),
     pytest.param({"first_split": r"\d\d"}, id="only a split's regex differs"),
     pytest.param({"behavior": "Removed"}, id="only a split's behavior differs"),
+    # a piece that is a token no merge builds ("xyz") is that token only under tiktoken's rule
+    pytest.param({"ignore_merges": True}, id="only ignore_merges differs"),
 ])
 def test_tokenizers_that_differ_only_in_a_text_step_have_different_fingerprints(tmp_path, other):
     one = load(write_tokenizer(tmp_path / "one", tokenizer_json()))
@@ -79,6 +82,17 @@ def test_what_changes_no_id_leaves_the_fingerprint(tmp_path, change):
     two = load(write_tokenizer(tmp_path / ("one-renamed" if change == "name" else "two"), other))
     assert one.encode(TEXT, allowed_special="all") == two.encode(TEXT, allowed_special="all")
     assert encoding_fingerprint(one) == encoding_fingerprint(two)
+
+
+def test_ignore_merges_leaves_the_fingerprint_where_the_merges_build_every_token(tmp_path):
+    # gpt2's merges build every one of its tokens: the rule changes no id, and no fingerprint
+    get_encoding("gpt2").save(tmp_path / "gpt2-hf", format="hf")
+    whole = load(tmp_path / "gpt2-hf")
+    data = json.loads((tmp_path / "gpt2-hf" / "tokenizer.json").read_text(encoding="utf-8"))
+    data["model"]["ignore_merges"] = not data["model"]["ignore_merges"]
+    merged = load(write_tokenizer(tmp_path / "merged", data))
+    assert whole.whole_piece_tokens != merged.whole_piece_tokens
+    assert encoding_fingerprint(whole) == encoding_fingerprint(merged)
 
 
 def test_a_tokenizer_json_saved_and_loaded_again_keeps_its_fingerprint(tmp_path):
