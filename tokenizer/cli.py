@@ -403,7 +403,7 @@ def decode_ids_file(args) -> None:
         if written_by.get("encoding_sha256") != manifest.encoding_fingerprint(enc):
             said = f"--ids {path}: its folder's {manifest.MANIFEST_NAME} says it was written with"
             if written_by.get("encoding") == enc.name:  # a tokenizer changed in place: its name is no advice
-                raise UsageError(f"{said} {manifest.another_encoding(enc.name, enc)}: pass the --encoding it was "
+                raise UsageError(f"{said} {manifest.another_encoding(enc)}: pass the --encoding it was "
                                  "written with")
             raise UsageError(f"{said} {written_by.get('encoding')}, not {shown_name(enc)}: pass that --encoding")
         if dtype is not None and dtype != written_by.get("dtype"):

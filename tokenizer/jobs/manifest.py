@@ -76,11 +76,11 @@ def has_tokens_only_taken_whole(enc) -> bool:
     return any(len(token) > 1 and token not in added and merge(token, ranks) != [token] for token in enc.token_ids)
 
 
-def another_encoding(name: str, enc) -> str:
-    """How a message names the tokenizer that a manifest says wrote the ids when it has ``enc``'s name but not its
-    fingerprint (a tokenizer.json edited in place): "pass --encoding NAME" would name the one already passed."""
-    return (f"another tokenizer named {name!r} (its tokens, special tokens, pattern or tokenizer.json steps differ "
-            f"from those of the {enc.name!r} given)")
+def another_encoding(enc) -> str:
+    """How a message names the tokenizer that a manifest says wrote the ids when it bears ``enc``'s name but has
+    another fingerprint (a tokenizer.json edited in place): "pass --encoding NAME" would name the one given."""
+    return (f"another tokenizer named {enc.name!r} (its tokens, special tokens, pattern or tokenizer.json steps "
+            "differ from those of the one given)")
 
 
 def input_identity(path: Path) -> dict:

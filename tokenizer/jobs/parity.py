@@ -520,7 +520,7 @@ def _check_as_written(ids_path: Path, enc: Encoding, dtype: np.dtype, text_field
     where = f"(says {ids_path.parent / MANIFEST_NAME})"
     if written.get("encoding_sha256") not in (None, encoding_fingerprint(enc)):
         if written.get("encoding") == enc.name:
-            raise ValueError(f"{said} with {another_encoding(enc.name, enc)} {where}: pass the "
+            raise ValueError(f"{said} with {another_encoding(enc)} {where}: pass the "
                              "tokenizer it was written with, or encode the input again with this one")
         raise ValueError(f"{said} with the encoding {written.get('encoding')!r}, not {enc.name!r} {where}: pass "
                          f"--encoding {written.get('encoding')} (or the saved tokenizer of that name)")
