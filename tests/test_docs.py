@@ -377,17 +377,23 @@ def code_of(block: str) -> str:
     return block
 
 
+def model_functions_run(page: str) -> tuple[set[str], set[str]]:
+    """The names a page's code imports from gpt2_numpy.model, and the plain names it calls."""
+    trees = [ast.parse(code_of(code)) for _, code in python_blocks(page)]
+    imported = {alias.name for tree in trees for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module == "gpt2_numpy.model" for alias in node.names}
+    called = {node.func.id for tree in trees for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    return imported, called
+
+
 def test_07_runs_each_of_picogpts_functions_as_model_py_has_it_and_prints_the_shapes_it_returns():
     """A reader who knows picoGPT's gpt2.py finds each of its functions run in 07, imported from the file the gpt2
     command runs; and in "each function on its own", every cell that runs one prints the shapes it returns (the
     page promised "the shape of everything it returns", which its cells only asserted: a notebook showed none),
     with the figures on the page checked as they print (checked_prints)."""
     page = (REPO / "docs" / "07-the-model-taken-apart.md").read_text(encoding="utf-8")
-    trees = [ast.parse(code_of(code)) for _, code in python_blocks(page)]
-    imported = {alias.name for tree in trees for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) and node.module == "gpt2_numpy.model" for alias in node.names}
-    called = {node.func.id for tree in trees for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    imported, called = model_functions_run(page)
     for picogpt, ours in PICOGPT_FUNCTIONS.items():
         assert ours in imported and ours in called, f"07 does not run {ours} of gpt2_numpy/model.py ({picogpt})"
     section = page[page.index("\n## 3. ") : page.index("\n## 4. ")]
@@ -404,11 +410,7 @@ def test_06_runs_the_model_functions_it_names_from_model_py():
     """06 said "softmax turns its scores into probabilities" and computed them by hand: the functions a page names
     are the product's own (gpt2_numpy/model.py), imported and run, not a copy a reader cannot find there."""
     page = (REPO / "docs" / "06-ids-to-next-token.md").read_text(encoding="utf-8")
-    trees = [ast.parse(code_of(code)) for _, code in python_blocks(page)]
-    imported = {alias.name for tree in trees for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) and node.module == "gpt2_numpy.model" for alias in node.names}
-    called = {node.func.id for tree in trees for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    imported, called = model_functions_run(page)
     prose = re.sub(r"^```.*?^```", "", page, flags=re.S | re.M)
     named = {name for name in PICOGPT_FUNCTIONS.values() if re.search(rf"`{name}[`(]", prose)} | {"softmax"}
     assert named <= imported & called, f"06 names {sorted(named - (imported & called))} without running model.py's"
