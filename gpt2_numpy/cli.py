@@ -34,7 +34,7 @@ from pathlib import Path
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, OneLineParser, add_flag,
                                     add_version_flag, bar_if_slow, cannot_listen, decimal_number, error_message,
                                     run_guarded, said_if_slow, say, show_progress, shown_typed, stdout_named,
-                                    typed_number, unbroken, unrecognized, whole_number)
+                                    typed_number, unbroken, unknown_arguments, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.extras import install_hint
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
@@ -532,7 +532,8 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        parser.error(unrecognized(unknown, argv, prog=parser.prog, text="prompt", text_given=args.prompt is not None))
+        parser.error(unknown_arguments(unknown, argv, parser, command=parser.prog, text="prompt",
+                                       text_given=args.prompt is not None))
     try:
         if sys.stdout is None:  # started with stdout closed (>&-): Python leaves no stream to print to
             raise ValueError(STDOUT_CLOSED)

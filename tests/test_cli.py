@@ -234,6 +234,9 @@ def test_version_names_the_version_the_folder_the_code_runs_from_and_the_python(
         (["serve", "--prot", "9000"], "error: --prot is not an option of serve; did you mean --port?"),
         (["train", "--inputs", "a.txt", "--vocab_size", "300", "--out", "d"],
          "error: --inputs is not an option of train; did you mean --input?"),
+        # a flag cut short is named with the flag it starts (argparse takes no abbreviation here)
+        (["train", "--check", "5", "--input", "a.txt", "--vocab_size", "300", "--out", "d"],
+         "error: --check is not an option of train; did you mean --checkpoint_every?"),
         (["decode"], "required: ID"),
         (["count"], "required: FILE"),
         (["encode-file"], "required: INPUT"),

@@ -925,8 +925,13 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["hi", "--score", "file.txt"], "give it no PROMPT"),
     (["--score", "file.txt", "--stride", "0"], "--stride must be > 0"),
     ([""], "prompt is empty"),
-    (["hi", "--top_kk", "5"], "unrecognized arguments: --top_kk"),
-    (["hi", "--temp", "1"], "unrecognized arguments: --temp"),  # no guessing from abbreviations
+    # a misspelt flag is named with the nearest one, as gpt2-tokenizer names it (command_line.unknown_arguments)
+    (["hi", "--top_kk", "5"], "error: --top_kk is not an option of gpt2; did you mean --top_k? (see gpt2 --help)"),
+    (["--top_kk", "5", "hi"], "error: --top_kk is not an option of gpt2; did you mean --top_k?"),
+    (["hi", "--seeds=3"], "error: --seeds is not an option of gpt2; did you mean --seed?"),
+    (["hi", "--xyzzy"], "error: --xyzzy is not an option of gpt2 (see gpt2 --help)"),
+    # no guessing from abbreviations: an error, naming the flag it cuts short (not --stream, more like it by difflib)
+    (["hi", "--temp", "1"], "error: --temp is not an option of gpt2; did you mean --temperature?"),
     (["hi", "--n_tokens_to_generate", "1e3"], "expected a whole number (digits 0-9), got '1e3'"),
     (["hi", "--n_tokens_to_generate", "-1"], "--n_tokens_to_generate must be >= 0, got -1"),
     (["hi", "--model_size", "125M"], "--model '125M' is neither a GPT-2 size (124M, 355M, 774M, 1558M) nor a folder"),
@@ -956,7 +961,8 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["--score", "f.txt", "--port", "0"], "--port goes with --serve"),  # 0 is a value, though 0 == False
     (["--score", "f.txt", "--seed", "0"], "--seed goes with a PROMPT"),
 ])
-def test_bad_command_lines_are_one_line_and_exit_2_before_loading(fake_model, argv, named):
+def test_bad_command_lines_are_one_line_and_exit_2_before_loading(fake_model, argv, named, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["gpt2"])  # the command as installed (argparse names it from argv[0])
     status, out, err = run_main(argv)
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and "error: " in err and named in err, err

@@ -80,8 +80,8 @@ import numpy as np
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted, OneLineParser, UsageError, add_flag,
                            add_version_flag, ascii_digits, bar_if_slow, comma_readings, cannot_listen, decimal_digits,
-                           error_message, not_an_option, run_guarded, said_if_slow, say, show_progress, shown_typed,
-                           summary_of, typed_number, unbroken, unrecognized, watched_stdout, whole_number)
+                           error_message, run_guarded, said_if_slow, say, show_progress, shown_typed,
+                           summary_of, typed_number, unbroken, unknown_arguments, watched_stdout, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, id_files, inputs, manifest, parity, sharded
@@ -1392,13 +1392,10 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}; give a COMMAND first" if unknown
                      else "the following arguments are required: COMMAND")
     if unknown:  # reported by the command's parser, whose --help lists what it takes
-        text = getattr(args, "text", None)
-        misspelt = not_an_option(unknown, argv, args.parser, command=args.command,
-                                 text_missing="text" in vars(args) and text is None)
-        if misspelt is not None:
-            args.parser.error(misspelt)
-        args.parser.error(unrecognized(unknown, argv, prog=args.parser.prog, text="TEXT", text_given=text is not None)
-                          if "text" in vars(args) else f"unrecognized arguments: {' '.join(unknown)}")
+        takes_text = "text" in vars(args)
+        args.parser.error(unknown_arguments(unknown, argv, args.parser, command=args.command,
+                                            text="TEXT" if takes_text else None,
+                                            text_given=getattr(args, "text", None) is not None))
     missing = [label for dest, label in args.needs if getattr(args, dest) in (None, [])]
     if missing:
         args.parser.error(f"the following arguments are required: {', '.join(missing)}")

@@ -221,11 +221,29 @@ def not_an_option(unknown: list[str], argv: list[str], parser: OneLineParser, *,
     if flag is None:
         return None
     name = flag.split("=", 1)[0]
-    nearest = difflib.get_close_matches(name, parser.shown_flags, n=1, cutoff=0.6)
+    # a flag cut short (argparse takes no abbreviation here) is the one it starts: --temp is --temperature, which
+    # difflib's likeness alone would rank below --stream
+    extended = [shown for shown in parser.shown_flags if shown.startswith(name) and len(name) > len("--")]
+    nearest = extended if len(extended) == 1 else difflib.get_close_matches(name, parser.shown_flags, n=1, cutoff=0.6)
     if text_missing and not nearest:
         return None
     advice = f"; did you mean {nearest[0]}?" if nearest else ""
     return f"{name} is not an option of {command}{advice}"
+
+
+def unknown_arguments(unknown: list[str], argv: list[str], parser: OneLineParser, *, command: str,
+                      text: str | None = None, text_given: bool = False) -> str:
+    """The one message both commands give for the arguments argparse did not take (``unknown``): a flag typed
+    before any ``--`` named with the nearest flag ``parser`` has (:func:`not_an_option`); else, for a command that
+    takes a ``text`` (the PROMPT, the TEXT; None for one that takes none), how to give one that starts with a
+    dash (:func:`unrecognized`); else argparse's own words. One rule in one place: ``gpt2 hi --top_kk 5`` and
+    ``gpt2-tokenizer show --encodings gpt2 hi`` are the same mistake, said the same way."""
+    misspelt = not_an_option(unknown, argv, parser, command=command, text_missing=text is not None and not text_given)
+    if misspelt is not None:
+        return misspelt
+    if text is None:
+        return f"unrecognized arguments: {' '.join(unknown)}"
+    return unrecognized(unknown, argv, prog=parser.prog, text=text, text_given=text_given)
 
 
 def comma_readings(joined: str, is_name, *, widest: int | None = None, may_go_on=None) -> list[list[str]]:
