@@ -31,7 +31,7 @@ import re
 import sys
 from pathlib import Path
 
-from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, OneLineParser, add_flag,
+from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, OneLineParser, OneValue, add_flag,
                                     add_version_flag, bar_if_slow, cannot_listen, decimal_number, error_message,
                                     run_guarded, said_if_slow, say, show_progress, shown_typed, stdout_named,
                                     typed_number, unbroken, unknown_arguments, whole_number)
@@ -92,12 +92,13 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     add_version_flag(parser)
     option("n_tokens_to_generate", type=whole_number, default=None, metavar="N",
            help=f"how many tokens to add (default: {DEFAULT_NEW_TOKENS})")
-    option("model", default="124M", metavar="PATH_OR_SIZE",
+    option("model", default="124M", metavar="PATH_OR_SIZE", action=OneValue, two="models",
            help=f"which GPT-2: a size ({', '.join(MODEL_SIZES)}; default: 124M), or a folder in OpenAI's layout "
            "(checkpoint, hparams.json, model.ckpt.*) or Hugging Face's (config.json, model.safetensors, "
            "vocab.json, merges.txt)")
-    option("model_size", dest="model", default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # picoGPT's name
-    option("models_dir", default=None, metavar="DIR",
+    option("model_size", dest="model", default=argparse.SUPPRESS, help=argparse.SUPPRESS, action=OneValue,
+           two="models")  # picoGPT's name
+    option("models_dir", default=None, metavar="DIR", action=OneValue, two="models folders",
            help=f"folder of the checkpoints, one subfolder per size (default: {default_models_dir()}: "
            "$GPT2_MODELS_DIR if set, else the models/ folder of this checkout, else "
            "$XDG_CACHE_HOME/gpt2-numpy/models, ~/.cache/gpt2-numpy/models without XDG_CACHE_HOME; so a copy "
@@ -115,7 +116,7 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
            help="the weights' number format: f32 (default), or bf16, half the bytes and about twice as fast to "
            f"generate with, its logits rounded (generating needs numba: {unbroken(install_hint(half.EXTRA))}; the "
            "first run converts the checkpoint and keeps the copy beside it; with --draft, the draft's weights too)")
-    option("draft", default=None, metavar="PATH_OR_SIZE",
+    option("draft", default=None, metavar="PATH_OR_SIZE", action=OneValue, two="drafts",
            help="speculative decoding: a smaller GPT-2 (a size or a folder, as --model; same vocabulary) drafts "
            "tokens that the model checks several at a time in one pass; the output is the same (greedy: the "
            "same tokens; sampling: the same distribution); a draft with a shorter context drafts while the "
@@ -125,12 +126,12 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
            "last N tokens (prompt and output), checked as with --draft; pays on text that repeats itself")
     option("draft_tokens", type=whole_number, default=None, metavar="K",
            help=f"with --draft or --lookup, tokens drafted per pass of the model (default {DEFAULT_DRAFT_TOKENS})")
-    option("score", metavar="FILE", default=None,
+    option("score", metavar="FILE", default=None, action=OneValue, two="files to score",
            help="print the tokens, perplexity and bits per byte of the UTF-8 text in FILE")
     option("stride", type=whole_number, default=None, metavar="N",
            help="with --score, windows over a text longer than the context start N tokens apart "
            "(default: half the context)")
-    option("save_hf", metavar="DIR", default=None,
+    option("save_hf", metavar="DIR", default=None, action=OneValue, two="outputs",
            help="write the model to the new folder DIR in Hugging Face's layout "
            "(transformers.GPT2LMHeadModel.from_pretrained(DIR) loads it)")
     option("force", action="store_true", help="with --save_hf, replace the model files already in DIR")

@@ -274,6 +274,34 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
 @pytest.mark.parametrize(
     "args, message",
     [
+        # where other commands take a repeated --encoding as one more, argparse used the last one silently
+        (["encode", "hi", "--encoding", "gpt2", "--encoding", "cl100k_base"],
+         "error: --encoding gpt2 and --encoding cl100k_base name two encodings, where one is used: pass one of them"),
+        (["count", "a.txt", "--encoding=r50k_base", "--encoding", "gpt2"],
+         "--encoding r50k_base and --encoding gpt2 name two encodings"),
+        (["decode", "1", "--out", "a.txt", "--out", "b c.txt"],
+         "error: --out a.txt and --out 'b c.txt' name two outputs, where one is used: pass one of them"),
+        (["decode", "--ids", "a.bin", "--ids", "b.bin"], "--ids a.bin and --ids b.bin name two files of ids"),
+        (["encode-file", "a.txt", "--out", "a.bin", "--out", "b.bin"], "--out a.bin and --out b.bin name two outputs"),
+        (["encode-dataset", "a.txt", "--out", "d1", "--out", "d2"], "--out d1 and --out d2 name two outputs"),
+        (["train", "--input", "a.txt", "--vocab_size", "300", "--out", "d1", "--out", "d2"],
+         "--out d1 and --out d2 name two outputs"),
+    ],
+)
+def test_one_encoding_or_output_given_twice_is_a_mistake_naming_both(cli, args, message):
+    stderr = cli(*args, status=2).stderr
+    assert message in stderr, stderr
+
+
+def test_the_same_encoding_twice_is_taken(cli):
+    """One value typed twice is no mistake (an alias that sets it, and the user who types it again)."""
+    assert cli("encode", "hi", "--encoding", "cl100k_base", "--encoding", "cl100k_base").stdout == "6151\n"
+    assert cli("encode", "hi", "--encoding", "gpt2").stdout == "5303\n"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
         (["encode", "x", "--encoding", "gpt5"], "Unknown encoding 'gpt5'"),
         (["encode", "x", "--encoding", "./no/such/folder"], "./no/such/folder: no such file or folder"),
         (["encode", "x", "--allowed_special", "yes"], "'yes' is not a special token of gpt2"),

@@ -960,6 +960,14 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["hi", "--host", "::1", "--port", "80"], "--host and --port go with --serve"),
     (["--score", "f.txt", "--port", "0"], "--port goes with --serve"),  # 0 is a value, though 0 == False
     (["--score", "f.txt", "--seed", "0"], "--seed goes with a PROMPT"),
+    # one model, file or folder named twice: argparse used the last one silently (command_line.OneValue says why)
+    (["hi", "--model", "124M", "--model", "355M"],
+     "error: --model 124M and --model 355M name two models, where one is used: pass one of them (see gpt2 --help)"),
+    (["hi", "--model_size", "124M", "--model", "355M"], "--model_size 124M and --model 355M name two models"),
+    (["hi", "--model", "774M", "--draft", "124M", "--draft", "355M"], "--draft 124M and --draft 355M name two drafts"),
+    (["--score", "a.txt", "--score", "b.txt"], "--score a.txt and --score b.txt name two files to score"),
+    (["--save_hf", "a", "--save-hf", "b"], "--save_hf a and --save-hf b name two outputs"),
+    (["hi", "--models_dir", "a", "--models_dir", "b"], "--models_dir a and --models_dir b name two models folders"),
 ])
 def test_bad_command_lines_are_one_line_and_exit_2_before_loading(fake_model, argv, named, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["gpt2"])  # the command as installed (argparse names it from argv[0])
@@ -967,6 +975,14 @@ def test_bad_command_lines_are_one_line_and_exit_2_before_loading(fake_model, ar
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and "error: " in err and named in err, err
     assert fake_model.loads == []  # nothing downloaded or loaded
+
+
+def test_a_number_typed_twice_is_the_last_and_a_model_typed_twice_is_taken():
+    """The Unix rule an alias relies on (alias gpt2='gpt2 --temperature 0.8', then gpt2 --temperature 0 hi) holds
+    for numbers and switches; the same model named twice is no mistake."""
+    args = cli.command_line_parser().parse_args(["hi", "--temperature", "0.8", "--top_k", "5", "--temperature", "0",
+                                                 "--top-k", "7", "--model", "355M", "--model_size", "355M"])
+    assert (args.temperature, args.top_k, args.model) == (0, 7, "355M")
 
 
 def test_version_is_one_line_and_loads_nothing(fake_model):

@@ -78,10 +78,11 @@ from pathlib import Path
 import numpy as np
 
 from . import encoding_argument, outputs, serve, teach
-from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted, OneLineParser, UsageError, add_flag,
-                           add_version_flag, ascii_digits, bar_if_slow, comma_readings, cannot_listen, decimal_digits,
-                           error_message, run_guarded, said_if_slow, say, show_progress, shown_typed,
-                           summary_of, typed_number, unbroken, unknown_arguments, watched_stdout, whole_number)
+from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted, OneLineParser, OneValue,
+                           UsageError, add_flag, add_version_flag, ascii_digits, bar_if_slow, comma_readings,
+                           cannot_listen, decimal_digits, error_message, run_guarded, said_if_slow, say, show_progress,
+                           shown_typed, summary_of, typed_number, unbroken, unknown_arguments, watched_stdout,
+                           whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, id_files, inputs, manifest, parity, sharded
@@ -1075,7 +1076,7 @@ def add_encoding(p, *, several: bool = False) -> None:
                  "folder, or a folder saved by train --out); the same as --encodings with that one (repeat it for "
                  "several)")
     else:
-        add_flag(p, "encoding", default="gpt2", metavar="NAME|PATH",
+        add_flag(p, "encoding", default="gpt2", metavar="NAME|PATH", action=OneValue, two="encodings",
                        help=f"a registered encoding ({', '.join(list_encoding_names())}; default gpt2) "
                        "or a path: a tokenizer.json, its folder, or a folder saved by train --out")
 
@@ -1174,7 +1175,7 @@ def build_parser(prog: str) -> OneLineParser:
                 "ID [ID ...] [options]  (or --ids FILE.bin)")
     p.add_argument("ids", nargs="*", metavar="ID", help='token ids: "31373 995", 31373,995, 31373 995, a JSON '
                    'list "[31373, 995]" or a NumPy array as printed, "[31373   995]"; - reads them from stdin')
-    add_flag(p, "ids", dest="ids_file", metavar="FILE.bin",
+    add_flag(p, "ids", dest="ids_file", metavar="FILE.bin", action=OneValue, two="files of ids",
              help="instead, decode this file of ids (nanoGPT's layout, as encode-file and encode-dataset write it: "
              "flat little-endian uint16, or uint32 for vocabularies over 65,536), a window at a time")
     add_flag(p, "dtype", choices=["uint16", "uint32"],
@@ -1183,7 +1184,8 @@ def build_parser(prog: str) -> OneLineParser:
     add_flag(p, "start", type=index_number, metavar="INDEX",
              help="with --ids: the index of the first id to decode, from 0 (default 0; parity --ids names indexes)")
     add_flag(p, "count", type=positive_int, metavar="N", help="with --ids: decode at most N ids (default: all)")
-    add_flag(p, "out", metavar="FILE", help="write the text into FILE (UTF-8, exactly; whole or not at all) "
+    add_flag(p, "out", metavar="FILE", action=OneValue, two="outputs",
+             help="write the text into FILE (UTF-8, exactly; whole or not at all) "
              "instead of standard output")
     add_flag(p, "force", action="store_true", help="replace the --out file if it exists (without it, decode "
              "refuses to write over one)")
@@ -1204,7 +1206,8 @@ def build_parser(prog: str) -> OneLineParser:
     p.add_argument("input", nargs="?", metavar="INPUT",
                    help="one file: UTF-8 text, or .jsonl, .jsonl.gz or .parquet, whose documents each become "
                    "encode_ordinary(text) + <|endoftext|>; or - for standard input (with --out)")
-    add_flag(p, "out", metavar="OUT.bin", help="the output file (default: INPUT with .bin); - writes the ids to "
+    add_flag(p, "out", metavar="OUT.bin", action=OneValue, two="outputs",
+             help="the output file (default: INPUT with .bin); - writes the ids to "
              "standard output")
     add_flag(p, "force", action="store_true", help="replace the output file if it exists (without it, "
              "encode-file refuses to write over one)")
@@ -1221,7 +1224,8 @@ def build_parser(prog: str) -> OneLineParser:
                 "longer given.",
                 "INPUT [INPUT ...] --out DIR [options]", needs=[("inputs", "INPUT"), ("out", "--out")])
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="shard files, folders of them or quoted globs")
-    add_flag(p, "out", metavar="DIR", help="the output folder (created if missing); required")
+    add_flag(p, "out", metavar="DIR", action=OneValue, two="outputs",
+             help="the output folder (created if missing); required")
     add_flag(p, "force", action="store_true", help="write into a folder that holds other files and no "
              "manifest (without it, encode-dataset refuses)")
     add_encoding(p)
@@ -1286,7 +1290,8 @@ def build_parser(prog: str) -> OneLineParser:
              help="how often the merges so far are saved to DIR.checkpoint (default 60)")
     add_flag(p, "vocab_size", type=positive_int, metavar="N",
                    help="256 bytes + merges + special tokens; required")
-    add_flag(p, "out", metavar="DIR", help="the folder to save the tokenizer in; required")
+    add_flag(p, "out", metavar="DIR", action=OneValue, two="outputs",
+             help="the folder to save the tokenizer in; required")
     add_flag(p, "special_tokens", type=special_tokens_list, action="extend", default=[], metavar="T1,T2",
              help='special tokens, repeat or comma list, e.g. "<|endoftext|>,<|pad|>" (a token written like '
              '<|a,b|> is read whole; give one of another form that holds a comma with --special_token)')

@@ -231,6 +231,32 @@ def not_an_option(unknown: list[str], argv: list[str], parser: OneLineParser, *,
     return f"{name} is not an option of {command}{advice}"
 
 
+class OneValue(argparse.Action):
+    """An option that names the one thing a command reads or writes (``--encoding`` where a command takes one, an
+    output, a model): argparse's "store", but the option typed again with another value is a mistake, said in one
+    line naming both (``two``: what they name, plural: "encodings"), where argparse would silently use the last.
+
+    Why only these, and not every option: a number or a switch typed twice follows the Unix rule that the last
+    wins, which an alias or a script relies on to let a typed option override its own (``alias gpt2='gpt2
+    --temperature 0.8'``, then ``gpt2 --temperature 0 hi``). Two encodings, outputs or models are never that: where
+    other commands take a repeated ``--encoding`` as one more, the user asked for two; two outputs are a command
+    line edited halfway; and the last one used is work done on, or a file written into, what the user may not
+    have meant. The same value twice is no mistake, and is taken."""
+
+    def __init__(self, option_strings, dest, *, two: str, **options):
+        super().__init__(option_strings, dest, **options)
+        self.two = two
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        typed = vars(namespace).setdefault("typed_once", {})  # dest -> (flag, value) as first typed
+        if self.dest in typed and typed[self.dest][1] != values:
+            earlier_flag, earlier = typed[self.dest]
+            parser.error(f"{earlier_flag} {shlex.quote(str(earlier))} and {option_string} "
+                         f"{shlex.quote(str(values))} name two {self.two}, where one is used: pass one of them")
+        typed.setdefault(self.dest, (option_string, values))
+        setattr(namespace, self.dest, values)
+
+
 def unknown_arguments(unknown: list[str], argv: list[str], parser: OneLineParser, *, command: str,
                       text: str | None = None, text_given: bool = False) -> str:
     """The one message both commands give for the arguments argparse did not take (``unknown``): a flag typed
