@@ -597,6 +597,28 @@ def test_a_cluster_speaking_tls_is_checked_for_a_connection_only(web_server, mon
         engines.check_ray_address(closed_port_address(), timeout=0.5)
 
 
+@pytest.mark.exhaustive
+def test_a_cluster_the_command_starts_says_nothing_of_token_authentication(tmp_path):
+    """Ray's default (RAY_AUTH_MODE unset) turned token authentication on with a WARNING on stderr on every run,
+    so that an error found on the cluster was two lines. The command asks for it by name: a run says nothing on
+    stderr, and an error is its one line (exit 2), the file that made it named."""
+    env = {name: value for name, value in os.environ.items() if name not in ("RAY_AUTH_MODE", "RAY_ADDRESS")}
+    env["PYTHONPATH"] = str(REPO)
+    (tmp_path / "good.txt").write_text("hello world\n", encoding="utf-8")
+    (tmp_path / "bad.txt").write_bytes(b"ab\xffcd\n")
+
+    def encode(name):
+        return subprocess.run([sys.executable, "-m", "tokenizer", "encode-dataset", name, "--out", f"out_{name}",
+                               "--engine", "ray", "--workers", "1"], capture_output=True, text=True, env=env,
+                              timeout=300, cwd=tmp_path)
+
+    done = encode("good.txt")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    refused = encode("bad.txt")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith("python -m tokenizer: error: bad.txt is not valid UTF-8"), refused.stderr
+
+
 def test_ray_address_in_the_environment_is_checked_and_named(monkeypatch):
     # Ray joins the cluster RAY_ADDRESS names when given no address (or "auto"): there too ray.init retried an
     # address without a cluster for minutes, where the job was to start a local one

@@ -44,6 +44,7 @@ import os
 import queue
 import signal
 import socket
+import sys
 from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,6 +57,7 @@ ENGINES = ("local", "ray")
 RAY_TASK_RETRIES = 3  # a task whose worker process dies is started again, this many times at most
 INSTALL_HINT = install_hint("distributed")
 _POLL_SECONDS = 0.1  # how often the driver looks at progress while it waits for results
+RAY_AUTH_MODE = "RAY_AUTH_MODE"  # Ray's switch of token authentication for a cluster it starts (token, disabled)
 RAY_ADDRESS = "RAY_ADDRESS"  # the environment variable Ray reads for the cluster to join, when given none or "auto"
 # How long a Ray address may take to answer each step of the check before ray.init (connect, then its reply):
 # ray.init itself retries an address without a cluster for minutes, deaf to Ctrl-C.
@@ -166,10 +168,9 @@ def open_engine(engine: str = "local", *, address: str | None = None, workers: i
             raise ValueError("address is the Ray cluster to use: pass it with engine='ray'")
         yield LocalEngine(workers or os.cpu_count() or 1, start_method)
         return
-    ray = import_ray()
-    started_here = not ray.is_initialized()
-    if started_here:
-        start_ray(address=address, num_cpus=workers)
+    # (ray looked up, not imported, first: a cluster this job starts needs Ray imported by start_ray, see there)
+    started_here = "ray" not in sys.modules or not import_ray().is_initialized()
+    ray = start_ray(address=address, num_cpus=workers) if started_here else import_ray()
     try:
         yield RayEngine(ray, workers)
     finally:
@@ -181,25 +182,33 @@ def start_ray(*, address: str | None = None, num_cpus: int | None = None):
     """``ray.init`` for a data job: quiet, no dashboard; a new local cluster (``num_cpus`` CPUs) unless
     ``address`` (or, as Ray reads it, ``RAY_ADDRESS``) names one, checked first (:func:`check_ray_address`). The
     workers of a new local cluster import this package from where it is here."""
-    ray = import_ray()
     options = dict(include_dashboard=False, logging_level="WARNING", log_to_driver=False)
     joined, from_environment = ray_address_used(address)
     if joined is not None:
+        ray = import_ray()
         check_ray_address(joined, from_environment=from_environment)
         ray.init(address=joined, **options)  # (no num_cpus: an existing cluster's CPUs are its own)
         return ray
     # The cluster's processes inherit this environment as they start. Through it rather than a Ray
     # runtime_env, so that the workers Ray starts in advance can take the first tasks.
     package_root = str(Path(__file__).resolve().parents[1])
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, saved) if p)
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", RAY_AUTH_MODE)}
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, saved["PYTHONPATH"]) if p)
+    # Token authentication, which Ray turns on for a cluster it starts, asked for by name: left to Ray's default
+    # (RAY_AUTH_MODE unset), every run printed Ray's WARNING that it is on, and an error was two lines. Ray reads
+    # the variable as it is imported and again in ray.init, so it is set only where Ray is not imported yet (a
+    # caller's own import of ray keeps Ray's default, notice and all), and a user's own RAY_AUTH_MODE is kept.
+    if "ray" not in sys.modules and saved[RAY_AUTH_MODE] is None:
+        os.environ[RAY_AUTH_MODE] = "token"
     try:
+        ray = import_ray()
         ray.init(num_cpus=num_cpus, **options)
     finally:
-        if saved is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = saved
+        for name, value in saved.items():  # this process's environment as it was; the cluster keeps its own
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return ray
 
 
