@@ -84,6 +84,10 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.epilog = ("Sampling: greedy by default; --top_k, --top_p or --seed without --temperature sample at "
                      "temperature 1, and --temperature 0 (greedy) takes none of them. A prompt that starts with a "
                      f"dash goes after --, as in:\n    {parser.prog} -- '-5 degrees outside, and'")
+    # names a user of OpenAI's gpt-2 scripts (--length, --model_name) or of HF's generate (max_new_tokens) types
+    parser.flags_elsewhere = {"--length": "--n_tokens_to_generate", "--max_new_tokens": "--n_tokens_to_generate",
+                              "--model_name": "--model"}
+
     def option(name, **options):  # --name, and its dashed spelling (--top-k) kept out of the help text
         add_flag(parser, name, **options)
 

@@ -932,6 +932,12 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["hi", "--xyzzy"], "error: --xyzzy is not an option of gpt2 (see gpt2 --help)"),
     # no guessing from abbreviations: an error, naming the flag it cuts short (not --stream, more like it by difflib)
     (["hi", "--temp", "1"], "error: --temp is not an option of gpt2; did you mean --temperature?"),
+    # another tool's name for one of ours: named with ours (difflib's likeness alone said --draft_tokens)
+    (["hi", "--max_new_tokens", "5"], "error: --max_new_tokens is not an option of gpt2; did you mean "
+                                      "--n_tokens_to_generate?"),
+    (["hi", "--max-new-tokens", "5"], "did you mean --n_tokens_to_generate?"),
+    (["hi", "--length", "5"], "error: --length is not an option of gpt2; did you mean --n_tokens_to_generate?"),
+    (["hi", "--model_name", "355M"], "error: --model_name is not an option of gpt2; did you mean --model?"),
     (["hi", "--n_tokens_to_generate", "1e3"], "expected a whole number (digits 0-9), got '1e3'"),
     (["hi", "--n_tokens_to_generate", "-1"], "--n_tokens_to_generate must be >= 0, got -1"),
     (["hi", "--model_size", "125M"], "--model '125M' is neither a GPT-2 size (124M, 355M, 774M, 1558M) nor a folder"),

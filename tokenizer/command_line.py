@@ -89,6 +89,9 @@ class OneLineParser(argparse.ArgumentParser):
 
     def __init__(self, *args, formatter_class=PathFriendlyFormatter, **options):
         self.shown_flags = []  # the flags --help lists, for the advice of a misspelt one (set before argparse adds -h)
+        # other tools' flags for what one of ours does (--max_new_tokens: --n_tokens_to_generate), named in the
+        # advice for one typed here, where the likeness of the names alone would point elsewhere
+        self.flags_elsewhere: dict[str, str] = {}
         super().__init__(*args, formatter_class=formatter_class, **options)
 
     def add_argument(self, *names, **options):
@@ -224,7 +227,13 @@ def not_an_option(unknown: list[str], argv: list[str], parser: OneLineParser, *,
     # a flag cut short (argparse takes no abbreviation here) is the one it starts: --temp is --temperature, which
     # difflib's likeness alone would rank below --stream
     extended = [shown for shown in parser.shown_flags if shown.startswith(name) and len(name) > len("--")]
-    nearest = extended if len(extended) == 1 else difflib.get_close_matches(name, parser.shown_flags, n=1, cutoff=0.6)
+    ours = parser.flags_elsewhere.get("--" + name.lstrip("-").replace("-", "_"))  # (--max-new-tokens too)
+    if ours is not None:
+        nearest = [ours]
+    elif len(extended) == 1:
+        nearest = extended
+    else:
+        nearest = difflib.get_close_matches(name, parser.shown_flags, n=1, cutoff=0.6)
     if text_missing and not nearest:
         return None
     advice = f"; did you mean {nearest[0]}?" if nearest else ""
