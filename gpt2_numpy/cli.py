@@ -131,7 +131,8 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("draft_tokens", type=whole_number, default=None, metavar="K",
            help=f"with --draft or --lookup, tokens drafted per pass of the model (default {DEFAULT_DRAFT_TOKENS})")
     option("score", metavar="FILE", default=None, action=OneValue, two="files to score",
-           help="print the tokens, perplexity and bits per byte of the UTF-8 text in FILE")
+           help="print the tokens, perplexity and bits per byte of the UTF-8 text in FILE (- reads it from "
+           "standard input)")
     option("stride", type=whole_number, default=None, metavar="N",
            help="with --score, windows over a text longer than the context start N tokens apart "
            "(default: half the context)")
@@ -291,7 +292,13 @@ def check_models_dir(models_dir: str | None) -> None:
 
 
 def read_score_file(path: str) -> str:
-    """The text of --score's FILE, or ValueError (exit 2) saying why it cannot be scored."""
+    """The text of --score's FILE (``-``: standard input, as the PROMPT's ``-`` and every input of gpt2-tokenizer),
+    or ValueError (exit 2) saying why it cannot be scored."""
+    if path == "-":
+        text = read_stdin_text("--score -, the text on stdin,")
+        if not text:
+            raise ValueError("--score -: stdin is empty; give a text of at least two tokens")
+        return text
     try:
         text = read_utf8_file(path, what=f"--score {path}")
     except OSError as error:

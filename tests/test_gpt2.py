@@ -1184,6 +1184,27 @@ def test_options_after_double_dash_and_a_prompt_that_is_not_utf8_are_told(fake_m
     assert status == 2 and "the prompt is not valid UTF-8: byte 3 is b'\\xff'" in err and fake_model.loads == []
 
 
+def test_score_dash_scores_stdin_as_the_prompt_dash_reads_it(fake_model, monkeypatch, tmp_path):
+    """``gpt2 --score -`` said "cannot read --score -: No such file or directory", where the PROMPT's ``-`` and
+    every input of gpt2-tokenizer read standard input: it scores stdin, as it would the same text in a file."""
+    def piped(data: bytes):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+    monkeypatch.setattr(sys, "argv", ["gpt2"])  # the command as installed (argparse names it from argv[0])
+    essay = tmp_path / "essay.txt"
+    essay.write_text("The quick brown fox jumps over the lazy dog. " * 2, encoding="utf-8")
+    from_file = run_main(["--score", str(essay)])
+    assert from_file[0] == 0 and from_file[1].startswith("tokens: ")
+    piped(essay.read_bytes())
+    assert run_main(["--score", "-"]) == from_file
+    piped(b"")
+    assert run_main(["--score", "-"]) == (2, "", "gpt2: error: --score -: stdin is empty; give a text of at least two "
+                                                 "tokens (see gpt2 --help)\n")
+    piped(b"ok \xff")
+    status, out, err = run_main(["--score", "-"])
+    assert (status, out) == (2, "") and "--score -, the text on stdin, is not valid UTF-8: byte 3" in err, err
+
+
 def test_a_dash_reads_the_prompt_from_stdin_as_gpt2_tokenizer_does(fake_model, monkeypatch):
     """``gpt2 -`` continues standard input, exactly as it comes (it used to continue the text "-"); stdin that is
     empty or not UTF-8 is one line and exit 2, before any model is loaded."""
