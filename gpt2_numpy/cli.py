@@ -33,8 +33,8 @@ from pathlib import Path
 
 from tokenizer.command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, OneLineParser, OneValue, add_flag,
                                     add_version_flag, bar_if_slow, cannot_listen, decimal_number, error_message,
-                                    run_guarded, said_if_slow, say, show_progress, shown_typed, stdout_named,
-                                    typed_number, unbroken, unknown_arguments, whole_number)
+                                    host_address, run_guarded, said_if_slow, say, show_progress, shown_typed,
+                                    stdout_named, typed_number, unbroken, unknown_arguments, whole_number)
 from tokenizer.download import ChecksumError, DownloadError
 from tokenizer.extras import install_hint
 from tokenizer.text_input import argument_text, read_stdin_text, read_utf8_file
@@ -142,9 +142,9 @@ def command_line_parser(prog: str | None = None) -> argparse.ArgumentParser:
     option("force", action="store_true", help="with --save_hf, replace the model files already in DIR")
     option("serve", action="store_true",
            help="serve the tokenizer playground (a web page) with the model's next-token panel, until Ctrl-C")
-    option("host", default=None, help="with --serve, the address to listen on (default 127.0.0.1: this "
-           "machine only; 0.0.0.0: every network this machine is on, e.g. a classroom's; the playground has no "
-           "login)")
+    option("host", type=host_address, default=None,
+           help="with --serve, the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every "
+           "network this machine is on, e.g. a classroom's; the playground has no login)")
     option("port", type=whole_number, default=None, help="with --serve, the port (default 8000; 0: any free port)")
     option("encoding", action="append", default=None, metavar="NAME|PATH",
            help="with --serve, the page's first encoding, or a saved tokenizer to offer too (a tokenizer.json, its "

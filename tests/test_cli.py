@@ -232,6 +232,9 @@ def test_version_names_the_version_the_folder_the_code_runs_from_and_the_python(
          "error: --allowed-specials is not an option of count; did you mean --allowed_special?"),
         (["decode", "--id", "x.bin"], "error: --id is not an option of decode; did you mean --ids?"),
         (["serve", "--prot", "9000"], "error: --prot is not an option of serve; did you mean --port?"),
+        # an empty host is every network to a socket: the page, which has no login, was served there unasked
+        (["serve", "--host", "", "--port", "0"], "error: argument --host: expected an address, got ''; pass 127.0.0.1 "
+                                                 "(this machine only), 0.0.0.0 (every network) or one of this machine's"),
         (["train", "--inputs", "a.txt", "--vocab_size", "300", "--out", "d"],
          "error: --inputs is not an option of train; did you mean --input?"),
         # a flag cut short is named with the flag it starts (argparse takes no abbreviation here)

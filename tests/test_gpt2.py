@@ -966,6 +966,8 @@ def test_prompt_after_options_and_leading_dash(fake_model):
     (["hi", "--host", "::1", "--port", "80"], "--host and --port go with --serve"),
     (["--score", "f.txt", "--port", "0"], "--port goes with --serve"),  # 0 is a value, though 0 == False
     (["--score", "f.txt", "--seed", "0"], "--seed goes with a PROMPT"),
+    # as gpt2-tokenizer serve's: an empty host was taken for 127.0.0.1 here, for every network there
+    (["--serve", "--host", "", "--port", "0"], "error: argument --host: expected an address, got ''; pass 127.0.0.1"),
     # one model, file or folder named twice: argparse used the last one silently (command_line.OneValue says why)
     (["hi", "--model", "124M", "--model", "355M"],
      "error: --model 124M and --model 355M name two models, where one is used: pass one of them (see gpt2 --help)"),

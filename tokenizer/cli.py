@@ -80,9 +80,9 @@ import numpy as np
 from . import encoding_argument, outputs, serve, teach
 from .command_line import (EXIT_FAILED, EXIT_MISTAKE, STDOUT_CLOSED, Interrupted, OneLineParser, OneValue,
                            UsageError, add_flag, add_version_flag, ascii_digits, bar_if_slow, comma_readings,
-                           cannot_listen, decimal_digits, error_message, run_guarded, said_if_slow, say, show_progress,
-                           shown_typed, summary_of, typed_number, unbroken, unknown_arguments, watched_stdout,
-                           whole_number)
+                           cannot_listen, decimal_digits, error_message, host_address, run_guarded, said_if_slow, say,
+                           show_progress, shown_typed, summary_of, typed_number, unbroken, unknown_arguments,
+                           watched_stdout, whole_number)
 from .download import ChecksumError, DownloadError
 from .text_input import argument_text, read_stdin_text
 from .jobs import dataset, id_files, inputs, manifest, parity, sharded
@@ -1351,8 +1351,9 @@ def build_parser(prog: str) -> OneLineParser:
                 "Serve the tokenizer playground, a web page (and JSON API) that shows tokens in colour, their ids "
                 "and bytes, the merges that built each and encodings side by side "
                 f"({unbroken('gpt2 --serve --model 124M')} adds GPT-2's next token).", "[--port 8000] [options]")
-    add_flag(p, "host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine "
-             "only; 0.0.0.0: every network this machine is on, e.g. a classroom's; the playground has no login)")
+    add_flag(p, "host", type=host_address, default="127.0.0.1",
+             help="the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every network this "
+             "machine is on, e.g. a classroom's; the playground has no login)")
     add_flag(p, "port", type=port_number, default=8000, help="the port (default 8000; 0: any free port)")
     add_flag(p, "encoding", type=names_list, action="extend", metavar="NAME|PATH",
              help="the page's first encoding, and saved tokenizers (a tokenizer.json, its folder, a saved "

@@ -418,6 +418,16 @@ def error_message(error: BaseException) -> str:
     return str(error)
 
 
+def host_address(value: str) -> str:
+    """argparse's ``type`` for a server's ``--host``: the address as typed, refused when empty. An empty host is
+    Python's every network (0.0.0.0) to a socket, and most likely a variable that was not set (``--host "$HOST"``):
+    a page with no login would then be served to every network this machine is on, unasked."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"expected an address, got {value!r}; pass 127.0.0.1 (this machine only), "
+                                         "0.0.0.0 (every network) or one of this machine's own addresses")
+    return value
+
+
 def cannot_listen(error: OSError, host: str, port: int) -> str:
     """Why a server could not start on ``host:port``, blaming the one that is wrong, and what to pass instead."""
     reason = error.strerror or str(error)
