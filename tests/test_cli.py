@@ -289,6 +289,10 @@ def test_mistakes_are_one_line_and_exit_2(cli, args, message):
         (["encode-dataset", "a.txt", "--out", "d1", "--out", "d2"], "--out d1 and --out d2 name two outputs"),
         (["train", "--input", "a.txt", "--vocab_size", "300", "--out", "d1", "--out", "d2"],
          "--out d1 and --out d2 name two outputs"),
+        # parity checks one other side: a second --against read as "and this one too" checked only the last
+        (["parity", "a.txt", "--against", "tiktoken", "--against", "hf"],
+         "--against tiktoken and --against hf name two other sides, where one is used: pass one of them"),
+        (["parity", "a.txt", "--ids", "a.bin", "--ids", "b.bin"], "--ids a.bin and --ids b.bin name two files of ids"),
     ],
 )
 def test_one_encoding_or_output_given_twice_is_a_mistake_naming_both(cli, args, message):

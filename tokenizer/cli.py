@@ -1320,12 +1320,12 @@ def build_parser(prog: str) -> OneLineParser:
              f"(default: {','.join(parity.DEFAULT_ENCODINGS)}; with --ids, gpt2)")
     add_flag(p, "encodings", dest="encoding", type=names_list, action="extend", metavar="E1,E2",
              help="the same as --encoding (as stats and compare spell their list)")
-    add_flag(p, "against", metavar="tiktoken|hf|PATH",
+    add_flag(p, "against", metavar="tiktoken|hf|PATH", action=OneValue, two="other sides",
              help="the other side: tiktoken (default; for a saved tokenizer tiktoken does not know, tiktoken's "
              "engine with its tables); hf: Hugging Face tokenizers reading the tokenizer.json that --encoding "
              f"names ({unbroken('pip install tokenizers')}); or a saved tokenizer (a tokenizer.json, its folder, "
              "a train --out folder) read by this project")
-    add_flag(p, "ids", metavar="FILE.bin",
+    add_flag(p, "ids", metavar="FILE.bin", action=OneValue, two="files of ids",
              help="instead, check this file of ids (nanoGPT's layout, as encode-file writes it: a text encoded "
              "whole, each .jsonl or .parquet document as encode_ordinary(text) + <|endoftext|>) against "
              "this project's encoding of the INPUTs, one after another; with --against, that encoding against "
