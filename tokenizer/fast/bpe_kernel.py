@@ -342,7 +342,6 @@ class CompiledBPE:
         written = merge_pieces(blob, ends, False, *self._tables[1:], ids, id_ends)
         return ids[:written], np.diff(id_ends, prepend=0)
 
-
     def merge_from(self, parts: np.ndarray) -> np.ndarray:
         """The ids BPE gives a segment whose parts are ``parts`` (ids, some merged already), as
         :func:`tokenizer.bpe.merge_from` gives bytes: for batch BPE's segments handed over part way merged."""
